@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Sets up everything the project needs on a fresh machine: a virtual environment in .venv with
+# the package (editable) and its development extras. Safe to run again: it only adds what is missing.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+export SSL_CERT_FILE="${SSL_CERT_FILE:-/etc/ssl/certs/ca-certificates.crt}"
+export UV_NATIVE_TLS=1
+
+if ! command -v uv >/dev/null 2>&1; then
+  echo "[bootstrap] installing uv"
+  python3 -m pip install -q --disable-pip-version-check uv
+fi
+if [ ! -x .venv/bin/python ]; then
+  echo "[bootstrap] creating .venv"
+  uv venv -q .venv --python "$(command -v python3)"
+fi
+stamp=.venv/.tfc-bootstrap-stamp
+want="$(cat pyproject.toml scripts/bootstrap.sh | sha256sum | cut -c1-16)"
+if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
+  echo "[bootstrap] installing tfc_jupyter[dev] into .venv"
+  VIRTUAL_ENV="$root/.venv" uv pip install -q -e ".[dev]"
+  # tf-keras runs Keras `fit` under MultiWorkerMirroredStrategy (Keras 3 cannot on TF >= 2.16).
+  # --no-deps: its metadata asks for the full `tensorflow` wheel, we already have tensorflow-cpu.
+  VIRTUAL_ENV="$root/.venv" uv pip install -q --no-deps "tf-keras~=$(.venv/bin/python - <<'PY'
+from importlib.metadata import version
+print(".".join(version("tensorflow-cpu").split(".")[:2]) + ".0")
+PY
+)"
+  echo "$want" > "$stamp"
+fi
+echo "[bootstrap] ready: $(.venv/bin/python -c 'import sys; print(sys.version.split()[0])') in .venv"

@@ -1,0 +1,1 @@
+"""tfc_jupyter."""

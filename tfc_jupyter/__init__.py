@@ -1,1 +1,22 @@
-"""tfc_jupyter."""
+"""tfc_jupyter: take a TensorFlow notebook from a laptop to GPUs, TPUs and multi-worker clusters.
+
+``%load_ext tfc_jupyter`` registers the magics and imports nothing heavy: no TensorFlow,
+aiplatform, docker or nbconvert.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__version__ = "0.1.0"
+
+
+def load_ipython_extension(ipython: Any) -> None:
+    """Register the ``%%tfc_run`` family of magics (called by ``%load_ext tfc_jupyter``)."""
+    from .magics import TfcMagics
+
+    ipython.register_magics(TfcMagics)
+
+
+def unload_ipython_extension(ipython: Any) -> None:
+    """Nothing to undo beyond what IPython does itself."""

@@ -1,0 +1,182 @@
+"""``python -m tfc_runtime [--strategy NAME] [--gpus N] [--source-map FILE] SCRIPT [ARGS...]``.
+
+The job's entry point: sets up the environment, builds the strategy, runs the converted
+notebook script, and on failure names the notebook cell and line that raised.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import os
+import re
+import runpy
+import sys
+import traceback
+from collections.abc import Sequence
+from types import TracebackType
+
+from tfc_runtime import sourcemap
+from tfc_runtime.cluster import cluster_info, ensure_tf_config
+from tfc_runtime.strategy import STRATEGIES, build_strategy, describe, prepare_keras
+
+_VALUED = ("--strategy", "--gpus", "--source-map")
+_FRAME = re.compile(r'^(\s*File "(.*)", line (\d+), in .*)$')
+
+
+def _parser() -> argparse.ArgumentParser:
+    """The command line of ``python -m tfc_runtime``."""
+    p = argparse.ArgumentParser(
+        prog="python -m tfc_runtime", description="Run a converted notebook as a training job."
+    )
+    p.add_argument(
+        "--strategy",
+        default=os.environ.get("TFC_STRATEGY") or "auto",
+        help=f"one of {', '.join(STRATEGIES)} (default: $TFC_STRATEGY, else auto)",
+    )
+    p.add_argument("--gpus", type=int, default=None, help="GPUs to mirror over (default: all)")
+    p.add_argument("--source-map", default=None, help="JSON map of script lines to cells")
+    p.add_argument("script", help="the script to run")
+    return p
+
+
+def parse_args(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
+    """Our options and SCRIPT, plus the script's own arguments (everything after SCRIPT)."""
+    i = 0
+    while i < len(argv):
+        word = argv[i]
+        if word == "--":
+            i += 1
+            break
+        if not word.startswith("-") or word == "-":
+            break
+        i += 2 if word in _VALUED else 1
+    ours, theirs = list(argv[: i + 1]), list(argv[i + 1 :])
+    return _parser().parse_args(ours), theirs
+
+
+def _script_frames(tb: TracebackType | None, script: str) -> list[int]:
+    """Line numbers of the traceback's frames that run ``script``, outermost first."""
+    lines = []
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename == script:
+            lines.append(tb.tb_lineno)
+        tb = tb.tb_next
+    return lines
+
+
+def _trim(tb: TracebackType | None, script: str) -> TracebackType | None:
+    """The traceback from the first frame in ``script`` on (drops runpy and our frames)."""
+    first = tb
+    while first is not None and first.tb_frame.f_code.co_filename != script:
+        first = first.tb_next
+    return first or tb
+
+
+def _annotated(exc: BaseException, script: str, smap: sourcemap.SourceMap) -> str:
+    """The formatted traceback, each frame in ``script`` followed by its notebook location."""
+    exc = exc.with_traceback(_trim(exc.__traceback__, script))
+    out = io.StringIO()
+    for chunk in traceback.format_exception(type(exc), exc, exc.__traceback__):
+        for line in chunk.splitlines(keepends=True):
+            m = _FRAME.match(line.rstrip("\n"))
+            if m and m.group(2) == script and smap.locate(int(m.group(3))):
+                line = f"{m.group(1)}   [{smap.describe(int(m.group(3)))}]\n"
+            out.write(line)
+    return out.getvalue()
+
+
+def report_failure(exc: BaseException, script: str, smap: sourcemap.SourceMap) -> dict[str, object]:
+    """Print the annotated traceback and a last summary line; return the error record."""
+    text = _annotated(exc, script, smap)
+    frames = _script_frames(exc.__traceback__, script)
+    script_line: int | None = frames[-1] if frames else None
+    if script_line is None and isinstance(exc, SyntaxError) and exc.filename == script:
+        script_line = exc.lineno
+    where = smap.locate(script_line) if script_line else None
+    place = smap.describe(script_line) if script_line else "startup"
+    first = (str(exc).strip().splitlines() or [""])[0]
+    first = first if len(first) <= 300 else first[:297] + "..."
+    summary = f"{type(exc).__name__}: {first}" if first else type(exc).__name__
+    sys.stdout.flush()
+    sys.stderr.write(text)
+    sys.stderr.write(f"[tfc_runtime] job failed at {place}: {summary}\n")
+    sys.stderr.flush()
+    return _record(where, script_line, exc, text)
+
+
+def _record(
+    where: tuple[int, int] | None, script_line: int | None, exc: BaseException, text: str
+) -> dict[str, object]:
+    """The errors/<task>.json record."""
+    return {
+        "cell": where[0] if where else None,
+        "line": where[1] if where else None,
+        "script_line": script_line,
+        "type": type(exc).__name__,
+        "message": str(exc),
+        "traceback": text,
+    }
+
+
+def _write_error(record: dict[str, object]) -> None:
+    """Save the error record as ``$TFC_JOB_DIR/errors/<task_type>-<task_index>.json``."""
+    job_dir = os.environ.get("TFC_JOB_DIR")
+    if not job_dir:
+        return
+    try:
+        info = cluster_info()
+        name = f"{info.task_type}-{info.task_index}"
+    except RuntimeError:  # the cluster variables themselves are what failed
+        name = "unknown-0"
+    folder = os.path.join(job_dir, "errors")
+    os.makedirs(folder, exist_ok=True)
+    path = os.path.join(folder, f"{name}.json")
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(record, f, indent=2)
+
+
+def _line_buffered() -> None:
+    """Stream logs: line-buffered stdout/stderr here, unbuffered Python in child processes."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            reconfigure(line_buffering=True)
+    os.environ.setdefault("PYTHONUNBUFFERED", "1")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the job; the exit status (a script's SystemExit passes through unchanged)."""
+    args, script_args = parse_args(sys.argv[1:] if argv is None else argv)
+    _line_buffered()
+    os.environ["TFC_REMOTE"] = "1"
+    os.environ["TF_KERAS_RUNNING_REMOTELY"] = "1"
+    if os.environ.get("TFC_JOB_DIR"):  # the script may change directory
+        os.environ["TFC_JOB_DIR"] = os.path.abspath(os.environ["TFC_JOB_DIR"])
+    script = os.path.abspath(args.script)
+    try:
+        smap = sourcemap.load(args.source_map) if args.source_map else sourcemap.SourceMap()
+        ensure_tf_config()
+        prepare_keras(args.strategy)
+        strategy = build_strategy(args.strategy, gpus=args.gpus)
+    except (OSError, RuntimeError, ValueError) as exc:
+        sys.stdout.flush()
+        print(f"[tfc_runtime] cannot start the job: {exc}", file=sys.stderr, flush=True)
+        _write_error(_record(None, None, exc, ""))
+        return 1
+    print(f"[tfc_runtime] task {cluster_info().describe()}, strategy {describe(strategy)}")
+    sys.argv = [args.script, *script_args]
+    sys.path.insert(0, os.path.dirname(script))
+    try:
+        runpy.run_path(script, run_name="__main__")
+    except SystemExit:
+        raise
+    except Exception as exc:
+        _write_error(report_failure(exc, script, smap))
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

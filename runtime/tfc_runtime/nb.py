@@ -1,0 +1,290 @@
+"""Stand-ins for IPython magics and shell lines in a converted notebook script.
+
+The script does ``from tfc_runtime import nb as _tfc`` and calls, e.g., ``_tfc.system("ls $d")``
+for ``!ls $d``. Each helper behaves as IPython does in a notebook kernel, minus the kernel.
+Imports only the standard library.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import runpy
+import shlex
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from string import Formatter
+from typing import IO, Any
+
+_BASH = "/bin/bash"
+
+
+class _DollarFormatter(Formatter):
+    """IPython's DollarFormatter: ``{expr}`` is evaluated, ``$name``/``$a.b`` substituted.
+
+    ``$$name`` gives a literal ``$name``; ``{{``/``}}`` literal braces; a ``$name`` inside an
+    open single-quoted stretch is left alone.
+    """
+
+    _dollar = re.compile(r"(.*?)\$(\$?[\w\.]+)(?=([^']*'[^']*')*[^']*$)")
+
+    def parse(self, format_string: str) -> Iterator[tuple[str, str | None, str | None, str | None]]:
+        """Yield (literal, field, spec, conversion), splitting ``$name`` fields out of literals."""
+        for literal, field_name, spec, conversion in super().parse(format_string):
+            done, text = 0, ""
+            for m in self._dollar.finditer(literal):
+                before, name = m.group(1, 2)
+                if name.startswith("$"):  # $$name -> $name
+                    text += before + name
+                else:
+                    yield (text + before, name, "", None)
+                    text = ""
+                done = m.end()
+            yield (text + literal[done:], field_name, spec, conversion)
+
+    def vformat(self, format_string: str, args: Sequence[Any], kwargs: Mapping[str, Any]) -> str:
+        """Format, evaluating each field as a Python expression in ``kwargs``."""
+        out: list[str] = []
+        for literal, field_name, spec, conversion in self.parse(format_string):
+            out.append(literal)
+            if field_name is not None:
+                expr = f"{field_name}:{spec}" if spec else field_name  # keeps slices whole
+                value = eval(expr, dict(kwargs))
+                out.append(self.format_field(self.convert_field(value, conversion), ""))
+        return "".join(out)
+
+
+_formatter = _DollarFormatter()
+
+
+def expand(cmd: str, depth: int = 1) -> str:
+    """Expand Python variables in ``cmd`` as IPython does, in the caller's namespace.
+
+    ``depth`` counts frames up from this function (1: whoever called ``expand``). The namespace
+    is the frame's globals updated with its locals. As in IPython, when any field fails to
+    evaluate (e.g. ``$HOME`` with no Python name ``HOME``) the whole string is left unchanged.
+    """
+    try:
+        frame = sys._getframe(depth)
+    except ValueError:
+        namespace: dict[str, Any] = {}
+    else:
+        namespace = {**frame.f_globals, **frame.f_locals}
+    try:
+        return _formatter.vformat(cmd, [], namespace)
+    except Exception:
+        return cmd
+
+
+def _pump(src: IO[bytes], dst: IO[str]) -> None:
+    """Copy ``src`` to ``dst`` line by line, flushing each line."""
+    for raw in iter(src.readline, b""):
+        dst.write(raw.decode(errors="replace"))
+        dst.flush()
+    src.close()
+
+
+def system(cmd: str) -> int:
+    """``!cmd``: run in bash, stream stdout+stderr to our stdout, return the exit status."""
+    expanded = expand(cmd, depth=2)
+    sys.stdout.flush()
+    proc = subprocess.Popen(
+        [_BASH, "-c", expanded],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    assert proc.stdout is not None
+    _pump(proc.stdout, sys.stdout)
+    status = proc.wait()
+    if status != 0:
+        print(f"[tfc_runtime] !{expanded} exited with status {status}", file=sys.stderr, flush=True)
+    return status
+
+
+def getoutput(cmd: str) -> list[str]:
+    """``x = !cmd``: run in bash, return stdout+stderr as a list of lines."""
+    expanded = expand(cmd, depth=2)
+    done = subprocess.run(
+        [_BASH, "-c", expanded],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        check=False,
+    )
+    return done.stdout.decode(errors="replace").splitlines()
+
+
+_previous_dirs: list[str] = []
+
+
+def _unquote(text: str) -> str:
+    """``text`` without one pair of surrounding quotes."""
+    if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
+        return text[1:-1]
+    return text
+
+
+def cd(path: str) -> None:
+    """``%cd [-q] [PATH|-]``: change directory (home when empty, previous for ``-``), print it."""
+    arg = expand(path, depth=2).strip()
+    quiet = arg == "-q" or arg.startswith("-q ")
+    if quiet:
+        arg = arg[2:].strip()
+    old = os.getcwd()
+    if arg == "-":
+        if not _previous_dirs:
+            raise RuntimeError("%cd -: No previous directory to change to.")
+        target = _previous_dirs[-1]
+    else:
+        target = os.path.expanduser(_unquote(arg) or "~")
+    os.chdir(target)
+    _previous_dirs.append(old)
+    if not quiet:
+        print(os.getcwd())
+
+
+def _hide(key: str, value: str) -> str:
+    """``<hidden>`` for likely secrets, as IPython's ``%env`` listing does."""
+    return "<hidden>" if any(s in key.lower() for s in ("key", "token", "secret")) else value
+
+
+def env(arg: str = "") -> None:
+    """``%env``: list all (secrets hidden), ``%env K`` print one, ``%env K=V``/``K V`` set."""
+    arg = expand(arg, depth=2)
+    if not arg.strip():
+        print({k: _hide(k, v) for k, v in os.environ.items()})
+        return
+    bits = arg.split("=" if "=" in arg else " ", 1)
+    if len(bits) == 1:
+        key = arg.strip()
+        if key not in os.environ:
+            raise KeyError(f"Environment does not have key: {key}")
+        print(os.environ[key])
+        return
+    key, value = bits[0].strip(), bits[1].strip()
+    if re.search(r"\s", key):
+        raise ValueError(f"refusing to set env var with whitespace: {key!r}")
+    os.environ[key] = value
+    print(f"env: {key}={value}")
+
+
+def writefile(line: str, body: str) -> None:
+    """``%%writefile [-a|--append] FILE``: write (or append) ``body``, report like IPython."""
+    words = shlex.split(expand(line, depth=2))
+    append = any(w in ("-a", "--append") for w in words)
+    names = [w for w in words if w not in ("-a", "--append")]
+    if len(names) != 1:
+        raise ValueError(f"%%writefile needs one file name, got {line!r}")
+    filename = os.path.expanduser(names[0])
+    if not os.path.exists(filename):
+        print(f"Writing {filename}")
+    else:
+        print(f"{'Appending to' if append else 'Overwriting'} {filename}")
+    with open(filename, "a" if append else "w", encoding="utf-8") as f:
+        f.write(body)
+
+
+def run_script(program: str, body: str, args: str = "") -> None:
+    """``%%bash``, ``%%sh``, ``%%script PROG``...: run PROG with ``body`` on stdin.
+
+    stdout and stderr stream to ours; a non-zero status raises CalledProcessError.
+    """
+    argv = [program, *shlex.split(expand(args, depth=2))]
+    sys.stdout.flush()
+    proc = subprocess.Popen(
+        argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+    pumps = [
+        threading.Thread(target=_pump, args=(proc.stdout, sys.stdout), daemon=True),
+        threading.Thread(target=_pump, args=(proc.stderr, sys.stderr), daemon=True),
+    ]
+    for t in pumps:
+        t.start()
+    try:
+        proc.stdin.write(body.encode())
+        proc.stdin.close()
+    except BrokenPipeError:
+        pass
+    status = proc.wait()
+    for t in pumps:
+        t.join()
+    if status != 0:
+        raise subprocess.CalledProcessError(status, argv)
+
+
+def time_start() -> tuple[float, float, float]:
+    """Start a ``%time``/``%%time`` measurement: (wall, user CPU, system CPU) now."""
+    t = os.times()
+    return (time.time(), t.user, t.system)
+
+
+def _format_time(seconds: float, precision: int = 3) -> str:
+    """A timespan as IPython prints it: ``1.23 s``, ``45.6 ms``, ``2min 3s``."""
+    if seconds >= 60.0:
+        parts, left = [], seconds
+        for suffix, length in (("d", 86400), ("h", 3600), ("min", 60), ("s", 1)):
+            value = int(left / length)
+            if value > 0:
+                left %= length
+                parts.append(f"{value}{suffix}")
+            if left < 1:
+                break
+        return " ".join(parts)
+    units = ["s", "ms", "us", "ns"]
+    try:
+        "\u03bc".encode(getattr(sys.stdout, "encoding", None) or "ascii")
+        units[2] = "\u03bcs"
+    except (UnicodeEncodeError, LookupError):
+        pass
+    order = 3 if seconds <= 0 else min(-(math.floor(math.log10(seconds)) // 3), 3)
+    return f"{seconds * 1000**order:.{precision}g} {units[order]}"
+
+
+def time_end(start: Sequence[float], label: str = "") -> None:
+    """Finish ``%time``: print ``CPU times: user ..., sys: ..., total: ...`` and ``Wall time``."""
+    wall = time.time() - start[0]
+    t = os.times()
+    user, system_ = t.user - start[1], t.system - start[2]
+    print(
+        f"CPU times: user {_format_time(user)}, sys: {_format_time(system_)}, "
+        f"total: {_format_time(user + system_)}"
+    )
+    print(f"Wall time: {_format_time(wall)}" + (f"  ({label})" if label else ""))
+
+
+def run_path(line: str) -> None:
+    """``%run [-i] script.py args``: run like ``python script.py args``, then (as IPython) copy
+    the script's globals into the caller's (with ``-i``: run in the caller's globals)."""
+    words = shlex.split(expand(line, depth=2))
+    caller = sys._getframe(1).f_globals
+    inplace = bool(words) and words[0] == "-i"
+    words = words[1:] if inplace else words
+    if not words:
+        raise ValueError("%run needs a file name")
+    filename = os.path.expanduser(words[0])
+    if not os.path.exists(filename) and os.path.exists(filename + ".py"):
+        filename += ".py"
+    saved = sys.argv
+    sys.argv = [filename, *(os.path.expanduser(w) for w in words[1:])]
+    try:
+        if inplace:
+            with open(filename, encoding="utf-8") as f:
+                code = compile(f.read(), filename, "exec")
+            exec(code, caller)
+            return
+        result = runpy.run_path(filename, run_name="__main__")
+    finally:
+        sys.argv = saved
+    caller.update({k: v for k, v in result.items() if not k.startswith("__")})
+
+
+def display(*objs: object, **_options: object) -> None:
+    """Notebook ``display``: print each object (``str`` as is, anything else by repr)."""
+    for obj in objs:
+        print(obj if isinstance(obj, str) else repr(obj))

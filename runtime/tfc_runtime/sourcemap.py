@@ -1,0 +1,76 @@
+"""Map lines of the converted script back to notebook cells.
+
+File format (JSON)::
+
+    {"version": 1, "notebook": "<path or name>", "lines": [[cell, line] | null, ...]}
+
+``lines[i]`` is the notebook location of script line ``i + 1``: ``cell`` is the 1-based position
+of the cell in the notebook (markdown cells count), ``line`` the 1-based line in that cell's
+source; ``null`` marks a generated line.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+
+VERSION = 1
+
+
+@dataclass(frozen=True)
+class SourceMap:
+    """Script line -> (cell, line) in the notebook."""
+
+    notebook: str = ""
+    lines: tuple[tuple[int, int] | None, ...] = field(default_factory=tuple)
+
+    def locate(self, script_line: int) -> tuple[int, int] | None:
+        """The (cell, line) of 1-based ``script_line``, None for a generated or unknown line."""
+        if 1 <= script_line <= len(self.lines):
+            return self.lines[script_line - 1]
+        return None
+
+    def describe(self, script_line: int) -> str:
+        """``cell 7, line 3``; ``script line 42`` when the line has no notebook location."""
+        where = self.locate(script_line)
+        if where is None:
+            return f"script line {script_line}"
+        return f"cell {where[0]}, line {where[1]}"
+
+
+def _entry(item: object, index: int) -> tuple[int, int] | None:
+    """One ``lines`` entry, validated."""
+    if item is None:
+        return None
+    if (
+        isinstance(item, list)
+        and len(item) == 2
+        and all(isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in item)
+    ):
+        return (item[0], item[1])
+    raise ValueError(f"source map lines[{index}] must be [cell, line] or null, got {item!r}")
+
+
+def parse(data: object) -> SourceMap:
+    """A SourceMap from the decoded JSON document; ValueError when it is malformed."""
+    if not isinstance(data, dict) or data.get("version") != VERSION:
+        raise ValueError(f"not a version {VERSION} source map")
+    lines = data.get("lines")
+    if not isinstance(lines, list):
+        raise ValueError("source map 'lines' must be a list")
+    entries = tuple(_entry(v, i) for i, v in enumerate(lines))
+    return SourceMap(str(data.get("notebook", "")), entries)
+
+
+def load(path: str | os.PathLike[str]) -> SourceMap:
+    """Read a source map file; ValueError (naming the file) when it is not one."""
+    with open(path, encoding="utf-8") as f:
+        try:
+            data = json.load(f)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{os.fspath(path)}: not JSON ({exc.msg})") from None
+    try:
+        return parse(data)
+    except ValueError as exc:
+        raise ValueError(f"{os.fspath(path)}: {exc}") from None

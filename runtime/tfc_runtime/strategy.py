@@ -1,0 +1,189 @@
+"""Build the job's tf.distribute strategy from the real devices and cluster, inside the job.
+
+TensorFlow is imported lazily: ``prepare_keras`` must run before anything imports it.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+from collections.abc import Mapping, MutableMapping
+from typing import Any
+
+from tfc_runtime.cluster import ClusterInfo, cluster_info
+
+STRATEGIES = ("auto", "one_device", "mirrored", "multi_worker_mirrored", "tpu", "none")
+
+# The strategy build_strategy made last (None: none built, or "none" asked for).
+_current: Any = None
+
+
+def _say(message: str) -> None:
+    """One runtime status line on stdout."""
+    print(f"[tfc_runtime] {message}", flush=True)
+
+
+def _warn(message: str) -> None:
+    """One runtime warning line on stderr."""
+    sys.stdout.flush()
+    print(f"[tfc_runtime] warning: {message}", file=sys.stderr, flush=True)
+
+
+def _check_name(name: str) -> str:
+    """``name`` normalised, or ValueError listing the valid names."""
+    key = name.strip().lower().replace("-", "_")
+    if key not in STRATEGIES:
+        raise ValueError(f"unknown strategy {name!r}; valid strategies: {', '.join(STRATEGIES)}")
+    return key
+
+
+def _trains_multi_worker(info: ClusterInfo) -> bool:
+    """True when this task trains in a multi-worker cluster (not a ps or evaluator task)."""
+    return info.is_multi_worker and info.task_type in ("chief", "worker")
+
+
+def will_be_multi_worker(strategy_name: str, environ: Mapping[str, str] = os.environ) -> bool:
+    """Whether ``strategy_name`` will build MultiWorkerMirroredStrategy in this environment."""
+    key = _check_name(strategy_name)
+    if key == "multi_worker_mirrored":
+        return True
+    return key == "auto" and _trains_multi_worker(cluster_info(environ))
+
+
+def prepare_keras(strategy_name: str, environ: MutableMapping[str, str] = os.environ) -> None:
+    """Pick tf-keras for multi-worker jobs. Call BEFORE tensorflow is imported.
+
+    Keras 3's ``model.fit`` fails under MultiWorkerMirroredStrategy on TF >= 2.16
+    ("Attempt to convert a value (PerReplica...)"); tf-keras (``TF_USE_LEGACY_KERAS=1``) works.
+    Leaves a user's own TF_USE_LEGACY_KERAS alone.
+    """
+    if not will_be_multi_worker(strategy_name, environ) or "TF_USE_LEGACY_KERAS" in environ:
+        return
+    if importlib.util.find_spec("tf_keras") is not None:
+        environ["TF_USE_LEGACY_KERAS"] = "1"
+        _say("multi-worker job: TF_USE_LEGACY_KERAS=1, tf.keras is tf-keras (Keras 3 fit fails)")
+    else:
+        _warn(
+            "tf-keras is not installed: Keras 3 model.fit will fail under "
+            "MultiWorkerMirroredStrategy; pip install tf-keras (custom loops with "
+            "strategy.run still work)"
+        )
+
+
+def _gpus() -> list[str]:
+    """Names of the local GPUs, e.g. ``['/gpu:0', '/gpu:1']``."""
+    import tensorflow as tf
+
+    return [f"/gpu:{i}" for i in range(len(tf.config.list_physical_devices("GPU")))]
+
+
+def _pick_gpus(gpus: int | None) -> list[str]:
+    """The first ``gpus`` local GPUs (all when None); RuntimeError when too few exist."""
+    found = _gpus()
+    if gpus is None:
+        return found
+    if gpus < 0:
+        raise ValueError(f"gpus must be >= 0, got {gpus}")
+    if gpus > len(found):
+        raise RuntimeError(
+            f"{gpus} GPUs requested but TensorFlow sees {len(found)}; check the machine's "
+            "accelerators and that the image has a GPU build of TensorFlow"
+        )
+    return found[:gpus]
+
+
+def _build_one_device(gpus: int | None = None) -> Any:
+    """OneDeviceStrategy on /gpu:0 when a GPU exists (and gpus != 0), else /cpu:0."""
+    import tensorflow as tf
+
+    device = "/gpu:0" if gpus != 0 and _gpus() else "/cpu:0"
+    return tf.distribute.OneDeviceStrategy(device)
+
+
+def _build_mirrored(gpus: int | None = None) -> Any:
+    """MirroredStrategy over the local GPUs (or the first ``gpus``); /cpu:0 without any."""
+    import tensorflow as tf
+
+    devices = _pick_gpus(gpus)
+    if not devices:
+        _warn("no GPU found: MirroredStrategy mirrors over /cpu:0 only (1 replica)")
+        devices = ["/cpu:0"]
+    return tf.distribute.MirroredStrategy(devices)
+
+
+def _build_multi_worker() -> Any:
+    """MultiWorkerMirroredStrategy over the cluster in TF_CONFIG (local devices per task)."""
+    import tensorflow as tf
+
+    return tf.distribute.MultiWorkerMirroredStrategy()
+
+
+def _build_tpu() -> Any:
+    """TPUStrategy: the place for TPUClusterResolver(tpu='local') + initialize_tpu_system."""
+    raise RuntimeError(
+        "TPU strategy comes with the TPU runtime; it is not available in this build of "
+        "tfc_runtime (use a TPU VM image with libtpu and a later tfc_runtime)"
+    )
+
+
+def _build_auto(gpus: int | None) -> Any:
+    """tfc.run's rules, CPU-aware: multi-worker, else Mirrored for >1 GPU, else OneDevice."""
+    if _trains_multi_worker(cluster_info()):
+        return _build_multi_worker()
+    devices = _pick_gpus(gpus)
+    if len(devices) > 1:
+        return _build_mirrored(gpus)
+    return _build_one_device(len(devices))
+
+
+def build_strategy(name: str, *, gpus: int | None = None) -> Any:
+    """Build strategy ``name`` and make it the program's default strategy.
+
+    Returns the ``tf.distribute.Strategy``, or None for ``none`` (TensorFlow is then not even
+    imported). Unknown names raise ValueError listing the valid ones.
+    """
+    global _current
+    key = _check_name(name)
+    if key == "none":
+        _current = None
+        if "tensorflow" in sys.modules:  # drop an earlier default; never import TF for "none"
+            sys.modules["tensorflow"].distribute.experimental_set_strategy(None)
+        return None
+    if key == "auto":
+        strategy = _build_auto(gpus)
+    elif key == "one_device":
+        strategy = _build_one_device(gpus)
+    elif key == "mirrored":
+        strategy = _build_mirrored(gpus)
+    elif key == "multi_worker_mirrored":
+        strategy = _build_multi_worker()
+    else:
+        strategy = _build_tpu()
+    import tensorflow as tf
+
+    tf.distribute.experimental_set_strategy(strategy)
+    _current = strategy
+    return strategy
+
+
+def current_strategy() -> Any:
+    """The strategy build_strategy made last, or None."""
+    return _current
+
+
+def describe(strategy: Any) -> str:
+    """``OneDeviceStrategy on /cpu:0, 1 replica``-style summary of a strategy (or None)."""
+    if strategy is None:
+        return "none (TensorFlow's default)"
+    import tensorflow as tf
+
+    n = int(strategy.num_replicas_in_sync)
+    name = type(strategy).__name__
+    name = "MultiWorkerMirroredStrategy" if name == "CollectiveAllReduceStrategy" else name
+    text = f"{name}, {n} replica{'s' * (n != 1)}"
+    devices = list(getattr(strategy.extended, "worker_devices", ()))
+    if devices and n == len(devices):
+        specs = [tf.DeviceSpec.from_string(d) for d in devices]
+        text += " on " + ", ".join(f"/{s.device_type.lower()}:{s.device_index}" for s in specs)
+    return text

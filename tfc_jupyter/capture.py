@@ -1,0 +1,288 @@
+"""Which notebook, and which of its cells, make the job.
+
+The notebook is found from, in order: an explicit path (``--notebook``), the kernel's
+``JPY_SESSION_NAME`` (absolute, or relative to the server root; stale after a rename), and as a
+last resort the kernel's own input history. The job is the code cells above the ``%%tfc_run`` cell
+plus its body, in notebook order, less cells tagged ``tfc-skip`` / ``tfc-local-only``.
+
+When the saved notebook does not hold the ``%%tfc_run`` cell as the user ran it (unsaved edits),
+the cell is used as run and a warning says so: stale code is never run silently.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .convert import SKIP_TAGS, Cell
+from .errors import CaptureError
+
+MAGIC = "%%tfc_run"
+
+
+@dataclass
+class Selection:
+    """The cells of one job and how they were found."""
+
+    cells: list[Cell]
+    notebook: Path | None
+    how: str
+    run_cell: int | None = None
+    magic_line: str = ""
+    warnings: list[str] = field(default_factory=list)
+    skipped: list[int] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        """The notebook's file name, or ``"kernel history"``."""
+        return self.notebook.name if self.notebook else "kernel history"
+
+    @property
+    def base_dir(self) -> Path:
+        """The notebook's folder (relative files are read from there)."""
+        return self.notebook.parent if self.notebook else Path.cwd()
+
+
+def _first_line(source: str) -> str:
+    for line in source.split("\n"):
+        if line.strip():
+            return line
+    return ""
+
+
+def is_run_cell(source: str) -> bool:
+    """True for a cell whose first non-blank line is ``%%tfc_run``."""
+    first = _first_line(source)
+    return first == MAGIC or first.startswith(MAGIC + " ")
+
+
+def split_run_cell(source: str) -> tuple[str, str]:
+    """``(magic line arguments, body)`` of a ``%%tfc_run`` cell."""
+    lines = source.split("\n")
+    k = next(i for i, line in enumerate(lines) if line.strip())
+    return lines[k][len(MAGIC) :].strip(), "\n".join(lines[k + 1 :])
+
+
+def find_notebook(
+    explicit: str | None = None, environ: Mapping[str, str] | None = None
+) -> tuple[Path | None, str, list[str]]:
+    """Locate the notebook: ``(path or None, how it was found, warnings)``.
+
+    Raises:
+        CaptureError: an explicit path that does not exist.
+    """
+    env = os.environ if environ is None else environ
+    warnings: list[str] = []
+    if explicit:
+        path = Path(explicit).expanduser()
+        if not path.is_file():
+            raise CaptureError(
+                f"notebook {explicit!r} not found",
+                "pass --notebook with the path of an existing .ipynb file",
+                field="notebook",
+            )
+        return path.resolve(), "--notebook", warnings
+    session = env.get("JPY_SESSION_NAME", "")
+    if session:
+        candidates = [Path(session)] if os.path.isabs(session) else []
+        roots = [env.get("JUPYTER_SERVER_ROOT", ""), *map(str, [Path.cwd(), *Path.cwd().parents])]
+        candidates += [
+            Path(root) / session for root in roots if root and not os.path.isabs(session)
+        ]
+        for path in candidates:
+            if path.is_file() and path.suffix == ".ipynb":
+                return path.resolve(), "JPY_SESSION_NAME", warnings
+        warnings.append(
+            f"JPY_SESSION_NAME names {session!r}, which no longer exists (renamed or moved since "
+            "the kernel started?); pass --notebook PATH to use the notebook file"
+        )
+    return None, "kernel history", warnings
+
+
+def read_notebook(path: Path) -> Any:
+    """Read a notebook with nbformat (v3 files are upgraded), or raise a one-line CaptureError."""
+    import nbformat
+
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise CaptureError(
+            f"cannot read {str(path)!r}: {exc.strerror or exc}",
+            "check the path and its permissions",
+            field="notebook",
+        ) from None
+    if b"\x00" in raw[:1_000_000] and not raw.lstrip().startswith(b"{"):
+        raise CaptureError(
+            f"{path.name} is not a notebook (binary file)",
+            "pass the .ipynb file with --notebook",
+            field="notebook",
+        )
+    try:
+        nb = nbformat.reads(raw.decode("utf-8", errors="replace"), as_version=4)
+    except Exception as exc:  # nbformat raises several types for broken files
+        detail = " ".join(str(exc).split())[:160]
+        raise CaptureError(
+            f"{path.name} is not a readable notebook ({detail})",
+            "open it in Jupyter and save it again, or fix the JSON",
+            field="notebook",
+        ) from None
+    if not isinstance(nb.get("cells"), list):
+        raise CaptureError(
+            f"{path.name} has no cells list", "save it again from Jupyter", field="notebook"
+        )
+    return nb
+
+
+def _code_cells(nb: Any) -> list[Cell]:
+    cells = []
+    for i, cell in enumerate(nb.cells, start=1):
+        if cell.get("cell_type") != "code":
+            continue
+        source = cell.get("source", "")
+        if isinstance(source, list):
+            source = "".join(source)
+        tags = tuple(str(t) for t in cell.get("metadata", {}).get("tags", []) or [])
+        cells.append(Cell(i, str(source).replace("\x00", ""), tags))
+    return cells
+
+
+def _norm(text: str) -> str:
+    return "\n".join(line.rstrip() for line in text.strip().split("\n"))
+
+
+def select_cells(
+    nb: Any,
+    *,
+    path: Path | None,
+    how: str,
+    magic_line: str | None = None,
+    body: str | None = None,
+    cell_number: int | None = None,
+) -> Selection:
+    """Pick the job's cells from a notebook.
+
+    Args:
+        nb: the notebook (nbformat v4 node).
+        path, how: where it came from (for messages).
+        magic_line, body: the ``%%tfc_run`` cell as the user ran it (None from the CLI).
+        cell_number: from the CLI, the 1-based position of the ``%%tfc_run`` cell to use.
+    """
+    cells = _code_cells(nb)
+    runs = [c for c in cells if is_run_cell(c.source)]
+    sel = Selection(cells=[], notebook=path, how=how)
+    name = path.name if path else "the notebook"
+    chosen: Cell | None = None
+    if body is not None:
+        ran = _norm(f"{MAGIC} {magic_line or ''}".strip() + "\n" + body)
+        exact = [c for c in runs if _norm(c.source) == ran]
+        if exact:
+            chosen = exact[0]
+            if len(exact) > 1:
+                sel.warnings.append(
+                    f"{name} has {len(exact)} identical %%tfc_run cells; used the "
+                    f"first (cell {chosen.index})"
+                )
+        elif runs:
+            scores = [difflib.SequenceMatcher(None, _norm(c.source), ran).ratio() for c in runs]
+            chosen = runs[scores.index(max(scores))]
+            saved_at = ""
+            if path is not None:
+                import time
+
+                saved_at = time.strftime(" (saved %H:%M:%S)", time.localtime(path.stat().st_mtime))
+            sel.warnings.append(
+                f"{name}{saved_at} does not hold the %%tfc_run cell as you ran it (unsaved "
+                f"edits?): used the cell as you ran it, in place of cell {chosen.index}, and the "
+                "cells above it as saved. Save the notebook (Ctrl+S) to include edits above it."
+            )
+            chosen = Cell(chosen.index, f"{MAGIC} {magic_line or ''}\n{body}", chosen.tags)
+        else:
+            raise CaptureError(
+                f"{name} holds no %%tfc_run cell as saved, so the cells above it are unknown",
+                "save the notebook (Ctrl+S) and run the cell again, or pass --notebook PATH",
+                field="notebook",
+            )
+    elif cell_number is not None:
+        found = [c for c in cells if c.index == cell_number]
+        if not found or not is_run_cell(found[0].source):
+            where = ", ".join(str(c.index) for c in runs) or "none"
+            raise CaptureError(
+                f"cell {cell_number} of {name} is not a %%tfc_run cell",
+                f"pass --cell with one of: {where}",
+                field="cell",
+            )
+        chosen = found[0]
+    elif runs:
+        chosen = runs[0]
+        if len(runs) > 1:
+            sel.warnings.append(
+                f"{name} has {len(runs)} %%tfc_run cells; used the first (cell "
+                f"{chosen.index}); pass --cell N for another"
+            )
+
+    for cell in cells:
+        if chosen is not None and cell.index > chosen.index:
+            break
+        if chosen is not None and cell.index == chosen.index:
+            sel.cells.append(chosen)
+            break
+        if is_run_cell(cell.source):
+            continue
+        if SKIP_TAGS & set(cell.tags):
+            sel.skipped.append(cell.index)
+            continue
+        sel.cells.append(cell)
+    if chosen is not None:
+        sel.run_cell = chosen.index
+        sel.magic_line = split_run_cell(chosen.source)[0]
+    return sel
+
+
+def from_history(inputs: Sequence[str], magic_line: str, body: str) -> Selection:
+    """Fallback: the kernel's inputs this session (In[1:]), de-duplicated, plus the run cell."""
+    seen: set[str] = set()
+    cells: list[Cell] = []
+    for n, source in enumerate(inputs, start=1):
+        text = source.strip()
+        if (
+            not text
+            or text in seen
+            or is_run_cell(text)
+            or "get_ipython().run_cell_magic('tfc_run'" in text
+        ):
+            continue
+        if text.startswith(("%tfc", "%load_ext", "%reload_ext")):
+            continue
+        seen.add(text)
+        cells.append(Cell(n, source, (), label="In"))
+    run = Cell(len(inputs) + 1, f"{MAGIC} {magic_line}\n{body}", (), label="In")
+    warning = (
+        f"no notebook file found: used this kernel's input history ({len(cells)} inputs, "
+        "duplicates dropped) plus this cell; pass --notebook PATH to use the notebook"
+    )
+    return Selection(
+        cells=[*cells, run],
+        notebook=None,
+        how="kernel history",
+        run_cell=run.index,
+        magic_line=magic_line,
+        warnings=[warning],
+    )
+
+
+def notebook_from_model(model: Mapping[str, Any]) -> Any:
+    """A notebook sent by the frontend (JSON model) as an nbformat node."""
+    import nbformat
+
+    try:
+        return nbformat.from_dict(dict(model))
+    except Exception as exc:
+        raise CaptureError(
+            f"the notebook model is not valid ({exc})",
+            "send the notebook's JSON content",
+            field="notebook",
+        ) from None

@@ -1,0 +1,315 @@
+"""The machine catalog: every machine a job can ask for, with what it holds and costs.
+
+Names follow tfc.run's ``COMMON_MACHINE_CONFIGS`` (``CPU``, ``T4_1X``, ``V100_4X``, ``TPU`` ...)
+and extend them with today's Vertex AI machines (A100, A100 80GB, L4, H100, TPU v2/v3/v5e).
+Raw Vertex machine types (``n1-standard-8``, ``a2-highgpu-1g``) are accepted too.
+
+Prices are approximate Vertex AI custom-training list prices per hour in us-central1 (machine
+plus accelerators), for the estimated cost a plan shows; they are not a quote.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import dataclass
+
+from .errors import SpecError
+
+PRICES_AS_OF = "2026-11"
+
+
+@dataclass(frozen=True)
+class Machine:
+    """One machine of a worker pool: a Vertex machine type and its accelerators."""
+
+    name: str
+    machine_type: str
+    accelerator_type: str | None = None
+    accelerator_count: int = 0
+    vcpus: int = 0
+    memory_gb: float = 0.0
+    price_per_hour: float = 0.0
+    tpu_topology: str | None = None
+
+    @property
+    def is_tpu(self) -> bool:
+        """True for TPU hosts (v2/v3 ``cloud-tpu`` and v5e ``ct5lp-*``)."""
+        return self.machine_type == "cloud-tpu" or self.machine_type.startswith("ct5lp-")
+
+    @property
+    def gpu_count(self) -> int:
+        """Number of GPUs attached (0 for CPU and TPU machines)."""
+        if self.is_tpu or not self.accelerator_type:
+            return 0
+        return self.accelerator_count
+
+    @property
+    def tpu_chips(self) -> int:
+        """TPU chips (v5e) or cores (v2/v3: 8) of a TPU host, else 0."""
+        if not self.is_tpu:
+            return 0
+        if self.tpu_topology:
+            a, b = (int(x) for x in self.tpu_topology.split("x"))
+            return a * b
+        return self.accelerator_count
+
+    def describe(self) -> str:
+        """A one-line human description, e.g. ``n1-standard-8 + 1 x NVIDIA_TESLA_T4``."""
+        text = self.machine_type
+        if self.tpu_topology:
+            text += f" (TPU v5e, topology {self.tpu_topology})"
+        elif self.accelerator_type:
+            text += f" + {self.accelerator_count} x {self.accelerator_type}"
+        return f"{text}, {self.vcpus} vCPU, {self.memory_gb:g} GB"
+
+    def to_dict(self) -> dict[str, object]:
+        """JSON-ready form (for job records and the REST catalog)."""
+        return {
+            "name": self.name,
+            "machine_type": self.machine_type,
+            "accelerator_type": self.accelerator_type,
+            "accelerator_count": self.accelerator_count,
+            "vcpus": self.vcpus,
+            "memory_gb": self.memory_gb,
+            "price_per_hour": self.price_per_hour,
+            "tpu_topology": self.tpu_topology,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, object]) -> Machine:
+        """Inverse of :meth:`to_dict`."""
+        return cls(**{k: data[k] for k in cls.__dataclass_fields__ if k in data})  # type: ignore[arg-type]
+
+
+# machine type -> (vCPUs, memory GB, price per hour without accelerators)
+MACHINE_TYPES: dict[str, tuple[int, float, float]] = {
+    "n1-standard-4": (4, 15, 0.2185),
+    "n1-standard-8": (8, 30, 0.4370),
+    "n1-standard-16": (16, 60, 0.8741),
+    "n1-standard-32": (32, 120, 1.7481),
+    "n1-standard-64": (64, 240, 3.4963),
+    "n1-standard-96": (96, 360, 5.2444),
+    "n1-highmem-8": (8, 52, 0.5442),
+    "n1-highmem-16": (16, 104, 1.0885),
+    "n1-highcpu-16": (16, 14.4, 0.6528),
+    "n1-highcpu-32": (32, 28.8, 1.3057),
+    "e2-standard-4": (4, 16, 0.1541),
+    "e2-standard-8": (8, 32, 0.3082),
+    "e2-standard-16": (16, 64, 0.6165),
+    "a2-highgpu-1g": (12, 85, 0.8513),
+    "a2-highgpu-2g": (24, 170, 1.7025),
+    "a2-highgpu-4g": (48, 340, 3.4050),
+    "a2-highgpu-8g": (96, 680, 6.8101),
+    "a2-ultragpu-1g": (12, 170, 1.2750),
+    "a2-ultragpu-2g": (24, 340, 2.5500),
+    "a2-ultragpu-4g": (48, 680, 5.1000),
+    "a2-ultragpu-8g": (96, 1360, 10.2000),
+    "g2-standard-8": (8, 32, 0.3485),
+    "g2-standard-24": (24, 96, 0.9978),
+    "g2-standard-48": (48, 192, 1.9956),
+    "g2-standard-96": (96, 384, 3.9913),
+    "a3-highgpu-8g": (208, 1872, 28.9000),
+    "cloud-tpu": (96, 340, 0.0),
+    "ct5lp-hightpu-1t": (24, 48, 1.3800),
+    "ct5lp-hightpu-4t": (112, 192, 5.5200),
+    "ct5lp-hightpu-8t": (224, 384, 11.0400),
+}
+
+# short GPU name -> (Vertex enum, price per GPU-hour, {machine family: allowed counts})
+GPUS: dict[str, tuple[str, float, dict[str, tuple[int, ...]]]] = {
+    "K80": ("NVIDIA_TESLA_K80", 0.5175, {"n1": (1, 2, 4, 8)}),
+    "P4": ("NVIDIA_TESLA_P4", 0.6900, {"n1": (1, 2, 4)}),
+    "P100": ("NVIDIA_TESLA_P100", 1.6790, {"n1": (1, 2, 4)}),
+    "V100": ("NVIDIA_TESLA_V100", 2.8520, {"n1": (1, 2, 4, 8)}),
+    "T4": ("NVIDIA_TESLA_T4", 0.4025, {"n1": (1, 2, 4)}),
+    "A100": ("NVIDIA_TESLA_A100", 3.3720, {"a2-highgpu": (1, 2, 4, 8)}),
+    "A100_80GB": ("NVIDIA_A100_80GB", 4.5180, {"a2-ultragpu": (1, 2, 4, 8)}),
+    "L4": ("NVIDIA_L4", 0.6440, {"g2": (1, 2, 4, 8)}),
+    "H100": ("NVIDIA_H100_80GB", 9.0125, {"a3-highgpu": (8,)}),
+}
+GPU_BY_ENUM = {enum: short for short, (enum, _, _) in GPUS.items()}
+
+# Which machine type carries N GPUs of each kind (tfc.run's choices for the n1 family).
+_N1_FOR_COUNT = {1: "n1-standard-8", 2: "n1-standard-16", 4: "n1-standard-16", 8: "n1-standard-32"}
+_FIXED_FOR_COUNT = {
+    "A100": {n: f"a2-highgpu-{n}g" for n in (1, 2, 4, 8)},
+    "A100_80GB": {n: f"a2-ultragpu-{n}g" for n in (1, 2, 4, 8)},
+    "L4": {1: "g2-standard-8", 2: "g2-standard-24", 4: "g2-standard-48", 8: "g2-standard-96"},
+    "H100": {8: "a3-highgpu-8g"},
+}
+# Machine types whose accelerators are built in: type -> (GPU short name, count)
+_BUILT_IN = {mt: (gpu, n) for gpu, table in _FIXED_FOR_COUNT.items() for n, mt in table.items()}
+
+# TPU names -> (machine type, accelerator enum, count, topology, price per hour)
+TPUS: dict[str, tuple[str, str | None, int, str | None, float]] = {
+    "v2-8": ("cloud-tpu", "TPU_V2", 8, None, 5.1750),
+    "v3-8": ("cloud-tpu", "TPU_V3", 8, None, 9.2000),
+    "v5e-1": ("ct5lp-hightpu-1t", None, 0, "1x1", 0.0),
+    "v5e-4": ("ct5lp-hightpu-4t", None, 0, "2x2", 0.0),
+    "v5e-8": ("ct5lp-hightpu-8t", None, 0, "2x4", 0.0),
+}
+TPU_TYPES = tuple(TPUS)
+GPU_TYPES = tuple(GPUS)
+
+
+def _machine_family(machine_type: str) -> str:
+    for family in ("a2-highgpu", "a2-ultragpu", "a3-highgpu", "g2"):
+        if machine_type.startswith(family):
+            return family
+    return machine_type.split("-", 1)[0]
+
+
+def normalize_gpu_type(text: str) -> str:
+    """``t4``, ``nvidia-tesla-t4``, ``NVIDIA_TESLA_T4``, ``a100-80gb`` -> catalog short name."""
+    key = re.sub(r"[^A-Z0-9]+", "_", text.upper()).strip("_")
+    key = key.removeprefix("NVIDIA_").removeprefix("TESLA_")
+    if key in GPUS:
+        return key
+    if key in ("A100_80G", "A100_80", "A100_80GB"):
+        return "A100_80GB"
+    if key.startswith("H100"):
+        return "H100"
+    choices = difflib.get_close_matches(key, list(GPUS), n=1, cutoff=0.5)
+    hint = f"did you mean {choices[0]}? " if choices else ""
+    raise SpecError(
+        f"unknown GPU type {text!r}",
+        f"{hint}use one of {', '.join(GPUS)}",
+        field="gpu_type",
+    )
+
+
+def gpu_machine(gpu: str, count: int, machine_type: str | None = None) -> Machine:
+    """A machine with ``count`` GPUs of type ``gpu``, on ``machine_type`` or the usual one.
+
+    Raises:
+        SpecError: the count is impossible for that GPU or machine type, with the fix.
+    """
+    gpu = normalize_gpu_type(gpu)
+    enum, gpu_price, allowed = GPUS[gpu]
+    if machine_type is None:
+        machine_type = _FIXED_FOR_COUNT.get(gpu, {}).get(count) or _N1_FOR_COUNT.get(count)
+    family = _machine_family(machine_type or "n1")
+    counts = allowed.get(family)
+    if machine_type is None or counts is None or count not in counts:
+        options = "; ".join(f"{fam}: {', '.join(map(str, c))}" for fam, c in allowed.items())
+        alts = [g for g, (_, _, a) in GPUS.items() if any(count in c for c in a.values())]
+        also = f", or another GPU type that offers {count} ({', '.join(alts)})" if alts else ""
+        where = f" on {machine_type}" if machine_type and counts is None else ""
+        raise SpecError(
+            f"{count} x {gpu}{where} is not a Vertex AI machine shape",
+            f"use a GPU count allowed for {gpu} ({options}){also}",
+            field="gpus",
+        )
+    if machine_type not in MACHINE_TYPES:
+        raise _unknown_machine(machine_type)
+    built_in = _BUILT_IN.get(machine_type)
+    if built_in and built_in != (gpu, count):
+        raise SpecError(
+            f"{machine_type} comes with {built_in[1]} x {built_in[0]}, not {count} x {gpu}",
+            f"use --machine {_FIXED_FOR_COUNT[gpu].get(count, machine_type)} or drop --gpus",
+            field="gpus",
+        )
+    vcpus, mem, price = MACHINE_TYPES[machine_type]
+    name = f"{gpu}_{count}X"
+    if machine_type != (_FIXED_FOR_COUNT.get(gpu, {}).get(count) or _N1_FOR_COUNT.get(count)):
+        name = f"{machine_type}+{name}"
+    return Machine(
+        name=name,
+        machine_type=machine_type,
+        accelerator_type=enum,
+        accelerator_count=count,
+        vcpus=vcpus,
+        memory_gb=mem,
+        price_per_hour=round(price + gpu_price * count, 4),
+    )
+
+
+def tpu_machine(tpu: str) -> Machine:
+    """The TPU host for ``v2-8``, ``v3-8``, ``v5e-1``, ``v5e-4`` or ``v5e-8``."""
+    key = tpu.lower().replace("_", "-").removeprefix("tpu-")
+    if key in ("v5litepod-1", "v5litepod-4", "v5litepod-8"):
+        key = "v5e-" + key.rsplit("-", 1)[1]
+    if key not in TPUS:
+        raise SpecError(
+            f"unknown TPU type {tpu!r}",
+            f"use one of {', '.join(TPUS)} (Vertex AI custom jobs offer these single-host TPUs)",
+            field="tpu",
+        )
+    machine_type, accel, count, topology, tpu_price = TPUS[key]
+    vcpus, mem, host_price = MACHINE_TYPES[machine_type]
+    return Machine(
+        name="TPU_" + key.upper().replace("-", "_"),
+        machine_type=machine_type,
+        accelerator_type=accel,
+        accelerator_count=count,
+        vcpus=vcpus,
+        memory_gb=mem,
+        price_per_hour=round(host_price + tpu_price, 4),
+        tpu_topology=topology,
+    )
+
+
+def _presets() -> dict[str, Machine]:
+    table: dict[str, Machine] = {}
+    vcpus, mem, price = MACHINE_TYPES["n1-standard-4"]
+    table["CPU"] = Machine("CPU", "n1-standard-4", vcpus=vcpus, memory_gb=mem, price_per_hour=price)
+    for gpu, (_, _, allowed) in GPUS.items():
+        for counts in allowed.values():
+            for n in counts:
+                if n in (1, 4, 8) or gpu in _FIXED_FOR_COUNT:
+                    table[f"{gpu}_{n}X"] = gpu_machine(gpu, n)
+    for key in TPUS:
+        machine = tpu_machine(key)
+        table[machine.name] = machine
+    table["TPU"] = tpu_machine("v3-8")
+    return table
+
+
+PRESETS: dict[str, Machine] = _presets()
+
+
+def _unknown_machine(name: str) -> SpecError:
+    pool = list(PRESETS) + list(MACHINE_TYPES)
+    close = difflib.get_close_matches(
+        name.upper(), pool, n=1, cutoff=0.6
+    ) or difflib.get_close_matches(name.lower(), pool, n=1, cutoff=0.6)
+    hint = f"did you mean {close[0]}? " if close else ""
+    return SpecError(
+        f"unknown machine {name!r}",
+        f"{hint}run %tfc_machines (or `tfc-jupyter machines`) to list them",
+        field="machine",
+    )
+
+
+def lookup(name: str) -> Machine:
+    """A catalog preset (``T4_1X``, case-insensitive) or a raw Vertex machine type.
+
+    Raises:
+        SpecError: unknown name, with the closest match suggested.
+    """
+    key = name.strip()
+    upper = key.upper().replace("-", "_")
+    if upper in PRESETS:
+        return PRESETS[upper]
+    if upper.startswith("TPU_"):
+        return tpu_machine(upper[4:].replace("_", "-").lower())
+    lower = key.lower()
+    if lower in MACHINE_TYPES:
+        if lower in _BUILT_IN:
+            gpu, n = _BUILT_IN[lower]
+            return gpu_machine(gpu, n, lower)
+        if lower == "cloud-tpu" or lower.startswith("ct5lp-"):
+            raise SpecError(
+                f"{lower} is a TPU host",
+                "ask for it with --tpu v3-8 (or v2-8, v5e-1, v5e-4, v5e-8)",
+                field="machine",
+            )
+        vcpus, mem, price = MACHINE_TYPES[lower]
+        return Machine(lower, lower, vcpus=vcpus, memory_gb=mem, price_per_hour=price)
+    raise _unknown_machine(key)
+
+
+def catalog_rows() -> list[Machine]:
+    """Every preset, for listings (``%tfc_machines``, the panel, the REST catalog)."""
+    return list(PRESETS.values())

@@ -1,0 +1,482 @@
+"""Notebook cells -> one plain Python script that runs under ``python`` (no IPython).
+
+IPython's own input transformers turn magics and shell lines into ``get_ipython()`` calls; this
+module then rewrites every such call, by its position in the syntax tree, into plain Python:
+
+* ``%pip install`` / ``!pip install`` become the job's requirements and leave the script;
+* magics that mean something in a job (``!cmd``, ``%env``, ``%cd``, ``%%writefile``, ``%%time``,
+  ``%%bash`` ...) call a small helper in ``tfc_runtime.nb``;
+* display-only magics (``%matplotlib``, ``%load_ext``, ``%tensorboard``, ``%config`` ...) are
+  dropped;
+* anything else is refused with the cell, the line and the fix.
+
+Every script line keeps its notebook location (a source map), so the job reports errors as
+"cell 7, line 3". See :data:`RULES` for the table shown in ``%%tfc_run?`` and the README.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .errors import ConversionError, RequirementsError
+from .requirements import Requirements, parse_pip_args, shell_pip_args
+
+SKIP_TAGS = frozenset({"tfc-skip", "tfc-local-only"})
+Location = tuple[int, int] | None
+
+_DROP_LINE = frozenset(
+    "matplotlib load_ext reload_ext unload_ext tensorboard config autoreload aimport pinfo pinfo2 "
+    "pdef pdoc psource pfile precision pprint xmode pdb who whos who_ls lsmagic magic history "
+    "hist colors autocall automagic doctest_mode page quickref debug tb notebook qtconsole "
+    "connect_info autosave gui alias_magic pycat clear".split()
+)
+_SHELL_ALIASES = frozenset(
+    ["ls", "cat", "cp", "mv", "rm", "mkdir", "rmdir", "ll", "lf", "lk", "lx", "ldir"]
+)
+_TIMED = frozenset({"time", "timeit", "prun"})
+_DROP_CELL = frozenset(["html", "HTML", "markdown", "javascript", "js", "latex", "svg"])
+_SCRIPT_CELL = {
+    "bash": "bash",
+    "sh": "sh",
+    "python": "python3",
+    "python3": "python3",
+    "perl": "perl",
+    "ruby": "ruby",
+}
+_TIMEIT_OPTS = re.compile(r"^\s*(?:-[nr]\s*\d+\s+|-[tcqo]\s+|-p\s*\d+\s+)*")
+HINT_SKIP = "tag the cell tfc-skip to leave it out of the job, or rewrite the line in Python"
+
+RULES: list[tuple[str, str]] = [
+    ("%pip install / !pip install (and pip3, python -m pip)", "become the job's requirements"),
+    ("!cmd, x = !cmd, %system, %sx, %ls %cp %mv %rm %mkdir %cat", "run in the job (bash)"),
+    ("%env, %cd, %run, %pwd, %pylab", "translated (tfc_runtime.nb)"),
+    ("%time, %timeit, %prun and %%time, %%timeit, %%prun", "run once, timed"),
+    ("%%writefile, %%bash, %%sh, %%script, %%python3, %%perl, %%ruby", "run in the job"),
+    ("%%capture", "body runs, output goes to the job log"),
+    (
+        "%matplotlib, %load_ext, %tensorboard, %config, %autoreload, obj?, %who ...",
+        "dropped (display only)",
+    ),
+    ("%%html, %%markdown, %%javascript, %%latex, %%svg", "dropped (display only)"),
+    ("%pip list/show/freeze/uninstall", "dropped"),
+    ("anything else (%store, %conda, %sql, %%bigquery ...)", "refused: tag the cell tfc-skip"),
+    ("cells tagged tfc-skip or tfc-local-only", "left out of the job"),
+]
+
+
+@dataclass(frozen=True)
+class Cell:
+    """A code cell to convert: its 1-based position in the notebook, source and tags."""
+
+    index: int
+    source: str
+    tags: tuple[str, ...] = ()
+    label: str = "cell"
+
+
+@dataclass
+class Script:
+    """The converted job: script text, its source map, requirements and what was changed."""
+
+    text: str
+    source_map: list[Location]
+    requirements: Requirements
+    notes: list[str] = field(default_factory=list)
+    cells: list[int] = field(default_factory=list)
+    imports: set[str] = field(default_factory=set)
+
+    def source_map_json(self, notebook: str) -> dict[str, object]:
+        """The source map file ``tfc_runtime`` reads (see ``tfc_runtime.sourcemap``)."""
+        return {
+            "version": 1,
+            "notebook": notebook,
+            "lines": [list(loc) if loc else None for loc in self.source_map],
+        }
+
+    def locate(self, script_line: int) -> Location:
+        """The (cell, line) of a 1-based script line, or None for generated lines."""
+        if 1 <= script_line <= len(self.source_map):
+            return self.source_map[script_line - 1]
+        return None
+
+
+class _Out:
+    """Script lines with their notebook locations."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self.where: list[Location] = []
+
+    def add(self, text: str, where: Location) -> None:
+        for line in text.split("\n"):
+            self.lines.append(line)
+            self.where.append(where)
+
+
+def _lit(text: str) -> str:
+    return repr(text)
+
+
+def _join_continuations(lines: list[str]) -> list[str]:
+    """Join backslash-continued magic/shell lines as IPython does, keeping the line count."""
+    out = list(lines)
+    i = 0
+    while i < len(out):
+        stripped = out[i].lstrip()
+        is_escape = stripped.startswith(("!", "%")) or re.match(r"^\w+\s*=\s*[!%]", stripped)
+        if is_escape and out[i].endswith("\\"):
+            j = i
+            while out[j].endswith("\\") and j + 1 < len(out):
+                out[i] = out[i][:-1] + " " + out[j + 1].strip()
+                out[j + 1] = ""
+                j += 1
+            i = j + 1
+        else:
+            i += 1
+    return out
+
+
+class _CellConverter:
+    def __init__(self, cell: Cell, base_dir: Path, reqs: Requirements, notes: list[str]) -> None:
+        self.cell = cell
+        self.base_dir = base_dir
+        self.reqs = reqs
+        self.notes = notes
+
+    def error(self, message: str, line: int, hint: str = HINT_SKIP) -> ConversionError:
+        err = ConversionError(message, hint, cell=self.cell.index, line=line)
+        if self.cell.label != "cell":
+            err.message = err.message.replace(
+                f"cell {self.cell.index}", f"{self.cell.label} {self.cell.index}", 1
+            )
+        return err
+
+    def note(self, line: int, text: str) -> None:
+        self.notes.append(f"{self.cell.label} {self.cell.index}, line {line}: {text}")
+
+    # ------------------------------------------------------------------ cells
+    def convert(self, out: _Out, source: str, first_line: int = 1) -> None:
+        lines = source.split("\n")
+        k = next((i for i, line in enumerate(lines) if line.strip()), None)
+        if k is None:
+            return
+        if lines[k].startswith("%%"):
+            self._cell_magic(out, lines, k, first_line)
+        else:
+            self._code(out, "\n".join(lines), first_line)
+
+    def _cell_magic(self, out: _Out, lines: list[str], k: int, first_line: int) -> None:
+        head = lines[k][2:]
+        name, _, args = head.partition(" ")
+        name = name.strip()
+        body = "\n".join(lines[k + 1 :])
+        at = (self.cell.index, first_line + k)
+        line_no = first_line + k
+        if name == "tfc_run":
+            self.convert(out, body, line_no + 1)
+        elif name in _TIMED:
+            out.add("_tfc_t = _tfc.time_start()", at)
+            self.convert(out, body, line_no + 1)
+            out.add(f"_tfc.time_end(_tfc_t, {_lit(f'%%{name}')})", at)
+            if name != "time":
+                self.note(line_no, f"%%{name} runs its body once, timed")
+        elif name == "capture":
+            if args.strip() and not args.strip().startswith("-"):
+                out.add(f"{args.split()[0]} = None  # %%capture: output went to the log", at)
+            self.convert(out, body, line_no + 1)
+            self.note(line_no, "%%capture: the output goes to the job log")
+        elif name in ("writefile", "file"):
+            text = body if body.endswith("\n") or not body else body + "\n"
+            out.add(f"_tfc.writefile({_lit(args.strip())}, {_lit(text)})", at)
+        elif name == "script":
+            program, _, rest = args.strip().partition(" ")
+            if not program:
+                raise self.error("%%script needs a program", line_no, "write %%script bash")
+            out.add(f"_tfc.run_script({_lit(program)}, {_lit(body)}, {_lit(rest)})", at)
+        elif name in _SCRIPT_CELL:
+            out.add(
+                f"_tfc.run_script({_lit(_SCRIPT_CELL[name])}, {_lit(body)}, {_lit(args.strip())})",
+                at,
+            )
+        elif name in _DROP_CELL:
+            self.note(line_no, f"%%{name} dropped (display only)")
+        else:
+            raise self.error(f"the cell magic %%{name} cannot run in a job", line_no)
+
+    # ------------------------------------------------------------------ code
+    def _code(self, out: _Out, code: str, first_line: int) -> None:
+        from IPython.core.inputtransformer2 import TransformerManager
+
+        lines = _join_continuations(code.split("\n"))
+        try:
+            transformed = TransformerManager().transform_cell("\n".join(lines))
+        except SyntaxError as exc:
+            raise self.error(
+                f"cannot read this cell ({exc.msg})",
+                first_line + (exc.lineno or 1) - 1,
+                "fix the syntax",
+            ) from None
+        t_lines = transformed.split("\n")
+        if t_lines and t_lines[-1] == "" and len(t_lines) == len(lines) + 1:
+            t_lines.pop()
+        try:
+            tree = ast.parse("\n".join(t_lines))
+        except SyntaxError as exc:
+            raise self.error(
+                f"invalid Python syntax: {exc.msg}",
+                first_line + (exc.lineno or 1) - 1,
+                "fix the syntax, or tag the cell tfc-skip",
+            ) from None
+        new_lines = self._rewrite(tree, t_lines, first_line)
+        same = len(new_lines) == len(lines)
+        for i, text in enumerate(new_lines):
+            line = first_line + (i if same else min(i, len(lines) - 1))
+            out.add(text, (self.cell.index, line))
+
+    def _rewrite(self, tree: ast.Module, lines: list[str], first_line: int) -> list[str]:
+        raw = [line.encode("utf-8") for line in lines]
+        edits: list[tuple[int, int, int, int, str]] = []
+        handled: set[int] = set()
+        for node in ast.walk(tree):
+            if id(node) in handled:
+                continue
+            if isinstance(node, ast.Expr) and _ipython_call(node.value):
+                text = self._translate(node.value, first_line, statement=True)  # type: ignore[arg-type]
+                handled.update(id(n) for n in ast.walk(node))
+                edits.append(_span(node, text))
+            elif isinstance(node, ast.Call) and _ipython_call(node):
+                text = self._translate(node, first_line, statement=False)
+                handled.update(id(n) for n in ast.walk(node))
+                edits.append(_span(node, text))
+        for l0, c0, l1, c1, text in sorted(edits, reverse=True):
+            pad = "\n" * (l1 - l0)
+            merged = raw[l0][:c0] + (text + pad).encode("utf-8") + raw[l1][c1:]
+            raw[l0 : l1 + 1] = merged.split(b"\n")
+        return [b.decode("utf-8") for b in raw]
+
+    def _translate(self, call: ast.Call, first_line: int, *, statement: bool) -> str:
+        assert isinstance(call.func, ast.Attribute)
+        method = call.func.attr
+        line = first_line + call.lineno - 1
+        args = call.args
+        consts = [a.value if isinstance(a, ast.Constant) else None for a in args]
+        if method in ("system", "getoutput") and len(args) == 1:
+            cmd = consts[0]
+            if isinstance(cmd, str):
+                pip = self._shell_pip(cmd, line)
+                if pip is not None:
+                    return pip if statement else "[]"
+            helper = "_tfc.system" if method == "system" else "_tfc.getoutput"
+            return f"{helper}({ast.unparse(args[0])})"
+        if (
+            method == "run_line_magic"
+            and len(args) == 2
+            and all(isinstance(c, str) for c in consts)
+        ):
+            return self._line_magic(str(consts[0]), str(consts[1]), line, statement)
+        raise self.error(
+            f"get_ipython().{method}(...) needs IPython, which the job does not have", line
+        )
+
+    def _shell_pip(self, cmd: str, line: int) -> str | None:
+        try:
+            pip_args = shell_pip_args(cmd)
+            if pip_args is None:
+                return None
+            return self._pip(pip_args, line)
+        except RequirementsError as exc:
+            raise self.error(exc.message, line, exc.hint) from None
+
+    def _pip(self, args: str, line: int) -> str:
+        try:
+            command = parse_pip_args(
+                args, self.base_dir, self.reqs, f" ({self.cell.label} {self.cell.index})"
+            )
+        except RequirementsError as exc:
+            raise self.error(exc.message, line, exc.hint) from None
+        if command != "install":
+            self.note(line, f"pip {command} dropped")
+        return "pass"
+
+    def _line_magic(self, name: str, arg: str, line: int, statement: bool) -> str:
+        value = "None"
+        if name == "pip":
+            return self._pip(arg, line) if statement else value
+        if name in ("conda", "mamba"):
+            raise self.error(
+                f"%{name} cannot install into the job's environment",
+                line,
+                "use %pip install (the job installs pip requirements)",
+            )
+        if name == "env":
+            return f"_tfc.env({_lit(arg)})"
+        if name in ("cd", "pushd"):
+            return f"_tfc.cd({_lit(arg)})"
+        if name == "pwd":
+            return "__import__('os').getcwd()"
+        if name == "run":
+            return f"_tfc.run_path({_lit(arg)})"
+        if name in ("system", "sx"):
+            helper = "_tfc.system" if statement and name == "system" else "_tfc.getoutput"
+            return f"{helper}({_lit(arg)})"
+        if name in _SHELL_ALIASES:
+            command = {
+                "ll": "ls -F -l",
+                "lf": "ls -F -l",
+                "lk": "ls -F -l",
+                "lx": "ls -F -l",
+                "ldir": "ls -F -d",
+            }.get(name, name)
+            return f"_tfc.system({_lit(f'{command} {arg}'.strip())})"
+        if name == "pylab":
+            self.note(line, "%pylab became `from pylab import *`")
+            return "from pylab import *" if statement else value
+        if name in _TIMED:
+            return self._timed(name, arg, line, statement)
+        if name in _DROP_LINE or name.startswith("tfc_"):
+            self.note(line, f"%{name} dropped (display only)")
+            return "pass" if statement else value
+        raise self.error(f"the magic %{name} cannot run in a job", line)
+
+    def _timed(self, name: str, arg: str, line: int, statement: bool) -> str:
+        code = _TIMEIT_OPTS.sub("", arg) if name != "time" else arg
+        if name != "time":
+            self.note(line, f"%{name} runs its statement once, timed")
+        if not statement:
+            try:
+                ast.parse(code, mode="eval")
+            except SyntaxError:
+                raise self.error(f"%{name} {code!r} is not an expression", line) from None
+            return f"({code})"
+        try:
+            body = ast.parse(code).body
+        except SyntaxError as exc:
+            raise self.error(f"%{name}: {exc.msg}", line, "fix the statement") from None
+        simple = len(body) == 1 and not isinstance(
+            body[0],
+            ast.FunctionDef
+            | ast.ClassDef
+            | ast.If
+            | ast.For
+            | ast.While
+            | ast.With
+            | ast.Try
+            | ast.AsyncFunctionDef,
+        )
+        if not simple or "\n" in code.strip():
+            raise self.error(
+                f"%{name} with a compound statement", line, f"use %%{name} on a cell of its own"
+            )
+        return f"_tfc_t = _tfc.time_start(); {code.strip()}; _tfc.time_end(_tfc_t)"
+
+
+def _ipython_call(node: ast.expr) -> bool:
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and isinstance(node.func.value, ast.Call)
+        and isinstance(node.func.value.func, ast.Name)
+        and node.func.value.func.id == "get_ipython"
+    )
+
+
+def _span(node: ast.stmt | ast.expr, text: str) -> tuple[int, int, int, int, str]:
+    return (
+        node.lineno - 1,
+        node.col_offset,
+        (node.end_lineno or node.lineno) - 1,
+        node.end_col_offset or 0,
+        text,
+    )
+
+
+def _names(tree: ast.Module) -> tuple[set[str], set[str], set[str]]:
+    loaded: set[str] = set()
+    bound: set[str] = set()
+    imports: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            (loaded if isinstance(node.ctx, ast.Load) else bound).add(node.id)
+        elif isinstance(node, ast.FunctionDef | ast.ClassDef | ast.AsyncFunctionDef):
+            bound.add(node.name)
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                imports.add(alias.name.split(".")[0])
+                bound.add((alias.asname or alias.name).split(".")[0])
+        elif isinstance(node, ast.ImportFrom):
+            if node.module and node.level == 0:
+                imports.add(node.module.split(".")[0])
+            bound.update(alias.asname or alias.name for alias in node.names)
+    return loaded, bound, imports
+
+
+def convert(
+    cells: Sequence[Cell],
+    *,
+    base_dir: Path | str = ".",
+    notebook: str = "notebook",
+    extra_requirements: Requirements | None = None,
+) -> Script:
+    """Convert code cells (in job order) into a plain Python script.
+
+    Args:
+        cells: the job's code cells, in notebook order; tagged cells are skipped here too.
+        base_dir: folder that relative requirements files (``-r x.txt``) are read from.
+        notebook: the notebook's name, for the header and the source map.
+        extra_requirements: requirements merged first (``--requirements FILE``).
+
+    Raises:
+        ConversionError: a cell that cannot become plain Python, naming cell, line and fix.
+    """
+    reqs = extra_requirements if extra_requirements is not None else Requirements()
+    notes: list[str] = []
+    body = _Out()
+    used: list[int] = []
+    for cell in cells:
+        if SKIP_TAGS & set(cell.tags):
+            continue
+        if not cell.source.strip():
+            continue
+        used.append(cell.index)
+        body.add(f"# %% {cell.label} {cell.index}", None)
+        _CellConverter(cell, Path(base_dir), reqs, notes).convert(body, cell.source)
+        body.add("", None)
+    text = "\n".join(body.lines)
+    tree = _check_compiles(text, body.where, cells[0].label if cells else "cell")
+    loaded, bound, imports = _names(tree)
+    head = _Out()
+    head.add(f"# Generated by tfc_jupyter from {notebook}: edit the notebook, not this file.", None)
+    if "_tfc" in loaded:
+        head.add("from tfc_runtime import nb as _tfc", None)
+    for helper in ("display", "get_ipython"):
+        if helper in loaded and helper not in bound:
+            head.add(f"from tfc_runtime.nb import {helper}", None)
+    head.add("", None)
+    return Script(
+        text="\n".join(head.lines + body.lines).rstrip("\n") + "\n",
+        source_map=head.where + body.where,
+        requirements=reqs,
+        notes=notes + [f"requirement {n}" for n in reqs.notes],
+        cells=used,
+        imports=imports,
+    )
+
+
+def _check_compiles(text: str, where: list[Location], label: str) -> ast.Module:
+    try:
+        tree = ast.parse(text)
+        compile(tree, "<job script>", "exec")
+    except SyntaxError as exc:
+        loc = where[(exc.lineno or 1) - 1] if exc.lineno and exc.lineno <= len(where) else None
+        hint = "fix the syntax, or tag the cell tfc-skip"
+        if "await" in (exc.msg or ""):
+            hint = "wrap the asynchronous code in a function and call asyncio.run(...)"
+        if loc:
+            raise ConversionError(f"{exc.msg}", hint, cell=loc[0], line=loc[1]) from None
+        raise ConversionError(f"the script does not compile: {exc.msg}", hint) from None
+    del label
+    return tree

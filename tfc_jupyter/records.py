@@ -1,0 +1,528 @@
+"""Durable job records: what was launched, where, and how it is doing.
+
+Every job the product launches gets a :class:`JobRecord` in a :class:`JobStore`, a small SQLite
+database (``<jupyter data dir>/tfc_jupyter/jobs.sqlite`` by default). Records survive kernel and
+server restarts, so a job can be re-attached from a new kernel, the server extension and the CLI.
+
+The store is shared by threads and processes (the kernel that launched a job, the monitors that
+poll it, the Jupyter server): it opens one SQLite connection per operation, runs WAL mode with a
+long busy timeout, and does every read-modify-write in one ``BEGIN IMMEDIATE`` transaction, so
+concurrent writers never lose each other's changes. The folder is owner-only (0700), the database
+file too (0600).
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import itertools
+import json
+import logging
+import os
+import re
+import secrets
+import sqlite3
+import stat
+import threading
+import time
+import unicodedata
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from enum import Enum
+from pathlib import Path
+from typing import Any
+
+from .errors import JobConflict, JobNotFound, TfcError
+
+__all__ = [
+    "JobRecord",
+    "JobState",
+    "JobStore",
+    "JobStoreError",
+    "default_home",
+    "new_job_id",
+]
+
+log = logging.getLogger(__name__)
+
+BUSY_TIMEOUT_S = 30.0
+"""How long an operation waits for another writer's lock before giving up."""
+
+_SCHEMA_VERSION = 1
+
+
+class JobStoreError(TfcError):
+    """The job-record database cannot be opened, read or written (corrupt, locked, no access)."""
+
+    http_status = 500
+
+
+class JobState(str, Enum):
+    """The life cycle of a job; the values mirror Vertex AI's job states."""
+
+    QUEUED = "queued"
+    PENDING = "pending"
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    CANCELLING = "cancelling"
+    CANCELLED = "cancelled"
+
+    def __str__(self) -> str:
+        return self.value
+
+    def is_terminal(self) -> bool:
+        """True for the states a job never leaves: succeeded, failed, cancelled."""
+        return self in _TERMINAL
+
+    @classmethod
+    def from_vertex(cls, name: str) -> JobState:
+        """Map a Vertex AI ``JobState`` name (``"JOB_STATE_RUNNING"``) to a :class:`JobState`.
+
+        Accepts the name with or without the ``JOB_STATE_`` prefix, in any case, or the
+        aiplatform enum member itself. Beyond the one-to-one names: ``UPDATING`` -> RUNNING,
+        ``PAUSED`` -> CANCELLED, ``EXPIRED`` and ``PARTIALLY_SUCCEEDED`` -> FAILED,
+        ``UNSPECIFIED`` -> QUEUED. An unknown name (a state Vertex adds later) also maps to QUEUED,
+        a non-terminal state, so a monitor keeps polling instead of crashing or giving up.
+        """
+        text = str(getattr(name, "name", name)).rsplit(".", 1)[-1].strip().upper()
+        text = text.removeprefix("JOB_STATE_")
+        return _VERTEX_STATES.get(text, cls.QUEUED)
+
+
+_TERMINAL = frozenset({JobState.SUCCEEDED, JobState.FAILED, JobState.CANCELLED})
+_VERTEX_STATES = {s.name: s for s in JobState} | {
+    "UNSPECIFIED": JobState.QUEUED,
+    "UPDATING": JobState.RUNNING,
+    "PAUSED": JobState.CANCELLED,
+    "EXPIRED": JobState.FAILED,
+    "PARTIALLY_SUCCEEDED": JobState.FAILED,
+}
+
+
+@dataclass
+class JobRecord:
+    """Everything known about one job; JSON-ready through :meth:`to_dict`.
+
+    ``spec`` is the JobSpec as a JSON-ready dict; ``handle`` is what the backend needs to find
+    the job again (pids, container ids, the Vertex resource name ...); ``error`` is a one-line
+    message and ``error_location`` where it happened ("cell 7, line 3"); ``owner_pid`` is the
+    process that launched or monitors the job. Times are POSIX timestamps (``time.time()``).
+    """
+
+    id: str
+    name: str
+    backend: str
+    state: JobState = JobState.QUEUED
+    spec: dict[str, Any] = field(default_factory=dict)
+    handle: dict[str, Any] = field(default_factory=dict)
+    job_dir: str = ""
+    log_dir: str = ""
+    notebook: str | None = None
+    created_at: float = field(default_factory=time.time)
+    updated_at: float = field(default_factory=time.time)
+    started_at: float | None = None
+    ended_at: float | None = None
+    error: str | None = None
+    error_location: str | None = None
+    console_url: str | None = None
+    tensorboard_url: str | None = None
+    owner_pid: int | None = None
+
+    def __post_init__(self) -> None:
+        self.state = JobState(self.state)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready copy (the state as its string value)."""
+        data = dataclasses.asdict(self)
+        data["state"] = self.state.value
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> JobRecord:
+        """Build a record from :meth:`to_dict` output; unknown keys are ignored.
+
+        Raises:
+            ValueError: a required key (id, name, backend) is missing or the state is unknown.
+        """
+        known = {k: copy.deepcopy(v) for k, v in data.items() if k in _FIELDS}
+        missing = [k for k in ("id", "name", "backend") if k not in known]
+        if missing:
+            raise ValueError(f"job record lacks {', '.join(missing)}")
+        return cls(**known)
+
+    @property
+    def elapsed(self) -> float:
+        """Seconds from start (or creation) to the end (or now)."""
+        start = self.started_at if self.started_at is not None else self.created_at
+        end = self.ended_at if self.ended_at is not None else time.time()
+        return max(0.0, end - start)
+
+
+_FIELDS = frozenset(f.name for f in dataclasses.fields(JobRecord))
+
+
+# Job ids: <slug>-<UTC yyyymmdd-hhmmss>-<6 hex>. The hex suffix is a per-process counter from a
+# random start (reseeded in forked children), so ids made by one process never collide, and two
+# processes collide only if they make ids in the same second from overlapping counter ranges.
+_id_lock = threading.Lock()
+_id_counter = itertools.count(secrets.randbits(24))
+
+
+def _reseed_ids() -> None:
+    global _id_counter
+    _id_counter = itertools.count(secrets.randbits(24))
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_reseed_ids)
+
+
+def _slug(name: str, limit: int = 30) -> str:
+    ascii_name = unicodedata.normalize("NFKD", name).encode("ascii", "ignore").decode().lower()
+    slug = re.sub(r"[^a-z0-9]+", "-", ascii_name).strip("-")
+    return slug[:limit].rstrip("-") or "job"
+
+
+def new_job_id(name: str = "job") -> str:
+    """A fresh job id such as ``quickstart-20261121-110403-a1b2c3``.
+
+    The name is slugged to ``[a-z0-9-]`` (at most 30 characters, "job" when nothing is left),
+    then the UTC time to the second and 6 hex characters follow. Ids of one name sort by
+    creation time, and are safe in paths, URLs, container names and Vertex display names.
+    """
+    with _id_lock:
+        suffix = next(_id_counter) % (1 << 24)
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
+    return f"{_slug(name)}-{stamp}-{suffix:06x}"
+
+
+def default_home() -> Path:
+    """The folder of tfc_jupyter's own data: ``$TFC_JUPYTER_HOME``, else
+    ``<jupyter data dir>/tfc_jupyter``."""
+    env = os.environ.get("TFC_JUPYTER_HOME", "").strip()
+    if env:
+        return Path(env).expanduser()
+    from jupyter_core.paths import jupyter_data_dir
+
+    return Path(jupyter_data_dir()) / "tfc_jupyter"
+
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS jobs (
+    id TEXT PRIMARY KEY,
+    created_at REAL NOT NULL,
+    state TEXT NOT NULL,
+    backend TEXT NOT NULL,
+    record TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS jobs_created_at ON jobs (created_at);
+CREATE INDEX IF NOT EXISTS jobs_state ON jobs (state);
+CREATE INDEX IF NOT EXISTS jobs_backend ON jobs (backend);
+"""
+
+Mutator = Callable[[JobRecord], Mapping[str, Any] | None]
+
+
+class JobStore:
+    """Job records in one SQLite file, safe to share between threads and processes.
+
+    Args:
+        path: the database file; default ``default_home() / "jobs.sqlite"``. Its folder is
+            created owner-only (0700); at the default location an existing folder is tightened
+            to 0700 too. The database file (and its WAL files) is always made 0600.
+
+    Raises:
+        JobStoreError: the database cannot be opened or is not a job store (corrupt ...).
+    """
+
+    def __init__(self, path: str | Path | None = None) -> None:
+        self.path = Path(path).expanduser() if path is not None else default_home() / "jobs.sqlite"
+        self._secure(tighten_dir=path is None)
+        with self._guard():
+            conn = self._connect()
+            try:
+                conn.execute("PRAGMA journal_mode=WAL")
+                conn.executescript(f"BEGIN IMMEDIATE; {_SCHEMA} COMMIT;")
+                if conn.execute("PRAGMA user_version").fetchone()[0] == 0:
+                    conn.execute(f"PRAGMA user_version={_SCHEMA_VERSION}")
+            finally:
+                conn.close()
+        self._secure(tighten_dir=False)  # the WAL files now exist
+
+    def __repr__(self) -> str:
+        return f"JobStore({str(self.path)!r})"
+
+    # -- public API ---------------------------------------------------------------------------
+
+    def create(self, record: JobRecord) -> JobRecord:
+        """Store a new record and return a copy of it.
+
+        Raises:
+            JobConflict: a record with that id exists already.
+        """
+        if not record.id:
+            raise ValueError("a job record needs an id; use new_job_id()")
+        with self._transaction(write=True) as conn:
+            try:
+                conn.execute(
+                    "INSERT INTO jobs (id, created_at, state, backend, record)"
+                    " VALUES (?, ?, ?, ?, ?)",
+                    self._row(record),
+                )
+            except sqlite3.IntegrityError:
+                raise JobConflict(
+                    f"A job with id {record.id!r} exists already",
+                    "make a fresh id with new_job_id()",
+                ) from None
+        return JobRecord.from_dict(record.to_dict())
+
+    def get(self, job_id: str) -> JobRecord:
+        """The record of ``job_id``, or of the one job whose id starts with it (like docker).
+
+        Raises:
+            JobNotFound: no job has that id or prefix.
+            JobConflict: the prefix matches several jobs.
+        """
+        with self._transaction() as conn:
+            return self._load(conn, job_id)
+
+    def list(
+        self,
+        *,
+        limit: int | None = 50,
+        backend: str | None = None,
+        states: Iterable[JobState | str] | None = None,
+    ) -> list[JobRecord]:
+        """Records, newest first, optionally only of one backend and of some states.
+
+        ``limit=None`` returns all. Rows that cannot be read are skipped with a logged warning.
+        """
+        where: list[str] = []
+        args: list[Any] = []
+        if backend is not None:
+            where.append("backend = ?")
+            args.append(backend)
+        if states is not None:
+            values = sorted({JobState(s).value for s in states})
+            if not values:
+                return []
+            where.append(f"state IN ({', '.join('?' * len(values))})")
+            args.extend(values)
+        sql = "SELECT id, record FROM jobs"
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        sql += " ORDER BY created_at DESC, id DESC"
+        if limit is not None:
+            sql += " LIMIT ?"
+            args.append(max(0, limit))
+        with self._transaction() as conn:
+            rows = conn.execute(sql, args).fetchall()
+        records = []
+        for job_id, text in rows:
+            try:
+                records.append(self._decode(job_id, text))
+            except JobStoreError as exc:
+                log.warning("%s", exc)
+        return records
+
+    def update(self, job_id: str, *, mutate: Mutator | None = None, **fields: Any) -> JobRecord:
+        """Change fields of a record atomically and return the new record.
+
+        ``fields`` are set first; then ``mutate``, if given, is called with the current stored
+        record (with ``fields`` applied) inside the same write transaction, and may change it in
+        place and/or return a dict of further fields to set. Concurrent read-modify-writes such
+        as ``update(id, mutate=lambda r: {"handle": {**r.handle, "n": r.handle["n"] + 1}})``
+        therefore never lose an increment, across threads and processes.
+
+        ``updated_at`` becomes now; ``started_at`` is set when the state first becomes RUNNING
+        and ``ended_at`` when it first becomes terminal (unless given). Unlike
+        :meth:`transition`, ``update`` may move a record out of a terminal state.
+
+        Raises:
+            JobNotFound, JobConflict: as :meth:`get` (ids may be unique prefixes).
+            TypeError: a field name that :class:`JobRecord` does not have.
+        """
+        return self._modify(job_id, fields, mutate, guard=False)
+
+    def transition(
+        self, job_id: str, state: JobState | str, *, mutate: Mutator | None = None, **fields: Any
+    ) -> JobRecord:
+        """Move a job to ``state`` (and set ``fields``), like :meth:`update`, unless it has
+        ended: a record in a terminal state is returned unchanged, so the first terminal state
+        wins and racing monitors are harmless. Compare the returned ``state`` to know."""
+        return self._modify(job_id, {**fields, "state": JobState(state)}, mutate, guard=True)
+
+    def delete(self, job_id: str) -> None:
+        """Remove a record (an id or unique prefix).
+
+        Raises:
+            JobNotFound, JobConflict: as :meth:`get`.
+        """
+        with self._transaction(write=True) as conn:
+            record = self._load(conn, job_id)
+            conn.execute("DELETE FROM jobs WHERE id = ?", (record.id,))
+
+    # -- internals ----------------------------------------------------------------------------
+
+    def _modify(
+        self, job_id: str, fields: dict[str, Any], mutate: Mutator | None, *, guard: bool
+    ) -> JobRecord:
+        _check_fields(fields)
+        with self._transaction(write=True) as conn:
+            record = self._load(conn, job_id)
+            if guard and record.state.is_terminal():
+                return record
+            stored_id = record.id
+            _apply(record, fields)
+            if mutate is not None:
+                _apply(record, mutate(record) or {})
+            if record.id != stored_id:
+                raise ValueError("a job id cannot change")
+            _stamp(record)
+            conn.execute(
+                "UPDATE jobs SET created_at = ?, state = ?, backend = ?, record = ? WHERE id = ?",
+                (*self._row(record)[1:], record.id),
+            )
+            return JobRecord.from_dict(record.to_dict())
+
+    def _load(self, conn: sqlite3.Connection, job_id: str) -> JobRecord:
+        key = job_id.strip()
+        row = conn.execute("SELECT id, record FROM jobs WHERE id = ?", (key,)).fetchone()
+        if row is None and key:
+            # Every id that starts with key sorts in [key, key + U+10FFFF): an indexed range.
+            rows = conn.execute(
+                "SELECT id, record FROM jobs WHERE id >= ? AND id < ? ORDER BY id LIMIT 6",
+                (key, key + "\U0010ffff"),
+            ).fetchall()
+            if len(rows) > 1:
+                shown = ", ".join(r[0] for r in rows[:5]) + (" ..." if len(rows) > 5 else "")
+                raise JobConflict(
+                    f"Job id prefix {key!r} matches several jobs: {shown}",
+                    "give more characters of the job id",
+                )
+            row = rows[0] if rows else None
+        if row is None:
+            raise JobNotFound(
+                f"No job with id {job_id!r} in {self.path}",
+                "run %tfc_jobs to list the job ids",
+            )
+        return self._decode(row[0], row[1])
+
+    def _decode(self, job_id: str, text: str) -> JobRecord:
+        try:
+            return JobRecord.from_dict(json.loads(text))
+        except (ValueError, TypeError) as exc:
+            raise JobStoreError(
+                f"The record of job {job_id!r} in {self.path} cannot be read ({exc})",
+                f"delete it with JobStore({str(self.path)!r}).delete({job_id!r})",
+            ) from exc
+
+    @staticmethod
+    def _row(record: JobRecord) -> tuple[str, float, str, str, str]:
+        text = json.dumps(record.to_dict(), sort_keys=True, allow_nan=False)
+        return record.id, float(record.created_at), record.state.value, record.backend, text
+
+    def _connect(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
+        try:
+            conn.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_S * 1000)}")
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    @contextmanager
+    def _transaction(self, *, write: bool = False) -> Iterator[sqlite3.Connection]:
+        """One connection, one transaction (``BEGIN IMMEDIATE`` when writing), then close."""
+        with self._guard():
+            conn = self._connect()
+            try:
+                conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+                try:
+                    yield conn
+                except BaseException:
+                    if conn.in_transaction:
+                        conn.execute("ROLLBACK")
+                    raise
+                conn.execute("COMMIT")
+            finally:
+                conn.close()
+
+    @contextmanager
+    def _guard(self) -> Iterator[None]:
+        """Turn sqlite errors into a :class:`JobStoreError` naming the file and the fix."""
+        try:
+            yield
+        except sqlite3.Error as exc:
+            text = str(exc)
+            if "locked" in text or "busy" in text:
+                hint = "another process holds the job store's lock; retry, or stop that process"
+            elif "unable to open" in text or "readonly" in text or "access" in text:
+                hint = (
+                    f"check that you own {self.path.parent} and can write it (chmod 700), "
+                    "or set TFC_JUPYTER_HOME to another folder"
+                )
+            else:
+                hint = (
+                    f"move the file aside (mv '{self.path}' '{self.path}.bad'); a new, empty "
+                    "job store is made on next use, or set TFC_JUPYTER_HOME to another folder"
+                )
+            raise JobStoreError(f"The job store {self.path} is unusable: {text}", hint) from exc
+
+    def _secure(self, *, tighten_dir: bool) -> None:
+        """Create the folder (0700) and the database file (0600); tighten what is looser."""
+        folder = self.path.parent
+        try:
+            if not folder.exists():
+                folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+                tighten_dir = True
+            if tighten_dir:
+                _tighten(folder, 0o700)
+            os.close(os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600))
+            for suffix in ("", "-wal", "-shm"):
+                _tighten(Path(f"{self.path}{suffix}"), 0o600)
+        except OSError as exc:
+            raise JobStoreError(
+                f"The job store {self.path} cannot be created: {exc}",
+                "set TFC_JUPYTER_HOME to a folder you can write",
+            ) from exc
+
+
+def _tighten(path: Path, mode: int) -> None:
+    if os.name != "posix":
+        return
+    try:
+        current = stat.S_IMODE(os.stat(path).st_mode)
+    except FileNotFoundError:
+        return
+    if current & ~mode:
+        try:
+            os.chmod(path, current & mode)
+        except OSError as exc:  # a filesystem without POSIX modes, or not our file
+            log.warning("cannot restrict %s to mode %o: %s", path, mode, exc)
+
+
+def _check_fields(fields: Mapping[str, Any]) -> None:
+    unknown = sorted(set(fields) - _FIELDS)
+    if unknown:
+        raise TypeError(f"JobRecord has no field {', '.join(map(repr, unknown))}")
+
+
+def _apply(record: JobRecord, fields: Mapping[str, Any]) -> None:
+    _check_fields(fields)
+    if "id" in fields and fields["id"] != record.id:
+        raise ValueError("a job id cannot change")
+    for name, value in fields.items():
+        setattr(record, name, JobState(value) if name == "state" else value)
+
+
+def _stamp(record: JobRecord) -> None:
+    now = time.time()
+    record.state = JobState(record.state)  # mutate may have set a plain string in place
+    record.updated_at = now
+    if record.state is JobState.RUNNING and record.started_at is None:
+        record.started_at = now
+    if record.state.is_terminal() and record.ended_at is None:
+        record.ended_at = now

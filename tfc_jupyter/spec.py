@@ -1,0 +1,352 @@
+"""JobSpec: the whole job in one frozen value, validated when it is made.
+
+A JobSpec that exists is a job that can be planned: every rule that Vertex AI or TensorFlow would
+enforce later (machine shapes, strategies, labels, service accounts, regions) is checked here,
+before anything is launched, with a message that names the fix.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass, field, replace
+from enum import Enum
+from typing import Any
+
+from .catalog import Machine
+from .errors import SpecError
+
+
+class Strategy(str, Enum):
+    """Distribution strategies a job can ask for (the names `tfc_runtime` builds)."""
+
+    AUTO = "auto"
+    ONE_DEVICE = "one_device"
+    MIRRORED = "mirrored"
+    MULTI_WORKER_MIRRORED = "multi_worker_mirrored"
+    TPU = "tpu"
+    NONE = "none"
+
+    @classmethod
+    def parse(cls, text: str) -> Strategy:
+        """Accept the names above and tf.distribute class names (``MirroredStrategy``)."""
+        key = re.sub(r"(?<!^)(?=[A-Z])", "_", text.strip()).lower().replace("-", "_")
+        key = key.removesuffix("_strategy").replace("__", "_")
+        aliases = {
+            "multiworker_mirrored": "multi_worker_mirrored",
+            "mwms": "multi_worker_mirrored",
+            "onedevice": "one_device",
+            "tpustrategy": "tpu",
+            "t_p_u": "tpu",
+        }
+        key = aliases.get(key, key)
+        try:
+            return cls(key)
+        except ValueError:
+            names = ", ".join(s.value for s in cls)
+            raise SpecError(
+                f"unknown strategy {text!r}", f"use one of {names}", field="strategy"
+            ) from None
+
+
+class Backend(str, Enum):
+    """Where a job runs."""
+
+    LOCAL = "local"
+    DOCKER = "docker"
+    VERTEX = "vertex"
+
+    @classmethod
+    def parse(cls, text: str) -> Backend:
+        """``local``, ``docker`` or ``vertex`` (any case)."""
+        try:
+            return cls(str(text).strip().lower())
+        except ValueError:
+            raise SpecError(
+                f"unknown backend {text!r}",
+                "use --backend local, docker or vertex",
+                field="backend",
+            ) from None
+
+
+SCHEDULING = ("standard", "spot", "flex_start")
+
+_LABEL_KEY = re.compile(r"^[a-z][a-z0-9_-]{0,62}$")
+_LABEL_VALUE = re.compile(r"^[a-z0-9_-]{0,63}$")
+_SERVICE_ACCOUNT = re.compile(
+    r"^(?:[a-z][a-z0-9-]{4,28}[a-z0-9]@(?:[a-z0-9.:-]+)\.iam\.gserviceaccount\.com"
+    r"|\d+-compute@developer\.gserviceaccount\.com"
+    r"|[a-z0-9.:-]+@appspot\.gserviceaccount\.com)$"
+)
+_REGION = re.compile(r"^[a-z]+(?:-[a-z]+)+\d{1,2}$")
+_PROJECT = re.compile(r"^(?:[a-z][a-z0-9.-]*[a-z0-9]:)?[a-z][a-z0-9-]{4,28}[a-z0-9]$")
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9 _.-]{0,127}$")
+MAX_LABELS = 64
+MAX_WORKERS = 256
+
+
+@dataclass(frozen=True)
+class ImageSettings:
+    """How the job's container image is made (tfc.run's ``docker_config``)."""
+
+    image: str | None = None
+    parent_image: str | None = None
+    cache_from: str | None = None
+    build_bucket: str | None = None
+    registry: str | None = None
+
+
+def parse_duration(text: str | int | float | None) -> int | None:
+    """``"90m"``, ``"2h"``, ``"3600"``, ``"1d"`` -> seconds; None stays None."""
+    if text is None or text == "":
+        return None
+    if isinstance(text, int | float):
+        seconds = int(text)
+    else:
+        match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*", str(text).lower())
+        if not match:
+            raise SpecError(
+                f"cannot read the duration {text!r}",
+                "write it like 3600, 90m, 2h or 1d",
+                field="timeout",
+            )
+        unit = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}[match.group(2)]
+        seconds = int(float(match.group(1)) * unit)
+    if seconds <= 0:
+        raise SpecError("the timeout must be positive", "write it like 90m or 2h", field="timeout")
+    if seconds > 30 * 86400:
+        raise SpecError(
+            "the timeout is over 30 days", "Vertex AI allows at most 30 days", field="timeout"
+        )
+    return seconds
+
+
+def parse_labels(items: Iterable[str] | Mapping[str, str]) -> tuple[tuple[str, str], ...]:
+    """``["team=ml", "run=1"]`` or a mapping -> sorted pairs (validated by JobSpec)."""
+    if isinstance(items, Mapping):
+        return tuple(sorted((str(k), str(v)) for k, v in items.items()))
+    pairs: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise SpecError(
+                f"label {item!r} has no '='", "write labels as --label key=value", field="labels"
+            )
+        pairs[key.strip()] = value.strip()
+    return tuple(sorted(pairs.items()))
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    """The whole job: strategy, machines, backend, image, requirements and Vertex settings.
+
+    Construction validates everything; an invalid combination raises :class:`SpecError` whose
+    message names the fix. Use :meth:`resolved_strategy` for the strategy ``auto`` stands for.
+    """
+
+    name: str = "notebook"
+    strategy: Strategy = Strategy.AUTO
+    chief: Machine = field(default_factory=lambda: _default_chief())
+    worker: Machine | None = None
+    worker_count: int = 0
+    backend: Backend = Backend.LOCAL
+    image: ImageSettings = field(default_factory=ImageSettings)
+    requirements: tuple[str, ...] = ()
+    entry_args: tuple[str, ...] = ()
+    labels: tuple[tuple[str, str], ...] = ()
+    service_account: str | None = None
+    region: str = "us-central1"
+    project: str | None = None
+    timeout_s: int | None = None
+    scheduling: str = "standard"
+    base_output_dir: str | None = None
+    tensorboard: str | None = None
+    network: str | None = None
+
+    def __post_init__(self) -> None:
+        # Accept plain strings for the enums, so callers (CLI, REST) can pass JSON values.
+        if not isinstance(self.strategy, Strategy):
+            object.__setattr__(self, "strategy", Strategy.parse(str(self.strategy)))
+        if not isinstance(self.backend, Backend):
+            object.__setattr__(self, "backend", Backend.parse(str(self.backend)))
+        if self.worker_count and self.worker is None:
+            object.__setattr__(self, "worker", self.chief)
+        object.__setattr__(self, "requirements", tuple(self.requirements))
+        object.__setattr__(self, "entry_args", tuple(self.entry_args))
+        object.__setattr__(self, "labels", tuple(sorted(dict(self.labels).items())))
+        _validate(self)
+
+    # ----------------------------------------------------------------- derived values
+    def resolved_strategy(self) -> Strategy:
+        """What ``auto`` stands for, by tfc.run's rules (CPU-awareness is the runtime's)."""
+        if self.strategy is not Strategy.AUTO:
+            return self.strategy
+        if self.chief.is_tpu:
+            return Strategy.TPU
+        if self.worker_count > 0:
+            return Strategy.MULTI_WORKER_MIRRORED
+        if self.chief.gpu_count > 1:
+            return Strategy.MIRRORED
+        return Strategy.ONE_DEVICE
+
+    @property
+    def replica_count(self) -> int:
+        """Processes in the job: the chief plus its workers."""
+        return 1 + self.worker_count
+
+    def cost_per_hour(self) -> float:
+        """Estimated list price per hour of all machines (see ``catalog.PRICES_AS_OF``)."""
+        total = self.chief.price_per_hour
+        if self.worker is not None:
+            total += self.worker.price_per_hour * self.worker_count
+        return round(total, 4)
+
+    def evolve(self, **changes: Any) -> JobSpec:
+        """A copy with some fields changed (validated again)."""
+        return replace(self, **changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form, for job records, the REST API and the job folder."""
+        data = asdict(self)
+        data["strategy"] = self.strategy.value
+        data["resolved_strategy"] = self.resolved_strategy().value
+        data["backend"] = self.backend.value
+        data["labels"] = dict(self.labels)
+        data["chief"] = self.chief.to_dict()
+        data["worker"] = self.worker.to_dict() if self.worker else None
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> JobSpec:
+        """Inverse of :meth:`to_dict`; unknown keys are ignored."""
+        values = {k: data[k] for k in cls.__dataclass_fields__ if k in data}
+        if "chief" in values:
+            values["chief"] = Machine.from_dict(values["chief"])
+        if values.get("worker"):
+            values["worker"] = Machine.from_dict(values["worker"])
+        if "image" in values and isinstance(values["image"], Mapping):
+            values["image"] = ImageSettings(**values["image"])
+        if "labels" in values:
+            values["labels"] = parse_labels(values["labels"])
+        return cls(**values)
+
+
+def _default_chief() -> Machine:
+    from .catalog import PRESETS
+
+    return PRESETS["CPU"]
+
+
+def _check_labels(labels: tuple[tuple[str, str], ...]) -> None:
+    if len(labels) > MAX_LABELS:
+        raise SpecError(f"{len(labels)} labels given", f"use at most {MAX_LABELS}", field="labels")
+    for key, value in labels:
+        if not _LABEL_KEY.match(key):
+            raise SpecError(
+                f"label key {key!r} is not allowed",
+                "keys start with a lowercase letter and hold at most 63 of a-z 0-9 _ -",
+                field="labels",
+            )
+        if key.startswith("goog") or key.startswith("aiplatform.googleapis.com"):
+            raise SpecError(
+                f"label key {key!r} is reserved by Google Cloud",
+                "choose a key that does not start with 'goog'",
+                field="labels",
+            )
+        if not _LABEL_VALUE.match(value):
+            raise SpecError(
+                f"label value {value!r} (key {key!r}) is not allowed",
+                "values hold at most 63 of a-z 0-9 _ - (lowercase)",
+                field="labels",
+            )
+
+
+def _validate(spec: JobSpec) -> None:
+    chief, worker, n = spec.chief, spec.worker, spec.worker_count
+    strategy = spec.strategy
+    if not _NAME.match(spec.name):
+        raise SpecError(
+            f"job name {spec.name!r} is not allowed",
+            "use at most 128 letters, digits, spaces, '_', '.', '-'",
+            field="name",
+        )
+    if n < 0 or n > MAX_WORKERS:
+        raise SpecError(
+            f"--workers {n} is out of range",
+            f"use 0 to {MAX_WORKERS} (the chief is not counted)",
+            field="worker_count",
+        )
+    if chief.is_tpu:
+        if n:
+            raise SpecError(
+                "a TPU job runs on one TPU host and takes no extra workers",
+                "drop --workers (the TPU's cores are the replicas)",
+                field="worker_count",
+            )
+        if strategy not in (Strategy.AUTO, Strategy.TPU, Strategy.NONE):
+            raise SpecError(
+                f"strategy {strategy.value} cannot drive a TPU",
+                "use --strategy tpu (or auto)",
+                field="strategy",
+            )
+    elif strategy is Strategy.TPU:
+        raise SpecError(
+            "strategy tpu needs a TPU machine",
+            "add --tpu v3-8 (or another TPU type)",
+            field="strategy",
+        )
+    if worker is not None and worker.is_tpu:
+        raise SpecError(
+            "workers cannot be TPU hosts",
+            "use --tpu for the chief and drop --workers",
+            field="worker",
+        )
+    if n and strategy in (Strategy.ONE_DEVICE, Strategy.MIRRORED):
+        raise SpecError(
+            f"--workers {n} with strategy {strategy.value}: that strategy uses one machine only",
+            "use --strategy multi_worker_mirrored (or auto), or drop --workers",
+            field="strategy",
+        )
+    if strategy is Strategy.MIRRORED and chief.gpu_count <= 1 and n == 0:
+        raise SpecError(
+            "strategy mirrored with one device mirrors nothing",
+            "ask for --gpus 2 or more, or use --strategy one_device (or auto)",
+            field="strategy",
+        )
+    if spec.scheduling not in SCHEDULING:
+        raise SpecError(
+            f"unknown scheduling {spec.scheduling!r}",
+            "use standard, spot or flex_start",
+            field="scheduling",
+        )
+    if spec.service_account and not _SERVICE_ACCOUNT.match(spec.service_account):
+        raise SpecError(
+            f"service account {spec.service_account!r} is not a service account email",
+            "use NAME@PROJECT.iam.gserviceaccount.com",
+            field="service_account",
+        )
+    if not _REGION.match(spec.region):
+        raise SpecError(
+            f"region {spec.region!r} is not a Google Cloud region",
+            "use a region such as us-central1 or europe-west4",
+            field="region",
+        )
+    if spec.project is not None and not _PROJECT.match(spec.project):
+        raise SpecError(
+            f"project {spec.project!r} is not a Google Cloud project id",
+            "use the project id (6-30 of a-z 0-9 -, starting with a letter), not its name",
+            field="project",
+        )
+    if spec.timeout_s is not None:
+        parse_duration(spec.timeout_s)
+    _check_labels(spec.labels)
+
+
+def check_runnable(spec: JobSpec) -> None:
+    """Refuse, before launch, what the chosen backend cannot run (dry runs skip this)."""
+    if spec.backend in (Backend.LOCAL, Backend.DOCKER) and spec.chief.is_tpu:
+        raise SpecError(
+            f"the {spec.backend.value} backend cannot run TPU jobs: this machine has no TPU",
+            "use --backend vertex to run it, or --dry-run to see the plan",
+            field="backend",
+        )

@@ -187,6 +187,7 @@ def gpu_machine(gpu: str, count: int, machine_type: str | None = None) -> Machin
     """
     gpu = normalize_gpu_type(gpu)
     enum, gpu_price, allowed = GPUS[gpu]
+    chosen = machine_type
     if machine_type is None:
         machine_type = _FIXED_FOR_COUNT.get(gpu, {}).get(count) or _N1_FOR_COUNT.get(count)
     family = _machine_family(machine_type or "n1")
@@ -195,7 +196,7 @@ def gpu_machine(gpu: str, count: int, machine_type: str | None = None) -> Machin
         options = "; ".join(f"{fam}: {', '.join(map(str, c))}" for fam, c in allowed.items())
         alts = [g for g, (_, _, a) in GPUS.items() if any(count in c for c in a.values())]
         also = f", or another GPU type that offers {count} ({', '.join(alts)})" if alts else ""
-        where = f" on {machine_type}" if machine_type and counts is None else ""
+        where = f" on {chosen}" if chosen and counts is None else ""
         raise SpecError(
             f"{count} x {gpu}{where} is not a Vertex AI machine shape",
             f"use a GPU count allowed for {gpu} ({options}){also}",

@@ -114,13 +114,16 @@ def _section(config: Config | None) -> dict[str, Any]:
     return {k: section[k] for k in KEYS if k in section}
 
 
-def server_config() -> tuple[dict[str, Any], str]:
-    """The ``TfcConfig`` section of the jupyter_server config files (later files win)."""
+def server_config() -> tuple[dict[str, Any], dict[str, str]]:
+    """The ``TfcConfig`` section of the jupyter_server config files (later files win).
+
+    Returns the merged values and, for each key, the file it came from.
+    """
     from jupyter_core.paths import jupyter_config_path
     from traitlets.config.loader import JSONFileConfigLoader, PyFileConfigLoader
 
     merged: dict[str, Any] = {}
-    origin = "jupyter_server_config"
+    origins: dict[str, str] = {}
     for folder in reversed(jupyter_config_path()):
         for name, loader in (
             ("jupyter_server_config.json", JSONFileConfigLoader),
@@ -132,10 +135,9 @@ def server_config() -> tuple[dict[str, Any], str]:
                 section = _section(loader(name, path=folder).load_config())
             except Exception:  # a broken server config is the server's problem, not ours
                 continue
-            if section:
-                merged.update(section)
-                origin = str(Path(folder) / name)
-    return merged, origin
+            merged.update(section)
+            origins.update(dict.fromkeys(section, str(Path(folder) / name)))
+    return merged, origins
 
 
 def load_settings(
@@ -153,7 +155,7 @@ def load_settings(
     env = os.environ if environ is None else environ
     defaults = TfcConfig()
     ipy = _section(ipython_config)
-    server, server_origin = server_config() if include_server else ({}, "")
+    server, server_origins = server_config() if include_server else ({}, {})
     settings = Settings()
     for key in KEYS:
         layers: list[tuple[str, Any]] = []
@@ -161,7 +163,8 @@ def load_settings(
         generic = [v for v in ENV[key] if not v.startswith("TFC_")]
         layers += [(f"env {v}", env.get(v)) for v in specific]
         layers.append((f"ipython_config (c.TfcConfig.{key})", ipy.get(key)))
-        layers.append((f"{server_origin} (c.TfcConfig.{key})", server.get(key)))
+        origin = server_origins.get(key, "jupyter_server_config")
+        layers.append((f"{origin} (c.TfcConfig.{key})", server.get(key)))
         layers += [(f"env {v}", env.get(v)) for v in generic]
         for source, value in layers:
             if value not in (None, ""):

@@ -95,7 +95,77 @@ class TfcMagics(Magics):
             raise UsageError(str(exc)) from None
 
     def _launch(self, plan: Plan, args: Any) -> Any:
-        raise UsageError("launching comes with the local backend; use --dry-run for now")
+        from .jobs import launch, store_for
+
+        for warning in plan.warnings:
+            print(f"! {warning}")
+        job = launch(plan, store=store_for(self._settings().get("home")))
+        self.shell.user_ns["_tfc_job"] = job  # type: ignore[union-attr]
+        spec = plan.spec
+        workers = f" + {spec.worker_count} worker(s)" if spec.worker_count else ""
+        print(
+            f"Launched {job.id} on {spec.backend.value}: chief{workers}, strategy "
+            f"{spec.resolved_strategy().value}. %tfc_cancel {job.id} stops it."
+        )
+        if not args.wait:
+            print(f"Not waiting: %tfc_logs {job.id} --follow (or job.follow()) shows the logs.")
+            return job
+        return _follow_in_cell(job)
+
+    @line_magic
+    def tfc_jobs(self, line: str) -> None:
+        """List recent jobs (any backend): id, state, elapsed time, error."""
+        from .jobs import jobs_table, store_for
+
+        try:
+            limit = int(line.strip() or 20)
+        except ValueError:
+            raise UsageError("%tfc_jobs takes an optional count, e.g. %tfc_jobs 50") from None
+        records = store_for(self._settings().get("home")).list(limit=limit)
+        print(jobs_table(records) if records else "No jobs yet: run a cell with %%tfc_run.")
+
+    @line_magic
+    def tfc_logs(self, line: str) -> None:
+        """Print a job's logs: %tfc_logs JOB [--follow] [--replica NAME]."""
+        args = _job_args(line, "%tfc_logs JOB [--follow] [--replica NAME]", follow=True)
+        try:
+            job = self._job(args.job)
+            if args.follow:
+                _follow_in_cell(job, raise_on_failure=False)
+            else:
+                text = job.logs(args.replica)
+                print(text or f"{job.id} has printed nothing yet")
+        except TfcError as exc:
+            raise UsageError(str(exc)) from None
+
+    @line_magic
+    def tfc_cancel(self, line: str) -> None:
+        """Cancel a job: every one of its processes (or Vertex replicas) is stopped."""
+        args = _job_args(line, "%tfc_cancel JOB")
+        try:
+            rec = self._job(args.job).cancel()
+        except TfcError as exc:
+            raise UsageError(str(exc)) from None
+        print(f"{rec.id}: {rec.state.value}")
+
+    @line_magic
+    def tfc_attach(self, line: str) -> Any:
+        """Re-attach to a job (after a kernel restart): its logs so far, then follow to the end."""
+        args = _job_args(line, "%tfc_attach JOB")
+        try:
+            job = self._job(args.job)
+            rec = job.record()
+            print(f"{rec.id} on {rec.backend}: {rec.state.value} ({rec.elapsed:.1f} s)")
+            _follow_in_cell(job, raise_on_failure=False)
+        except TfcError as exc:
+            raise UsageError(str(exc)) from None
+        self.shell.user_ns["_tfc_job"] = job  # type: ignore[union-attr]
+        return job
+
+    def _job(self, job_id: str) -> Any:
+        from .jobs import Job, store_for
+
+        return Job(job_id, store_for(self._settings().get("home")))
 
     @line_magic
     def tfc_config(self, line: str) -> None:
@@ -134,6 +204,41 @@ def machines_table() -> str:
         "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows
     )
     return text + f"\n(approximate us-central1 list prices, {PRICES_AS_OF})"
+
+
+def _job_args(line: str, usage: str, follow: bool = False) -> Any:
+    import argparse
+    import shlex
+
+    class _P(argparse.ArgumentParser):
+        def error(self, message: str) -> Any:
+            raise UsageError(f"{message}. Usage: {usage}")
+
+    p = _P(prog=usage.split()[0], add_help=False)
+    p.add_argument("job")
+    if follow:
+        p.add_argument("--follow", "-f", action="store_true")
+        p.add_argument("--replica", default=None)
+    try:
+        return p.parse_args(shlex.split(line))
+    except ValueError as exc:
+        raise UsageError(f"{exc}. Usage: {usage}") from None
+
+
+def _follow_in_cell(job: Any, raise_on_failure: bool = True) -> Any:
+    """Stream the job's logs into the cell until it ends; Ctrl-C (interrupt) cancels it."""
+    from .records import JobState
+
+    try:
+        rec = job.follow()
+    except KeyboardInterrupt:
+        rec = job.cancel()
+        print(f"Interrupted: {rec.id} {rec.state.value}.")
+        return job
+    print(job.summary_line())
+    if rec.state is JobState.FAILED and raise_on_failure:
+        raise UsageError(f"job {rec.id} failed: {rec.error}")
+    return job
 
 
 def _show(plan: Plan) -> None:

@@ -156,6 +156,16 @@ OPTIONS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
     ),
     (("--network",), dict(default=None, metavar="NETWORK", help="VPC network to peer with.")),
     (
+        ("--no-wait",),
+        dict(
+            dest="wait",
+            action="store_false",
+            default=True,
+            help="Return the job handle at once; the job goes on (default: wait, streaming "
+            "the logs into the cell).",
+        ),
+    ),
+    (
         ("--dry-run",),
         dict(
             action="store_true",

@@ -128,6 +128,11 @@ class Requirements:
                 f"cannot read requirements file {str(path)!r}: {exc.strerror or exc}",
                 "check the path (relative paths start at the notebook's folder)",
             ) from None
+        except UnicodeDecodeError:
+            raise RequirementsError(
+                f"requirements file {str(path)!r} is not UTF-8 text",
+                "pass a plain-text requirements file",
+            ) from None
         for raw in text.splitlines():
             line = raw.split(" #", 1)[0].strip()
             if not line or line.startswith("#"):

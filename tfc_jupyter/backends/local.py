@@ -1,0 +1,251 @@
+"""The local backend (the default): the job's replicas as processes on this machine.
+
+Each replica gets exactly the environment Vertex AI would give it (``CLUSTER_SPEC``,
+``TF_CONFIG``, ``AIP_*``, ``CLOUD_ML_JOB_ID``) on free loopback ports, so a job rehearsed here runs
+unchanged on Vertex. A detached supervisor process (:mod:`.local_supervisor`) runs and watches
+them, so the job outlives a killed kernel and can be re-attached.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from ..errors import BackendError
+from ..records import JobRecord, JobState, JobStore
+from ..spec import JobSpec, Strategy, check_runnable
+
+_DROP_ENV = ("JPY_", "PYDEVD_", "VSCODE_", "KERNEL_")
+
+
+def free_ports(n: int) -> list[int]:
+    """``n`` distinct free TCP ports on 127.0.0.1."""
+    socks, ports = [], []
+    try:
+        for _ in range(n):
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            s.bind(("127.0.0.1", 0))
+            socks.append(s)
+            ports.append(s.getsockname()[1])
+    finally:
+        for s in socks:
+            s.close()
+    return ports
+
+
+def local_gpu_count() -> int:
+    """GPUs on this machine, from ``nvidia-smi -L`` (never imports TensorFlow)."""
+    if os.environ.get("CUDA_VISIBLE_DEVICES") is not None:
+        visible = [d for d in os.environ["CUDA_VISIBLE_DEVICES"].split(",") if d.strip()]
+        return len(visible)
+    exe = shutil.which("nvidia-smi")
+    if not exe:
+        return 0
+    try:
+        out = subprocess.run([exe, "-L"], capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return 0
+    return sum(1 for line in out.stdout.splitlines() if line.startswith("GPU "))
+
+
+def gpu_split(total: int, replicas: int, per_replica: int) -> list[str]:
+    """``CUDA_VISIBLE_DEVICES`` for each replica: ``per_replica`` GPUs each while they last."""
+    if total == 0:
+        return ["" for _ in range(replicas)]
+    each = per_replica or max(1, total // replicas)
+    out = []
+    for i in range(replicas):
+        ids = [str((i * each + k) % total) for k in range(each)]
+        out.append(",".join(ids))
+    return out
+
+
+def cluster_env(spec: JobSpec, job_id: str, ports: list[int]) -> list[tuple[str, dict[str, str]]]:
+    """``(replica name, env)`` for every replica, as Vertex AI sets them."""
+    addrs = [f"127.0.0.1:{p}" for p in ports]
+    pools: dict[str, list[str]] = {"workerpool0": addrs[:1]}
+    if spec.worker_count:
+        pools["workerpool1"] = addrs[1:1 + spec.worker_count]
+    roles = {"workerpool0": "chief", "workerpool1": "worker", "workerpool2": "ps",
+             "workerpool3": "evaluator"}
+    tf_cluster = {roles[p]: a for p, a in pools.items() if p != "workerpool3"}
+    out = []
+    for pool, members in pools.items():
+        for index in range(len(members)):
+            task = {"type": pool, "index": index, "trial": ""}
+            cluster_spec = {"cluster": pools, "environment": "cloud", "task": task,
+                            "job": {"job_id": job_id}}
+            tf_config = {"cluster": tf_cluster, "environment": "cloud",
+                         "task": {"type": roles[pool], "index": index, "trial": ""},
+                         "job": {"job_id": job_id}}
+            role = roles[pool]
+            out.append((role if role == "chief" else f"{role}-{index}",
+                        {"CLUSTER_SPEC": json.dumps(cluster_spec),
+                         "TF_CONFIG": json.dumps(tf_config)}))
+    return out
+
+
+def check_requirements(lines: list[str]) -> list[str]:
+    """Requirements that this environment (the local backend's) does not satisfy."""
+    from importlib import metadata
+
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    missing = []
+    for line in lines:
+        if line.startswith("-"):
+            continue
+        try:
+            req = Requirement(line)
+        except InvalidRequirement:
+            missing.append(line)  # a URL or path: cannot be checked, so not known to be here
+            continue
+        try:
+            version = metadata.version(req.name)
+        except metadata.PackageNotFoundError:
+            missing.append(line)
+            continue
+        if req.specifier and not req.specifier.contains(version, prereleases=True):
+            missing.append(f"{line} (have {version})")
+    return missing
+
+
+class LocalBackend:
+    """Runs jobs as processes of this machine's Python (see the module docstring)."""
+
+    name = "local"
+
+    def __init__(self, store: JobStore, *, startup_timeout: float | None = None) -> None:
+        self.store = store
+        env_timeout = os.environ.get("TFC_STARTUP_TIMEOUT")
+        self.startup_timeout = startup_timeout or float(env_timeout or 300)
+
+    def check(self, spec: JobSpec) -> None:
+        """Refuse before launch what this machine cannot run, naming the fix."""
+        check_runnable(spec)
+        missing = check_requirements(list(spec.requirements))
+        if missing:
+            quoted = " ".join(f"'{m.split(' (have')[0]}'" for m in missing)
+            raise BackendError(
+                "the local backend runs in this kernel's environment, which lacks: "
+                + ", ".join(missing),
+                f"%pip install {quoted} and run again, or use --backend docker",
+                field="requirements",
+            )
+
+    def submit(self, record: JobRecord, spec: JobSpec, cwd: Path) -> None:
+        """Write the launch file and start the detached supervisor."""
+        job_dir = Path(record.job_dir)
+        replicas = cluster_env(spec, record.id, free_ports(spec.replica_count))
+        n_gpus = local_gpu_count()
+        gpus = gpu_split(n_gpus, len(replicas), spec.chief.gpu_count)
+        base_env = {k: v for k, v in os.environ.items() if not k.startswith(_DROP_ENV)}
+        base_env.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")  # TensorFlow's INFO chatter off
+        if base_env.get("MPLBACKEND", "").startswith("module://"):
+            base_env["MPLBACKEND"] = "Agg"
+        base_env.update({
+            "PYTHONUNBUFFERED": "1", "TFC_REMOTE": "1", "TFC_JOB_DIR": str(job_dir),
+            "TFC_JOB_ID": record.id, "CLOUD_ML_JOB_ID": record.id,
+            "TFC_STRATEGY": spec.resolved_strategy().value,
+        })
+        if spec.base_output_dir:
+            base = spec.base_output_dir.rstrip("/")
+            base_env.update({"AIP_MODEL_DIR": f"{base}/model/",
+                             "AIP_CHECKPOINT_DIR": f"{base}/checkpoints/",
+                             "AIP_TENSORBOARD_LOG_DIR": f"{base}/logs/"})
+        runtime_args = ["--strategy", spec.resolved_strategy().value, "--source-map",
+                        str(job_dir / "script.map.json"), str(job_dir / "script.py"),
+                        *spec.entry_args]
+        launch = {
+            "job_id": record.id, "store": str(self.store.path), "cwd": str(cwd),
+            "python": sys.executable, "env": base_env, "runtime_args": runtime_args,
+            "startup_timeout": self.startup_timeout, "timeout": spec.timeout_s,
+            "replicas": [{"name": name, "daemon": name.startswith("ps-"),
+                          "env": {**env, "CUDA_VISIBLE_DEVICES": gpu} if n_gpus else env}
+                         for (name, env), gpu in zip(replicas, gpus, strict=True)],
+        }
+        path = job_dir / "launch.json"
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as fh:
+            json.dump(launch, fh, indent=1)
+        supervisor_log = open(job_dir / "logs" / "supervisor.log", "ab")  # noqa: SIM115
+        try:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "tfc_jupyter.backends.local_supervisor", str(job_dir)],
+                cwd=str(job_dir), stdin=subprocess.DEVNULL, stdout=supervisor_log,
+                stderr=subprocess.STDOUT, start_new_session=True,
+                env={**base_env, "PYTHONPATH": _pythonpath()},
+            )
+        except OSError as exc:
+            raise BackendError(f"could not start the job supervisor: {exc}",
+                               "check that this Python can run subprocesses") from None
+        finally:
+            supervisor_log.close()
+        self.store.transition(record.id, JobState.PENDING,
+                              handle={"supervisor_pid": proc.pid, "replicas": {}})
+
+    def refresh(self, record: JobRecord) -> JobRecord:
+        """Mark a job FAILED when its supervisor died without saying how the job ended."""
+        if record.state.is_terminal():
+            return record
+        pid = record.handle.get("supervisor_pid")
+        if pid and not _alive(pid) and time.time() - record.updated_at > 2:
+            fresh = self.store.get(record.id)
+            if not fresh.state.is_terminal():
+                _kill_replicas(fresh.handle)
+                return self.store.transition(
+                    record.id, JobState.FAILED,
+                    error="the job's supervisor process ended unexpectedly (killed?)")
+            return fresh
+        return record
+
+    def cancel(self, record: JobRecord, *, timeout: float = 20.0) -> JobRecord:
+        """Stop every process of the job; waits (bounded) until it is CANCELLED."""
+        if record.state.is_terminal():
+            return record
+        self.store.transition(record.id, JobState.CANCELLING)
+        pid = record.handle.get("supervisor_pid")
+        if pid and _alive(pid):
+            os.kill(pid, signal.SIGTERM)
+            deadline = time.monotonic() + timeout
+            while time.monotonic() < deadline:
+                current = self.store.get(record.id)
+                if current.state.is_terminal():
+                    return current
+                time.sleep(0.1)
+            os.kill(pid, signal.SIGKILL)
+        fresh = self.store.get(record.id)
+        _kill_replicas(fresh.handle)
+        return self.store.transition(record.id, JobState.CANCELLED, error="cancelled")
+
+
+def _pythonpath() -> str:
+    here = Path(__file__).resolve().parents[2]
+    parts = [str(here), str(here / "runtime"), os.environ.get("PYTHONPATH", "")]
+    return os.pathsep.join(p for p in parts if p)
+
+
+def _alive(pid: int) -> bool:
+    import psutil
+
+    try:
+        proc = psutil.Process(pid)
+        return proc.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
+def _kill_replicas(handle: dict[str, Any]) -> None:
+    for pid in (handle.get("replicas") or {}).values():
+        try:
+            os.killpg(int(pid), signal.SIGKILL)
+        except (ProcessLookupError, PermissionError, ValueError):
+            pass

@@ -1,0 +1,230 @@
+"""Launching planned jobs, and following them: job folders, handles, logs.
+
+:func:`launch` is the one function every edge calls to run a Plan. It writes the job folder
+(script, source map, spec, requirements; owner-only), records the job, and hands it to the backend.
+:class:`Job` is what ``%%tfc_run`` returns: ``id``, ``state``, ``logs()``, ``follow()``,
+``wait()``, ``cancel()``, like tfc.run's ``job_id`` but alive.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import os
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, TextIO
+
+from .errors import BackendError, JobConflict
+from .plan import Plan
+from .records import JobRecord, JobState, JobStore, default_home, new_job_id
+
+POLL_S = 0.2
+
+
+def store_for(home: str | Path | None = None) -> JobStore:
+    """The job-record store under ``home`` (default: ``TFC_JUPYTER_HOME`` or Jupyter data dir)."""
+    base = Path(home) if home else default_home()
+    return JobStore(base / "jobs.sqlite")
+
+
+def backend_for(name: str, store: JobStore) -> Any:
+    """The backend object for a backend name."""
+    if name == "local":
+        from .backends.local import LocalBackend
+
+        return LocalBackend(store)
+    raise BackendError(f"the {name} backend is not available in this version",
+                       "use --backend local, or --dry-run to see the plan")
+
+
+def _write(path: Path, text: str) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(text)
+
+
+def write_job_dir(plan: Plan, job_dir: Path) -> None:
+    """The job folder: script, source map, spec, requirements, logs/, status/, errors/."""
+    job_dir.mkdir(mode=0o700, parents=True, exist_ok=False)
+    for sub in ("logs", "status", "errors"):
+        (job_dir / sub).mkdir(mode=0o700)
+    _write(job_dir / "script.py", plan.script.text)
+    _write(job_dir / "script.map.json",
+           json.dumps(plan.script.source_map_json(plan.selection.name)))
+    _write(job_dir / "requirements.txt", "".join(f"{r}\n" for r in plan.requirements))
+    _write(job_dir / "job.json", json.dumps(plan.summary(), indent=2, default=str))
+
+
+def launch(plan: Plan, *, store: JobStore | None = None) -> Job:
+    """Run a planned job on its backend; returns at once with a :class:`Job`.
+
+    Raises:
+        TfcError: the backend refuses the job (missing requirements, TPU on a CPU machine ...).
+    """
+    store = store or store_for()
+    backend = backend_for(plan.spec.backend.value, store)
+    backend.check(plan.spec)
+    job_id = new_job_id(plan.spec.name)
+    job_dir = store.path.parent / "jobs" / job_id
+    store.path.parent.joinpath("jobs").mkdir(mode=0o700, exist_ok=True)
+    write_job_dir(plan, job_dir)
+    record = store.create(JobRecord(
+        id=job_id, name=plan.spec.name, backend=plan.spec.backend.value, state=JobState.QUEUED,
+        spec=plan.spec.to_dict(), handle={}, job_dir=str(job_dir), log_dir=str(job_dir / "logs"),
+        notebook=str(plan.selection.notebook) if plan.selection.notebook else None,
+        owner_pid=os.getpid(),
+    ))
+    try:
+        backend.submit(record, plan.spec, plan.selection.base_dir)
+    except Exception as exc:
+        store.transition(job_id, JobState.FAILED, error=f"launch failed: {exc}")
+        raise
+    return Job(job_id, store)
+
+
+class LogTail:
+    """Follows every replica log of a job folder from an offset, line by line."""
+
+    def __init__(self, log_dir: Path) -> None:
+        self.log_dir = log_dir
+        self.offsets: dict[str, int] = {}
+        self.partial: dict[str, bytes] = {}
+
+    def replicas(self) -> list[str]:
+        """Replica names with a log so far (chief first)."""
+        names = [p.stem for p in self.log_dir.glob("*.log") if p.stem != "supervisor"]
+        order = {"chief": 0, "worker": 1, "ps": 2, "evaluator": 3}
+        return sorted(names, key=lambda n: (order.get(n.split("-")[0], 9), n))
+
+    def read(self, *, final: bool = False) -> list[tuple[str, str]]:
+        """New complete lines as ``(replica, line)``; ``final`` also flushes partial lines."""
+        out = []
+        for name in self.replicas():
+            path = self.log_dir / f"{name}.log"
+            try:
+                with open(path, "rb") as fh:
+                    fh.seek(self.offsets.get(name, 0))
+                    data = fh.read()
+            except OSError:
+                continue
+            self.offsets[name] = self.offsets.get(name, 0) + len(data)
+            data = self.partial.pop(name, b"") + data
+            *lines, rest = data.split(b"\n")
+            if rest and final:
+                lines.append(rest)
+            elif rest:
+                self.partial[name] = rest
+            out += [(name, line.decode("utf-8", errors="replace").rstrip("\r"))
+                    for line in lines]
+        return out
+
+
+class Job:
+    """A handle on one job: state, logs, wait, cancel. Cheap to create; reads the records."""
+
+    def __init__(self, job_id: str, store: JobStore | None = None) -> None:
+        self.store = store or store_for()
+        self.id = self.store.get(job_id).id
+
+    def record(self) -> JobRecord:
+        """The current record (refreshed by the backend, e.g. a dead supervisor noticed)."""
+        rec = self.store.get(self.id)
+        if not rec.state.is_terminal() and rec.backend == "local":
+            rec = backend_for("local", self.store).refresh(rec)
+        return rec
+
+    @property
+    def state(self) -> JobState:
+        """The job's state now."""
+        return self.record().state
+
+    def logs(self, replica: str | None = None) -> str:
+        """Everything the replicas printed so far, prefixed by replica."""
+        tail = LogTail(Path(self.store.get(self.id).log_dir))
+        return "\n".join(f"[{r}] {line}" for r, line in tail.read(final=True)
+                         if replica in (None, r))
+
+    def follow(self, *, out: TextIO | None = None, timeout: float | None = None,
+               skip_existing: bool = False,
+               on_line: Callable[[str, str], None] | None = None) -> JobRecord:
+        """Print replica lines as they are written until the job ends (or ``timeout``)."""
+        stream = out or sys.stdout
+        rec = self.store.get(self.id)
+        tail = LogTail(Path(rec.log_dir))
+        if skip_existing:
+            tail.read()
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            rec = self.record()
+            done = rec.state.is_terminal()
+            for replica, line in tail.read(final=done):
+                if on_line:
+                    on_line(replica, line)
+                else:
+                    stream.write(f"[{replica}] {line}\n")
+            stream.flush()
+            if done or (deadline is not None and time.monotonic() > deadline):
+                return rec
+            time.sleep(POLL_S)
+
+    def wait(self, timeout: float | None = None) -> JobRecord:
+        """Block until the job ends (or ``timeout`` seconds), printing nothing."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            rec = self.record()
+            if rec.state.is_terminal() or (deadline is not None and time.monotonic() > deadline):
+                return rec
+            time.sleep(POLL_S)
+
+    def cancel(self) -> JobRecord:
+        """Stop every process of the job."""
+        rec = self.record()
+        if rec.state.is_terminal():
+            raise JobConflict(f"job {self.id} already {rec.state.value}",
+                              "nothing to cancel; %tfc_jobs lists running jobs")
+        return backend_for(rec.backend, self.store).cancel(rec)
+
+    def summary_line(self) -> str:
+        """``<id>: succeeded in 12.3 s`` or the failure with its notebook cell."""
+        rec = self.record()
+        text = f"{rec.id}: {rec.state.value} after {rec.elapsed:.1f} s"
+        if rec.error and rec.state is not JobState.SUCCEEDED:
+            text += f": {rec.error}"
+        return text
+
+    def __repr__(self) -> str:
+        rec = self.record()
+        return f"<Job {rec.id} {rec.backend} {rec.state.value} {rec.elapsed:.1f}s>"
+
+    def _repr_html_(self) -> str:
+        rec = self.record()
+        color = {"succeeded": "#1a7f37", "failed": "#cf222e", "cancelled": "#6e7781"}.get(
+            rec.state.value, "#0969da")
+        links = "".join(f" &middot; <a href='{html.escape(u)}' target='_blank'>{label}</a>"
+                        for label, u in (("Vertex console", rec.console_url),
+                                         ("TensorBoard", rec.tensorboard_url)) if u)
+        error = (f"<div style='color:#cf222e'>{html.escape(rec.error)}</div>"
+                 if rec.error and rec.state is not JobState.SUCCEEDED else "")
+        return (f"<div><code>{html.escape(rec.id)}</code> on <b>{rec.backend}</b>: "
+                f"<b style='color:{color}'>{rec.state.value}</b> "
+                f"({rec.elapsed:.1f} s){links}{error}</div>")
+
+
+def iter_jobs(store: JobStore | None = None, limit: int | None = 50) -> Iterator[JobRecord]:
+    """Job records, newest first."""
+    yield from (store or store_for()).list(limit=limit)
+
+
+def jobs_table(records: list[JobRecord]) -> str:
+    """An aligned text table of jobs (``%tfc_jobs``, ``tfc-jupyter jobs``)."""
+    rows = [("id", "backend", "state", "elapsed", "created", "error")]
+    for rec in records:
+        created = time.strftime("%Y-%m-%d %H:%M", time.localtime(rec.created_at))
+        error = (rec.error or "")[:60] if rec.state is not JobState.SUCCEEDED else ""
+        rows.append((rec.id, rec.backend, rec.state.value, f"{rec.elapsed:.0f}s", created, error))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
+                     for r in rows)

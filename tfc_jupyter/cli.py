@@ -1,6 +1,10 @@
 """``tfc-jupyter``: the same core as the magics, for terminals and CI.
 
     tfc-jupyter plan NOTEBOOK.ipynb [--cell N] [--json] [job flags ...]
+    tfc-jupyter run NOTEBOOK.ipynb [--cell N] [job flags ...]   (waits, streams logs)
+    tfc-jupyter jobs [--limit N]
+    tfc-jupyter logs JOB [--follow]
+    tfc-jupyter cancel JOB
     tfc-jupyter machines
     tfc-jupyter config
 
@@ -15,7 +19,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from . import __version__, capture, options
+from . import __version__, capture, jobs, options
 from .config import load_settings
 from .errors import TfcError
 from .plan import Plan, make_plan
@@ -35,6 +39,21 @@ def _plan(args: argparse.Namespace, extra: list[str]) -> Plan:
         options.parser(suppress_defaults=True, prog="tfc-jupyter plan").parse_args(extra),
     )
     return make_plan(selection, ns, load_settings())
+
+
+def _run(plan: Plan) -> int:
+    from .records import JobState
+
+    for warning in plan.warnings:
+        print(f"! {warning}", file=sys.stderr)
+    job = jobs.launch(plan, store=jobs.store_for(load_settings().get("home")))
+    print(f"Launched {job.id} on {plan.spec.backend.value}", file=sys.stderr)
+    try:
+        record = job.follow()
+    except KeyboardInterrupt:
+        record = job.cancel()
+    print(job.summary_line(), file=sys.stderr)
+    return 0 if record.state is JobState.SUCCEEDED else 1
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -60,6 +79,25 @@ def build_parser() -> argparse.ArgumentParser:
     )
     plan.add_argument("--json", action="store_true", help="print the plan as JSON")
     plan.add_argument("--no-script", action="store_true", help="leave the script out")
+    run = sub.add_parser(
+        "run",
+        help="launch a notebook's job and follow it to the end",
+        epilog="Job flags: as %%tfc_run; they override the cell's own flags.",
+    )
+    run.add_argument("notebook_file", metavar="NOTEBOOK")
+    run.add_argument(
+        "--cell",
+        type=int,
+        default=None,
+        help="position of the %%%%tfc_run cell to use (default: the first)",
+    )
+    jobs = sub.add_parser("jobs", help="list recent jobs")
+    jobs.add_argument("--limit", type=int, default=20)
+    logs = sub.add_parser("logs", help="print a job's logs")
+    logs.add_argument("job")
+    logs.add_argument("--follow", "-f", action="store_true", help="follow until the job ends")
+    cancel = sub.add_parser("cancel", help="stop every process of a job")
+    cancel.add_argument("job")
     sub.add_parser("machines", help="list the machine catalog")
     sub.add_parser("config", help="show the effective defaults and where they came from")
     return parser
@@ -70,7 +108,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
     try:
-        if args.command != "plan" and extra:
+        if args.command not in ("plan", "run") and extra:
             parser.error(f"unrecognized arguments: {' '.join(extra)}")
         if args.command == "plan":
             plan = _plan(args, extra)
@@ -78,6 +116,20 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(json.dumps(plan.summary(), indent=2))
             else:
                 print(plan.to_text(script=not args.no_script))
+        elif args.command == "run":
+            return _run(_plan(args, extra))
+        elif args.command == "jobs":
+            records = jobs.store_for(load_settings().get("home")).list(limit=args.limit)
+            print(jobs.jobs_table(records) if records else "No jobs yet.")
+        elif args.command == "logs":
+            job = jobs.Job(args.job, jobs.store_for(load_settings().get("home")))
+            if args.follow:
+                job.follow()
+            else:
+                print(job.logs())
+        elif args.command == "cancel":
+            job = jobs.Job(args.job, jobs.store_for(load_settings().get("home")))
+            print(f"{job.id}: {job.cancel().state.value}")
         elif args.command == "machines":
             from .magics import machines_table
 

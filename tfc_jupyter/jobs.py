@@ -36,8 +36,10 @@ def backend_for(name: str, store: JobStore) -> Any:
         from .backends.local import LocalBackend
 
         return LocalBackend(store)
-    raise BackendError(f"the {name} backend is not available in this version",
-                       "use --backend local, or --dry-run to see the plan")
+    raise BackendError(
+        f"the {name} backend is not available in this version",
+        "use --backend local, or --dry-run to see the plan",
+    )
 
 
 def _write(path: Path, text: str) -> None:
@@ -52,8 +54,9 @@ def write_job_dir(plan: Plan, job_dir: Path) -> None:
     for sub in ("logs", "status", "errors"):
         (job_dir / sub).mkdir(mode=0o700)
     _write(job_dir / "script.py", plan.script.text)
-    _write(job_dir / "script.map.json",
-           json.dumps(plan.script.source_map_json(plan.selection.name)))
+    _write(
+        job_dir / "script.map.json", json.dumps(plan.script.source_map_json(plan.selection.name))
+    )
     _write(job_dir / "requirements.txt", "".join(f"{r}\n" for r in plan.requirements))
     _write(job_dir / "job.json", json.dumps(plan.summary(), indent=2, default=str))
 
@@ -71,12 +74,20 @@ def launch(plan: Plan, *, store: JobStore | None = None) -> Job:
     job_dir = store.path.parent / "jobs" / job_id
     store.path.parent.joinpath("jobs").mkdir(mode=0o700, exist_ok=True)
     write_job_dir(plan, job_dir)
-    record = store.create(JobRecord(
-        id=job_id, name=plan.spec.name, backend=plan.spec.backend.value, state=JobState.QUEUED,
-        spec=plan.spec.to_dict(), handle={}, job_dir=str(job_dir), log_dir=str(job_dir / "logs"),
-        notebook=str(plan.selection.notebook) if plan.selection.notebook else None,
-        owner_pid=os.getpid(),
-    ))
+    record = store.create(
+        JobRecord(
+            id=job_id,
+            name=plan.spec.name,
+            backend=plan.spec.backend.value,
+            state=JobState.QUEUED,
+            spec=plan.spec.to_dict(),
+            handle={},
+            job_dir=str(job_dir),
+            log_dir=str(job_dir / "logs"),
+            notebook=str(plan.selection.notebook) if plan.selection.notebook else None,
+            owner_pid=os.getpid(),
+        )
+    )
     try:
         backend.submit(record, plan.spec, plan.selection.base_dir)
     except Exception as exc:
@@ -117,8 +128,7 @@ class LogTail:
                 lines.append(rest)
             elif rest:
                 self.partial[name] = rest
-            out += [(name, line.decode("utf-8", errors="replace").rstrip("\r"))
-                    for line in lines]
+            out += [(name, line.decode("utf-8", errors="replace").rstrip("\r")) for line in lines]
         return out
 
 
@@ -144,12 +154,18 @@ class Job:
     def logs(self, replica: str | None = None) -> str:
         """Everything the replicas printed so far, prefixed by replica."""
         tail = LogTail(Path(self.store.get(self.id).log_dir))
-        return "\n".join(f"[{r}] {line}" for r, line in tail.read(final=True)
-                         if replica in (None, r))
+        return "\n".join(
+            f"[{r}] {line}" for r, line in tail.read(final=True) if replica in (None, r)
+        )
 
-    def follow(self, *, out: TextIO | None = None, timeout: float | None = None,
-               skip_existing: bool = False,
-               on_line: Callable[[str, str], None] | None = None) -> JobRecord:
+    def follow(
+        self,
+        *,
+        out: TextIO | None = None,
+        timeout: float | None = None,
+        skip_existing: bool = False,
+        on_line: Callable[[str, str], None] | None = None,
+    ) -> JobRecord:
         """Print replica lines as they are written until the job ends (or ``timeout``)."""
         stream = out or sys.stdout
         rec = self.store.get(self.id)
@@ -183,8 +199,10 @@ class Job:
         """Stop every process of the job."""
         rec = self.record()
         if rec.state.is_terminal():
-            raise JobConflict(f"job {self.id} already {rec.state.value}",
-                              "nothing to cancel; %tfc_jobs lists running jobs")
+            raise JobConflict(
+                f"job {self.id} already {rec.state.value}",
+                "nothing to cancel; %tfc_jobs lists running jobs",
+            )
         return backend_for(rec.backend, self.store).cancel(rec)
 
     def summary_line(self) -> str:
@@ -202,15 +220,26 @@ class Job:
     def _repr_html_(self) -> str:
         rec = self.record()
         color = {"succeeded": "#1a7f37", "failed": "#cf222e", "cancelled": "#6e7781"}.get(
-            rec.state.value, "#0969da")
-        links = "".join(f" &middot; <a href='{html.escape(u)}' target='_blank'>{label}</a>"
-                        for label, u in (("Vertex console", rec.console_url),
-                                         ("TensorBoard", rec.tensorboard_url)) if u)
-        error = (f"<div style='color:#cf222e'>{html.escape(rec.error)}</div>"
-                 if rec.error and rec.state is not JobState.SUCCEEDED else "")
-        return (f"<div><code>{html.escape(rec.id)}</code> on <b>{rec.backend}</b>: "
-                f"<b style='color:{color}'>{rec.state.value}</b> "
-                f"({rec.elapsed:.1f} s){links}{error}</div>")
+            rec.state.value, "#0969da"
+        )
+        links = "".join(
+            f" &middot; <a href='{html.escape(u)}' target='_blank'>{label}</a>"
+            for label, u in (
+                ("Vertex console", rec.console_url),
+                ("TensorBoard", rec.tensorboard_url),
+            )
+            if u
+        )
+        error = (
+            f"<div style='color:#cf222e'>{html.escape(rec.error)}</div>"
+            if rec.error and rec.state is not JobState.SUCCEEDED
+            else ""
+        )
+        return (
+            f"<div><code>{html.escape(rec.id)}</code> on <b>{rec.backend}</b>: "
+            f"<b style='color:{color}'>{rec.state.value}</b> "
+            f"({rec.elapsed:.1f} s){links}{error}</div>"
+        )
 
 
 def iter_jobs(store: JobStore | None = None, limit: int | None = 50) -> Iterator[JobRecord]:
@@ -226,5 +255,6 @@ def jobs_table(records: list[JobRecord]) -> str:
         error = (rec.error or "")[:60] if rec.state is not JobState.SUCCEEDED else ""
         rows.append((rec.id, rec.backend, rec.state.value, f"{rec.elapsed:.0f}s", created, error))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
-                     for r in rows)
+    return "\n".join(
+        "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows
+    )

@@ -8,6 +8,7 @@ them, so the job outlives a killed kernel and can be re-attached.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -21,7 +22,7 @@ from typing import Any
 
 from ..errors import BackendError
 from ..records import JobRecord, JobState, JobStore
-from ..spec import JobSpec, Strategy, check_runnable
+from ..spec import JobSpec, check_runnable
 
 _DROP_ENV = ("JPY_", "PYDEVD_", "VSCODE_", "KERNEL_")
 
@@ -73,23 +74,37 @@ def cluster_env(spec: JobSpec, job_id: str, ports: list[int]) -> list[tuple[str,
     addrs = [f"127.0.0.1:{p}" for p in ports]
     pools: dict[str, list[str]] = {"workerpool0": addrs[:1]}
     if spec.worker_count:
-        pools["workerpool1"] = addrs[1:1 + spec.worker_count]
-    roles = {"workerpool0": "chief", "workerpool1": "worker", "workerpool2": "ps",
-             "workerpool3": "evaluator"}
+        pools["workerpool1"] = addrs[1 : 1 + spec.worker_count]
+    roles = {
+        "workerpool0": "chief",
+        "workerpool1": "worker",
+        "workerpool2": "ps",
+        "workerpool3": "evaluator",
+    }
     tf_cluster = {roles[p]: a for p, a in pools.items() if p != "workerpool3"}
     out = []
     for pool, members in pools.items():
         for index in range(len(members)):
             task = {"type": pool, "index": index, "trial": ""}
-            cluster_spec = {"cluster": pools, "environment": "cloud", "task": task,
-                            "job": {"job_id": job_id}}
-            tf_config = {"cluster": tf_cluster, "environment": "cloud",
-                         "task": {"type": roles[pool], "index": index, "trial": ""},
-                         "job": {"job_id": job_id}}
+            cluster_spec = {
+                "cluster": pools,
+                "environment": "cloud",
+                "task": task,
+                "job": {"job_id": job_id},
+            }
+            tf_config = {
+                "cluster": tf_cluster,
+                "environment": "cloud",
+                "task": {"type": roles[pool], "index": index, "trial": ""},
+                "job": {"job_id": job_id},
+            }
             role = roles[pool]
-            out.append((role if role == "chief" else f"{role}-{index}",
-                        {"CLUSTER_SPEC": json.dumps(cluster_spec),
-                         "TF_CONFIG": json.dumps(tf_config)}))
+            out.append(
+                (
+                    role if role == "chief" else f"{role}-{index}",
+                    {"CLUSTER_SPEC": json.dumps(cluster_spec), "TF_CONFIG": json.dumps(tf_config)},
+                )
+            )
     return out
 
 
@@ -151,26 +166,50 @@ class LocalBackend:
         base_env.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")  # TensorFlow's INFO chatter off
         if base_env.get("MPLBACKEND", "").startswith("module://"):
             base_env["MPLBACKEND"] = "Agg"
-        base_env.update({
-            "PYTHONUNBUFFERED": "1", "TFC_REMOTE": "1", "TFC_JOB_DIR": str(job_dir),
-            "TFC_JOB_ID": record.id, "CLOUD_ML_JOB_ID": record.id,
-            "TFC_STRATEGY": spec.resolved_strategy().value,
-        })
+        base_env.update(
+            {
+                "PYTHONUNBUFFERED": "1",
+                "TFC_REMOTE": "1",
+                "TFC_JOB_DIR": str(job_dir),
+                "TFC_JOB_ID": record.id,
+                "CLOUD_ML_JOB_ID": record.id,
+                "TFC_STRATEGY": spec.resolved_strategy().value,
+            }
+        )
         if spec.base_output_dir:
             base = spec.base_output_dir.rstrip("/")
-            base_env.update({"AIP_MODEL_DIR": f"{base}/model/",
-                             "AIP_CHECKPOINT_DIR": f"{base}/checkpoints/",
-                             "AIP_TENSORBOARD_LOG_DIR": f"{base}/logs/"})
-        runtime_args = ["--strategy", spec.resolved_strategy().value, "--source-map",
-                        str(job_dir / "script.map.json"), str(job_dir / "script.py"),
-                        *spec.entry_args]
+            base_env.update(
+                {
+                    "AIP_MODEL_DIR": f"{base}/model/",
+                    "AIP_CHECKPOINT_DIR": f"{base}/checkpoints/",
+                    "AIP_TENSORBOARD_LOG_DIR": f"{base}/logs/",
+                }
+            )
+        runtime_args = [
+            "--strategy",
+            spec.resolved_strategy().value,
+            "--source-map",
+            str(job_dir / "script.map.json"),
+            str(job_dir / "script.py"),
+            *spec.entry_args,
+        ]
         launch = {
-            "job_id": record.id, "store": str(self.store.path), "cwd": str(cwd),
-            "python": sys.executable, "env": base_env, "runtime_args": runtime_args,
-            "startup_timeout": self.startup_timeout, "timeout": spec.timeout_s,
-            "replicas": [{"name": name, "daemon": name.startswith("ps-"),
-                          "env": {**env, "CUDA_VISIBLE_DEVICES": gpu} if n_gpus else env}
-                         for (name, env), gpu in zip(replicas, gpus, strict=True)],
+            "job_id": record.id,
+            "store": str(self.store.path),
+            "cwd": str(cwd),
+            "python": sys.executable,
+            "env": base_env,
+            "runtime_args": runtime_args,
+            "startup_timeout": self.startup_timeout,
+            "timeout": spec.timeout_s,
+            "replicas": [
+                {
+                    "name": name,
+                    "daemon": name.startswith("ps-"),
+                    "env": {**env, "CUDA_VISIBLE_DEVICES": gpu} if n_gpus else env,
+                }
+                for (name, env), gpu in zip(replicas, gpus, strict=True)
+            ],
         }
         path = job_dir / "launch.json"
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -180,17 +219,23 @@ class LocalBackend:
         try:
             proc = subprocess.Popen(
                 [sys.executable, "-m", "tfc_jupyter.backends.local_supervisor", str(job_dir)],
-                cwd=str(job_dir), stdin=subprocess.DEVNULL, stdout=supervisor_log,
-                stderr=subprocess.STDOUT, start_new_session=True,
+                cwd=str(job_dir),
+                stdin=subprocess.DEVNULL,
+                stdout=supervisor_log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
                 env={**base_env, "PYTHONPATH": _pythonpath()},
             )
         except OSError as exc:
-            raise BackendError(f"could not start the job supervisor: {exc}",
-                               "check that this Python can run subprocesses") from None
+            raise BackendError(
+                f"could not start the job supervisor: {exc}",
+                "check that this Python can run subprocesses",
+            ) from None
         finally:
             supervisor_log.close()
-        self.store.transition(record.id, JobState.PENDING,
-                              handle={"supervisor_pid": proc.pid, "replicas": {}})
+        self.store.transition(
+            record.id, JobState.PENDING, handle={"supervisor_pid": proc.pid, "replicas": {}}
+        )
 
     def refresh(self, record: JobRecord) -> JobRecord:
         """Mark a job FAILED when its supervisor died without saying how the job ended."""
@@ -202,8 +247,10 @@ class LocalBackend:
             if not fresh.state.is_terminal():
                 _kill_replicas(fresh.handle)
                 return self.store.transition(
-                    record.id, JobState.FAILED,
-                    error="the job's supervisor process ended unexpectedly (killed?)")
+                    record.id,
+                    JobState.FAILED,
+                    error="the job's supervisor process ended unexpectedly (killed?)",
+                )
             return fresh
         return record
 
@@ -245,7 +292,5 @@ def _alive(pid: int) -> bool:
 
 def _kill_replicas(handle: dict[str, Any]) -> None:
     for pid in (handle.get("replicas") or {}).values():
-        try:
+        with contextlib.suppress(ProcessLookupError, PermissionError, ValueError):
             os.killpg(int(pid), signal.SIGKILL)
-        except (ProcessLookupError, PermissionError, ValueError):
-            pass

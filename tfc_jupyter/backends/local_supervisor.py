@@ -18,6 +18,7 @@ It imports nothing heavy: the standard library, psutil and the job records.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -66,10 +67,8 @@ def _set_pdeathsig() -> None:
 
 
 def _kill_group(proc: subprocess.Popen[bytes], sig: int) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 def _tail(path: Path, lines: int = 12) -> list[str]:
@@ -91,8 +90,9 @@ class Supervisor:
         self.launch = json.loads((job_dir / "launch.json").read_text())
         self.job_id: str = self.launch["job_id"]
         self.store = JobStore(self.launch["store"])
-        self.replicas = [Replica(r["name"], r["env"], r.get("daemon", False))
-                         for r in self.launch["replicas"]]
+        self.replicas = [
+            Replica(r["name"], r["env"], r.get("daemon", False)) for r in self.launch["replicas"]
+        ]
         self.cancel_requested = False
         self.logs = job_dir / "logs"
         self.status = job_dir / "status"
@@ -107,12 +107,20 @@ class Supervisor:
             log = open(self.logs / f"{replica.name}.log", "ab", buffering=0)  # noqa: SIM115
             env = {**self.launch["env"], **replica.env}
             replica.proc = subprocess.Popen(
-                argv, cwd=self.launch["cwd"], env=env, stdin=subprocess.DEVNULL, stdout=log,
-                stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=_set_pdeathsig,
+                argv,
+                cwd=self.launch["cwd"],
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                preexec_fn=_set_pdeathsig,
             )
             log.close()
-        handle = {"supervisor_pid": os.getpid(),
-                  "replicas": {r.name: r.proc.pid for r in self.replicas if r.proc}}
+        handle = {
+            "supervisor_pid": os.getpid(),
+            "replicas": {r.name: r.proc.pid for r in self.replicas if r.proc},
+        }
         self.store.transition(self.job_id, JobState.RUNNING, handle=handle)
 
     def _stop_all(self) -> None:
@@ -125,10 +133,8 @@ class Supervisor:
         for proc in live:
             _kill_group(proc, signal.SIGKILL)
         for proc in live:
-            try:
+            with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                pass
         for replica in self.replicas:  # children the replicas left behind in their groups
             if replica.proc:
                 _kill_group(replica.proc, signal.SIGKILL)
@@ -175,9 +181,11 @@ class Supervisor:
             for replica in self.replicas:
                 if not replica.ready and (self.status / replica.ready_marker).exists():
                     replica.ready = True
-            failed = [(r, r.proc.returncode) for r in self.replicas
-                      if r.proc and r.proc.poll() is not None and r.proc.returncode != 0
-                      and not r.daemon]
+            failed = [
+                (r, r.proc.returncode)
+                for r in self.replicas
+                if r.proc and r.proc.poll() is not None and r.proc.returncode != 0 and not r.daemon
+            ]
             if failed:
                 replica, code = failed[0]
                 state = JobState.FAILED
@@ -187,12 +195,15 @@ class Supervisor:
             if all(r.proc and r.proc.poll() == 0 for r in workers):
                 break
             elapsed = time.monotonic() - started
-            waiting = [r.name for r in self.replicas if not r.ready and r.proc
-                       and r.proc.poll() is None]
+            waiting = [
+                r.name for r in self.replicas if not r.ready and r.proc and r.proc.poll() is None
+            ]
             if waiting and elapsed > startup:
                 state = JobState.FAILED
-                error = (f"{', '.join(waiting)} did not join the cluster within {startup:g} s "
-                         f"(see logs/{waiting[0]}.log)")
+                error = (
+                    f"{', '.join(waiting)} did not join the cluster within {startup:g} s "
+                    f"(see logs/{waiting[0]}.log)"
+                )
                 break
             if timeout and elapsed > float(timeout):
                 state, error = JobState.FAILED, f"the job ran past its timeout of {timeout} s"
@@ -202,9 +213,13 @@ class Supervisor:
             self.store.transition(self.job_id, JobState.CANCELLING)
         self._stop_all()
         codes = {r.name: (r.proc.returncode if r.proc else None) for r in self.replicas}
-        self.store.transition(self.job_id, state, error=error if state is not JobState.SUCCEEDED
-                              else None, error_location=location,
-                              mutate=lambda rec: {"handle": {**rec.handle, "exit_codes": codes}})
+        self.store.transition(
+            self.job_id,
+            state,
+            error=error if state is not JobState.SUCCEEDED else None,
+            error_location=location,
+            mutate=lambda rec: {"handle": {**rec.handle, "exit_codes": codes}},
+        )
         return 0
 
 

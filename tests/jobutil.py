@@ -1,0 +1,87 @@
+"""Helpers for tests that launch real jobs: notebooks on disk, plans, process checks."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import nbformat
+import psutil
+
+from tfc_jupyter import capture, config, options
+from tfc_jupyter.jobs import Job, launch, store_for
+from tfc_jupyter.plan import Plan, make_plan
+from tfc_jupyter.records import JobRecord, JobState
+
+JOB_DEADLINE_S = 150
+
+
+def write_notebook(path: Path, *cells: str, tags: dict[int, list[str]] | None = None) -> Path:
+    """A notebook of code cells (``tags`` by 0-based cell position) with a python3 kernelspec."""
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3",
+        "language": "python",
+    }
+    for i, source in enumerate(cells):
+        cell = nbformat.v4.new_code_cell(source)
+        if tags and i in tags:
+            cell.metadata["tags"] = tags[i]
+        nb.cells.append(cell)
+    nbformat.write(nb, path)
+    return path
+
+
+def plan_for(path: Path, extra_flags: str = "") -> Plan:
+    """Plan the first %%tfc_run cell of a notebook file, as the CLI does."""
+    nb = capture.read_notebook(path)
+    selection = capture.select_cells(nb, path=path, how="test")
+    ns = options.parse_line(f"{selection.magic_line} {extra_flags}".strip())
+    return make_plan(selection, ns, config.load_settings(include_server=False))
+
+
+def run_job(path: Path, home: Path, extra_flags: str = "") -> tuple[Job, JobRecord]:
+    """Launch and wait (bounded); on timeout the job is cancelled and the test fails."""
+    job = launch(plan_for(path, extra_flags), store=store_for(home))
+    record = job.wait(timeout=JOB_DEADLINE_S)
+    if not record.state.is_terminal():
+        job.cancel()
+        raise AssertionError(f"job {job.id} still {record.state.value} after {JOB_DEADLINE_S} s")
+    return job, record
+
+
+def job_pids(record: JobRecord) -> list[int]:
+    """The supervisor's and every replica's pid."""
+    pids = [record.handle.get("supervisor_pid")]
+    pids += list((record.handle.get("replicas") or {}).values())
+    return [int(p) for p in pids if p]
+
+
+def wait_gone(pids: list[int], timeout: float = 15.0) -> list[int]:
+    """Pids still alive (not zombies) after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    alive = pids
+    while time.monotonic() < deadline:
+        alive = []
+        for pid in pids:
+            try:
+                if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
+                    alive.append(pid)
+            except psutil.Error:
+                pass
+        if not alive:
+            return []
+        time.sleep(0.2)
+    return alive
+
+
+def wait_state(job: Job, states: set[JobState], timeout: float = 60.0) -> JobRecord:
+    """Poll until the job is in one of ``states`` (bounded)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        record = job.record()
+        if record.state in states:
+            return record
+        time.sleep(0.1)
+    raise AssertionError(f"job {job.id} never reached {states}: {job.record().state}")

@@ -80,7 +80,7 @@ def test_requirements_checked_against_this_environment() -> None:
 
 def test_check_refuses_before_launch(tmp_path: Path) -> None:
     backend = LocalBackend(store_for(tmp_path))
-    with pytest.raises(SpecError, match="cannot run TPU jobs.*--backend vertex"):
+    with pytest.raises(SpecError, match=r"cannot run TPU jobs.*--backend vertex"):
         backend.check(JobSpec(chief=tpu_machine("v3-8")))
     with pytest.raises(BackendError) as info:
         backend.check(JobSpec(requirements=("surely-not-installed-pkg",)))
@@ -197,7 +197,8 @@ def test_replica_that_never_joins_fails_by_the_deadline(tmp_path: Path, monkeypa
     hang.mkdir()
     (hang / "sitecustomize.py").write_text(
         "import json, os, time\n"
-        "if json.loads(os.environ.get('TF_CONFIG', '{}')).get('task', {}).get('type') == 'worker':\n"
+        "task = json.loads(os.environ.get('TF_CONFIG', '{}')).get('task', {})\n"
+        "if task.get('type') == 'worker':\n"
         "    time.sleep(3600)\n"
     )
     monkeypatch.setenv("PYTHONPATH", f"{hang}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
@@ -206,7 +207,7 @@ def test_replica_that_never_joins_fails_by_the_deadline(tmp_path: Path, monkeypa
         tmp_path / "join.ipynb",
         "%%tfc_run --workers 1 --strategy multi_worker_mirrored\nprint('never')",
     )
-    job, record = run_job(nb, tmp_path / "home")
+    _, record = run_job(nb, tmp_path / "home")
     assert record.state is JobState.FAILED
     assert "worker-0" in (record.error or "") and "did not join the cluster within 20 s" in (
         record.error or ""

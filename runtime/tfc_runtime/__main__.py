@@ -18,8 +18,14 @@ from collections.abc import Sequence
 from types import TracebackType
 
 from tfc_runtime import sourcemap
-from tfc_runtime.cluster import cluster_info, ensure_tf_config
-from tfc_runtime.strategy import STRATEGIES, build_strategy, describe, prepare_keras
+from tfc_runtime.cluster import ClusterInfo, cluster_info, ensure_tf_config
+from tfc_runtime.strategy import (
+    STRATEGIES,
+    build_strategy,
+    describe,
+    prepare_keras,
+    will_be_multi_worker,
+)
 
 _VALUED = ("--strategy", "--gpus", "--source-map")
 _FRAME = re.compile(r'^(\s*File "(.*)", line (\d+), in .*)$')
@@ -137,6 +143,19 @@ def _write_error(record: dict[str, object]) -> None:
         json.dump(record, f, indent=2)
 
 
+def _mark_ready(info: ClusterInfo) -> None:
+    """Touch ``$TFC_JOB_DIR/status/<task_type>-<task_index>.ready``: this task joined the job.
+
+    The local backend's supervisor watches for it to tell a slow start from a stuck one.
+    """
+    job_dir = os.environ.get("TFC_JOB_DIR")
+    if job_dir:
+        folder = os.path.join(job_dir, "status")
+        os.makedirs(folder, exist_ok=True)
+        with open(os.path.join(folder, f"{info.task_type}-{info.task_index}.ready"), "w"):
+            pass
+
+
 def _line_buffered() -> None:
     """Stream logs: line-buffered stdout/stderr here, unbuffered Python in child processes."""
     for stream in (sys.stdout, sys.stderr):
@@ -157,15 +176,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     script = os.path.abspath(args.script)
     try:
         smap = sourcemap.load(args.source_map) if args.source_map else sourcemap.SourceMap()
+        info = cluster_info()  # before ensure_tf_config, to report where it came from
         ensure_tf_config()
         prepare_keras(args.strategy)
+        if will_be_multi_worker(args.strategy):  # the strategy waits for every task to join
+            print(f"[tfc_runtime] task {info.describe()}: waiting for the cluster to join")
         strategy = build_strategy(args.strategy, gpus=args.gpus)
     except (OSError, RuntimeError, ValueError) as exc:
         sys.stdout.flush()
         print(f"[tfc_runtime] cannot start the job: {exc}", file=sys.stderr, flush=True)
         _write_error(_record(None, None, exc, ""))
         return 1
-    print(f"[tfc_runtime] task {cluster_info().describe()}, strategy {describe(strategy)}")
+    print(f"[tfc_runtime] task {info.describe()}, strategy {describe(strategy)}")
+    _mark_ready(info)
     sys.argv = [args.script, *script_args]
     sys.path.insert(0, os.path.dirname(script))
     try:

@@ -247,7 +247,10 @@ def _format_time(seconds: float, precision: int = 3) -> str:
 
 
 def time_end(start: Sequence[float], label: str = "") -> None:
-    """Finish ``%time``: print ``CPU times: user ..., sys: ..., total: ...`` and ``Wall time``."""
+    """Finish ``%time``: print ``CPU times: user ..., sys: ..., total: ...`` and ``Wall time``.
+
+    ``label`` names what was timed (e.g. ``%%time``); like IPython, the output does not show it.
+    """
     wall = time.time() - start[0]
     t = os.times()
     user, system_ = t.user - start[1], t.system - start[2]
@@ -255,7 +258,7 @@ def time_end(start: Sequence[float], label: str = "") -> None:
         f"CPU times: user {_format_time(user)}, sys: {_format_time(system_)}, "
         f"total: {_format_time(user + system_)}"
     )
-    print(f"Wall time: {_format_time(wall)}" + (f"  ({label})" if label else ""))
+    print(f"Wall time: {_format_time(wall)}")
 
 
 def run_path(line: str) -> None:

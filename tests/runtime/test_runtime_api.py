@@ -10,8 +10,14 @@ import tempfile
 from pathlib import Path
 
 import pytest
-
 import tfc_runtime
+from runtime_helpers import clear_job_vars
+
+
+@pytest.fixture
+def clean_env(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
+    """This process's environment without any job variable."""
+    return clear_job_vars(monkeypatch)
 
 
 def test_importing_the_runtime_does_not_import_tensorflow() -> None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from tfc_runtime.cluster import (
     ClusterInfo,
     cluster_info,
@@ -70,7 +69,7 @@ def test_cluster_spec_without_optional_pools() -> None:
 def test_unknown_pool_is_refused() -> None:
     with pytest.raises(ValueError, match="workerpool7"):
         tf_config_from_cluster_spec({"cluster": {"workerpool7": ["h:1"]}, "task": {}})
-    with pytest.raises(RuntimeError, match="^CLUSTER_SPEC: unknown task type"):
+    with pytest.raises(RuntimeError, match=r"^CLUSTER_SPEC: unknown task type"):
         cluster_info({"CLUSTER_SPEC": json.dumps({"cluster": {}, "task": {"type": "boss"}})})
 
 

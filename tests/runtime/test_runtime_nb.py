@@ -12,7 +12,6 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from tfc_runtime import nb
 from tfc_runtime.nb import _format_time, expand
 
@@ -51,7 +50,7 @@ def test_expand_follows_ipython(text: str, expected: str) -> None:
 
 def test_expand_sees_the_callers_locals() -> None:
     def inner() -> str:
-        local_only = "here"
+        local_only = "here"  # noqa: F841  (read through the frame by expand)
         return expand("at $local_only")
 
     assert inner() == "at here"
@@ -96,9 +95,9 @@ def test_cd_changes_and_returns(
     assert capsys.readouterr().out.splitlines() == [str(tmp_path / "sub dir"), str(tmp_path)]
 
 
-def test_env_forms(clean_env: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+def test_env_forms(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     for name in ("TFC_T_A", "TFC_T_B", "TFC_T_TOKEN"):
-        clean_env.setenv(name, "old")  # restored after the test
+        monkeypatch.setenv(name, "old")  # restored after the test
     call_in({"v": "vee"}, "env", "TFC_T_A=1=2")
     call_in({"v": "vee"}, "env", "TFC_T_B $v")
     assert (os.environ["TFC_T_A"], os.environ["TFC_T_B"]) == ("1=2", "vee")
@@ -144,7 +143,7 @@ def test_run_script_streams_and_raises(capfd: pytest.CaptureFixture[str]) -> Non
 def test_time_output_shape(capsys: pytest.CaptureFixture[str]) -> None:
     start = nb.time_start()
     sum(range(10000))
-    nb.time_end(start)
+    nb.time_end(start, "%%time")
     lines = capsys.readouterr().out.splitlines()
     unit = r"[\d.e+-]+ (s|ms|[uμ]s|ns)"
     assert re.fullmatch(f"CPU times: user {unit}, sys: {unit}, total: {unit}", lines[0])

@@ -4,15 +4,29 @@ from __future__ import annotations
 
 import importlib.util
 import json
+from collections.abc import Iterator
 
 import pytest
-
 import tfc_runtime
+from runtime_helpers import clear_job_vars
 from tfc_runtime.strategy import build_strategy, describe, prepare_keras
 
 TWO_WORKERS = json.dumps(
     {"cluster": {"chief": ["127.0.0.1:1"], "worker": ["127.0.0.1:2"]}, "task": {"type": "chief"}}
 )
+
+
+@pytest.fixture
+def clean_env(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
+    """This process's environment without any job variable."""
+    return clear_job_vars(monkeypatch)
+
+
+@pytest.fixture
+def reset_strategy() -> Iterator[None]:
+    """Leave TensorFlow's default strategy (and the runtime's record of it) as found."""
+    yield
+    build_strategy("none")  # forgets ours, clears TensorFlow's default
 
 
 def test_auto_on_a_cpu_machine(clean_env: pytest.MonkeyPatch, reset_strategy: None) -> None:
@@ -50,7 +64,7 @@ def test_none_tpu_and_unknown(reset_strategy: None) -> None:
     assert build_strategy("none") is None
     assert not tf.distribute.has_strategy()  # "none" also drops an earlier default
     assert tfc_runtime.strategy() is tf.distribute.get_strategy()
-    with pytest.raises(RuntimeError, match="^TPU strategy comes with the TPU runtime; "):
+    with pytest.raises(RuntimeError, match=r"^TPU strategy comes with the TPU runtime; "):
         build_strategy("tpu")
     with pytest.raises(ValueError, match="valid strategies: auto, one_device, mirrored"):
         build_strategy("horovod")

@@ -1,4 +1,4 @@
-"""Helpers for tfc_runtime tests: clean job environments, free ports, jobs with hard deadlines."""
+"""Helpers for tfc_runtime tests: job environments, free ports, jobs with hard deadlines."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,9 +30,12 @@ JOB_VARS = (
 )
 
 
-@pytest.fixture
-def clean_env(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
-    """This process's environment without any job variable (restored afterwards)."""
+def clear_job_vars(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
+    """Remove every job variable from this process's environment (restored after the test).
+
+    (No conftest.py here: a second ``conftest`` module breaks ``from conftest import``
+    elsewhere in tests/.)
+    """
     for name in JOB_VARS:
         monkeypatch.delenv(name, raising=False)
     return monkeypatch
@@ -108,12 +111,3 @@ def run_together(
         Finished(p.returncode, o.read_text(errors="replace"), e.read_text(errors="replace"))
         for p, o, e in procs
     ]
-
-
-@pytest.fixture
-def reset_strategy() -> Iterator[None]:
-    """Leave TensorFlow's default strategy (and the runtime's record of it) as found."""
-    from tfc_runtime.strategy import build_strategy
-
-    yield
-    build_strategy("none")  # forgets ours, clears TensorFlow's default

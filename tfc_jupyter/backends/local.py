@@ -174,8 +174,10 @@ class LocalBackend:
                 "TFC_JOB_ID": record.id,
                 "CLOUD_ML_JOB_ID": record.id,
                 "TFC_STRATEGY": spec.resolved_strategy().value,
+                "TMPDIR": str(job_dir / "tmp"),  # task_save_path folders private to this job
             }
         )
+        (job_dir / "tmp").mkdir(mode=0o700, exist_ok=True)
         if spec.base_output_dir:
             base = spec.base_output_dir.rstrip("/")
             base_env.update(

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .errors import SpecError
 
@@ -263,7 +263,7 @@ def _presets() -> dict[str, Machine]:
     for key in TPUS:
         machine = tpu_machine(key)
         table[machine.name] = machine
-    table["TPU"] = tpu_machine("v3-8")
+    table["TPU"] = replace(tpu_machine("v3-8"), name="TPU")  # tfc.run's name for a v3-8
     return table
 
 
@@ -295,6 +295,9 @@ def lookup(name: str) -> Machine:
         return PRESETS[upper]
     if upper.startswith("TPU_"):
         return tpu_machine(upper[4:].replace("_", "-").lower())
+    shape = re.fullmatch(r"([A-Z0-9_]+?)_(\d+)X", upper)
+    if shape and shape.group(1) in GPUS:  # V100_2X: a count the presets do not list
+        return gpu_machine(shape.group(1), int(shape.group(2)))
     lower = key.lower()
     if lower in MACHINE_TYPES:
         if lower in _BUILT_IN:

@@ -18,6 +18,7 @@ import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import NoReturn
 
 from . import __version__, capture, jobs, options
 from .config import load_settings
@@ -56,9 +57,16 @@ def _run(plan: Plan) -> int:
     return 0 if record.state is JobState.SUCCEEDED else 1
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line on stderr (and exit status 2), like TfcError."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {' '.join(message.split())}. Fix: see {self.prog} -h\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The top-level parser (job flags are parsed separately, see :mod:`options`)."""
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="tfc-jupyter",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,

@@ -212,6 +212,11 @@ class _CellConverter:
         from IPython.core.inputtransformer2 import TransformerManager
 
         lines = _join_continuations(code.split("\n"))
+        # IPython drops leading blank lines; drop them here so script lines keep their place
+        skip = next((i for i, line in enumerate(lines) if line.strip()), len(lines))
+        if skip == len(lines):
+            return
+        lines, first_line = lines[skip:], first_line + skip
         try:
             transformed = TransformerManager().transform_cell("\n".join(lines))
         except SyntaxError as exc:

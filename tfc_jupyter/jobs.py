@@ -15,8 +15,9 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TextIO
 
+from .backends import Backend
 from .errors import BackendError, JobConflict
 from .plan import Plan
 from .records import JobRecord, JobState, JobStore, default_home, new_job_id
@@ -30,8 +31,8 @@ def store_for(home: str | Path | None = None) -> JobStore:
     return JobStore(base / "jobs.sqlite")
 
 
-def backend_for(name: str, store: JobStore) -> Any:
-    """The backend object for a backend name."""
+def backend_for(name: str, store: JobStore) -> Backend:
+    """The backend object for a backend name (imported only when used)."""
     if name == "local":
         from .backends.local import LocalBackend
 
@@ -89,7 +90,7 @@ def launch(plan: Plan, *, store: JobStore | None = None) -> Job:
         )
     )
     try:
-        backend.submit(record, plan.spec, plan.selection.base_dir)
+        backend.submit(record, plan)
     except Exception as exc:
         store.transition(job_id, JobState.FAILED, error=f"launch failed: {exc}")
         raise
@@ -142,8 +143,8 @@ class Job:
     def record(self) -> JobRecord:
         """The current record (refreshed by the backend, e.g. a dead supervisor noticed)."""
         rec = self.store.get(self.id)
-        if not rec.state.is_terminal() and rec.backend == "local":
-            rec = backend_for("local", self.store).refresh(rec)
+        if not rec.state.is_terminal():
+            rec = backend_for(rec.backend, self.store).refresh(rec)
         return rec
 
     @property

@@ -18,11 +18,14 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import BackendError
 from ..records import JobRecord, JobState, JobStore
 from ..spec import JobSpec, check_runnable
+
+if TYPE_CHECKING:
+    from ..plan import Plan
 
 _DROP_ENV = ("JPY_", "PYDEVD_", "VSCODE_", "KERNEL_")
 
@@ -156,8 +159,9 @@ class LocalBackend:
                 field="requirements",
             )
 
-    def submit(self, record: JobRecord, spec: JobSpec, cwd: Path) -> None:
+    def submit(self, record: JobRecord, plan: Plan) -> None:
         """Write the launch file and start the detached supervisor."""
+        spec, cwd = plan.spec, plan.selection.base_dir
         job_dir = Path(record.job_dir)
         replicas = cluster_env(spec, record.id, free_ports(spec.replica_count))
         n_gpus = local_gpu_count()
@@ -248,10 +252,12 @@ class LocalBackend:
             fresh = self.store.get(record.id)
             if not fresh.state.is_terminal():
                 _kill_replicas(fresh.handle)
+                last = _last_line(Path(record.job_dir) / "logs" / "supervisor.log")
                 return self.store.transition(
                     record.id,
                     JobState.FAILED,
-                    error="the job's supervisor process ended unexpectedly (killed?)",
+                    error="the job's supervisor process ended unexpectedly (killed?)"
+                    + (f": {last}" if last else ""),
                 )
             return fresh
         return record
@@ -274,6 +280,14 @@ class LocalBackend:
         fresh = self.store.get(record.id)
         _kill_replicas(fresh.handle)
         return self.store.transition(record.id, JobState.CANCELLED, error="cancelled")
+
+
+def _last_line(path: Path) -> str:
+    try:
+        lines = [x for x in path.read_text(errors="replace").splitlines() if x.strip()]
+    except OSError:
+        return ""
+    return lines[-1][:300] if lines else ""
 
 
 def _pythonpath() -> str:

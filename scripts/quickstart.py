@@ -21,6 +21,7 @@ def main() -> int:
     path = ROOT / "notebooks" / (sys.argv[1] if len(sys.argv) > 1 else "quickstart.ipynb")
     nb = nbformat.read(path, as_version=4)
     os.environ["JPY_SESSION_NAME"] = str(path)
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")  # TensorFlow's C++ INFO lines off
     client = NotebookClient(nb, timeout=600, kernel_name="python3",
                             resources={"metadata": {"path": str(path.parent)}})
     status = 0

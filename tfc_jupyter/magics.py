@@ -59,7 +59,9 @@ class TfcMagics(Magics):
     def _selection(self, args: Any, line: str, body: str) -> capture.Selection:
         path, how, warnings = capture.find_notebook(args.notebook)
         if path is None:
-            inputs = list(getattr(self.shell, "user_ns", {}).get("In", [])[1:])
+            history = getattr(self.shell, "history_manager", None)
+            raw = getattr(history, "input_hist_raw", None) or self.shell.user_ns.get("In", [""])  # type: ignore[union-attr]
+            inputs = list(raw[1:])
             if (inputs and capture.is_run_cell(inputs[-1])) or (
                 inputs and "run_cell_magic('tfc_run'" in inputs[-1]
             ):
@@ -71,9 +73,16 @@ class TfcMagics(Magics):
         selection.warnings[:0] = warnings
         return selection
 
-    def plan(self, line: str, cell: str) -> Plan:
+    def parse(self, line: str) -> Any:
+        """The flags of a ``%%tfc_run`` line; every bad line is one UsageError."""
+        try:
+            return parse_argstring(self.tfc_run, line)
+        except ValueError as exc:  # shlex: unbalanced quotes
+            raise UsageError(f"cannot read the flags: {exc}. Fix: check the quotes") from None
+
+    def plan(self, line: str, cell: str, args: Any = None) -> Plan:
         """Parse the flags and plan the job (the core of ``%%tfc_run``)."""
-        args = parse_argstring(self.tfc_run, line)
+        args = args if args is not None else self.parse(line)
         return make_plan(self._selection(args, line, cell), args, self._settings())
 
     @magic_decorate
@@ -84,8 +93,8 @@ class TfcMagics(Magics):
             self.shell.run_cell(cell)  # type: ignore[union-attr]
             return None
         try:
-            args = parse_argstring(self.tfc_run, line)
-            plan = self.plan(line, cell)
+            args = self.parse(line)
+            plan = self.plan(line, cell, args)
             if args.dry_run:
                 _show(plan)
                 self.shell.user_ns["_tfc_plan"] = plan  # type: ignore[union-attr]

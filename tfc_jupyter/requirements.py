@@ -66,6 +66,7 @@ _INDEX_OPTIONS = {
     "--find-links": "--find-links",
     "--trusted-host": "--trusted-host",
 }
+_TOOLING = {"pip", "setuptools", "wheel"}
 _NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
 _URL = re.compile(r"^(?:[a-z+]+://|git\+|hg\+|svn\+|bzr\+)", re.I)
 
@@ -214,6 +215,9 @@ def parse_pip_args(args: str, base_dir: Path, into: Requirements, origin: str = 
                 f"unknown pip install option {word!r}",
                 "remove it, or move the install into --requirements",
             )
+        elif canonical_name(word) in _TOOLING:
+            into.notes.append(f"{word!r} left out: the job's image brings its own pip tooling")
+            i += 1
         else:
             into.add(_check_requirement(word), origin)
             i += 1
@@ -243,7 +247,13 @@ def shell_pip_args(command: str) -> str | None:
         tokens = list(lexer)
     except ValueError:
         tokens = []
-    if "`" in args or any(t and set(t) <= set("();<>|&") for t in tokens):
+    operators = [t for t in tokens if t and set(t) <= set("();<>|&")]
+    if operators and set("".join(operators)) <= set("<>") and "=" in args:
+        raise RequirementsError(
+            f"in the shell line {command.strip()!r} the shell reads < and > as redirections",
+            "quote the requirement ('numpy>=2'), or use %pip install",
+        )
+    if "`" in args or operators:
         raise RequirementsError(
             f"the shell line {command.strip()!r} mixes pip with other shell commands",
             "put the pip install on a line of its own",

@@ -1,0 +1,49 @@
+"""Shared fixtures of the tfc_jupyter tests (tests/runtime has its own conftest)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from tfc_jupyter.config import Settings, load_settings
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+RUNTIME_DIR = Path(__file__).resolve().parent.parent / "runtime"
+
+# Variables that would leak this machine's own defaults into a test.
+_ENV_PREFIXES = ("TFC_", "GOOGLE_CLOUD_", "CLOUDSDK_", "GCLOUD_", "JPY_", "JUPYTER_")
+
+
+@pytest.fixture
+def fixtures_dir() -> Path:
+    """The folder of fixture notebooks (written by tests/fixtures/make_fixtures.py)."""
+    return FIXTURES
+
+
+@pytest.fixture
+def train_nb() -> Path:
+    """The main fixture notebook: see ``make_fixtures.train`` for its cells."""
+    return FIXTURES / "train.ipynb"
+
+
+@pytest.fixture
+def tfc_env(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """No TFC_*/Google Cloud/Jupyter variables; Jupyter config and tfc home in empty folders.
+
+    Returns the (empty) JUPYTER_CONFIG_DIR.
+    """
+    for name in list(os.environ):
+        if name.startswith(_ENV_PREFIXES):
+            monkeypatch.delenv(name)
+    config_dir = tmp_path_factory.mktemp("jupyter_config")
+    monkeypatch.setenv("JUPYTER_CONFIG_DIR", str(config_dir))
+    monkeypatch.setenv("TFC_JUPYTER_HOME", str(tmp_path_factory.mktemp("tfc_home")))
+    return config_dir
+
+
+@pytest.fixture
+def settings(tfc_env: Path) -> Settings:
+    """Built-in defaults only (no environment, no config files)."""
+    return load_settings(environ={}, include_server=False)

@@ -1,0 +1,211 @@
+"""The machine catalog: tfc.run's names, today's Vertex machines, impossible shapes."""
+
+from __future__ import annotations
+
+import pytest
+
+from tfc_jupyter import catalog
+from tfc_jupyter.catalog import Machine, gpu_machine, lookup, normalize_gpu_type, tpu_machine
+from tfc_jupyter.errors import SpecError
+
+# tfc.run's COMMON_MACHINE_CONFIGS (reference/vertex_and_tfc_facts.md):
+# name -> (machine type, vCPUs, GB, accelerator enum, count)
+TFC_RUN_NAMES = {
+    "CPU": ("n1-standard-4", 4, 15, None, 0),
+    "K80_1X": ("n1-standard-8", 8, 30, "NVIDIA_TESLA_K80", 1),
+    "K80_4X": ("n1-standard-16", 16, 60, "NVIDIA_TESLA_K80", 4),
+    "K80_8X": ("n1-standard-32", 32, 120, "NVIDIA_TESLA_K80", 8),
+    "P100_1X": ("n1-standard-8", 8, 30, "NVIDIA_TESLA_P100", 1),
+    "P100_4X": ("n1-standard-16", 16, 60, "NVIDIA_TESLA_P100", 4),
+    "P4_1X": ("n1-standard-8", 8, 30, "NVIDIA_TESLA_P4", 1),
+    "P4_4X": ("n1-standard-16", 16, 60, "NVIDIA_TESLA_P4", 4),
+    "V100_1X": ("n1-standard-8", 8, 30, "NVIDIA_TESLA_V100", 1),
+    "V100_4X": ("n1-standard-16", 16, 60, "NVIDIA_TESLA_V100", 4),
+    "V100_8X": ("n1-standard-32", 32, 120, "NVIDIA_TESLA_V100", 8),
+    "T4_1X": ("n1-standard-8", 8, 30, "NVIDIA_TESLA_T4", 1),
+    "T4_4X": ("n1-standard-16", 16, 60, "NVIDIA_TESLA_T4", 4),
+}
+
+# Today's Vertex AI machines (A2, A2 ultra, G2, A3): name -> (machine type, enum, count)
+MODERN_GPUS = {
+    "A100_1X": ("a2-highgpu-1g", "NVIDIA_TESLA_A100", 1),
+    "A100_2X": ("a2-highgpu-2g", "NVIDIA_TESLA_A100", 2),
+    "A100_4X": ("a2-highgpu-4g", "NVIDIA_TESLA_A100", 4),
+    "A100_8X": ("a2-highgpu-8g", "NVIDIA_TESLA_A100", 8),
+    "A100_80GB_1X": ("a2-ultragpu-1g", "NVIDIA_A100_80GB", 1),
+    "A100_80GB_8X": ("a2-ultragpu-8g", "NVIDIA_A100_80GB", 8),
+    "L4_1X": ("g2-standard-8", "NVIDIA_L4", 1),
+    "L4_8X": ("g2-standard-96", "NVIDIA_L4", 8),
+    "H100_8X": ("a3-highgpu-8g", "NVIDIA_H100_80GB", 8),
+}
+
+# TPU name -> (machine type, accelerator enum, count, topology)
+TPUS = {
+    "v2-8": ("cloud-tpu", "TPU_V2", 8, None),
+    "v3-8": ("cloud-tpu", "TPU_V3", 8, None),
+    "v5e-1": ("ct5lp-hightpu-1t", None, 0, "1x1"),
+    "v5e-4": ("ct5lp-hightpu-4t", None, 0, "2x2"),
+    "v5e-8": ("ct5lp-hightpu-8t", None, 0, "2x4"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(TFC_RUN_NAMES))
+def test_every_tfc_run_name_exists_with_its_shape(name: str) -> None:
+    machine_type, vcpus, memory, accel, count = TFC_RUN_NAMES[name]
+    for spelling in (name, name.lower()):
+        m = lookup(spelling)
+        assert (m.machine_type, m.vcpus, m.memory_gb) == (machine_type, vcpus, memory)
+        assert (m.accelerator_type, m.accelerator_count, m.gpu_count) == (accel, count, count)
+        assert not m.is_tpu
+
+
+def test_tfc_run_tpu_name_is_a_v3_8_host() -> None:
+    m = lookup("TPU")
+    assert m.name == "TPU"
+    assert (m.machine_type, m.accelerator_type, m.accelerator_count) == ("cloud-tpu", "TPU_V3", 8)
+    assert m.is_tpu and m.gpu_count == 0 and m.tpu_chips == 8
+
+
+@pytest.mark.parametrize("name", sorted(MODERN_GPUS))
+def test_modern_gpu_machines(name: str) -> None:
+    machine_type, accel, count = MODERN_GPUS[name]
+    m = lookup(name)
+    assert (m.machine_type, m.accelerator_type, m.accelerator_count) == (machine_type, accel, count)
+    assert m.gpu_count == count
+    # the raw machine type names the same machine, its GPUs built in
+    raw = lookup(machine_type)
+    assert (raw.accelerator_type, raw.accelerator_count) == (accel, count)
+
+
+@pytest.mark.parametrize("tpu", sorted(TPUS))
+def test_tpu_hosts(tpu: str) -> None:
+    machine_type, accel, count, topology = TPUS[tpu]
+    m = tpu_machine(tpu)
+    assert (m.machine_type, m.accelerator_type, m.accelerator_count) == (machine_type, accel, count)
+    assert m.tpu_topology == topology
+    assert m.is_tpu and m.gpu_count == 0
+    if topology:
+        a, b = map(int, topology.split("x"))
+        assert m.tpu_chips == a * b == int(tpu.rsplit("-", 1)[1])
+    # the preset name and other spellings reach the same host
+    assert lookup(m.name) == m
+    assert lookup("tpu-" + tpu) == m
+    assert tpu_machine(tpu.upper().replace("-", "_")) == m
+
+
+def test_v5litepod_spelling_is_v5e() -> None:
+    assert tpu_machine("v5litepod-4") == tpu_machine("v5e-4")
+
+
+def test_every_accelerator_is_a_vertex_enum() -> None:
+    from google.cloud.aiplatform_v1.types import AcceleratorType
+
+    for m in catalog.catalog_rows():
+        if m.accelerator_type:
+            assert m.accelerator_type in AcceleratorType.__members__, m
+
+
+def test_every_row_knows_size_and_price() -> None:
+    for m in catalog.catalog_rows():
+        assert m.machine_type in catalog.MACHINE_TYPES
+        assert m.vcpus > 0 and m.memory_gb > 0, m
+        assert m.price_per_hour > 0, m
+        assert m.describe().startswith(m.machine_type)
+
+
+def test_price_counts_the_gpus() -> None:
+    one, four = lookup("T4_1X"), lookup("T4_4X")
+    host1, host4 = (catalog.MACHINE_TYPES[m.machine_type][2] for m in (one, four))
+    gpu_price = catalog.GPUS["T4"][1]
+    assert one.price_per_hour == pytest.approx(host1 + gpu_price)
+    assert four.price_per_hour == pytest.approx(host4 + 4 * gpu_price)
+    assert lookup("CPU").price_per_hour < one.price_per_hour < four.price_per_hour
+
+
+@pytest.mark.parametrize(
+    ("gpu", "count", "allowed"),
+    [("T4", 8, "1, 2, 4"), ("H100", 1, "8"), ("T4", 3, "1, 2, 4"), ("V100", 3, "1, 2, 4, 8")],
+)
+def test_impossible_gpu_counts_name_the_allowed_ones(gpu: str, count: int, allowed: str) -> None:
+    with pytest.raises(SpecError) as info:
+        gpu_machine(gpu, count)
+    text = str(info.value)
+    assert f"{count} x {gpu}" in text
+    assert allowed in text
+    assert "Fix:" in text and "\n" not in text
+    assert info.value.field == "gpus"
+    # the error does not blame a machine type the user never named
+    assert " on " not in info.value.message
+
+
+def test_impossible_count_as_a_preset_name_says_why() -> None:
+    with pytest.raises(SpecError) as info:
+        lookup("T4_8X")
+    assert "1, 2, 4" in str(info.value)
+
+
+def test_gpu_counts_between_the_presets_are_machines() -> None:
+    m = lookup("V100_2X")
+    assert (m.machine_type, m.accelerator_count) == ("n1-standard-16", 2)
+
+
+def test_gpu_on_a_machine_type_of_another_family() -> None:
+    with pytest.raises(SpecError) as info:
+        gpu_machine("T4", 1, "e2-standard-4")
+    assert "e2-standard-4" in str(info.value)
+    with pytest.raises(SpecError, match="comes with 1 x A100"):
+        gpu_machine("A100", 2, "a2-highgpu-1g")
+    explicit = gpu_machine("T4", 1, "n1-standard-16")
+    assert explicit.machine_type == "n1-standard-16" and explicit.accelerator_count == 1
+
+
+@pytest.mark.parametrize(
+    ("typo", "suggestion"),
+    [("T4_1", "T4_1X"), ("V10_4X", "V100_4X"), ("n1-standrd-8", "n1-standard-8"), ("CPUU", "CPU")],
+)
+def test_unknown_names_suggest_the_closest(typo: str, suggestion: str) -> None:
+    with pytest.raises(SpecError) as info:
+        lookup(typo)
+    assert f"did you mean {suggestion}?" in str(info.value)
+    assert info.value.field == "machine"
+
+
+def test_unknown_name_without_a_close_match_still_names_the_fix() -> None:
+    with pytest.raises(SpecError) as info:
+        lookup("quantum-computer-9000")
+    assert "did you mean" not in str(info.value)
+    assert "%tfc_machines" in str(info.value)
+
+
+def test_tpu_host_types_are_asked_for_with_tpu() -> None:
+    for raw in ("cloud-tpu", "ct5lp-hightpu-4t"):
+        with pytest.raises(SpecError, match="--tpu"):
+            lookup(raw)
+    with pytest.raises(SpecError, match="v2-8, v3-8"):
+        tpu_machine("v4-8")
+
+
+@pytest.mark.parametrize(
+    ("text", "short"),
+    [
+        ("t4", "T4"),
+        ("nvidia-tesla-t4", "T4"),
+        ("NVIDIA_TESLA_V100", "V100"),
+        ("a100-80gb", "A100_80GB"),
+        ("NVIDIA_A100_80GB", "A100_80GB"),
+        ("nvidia_h100_80gb", "H100"),
+        ("l4", "L4"),
+    ],
+)
+def test_gpu_type_spellings(text: str, short: str) -> None:
+    assert normalize_gpu_type(text) == short
+
+
+def test_unknown_gpu_type_suggests() -> None:
+    with pytest.raises(SpecError, match="did you mean V100"):
+        normalize_gpu_type("V1000")
+
+
+def test_machine_dict_round_trip() -> None:
+    for m in catalog.catalog_rows():
+        assert Machine.from_dict(m.to_dict()) == m

@@ -1,0 +1,162 @@
+"""``tfc-jupyter plan|machines|config``: the same core as the magic, for terminals and CI."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tfc_jupyter import catalog, cli
+from tfc_jupyter.config import KEYS
+
+pytestmark = pytest.mark.usefixtures("tfc_env")
+
+
+def _main(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    try:
+        code = cli.main(list(argv))
+    except SystemExit as exc:  # argparse's own exits
+        code = int(exc.code or 0)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def _plan_json(capsys: pytest.CaptureFixture[str], *argv: str) -> dict[str, object]:
+    code, out, err = _main(capsys, "plan", *argv, "--json")
+    assert code == 0, err
+    return json.loads(out)  # type: ignore[no-any-return]
+
+
+def test_plan_json_with_workers(capsys: pytest.CaptureFixture[str], train_nb: Path) -> None:
+    plan = _plan_json(capsys, str(train_nb), "--workers", "1")
+    # the first %%tfc_run cell (5) says --gpus 2; the command line adds a worker
+    assert plan["cells"] == [2, 3, 5] and plan["skipped_cells"] == [4]
+    assert plan["found_by"] == "command line"
+    assert plan["strategy"] == "multi_worker_mirrored"
+    spec = plan["spec"]
+    assert isinstance(spec, dict)
+    assert spec["worker_count"] == 1
+    assert spec["chief"]["accelerator_count"] == 2 == spec["worker"]["accelerator_count"]
+    assert plan["cost_per_hour"] == pytest.approx(2 * catalog.lookup("T4_2X").price_per_hour)
+    assert plan["requirements"] == ["tensorflow-datasets>=4.9", "pandas==2.2.2"]
+    assert any("3 %%tfc_run cells" in w for w in plan["warnings"])  # type: ignore[union-attr]
+    request = plan["vertex_request"]
+    assert isinstance(request, dict)
+    assert len(request["body"]["jobSpec"]["workerPoolSpecs"]) == 2
+
+
+def test_flags_override_the_cells_own_line(
+    capsys: pytest.CaptureFixture[str], train_nb: Path
+) -> None:
+    own = _plan_json(capsys, str(train_nb))
+    assert own["spec"]["chief"]["accelerator_count"] == 2  # type: ignore[index]
+    assert own["strategy"] == "mirrored"
+    overridden = _plan_json(capsys, str(train_nb), "--gpus", "1", "--label", "team=ml")
+    assert overridden["spec"]["chief"]["accelerator_count"] == 1  # type: ignore[index]
+    assert overridden["strategy"] == "one_device"
+    assert overridden["spec"]["labels"] == {"team": "ml"}  # type: ignore[index]
+
+
+def test_cell_option(capsys: pytest.CaptureFixture[str], train_nb: Path) -> None:
+    plan = _plan_json(capsys, str(train_nb), "--cell", "9", "--workers", "3")
+    assert plan["cells"] == [2, 3, 7, 8, 9]
+    assert plan["spec"]["worker_count"] == 3  # type: ignore[index]
+    tpu = _plan_json(capsys, str(train_nb), "--cell", "11")
+    assert tpu["strategy"] == "tpu" and 10 in tpu["cells"]  # type: ignore[operator]
+
+
+def test_text_plan(capsys: pytest.CaptureFixture[str], train_nb: Path) -> None:
+    code, out, _ = _main(capsys, "plan", str(train_nb), "--cell", "9")
+    assert code == 0
+    assert "Plan for 'train.ipynb' (found by command line)" in out
+    assert "--- script.py ---" in out and "--- Vertex AI request ---" in out
+    code, out, _ = _main(capsys, "plan", str(train_nb), "--cell", "9", "--no-script")
+    assert code == 0 and "--- script.py ---" not in out
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["plan", "missing.ipynb"],
+        ["plan", "{nb}", "--gpus", "3"],
+        ["plan", "{nb}", "--gpus", "many"],
+        ["plan", "{nb}", "--cell", "3"],
+        ["plan", "{nb}", "--cell", "x"],
+        ["plan", "{nb}", "--frobnicate"],
+        ["plan", "{nb}", "--cell", "9", "--strategy", "mirrored"],
+        ["plan", "{fixtures}/v3.ipynb", "--requirements", "nowhere.txt"],
+        ["plan", "{fixtures}/requirements.txt"],
+        ["plan"],
+        ["frobnicate"],
+        ["machines", "--extra"],
+    ],
+)
+def test_bad_input_exits_2_with_one_line(
+    capsys: pytest.CaptureFixture[str], train_nb: Path, fixtures_dir: Path, argv: list[str]
+) -> None:
+    argv = [a.format(nb=train_nb, fixtures=fixtures_dir) for a in argv]
+    code, out, err = _main(capsys, *argv)
+    assert code == 2
+    assert out == ""
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith("tfc-jupyter") and "error:" in lines[0] and "Fix:" in lines[0]
+
+
+def test_machines(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = _main(capsys, "machines")
+    assert code == 0
+    for machine in catalog.catalog_rows():
+        assert any(
+            line.split()[:2] == [machine.name, machine.machine_type] for line in out.splitlines()
+        )
+
+
+def test_config(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GOOGLE_CLOUD_PROJECT", "gcp-proj-1")
+    code, out, _ = _main(capsys, "config")
+    assert code == 0
+    rows = {line.split()[0]: line.split() for line in out.splitlines()[1:]}
+    assert list(rows) == list(KEYS)
+    assert rows["project"] == ["project", "gcp-proj-1", "env", "GOOGLE_CLOUD_PROJECT"]
+
+
+def test_the_installed_command(train_nb: Path) -> None:
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tfc_jupyter.cli",
+            "plan",
+            str(train_nb),
+            "--workers",
+            "1",
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["spec"]["worker_count"] == 1
+    bad = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tfc_jupyter.cli",
+            "plan",
+            str(train_nb),
+            "--cell",
+            "9",
+            "--tpu",
+            "v9",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert bad.returncode == 2 and bad.stdout == ""
+    assert len(bad.stderr.strip().splitlines()) == 1 and "v3-8" in bad.stderr

@@ -1,0 +1,198 @@
+"""The job flags: parsing, overlaying, and flags -> JobSpec."""
+
+from __future__ import annotations
+
+import argparse
+
+import pytest
+
+from tfc_jupyter import catalog, options
+from tfc_jupyter.config import Settings
+from tfc_jupyter.errors import SpecError
+from tfc_jupyter.spec import Backend, JobSpec, Strategy
+
+
+def _spec(line: str, settings: Settings) -> JobSpec:
+    return options.spec_from_options(options.parse_line(line), settings)
+
+
+def _refused(line: str, settings: Settings) -> str:
+    with pytest.raises(SpecError) as info:
+        _spec(line, settings)
+    text = str(info.value)
+    assert "\n" not in text and "Fix:" in text
+    return text
+
+
+def test_empty_line_is_the_defaults(settings: Settings) -> None:
+    ns = options.parse_line("")
+    assert vars(ns) == vars(options.defaults_namespace())
+    spec = _spec("", settings)
+    assert spec.chief == catalog.lookup("CPU") and spec.worker_count == 0
+    assert spec.backend is Backend.LOCAL and spec.region == "us-central1"
+    assert spec.resolved_strategy() is Strategy.ONE_DEVICE
+
+
+def test_every_flag_is_declared_once() -> None:
+    names = [name for args, _ in options.OPTIONS for name in args]
+    assert len(names) == len(set(names))
+    for flag in ("--tpu", "--gpus", "--gpu-type", "--machine", "--workers", "--worker-machine"):
+        assert flag in names
+    for flag in ("--strategy", "--backend", "--requirements", "--notebook", "--label"):
+        assert flag in names
+    for flag in ("--service-account", "--region", "--project", "--dry-run"):
+        assert flag in names
+
+
+def test_tpu_flag(settings: Settings) -> None:
+    assert _spec("--tpu", settings).chief == catalog.tpu_machine("v3-8")
+    v5 = _spec("--tpu v5e-4 --backend vertex", settings)
+    assert v5.chief.tpu_topology == "2x2" and v5.resolved_strategy() is Strategy.TPU
+    assert "drop --gpus" in _refused("--tpu --gpus 1", settings)
+    assert "drop --machine" in _refused("--tpu v2-8 --machine T4_1X", settings)
+    assert "drop --workers" in _refused("--tpu --workers 1", settings)
+
+
+@pytest.mark.parametrize(
+    ("line", "machine_type", "accel", "count"),
+    [
+        ("--gpus 1", "n1-standard-8", "NVIDIA_TESLA_T4", 1),
+        ("--gpus 2", "n1-standard-16", "NVIDIA_TESLA_T4", 2),
+        ("--gpus 4 --gpu-type v100", "n1-standard-16", "NVIDIA_TESLA_V100", 4),
+        ("--gpus 8 --gpu-type H100", "a3-highgpu-8g", "NVIDIA_H100_80GB", 8),
+        ("--gpus 2 --gpu-type nvidia-l4", "g2-standard-24", "NVIDIA_L4", 2),
+        ("--machine A100_4X", "a2-highgpu-4g", "NVIDIA_TESLA_A100", 4),
+        ("--machine A100_4X --gpus 4", "a2-highgpu-4g", "NVIDIA_TESLA_A100", 4),
+        ("--machine n1-standard-16 --gpus 1", "n1-standard-16", "NVIDIA_TESLA_T4", 1),
+        ("--machine n1-highmem-8 --gpus 2 --gpu-type P100", "n1-highmem-8", "NVIDIA_TESLA_P100", 2),
+    ],
+)
+def test_gpu_flags(
+    settings: Settings, line: str, machine_type: str, accel: str, count: int
+) -> None:
+    chief = _spec(line, settings).chief
+    assert (chief.machine_type, chief.accelerator_type, chief.accelerator_count) == (
+        machine_type,
+        accel,
+        count,
+    )
+
+
+@pytest.mark.parametrize(
+    ("line", "fix"),
+    [
+        ("--gpus 3", "1, 2, 4"),
+        ("--gpus 8", "1, 2, 4"),
+        ("--gpus 1 --gpu-type H100", "a3-highgpu: 8"),
+        ("--machine A100_1X --gpus 2", "drop --gpus"),
+        ("--gpu-type T4", "add --gpus N"),
+        ("--machine T4_1Y", "did you mean T4_1X?"),
+        ("--gpus 1 --gpu-type X200", "use one of"),
+        ("--workers 1 --strategy mirrored --gpus 2", "multi_worker_mirrored"),
+        ("--strategy mirrored", "--gpus 2"),
+        ("--strategy tpu", "--tpu v3-8"),
+        ("--label Team=ML", "lowercase"),
+        ("--label team", "key=value"),
+        ("--args 'unclosed", "quotes"),
+        ("--timeout forever", "90m"),
+        ("--backend k8s", "local, docker or vertex"),
+        ("--region mars", "us-central1"),
+        ("--project 'My Project'", "project id"),
+        ("--service-account me@gmail.com", "iam.gserviceaccount.com"),
+        ("--worker-machine TPU --workers 1", "drop --workers"),
+    ],
+)
+def test_bad_combinations_name_the_fix(settings: Settings, line: str, fix: str) -> None:
+    assert fix in _refused(line, settings)
+
+
+@pytest.mark.parametrize(
+    "line", ["--gpus two", "--workers -1", "--bogus", "--tpu v3-8 extra", "'unclosed", "--gpus"]
+)
+def test_parse_errors_are_spec_errors(line: str) -> None:
+    with pytest.raises(SpecError) as info:
+        options.parse_line(line)
+    assert "\n" not in str(info.value) and "Fix:" in str(info.value)
+
+
+def test_workers_and_worker_machine(settings: Settings) -> None:
+    spec = _spec("--workers 2 --gpus 1", settings)
+    assert spec.worker == spec.chief == catalog.lookup("T4_1X")
+    assert spec.resolved_strategy() is Strategy.MULTI_WORKER_MIRRORED
+    mixed = _spec("--workers 3 --machine CPU --worker-machine V100_1X", settings)
+    assert mixed.chief.name == "CPU" and mixed.worker == catalog.lookup("V100_1X")
+    assert mixed.cost_per_hour() == pytest.approx(
+        catalog.lookup("CPU").price_per_hour + 3 * catalog.lookup("V100_1X").price_per_hour
+    )
+    gpu_workers = _spec("--workers 1 --gpus 1 --worker-machine n1-standard-16", settings)
+    assert gpu_workers.worker is not None
+    assert (gpu_workers.worker.machine_type, gpu_workers.worker.gpu_count) == ("n1-standard-16", 1)
+
+
+def test_everything_else_reaches_the_spec(settings: Settings) -> None:
+    spec = _spec(
+        "--name 'my run' --label team=ml --label run=3 --args '--epochs 3 --lr=0.1' "
+        "--service-account trainer@my-proj-1.iam.gserviceaccount.com --region europe-west4 "
+        "--project my-proj-1 --image gcr.io/p/i:1 --parent-image tensorflow/tensorflow:2.15.0 "
+        "--cache-from gcr.io/p/i:0 --build-bucket my-bucket --timeout 2h --spot "
+        "--base-output-dir gs://b/out --tensorboard projects/1/locations/x/tensorboards/2 "
+        "--network projects/1/global/networks/n --backend vertex --strategy OneDeviceStrategy",
+        settings,
+    )
+    assert spec.name == "my run"
+    assert dict(spec.labels) == {"team": "ml", "run": "3"}
+    assert spec.entry_args == ("--epochs", "3", "--lr=0.1")
+    assert spec.service_account == "trainer@my-proj-1.iam.gserviceaccount.com"
+    assert (spec.region, spec.project, spec.backend) == (
+        "europe-west4",
+        "my-proj-1",
+        Backend.VERTEX,
+    )
+    assert spec.image.image == "gcr.io/p/i:1" and spec.image.cache_from == "gcr.io/p/i:0"
+    assert spec.image.parent_image == "tensorflow/tensorflow:2.15.0"
+    assert spec.image.build_bucket == "my-bucket"
+    assert (spec.timeout_s, spec.scheduling) == (7200, "spot")
+    assert spec.base_output_dir == "gs://b/out" and spec.network and spec.tensorboard
+    assert spec.strategy is Strategy.ONE_DEVICE
+
+
+def test_settings_fill_what_flags_leave_out(tfc_env: object) -> None:
+    settings = Settings(
+        values={
+            "machine": "T4_1X",
+            "backend": "vertex",
+            "region": "europe-west4",
+            "project": "cfg-proj-1",
+            "service_account": "sa-name@cfg-proj-1.iam.gserviceaccount.com",
+            "build_bucket": "cfg-bucket",
+            "registry": "europe-docker.pkg.dev/cfg-proj-1/images",
+            "base_output_dir": "gs://cfg/out",
+        }
+    )
+    spec = _spec("", settings)
+    assert spec.chief.name == "T4_1X" and spec.backend is Backend.VERTEX
+    assert (spec.region, spec.project) == ("europe-west4", "cfg-proj-1")
+    assert spec.image.build_bucket == "cfg-bucket" and spec.image.registry
+    assert spec.service_account and spec.base_output_dir == "gs://cfg/out"
+    overridden = _spec("--gpus 2 --region us-east1 --backend local", settings)
+    assert overridden.chief.accelerator_count == 2 and overridden.region == "us-east1"
+    assert overridden.backend is Backend.LOCAL
+    tpu_default = _spec("", Settings(values={"machine": "TPU"}))
+    assert tpu_default.chief.is_tpu
+
+
+def test_suppressed_parser_and_overlay() -> None:
+    base = options.parse_line("--gpus 2 --label a=1 --workers 1")
+    given = options.parser(suppress_defaults=True).parse_args(["--gpus", "1", "--label", "b=2"])
+    assert vars(given) == {"gpus": 1, "label": ["b=2"]}
+    merged = options.overlay(base, given)
+    assert merged.gpus == 1 and merged.workers == 1
+    assert merged.label == ["a=1", "b=2"]
+    assert base.gpus == 2 and base.label == ["a=1"]  # base left alone
+
+
+def test_cli_parser_gets_every_flag() -> None:
+    parser = argparse.ArgumentParser()
+    options.add_to_parser(parser)
+    ns = parser.parse_args(["--workers", "2", "--dry-run", "--spot"])
+    assert (ns.workers, ns.dry_run, ns.spot) == (2, True, True)

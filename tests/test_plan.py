@@ -1,0 +1,185 @@
+"""make_plan: selection + flags -> a validated, explained Plan (no IPython involved)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from tfc_jupyter import catalog, images, options
+from tfc_jupyter.capture import Selection, read_notebook, select_cells
+from tfc_jupyter.config import Settings
+from tfc_jupyter.convert import Cell
+from tfc_jupyter.errors import ConversionError, RequirementsError
+from tfc_jupyter.plan import Plan, job_name, make_plan
+from tfc_jupyter.spec import Strategy
+
+RUN_LINE = "--workers 1 --dry-run"
+RUN_BODY = "result = build()\nprint(json.dumps(result))"
+
+
+def _plan(train_nb: Path, settings: Settings, line: str = RUN_LINE) -> Plan:
+    sel = select_cells(
+        read_notebook(train_nb), path=train_nb, how="test", magic_line=RUN_LINE, body=RUN_BODY
+    )
+    return make_plan(sel, options.parse_line(line), settings)
+
+
+def test_plan_of_the_fixture(train_nb: Path, settings: Settings) -> None:
+    plan = _plan(train_nb, settings)
+    assert plan.script.cells == [2, 3, 7, 8, 9]
+    assert plan.requirements == ["tensorflow-datasets>=4.9", "pandas==2.2.2"]
+    assert plan.spec.requirements == tuple(plan.requirements)
+    assert plan.spec.name == "train"
+    assert plan.spec.resolved_strategy() is Strategy.MULTI_WORKER_MIRRORED
+    cpu = catalog.lookup("CPU")
+    assert plan.pools() == [("chief", 1, cpu), ("worker", 1, cpu)]
+    assert plan.spec.cost_per_hour() == pytest.approx(2 * cpu.price_per_hour)
+    assert plan.warnings == []
+
+
+def test_text_shows_every_part(train_nb: Path, settings: Settings) -> None:
+    plan = _plan(train_nb, settings, "--workers 2 --gpus 1")
+    text = plan.to_text()
+    t4 = catalog.lookup("T4_1X")
+    assert "cells: 2, 3, 7, 8, 9  (skipped by tag: 4, 6)" in text
+    assert "strategy: multi_worker_mirrored (auto)" in text
+    assert "pool 0 chief x1: T4_1X" in text and "pool 1 worker x2: T4_1X" in text
+    assert f"${3 * t4.price_per_hour:,.2f} per hour" in text
+    assert "requirements: tensorflow-datasets>=4.9, pandas==2.2.2" in text
+    assert "--- script.py ---" in text and "print(json.dumps(result))" in text
+    request = json.loads(text.split("--- Vertex AI request ---", 1)[1])
+    assert request == plan.vertex_request()
+    assert "--- script.py ---" not in plan.to_text(script=False)
+
+
+def test_one_device_is_explained(train_nb: Path, settings: Settings) -> None:
+    text = _plan(train_nb, settings, "").to_text()
+    assert "strategy: one_device (auto: /gpu:0 when the machine has a GPU, else /cpu:0)" in text
+
+
+def test_html_is_escaped_and_collapsible(tmp_path: Path, settings: Settings) -> None:
+    sel = Selection(cells=[Cell(1, "x = '<script>alert(1)</script>'")], notebook=None, how="t")
+    html = make_plan(sel, options.parse_line(""), settings)._repr_html_()
+    assert "<script>" not in html and "&lt;script&gt;" in html
+    assert html.count("<details>") >= 2 and "Vertex AI request" in html
+
+
+def test_summary_is_json(train_nb: Path, settings: Settings) -> None:
+    summary = json.loads(json.dumps(_plan(train_nb, settings).summary()))
+    assert summary["notebook"] == str(train_nb)
+    assert summary["cells"] == [2, 3, 7, 8, 9] and summary["skipped_cells"] == [4, 6]
+    assert summary["strategy"] == "multi_worker_mirrored"
+    assert summary["spec"]["worker_count"] == 1
+    assert summary["vertex_request"]["method"] == "POST"
+
+
+def test_requirements_file_is_merged_under_the_notebook(
+    train_nb: Path, fixtures_dir: Path, settings: Settings
+) -> None:
+    plan = _plan(train_nb, settings, f"--requirements {fixtures_dir / 'requirements.txt'}")
+    # the file pins pandas==2.1.0, the notebook's later %pip line asks for 2.2.2
+    assert plan.requirements == ["numpy>=1.26", "pandas==2.2.2", "tensorflow-datasets>=4.9"]
+    assert any("pandas==2.1.0" in n and "replaced" in n for n in plan.script.notes)
+    relative = _plan(train_nb, settings, "--requirements requirements.txt")
+    assert relative.requirements == plan.requirements  # found next to the notebook
+    with pytest.raises(RequirementsError, match="check the path"):
+        _plan(train_nb, settings, "--requirements nowhere.txt")
+
+
+def test_vertex_without_a_project_warns(train_nb: Path, settings: Settings) -> None:
+    plan = _plan(train_nb, settings, "--backend vertex")
+    assert any("--project" in w for w in plan.warnings)
+    assert "PROJECT" in plan.vertex_request()["url"]
+    named = _plan(train_nb, settings, "--backend vertex --project my-proj-1 --region europe-west4")
+    assert named.warnings == []
+    assert named.vertex_request()["url"] == (
+        "https://europe-west4-aiplatform.googleapis.com/v1/projects/my-proj-1/locations/"
+        "europe-west4/customJobs"
+    )
+
+
+def test_conversion_errors_reach_the_caller(settings: Settings) -> None:
+    sel = Selection(cells=[Cell(1, "x = 1"), Cell(2, "%store x")], notebook=None, how="t")
+    with pytest.raises(ConversionError, match="cell 2, line 1"):
+        make_plan(sel, options.parse_line(""), settings)
+
+
+@pytest.mark.parametrize(
+    ("version", "line", "added"),
+    [
+        ("2.21.0", "--workers 1", "tf-keras~=2.21.0"),
+        ("2.15.1", "--workers 1", None),
+        ("2.21.0", "", None),
+    ],
+)
+def test_keras_under_multi_worker_gets_tf_keras(
+    monkeypatch: pytest.MonkeyPatch,
+    settings: Settings,
+    version: str,
+    line: str,
+    added: str | None,
+) -> None:
+    monkeypatch.setattr(images, "local_tensorflow_version", lambda: version)
+    sel = Selection(
+        cells=[Cell(1, "import keras\nmodel = keras.Sequential()")], notebook=None, how="t"
+    )
+    plan = make_plan(sel, options.parse_line(line), settings)
+    if added:
+        assert added in plan.requirements and added in plan.spec.requirements
+        assert any("tf-keras" in n for n in plan.script.notes)
+    else:
+        assert not any(r.startswith("tf-keras") for r in plan.requirements)
+
+
+def test_image_tag_follows_the_content(settings: Settings) -> None:
+    def image(source: str, line: str = "") -> str:
+        sel = Selection(cells=[Cell(1, source)], notebook=None, how="t")
+        return make_plan(sel, options.parse_line(line), settings).image_uri
+
+    first = image("x = 1")
+    assert first == image("x = 1")
+    assert first != image("x = 2")
+    assert first != image("%pip install numpy\nx = 1")
+    assert first.startswith("us-central1-docker.pkg.dev/PROJECT/tfc-jupyter/notebook:")
+    assert image("x = 1", "--image gcr.io/p/mine:7") == "gcr.io/p/mine:7"
+
+
+def test_parent_images(settings: Settings) -> None:
+    sel = Selection(cells=[Cell(1, "x = 1")], notebook=None, how="t")
+
+    def parent(line: str) -> str:
+        return make_plan(sel, options.parse_line(line), settings).parent_image
+
+    assert parent("").startswith("tensorflow/tensorflow:") and not parent("").endswith("-gpu")
+    assert parent("--gpus 1").endswith("-gpu")
+    assert parent("--workers 1 --machine CPU --worker-machine T4_1X").endswith("-gpu")
+    assert "tf-tpu" in parent("--tpu")
+    assert parent("--parent-image python:3.11") == "python:3.11"
+    spec = options.spec_from_options(options.parse_line(""), settings)
+    assert images.parent_image(spec, "2.15.1") == "tensorflow/tensorflow:2.15.1"
+
+
+def test_job_names_are_valid(tmp_path: Path) -> None:
+    for stem, expected in [("train", "train"), ("My Notebook (copy 2)", "My Notebook -copy 2")]:
+        sel = Selection(cells=[], notebook=tmp_path / f"{stem}.ipynb", how="t")
+        assert job_name(sel) == expected
+    assert job_name(Selection(cells=[], notebook=tmp_path / "!!!.ipynb", how="t")) == "notebook"
+    assert job_name(Selection(cells=[], notebook=None, how="t")) == "notebook"
+
+
+def test_the_core_imports_no_frontend() -> None:
+    """plan.py is the core: it must not pull IPython, tornado or ipywidgets in by itself."""
+    import subprocess
+
+    code = (
+        "import sys, tfc_jupyter.plan, tfc_jupyter.cli\n"
+        "heavy = ('IPython', 'tornado', 'ipywidgets', 'tensorflow')\n"
+        "heavy = [m for m in heavy if m in sys.modules]\n"
+        "print(heavy)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"

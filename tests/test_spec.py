@@ -1,0 +1,302 @@
+"""JobSpec: strategy resolution, every validation rule with its fix, round trips."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pytest
+
+from tfc_jupyter.catalog import lookup, tpu_machine
+from tfc_jupyter.errors import SpecError
+from tfc_jupyter.spec import (
+    MAX_LABELS,
+    Backend,
+    ImageSettings,
+    JobSpec,
+    Strategy,
+    check_runnable,
+    parse_duration,
+    parse_labels,
+)
+
+CPU, T4, T4_4 = lookup("CPU"), lookup("T4_1X"), lookup("T4_4X")
+V3 = tpu_machine("v3-8")
+
+
+def _refused(**fields: object) -> SpecError:
+    with pytest.raises(SpecError) as info:
+        JobSpec(**fields)  # type: ignore[arg-type]
+    text = str(info.value)
+    assert "\n" not in text and "Fix:" in text, text
+    return info.value
+
+
+# ---------------------------------------------------------------- strategy "auto"
+@pytest.mark.parametrize(
+    ("chief", "workers", "expected"),
+    [
+        (CPU, 1, Strategy.MULTI_WORKER_MIRRORED),
+        (T4, 3, Strategy.MULTI_WORKER_MIRRORED),
+        (T4_4, 2, Strategy.MULTI_WORKER_MIRRORED),
+        (V3, 0, Strategy.TPU),
+        (tpu_machine("v5e-4"), 0, Strategy.TPU),
+        (lookup("T4_2X"), 0, Strategy.MIRRORED),
+        (lookup("A100_8X"), 0, Strategy.MIRRORED),
+        (T4, 0, Strategy.ONE_DEVICE),
+        (CPU, 0, Strategy.ONE_DEVICE),
+    ],
+)
+def test_auto_follows_tfc_run_rules(chief: object, workers: int, expected: Strategy) -> None:
+    spec = JobSpec(chief=chief, worker_count=workers)  # type: ignore[arg-type]
+    assert spec.strategy is Strategy.AUTO
+    assert spec.resolved_strategy() is expected
+    assert spec.to_dict()["resolved_strategy"] == expected.value
+
+
+def test_explicit_strategy_is_kept() -> None:
+    spec = JobSpec(chief=T4_4, strategy="one_device")  # type: ignore[arg-type]
+    assert spec.resolved_strategy() is Strategy.ONE_DEVICE
+    assert JobSpec(strategy="none").resolved_strategy() is Strategy.NONE  # type: ignore[arg-type]
+
+
+def test_workers_default_to_the_chief_machine() -> None:
+    spec = JobSpec(chief=T4, worker_count=2)
+    assert spec.worker == T4
+    assert spec.replica_count == 3
+    assert spec.cost_per_hour() == pytest.approx(3 * T4.price_per_hour)
+    mixed = JobSpec(chief=CPU, worker=T4, worker_count=2)
+    assert mixed.cost_per_hour() == pytest.approx(CPU.price_per_hour + 2 * T4.price_per_hour)
+
+
+# ---------------------------------------------------------------- validation rules
+def test_tpu_with_workers_is_refused() -> None:
+    err = _refused(chief=V3, worker_count=1)
+    assert "drop --workers" in str(err)
+    assert err.field == "worker_count"
+
+
+def test_tpu_workers_are_refused() -> None:
+    err = _refused(chief=CPU, worker=V3, worker_count=1)
+    assert "--tpu" in str(err) and err.field == "worker"
+
+
+def test_tpu_with_a_gpu_strategy_is_refused() -> None:
+    err = _refused(chief=V3, strategy=Strategy.MIRRORED)
+    assert "--strategy tpu" in str(err)
+
+
+def test_tpu_strategy_without_a_tpu_is_refused() -> None:
+    err = _refused(chief=T4, strategy=Strategy.TPU)
+    assert "--tpu v3-8" in str(err)
+
+
+@pytest.mark.parametrize("strategy", [Strategy.ONE_DEVICE, Strategy.MIRRORED])
+def test_workers_need_a_multi_worker_strategy(strategy: Strategy) -> None:
+    err = _refused(chief=T4_4, worker_count=2, strategy=strategy)
+    assert "--strategy multi_worker_mirrored" in str(err)
+    assert "drop --workers" in str(err)
+    assert JobSpec(chief=T4_4, worker_count=2, strategy=Strategy.MULTI_WORKER_MIRRORED)
+
+
+@pytest.mark.parametrize("chief", [CPU, T4])
+def test_mirrored_with_one_device_is_refused(chief: object) -> None:
+    err = _refused(chief=chief, strategy=Strategy.MIRRORED)
+    assert "--gpus 2" in str(err) and "one_device" in str(err)
+    assert JobSpec(chief=lookup("T4_2X"), strategy=Strategy.MIRRORED)
+
+
+def test_labels_at_most_64() -> None:
+    ok = JobSpec(labels=tuple((f"k{i}", "v") for i in range(MAX_LABELS)))
+    assert len(ok.labels) == MAX_LABELS
+    err = _refused(labels=tuple((f"k{i}", "v") for i in range(MAX_LABELS + 1)))
+    assert "at most 64" in str(err) and err.field == "labels"
+
+
+@pytest.mark.parametrize(
+    "key",
+    ["Team", "1team", "team!", "t" * 64, "", "équipe"],
+)
+def test_bad_label_keys(key: str) -> None:
+    err = _refused(labels=((key, "v"),))
+    assert "lowercase letter" in str(err) and "63" in str(err)
+
+
+def test_reserved_label_keys() -> None:
+    assert "goog" in str(_refused(labels=(("goog-x", "v"),)))
+
+
+@pytest.mark.parametrize("value", ["ML", "a b", "x" * 64, "v.1"])
+def test_bad_label_values(value: str) -> None:
+    err = _refused(labels=(("team", value),))
+    assert "63" in str(err) and "lowercase" in str(err)
+
+
+def test_good_labels_at_the_limits() -> None:
+    spec = JobSpec(labels=(("k" * 63, "v" * 63), ("empty", ""), ("a-b_c", "0-9_z")))
+    assert dict(spec.labels)["k" * 63] == "v" * 63
+
+
+@pytest.mark.parametrize(
+    "account",
+    [
+        "trainer@my-project.iam.gserviceaccount.com",
+        "123456789012-compute@developer.gserviceaccount.com",
+        "my-project@appspot.gserviceaccount.com",
+    ],
+)
+def test_good_service_accounts(account: str) -> None:
+    assert JobSpec(service_account=account).service_account == account
+
+
+@pytest.mark.parametrize(
+    "account", ["someone@gmail.com", "trainer", "trainer@my-project.iam.gserviceaccount"]
+)
+def test_bad_service_accounts(account: str) -> None:
+    err = _refused(service_account=account)
+    assert "NAME@PROJECT.iam.gserviceaccount.com" in str(err)
+    assert err.field == "service_account"
+
+
+@pytest.mark.parametrize(
+    "region", ["us-central1", "europe-west4", "northamerica-northeast1", "asia-southeast1"]
+)
+def test_good_regions(region: str) -> None:
+    assert JobSpec(region=region).region == region
+
+
+@pytest.mark.parametrize("region", ["US-CENTRAL1", "uscentral1", "us-central", "us central1", ""])
+def test_bad_regions(region: str) -> None:
+    err = _refused(region=region)
+    assert "us-central1" in str(err) and err.field == "region"
+
+
+@pytest.mark.parametrize("project", ["my-project-123", "example.com:my-project"])
+def test_good_projects(project: str) -> None:
+    assert JobSpec(project=project).project == project
+
+
+@pytest.mark.parametrize("project", ["My Project", "abc", "1project", "project-"])
+def test_bad_projects(project: str) -> None:
+    err = _refused(project=project)
+    assert "project id" in str(err) and err.field == "project"
+
+
+def test_other_fields() -> None:
+    assert "0 to 256" in str(_refused(worker_count=257))
+    assert "0 to 256" in str(_refused(worker_count=-1))
+    assert "spot" in str(_refused(scheduling="cheap"))
+    assert _refused(name="").field == "name"
+    assert _refused(name="x" * 129).field == "name"
+    assert "30 days" in str(_refused(timeout_s=31 * 86400))
+
+
+def test_strings_are_accepted_for_enums() -> None:
+    spec = JobSpec(strategy="MultiWorkerMirroredStrategy", backend="Vertex", worker_count=1)  # type: ignore[arg-type]
+    assert spec.strategy is Strategy.MULTI_WORKER_MIRRORED and spec.backend is Backend.VERTEX
+    with pytest.raises(SpecError, match="local, docker or vertex"):
+        JobSpec(backend="kubernetes")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("text", "strategy"),
+    [
+        ("MirroredStrategy", Strategy.MIRRORED),
+        ("OneDeviceStrategy", Strategy.ONE_DEVICE),
+        ("TPUStrategy", Strategy.TPU),
+        ("mwms", Strategy.MULTI_WORKER_MIRRORED),
+        ("multi-worker-mirrored", Strategy.MULTI_WORKER_MIRRORED),
+        ("auto", Strategy.AUTO),
+    ],
+)
+def test_strategy_names(text: str, strategy: Strategy) -> None:
+    assert Strategy.parse(text) is strategy
+
+
+def test_unknown_strategy_lists_the_names() -> None:
+    with pytest.raises(SpecError) as info:
+        Strategy.parse("parameter_server")
+    assert all(s.value in str(info.value) for s in Strategy)
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [("90m", 5400), ("2h", 7200), ("1d", 86400), ("3600", 3600), (" 1.5h ", 5400), (120, 120)],
+)
+def test_durations(text: str | int, seconds: int) -> None:
+    assert parse_duration(text) == seconds
+
+
+@pytest.mark.parametrize("text", ["soon", "0", "-5m", "31d", "2 weeks"])
+def test_bad_durations(text: str) -> None:
+    with pytest.raises(SpecError) as info:
+        parse_duration(text)
+    assert info.value.field == "timeout" and "Fix:" in str(info.value)
+
+
+def test_parse_labels() -> None:
+    assert parse_labels(["run=2", "team = ml"]) == (("run", "2"), ("team", "ml"))
+    assert parse_labels({"b": "1", "a": "2"}) == (("a", "2"), ("b", "1"))
+    with pytest.raises(SpecError, match="key=value"):
+        parse_labels(["team"])
+
+
+# ---------------------------------------------------------------- round trip, frozen
+ROUND_TRIP = [
+    JobSpec(),
+    JobSpec(chief=V3, backend=Backend.VERTEX, project="my-project-1", timeout_s=3600),
+    JobSpec(
+        name="resnet run.2",
+        chief=lookup("A100_1X"),
+        worker=lookup("T4_4X"),
+        worker_count=3,
+        strategy=Strategy.MULTI_WORKER_MIRRORED,
+        backend="docker",  # type: ignore[arg-type]
+        image=ImageSettings(parent_image="tensorflow/tensorflow:2.15.0-gpu", build_bucket="b"),
+        requirements=("numpy>=1.26", "tf-keras"),
+        entry_args=("--epochs", "3"),
+        labels=(("team", "ml"), ("run", "7")),
+        service_account="trainer@my-project-1.iam.gserviceaccount.com",
+        region="europe-west4",
+        scheduling="spot",
+        base_output_dir="gs://bucket/out",
+    ),
+]
+
+
+@pytest.mark.parametrize("spec", ROUND_TRIP)
+def test_dict_round_trip(spec: JobSpec) -> None:
+    data = json.loads(json.dumps(spec.to_dict()))
+    assert JobSpec.from_dict(data) == spec
+    assert JobSpec.from_dict({**data, "unknown_key": 1}) == spec
+
+
+def test_from_dict_validates() -> None:
+    data = JobSpec(chief=V3).to_dict()
+    data["worker_count"] = 2
+    with pytest.raises(SpecError, match="drop --workers"):
+        JobSpec.from_dict(data)
+
+
+def test_frozen_and_evolve_validates() -> None:
+    spec = JobSpec(chief=T4)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        spec.worker_count = 3  # type: ignore[misc]
+    more = spec.evolve(worker_count=2)
+    assert (spec.worker_count, more.worker_count) == (0, 2)
+    with pytest.raises(SpecError):
+        spec.evolve(region="nowhere")
+    assert hash(spec) == hash(JobSpec(chief=T4))
+
+
+def test_labels_are_sorted_and_deduplicated() -> None:
+    spec = JobSpec(labels=(("b", "1"), ("a", "2"), ("b", "3")))
+    assert spec.labels == (("a", "2"), ("b", "3"))
+
+
+def test_check_runnable_refuses_tpu_on_this_machine() -> None:
+    for backend in (Backend.LOCAL, Backend.DOCKER):
+        with pytest.raises(SpecError, match="--backend vertex"):
+            check_runnable(JobSpec(chief=V3, backend=backend))
+    check_runnable(JobSpec(chief=V3, backend=Backend.VERTEX))
+    check_runnable(JobSpec(chief=T4, worker_count=1))

@@ -1,0 +1,142 @@
+"""The dry run's CustomJob request, loaded with the real aiplatform client types."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from tfc_jupyter import options, vertex_request
+from tfc_jupyter.capture import Selection
+from tfc_jupyter.config import Settings
+from tfc_jupyter.convert import Cell
+from tfc_jupyter.plan import make_plan
+
+types = pytest.importorskip("google.cloud.aiplatform_v1.types")
+
+SA = "trainer@my-proj-1.iam.gserviceaccount.com"
+
+
+def _job(settings: Settings, line: str) -> tuple[Any, dict[str, Any]]:
+    """(CustomJob, request) of a dry run of a one-cell notebook with these flags."""
+    sel = Selection(cells=[Cell(1, "print('hi')")], notebook=None, how="test")
+    plan = make_plan(sel, options.parse_line(line), settings)
+    request = plan.vertex_request()
+    job = types.CustomJob.from_json(json.dumps(request["body"]))
+    return job, request
+
+
+def test_chief_only(settings: Settings) -> None:
+    job, request = _job(settings, "--backend vertex --project my-proj-1")
+    assert request["method"] == "POST"
+    assert request["url"].endswith("/v1/projects/my-proj-1/locations/us-central1/customJobs")
+    (pool,) = job.job_spec.worker_pool_specs
+    assert pool.replica_count == 1
+    assert pool.machine_spec.machine_type == "n1-standard-4"
+    assert pool.machine_spec.accelerator_count == 0
+    assert pool.container_spec.command == ["python", "-m", "tfc_runtime"]
+    args = list(pool.container_spec.args)
+    assert args[args.index("--strategy") + 1] == "one_device"
+    assert pool.disk_spec.boot_disk_size_gb > 0
+    assert job.display_name == "notebook"
+
+
+def test_workers_go_in_pool_1(settings: Settings) -> None:
+    job, _ = _job(settings, "--workers 3 --gpus 2 --gpu-type V100")
+    chief, workers = job.job_spec.worker_pool_specs
+    assert chief.replica_count == 1 and workers.replica_count == 3
+    for pool in (chief, workers):
+        spec = pool.machine_spec
+        assert spec.machine_type == "n1-standard-16"
+        assert spec.accelerator_type == types.AcceleratorType.NVIDIA_TESLA_V100
+        assert spec.accelerator_count == 2
+        args = list(pool.container_spec.args)
+        assert args[args.index("--strategy") + 1] == "multi_worker_mirrored"
+    assert chief.container_spec.image_uri == workers.container_spec.image_uri
+    assert not job.job_spec.scheduling.restart_job_on_worker_restart
+
+
+def test_worker_machine_differs_from_the_chief(settings: Settings) -> None:
+    job, _ = _job(settings, "--workers 2 --machine CPU --worker-machine A100_1X")
+    chief, workers = job.job_spec.worker_pool_specs
+    assert chief.machine_spec.machine_type == "n1-standard-4"
+    assert workers.machine_spec.machine_type == "a2-highgpu-1g"
+    assert workers.machine_spec.accelerator_type == types.AcceleratorType.NVIDIA_TESLA_A100
+
+
+def test_tpu_v3_8(settings: Settings) -> None:
+    job, _ = _job(settings, "--tpu v3-8 --backend vertex")
+    (pool,) = job.job_spec.worker_pool_specs
+    assert pool.machine_spec.machine_type == "cloud-tpu"
+    assert pool.machine_spec.accelerator_type == types.AcceleratorType.TPU_V3
+    assert pool.machine_spec.accelerator_count == 8
+    assert pool.replica_count == 1
+    args = list(pool.container_spec.args)
+    assert args[args.index("--strategy") + 1] == "tpu"
+
+
+@pytest.mark.parametrize(
+    ("tpu", "machine_type", "topology"),
+    [
+        ("v5e-1", "ct5lp-hightpu-1t", "1x1"),
+        ("v5e-4", "ct5lp-hightpu-4t", "2x2"),
+        ("v5e-8", "ct5lp-hightpu-8t", "2x4"),
+    ],
+)
+def test_tpu_v5e(settings: Settings, tpu: str, machine_type: str, topology: str) -> None:
+    job, _ = _job(settings, f"--tpu {tpu}")
+    (pool,) = job.job_spec.worker_pool_specs
+    assert pool.machine_spec.machine_type == machine_type
+    assert pool.machine_spec.tpu_topology == topology
+    assert pool.machine_spec.accelerator_count == 0
+
+
+def test_labels_account_scheduling_and_outputs(settings: Settings) -> None:
+    job, _ = _job(
+        settings,
+        f"--label team=ml --label run=7 --service-account {SA} --timeout 90m --spot "
+        "--base-output-dir gs://bucket/out --network projects/1/global/networks/n "
+        "--name resnet --args '--epochs 3'",
+    )
+    assert dict(job.labels) == {"team": "ml", "run": "7", "tfc-jupyter": "1"}
+    assert job.job_spec.service_account == SA
+    assert job.job_spec.scheduling.timeout.total_seconds() == 90 * 60
+    assert job.job_spec.scheduling.strategy == types.Scheduling.Strategy.SPOT
+    assert job.job_spec.base_output_directory.output_uri_prefix == "gs://bucket/out"
+    assert job.job_spec.network == "projects/1/global/networks/n"
+    assert job.display_name == "resnet"
+    (pool,) = job.job_spec.worker_pool_specs
+    assert list(pool.container_spec.args)[-2:] == ["--epochs", "3"]
+    env = {e.name: e.value for e in pool.container_spec.env}
+    assert env["TFC_JOB_NAME"] == "resnet"
+
+
+def test_standard_scheduling_sends_no_strategy(settings: Settings) -> None:
+    job, request = _job(settings, "")
+    assert "scheduling" not in request["body"]["jobSpec"]
+    assert job.job_spec.scheduling.strategy == types.Scheduling.Strategy.STRATEGY_UNSPECIFIED
+
+
+def test_sixty_four_labels_leave_no_room_for_ours(settings: Settings) -> None:
+    labels = " ".join(f"--label k{i}=v" for i in range(64))
+    job, _ = _job(settings, labels)
+    assert len(job.labels) == 64 and "tfc-jupyter" not in job.labels
+
+
+def test_body_round_trips_through_the_client(settings: Settings) -> None:
+    _, request = _job(settings, f"--workers 1 --gpus 1 --timeout 2h --spot --service-account {SA}")
+    job = types.CustomJob.from_json(json.dumps(request["body"]))
+    again = json.loads(types.CustomJob.to_json(job))
+    assert again["jobSpec"]["workerPoolSpecs"][1]["replicaCount"] == "1"
+    assert again["jobSpec"]["scheduling"]["timeout"] == "7200s"
+    assert again["labels"] == request["body"]["labels"]
+
+
+def test_console_url_and_endpoint(settings: Settings) -> None:
+    spec = options.spec_from_options(
+        options.parse_line("--project my-proj-1 --region europe-west4"), settings
+    )
+    assert vertex_request.endpoint(spec) == "europe-west4-aiplatform.googleapis.com"
+    url = vertex_request.console_url(spec, "123")
+    assert "locations/europe-west4" in url and "project=my-proj-1" in url

@@ -183,3 +183,24 @@ def test_the_core_imports_no_frontend() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
+
+
+def test_keras3_fit_under_multiworker_is_refused_before_launch(tmp_path: Path) -> None:
+    from jobutil import plan_for, write_notebook
+
+    from tfc_jupyter.errors import SpecError
+
+    nb = write_notebook(
+        tmp_path / "k3.ipynb",
+        "import keras\nmodel = keras.Sequential([keras.layers.Dense(1)])",
+        "%%tfc_run --workers 1\nmodel.fit([[1.0]], [[1.0]])",
+    )
+    with pytest.raises(SpecError) as info:
+        plan_for(nb)
+    assert "use tf.keras instead of keras" in str(info.value) and "\n" not in str(info.value)
+    ok = write_notebook(
+        tmp_path / "tfk.ipynb",
+        "import tensorflow as tf\nmodel = tf.keras.Sequential()",
+        "%%tfc_run --workers 1\nmodel.fit([[1.0]], [[1.0]])",
+    )
+    assert any(r.startswith("tf-keras") for r in plan_for(ok).requirements)

@@ -18,6 +18,7 @@ from . import catalog, images, vertex_request
 from .capture import Selection
 from .config import Settings
 from .convert import Script, convert
+from .errors import SpecError
 from .options import spec_from_options
 from .requirements import Requirements
 from .spec import JobSpec, Strategy
@@ -176,6 +177,15 @@ def _keras_for_multiworker(spec: JobSpec, script: Script, notes: list[str]) -> N
     version = images.local_tensorflow_version()
     if version and tuple(int(x) for x in version.split(".")[:2] if x.isdigit()) < (2, 16):
         return  # Keras 2 is TensorFlow's own Keras there: nothing to add
+    if "keras" in script.imports and ".fit(" in script.text:
+        # TF_USE_LEGACY_KERAS switches tf.keras only: `import keras` stays Keras 3.
+        raise SpecError(
+            "the job imports keras (Keras 3), whose model.fit fails under "
+            "MultiWorkerMirroredStrategy (PerReplica error in every worker)",
+            "use tf.keras instead of keras (the job gets tf-keras for it), or train with a "
+            "custom loop (strategy.run)",
+            field="strategy",
+        )
     pin = f"tf-keras~={'.'.join(version.split('.')[:2])}.0" if version else "tf-keras"
     reqs.add(pin)
     notes.append(

@@ -21,6 +21,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from .errors import ConversionError, RequirementsError
 from .requirements import Requirements, parse_pip_args, shell_pip_args
@@ -209,8 +210,6 @@ class _CellConverter:
 
     # ------------------------------------------------------------------ code
     def _code(self, out: _Out, code: str, first_line: int) -> None:
-        from IPython.core.inputtransformer2 import TransformerManager
-
         lines = _join_continuations(code.split("\n"))
         # IPython drops leading blank lines; drop them here so script lines keep their place
         skip = next((i for i, line in enumerate(lines) if line.strip()), len(lines))
@@ -218,7 +217,7 @@ class _CellConverter:
             return
         lines, first_line = lines[skip:], first_line + skip
         try:
-            transformed = TransformerManager().transform_cell("\n".join(lines))
+            transformed = _transform("\n".join(lines))
         except SyntaxError as exc:
             raise self.error(
                 f"cannot read this cell ({exc.msg})",
@@ -387,6 +386,22 @@ class _CellConverter:
                 f"%{name} with a compound statement", line, f"use %%{name} on a cell of its own"
             )
         return f"_tfc_t = _tfc.time_start(); {code.strip()}; _tfc.time_end(_tfc_t)"
+
+
+_MANAGER: list[Any] = []
+# What IPython's transformers act on: magics, shell lines, help, pasted prompts (>>> / In [1]:)
+_PLAIN = re.compile(r"[%!?]|^\s*(?:>>>|\.\.\.|In \[\d*\]:)", re.M)
+
+
+def _transform(code: str) -> str:
+    """IPython's input transformation (one shared manager; cells with no % ! ? skip it)."""
+    if not _PLAIN.search(code):
+        return code if code.endswith("\n") else code + "\n"
+    if not _MANAGER:
+        from IPython.core.inputtransformer2 import TransformerManager
+
+        _MANAGER.append(TransformerManager())
+    return str(_MANAGER[0].transform_cell(code))
 
 
 def _ipython_call(node: ast.expr) -> bool:

@@ -29,4 +29,28 @@ PY
 )"
   echo "$want" > "$stamp"
 fi
+# The JupyterLab extension: labextension/ (TypeScript) -> tfc_jupyter/labextension/. The package
+# build makes it (hatch-jupyter-builder, also in the editable install above); here it is rebuilt
+# only when one of its sources is newer than the build, and the copy in .venv is refreshed.
+lab_out=tfc_jupyter/labextension
+lab_dest=.venv/share/jupyter/labextensions/tfc-jupyter
+if [ ! -f "$lab_out/static/style.js" ] || [ -n "$(find labextension/src labextension/style \
+    labextension/schema labextension/package.json labextension/tsconfig.json labextension/yarn.lock \
+    -newer "$lab_out/package.json" -print -quit 2>/dev/null)" ]; then
+  echo "[bootstrap] building the JupyterLab extension (labextension/ -> $lab_out)"
+  lab_log="$(mktemp)"
+  if ! (cd labextension && export PATH="$root/.venv/bin:$PATH" \
+      && jlpm install --immutable && jlpm build) >"$lab_log" 2>&1; then
+    tail -n 40 "$lab_log" >&2
+    echo "[bootstrap] the JupyterLab extension did not build (log above)" >&2
+    exit 1
+  fi
+  rm -f "$lab_log"
+fi
+if ! diff -rq -x install.json "$lab_out" "$lab_dest" >/dev/null 2>&1; then
+  rm -rf "$lab_dest"
+  mkdir -p "$(dirname "$lab_dest")"
+  cp -R "$lab_out" "$lab_dest"
+  cp labextension/install.json "$lab_dest/"
+fi
 echo "[bootstrap] ready: $(.venv/bin/python -c 'import sys; print(sys.version.split()[0])') in .venv"

@@ -22,8 +22,9 @@ def main() -> int:
     nb = nbformat.read(path, as_version=4)
     os.environ["JPY_SESSION_NAME"] = str(path)
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")  # TensorFlow's C++ INFO lines off
-    client = NotebookClient(nb, timeout=600, kernel_name="python3",
-                            resources={"metadata": {"path": str(path.parent)}})
+    client = NotebookClient(
+        nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}
+    )
     status = 0
     try:
         client.execute()

@@ -13,5 +13,27 @@ ruff check tfc_jupyter runtime tests benchmarks scripts
 ruff format --check tfc_jupyter runtime tests benchmarks scripts
 echo "[test] mypy"
 mypy
+echo "[test] check_auth"
+python scripts/check_auth.py  # every handler of the jobs API is @tornado.web.authenticated
+# Browser tests need Debian chromium (installed when missing; they skip without it).
+bash scripts/browser_deps.sh
+# The Docker tests' engine and registry (installed and started when missing; stopped on exit,
+# even when tests fail, unless they were already running). See scripts/docker_services.sh.
+TFC_DOCKER_OWNED=0
+trap 'if [ "$TFC_DOCKER_OWNED" = 1 ]; then bash scripts/docker_services.sh stop; fi' EXIT
+docker_env="$(bash scripts/docker_services.sh start)"
+eval "$docker_env"
 echo "[test] pytest"
 python -m pytest -p no:cacheprovider "$@"
+# Estimator needs TensorFlow <= 2.15: tests/tf215 run in their own environment, .venv-tf215.
+# A marker filter given to this script (-m "not slow") applies there too; other arguments don't.
+markers=()
+args=("$@")
+for ((i = 0; i < ${#args[@]}; i++)); do
+  if [ "${args[i]}" = "-m" ] && [ $((i + 1)) -lt ${#args[@]} ]; then
+    markers=(-m "${args[i + 1]}")
+  fi
+done
+echo "[test] pytest tests/tf215 (TensorFlow 2.15)"
+bash scripts/bootstrap_tf215.sh
+.venv-tf215/bin/python -m pytest -p no:cacheprovider "${markers[@]}" tests/tf215

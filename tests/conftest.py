@@ -7,6 +7,15 @@ from pathlib import Path
 
 import pytest
 
+# Shared browser fixtures (JupyterLab + chromium): see tests/browser.py.
+from browser import browser_page, chromium_path, lab_server  # noqa: F401
+
+# Docker engine, local registry and the offline TensorFlow parent image: see tests/dockerinfra.py.
+from dockerinfra import docker_client, registry, tf_parent_image  # noqa: F401
+
+# A local Vertex AI + Cloud Logging server (real clients over REST): see tests/vertex_server.py.
+from vertex_server import vertex_server  # noqa: F401
+
 from tfc_jupyter.config import Settings, load_settings
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"

@@ -20,3 +20,13 @@ def load_ipython_extension(ipython: Any) -> None:
 
 def unload_ipython_extension(ipython: Any) -> None:
     """Nothing to undo beyond what IPython does itself."""
+
+
+def _jupyter_server_extension_points() -> list[dict[str, str]]:
+    """The jupyter_server extension (the jobs API); its module is imported only by the server."""
+    return [{"module": "tfc_jupyter.server"}]
+
+
+def _jupyter_labextension_paths() -> list[dict[str, str]]:
+    """The prebuilt JupyterLab extension shipped in the package (the sidebar, the button)."""
+    return [{"src": "labextension", "dest": "tfc-jupyter"}]

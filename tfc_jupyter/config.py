@@ -53,6 +53,18 @@ class TfcConfig(Configurable):
         allow_none=True,
         help="Folder for job records and job folders (default: Jupyter data dir).",
     ).tag(config=True)
+    vertex_endpoint = Unicode(
+        None,
+        allow_none=True,
+        help="Vertex AI API endpoint (default: REGION-aiplatform.googleapis.com); a loopback "
+        "URL such as http://127.0.0.1:8080 reaches a local test server with no credentials.",
+    ).tag(config=True)
+    logging_endpoint = Unicode(
+        None,
+        allow_none=True,
+        help="Cloud Logging API endpoint for job logs (default: logging.googleapis.com, or the "
+        "Vertex endpoint when that is a loopback URL).",
+    ).tag(config=True)
 
 
 KEYS = (
@@ -65,6 +77,8 @@ KEYS = (
     "service_account",
     "base_output_dir",
     "home",
+    "vertex_endpoint",
+    "logging_endpoint",
 )
 # Environment variables, most specific first.
 ENV = {
@@ -77,6 +91,8 @@ ENV = {
     "service_account": ("TFC_SERVICE_ACCOUNT",),
     "base_output_dir": ("TFC_BASE_OUTPUT_DIR",),
     "home": ("TFC_JUPYTER_HOME",),
+    "vertex_endpoint": ("TFC_VERTEX_ENDPOINT",),
+    "logging_endpoint": ("TFC_LOGGING_ENDPOINT",),
 }
 
 

@@ -1,18 +1,20 @@
-"""Image naming: the parent image for a job, and a content-addressed tag.
+"""Image naming: the parent image for a job, and the content-addressed name of its image.
 
-The tag is a hash of everything that goes into the image, so an unchanged notebook maps to an
-image that already exists and nothing is rebuilt. (Building and pushing come with the docker and
-Vertex backends; planning only needs the name.)
+The tag is a hash of everything that goes into the image (:attr:`tfc_jupyter.package.Context.tag`),
+so an unchanged notebook maps to an image that already exists and nothing is rebuilt. Building and
+pushing are :mod:`tfc_jupyter.build`'s; planning only needs the name.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 from importlib import metadata
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from .spec import JobSpec
+from .spec import Backend, JobSpec
+
+if TYPE_CHECKING:
+    from .package import Context
 
 RUNTIME_DIR = Path(__file__).resolve().parent.parent / "runtime" / "tfc_runtime"
 REPOSITORY = "tfc-jupyter"
@@ -28,62 +30,56 @@ def local_tensorflow_version() -> str | None:
     return None
 
 
+#: The last TensorFlow with tf.estimator (RunConfig, TPUConfig): Estimator jobs run on it.
+ESTIMATOR_TF = "2.15.1"
+# TPU jobs: Vertex AI runs TPUs as TPU VMs, which need TensorFlow's TPU-VM build and libtpu in
+# the image (a tensorflow/tensorflow image has neither). The newest Vertex AI prebuilt training
+# image with them is TensorFlow 2.15 for TPU v2/v3 (Vertex publishes none for TF >= 2.16, and
+# none for v5e: a v5e job should pass --parent-image with TensorFlow's TPU-VM wheel and
+# libtpu.so). 2.15 also keeps TPUEstimator for Estimator code. Regional copies: us, europe, asia.
+TPU_IMAGE = "{region}-docker.pkg.dev/vertex-ai/training/tf-tpu.2-15.cp310:latest"
+TPU_IMAGE_TF = "2.15"
+
+
+def _version_tuple(version: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in version.split(".")[:2] if x.isdigit())
+
+
+def tpu_parent_image(region: str) -> str:
+    """The TPU-VM TensorFlow image (see ``TPU_IMAGE``), from the registry nearest ``region``."""
+    prefix = region.split("-", 1)[0]
+    where = {"europe": "europe", "asia": "asia", "australia": "asia", "me": "europe"}
+    return TPU_IMAGE.format(region=where.get(prefix, "us"))
+
+
 def parent_image(spec: JobSpec, tf_version: str | None = None) -> str:
-    """The base image: ``--parent-image``, else TensorFlow's image for the version and device."""
+    """The base image: ``--parent-image``, else TensorFlow's image for the version and device.
+
+    TPU jobs get the TPU-VM image (``TPU_IMAGE``); Estimator jobs TensorFlow 2.15 (the last with
+    tf.estimator) unless this machine's TensorFlow is older.
+    """
     if spec.image.parent_image:
         return spec.image.parent_image
+    if spec.chief.is_tpu:
+        return tpu_parent_image(spec.region)
     version = tf_version or local_tensorflow_version() or "latest"
     version = ".".join(version.split(".")[:3]) if version != "latest" else version
-    if spec.chief.is_tpu:
-        return f"us-docker.pkg.dev/vertex-ai/training/tf-tpu.{_short(version)}.py310:latest"
+    if spec.estimator and (version == "latest" or _version_tuple(version) > (2, 15)):
+        version = ESTIMATOR_TF
     suffix = "-gpu" if spec.chief.gpu_count or (spec.worker and spec.worker.gpu_count) else ""
     return f"tensorflow/tensorflow:{version}{suffix}"
 
 
-def _short(version: str) -> str:
-    parts = version.split(".")
-    return "-".join(parts[:2]) if len(parts) >= 2 else version
-
-
-def runtime_digest() -> str:
-    """A hash of the bundled tfc_runtime sources (they are copied into every image)."""
-    digest = hashlib.sha256()
-    root = RUNTIME_DIR
-    if not root.is_dir():  # installed wheel: the package sits next to tfc_jupyter
-        import tfc_runtime
-
-        root = Path(tfc_runtime.__file__).parent
-    for path in sorted(root.rglob("*.py")):
-        digest.update(path.relative_to(root).as_posix().encode())
-        digest.update(path.read_bytes())
-    return digest.hexdigest()
-
-
-def content_tag(
-    *,
-    script: str,
-    requirements: list[str] | tuple[str, ...],
-    parent: str,
-    extra: dict[str, str] | None = None,
-) -> str:
-    """A 16-hex tag naming the image that holds exactly these inputs."""
-    payload = json.dumps(
-        {
-            "script": script,
-            "requirements": list(requirements),
-            "parent": parent,
-            "runtime": runtime_digest(),
-            "extra": extra or {},
-        },
-        sort_keys=True,
-    )
-    return hashlib.sha256(payload.encode()).hexdigest()[:16]
-
-
 def image_repository(spec: JobSpec) -> str:
-    """Where the job's image is pushed: the configured registry, else Artifact Registry."""
+    """Where the job's image is pushed: the configured registry, else Artifact Registry.
+
+    A docker-backend job with neither a registry nor a project keeps a local name
+    (``tfc-jupyter/NAME:TAG``): it runs on this machine and is never pushed.
+    """
     if spec.image.registry:
         return spec.image.registry.rstrip("/")
+    if spec.backend is Backend.DOCKER and not spec.project:
+        return REPOSITORY
     project = spec.project or "PROJECT"
     return f"{spec.region}-docker.pkg.dev/{project}/{REPOSITORY}"
 
@@ -94,9 +90,15 @@ def image_name(spec: JobSpec) -> str:
     return "-".join(filter(None, slug.split("-")))[:60] or "notebook"
 
 
-def planned_image_uri(spec: JobSpec, script: str, requirements: list[str]) -> str:
-    """The full image URI the job would run: ``--image``, else repository/name:content-tag."""
+def image_uri(spec: JobSpec, tag: str) -> str:
+    """``repository/name:tag`` of the job's image."""
+    return f"{image_repository(spec)}/{image_name(spec)}:{tag}"
+
+
+def planned_image_uri(spec: JobSpec, context: Context | None) -> str:
+    """The image the job runs: ``--image``, else repository/name:<hash of the build context>."""
     if spec.image.image:
         return spec.image.image
-    tag = content_tag(script=script, requirements=requirements, parent=parent_image(spec))
-    return f"{image_repository(spec)}/{image_name(spec)}:{tag}"
+    if context is None:
+        raise ValueError("a job without --image needs its build context to be named")
+    return image_uri(spec, context.tag)

@@ -37,6 +37,14 @@ def backend_for(name: str, store: JobStore) -> Backend:
         from .backends.local import LocalBackend
 
         return LocalBackend(store)
+    if name == "docker":
+        from .backends.docker import DockerBackend
+
+        return DockerBackend(store)
+    if name == "vertex":
+        from .backends.vertex import VertexBackend
+
+        return VertexBackend(store)
     raise BackendError(
         f"the {name} backend is not available in this version",
         "use --backend local, or --dry-run to see the plan",

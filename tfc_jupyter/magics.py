@@ -1,4 +1,4 @@
-"""IPython magics: ``%%tfc_run``, ``%tfc_config``, ``%tfc_machines``.
+"""IPython magics: ``%%tfc_run``, ``%tfc_panel``, ``%tfc_config``, ``%tfc_machines``.
 
 The magics only parse input and call the core (:mod:`tfc_jupyter.plan`); every TfcError is shown
 as one ``UsageError`` line, never a traceback.
@@ -7,7 +7,8 @@ as one ``UsageError`` line, never a traceback.
 from __future__ import annotations
 
 import os
-from typing import Any
+import sys
+from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
@@ -19,7 +20,9 @@ from .config import load_settings
 from .convert import RULES
 from .errors import TfcError
 from .options import magic_decorate
-from .plan import Plan, make_plan
+
+if TYPE_CHECKING:  # plan pulls in packaging code: imported when a cell runs, not at load
+    from .plan import Plan
 
 _RULES_TEXT = "\n".join(f"    {what}: {effect}" for what, effect in RULES)
 
@@ -83,6 +86,8 @@ class TfcMagics(Magics):
     def plan(self, line: str, cell: str, args: Any = None) -> Plan:
         """Parse the flags and plan the job (the core of ``%%tfc_run``)."""
         args = args if args is not None else self.parse(line)
+        from .plan import make_plan
+
         return make_plan(self._selection(args, line, cell), args, self._settings())
 
     @magic_decorate
@@ -94,6 +99,10 @@ class TfcMagics(Magics):
             return None
         try:
             args = self.parse(line)
+            if getattr(args, "interactive", False):  # the launch panel, pre-filled with the flags
+                notebook = capture.find_notebook(args.notebook)[0]
+                select = lambda: self._selection(args, line, cell)  # noqa: E731
+                return self._open_panel(select, notebook, base=args, remember=False)
             plan = self.plan(line, cell, args)
             if args.dry_run:
                 _show(plan)
@@ -108,7 +117,8 @@ class TfcMagics(Magics):
 
         for warning in plan.warnings:
             print(f"! {warning}")
-        job = launch(plan, store=store_for(self._settings().get("home")))
+        with _build_progress(self.shell):
+            job = launch(plan, store=store_for(self._settings().get("home")))
         self.shell.user_ns["_tfc_job"] = job  # type: ignore[union-attr]
         spec = plan.spec
         workers = f" + {spec.worker_count} worker(s)" if spec.worker_count else ""
@@ -116,10 +126,71 @@ class TfcMagics(Magics):
             f"Launched {job.id} on {spec.backend.value}: chief{workers}, strategy "
             f"{spec.resolved_strategy().value}. %tfc_cancel {job.id} stops it."
         )
+        record = job.record()
+        for label, url in (
+            ("Vertex console", record.console_url),
+            ("TensorBoard", record.tensorboard_url),
+        ):
+            if url:
+                print(f"{label}: {url}")
         if not args.wait:
             print(f"Not waiting: %tfc_logs {job.id} --follow (or job.follow()) shows the logs.")
             return job
         return _follow_in_cell(job)
+
+    @line_magic
+    def tfc_panel(self, line: str) -> None:
+        """Open the launch panel: pick the backend, strategy and machines from the catalog (each
+        choice checked as you pick), see the cost and the equivalent %%tfc_run line, launch,
+        watch the logs, cancel, and attach to earlier jobs.
+
+        The job is the saved notebook's first %%tfc_run cell and the cells above it (else every
+        code cell), as `tfc-jupyter run` takes it. Flags as for %%tfc_run pre-fill the panel:
+        %tfc_panel --workers 1 --backend vertex
+        """
+        import shlex
+
+        from . import options
+
+        try:
+            given = options.parser(suppress_defaults=True, prog="%tfc_panel").parse_args(
+                shlex.split(line)
+            )
+            explicit = getattr(given, "notebook", None)
+            notebook = capture.find_notebook(explicit)[0]
+            base = options.parse_line(self._panel_selection(explicit).magic_line)
+            select = lambda: self._panel_selection(explicit)  # noqa: E731
+            self._open_panel(select, notebook, base=base, given=given, remember=True)
+        except ValueError as exc:  # shlex: unbalanced quotes
+            raise UsageError(f"cannot read the flags: {exc}. Fix: check the quotes") from None
+        except TfcError as exc:
+            raise UsageError(str(exc)) from None
+
+    def _panel_selection(self, notebook: str | None) -> capture.Selection:
+        """A panel's cells from the saved notebook (as the CLI takes them), else the history."""
+        path, how, warnings = capture.find_notebook(notebook)
+        if path is None:
+            history = getattr(self.shell, "history_manager", None)
+            raw = getattr(history, "input_hist_raw", None) or self.shell.user_ns.get("In", [""])  # type: ignore[union-attr]
+            selection = capture.from_history(list(raw[1:]), "", "")
+        else:
+            nb = capture.read_notebook(path)
+            selection = capture.select_cells(nb, path=path, how=how)
+        selection.warnings[:0] = warnings
+        return selection
+
+    def _open_panel(self, select: Any, notebook: Any, **kwargs: Any) -> None:
+        """Show a launch panel (ipywidgets are imported here, never at %load_ext)."""
+        from IPython.display import display
+
+        from .jobs import store_for
+        from .panel import open_panel
+
+        settings = self._settings()
+        store = store_for(settings.get("home"))
+        panel = open_panel(settings, select=select, store=store, notebook=notebook, **kwargs)
+        self.shell.user_ns["_tfc_panel"] = panel  # type: ignore[union-attr]
+        display(panel)
 
     @line_magic
     def tfc_jobs(self, line: str) -> None:
@@ -248,6 +319,41 @@ def _follow_in_cell(job: Any, raise_on_failure: bool = True) -> Any:
     if rec.state is JobState.FAILED and raise_on_failure:
         raise UsageError(f"job {rec.id} failed: {rec.error}")
     return job
+
+
+def _build_progress(shell: Any) -> Any:
+    """Image build/push progress: an updating bar in a notebook, lines in a terminal."""
+    from .build import LineProgress, reporting
+
+    if type(shell).__name__ != "ZMQInteractiveShell":
+        return reporting(LineProgress(sys.stdout))
+    return reporting(_NotebookProgress())
+
+
+class _NotebookProgress:
+    """One HTML line with a <progress> bar, updated in place; a failed build's log below it."""
+
+    def __init__(self) -> None:
+        self.handle: Any = None
+
+    def __call__(self, event: Any) -> None:
+        import html
+
+        from IPython.display import HTML, display
+
+        if event.phase == "log":
+            print(event.message)
+            return
+        bar = (
+            f"<progress value='{event.step}' max='{event.total}'></progress> "
+            if event.total
+            else ""
+        )
+        body = HTML(f"<div class='tfc-build'>{bar}<code>{html.escape(event.message)}</code></div>")
+        if self.handle is None:
+            self.handle = display(body, display_id=True)
+        else:
+            self.handle.update(body)
 
 
 def _show(plan: Plan) -> None:

@@ -75,6 +75,30 @@ OPTIONS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
         dict(default=None, metavar="NAME", help="Worker machine (default: same as the chief)."),
     ),
     (
+        ("--ps",),
+        dict(
+            type=_count,
+            default=0,
+            metavar="N",
+            help="Parameter servers (tf.estimator training; Vertex AI pool 2).",
+        ),
+    ),
+    (
+        ("--ps-machine",),
+        dict(default=None, metavar="NAME", help="Parameter server machine (default: CPU)."),
+    ),
+    (
+        ("--evaluator",),
+        dict(
+            nargs="?",
+            const="",
+            default=None,
+            metavar="MACHINE",
+            help="Add an evaluator task (tf.estimator train_and_evaluate; Vertex AI pool 3), "
+            "on MACHINE (default: the chief's).",
+        ),
+    ),
+    (
         ("--strategy",),
         dict(
             default="auto",
@@ -125,6 +149,16 @@ OPTIONS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
     ),
     (("--region",), dict(default=None, metavar="REGION", help="Vertex AI region.")),
     (("--project",), dict(default=None, metavar="PROJECT", help="Google Cloud project id.")),
+    (
+        ("--include",),
+        dict(
+            action="append",
+            default=[],
+            metavar="PATH",
+            help="A file or folder (next to the notebook) the job needs, copied into the "
+            "image; repeat for more. Secrets are always left out; .tfcignore applies.",
+        ),
+    ),
     (("--image",), dict(default=None, metavar="URI", help="Use this image; build nothing.")),
     (("--parent-image",), dict(default=None, metavar="URI", help="Base image of the build.")),
     (("--cache-from",), dict(default=None, metavar="URI", help="Image to use as build cache.")),
@@ -170,6 +204,14 @@ OPTIONS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
         dict(
             action="store_true",
             help="Show the plan (cells, script, pools, cost, Vertex request); launch nothing.",
+        ),
+    ),
+    (
+        ("--interactive",),
+        dict(
+            action="store_true",
+            help="Open the launch panel pre-filled with these flags: pick, launch and watch "
+            "there (notebooks only; the CLI ignores it).",
         ),
     ),
 ]
@@ -223,14 +265,32 @@ def _chief(ns: argparse.Namespace, settings: Settings) -> catalog.Machine:
     return machine
 
 
+def _ps_and_evaluator(ns: argparse.Namespace) -> dict[str, Any]:
+    """JobSpec fields of ``--ps``, ``--ps-machine`` and ``--evaluator [MACHINE]``."""
+    ps, ps_machine = getattr(ns, "ps", 0) or 0, getattr(ns, "ps_machine", None)
+    evaluator = getattr(ns, "evaluator", None)
+    if ps_machine and not ps:
+        raise SpecError("--ps-machine without --ps", "add --ps N", field="ps_machine")
+    return {
+        "ps_count": ps,
+        "ps_machine": catalog.lookup(ps_machine) if ps_machine else None,
+        "evaluator": evaluator is not None,
+        "evaluator_machine": catalog.lookup(evaluator) if evaluator else None,
+    }
+
+
 def spec_from_options(
     ns: argparse.Namespace,
     settings: Settings,
     *,
     name: str = "notebook",
     requirements: tuple[str, ...] = (),
+    estimator: bool = False,
 ) -> JobSpec:
     """Build the JobSpec from parsed flags and the effective defaults.
+
+    ``estimator`` says the script uses tf.estimator (planning detects it): such a job may have
+    parameter servers or an evaluator without workers.
 
     Raises:
         SpecError: any invalid flag or combination, with the fix.
@@ -261,6 +321,7 @@ def spec_from_options(
             cache_from=ns.cache_from,
             build_bucket=ns.build_bucket or settings.get("build_bucket"),
             registry=settings.get("registry"),
+            include=tuple(getattr(ns, "include", None) or ()),
         ),
         requirements=requirements,
         entry_args=entry_args,
@@ -273,6 +334,8 @@ def spec_from_options(
         base_output_dir=ns.base_output_dir or settings.get("base_output_dir"),
         tensorboard=ns.tensorboard,
         network=ns.network,
+        estimator=estimator,
+        **_ps_and_evaluator(ns),
     )
 
 
@@ -321,3 +384,32 @@ def overlay(base: argparse.Namespace, override: argparse.Namespace) -> argparse.
         current = getattr(merged, key, None)
         setattr(merged, key, [*current, *value] if isinstance(current, list) else value)
     return merged
+
+
+_NOT_IN_LINE = frozenset({"dry_run", "interactive"})
+
+
+def to_line(ns: argparse.Namespace, *, magic: str = "%%tfc_run") -> str:
+    """The ``%%tfc_run`` line that :func:`parse_line` reads back into ``ns``.
+
+    Only flags that differ from their defaults are written (``--dry-run`` and ``--interactive``
+    never are), quoted like a shell, in the order of :data:`OPTIONS`.
+    """
+    defaults = vars(defaults_namespace())
+    words = [magic]
+    for args, kwargs in OPTIONS:
+        flag = args[0]
+        dest = kwargs.get("dest") or flag.lstrip("-").replace("-", "_")
+        value = getattr(ns, dest, defaults.get(dest))
+        if dest in _NOT_IN_LINE or value == defaults.get(dest):
+            continue
+        action = kwargs.get("action")
+        if action in ("store_true", "store_false"):
+            words.append(flag)
+        elif action == "append":
+            words += [w for item in value or () for w in (flag, shlex.quote(str(item)))]
+        elif value == kwargs.get("const") and kwargs.get("nargs") == "?" and value == "":
+            words.append(flag)
+        else:
+            words += [flag, shlex.quote(str(value))]
+    return " ".join(words)

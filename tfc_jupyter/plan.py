@@ -7,6 +7,7 @@ hands it to a backend. Nothing here imports IPython, tornado, TensorFlow or aipl
 from __future__ import annotations
 
 import argparse
+import ast
 import html
 import json
 import re
@@ -14,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import catalog, images, vertex_request
+from . import catalog, images, package, vertex_request
 from .capture import Selection
 from .config import Settings
 from .convert import Script, convert
@@ -34,6 +35,7 @@ class Plan:
     parent_image: str
     image_uri: str
     warnings: list[str] = field(default_factory=list)
+    context: package.Context | None = None  # what goes into the image (None with --image)
 
     @property
     def requirements(self) -> list[str]:
@@ -49,6 +51,10 @@ class Plan:
         rows = [("chief", 1, self.spec.chief)]
         if self.spec.worker_count:
             rows.append(("worker", self.spec.worker_count, self.spec.worker or self.spec.chief))
+        if self.spec.ps_count and self.spec.ps_machine:
+            rows.append(("ps", self.spec.ps_count, self.spec.ps_machine))
+        if self.spec.evaluator and self.spec.evaluator_machine:
+            rows.append(("evaluator", 1, self.spec.evaluator_machine))
         return rows
 
     def summary(self) -> dict[str, Any]:
@@ -64,6 +70,7 @@ class Plan:
             "requirements": self.requirements,
             "image": self.image_uri,
             "parent_image": self.parent_image,
+            "context": self.context.to_dict() if self.context else None,
             "warnings": self.warnings,
             "notes": self.script.notes,
             "vertex_request": self.vertex_request(),
@@ -72,9 +79,9 @@ class Plan:
     # ------------------------------------------------------------------ rendering
     def _pool_lines(self) -> list[str]:
         lines = []
-        for i, (role, n, machine) in enumerate(self.pools()):
+        for role, n, machine in self.pools():
             lines.append(
-                f"  pool {i} {role} x{n}: {machine.name} = {machine.describe()}"
+                f"  pool {_POOL_OF[role]} {role} x{n}: {machine.name} = {machine.describe()}"
                 f"  (${machine.price_per_hour * n:,.2f}/h)"
             )
         return lines
@@ -111,6 +118,8 @@ class Plan:
         )
         out.append("requirements: " + (", ".join(self.requirements) or "none"))
         out.append(f"image: {self.image_uri}  (parent {self.parent_image})")
+        if self.context is not None:
+            out.append(f"image context: {self.context.summary(limit=None)}")
         for note in self.script.notes:
             out.append(f"  note: {note}")
         if script:
@@ -147,6 +156,71 @@ class Plan:
             f"<details><summary>Vertex AI request</summary>"
             f"<pre>{esc(json.dumps(self.vertex_request(), indent=2))}</pre></details></div>"
         )
+
+
+_POOL_OF = {"chief": 0, "worker": 1, "ps": 2, "evaluator": 3}  # Vertex AI pool positions
+_TF_NAMES = {"tensorflow", "tf"}
+
+
+def uses_estimator(script: Script) -> bool:
+    """True when the script uses tf.estimator (gone from TensorFlow >= 2.16).
+
+    Looks at the imports (``tensorflow_estimator``, ``from tensorflow import estimator``,
+    ``import tensorflow.estimator``) and at attribute access ``<tf>.estimator`` and
+    ``<tf>.compat.v1.estimator``, where ``<tf>`` is any name TensorFlow is imported as.
+    """
+    if "tensorflow_estimator" in script.imports:
+        return True
+    try:
+        tree = ast.parse(script.text)
+    except SyntaxError:
+        return False
+    tf_names = set(_TF_NAMES)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.startswith(("tensorflow.estimator", "tensorflow_estimator")):
+                    return True
+                if alias.name == "tensorflow" and alias.asname:
+                    tf_names.add(alias.asname)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            if ".estimator" in f".{node.module}" and node.module.startswith("tensorflow"):
+                return True
+            if node.module.startswith("tensorflow") and any(
+                a.name == "estimator" for a in node.names
+            ):
+                return True
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and node.attr == "estimator":
+            root = node.value
+            while isinstance(root, ast.Attribute):
+                root = root.value
+            if isinstance(root, ast.Name) and root.id in tf_names:
+                return True
+    return False
+
+
+def _image_notes(spec: JobSpec, parent: str, notes: list[str]) -> list[str]:
+    """Plan notes on the TensorFlow an Estimator or TPU job gets; warnings to show."""
+    warnings: list[str] = []
+    if spec.image.parent_image:
+        return warnings
+    if spec.chief.is_tpu:
+        notes.append(
+            f"TPU job: parent image {parent}, Vertex AI's TensorFlow {images.TPU_IMAGE_TF} "
+            "TPU-VM image (TensorFlow's TPU build with libtpu; the newest prebuilt one)"
+        )
+        if spec.chief.tpu_topology:
+            warnings.append(
+                "Vertex AI has no prebuilt TensorFlow image for TPU v5e: pass --parent-image "
+                "with TensorFlow's TPU-VM wheel and libtpu.so (see the README)"
+            )
+    elif spec.estimator:
+        notes.append(
+            f"uses tf.estimator, which TensorFlow removed in 2.16: the job runs on parent "
+            f"image {parent} (TensorFlow {images.ESTIMATOR_TF} keeps Estimator)"
+        )
+    return warnings
 
 
 def job_name(selection: Selection) -> str:
@@ -207,12 +281,27 @@ def make_plan(selection: Selection, ns: argparse.Namespace, settings: Settings) 
         notebook=selection.name,
         extra_requirements=extra,
     )
-    spec = spec_from_options(ns, settings, name=job_name(selection))
-    _keras_for_multiworker(spec, script, script.notes)
+    spec = spec_from_options(
+        ns, settings, name=job_name(selection), estimator=uses_estimator(script)
+    )
+    if not spec.estimator:  # an Estimator job runs TensorFlow 2.15, whose tf.keras is Keras 2
+        _keras_for_multiworker(spec, script, script.notes)
     spec = spec.evolve(requirements=tuple(script.requirements.lines))
     parent = images.parent_image(spec)
-    image_uri = images.planned_image_uri(spec, script.text, script.requirements.lines)
-    warnings = list(selection.warnings)
+    context = None
+    if not spec.image.image:
+        context = package.make_context(
+            spec,
+            script=script.text,
+            source_map=json.dumps(script.source_map_json(selection.name)),
+            requirements=script.requirements.lines,
+            base_dir=selection.base_dir,
+            check_limit=spec.backend.value != "local",  # local jobs build no image
+        )
+    image_uri = images.planned_image_uri(spec, context)
+    warnings = list(selection.warnings) + _image_notes(spec, parent, script.notes)
+    if context is not None and context.left_out and spec.backend.value != "local":
+        warnings.append(f"left out of the image: {package.left_out_text(context.left_out)}")
     if spec.backend.value == "vertex" and not spec.project:
         warnings.append("no Google Cloud project set: pass --project or set GOOGLE_CLOUD_PROJECT")
     return Plan(
@@ -222,4 +311,5 @@ def make_plan(selection: Selection, ns: argparse.Namespace, settings: Settings) 
         parent_image=parent,
         image_uri=image_uri,
         warnings=warnings,
+        context=context,
     )

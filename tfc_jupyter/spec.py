@@ -94,6 +94,10 @@ class ImageSettings:
     cache_from: str | None = None
     build_bucket: str | None = None
     registry: str | None = None
+    include: tuple[str, ...] = ()  # files and folders (relative to the notebook) in the image
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "include", tuple(self.include))  # JSON gives a list
 
 
 def parse_duration(text: str | int | float | None) -> int | None:
@@ -162,6 +166,11 @@ class JobSpec:
     base_output_dir: str | None = None
     tensorboard: str | None = None
     network: str | None = None
+    ps_count: int = 0  # parameter servers (Vertex pool 2), for tf.estimator training
+    ps_machine: Machine | None = None  # default: the CPU preset
+    evaluator: bool = False  # one evaluator task (Vertex pool 3), for train_and_evaluate
+    evaluator_machine: Machine | None = None  # default: the chief's machine
+    estimator: bool = False  # the script uses tf.estimator (set by planning): TF <= 2.15
 
     def __post_init__(self) -> None:
         # Accept plain strings for the enums, so callers (CLI, REST) can pass JSON values.
@@ -171,6 +180,10 @@ class JobSpec:
             object.__setattr__(self, "backend", Backend.parse(str(self.backend)))
         if self.worker_count and self.worker is None:
             object.__setattr__(self, "worker", self.chief)
+        if self.ps_count and self.ps_machine is None:
+            object.__setattr__(self, "ps_machine", _default_chief())
+        if self.evaluator and self.evaluator_machine is None:
+            object.__setattr__(self, "evaluator_machine", self.chief)
         object.__setattr__(self, "requirements", tuple(self.requirements))
         object.__setattr__(self, "entry_args", tuple(self.entry_args))
         object.__setattr__(self, "labels", tuple(sorted(dict(self.labels).items())))
@@ -183,6 +196,8 @@ class JobSpec:
             return self.strategy
         if self.chief.is_tpu:
             return Strategy.TPU
+        if self.ps_count > 0:  # tf.estimator places variables on the ps: no strategy
+            return Strategy.NONE
         if self.worker_count > 0:
             return Strategy.MULTI_WORKER_MIRRORED
         if self.chief.gpu_count > 1:
@@ -191,14 +206,18 @@ class JobSpec:
 
     @property
     def replica_count(self) -> int:
-        """Processes in the job: the chief plus its workers."""
-        return 1 + self.worker_count
+        """Processes in the job: the chief, its workers, parameter servers and evaluator."""
+        return 1 + self.worker_count + self.ps_count + int(self.evaluator)
 
     def cost_per_hour(self) -> float:
         """Estimated list price per hour of all machines (see ``catalog.PRICES_AS_OF``)."""
         total = self.chief.price_per_hour
         if self.worker is not None:
             total += self.worker.price_per_hour * self.worker_count
+        if self.ps_machine is not None:
+            total += self.ps_machine.price_per_hour * self.ps_count
+        if self.evaluator and self.evaluator_machine is not None:
+            total += self.evaluator_machine.price_per_hour
         return round(total, 4)
 
     def evolve(self, **changes: Any) -> JobSpec:
@@ -214,6 +233,9 @@ class JobSpec:
         data["labels"] = dict(self.labels)
         data["chief"] = self.chief.to_dict()
         data["worker"] = self.worker.to_dict() if self.worker else None
+        for key in ("ps_machine", "evaluator_machine"):
+            machine = getattr(self, key)
+            data[key] = machine.to_dict() if machine else None
         return data
 
     @classmethod
@@ -222,8 +244,9 @@ class JobSpec:
         values = {k: data[k] for k in cls.__dataclass_fields__ if k in data}
         if "chief" in values:
             values["chief"] = Machine.from_dict(values["chief"])
-        if values.get("worker"):
-            values["worker"] = Machine.from_dict(values["worker"])
+        for key in ("worker", "ps_machine", "evaluator_machine"):
+            if values.get(key):
+                values[key] = Machine.from_dict(values[key])
         if "image" in values and isinstance(values["image"], Mapping):
             values["image"] = ImageSettings(**values["image"])
         if "labels" in values:
@@ -295,6 +318,7 @@ def _validate(spec: JobSpec) -> None:
             "add --tpu v3-8 (or another TPU type)",
             field="strategy",
         )
+    _check_ps_and_evaluator(spec)
     if worker is not None and worker.is_tpu:
         raise SpecError(
             "workers cannot be TPU hosts",
@@ -340,6 +364,48 @@ def _validate(spec: JobSpec) -> None:
     if spec.timeout_s is not None:
         parse_duration(spec.timeout_s)
     _check_labels(spec.labels)
+
+
+def _check_ps_and_evaluator(spec: JobSpec) -> None:
+    """Parameter servers and an evaluator: for workers or tf.estimator, never on a TPU job."""
+    if spec.ps_count < 0 or spec.ps_count > MAX_WORKERS:
+        raise SpecError(
+            f"--ps {spec.ps_count} is out of range", f"use 0 to {MAX_WORKERS}", field="ps_count"
+        )
+    if not spec.ps_count and not spec.evaluator:
+        return
+    parts = ["parameter servers"] if spec.ps_count else []
+    parts += ["an evaluator"] if spec.evaluator else []
+    extra = " and ".join(parts)
+    if spec.chief.is_tpu:
+        raise SpecError(
+            "a TPU job runs on one TPU host: it takes no parameter servers and no evaluator",
+            "drop --ps and --evaluator (the TPU's cores are the replicas)",
+            field="ps_count" if spec.ps_count else "evaluator",
+        )
+    for role, machine in (
+        ("parameter servers", spec.ps_machine),
+        ("the evaluator", spec.evaluator_machine),
+    ):
+        if machine is not None and machine.is_tpu:
+            raise SpecError(
+                f"{role} cannot run on a TPU host",
+                "give --ps-machine / --evaluator a CPU or GPU machine (CPU, n1-highmem-8 ...)",
+                field="ps_machine" if role.startswith("param") else "evaluator_machine",
+            )
+    if not spec.worker_count and not spec.estimator:
+        raise SpecError(
+            f"{extra} without workers: they serve multi-worker or tf.estimator training",
+            "add --workers N, or use them from tf.estimator code (train_and_evaluate)",
+            field="ps_count" if spec.ps_count else "evaluator",
+        )
+    if spec.ps_count and spec.strategy not in (Strategy.AUTO, Strategy.NONE):
+        raise SpecError(
+            f"--ps with strategy {spec.strategy.value}: parameter servers are driven by "
+            "tf.estimator, not by a tf.distribute strategy",
+            "use --strategy auto (or none), or drop --ps",
+            field="strategy",
+        )
 
 
 def check_runnable(spec: JobSpec) -> None:

@@ -75,20 +75,35 @@ def _pool(spec: JobSpec, machine: Machine, replicas: int, image_uri: str) -> dic
     return pool
 
 
+def worker_pools(spec: JobSpec, image_uri: str) -> list[dict[str, Any]]:
+    """Pools by position: 0 chief, 1 workers, 2 parameter servers, 3 evaluator.
+
+    Position is meaning on Vertex AI (TF_CONFIG names tasks by it): an unused pool before a used
+    one stays as ``{}``, unused pools at the end are left out.
+    """
+    wanted: list[tuple[Machine | None, int]] = [
+        (spec.chief, 1),
+        (spec.worker or spec.chief, spec.worker_count),
+        (spec.ps_machine, spec.ps_count),
+        (spec.evaluator_machine, int(spec.evaluator)),
+    ]
+    pools = [_pool(spec, m, n, image_uri) if m is not None and n else {} for m, n in wanted]
+    while pools and not pools[-1]:
+        pools.pop()
+    return pools
+
+
 def custom_job_body(
     spec: JobSpec, image_uri: str, display_name: str | None = None
 ) -> dict[str, Any]:
     """The ``CustomJob`` resource the job is created with."""
-    pools = [_pool(spec, spec.chief, 1, image_uri)]
-    if spec.worker_count:
-        pools.append(_pool(spec, spec.worker or spec.chief, spec.worker_count, image_uri))
-    job_spec: dict[str, Any] = {"workerPoolSpecs": pools}
+    job_spec: dict[str, Any] = {"workerPoolSpecs": worker_pools(spec, image_uri)}
     scheduling: dict[str, Any] = {}
     if spec.timeout_s:
         scheduling["timeout"] = f"{spec.timeout_s}s"
     if spec.scheduling != "standard":
         scheduling["strategy"] = spec.scheduling.upper()
-    if spec.worker_count:
+    if spec.replica_count > 1:
         scheduling["restartJobOnWorkerRestart"] = False
     if scheduling:
         job_spec["scheduling"] = scheduling

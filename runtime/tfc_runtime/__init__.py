@@ -15,7 +15,9 @@ from typing import Any
 # them first, so that the functions (defined later) are what `tfc_runtime.cluster` and
 # `tfc_runtime.strategy` name; code reaching the modules uses `from tfc_runtime.strategy import`.
 from tfc_runtime.cluster import ClusterInfo, cluster_info
+from tfc_runtime.estimator import run_config, tpu_config, tpu_run_config
 from tfc_runtime.strategy import current_strategy
+from tfc_runtime.tpu import tpu_resolver, tpu_strategy
 
 __version__ = "0.1.0"
 
@@ -28,9 +30,14 @@ __all__ = [
     "job_dir",
     "model_dir",
     "remote",
+    "run_config",
     "strategy",
     "task_save_path",
     "tensorboard_dir",
+    "tpu_config",
+    "tpu_resolver",
+    "tpu_run_config",
+    "tpu_strategy",
 ]
 
 

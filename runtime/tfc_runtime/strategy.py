@@ -38,9 +38,16 @@ def _check_name(name: str) -> str:
     return key
 
 
+def parameter_server_cluster(info: ClusterInfo) -> bool:
+    """True when the cluster has parameter servers: tf.estimator's between-graph training."""
+    return bool(info.cluster.get("ps"))
+
+
 def _trains_multi_worker(info: ClusterInfo) -> bool:
-    """True when this task trains in a multi-worker cluster (not a ps or evaluator task)."""
-    return info.is_multi_worker and info.task_type in ("chief", "worker")
+    """True when this task trains in a multi-worker all-reduce cluster: not a ps or evaluator
+    task, and no parameter servers (tf.estimator drives those without a strategy)."""
+    in_training = info.task_type in ("chief", "worker")
+    return info.is_multi_worker and in_training and not parameter_server_cluster(info)
 
 
 def will_be_multi_worker(strategy_name: str, environ: Mapping[str, str] = os.environ) -> bool:
@@ -120,16 +127,21 @@ def _build_multi_worker() -> Any:
 
 
 def _build_tpu() -> Any:
-    """TPUStrategy: the place for TPUClusterResolver(tpu='local') + initialize_tpu_system."""
-    raise RuntimeError(
-        "TPU strategy comes with the TPU runtime; it is not available in this build of "
-        "tfc_runtime (use a TPU VM image with libtpu and a later tfc_runtime)"
-    )
+    """TPUStrategy over the job's TPU, found, connected and initialized under deadlines."""
+    from tfc_runtime.tpu import tpu_strategy
+
+    return tpu_strategy()
 
 
 def _build_auto(gpus: int | None) -> Any:
-    """tfc.run's rules, CPU-aware: multi-worker, else Mirrored for >1 GPU, else OneDevice."""
-    if _trains_multi_worker(cluster_info()):
+    """tfc.run's rules, CPU-aware: TPU, else multi-worker, else Mirrored for >1 GPU, else
+    OneDevice."""
+    from tfc_runtime.tpu import tpu_in_environment
+
+    info = cluster_info()
+    if info.task_type in ("chief", "worker") and tpu_in_environment():
+        return _build_tpu()
+    if _trains_multi_worker(info):
         return _build_multi_worker()
     devices = _pick_gpus(gpus)
     if len(devices) > 1:
@@ -145,6 +157,12 @@ def build_strategy(name: str, *, gpus: int | None = None) -> Any:
     """
     global _current
     key = _check_name(name)
+    if key == "auto" and parameter_server_cluster(cluster_info()):
+        _say(
+            "parameter servers in the cluster: no tf.distribute strategy; tf.estimator places "
+            "variables on the ps tasks (tfc_runtime.run_config())"
+        )
+        key = "none"
     if key == "none":
         _current = None
         if "tensorflow" in sys.modules:  # drop an earlier default; never import TF for "none"

@@ -89,7 +89,7 @@ def test_syntax_error_and_startup_failure(tmp_path: Path) -> None:
     env = job_env(TFC_STRATEGY="tpu", TFC_JOB_DIR=str(tmp_path))
     done = run_runtime(["broken.py"], tmp_path, env)
     assert done.returncode == 1
-    assert "cannot start the job: TPU strategy comes with the TPU runtime" in done.stderr
+    assert "cannot start the job: no TPU found: looked at the tpu argument" in done.stderr
     assert json.loads((tmp_path / "errors" / "chief-0.json").read_text())["cell"] is None
 
 

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import BackendError
+from ..images import local_tensorflow_version
 from ..records import JobRecord, JobState, JobStore
 from ..spec import JobSpec, check_runnable
 
@@ -73,11 +74,17 @@ def gpu_split(total: int, replicas: int, per_replica: int) -> list[str]:
 
 
 def cluster_env(spec: JobSpec, job_id: str, ports: list[int]) -> list[tuple[str, dict[str, str]]]:
-    """``(replica name, env)`` for every replica, as Vertex AI sets them."""
-    addrs = [f"127.0.0.1:{p}" for p in ports]
-    pools: dict[str, list[str]] = {"workerpool0": addrs[:1]}
-    if spec.worker_count:
-        pools["workerpool1"] = addrs[1 : 1 + spec.worker_count]
+    """``(replica name, env)`` for every replica, as Vertex AI sets them.
+
+    Pools: 0 chief, 1 workers, 2 parameter servers, 3 the evaluator (in CLUSTER_SPEC, but not
+    in TF_CONFIG's cluster: it is no part of the training cluster). One port per replica.
+    """
+    addrs = iter(f"127.0.0.1:{p}" for p in ports)
+    pools: dict[str, list[str]] = {}
+    counts = (1, spec.worker_count, spec.ps_count, int(spec.evaluator))
+    for i, count in enumerate(counts):
+        if count:
+            pools[f"workerpool{i}"] = [next(addrs) for _ in range(count)]
     roles = {
         "workerpool0": "chief",
         "workerpool1": "worker",
@@ -109,6 +116,23 @@ def cluster_env(spec: JobSpec, job_id: str, ports: list[int]) -> list[tuple[str,
                 )
             )
     return out
+
+
+def check_estimator_tensorflow(spec: JobSpec, tf_version: str | None = None) -> None:
+    """Refuse an Estimator job when this environment's TensorFlow (>= 2.16) has no tf.estimator."""
+    if not spec.estimator:
+        return
+    version = tf_version or local_tensorflow_version()
+    if version is None or tuple(int(x) for x in version.split(".")[:2] if x.isdigit()) <= (2, 15):
+        return
+    raise BackendError(
+        f"this job uses tf.estimator, which TensorFlow {version} (this kernel's) no longer has: "
+        "Estimator was removed in TensorFlow 2.16",
+        "run the notebook in a TensorFlow 2.15 environment (pip install tensorflow-cpu==2.15.1 "
+        "tensorflow-estimator~=2.15.0; scripts/bootstrap_tf215.sh makes one), or use "
+        "--backend docker or vertex, whose image has TensorFlow 2.15",
+        field="backend",
+    )
 
 
 def check_requirements(lines: list[str]) -> list[str]:
@@ -149,6 +173,7 @@ class LocalBackend:
     def check(self, spec: JobSpec) -> None:
         """Refuse before launch what this machine cannot run, naming the fix."""
         check_runnable(spec)
+        check_estimator_tensorflow(spec)
         missing = check_requirements(list(spec.requirements))
         if missing:
             quoted = " ".join(f"'{m.split(' (have')[0]}'" for m in missing)

@@ -82,6 +82,28 @@ def _tail(path: Path, lines: int = 12) -> list[str]:
     return [line for line in text.splitlines() if line.strip()][-lines:]
 
 
+def describe_failure(job_dir: Path, name: str, task: str, code: int) -> tuple[str, str | None]:
+    """``(error, notebook location)`` of a replica that exited with ``code`` (negative: signal),
+    from the runtime's ``errors/<task>.json``, else the last line of its log."""
+    error_file = job_dir / "errors" / f"{task}.json"
+    location = None
+    detail = ""
+    if error_file.is_file():
+        try:
+            info = json.loads(error_file.read_text())
+            if info.get("cell"):
+                location = f"cell {info['cell']}, line {info['line']}"
+            detail = f"{info.get('type', 'Error')}: {info.get('message', '')}".strip()
+        except (OSError, ValueError):
+            pass
+    if not detail:
+        tail = _tail(job_dir / "logs" / f"{name}.log", 1)
+        detail = tail[-1] if tail else "no output"
+    how = f"was killed by signal {-code}" if code < 0 else f"exited with status {code}"
+    where = f" at {location}" if location else ""
+    return f"{name} {how}{where}: {detail}"[:500], location
+
+
 class Supervisor:
     """Runs and watches the replicas of one job folder (see the module docstring)."""
 
@@ -140,23 +162,7 @@ class Supervisor:
                 _kill_group(replica.proc, signal.SIGKILL)
 
     def _failure(self, replica: Replica, code: int) -> tuple[str, str | None]:
-        error_file = self.job_dir / "errors" / f"{replica.task}.json"
-        location = None
-        detail = ""
-        if error_file.is_file():
-            try:
-                info = json.loads(error_file.read_text())
-                if info.get("cell"):
-                    location = f"cell {info['cell']}, line {info['line']}"
-                detail = f"{info.get('type', 'Error')}: {info.get('message', '')}".strip()
-            except (OSError, ValueError):
-                pass
-        if not detail:
-            tail = _tail(self.logs / f"{replica.name}.log", 1)
-            detail = tail[-1] if tail else "no output"
-        how = f"was killed by signal {-code}" if code < 0 else f"exited with status {code}"
-        where = f" at {location}" if location else ""
-        return f"{replica.name} {how}{where}: {detail}"[:500], location
+        return describe_failure(self.job_dir, replica.name, replica.task, code)
 
     def run(self) -> int:
         """Start the replicas and watch them to the end; returns the supervisor's exit code."""

@@ -1,0 +1,49 @@
+/**
+ * Typed calls of the jobs API, one per endpoint.
+ */
+import { requestAPI } from './request';
+import {
+  ICreateJob,
+  ICreated,
+  IDefaults,
+  IJob,
+  ILogChunk,
+  IMachines
+} from './types';
+
+/** Recent jobs, newest first (launched here or by kernels). */
+export async function listJobs(limit = 50): Promise<IJob[]> {
+  const data = await requestAPI<{ jobs: IJob[] }>(`jobs?limit=${limit}`);
+  return data.jobs;
+}
+
+/** One job. */
+export function getJob(id: string): Promise<IJob> {
+  return requestAPI<IJob>(`jobs/${encodeURIComponent(id)}`);
+}
+
+/** Launch (or, with options.dry_run, plan) a job. */
+export function createJob(body: ICreateJob): Promise<ICreated> {
+  return requestAPI<ICreated>('jobs', { method: 'POST', body: JSON.stringify(body) });
+}
+
+/** A replica's log from a byte offset. */
+export function readLogs(id: string, replica: string, offset: number): Promise<ILogChunk> {
+  const query = new URLSearchParams({ replica, offset: String(offset) });
+  return requestAPI<ILogChunk>(`jobs/${encodeURIComponent(id)}/logs?${query}`);
+}
+
+/** Cancel a job. */
+export function cancelJob(id: string): Promise<IJob> {
+  return requestAPI<IJob>(`jobs/${encodeURIComponent(id)}/cancel`, { method: 'POST' });
+}
+
+/** The machine catalog. */
+export function getMachines(): Promise<IMachines> {
+  return requestAPI<IMachines>('machines');
+}
+
+/** The effective defaults and the options a job takes. */
+export function getDefaults(): Promise<IDefaults> {
+  return requestAPI<IDefaults>('defaults');
+}

@@ -1,0 +1,11 @@
+/**
+ * Command ids, shared by the plugins.
+ */
+export namespace CommandIDs {
+  /** Open the launch form for the current notebook ("Launch on ..."). */
+  export const launch = 'tfc-jupyter:launch';
+  /** Open one job's detail view (args: `{ id }`). */
+  export const openJob = 'tfc-jupyter:open-job';
+  /** Show the jobs sidebar. */
+  export const showJobs = 'tfc-jupyter:show-jobs';
+}

@@ -1,0 +1,74 @@
+import React, { useEffect, useRef, useState } from 'react';
+
+import { readLogs } from '../api';
+import { usePoll } from '../hooks';
+import { TfcApiError } from '../request';
+
+/** The most characters kept on screen; older text is dropped from the top. */
+const MAX_CHARS = 2_000_000;
+
+/** One replica's log, followed from the start until the job ends. */
+export function LogView(props: { jobId: string; replica: string }): JSX.Element {
+  const [text, setText] = useState('');
+  const [error, setError] = useState<string | null>(null);
+  const [done, setDone] = useState(false);
+  const offset = useRef(0);
+  const pre = useRef<HTMLPreElement>(null);
+  const key = `${props.jobId}/${props.replica}`;
+  const shown = useRef(key);
+
+  useEffect(() => {
+    shown.current = key;
+    offset.current = 0;
+    setText('');
+    setDone(false);
+  }, [key]);
+
+  usePoll(
+    async () => {
+      if (shown.current !== key) {
+        return false; // another replica is shown now
+      }
+      let chunk = await readLogs(props.jobId, props.replica, offset.current);
+      let added = chunk.text;
+      while (chunk.more) {
+        offset.current = chunk.next_offset;
+        chunk = await readLogs(props.jobId, props.replica, offset.current);
+        added += chunk.text;
+      }
+      if (shown.current !== key) {
+        return false;
+      }
+      offset.current = chunk.next_offset;
+      if (added) {
+        setText(previous => (previous + added).slice(-MAX_CHARS));
+      }
+      setError(null);
+      if (chunk.terminal) {
+        setDone(true);
+        return false;
+      }
+      return true;
+    },
+    1000,
+    [key],
+    e => setError(e instanceof TfcApiError ? e.text : String(e))
+  );
+
+  useEffect(() => {
+    const node = pre.current;
+    if (node) {
+      node.scrollTop = node.scrollHeight;
+    }
+  }, [text]);
+
+  return (
+    <div className="tfc-LogView">
+      {error ? <div className="tfc-Error">{error}</div> : null}
+      <pre ref={pre} className="tfc-LogText" data-replica={props.replica}>
+        {text || (done ? '(this replica printed nothing)' : 'waiting for output...')}
+      </pre>
+      {!done ? <div className="tfc-Muted tfc-Following">following...</div> : null}
+    </div>
+  );
+}

@@ -1,0 +1,7 @@
+/**
+ * tfc_jupyter's JupyterLab extension: only wires the plugins.
+ */
+import { jobsPlugin } from './plugins/jobs';
+import { launchPlugin } from './plugins/launch';
+
+export default [launchPlugin, jobsPlugin];

@@ -1,0 +1,100 @@
+/**
+ * Launching the notebook in the editor: the form, the dry run and the launch itself. The
+ * notebook's live model is sent, so unsaved edits are what runs.
+ */
+import { Dialog, Notification, showErrorMessage } from '@jupyterlab/apputils';
+import { NotebookPanel } from '@jupyterlab/notebook';
+
+import { createJob, getDefaults, getMachines } from './api';
+import { ILaunchValues, toOptions } from './components/LaunchForm';
+import { TfcApiError } from './request';
+import { ILaunchSettings } from './settings';
+import { ICreateJob, IDefaults, IJob, IJobOptions } from './types';
+import { LaunchDialogBody } from './widgets';
+
+/** The notebook as the editor holds it now, outputs left out (they are not needed to run it). */
+export function liveNotebook(panel: NotebookPanel): unknown {
+  const content = panel.context.model.toJSON() as { cells?: any[] };
+  const cells = (content.cells ?? []).map(cell =>
+    cell.cell_type === 'code' ? { ...cell, outputs: [], execution_count: null } : cell
+  );
+  return { ...content, cells };
+}
+
+function initialValues(defaults: IDefaults, settings: ILaunchSettings): ILaunchValues {
+  const server = (key: string): string => String(defaults.settings[key]?.value ?? '');
+  return {
+    backend: settings.backend || server('backend') || 'local',
+    machine: settings.machine,
+    workers: '0',
+    gpus: '',
+    gpu_type: '',
+    tpu: '',
+    strategy: 'auto',
+    region: settings.region || server('region'),
+    project: server('project'),
+    name: '',
+    labels: '',
+    args: ''
+  };
+}
+
+function message(error: unknown): string {
+  return error instanceof TfcApiError ? error.text : String(error);
+}
+
+/**
+ * Ask where to run the notebook, then launch it; resolves to the job (null when not launched).
+ */
+export async function launchNotebook(
+  panel: NotebookPanel,
+  settings: ILaunchSettings
+): Promise<IJob | null> {
+  await panel.context.ready;
+  let defaults: IDefaults;
+  let machines;
+  try {
+    [defaults, machines] = await Promise.all([getDefaults(), getMachines()]);
+  } catch (error) {
+    await showErrorMessage('tfc_jupyter', message(error));
+    return null;
+  }
+  const path = panel.context.path;
+  const request = (options: IJobOptions): ICreateJob => ({
+    path,
+    notebook: liveNotebook(panel),
+    dirty: panel.context.model.dirty,
+    options
+  });
+  const body = new LaunchDialogBody({
+    notebookName: panel.context.localPath.split('/').pop() ?? path,
+    dirty: panel.context.model.dirty,
+    defaults,
+    machines,
+    initial: initialValues(defaults, settings),
+    preview: async options => (await createJob(request({ ...options, dry_run: true }))).plan
+  });
+  const dialog = new Dialog({
+    title: 'Launch on ...',
+    body,
+    buttons: [Dialog.cancelButton(), Dialog.okButton({ label: 'Launch' })]
+  });
+  dialog.addClass('tfc-LaunchDialog');
+  const result = await dialog.launch();
+  if (!result.button.accept || !result.value) {
+    return null;
+  }
+  try {
+    const created = await createJob(request(toOptions(result.value)));
+    const job = created.job as IJob;
+    Notification.success(
+      `Launched ${job.id} on ${job.backend}` +
+        (panel.context.model.dirty ? ' (with the unsaved edits)' : ''),
+      { autoClose: 4000 }
+    );
+    return job;
+  } catch (error) {
+    await showErrorMessage('Launch failed', message(error));
+    return null;
+  }
+}

@@ -1,0 +1,74 @@
+/**
+ * The jobs sidebar and the job detail views.
+ */
+import {
+  ILayoutRestorer,
+  JupyterFrontEnd,
+  JupyterFrontEndPlugin
+} from '@jupyterlab/application';
+import { ICommandPalette, MainAreaWidget, WidgetTracker } from '@jupyterlab/apputils';
+
+import { CommandIDs } from '../commands';
+import { tfcIcon } from '../icons';
+import { JobDetailWidget, JobsSidebar } from '../widgets';
+
+/** The sidebar, the "open job" command and restoring open job tabs. */
+export const jobsPlugin: JupyterFrontEndPlugin<void> = {
+  id: 'tfc-jupyter:jobs',
+  description: 'A left sidebar that lists tfc_jupyter jobs, and a detail view with logs.',
+  autoStart: true,
+  optional: [ILayoutRestorer, ICommandPalette],
+  activate: (
+    app: JupyterFrontEnd,
+    restorer: ILayoutRestorer | null,
+    palette: ICommandPalette | null
+  ) => {
+    const tracker = new WidgetTracker<MainAreaWidget<JobDetailWidget>>({
+      namespace: 'tfc-jupyter-job'
+    });
+    const sidebar = new JobsSidebar({
+      onOpen: job => void app.commands.execute(CommandIDs.openJob, { id: job.id }),
+      onLaunch: () => void app.commands.execute(CommandIDs.launch),
+      refreshSeconds: 2
+    });
+    sidebar.id = 'tfc-jupyter-jobs';
+    sidebar.title.icon = tfcIcon;
+    sidebar.title.caption = 'TensorFlow jobs (tfc_jupyter)';
+    app.shell.add(sidebar, 'left', { rank: 650 });
+
+    app.commands.addCommand(CommandIDs.openJob, {
+      label: args => (args.id ? `Job ${args.id}` : 'Open a tfc_jupyter job'),
+      execute: args => {
+        const id = String(args.id ?? '');
+        const open = tracker.find(w => w.content.jobId === id);
+        if (open) {
+          app.shell.activateById(open.id);
+          return open;
+        }
+        const widget = new MainAreaWidget({ content: new JobDetailWidget(id) });
+        widget.id = `tfc-job-${id}`;
+        widget.title.label = id.length > 28 ? `…${id.slice(-26)}` : id;
+        widget.title.caption = id;
+        widget.title.icon = tfcIcon;
+        widget.title.closable = true;
+        void tracker.add(widget);
+        app.shell.add(widget, 'main');
+        app.shell.activateById(widget.id);
+        return widget;
+      }
+    });
+    app.commands.addCommand(CommandIDs.showJobs, {
+      label: 'Show TensorFlow jobs',
+      execute: () => app.shell.activateById(sidebar.id)
+    });
+    palette?.addItem({ command: CommandIDs.showJobs, category: 'TensorFlow jobs' });
+    if (restorer) {
+      restorer.add(sidebar, sidebar.id);
+      void restorer.restore(tracker, {
+        command: CommandIDs.openJob,
+        args: widget => ({ id: widget.content.jobId }),
+        name: widget => widget.content.jobId
+      });
+    }
+  }
+};

@@ -1,0 +1,129 @@
+/**
+ * The jobs API's JSON shapes (see tfc_jupyter/server/openapi.yaml).
+ */
+
+/** A job state; the values mirror Vertex AI's job states. */
+export type JobState =
+  | 'queued'
+  | 'pending'
+  | 'running'
+  | 'succeeded'
+  | 'failed'
+  | 'cancelling'
+  | 'cancelled';
+
+/** One job record, with elapsed time and cost estimate. */
+export interface IJob {
+  id: string;
+  name: string;
+  backend: string;
+  state: JobState;
+  terminal: boolean;
+  notebook: string | null;
+  created_at: number;
+  started_at: number | null;
+  ended_at: number | null;
+  elapsed: number;
+  replica_count: number;
+  /** Replicas with a log so far, chief first. */
+  replicas: string[];
+  cost_per_hour: number;
+  cost_estimate: number;
+  billed: boolean;
+  error: string | null;
+  error_location: string | null;
+  console_url: string | null;
+  tensorboard_url: string | null;
+  job_dir: string;
+  spec: { resolved_strategy?: string; worker_count?: number; [key: string]: unknown };
+}
+
+/** A piece of one replica's log. */
+export interface ILogChunk {
+  job_id: string;
+  replica: string;
+  replicas: string[];
+  offset: number;
+  next_offset: number;
+  size: number;
+  more: boolean;
+  text: string;
+  state: JobState;
+  terminal: boolean;
+}
+
+/** One catalog machine. */
+export interface IMachine {
+  name: string;
+  machine_type: string;
+  accelerator_type: string | null;
+  accelerator_count: number;
+  price_per_hour: number;
+  tpu_topology: string | null;
+  description: string;
+}
+
+/** GET /machines. */
+export interface IMachines {
+  machines: IMachine[];
+  gpu_types: string[];
+  tpu_types: string[];
+  prices_as_of: string;
+}
+
+/** GET /defaults. */
+export interface IDefaults {
+  version: string;
+  settings: { [key: string]: { value: unknown; source: string } };
+  backends: string[];
+  strategies: string[];
+  options: { name: string; flag: string; help: string }[];
+}
+
+/** The options of a job: the %%tfc_run flags by name. */
+export interface IJobOptions {
+  backend?: string;
+  machine?: string;
+  workers?: number;
+  gpus?: number;
+  gpu_type?: string;
+  tpu?: string;
+  strategy?: string;
+  region?: string;
+  project?: string;
+  name?: string;
+  label?: string[];
+  args?: string;
+  dry_run?: boolean;
+}
+
+/** The plan summary of a dry run or a launch. */
+export interface IPlan {
+  notebook: string | null;
+  found_by: string;
+  cells: number[];
+  skipped_cells: number[];
+  strategy: string;
+  cost_per_hour: number;
+  requirements: string[];
+  warnings: string[];
+  notes: string[];
+  spec: { backend: string; worker_count: number; chief: IMachine; [key: string]: unknown };
+}
+
+/** POST /jobs. */
+export interface ICreateJob {
+  path: string;
+  notebook?: unknown;
+  dirty?: boolean;
+  cell?: number;
+  options: IJobOptions;
+}
+
+/** POST /jobs answers. */
+export interface ICreated {
+  job?: IJob;
+  plan: IPlan;
+  dry_run?: boolean;
+  text?: string;
+}

@@ -1,0 +1,222 @@
+"""The docker backend: real jobs in containers of their image, as Vertex AI would run them.
+
+Needs the test engine (``tests/dockerinfra.py``); every job runs on the offline TensorFlow parent
+image with host networking on free loopback ports, and has a deadline.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import signal
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from jobutil import plan_for, run_job, wait_gone, wait_state, write_notebook
+
+from tfc_jupyter.backends.docker import JOB_LABEL, DockerBackend, container_env
+from tfc_jupyter.catalog import tpu_machine
+from tfc_jupyter.errors import BackendError, SpecError
+from tfc_jupyter.jobs import Job, launch, store_for
+from tfc_jupyter.records import JobState
+from tfc_jupyter.spec import JobSpec
+
+MODEL_CELL = """\
+import numpy as np
+import tensorflow as tf
+
+def dataset(batch=32):
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(512, 3)).astype("float32")
+    y = (x @ np.array([1.0, -2.0, 0.5], dtype="float32") + 0.3).astype("float32")
+    return tf.data.Dataset.from_tensor_slices((x, y)).repeat().batch(batch)
+"""
+
+
+def _containers(client: Any, job_id: str) -> list[Any]:
+    return client.containers.list(all=True, filters={"label": f"{JOB_LABEL}={job_id}"})
+
+
+def _flags(parent: str, extra: str = "") -> str:
+    return f"--backend docker --parent-image {parent} {extra}".strip()
+
+
+# ------------------------------------------------------------------------------ no engine needed
+def test_check_refuses_tpu_and_says_what_is_missing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    backend = DockerBackend(store_for(tmp_path))
+    with pytest.raises(SpecError, match=r"docker backend cannot run TPU jobs.*--backend vertex"):
+        backend.check(JobSpec(chief=tpu_machine("v3-8"), backend="docker"))
+    pytest.importorskip("docker")
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/none.sock")
+    with pytest.raises(BackendError) as info:
+        backend.check(JobSpec(backend="docker"))
+    text = str(info.value)
+    assert "\n" not in text
+    assert f"no Docker engine answers at unix://{tmp_path}/none.sock" in text
+    assert text.endswith("or use --backend local")
+
+
+def test_container_env_is_vertex_s(tmp_path: Path) -> None:
+    spec = JobSpec(backend="docker", base_output_dir="gs://b/run", name="train")
+    env = container_env(spec, "job-1", tmp_path)
+    assert env["AIP_MODEL_DIR"] == "gs://b/run/model/"
+    assert env["AIP_CHECKPOINT_DIR"] == "gs://b/run/checkpoints/"
+    assert env["AIP_TENSORBOARD_LOG_DIR"] == "gs://b/run/logs/"
+    assert env["CLOUD_ML_JOB_ID"] == "job-1" and env["TFC_JOB_NAME"] == "train"
+    assert env["TFC_JOB_DIR"] == str(tmp_path)
+
+
+# ------------------------------------------------------------------------------ real jobs
+@pytest.mark.slow
+def test_two_workers_train_in_containers(
+    tmp_path: Path, tfc_env: Path, docker_client: Any, tf_parent_image: str
+) -> None:
+    nb = write_notebook(
+        tmp_path / "train.ipynb",
+        MODEL_CELL,
+        f"%%tfc_run --workers 2 {_flags(tf_parent_image)}\n"
+        "import json, os\n"
+        "strategy = tf.distribute.get_strategy()\n"
+        "print('replicas', strategy.num_replicas_in_sync, type(strategy).__name__)\n"
+        "print('task', json.loads(os.environ['CLUSTER_SPEC'])['task']['type'],"
+        " os.path.exists('/.dockerenv'))\n"
+        "model = tf.keras.Sequential([tf.keras.Input(shape=(3,)), tf.keras.layers.Dense(1)])\n"
+        "model.compile(optimizer=tf.keras.optimizers.SGD(0.1), loss='mse')\n"
+        "hist = model.fit(dataset(), epochs=2, steps_per_epoch=10, verbose=0)\n"
+        "print('loss', hist.history['loss'][0], hist.history['loss'][-1])",
+    )
+    job, record = run_job(nb, tmp_path / "home")
+    logs = job.logs()
+    assert record.state is JobState.SUCCEEDED, logs + str(record.error)
+    assert record.handle["image"] == plan_for(nb).image_uri
+    for replica, pool in (("chief", "workerpool0"), ("worker-0", "workerpool1")):
+        assert re.search(rf"\[{replica}\] replicas 3 CollectiveAllReduceStrategy", logs), logs
+        assert f"[{replica}] task {pool} True" in logs  # inside a container, Vertex's variables
+        first, last = (
+            float(x) for x in re.search(rf"\[{replica}\] loss (\S+) (\S+)", logs).groups()
+        )
+        assert math.isfinite(last) and last < first
+    assert "[worker-1] task workerpool1 True" in logs
+    assert record.handle["exit_codes"] == {"chief": 0, "worker-0": 0, "worker-1": 0}
+    assert set(record.handle["containers"]) == {"chief", "worker-0", "worker-1"}
+    assert _containers(docker_client, job.id) == []  # removed afterwards
+    assert wait_gone([record.handle["supervisor_pid"]]) == []
+    launch_file = json.loads((Path(record.job_dir) / "launch.json").read_text())
+    assert launch_file["command"][:3] == ["python", "-m", "tfc_runtime"]
+
+
+@pytest.mark.slow
+def test_failing_worker_stops_the_job_and_names_the_cell(
+    tmp_path: Path, tfc_env: Path, docker_client: Any, tf_parent_image: str
+) -> None:
+    nb = write_notebook(
+        tmp_path / "fail.ipynb",
+        "import time\nimport tfc_runtime",
+        f"%%tfc_run --workers 1 --strategy none {_flags(tf_parent_image)}\n"
+        "if not tfc_runtime.is_chief():\n"
+        "    raise ValueError('worker boom')\n"
+        "time.sleep(300)\n",
+    )
+    started = time.monotonic()
+    job, record = run_job(nb, tmp_path / "home")
+    assert record.state is JobState.FAILED
+    assert time.monotonic() - started < 90  # the chief was stopped, not waited for
+    assert record.error is not None
+    assert record.error.startswith("worker-0 exited with status 1 at cell 2, line 3")
+    assert "ValueError: worker boom" in record.error
+    assert record.error_location == "cell 2, line 3"
+    assert "[worker-0] [tfc_runtime] job failed at cell 2, line 3" in job.logs()
+    assert _containers(docker_client, job.id) == []
+
+
+@pytest.mark.slow
+def test_cancel_stops_and_removes_the_containers(
+    tmp_path: Path, tfc_env: Path, docker_client: Any, tf_parent_image: str
+) -> None:
+    nb = write_notebook(
+        tmp_path / "long.ipynb",
+        f"%%tfc_run --workers 1 --strategy none {_flags(tf_parent_image)}\n"
+        "import signal, time\n"
+        "signal.signal(signal.SIGTERM, signal.SIG_IGN)  # like TensorFlow: SIGTERM is not enough\n"
+        "print('started', flush=True)\n"
+        "time.sleep(300)\n",
+    )
+    job = launch(plan_for(nb), store=store_for(tmp_path / "home"))
+    try:
+        wait_state(job, {JobState.RUNNING}, timeout=120)
+        deadline = time.monotonic() + 60
+        while job.logs().count("started") < 2 and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert len(_containers(docker_client, job.id)) == 2
+        started = time.monotonic()
+        record = job.cancel()
+        assert record.state is JobState.CANCELLED
+        assert time.monotonic() - started < 30
+        assert _containers(docker_client, job.id) == []
+        assert wait_gone([record.handle["supervisor_pid"]]) == []
+    finally:
+        if not job.record().state.is_terminal():
+            job.cancel()
+
+
+@pytest.mark.slow
+def test_replica_that_never_joins_fails_by_the_deadline(
+    tmp_path: Path,
+    tfc_env: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    docker_client: Any,
+    tf_parent_image: str,
+) -> None:
+    # A parent whose Python hangs at start-up in the worker task: it never joins the cluster.
+    hang = (
+        "import json, os, time; "
+        "time.sleep(3600) if json.loads(os.environ.get('TF_CONFIG', '{}'))"
+        ".get('task', {}).get('type') == 'worker' else None"
+    )
+    parent = "tfc-test/hang-worker:1"
+    container = docker_client.containers.run(
+        tf_parent_image,
+        ["sh", "-c", f'echo "{hang}" > /usr/local/lib/python3.11/dist-packages/hang.pth'],
+        detach=True,
+        network_mode="none",
+    )
+    try:
+        assert container.wait(timeout=60)["StatusCode"] == 0
+        container.commit(*parent.split(":"))
+    finally:
+        container.remove(force=True)
+    monkeypatch.setenv("TFC_STARTUP_TIMEOUT", "25")
+    nb = write_notebook(
+        tmp_path / "join.ipynb",
+        f"%%tfc_run --workers 1 --strategy multi_worker_mirrored {_flags(parent)}\nprint('never')",
+    )
+    job, record = run_job(nb, tmp_path / "home")
+    assert record.state is JobState.FAILED
+    assert "worker-0" in (record.error or "")
+    assert "did not join the cluster within 25 s" in (record.error or "")
+    assert _containers(docker_client, job.id) == []
+
+
+@pytest.mark.slow
+def test_killed_watcher_marks_the_job_and_removes_its_containers(
+    tmp_path: Path, tfc_env: Path, docker_client: Any, tf_parent_image: str
+) -> None:
+    nb = write_notebook(
+        tmp_path / "sup.ipynb",
+        f"%%tfc_run --strategy none {_flags(tf_parent_image)}\nimport time\ntime.sleep(300)",
+    )
+    job = launch(plan_for(nb), store=store_for(tmp_path / "home"))
+    record = wait_state(job, {JobState.RUNNING}, timeout=120)
+    os.kill(record.handle["supervisor_pid"], signal.SIGKILL)
+    assert wait_gone([record.handle["supervisor_pid"]]) == []
+    time.sleep(2.5)
+    final = Job(job.id, store_for(tmp_path / "home")).wait(timeout=30)
+    assert final.state is JobState.FAILED
+    assert "watcher" in (final.error or "")
+    assert _containers(docker_client, job.id) == []

@@ -1,0 +1,194 @@
+"""The JupyterLab sidebar and launch button, in a real JupyterLab driven through Debian chromium.
+
+One scenario, as a user would go through it: open a notebook, edit a cell without saving, launch
+from the toolbar with one worker (a real 2-process local job), watch it in the sidebar until it
+succeeds, read the edited cell's output in the job's logs (chief and worker), then launch a
+second job from the command palette and cancel it from its detail view. Screenshots go to
+``artifacts/``; ``TFC_UPDATE_DOCS=1`` also copies the sidebar one to ``docs/sidebar.png``.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from browser import ROOT, LabServer, lab_command, open_notebook, screenshot, start_lab
+from jobutil import JOB_DEADLINE_S, write_notebook
+
+from tfc_jupyter.jobs import store_for
+from tfc_jupyter.records import JobState
+
+pytestmark = pytest.mark.slow
+
+SAVED = "print('saved version of the cell')"
+JOB_MS = JOB_DEADLINE_S * 1000
+
+
+def _edit_cell(page: Any, index: int, source: str) -> None:
+    """Show the notebook and replace a cell's text in the editor (the notebook is not saved)."""
+    page.locator(".lm-DockPanel-tabBar .lm-TabBar-tab", has_text="ui.ipynb").click()
+    page.locator(".jp-NotebookPanel:not(.lm-mod-hidden)").wait_for()
+    editor = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Cell .cm-content").nth(index)
+    editor.click()
+    page.keyboard.press("Control+A")
+    page.keyboard.press("Delete")
+    page.keyboard.insert_text(source)
+    page.wait_for_function(
+        "text => [...document.querySelectorAll('.jp-NotebookPanel:not(.lm-mod-hidden) "
+        ".jp-Cell .cm-content')].some(n => n.innerText.includes(text))",
+        arg=source.splitlines()[-1],
+    )
+
+
+def _launch_dialog(page: Any) -> Any:
+    dialog = page.locator(".jp-Dialog .tfc-LaunchForm")
+    dialog.wait_for()
+    return dialog
+
+
+def _accept(page: Any) -> None:
+    page.locator(".jp-Dialog .jp-mod-accept").click()
+    page.locator(".jp-Dialog").wait_for(state="detached")
+
+
+def _job_row(page: Any, state: str) -> Any:
+    return page.locator(f".tfc-Sidebar .tfc-JobRow[data-state='{state}']")
+
+
+def test_launch_follow_and_cancel_from_jupyterlab(lab_server: LabServer, browser_page: Any) -> None:
+    try:
+        _scenario(lab_server, browser_page)
+    except Exception:
+        screenshot(browser_page, "lab-failure.png")  # what the page showed when it failed
+        raise
+
+
+def _scenario(lab_server: LabServer, page: Any) -> None:
+    write_notebook(lab_server.root_dir / "ui.ipynb", SAVED)
+    # A user setting of the extension (schema/plugin.json): the form's default region.
+    settings = Path(lab_server.env["JUPYTER_CONFIG_DIR"]) / "lab" / "user-settings" / "tfc-jupyter"
+    settings.mkdir(parents=True, exist_ok=True)
+    (settings / "plugin.jupyterlab-settings").write_text('{"region": "europe-west4"}')
+    open_notebook(page, lab_server, "ui.ipynb")
+    loaded = page.evaluate(
+        "() => ['tfc-jupyter:plugin', 'tfc-jupyter:jobs'].map(p => window.jupyterapp.hasPlugin(p))"
+    )
+    assert loaded == [True, True], (
+        "the tfc-jupyter labextension is not built or installed: run `bash scripts/bootstrap.sh`"
+    )
+
+    # Edit the cell, do not save.
+    marker = f"EDITED-{secrets.token_hex(4)}"
+    _edit_cell(page, 0, f"print('{marker}')")
+    page.locator(".jp-mod-current.jp-mod-dirty, .lm-TabBar-tab.jp-mod-dirty").first.wait_for()
+    assert marker not in (lab_server.root_dir / "ui.ipynb").read_text()
+
+    # Launch from the toolbar: one worker on this machine; preview the plan first.
+    page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .tfc-LaunchButton").first.click()
+    form = _launch_dialog(page)
+    assert "unsaved edits" in form.locator(".tfc-LiveNotice").inner_text()
+    assert form.locator("select[name=backend]").input_value() == "local"
+    assert form.locator("input[name=region]").input_value() == "europe-west4"
+    form.locator("input[name=workers]").fill("1")
+    form.locator(".tfc-PreviewButton").click()
+    preview = form.locator(".tfc-PlanPreview")
+    preview.wait_for()
+    assert "multi_worker_mirrored" in preview.inner_text()
+    assert "live notebook model" in preview.inner_text()
+    screenshot(page, "lab-launch-form.png")
+    _accept(page)
+
+    # The job appears in the sidebar and its detail view follows it to the end.
+    page.locator(".tfc-Sidebar .tfc-JobRow").first.wait_for()
+    detail = page.locator(".tfc-JobDetail").first
+    detail.wait_for()
+    page.locator(".tfc-JobDetail[data-state='succeeded']").wait_for(timeout=JOB_MS)
+    _job_row(page, "succeeded").wait_for()
+    chief_log = page.locator(".tfc-LogText[data-replica='chief']")
+    page.wait_for_function(
+        "m => [...document.querySelectorAll('.tfc-LogText')].some(n => n.innerText.includes(m))",
+        arg=marker,
+        timeout=30_000,
+    )
+    assert marker in chief_log.inner_text()
+    page.locator(".tfc-ReplicaTab[data-replica='worker-0']").click()
+    page.wait_for_function(
+        "m => document.querySelector(\".tfc-LogText[data-replica='worker-0']\")"
+        "?.innerText.includes(m)",
+        arg=marker,
+        timeout=30_000,
+    )
+    row = _job_row(page, "succeeded").first.inner_text()
+    assert "local" in row and "$0.00 local" in row and " s" in row
+    screenshot(page, "lab-job-succeeded.png")
+
+    # A second job, from the command palette, that runs until it is cancelled.
+    sleeper = f"SLEEPING-{secrets.token_hex(4)}"
+    _edit_cell(page, 0, f"import time\nprint('{sleeper}', flush=True)\ntime.sleep(600)")
+    page.locator(".jp-NotebookPanel:not(.lm-mod-hidden)").click(position={"x": 5, "y": 5})
+    page.keyboard.press("Control+Shift+C")
+    page.locator(".lm-CommandPalette-input").fill("Launch on")
+    page.locator(".lm-CommandPalette-item", has_text="Launch on ...").first.click()
+    form = _launch_dialog(page)
+    form.locator("select[name=strategy]").select_option("none")
+    _accept(page)
+    running = page.locator(".tfc-JobDetail[data-state='running']")
+    running.wait_for(timeout=JOB_MS)
+    page.wait_for_function(
+        "m => [...document.querySelectorAll('.tfc-LogText')].some(n => n.innerText.includes(m))",
+        arg=sleeper,
+        timeout=JOB_MS,
+    )
+    _job_row(page, "running").wait_for()
+    running.locator(".tfc-CancelButton").click()
+    page.locator(".tfc-JobDetail[data-state='cancelled']").wait_for(timeout=60_000)
+    _job_row(page, "cancelled").wait_for(timeout=10_000)
+
+    # The records agree, and the notebook file was never saved.
+    records = store_for(lab_server.home).list(limit=None)
+    assert [r.state for r in records] == [JobState.CANCELLED, JobState.SUCCEEDED]
+    assert records[1].spec["worker_count"] == 1
+    assert all(r.notebook == str(lab_server.root_dir / "ui.ipynb") for r in records)
+    assert SAVED in (lab_server.root_dir / "ui.ipynb").read_text()
+
+    # The picture for the README: both jobs in the sidebar, the succeeded one's logs open.
+    _job_row(page, "succeeded").first.click()
+    page.locator(".tfc-JobDetail[data-state='succeeded'] .tfc-LogText").first.wait_for()
+    page.locator(".Toastify__toast").first.wait_for(state="detached", timeout=15_000)
+    shot = screenshot(page, "lab-sidebar.png")
+    if os.environ.get("TFC_UPDATE_DOCS") == "1":
+        (ROOT / "docs").mkdir(exist_ok=True)
+        shutil.copyfile(shot, ROOT / "docs" / "sidebar.png")
+
+
+@pytest.fixture(scope="module")
+def lab_without_server_extension(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabServer]:
+    """JupyterLab with our labextension but with the tfc_jupyter server extension turned off."""
+    server = start_lab(
+        tmp_path_factory.mktemp("lab-no-ext"),
+        extra_args=("--ServerApp.jpserver_extensions", "tfc_jupyter=False"),
+    )
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def test_the_sidebar_names_the_command_when_the_server_extension_is_off(
+    lab_without_server_extension: LabServer, browser_page: Any
+) -> None:
+    page = browser_page
+    server = lab_without_server_extension
+    page.goto(f"{server.url}lab?token={server.token}")
+    page.locator(".jp-LabShell").wait_for()
+    page.wait_for_function("() => window.jupyterapp?.hasPlugin('tfc-jupyter:jobs')")
+    lab_command(page, "tfc-jupyter:show-jobs")
+    missing = page.locator(".tfc-Sidebar .tfc-ServerMissing")
+    missing.wait_for()
+    assert "jupyter server extension enable tfc_jupyter" in missing.inner_text()
+    screenshot(page, "lab-server-extension-missing.png")

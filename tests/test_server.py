@@ -1,0 +1,512 @@
+"""The jupyter_server extension: every endpoint of the jobs API through a real server (jp_fetch).
+
+Jobs launched here are real local jobs (``--strategy none`` keeps them to one fast process);
+kernels and the server share the job records under one ``TFC_JUPYTER_HOME``.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+import urllib.parse
+from collections.abc import Awaitable, Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import nbformat
+import pytest
+import yaml
+from jobutil import JOB_DEADLINE_S, plan_for, write_notebook
+from tornado.httpclient import HTTPClientError, HTTPResponse
+
+from tfc_jupyter import jobs
+from tfc_jupyter.records import JobState
+from tfc_jupyter.server import handlers
+from tfc_jupyter.server.service import JobService
+
+pytest_plugins = ("pytest_jupyter.jupyter_server",)
+
+ROOT = Path(__file__).resolve().parent.parent
+Fetch = Callable[..., Awaitable[HTTPResponse]]
+
+
+@pytest.fixture
+def tfc_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A fresh job-record folder shared by the server and this test (as a kernel would)."""
+    for name in ("TFC_BACKEND", "TFC_MACHINE", "TFC_REGION", "TFC_PROJECT"):
+        monkeypatch.delenv(name, raising=False)
+    home = tmp_path / "tfc_home"
+    home.mkdir()
+    monkeypatch.setenv("TFC_JUPYTER_HOME", str(home))
+    return home
+
+
+@pytest.fixture
+def jp_server_config(tfc_home: Path) -> dict[str, Any]:
+    """Our extension on, authentication required (never allow_unauthenticated_access)."""
+    return {
+        "ServerApp": {
+            "jpserver_extensions": {"tfc_jupyter": True, "jupyter_server_terminals": False},
+            "allow_unauthenticated_access": False,
+        }
+    }
+
+
+@pytest.fixture
+def notebook(jp_root_dir: Path) -> Path:
+    """A saved notebook under the server root: prints a line, then a %%tfc_run cell."""
+    return write_notebook(
+        jp_root_dir / "train.ipynb",
+        "print('saved cell')",
+        "%%tfc_run --workers 2\nprint('run cell')",
+    )
+
+
+@pytest.fixture
+def cleanup(tfc_home: Path) -> Iterator[None]:
+    """Cancel whatever job a test leaves running (bounded)."""
+    yield
+    store = jobs.store_for(tfc_home)
+    for record in store.list(limit=None):
+        if not record.state.is_terminal():
+            jobs.Job(record.id, store).cancel()
+
+
+def _model(*cells: str) -> dict[str, Any]:
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3",
+        "language": "python",
+    }
+    nb.cells = [nbformat.v4.new_code_cell(c) for c in cells]
+    return dict(json.loads(nbformat.writes(nb)))
+
+
+async def _call(
+    fetch: Fetch, method: str, *parts: str, body: Any = None, **kwargs: Any
+) -> tuple[int, Any]:
+    """``(status, decoded JSON)`` of a request; error answers are returned, not raised."""
+    if body is not None:
+        kwargs["body"] = body if isinstance(body, (str, bytes)) else json.dumps(body)
+    elif method == "POST":
+        kwargs["body"] = b""
+    try:
+        response = await fetch("tfc-jupyter", *parts, method=method, **kwargs)
+    except HTTPClientError as exc:
+        assert exc.response is not None
+        response = exc.response
+    text = response.body.decode() if response.body else ""
+    try:
+        return response.code, json.loads(text) if text else None
+    except ValueError:
+        return response.code, text
+
+
+async def _wait_terminal(fetch: Fetch, job_id: str) -> dict[str, Any]:
+    deadline = time.monotonic() + JOB_DEADLINE_S
+    while time.monotonic() < deadline:
+        status, job = await _call(fetch, "GET", "jobs", job_id)
+        assert status == 200, job
+        if job["terminal"]:
+            return dict(job)
+        await _sleep(0.2)
+    raise AssertionError(f"job {job_id} did not end within {JOB_DEADLINE_S} s")
+
+
+async def _sleep(seconds: float) -> None:
+    import asyncio
+
+    await asyncio.sleep(seconds)
+
+
+async def _all_logs(fetch: Fetch, job_id: str, replica: str, limit: int = 64) -> tuple[str, int]:
+    """Follow a replica's log from offset 0 in small chunks, as the UI does; (text, calls)."""
+    text, offset, calls = "", 0, 0
+    while calls < 10_000:  # a bound: the job has ended, its logs are finite
+        status, chunk = await _call(
+            fetch,
+            "GET",
+            "jobs",
+            job_id,
+            "logs",
+            params={"replica": replica, "offset": offset, "limit": limit},
+        )
+        assert status == 200, chunk
+        assert chunk["offset"] == offset
+        text += chunk["text"]
+        offset = chunk["next_offset"]
+        calls += 1
+        if chunk["terminal"] and not chunk["more"]:
+            return text, calls
+    raise AssertionError(f"the log of {replica} never ended")
+
+
+# ---------------------------------------------------------------- read-only endpoints
+async def test_defaults_say_where_each_value_came_from(jp_fetch: Fetch, tfc_home: Path) -> None:
+    status, data = await _call(jp_fetch, "GET", "defaults")
+    assert status == 200
+    assert data["settings"]["backend"] == {"value": "local", "source": "default"}
+    assert data["settings"]["home"]["value"] == str(tfc_home)
+    assert data["settings"]["home"]["source"] == "env TFC_JUPYTER_HOME"
+    assert data["jobs_home"] == str(tfc_home)
+    assert {"local", "docker", "vertex"} <= set(data["backends"])
+    assert "multi_worker_mirrored" in data["strategies"]
+    names = {o["name"]: o for o in data["options"]}
+    assert names["workers"]["flag"] == "--workers"
+    assert names["label"]["repeatable"] and names["dry_run"]["boolean"]
+    assert "notebook" not in names and "wait" not in names
+
+
+async def test_machines_lists_the_catalog_with_prices(jp_fetch: Fetch) -> None:
+    status, data = await _call(jp_fetch, "GET", "machines")
+    assert status == 200
+    by_name = {m["name"]: m for m in data["machines"]}
+    assert by_name["T4_1X"]["accelerator_type"] == "NVIDIA_TESLA_T4"
+    assert by_name["CPU"]["price_per_hour"] > 0 and by_name["CPU"]["description"]
+    assert "T4" in data["gpu_types"] and "v3-8" in data["tpu_types"]
+    assert data["prices_as_of"]
+
+
+async def test_openapi_documents_every_route(jp_fetch: Fetch) -> None:
+    status, text = await _call(jp_fetch, "GET", "openapi.yaml")
+    assert status == 200
+    spec = yaml.safe_load(text)
+    documented = set(spec["paths"])
+    for pattern, _ in handlers.ROUTES:
+        if pattern.startswith("(?P<path>"):
+            continue  # the JSON 404 for everything else
+        assert "/" + pattern.replace(handlers._JOB, "{job_id}") in documented
+
+
+async def test_unknown_endpoint_is_a_json_404(jp_fetch: Fetch) -> None:
+    status, data = await _call(jp_fetch, "GET", "no-such-thing")
+    assert status == 404
+    assert data["error"] == "HTTPError" and "no such endpoint" in data["message"]
+
+
+# ---------------------------------------------------------------- dry runs
+async def test_dry_run_of_the_live_model_runs_unsaved_edits(
+    jp_fetch: Fetch, notebook: Path
+) -> None:
+    model = _model("print('edited, not saved')", "x = 1")
+    status, data = await _call(
+        jp_fetch,
+        "POST",
+        "jobs",
+        body={
+            "path": "train.ipynb",
+            "notebook": model,
+            "dirty": True,
+            "options": {"workers": 1, "dry_run": True},
+        },
+    )
+    assert status == 200, data
+    assert data["dry_run"] is True
+    plan = data["plan"]
+    assert plan["found_by"] == "live notebook model"
+    assert plan["notebook"] == str(notebook.resolve())
+    assert plan["strategy"] == "multi_worker_mirrored" and plan["spec"]["worker_count"] == 1
+    assert any("unsaved edits" in w for w in plan["warnings"])
+    assert "edited, not saved" in data["script"] and "saved cell" not in data["script"]
+    assert "Plan for 'train.ipynb' (found by live notebook model)" in data["text"]
+    assert not jobs.store_for().list(limit=None), "a dry run launched nothing"
+
+
+async def test_dry_run_of_the_saved_file_uses_its_tfc_run_flags(
+    jp_fetch: Fetch, notebook: Path
+) -> None:
+    status, data = await _call(
+        jp_fetch, "POST", "jobs", body={"path": "train.ipynb", "options": {"dry_run": True}}
+    )
+    assert status == 200, data
+    plan = data["plan"]
+    assert plan["found_by"] == "saved notebook file"
+    assert plan["cells"] == [1, 2] and plan["spec"]["worker_count"] == 2  # --workers 2 on the cell
+    assert "saved cell" in data["script"] and "run cell" in data["script"]
+    # Options override the cell's flags, as on the command line.
+    status, data = await _call(
+        jp_fetch,
+        "POST",
+        "jobs",
+        body={
+            "path": "train.ipynb",
+            "options": {"workers": "0", "label": ["team=ml"], "dry_run": True},
+        },
+    )
+    assert status == 200, data
+    assert data["plan"]["spec"]["worker_count"] == 0
+    assert data["plan"]["spec"]["labels"] == {"team": "ml"}
+
+
+# ---------------------------------------------------------------- error mapping
+@pytest.mark.parametrize(
+    ("body", "field", "words"),
+    [
+        ({"path": "train.ipynb", "options": {"workers": -1}}, "workers", "expected 0 or more"),
+        ({"path": "train.ipynb", "options": {"workers": True}}, "workers", "string or a number"),
+        ({"path": "train.ipynb", "options": {"wokers": 1}}, "wokers", "unknown option"),
+        ({"path": "train.ipynb", "options": {"spot": "yes"}}, "spot", "true or false"),
+        ({"path": "train.ipynb", "options": {"machine": "Z9_1X"}}, "machine", "unknown machine"),
+        ({"path": "train.ipynb", "options": {"tpu": "v3-8", "gpus": 1}}, "gpus", "TPU host"),
+        ({"path": "train.ipynb", "options": []}, "options", "JSON object"),
+        ({"options": {}}, "path", "'path' is required"),
+        ({"path": "../outside.ipynb"}, "path", "outside the server's root"),
+        ({"path": "missing.ipynb"}, "path", "not found"),
+        ({"path": "train.ipynb", "cell": 1}, "cell", "not a %%tfc_run cell"),
+        ({"path": "train.ipynb", "cell": "2"}, "cell", "whole number"),
+        ({"path": "train.ipynb", "notebook": {"cells": "nope"}}, "notebook", "not valid"),
+    ],
+)
+async def test_bad_requests_are_400_naming_the_field(
+    jp_fetch: Fetch, notebook: Path, body: dict[str, Any], field: str, words: str
+) -> None:
+    status, data = await _call(jp_fetch, "POST", "jobs", body=body)
+    assert status == 400, data
+    assert data["field"] == field, data
+    assert words in data["message"], data
+    assert set(data) == {"error", "message", "hint", "field"}
+
+
+async def test_a_body_that_is_not_json_is_400(jp_fetch: Fetch) -> None:
+    for body in ("{not json", "[1, 2]"):
+        status, data = await _call(jp_fetch, "POST", "jobs", body=body)
+        assert (status, data["field"], data["error"]) == (400, "body", "SpecError")
+
+
+async def test_query_arguments_are_checked(jp_fetch: Fetch) -> None:
+    for params, field in (
+        ({"limit": "0"}, "limit"),
+        ({"limit": "x"}, "limit"),
+        ({"state": "done"}, "state"),
+    ):
+        status, data = await _call(jp_fetch, "GET", "jobs", params=params)
+        assert (status, data["field"]) == (400, field), data
+
+
+async def test_unknown_job_is_404(jp_fetch: Fetch) -> None:
+    for method, parts in (
+        ("GET", ("jobs", "nope-123")),
+        ("GET", ("jobs", "nope-123", "logs")),
+        ("POST", ("jobs", "nope-123", "cancel")),
+    ):
+        status, data = await _call(jp_fetch, method, *parts)
+        assert (status, data["error"]) == (404, "JobNotFound"), data
+        assert "nope-123" in data["message"]
+
+
+async def test_a_backend_refusal_is_502(jp_fetch: Fetch, jp_root_dir: Path, cleanup: None) -> None:
+    write_notebook(
+        jp_root_dir / "deps.ipynb", "%pip install tfc-no-such-package-xyz==1.0\nprint(1)"
+    )
+    status, data = await _call(jp_fetch, "POST", "jobs", body={"path": "deps.ipynb", "options": {}})
+    assert status == 502, data
+    assert data["error"] == "BackendError" and data["field"] == "requirements"
+    assert "tfc-no-such-package-xyz" in data["message"] and data["hint"]
+
+
+async def test_an_unexpected_failure_is_a_500_without_traceback(
+    jp_fetch: Fetch, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def boom(self: JobService, **kwargs: Any) -> None:
+        raise RuntimeError("secret internals")
+
+    monkeypatch.setattr(JobService, "list_jobs", boom)
+    status, data = await _call(jp_fetch, "GET", "jobs")
+    assert status == 500
+    assert data["error"] == "InternalError" and "server's log" in data["hint"]
+    assert "secret internals" not in json.dumps(data) and "Traceback" not in json.dumps(data)
+
+
+# ---------------------------------------------------------------- authentication and XSRF
+ENDPOINTS = [
+    ("GET", ("jobs",)),
+    ("POST", ("jobs",)),
+    ("GET", ("jobs", "some-job")),
+    ("GET", ("jobs", "some-job", "logs")),
+    ("POST", ("jobs", "some-job", "cancel")),
+    ("GET", ("machines",)),
+    ("GET", ("defaults",)),
+    ("GET", ("openapi.yaml",)),
+    ("GET", ("no-such-thing",)),
+]
+
+
+@pytest.mark.parametrize(("method", "parts"), ENDPOINTS)
+async def test_every_endpoint_refuses_requests_without_a_token(
+    jp_fetch: Fetch, method: str, parts: tuple[str, ...]
+) -> None:
+    for auth in ("", "token wrong-token"):
+        status, data = await _call(jp_fetch, method, *parts, headers={"Authorization": auth})
+        assert status in (401, 403), (method, parts, status, data)
+        assert "Traceback" not in json.dumps(data)
+
+
+def _cookies(response: HTTPResponse, into: dict[str, str]) -> dict[str, str]:
+    for header in response.headers.get_list("Set-Cookie"):
+        name, _, rest = header.partition("=")
+        into[name] = rest.split(";")[0]
+    return into
+
+
+async def _browser_session(jp_fetch: Fetch, token: str) -> dict[str, str]:
+    """Log in as a browser does: the login page (an _xsrf cookie), then its form with the token."""
+    page = await jp_fetch("login", headers={"Authorization": ""}, follow_redirects=False)
+    cookies = _cookies(page, {})
+    form = urllib.parse.urlencode({"password": token, "_xsrf": cookies["_xsrf"]})
+    try:
+        await jp_fetch(
+            "login",
+            method="POST",
+            body=form,
+            headers={"Authorization": "", "Cookie": f"_xsrf={cookies['_xsrf']}"},
+            follow_redirects=False,
+        )
+        raise AssertionError("the login form should redirect")
+    except HTTPClientError as exc:  # 302 to the application: logged in
+        assert exc.code == 302 and exc.response is not None
+        _cookies(exc.response, cookies)
+    assert any(n.startswith("username-") for n in cookies), cookies
+    return cookies
+
+
+async def test_a_cookie_session_needs_the_xsrf_token_to_post(
+    jp_fetch: Fetch, jp_serverapp: Any, jp_http_port: int, notebook: Path
+) -> None:
+    cookies = await _browser_session(jp_fetch, jp_serverapp.identity_provider.token)
+    cookie = "; ".join(f"{k}={v}" for k, v in cookies.items())
+    browser = {"Authorization": "", "Cookie": cookie}
+    body = {"path": "train.ipynb", "options": {"dry_run": True}}
+    # The cookie alone reads (a GET) ...
+    status, data = await _call(jp_fetch, "GET", "jobs", headers=browser)
+    assert status == 200, data
+    # ... but cannot POST: a cross-site form could send the cookie too.
+    status, data = await _call(jp_fetch, "POST", "jobs", body=body, headers=browser)
+    assert status == 403, data
+    assert "xsrf" in json.dumps(data).lower()
+    # Echoing the _xsrf cookie (what JupyterLab's requests do) is accepted.
+    xsrf = urllib.parse.unquote(cookies["_xsrf"])
+    status, data = await _call(
+        jp_fetch, "POST", "jobs", body=body, headers={**browser, "X-XSRFToken": xsrf}
+    )
+    assert status == 200, data
+    # From another origin, even with the XSRF header, it is refused.
+    status, data = await _call(
+        jp_fetch,
+        "POST",
+        "jobs",
+        body=body,
+        headers={**browser, "X-XSRFToken": xsrf, "Origin": "http://evil.example"},
+    )
+    assert status in (403, 404), data
+    assert not jobs.store_for().list(limit=None)
+
+
+def test_check_auth_script_passes_and_catches_a_missing_decorator() -> None:
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "check_auth.py")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "authenticated" in proc.stdout
+    sys.path.insert(0, str(ROOT / "scripts"))
+    try:
+        import check_auth
+    finally:
+        sys.path.remove(str(ROOT / "scripts"))
+
+    class Careless(handlers.TfcHandler):
+        async def get(self) -> None:  # no @web.authenticated
+            self.finish("{}")
+
+    problems = check_auth.problems([("careless", Careless), ("jobs", handlers.JobsHandler)])
+    assert problems == ["Careless.get (careless) is not @tornado.web.authenticated"]
+
+
+# ---------------------------------------------------------------- real jobs
+async def test_a_job_launched_through_the_api_runs_and_is_in_the_shared_records(
+    jp_fetch: Fetch, notebook: Path, tfc_home: Path, cleanup: None
+) -> None:
+    lines = "\n".join(f"print('line {i:03d} ' + 'x' * 40)" for i in range(30))
+    model = _model("print('hello from the live model')", lines)
+    status, data = await _call(
+        jp_fetch,
+        "POST",
+        "jobs",
+        body={
+            "path": "train.ipynb",
+            "notebook": model,
+            "options": {"strategy": "none", "name": "api-job"},
+        },
+    )
+    assert status == 201, data
+    job = data["job"]
+    assert job["backend"] == "local" and job["name"] == "api-job"
+    assert job["notebook"] == str(notebook.resolve())
+    # A kernel's view: the same record in the shared store.
+    record = jobs.store_for(tfc_home).get(job["id"])
+    assert record.spec["name"] == "api-job"
+
+    final = await _wait_terminal(jp_fetch, job["id"])
+    assert final["state"] == "succeeded", final
+    assert final["replicas"] == ["chief"] and final["cost_estimate"] == 0.0 and not final["billed"]
+    assert final["cost_per_hour"] > 0 and final["elapsed"] > 0
+    text, calls = await _all_logs(jp_fetch, job["id"], "chief", limit=64)
+    assert "hello from the live model" in text
+    assert [f"line {i:03d}" in text for i in range(30)] == [True] * 30
+    assert calls > 10, "a 64-byte limit makes the reader follow in many steps"
+    assert (
+        text == jobs.Job(job["id"], jobs.store_for(tfc_home)).logs().replace("[chief] ", "") + "\n"
+    )
+    # The job shows in the list; a finished job cannot be cancelled.
+    status, listed = await _call(jp_fetch, "GET", "jobs", params={"state": "succeeded"})
+    assert [j["id"] for j in listed["jobs"]] == [job["id"]]
+    status, data = await _call(jp_fetch, "POST", "jobs", job["id"], "cancel")
+    assert (status, data["error"]) == (409, "JobConflict")
+    # Reading past the end, or a bad replica name, is a 400.
+    status, data = await _call(jp_fetch, "GET", "jobs", job["id"], "logs", params={"offset": 10**9})
+    assert (status, data["field"]) == (400, "offset")
+    status, data = await _call(
+        jp_fetch, "GET", "jobs", job["id"], "logs", params={"replica": "../../etc"}
+    )
+    assert (status, data["field"]) == (400, "replica")
+
+
+async def test_a_kernel_launch_shows_in_the_api_and_can_be_cancelled_there(
+    jp_fetch: Fetch, jp_root_dir: Path, tfc_home: Path, cleanup: None
+) -> None:
+    path = write_notebook(
+        jp_root_dir / "sleepy.ipynb",
+        "import time\nprint('started', flush=True)\ntime.sleep(120)",
+    )
+    # What %%tfc_run does in a kernel: plan, then launch into the records under TFC_JUPYTER_HOME.
+    job = jobs.launch(plan_for(path, "--strategy none"), store=jobs.store_for(tfc_home))
+    status, listed = await _call(jp_fetch, "GET", "jobs")
+    assert status == 200 and job.id in [j["id"] for j in listed["jobs"]]
+    status, one = await _call(jp_fetch, "GET", "jobs", job.id[:-2])  # a unique prefix
+    assert (status, one["id"]) == (200, job.id)
+    deadline = time.monotonic() + 60
+    while "started" not in job.logs() and time.monotonic() < deadline:
+        await _sleep(0.2)
+    assert "started" in job.logs(), job.record()
+    status, data = await _call(jp_fetch, "POST", "jobs", job.id, "cancel", request_timeout=60)
+    assert status == 200, data
+    assert data["state"] == "cancelled" and data["terminal"]
+    assert job.record().state is JobState.CANCELLED
+
+
+def test_load_ext_imports_no_server_code() -> None:
+    code = (
+        "import sys\n"
+        "from IPython.core.interactiveshell import InteractiveShell\n"
+        "InteractiveShell.instance().run_line_magic('load_ext', 'tfc_jupyter')\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('tornado', 'jupyter_server')"
+        " or m.startswith('tfc_jupyter.server')))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip().splitlines()[-1] == "[]"

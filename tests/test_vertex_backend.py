@@ -1,0 +1,455 @@
+"""The Vertex AI backend against the local Vertex server: real clients, real jobs, real logs.
+
+Nothing of tfc_jupyter is patched: the backend's aiplatform and Cloud Logging clients talk REST
+to ``tests/vertex_server.py`` (``TFC_VERTEX_ENDPOINT``), which runs each job for real, as local
+processes of a folder image here and as containers of the built image in the Docker test.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from google.cloud.aiplatform_v1.types import CustomJob
+from jobutil import JOB_DEADLINE_S, plan_for, wait_state, write_notebook
+from vertex_server import Fault, VertexServer
+
+from tfc_jupyter import vertex_request
+from tfc_jupyter.backends.vertex import VertexBackend, stop_watcher
+from tfc_jupyter.backends.vertex_api import QuotaError, VertexSettings, credentials, is_loopback
+from tfc_jupyter.catalog import Machine
+from tfc_jupyter.errors import BackendError, MissingDependency
+from tfc_jupyter.jobs import Job, launch, store_for
+from tfc_jupyter.plan import Plan
+from tfc_jupyter.records import JobRecord, JobState
+
+ROOT = Path(__file__).resolve().parents[1]
+IMAGE = "registry.test/tfc/job:1"
+FLAGS = f"--backend vertex --project test-project --image {IMAGE}"
+CREATE = r"POST /v1/projects/[^/]+/locations/[^/]+/customJobs$"
+TB = "projects/test-project/locations/us-central1/tensorboards/7"
+
+MODEL_CELL = textwrap.dedent("""\
+    import numpy as np
+    import tensorflow as tf
+
+    def dataset(batch=32):
+        rng = np.random.default_rng(0)
+        x = rng.normal(size=(512, 3)).astype("float32")
+        y = (x @ np.array([1.0, -2.0, 0.5], dtype="float32") + 0.3).astype("float32")
+        return tf.data.Dataset.from_tensor_slices((x, y)).repeat().batch(batch)
+""")
+FIT_CELL = textwrap.dedent("""\
+    %%tfc_run {flags}
+    model = tf.keras.Sequential([tf.keras.Input(shape=(3,)), tf.keras.layers.Dense(1)])
+    model.compile(optimizer="sgd", loss="mse")
+    history = model.fit(dataset(), epochs=2, steps_per_epoch=10, verbose=2)
+    print("final loss:", history.history["loss"][-1])
+    print("replicas in sync:", tf.distribute.get_strategy().num_replicas_in_sync)
+""")
+
+
+@pytest.fixture
+def home(
+    vertex_server: VertexServer, tfc_env: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> Iterator[Path]:
+    """A job store, the backend pointed at the server, fast polls; watchers ended afterwards."""
+    home = Path(os.environ["TFC_JUPYTER_HOME"])
+    for name, value in {
+        "TFC_VERTEX_ENDPOINT": vertex_server.url,
+        "TFC_VERTEX_POLL": "0.2",
+        "TFC_VERTEX_BACKOFF": "0.05",
+        "TFC_VERTEX_TIMEOUT": "10",
+        "TFC_VERTEX_RETRY_TOTAL": "10",
+        "TFC_VERTEX_DRAIN": "1.5",
+    }.items():
+        monkeypatch.setenv(name, value)
+    yield home
+    for record in store_for(home).list(limit=None):
+        stop_watcher(record)  # by the pid in its record; only ours
+
+
+def notebook(folder: Path, body: str, *above: str) -> Path:
+    """A notebook: ``above`` cells, then ``%%tfc_run`` with ``body``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    return write_notebook(folder / "job.ipynb", *above, "%%tfc_run\n" + body)
+
+
+def image_folder(server: VertexServer, plan: Plan, folder: Path) -> None:
+    """Register the plan's image with the server as a folder: script, source map, runtime."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "script.py").write_text(plan.script.text)
+    smap = plan.script.source_map_json(plan.selection.name)
+    (folder / "script.map.json").write_text(json.dumps(smap))
+    shutil.copytree(ROOT / "runtime" / "tfc_runtime", folder / "tfc_runtime", dirs_exist_ok=True)
+    assert plan.spec.image.image
+    server.add_image(plan.spec.image.image, folder)
+
+
+def submit(server: VertexServer, home: Path, nb: Path, flags: str = "") -> tuple[Plan, Job]:
+    """Plan with the folder image and launch on the vertex backend."""
+    plan = plan_for(nb, f"{FLAGS} {flags}".strip())
+    image_folder(server, plan, nb.parent / "image")
+    return plan, launch(plan, store=store_for(home))
+
+
+def finish(job: Job, timeout: float = JOB_DEADLINE_S) -> JobRecord:
+    """Wait (bounded) for the job to end."""
+    record = job.wait(timeout=timeout)
+    assert record.state.is_terminal(), f"{job.id} still {record.state} after {timeout} s"
+    return record
+
+
+def log(record: JobRecord, replica: str) -> str:
+    """One replica's log file."""
+    path = Path(record.log_dir) / f"{replica}.log"
+    return path.read_text() if path.exists() else ""
+
+
+def sent_body(server: VertexServer) -> dict[str, Any]:
+    """The create request's body as the server received it (the client's own JSON)."""
+    (request,) = [r for r in server.received("POST", r"customJobs$") if r.answer == 200]
+    return dict(request.body)
+
+
+def same_job(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    """Equal as CustomJob protos (the client sends enums as numbers, a dry run as names)."""
+    return bool(CustomJob.from_json(json.dumps(a)) == CustomJob.from_json(json.dumps(b)))
+
+
+@pytest.mark.slow
+def test_a_job_trains_and_its_logs_and_state_come_back(
+    vertex_server: VertexServer, home: Path, tmp_path: Path
+) -> None:
+    nb = write_notebook(tmp_path / "train.ipynb", MODEL_CELL, FIT_CELL.format(flags=""))
+    plan, job = submit(vertex_server, home, nb)
+    out = io.StringIO()
+    record = job.follow(out=out, timeout=JOB_DEADLINE_S)
+    assert record.state is JobState.SUCCEEDED, (record.error, out.getvalue()[-2000:])
+    assert "[chief] final loss:" in out.getvalue()
+    assert "[vertex] Job completed successfully." in out.getvalue()
+    assert "OneDeviceStrategy" in log(record, "chief")
+    sent = sent_body(vertex_server)
+    assert same_job(sent, plan.vertex_request()["body"])  # exactly what the dry run showed
+    assert (
+        json.loads((Path(record.job_dir) / "vertex_request.json").read_text())
+        == (plan.vertex_request()["body"])
+    )
+    vertex_id = record.handle["vertex_job_id"]
+    assert record.console_url == vertex_request.console_url(plan.spec, vertex_id)
+    assert record.handle["vertex_state"] == "JOB_STATE_SUCCEEDED"
+    assert vertex_server.job(vertex_id).state() == "JOB_STATE_SUCCEEDED"
+    assert record.tensorboard_url is None and "Vertex console" in job._repr_html_()
+    assert job.logs("chief").count("final loss:") == 1  # no line twice
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)  # on a fresh registry the TensorFlow parent's layers are pushed too
+def test_multi_worker_job_runs_in_containers_from_the_built_image(
+    tmp_path: Path,
+    tfc_env: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    docker_client: Any,
+    registry: str,
+    tf_parent_image: str,
+) -> None:
+    """No --image: the backend builds and pushes; the server pulls and runs it in Docker."""
+    monkeypatch.setenv("TFC_REGISTRY", f"{registry}/tfc-tests")
+    with VertexServer(executor="docker") as server:
+        for name, value in {"TFC_VERTEX_ENDPOINT": server.url, "TFC_VERTEX_POLL": "0.2"}.items():
+            monkeypatch.setenv(name, value)
+        flags = f"--backend vertex --project test-project --parent-image {tf_parent_image}"
+        nb = write_notebook(
+            tmp_path / "train.ipynb", MODEL_CELL, FIT_CELL.format(flags="--workers 1")
+        )
+        plan = plan_for(nb, flags)
+        assert plan.image_uri.startswith(f"{registry}/tfc-tests/train:")
+        home = Path(os.environ["TFC_JUPYTER_HOME"])
+        job = launch(plan, store=store_for(home))
+        try:
+            record = finish(job, timeout=240)
+        finally:
+            stop_watcher(job.record())
+        assert record.state is JobState.SUCCEEDED, record.error
+        assert record.handle["image"] == plan.image_uri
+        for replica in ("chief", "worker-0"):
+            text = log(record, replica)
+            assert "MultiWorkerMirroredStrategy, 2 replicas" in text, text[-2000:]
+            assert "replicas in sync: 2" in text
+        run = server.job(record.handle["vertex_job_id"])
+        assert {r.kind for r in run.replicas.values()} == {"docker"}
+        assert same_job(sent_body(server), plan.vertex_request()["body"])
+
+
+@pytest.mark.slow
+def test_a_failing_cell_fails_the_job_with_its_location(
+    vertex_server: VertexServer, home: Path, tmp_path: Path
+) -> None:
+    nb = notebook(tmp_path, "print('starting')\nraise ValueError('boom')", "x = 1")
+    _, job = submit(vertex_server, home, nb)
+    record = finish(job)
+    assert record.state is JobState.FAILED
+    assert record.error == "chief exited with status 1 at cell 2, line 3: ValueError: boom"
+    assert record.error_location == "cell 2, line 3"  # line 1 is %%tfc_run
+    assert "starting" in log(record, "chief")
+
+
+def test_accepted_then_failed_by_vertex(
+    vertex_server: VertexServer, home: Path, tmp_path: Path
+) -> None:
+    vertex_server.fail_next_job("Unable to pull image registry.test/tfc/job:1: manifest unknown")
+    _, job = submit(vertex_server, home, notebook(tmp_path, "print(1)"))
+    record = finish(job, timeout=60)
+    assert record.state is JobState.FAILED
+    assert (
+        record.error == "Vertex AI: Unable to pull image registry.test/tfc/job:1: manifest unknown"
+    )
+    assert "manifest unknown" in log(record, "vertex")
+
+
+@pytest.mark.slow
+def test_cancel(vertex_server: VertexServer, home: Path, tmp_path: Path) -> None:
+    body = "import time\nprint('working', flush=True)\ntime.sleep(300)"
+    _, job = submit(vertex_server, home, notebook(tmp_path, body))
+    wait_state(job, {JobState.RUNNING}, timeout=60)
+    record = job.cancel()
+    assert record.state is JobState.CANCELLED, record.state
+    run = vertex_server.job(record.handle["vertex_job_id"])
+    assert run.state() == "JOB_STATE_CANCELLED"
+    assert all(r.poll() is not None for r in run.replicas.values())
+    assert record.error == "cancelled"
+
+
+def test_validation_errors_are_one_line_naming_the_field(
+    vertex_server: VertexServer, home: Path, tmp_path: Path
+) -> None:
+    nb = notebook(tmp_path, "print(1)")
+    with pytest.raises(BackendError) as info:
+        submit(vertex_server, home, nb, f"--tensorboard {TB}")
+    error = info.value
+    assert error.field == "job_spec.base_output_directory"
+    assert "\n" not in str(error) and "--base-output-dir" in str(error)
+    assert str(error).startswith("Vertex AI rejected job_spec.base_output_directory: ")
+    (record,) = store_for(home).list()
+    assert record.state is JobState.FAILED and record.error.startswith("launch failed: ")
+    # A machine shape the catalog would never make, as if it drifted from Vertex AI's:
+    plan = plan_for(nb, FLAGS)
+    odd = Machine("T4_3X", "n1-standard-8", "NVIDIA_TESLA_T4", 3)
+    plan = dataclasses.replace(plan, spec=plan.spec.evolve(chief=odd))
+    with pytest.raises(BackendError) as info:
+        launch(plan, store=store_for(home))
+    assert info.value.field == "job_spec.worker_pool_specs[0].machine_spec.accelerator_count"
+    assert "3 x NVIDIA_TESLA_T4 is not supported" in str(info.value)
+    assert "--machine / --gpus" in str(info.value)
+    assert len(vertex_server.received("POST", r"customJobs$")) == 2  # one try each
+
+
+@pytest.mark.slow
+def test_transient_errors_are_retried_then_the_job_runs(
+    vertex_server: VertexServer, home: Path, tmp_path: Path
+) -> None:
+    vertex_server.inject(Fault.rate_limited(CREATE), Fault.unavailable(CREATE))
+    plan, job = submit(vertex_server, home, notebook(tmp_path, "print('made it')"))
+    assert job.record().handle["api_retries"] == 2
+    assert [r.answer for r in vertex_server.received("POST", r"customJobs$")] == [429, 503, 200]
+    record = finish(job, timeout=60)
+    assert record.state is JobState.SUCCEEDED and "made it" in log(record, "chief")
+    assert len(vertex_server.jobs) == 1
+    assert same_job(sent_body(vertex_server), plan.vertex_request()["body"])
+
+
+@pytest.mark.slow
+def test_a_timed_out_create_is_adopted_not_repeated(
+    vertex_server: VertexServer, home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TFC_VERTEX_TIMEOUT", "1")
+    vertex_server.inject(Fault.slow(3.0, CREATE, after=True))  # created, but the answer is late
+    _, job = submit(vertex_server, home, notebook(tmp_path, "print(1)"))
+    assert len(vertex_server.jobs) == 1 and len(vertex_server.received("POST", "customJobs$")) == 1
+    (run,) = vertex_server.jobs.values()
+    assert job.record().handle["resource_name"] == run.resource["name"]
+    assert job.record().handle["api_retries"] == 1
+    assert finish(job, timeout=60).state is JobState.SUCCEEDED
+
+
+def test_retries_are_bounded(
+    vertex_server: VertexServer, home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TFC_VERTEX_RETRY_TOTAL", "1")
+    vertex_server.inject(*[Fault.unavailable(CREATE) for _ in range(200)])
+    started = time.monotonic()
+    with pytest.raises(BackendError, match=r"unavailable \(503\).*gave up after \d+ tries in 1 s"):
+        submit(vertex_server, home, notebook(tmp_path, "print(1)"))
+    assert time.monotonic() - started < 8
+    tries = len(vertex_server.received("POST", r"customJobs$"))
+    assert 3 <= tries < 30
+    assert vertex_server.jobs == {}
+
+
+@pytest.mark.parametrize(
+    ("fault", "advice"),
+    [
+        (Fault.unauthenticated(CREATE), "gcloud auth application-default login"),
+        (Fault.permission_denied(match=CREATE), "roles/aiplatform.user"),
+        (Fault.api_disabled(match=CREATE), "gcloud services enable aiplatform.googleapis.com"),
+        (Fault.quota(match=CREATE), "request more quota in the console"),
+    ],
+)
+def test_auth_permission_and_quota_errors_say_what_to_do(
+    vertex_server: VertexServer, home: Path, tmp_path: Path, fault: Fault, advice: str
+) -> None:
+    vertex_server.inject(fault)
+    with pytest.raises(BackendError) as info:
+        submit(vertex_server, home, notebook(tmp_path, "print(1)"))
+    text = str(info.value)
+    assert advice in text and "\n" not in text and "Fix: " in text
+    assert isinstance(info.value, QuotaError) == ("quota" in advice)
+    assert len(vertex_server.received("POST", r"customJobs$")) == 1  # never retried
+    assert vertex_server.jobs == {}
+
+
+@pytest.mark.slow
+def test_console_and_tensorboard_links(
+    vertex_server: VertexServer, home: Path, tmp_path: Path
+) -> None:
+    flags = (
+        f"--tensorboard {TB} --base-output-dir gs://bucket/run "
+        "--service-account trainer@test-project.iam.gserviceaccount.com"
+    )
+    _, job = submit(vertex_server, home, notebook(tmp_path, "print(1)"), flags)
+    record = job.record()
+    vertex_id = record.handle["vertex_job_id"]
+    assert record.console_url == (
+        "https://console.cloud.google.com/vertex-ai/locations/us-central1/training/"
+        f"{vertex_id}/cpu?project=test-project"
+    )
+    assert record.tensorboard_url == (
+        "https://us-central1.tensorboard.googleusercontent.com/experiment/projects+test-project"
+        f"+locations+us-central1+tensorboards+7+experiments+{vertex_id}"
+    )
+    page = job._repr_html_()
+    assert record.console_url in page and "TensorBoard" in page
+    assert sent_body(vertex_server)["jobSpec"]["tensorboard"] == TB
+    assert finish(job, timeout=60).state is JobState.SUCCEEDED
+
+
+@pytest.mark.slow
+def test_a_restarted_watcher_resumes_without_repeating_lines(
+    vertex_server: VertexServer, home: Path, tmp_path: Path
+) -> None:
+    body = (
+        "import time\nfor i in range(30):\n    print(f'line {i}', flush=True)\n    time.sleep(0.2)"
+    )
+    _, job = submit(vertex_server, home, notebook(tmp_path, body))
+    deadline = time.monotonic() + 60
+    while "line 3" not in log(job.record(), "chief"):
+        assert time.monotonic() < deadline, "no log lines arrived"
+        time.sleep(0.1)
+    stop_watcher(job.record())  # as if the machine rebooted; job.wait() restarts it
+    record = finish(job, timeout=90)
+    assert record.state is JobState.SUCCEEDED, record.error
+    assert record.handle["watcher_starts"] == 2
+    lines = [x for x in log(record, "chief").splitlines() if x.startswith("line ")]
+    assert lines == [f"line {i}" for i in range(30)]
+
+
+@pytest.mark.slow
+def test_late_log_entries_are_waited_for(
+    vertex_server: VertexServer, home: Path, tmp_path: Path
+) -> None:
+    vertex_server.logs.delay = 1.0  # Cloud Logging's ingestion lag
+    _, job = submit(vertex_server, home, notebook(tmp_path, "print('last words')"))
+    record = finish(job, timeout=60)
+    assert record.state is JobState.SUCCEEDED
+    assert "last words" in log(record, "chief")
+    assert "Job completed successfully." in log(record, "vertex")
+
+
+@pytest.mark.slow
+def test_list_and_status(vertex_server: VertexServer, home: Path, tmp_path: Path) -> None:
+    first_plan, first = submit(vertex_server, home, notebook(tmp_path / "a", "print(1)"))
+    _, second = submit(vertex_server, home, notebook(tmp_path / "b", "print(2)"))
+    for job in (first, second):
+        finish(job, timeout=60)
+    backend = VertexBackend(store_for(home))
+    listed = backend.list_jobs(first_plan.spec)
+    assert [j["name"] for j in listed] == [
+        second.record().handle["resource_name"],
+        first.record().handle["resource_name"],
+    ]
+    assert {j["state"] for j in listed} == {"succeeded"}
+    assert listed[0]["console_url"].startswith("https://console.cloud.google.com/vertex-ai/")
+    assert backend.list_jobs(first_plan.spec, filter_='display_name="other"') == []
+    status = backend.status(first.record())
+    assert status["vertex_state"] == "JOB_STATE_SUCCEEDED" and status["error"] is None
+
+
+def test_check_refuses_what_cannot_run(
+    vertex_server: VertexServer, home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    nb = notebook(tmp_path, "print(1)")
+    store = store_for(home)
+    with pytest.raises(BackendError, match="needs a Google Cloud project") as info:
+        launch(plan_for(nb, f"--backend vertex --image {IMAGE}"), store=store)
+    assert info.value.field == "project"
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-engine.sock")
+    with pytest.raises(BackendError, match="pass --image") as info:
+        launch(plan_for(nb, "--backend vertex --project test-project"), store=store)
+    assert info.value.field == "image"
+    monkeypatch.setitem(sys.modules, "google.cloud.aiplatform_v1", None)
+    with pytest.raises(MissingDependency, match=r"tfc_jupyter\[vertex\]"):
+        launch(plan_for(nb, FLAGS), store=store)
+    assert store.list() == []  # refused before anything was written or launched
+
+
+def test_settings_and_credentials(monkeypatch: pytest.MonkeyPatch, tfc_env: Path) -> None:
+    defaults = VertexSettings.load({})
+    assert defaults.api_endpoint("europe-west4") == "europe-west4-aiplatform.googleapis.com"
+    assert defaults.log_endpoint() == "https://logging.googleapis.com"
+    local = VertexSettings.load(
+        {"TFC_VERTEX_ENDPOINT": "http://127.0.0.1:9", "TFC_VERTEX_POLL": "1"}
+    )
+    assert local.api_endpoint("us-central1") == "http://127.0.0.1:9"
+    assert local.log_endpoint() == "http://127.0.0.1:9" and local.poll_s == 1.0
+    with pytest.raises(BackendError, match="TFC_VERTEX_POLL"):
+        VertexSettings.load({"TFC_VERTEX_POLL": "often"})
+    assert [is_loopback(e) for e in ("http://127.0.0.1:8", "localhost:9", "http://[::1]:7")] == [
+        True,
+        True,
+        True,
+    ]
+    assert not is_loopback("us-central1-aiplatform.googleapis.com")
+    assert type(credentials("http://127.0.0.1:8")).__name__ == "AnonymousCredentials"
+    empty = tfc_env / "nothing"
+    monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(empty))
+    with pytest.raises(BackendError, match="application-default login"):
+        credentials("us-central1-aiplatform.googleapis.com")
+
+
+def test_loading_the_extension_imports_no_aiplatform() -> None:
+    code = textwrap.dedent("""\
+        import sys
+        from IPython.core.interactiveshell import InteractiveShell
+        shell = InteractiveShell.instance()
+        shell.extension_manager.load_extension("tfc_jupyter")
+        import tfc_jupyter.backends.vertex, tfc_jupyter.backends.vertex_watcher
+        heavy = [m for m in sys.modules if m.startswith(("google.cloud.aiplatform",
+                 "google.cloud.logging", "tensorflow"))]
+        print(heavy)
+    """)
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == "[]"

@@ -1,0 +1,532 @@
+"""The local Vertex AI server, driven by the real google-cloud-aiplatform and logging clients."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from google.api_core import exceptions as gexc
+from google.auth.credentials import AnonymousCredentials
+from google.auth.exceptions import GoogleAuthError
+from google.cloud import aiplatform
+from google.cloud.aiplatform_v1 import JobServiceClient
+from google.cloud.logging_v2 import Client as LoggingClient
+from vertex_server import Fault, VertexServer, parse_filter
+from vertex_validate import validate
+
+PROJECT = "test-project"
+PARENT = f"projects/{PROJECT}/locations/us-central1"
+TERMINAL = {"JOB_STATE_SUCCEEDED", "JOB_STATE_FAILED", "JOB_STATE_CANCELLED"}
+
+ENV_SCRIPT = """\
+import json, os, sys
+keys = ["CLUSTER_SPEC", "TF_CONFIG", "CLOUD_ML_JOB_ID", "AIP_MODEL_DIR", "AIP_CHECKPOINT_DIR",
+        "AIP_TENSORBOARD_LOG_DIR", "TFC_JOB_NAME"]
+print("ENV " + json.dumps({k: os.environ.get(k) for k in keys}), flush=True)
+print("to stderr", file=sys.stderr, flush=True)
+if len(sys.argv) > 1:
+    raise SystemExit(int(sys.argv[1]))
+"""
+
+
+def pool(
+    machine: str = "n1-standard-4",
+    replicas: int = 1,
+    image: str = "test/env:1",
+    args: tuple[str, ...] = (),
+    **machine_spec: Any,
+) -> dict[str, Any]:
+    """A worker pool in the SDK's dict form (snake_case)."""
+    return {
+        "machine_spec": {"machine_type": machine, **machine_spec},
+        "replica_count": replicas,
+        "container_spec": {
+            "image_uri": image,
+            "command": ["python", "main.py"],
+            "args": list(args),
+            "env": [{"name": "TFC_JOB_NAME", "value": "env-test"}],
+        },
+    }
+
+
+@pytest.fixture
+def server(vertex_server: VertexServer, tmp_path: Path) -> VertexServer:
+    """The test server with a folder image ``test/env:1`` that prints its environment."""
+    image = tmp_path / "image"
+    image.mkdir()
+    (image / "main.py").write_text(ENV_SCRIPT)
+    vertex_server.add_image("test/env:1", image)
+    return vertex_server
+
+
+@pytest.fixture
+def sdk(server: VertexServer) -> Iterator[None]:
+    """aiplatform initialised against the server (REST, anonymous), restored afterwards."""
+    aiplatform.init(
+        project=PROJECT,
+        location="us-central1",
+        api_endpoint=server.url,
+        api_transport="rest",
+        credentials=AnonymousCredentials(),
+        staging_bucket="gs://test-bucket",
+    )
+    yield
+    aiplatform.initializer.global_config.__init__()  # type: ignore[misc]
+
+
+def client(server: VertexServer) -> JobServiceClient:
+    """The GAPIC client over REST (no retries of its own)."""
+    return JobServiceClient(
+        credentials=AnonymousCredentials(),
+        transport="rest",
+        client_options={"api_endpoint": server.url},
+    )
+
+
+def wait_job(name: str, c: JobServiceClient, timeout: float = 60) -> Any:
+    """Poll the job (every 0.1 s, not the SDK's 5 s) until it ends; bounded."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        job = c.get_custom_job(name=name)
+        if job.state.name in TERMINAL:
+            return job
+        time.sleep(0.1)
+    raise AssertionError(f"{name} did not end within {timeout} s")
+
+
+def entries(server: VertexServer, job_id: str, extra: str = "") -> list[Any]:
+    """The job's log entries through the real Cloud Logging client."""
+    logging = LoggingClient(
+        project=PROJECT,
+        credentials=AnonymousCredentials(),
+        _use_grpc=False,
+        client_options={"api_endpoint": server.url},
+    )
+    flt = f'resource.type="ml_job" AND resource.labels.job_id="{job_id}"{extra}'
+    return list(logging.list_entries(filter_=flt, page_size=2))
+
+
+def env_of(lines: list[Any]) -> dict[str, Any]:
+    """The ENV line a replica printed."""
+    text = next(e.payload for e in lines if str(e.payload).startswith("ENV "))
+    return json.loads(text[4:])
+
+
+def test_sdk_submit_get_list(server: VertexServer, sdk: None) -> None:
+    job = aiplatform.CustomJob(display_name="sdk-job", worker_pool_specs=[pool()])
+    job.submit()
+    assert job.resource_name.startswith("projects/") and "/customJobs/" in job.resource_name
+    done = wait_job(job.resource_name, client(server))
+    assert done.state.name == "JOB_STATE_SUCCEEDED"
+    assert done.start_time and done.end_time and done.end_time >= done.start_time
+    again = aiplatform.CustomJob.get(job.resource_name)
+    assert again.state.name == "JOB_STATE_SUCCEEDED"
+    listed = aiplatform.CustomJob.list(filter='display_name="sdk-job"')
+    assert [j.resource_name for j in listed] == [job.resource_name]
+    assert aiplatform.CustomJob.list(filter='display_name="other"') == []
+    states = [e.payload for e in entries(server, job.name) if "task_name" not in e.resource.labels]
+    assert states[0] == "Waiting for job to be provisioned." and "completed" in states[-1]
+
+
+def test_list_pages_and_filters(server: VertexServer) -> None:
+    c = client(server)
+    body = {"display_name": "paged", "labels": {"team": "ml"}, "job_spec": {}}
+    names = []
+    for i in range(3):
+        job = c.create_custom_job(
+            parent=PARENT,
+            custom_job={
+                **body,
+                "job_spec": {"worker_pool_specs": [pool()]},
+                "display_name": f"p{i}",
+            },
+        )
+        names.append(job.name)
+    pager = c.list_custom_jobs(request={"parent": PARENT, "page_size": 2})
+    assert sorted(j.name for j in pager) == sorted(names)
+    assert len(server.received("GET", r"customJobs$")) == 2  # two pages, the second by token
+    only = c.list_custom_jobs(request={"parent": PARENT, "filter": 'display_name="p1"'})
+    assert [j.name for j in only] == [names[1]]
+    assert len(list(c.list_custom_jobs(request={"parent": PARENT, "filter": "labels.team=ml"})))
+    with pytest.raises(gexc.BadRequest, match="AND filters only"):
+        list(c.list_custom_jobs(request={"parent": PARENT, "filter": 'a="1" OR b="2"'}))
+    for name in names:
+        wait_job(name, c)
+
+
+def test_replicas_get_vertex_environment_and_logs(server: VertexServer) -> None:
+    c = client(server)
+    spec = {
+        "worker_pool_specs": [pool(), pool(replicas=2), pool(), pool()],
+        "base_output_directory": {"output_uri_prefix": "gs://bucket/run/"},
+    }
+    job = c.create_custom_job(parent=PARENT, custom_job={"display_name": "env", "job_spec": spec})
+    assert wait_job(job.name, c).state.name == "JOB_STATE_SUCCEEDED"
+    job_id = job.name.rsplit("/", 1)[1]
+    by_task: dict[str, list[Any]] = {}
+    for entry in entries(server, job_id):
+        by_task.setdefault(entry.resource.labels.get("task_name", ""), []).append(entry)
+    tasks = ["workerpool0-0", "workerpool1-0", "workerpool1-1", "workerpool2-0", "workerpool3-0"]
+    assert sorted(t for t in by_task if t) == tasks
+    worker1 = env_of(by_task["workerpool1-1"])
+    cluster_spec = json.loads(worker1["CLUSTER_SPEC"])
+    assert cluster_spec["task"] == {"type": "workerpool1", "index": 1, "trial": ""}
+    assert sorted(cluster_spec["cluster"]) == [
+        "workerpool0",
+        "workerpool1",
+        "workerpool2",
+        "workerpool3",
+    ]
+    tf_config = json.loads(worker1["TF_CONFIG"])
+    assert sorted(tf_config["cluster"]) == ["chief", "ps", "worker"]  # no evaluator in cluster
+    assert tf_config["task"] == {"type": "worker", "index": 1, "trial": ""}
+    evaluator = json.loads(env_of(by_task["workerpool3-0"])["TF_CONFIG"])
+    assert evaluator["task"]["type"] == "evaluator"
+    assert worker1["CLOUD_ML_JOB_ID"] == job_id
+    assert worker1["AIP_MODEL_DIR"] == "gs://bucket/run/model/"
+    assert worker1["AIP_CHECKPOINT_DIR"] == "gs://bucket/run/checkpoints/"
+    assert worker1["AIP_TENSORBOARD_LOG_DIR"] == "gs://bucket/run/logs/"
+    assert worker1["TFC_JOB_NAME"] == "env-test"  # the container spec's own env
+    stderr = [e for e in by_task["workerpool0-0"] if e.payload == "to stderr"]
+    assert stderr and stderr[0].severity == "ERROR"
+    one = entries(server, job_id, ' AND resource.labels.task_name="workerpool2-0"')
+    assert {e.resource.labels["task_name"] for e in one} == {"workerpool2-0"}
+
+
+def test_no_aip_dirs_without_base_output_directory(server: VertexServer) -> None:
+    c = client(server)
+    spec = {"worker_pool_specs": [pool()]}
+    job = c.create_custom_job(parent=PARENT, custom_job={"display_name": "e", "job_spec": spec})
+    wait_job(job.name, c)
+    env = env_of(entries(server, job.name.rsplit("/", 1)[1]))
+    assert env["AIP_MODEL_DIR"] is None and env["AIP_TENSORBOARD_LOG_DIR"] is None
+    assert sorted(json.loads(env["TF_CONFIG"])["cluster"]) == ["chief"]
+
+
+def test_failed_replica_fails_the_job(server: VertexServer) -> None:
+    c = client(server)
+    spec = {"worker_pool_specs": [pool(), pool(args=("3",))]}
+    job = c.create_custom_job(parent=PARENT, custom_job={"display_name": "f", "job_spec": spec})
+    done = wait_job(job.name, c)
+    assert done.state.name == "JOB_STATE_FAILED"
+    assert "The replica workerpool1-0 exited with a non-zero status of 3" in done.error.message
+
+
+def test_accepted_then_failed_on_request(server: VertexServer) -> None:
+    server.fail_next_job("Unable to pull image test/env:1: manifest unknown")
+    c = client(server)
+    job = c.create_custom_job(
+        parent=PARENT, custom_job={"display_name": "x", "job_spec": {"worker_pool_specs": [pool()]}}
+    )
+    assert job.state.name == "JOB_STATE_QUEUED"
+    done = wait_job(job.name, c)
+    assert done.state.name == "JOB_STATE_FAILED" and "manifest unknown" in done.error.message
+
+
+def test_unknown_image_fails_like_a_failed_pull(server: VertexServer) -> None:
+    c = client(server)
+    spec = {"worker_pool_specs": [pool(image="nowhere/none:1")]}
+    job = c.create_custom_job(parent=PARENT, custom_job={"display_name": "n", "job_spec": spec})
+    done = wait_job(job.name, c)
+    assert done.state.name == "JOB_STATE_FAILED" and "Unable to pull image" in done.error.message
+
+
+def test_cancel(server: VertexServer, tmp_path: Path) -> None:
+    image = tmp_path / "sleeper"
+    image.mkdir()
+    (image / "main.py").write_text("import time\nprint('started', flush=True)\ntime.sleep(120)\n")
+    server.add_image("test/sleep:1", image)
+    c = client(server)
+    spec = {"worker_pool_specs": [pool(image="test/sleep:1")]}
+    job = c.create_custom_job(parent=PARENT, custom_job={"display_name": "c", "job_spec": spec})
+    deadline = time.monotonic() + 30
+    while c.get_custom_job(name=job.name).state.name != "JOB_STATE_RUNNING":
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    c.cancel_custom_job(name=job.name)
+    done = wait_job(job.name, c, timeout=30)
+    assert done.state.name == "JOB_STATE_CANCELLED"
+    replica = server.job(job.name).replicas["workerpool0-0"]
+    assert replica.poll() is not None  # the process is gone
+    with pytest.raises(gexc.BadRequest, match="Cannot cancel"):
+        c.cancel_custom_job(name=job.name)
+    with pytest.raises(gexc.NotFound):
+        c.get_custom_job(name=f"{PARENT}/customJobs/123")
+
+
+def test_errors_are_google_error_bodies(server: VertexServer) -> None:
+    c = client(server)
+    with pytest.raises(gexc.BadRequest) as info:
+        c.create_custom_job(
+            parent=PARENT,
+            custom_job={
+                "display_name": "bad",
+                "job_spec": {"worker_pool_specs": [pool(replicas=2)]},
+            },
+        )
+    assert "job_spec.worker_pool_specs[0].replica_count" in info.value.message
+    violations = info.value.details[0]["fieldViolations"]
+    assert violations[0]["field"] == "job_spec.worker_pool_specs[0].replica_count"
+    request = urllib.request.Request(
+        f"{server.url}/v1/{PARENT}/customJobs",
+        data=json.dumps(
+            {
+                "displayName": "x",
+                "jobSpec": {
+                    "workerPoolSpecs": [
+                        {
+                            "machineSpec": {
+                                "machineType": "n1-standard-4",
+                                "acceleratorType": "NVIDIA_X",
+                            }
+                        }
+                    ]
+                },
+                "surprise": 1,
+            }
+        ).encode(),
+        method="POST",
+        headers={"Content-Type": "application/json"},
+    )
+    with pytest.raises(urllib.error.HTTPError) as http:
+        urllib.request.urlopen(request, timeout=10)
+    error = json.loads(http.value.read())["error"]
+    assert (error["code"], error["status"]) == (400, "INVALID_ARGUMENT")
+    assert "Invalid JSON payload" in error["message"]
+
+
+def test_faults_then_recovery(server: VertexServer) -> None:
+    c = client(server)
+    server.inject(Fault.rate_limited(), Fault.unavailable(), Fault.quota(match="POST"))
+    with pytest.raises(gexc.TooManyRequests):
+        list(c.list_custom_jobs(parent=PARENT))
+    with pytest.raises(gexc.ServiceUnavailable):
+        list(c.list_custom_jobs(parent=PARENT))
+    assert list(c.list_custom_jobs(parent=PARENT)) == []  # the POST-only fault waits
+    with pytest.raises(gexc.TooManyRequests, match="quota"):
+        c.create_custom_job(
+            parent=PARENT,
+            custom_job={"display_name": "q", "job_spec": {"worker_pool_specs": [pool()]}},
+        )
+    server.inject(Fault.unauthenticated(), Fault.permission_denied(), Fault.api_disabled())
+    # A 401 makes google-auth refresh the credentials and retry; anonymous ones cannot refresh.
+    with pytest.raises(GoogleAuthError, match="cannot be refreshed"):
+        c.get_custom_job(name=f"{PARENT}/customJobs/1")
+    for _ in range(2):
+        with pytest.raises(gexc.Forbidden):  # HTTP 403 (PermissionDenied over gRPC)
+            c.get_custom_job(name=f"{PARENT}/customJobs/1")
+    assert server.faults == []
+
+
+def test_slow_response_still_does_the_work(server: VertexServer) -> None:
+    import requests
+
+    c = client(server)
+    server.inject(Fault.slow(2.0, match=r"POST .*customJobs$"))
+    started = time.monotonic()
+    with pytest.raises(requests.exceptions.ReadTimeout):
+        c.create_custom_job(
+            parent=PARENT,
+            custom_job={"display_name": "slow", "job_spec": {"worker_pool_specs": [pool()]}},
+            timeout=0.5,
+        )
+    assert time.monotonic() - started < 2.0
+    deadline = time.monotonic() + 10
+    while not server.jobs:
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    created = next(iter(server.jobs.values()))
+    assert created.resource["displayName"] == "slow"
+    wait_job(created.resource["name"], c)
+
+
+@pytest.mark.parametrize(
+    ("machine_spec", "field"),
+    [
+        (
+            {
+                "machineType": "n1-standard-4",
+                "acceleratorType": "NVIDIA_TESLA_T4",
+                "acceleratorCount": 3,
+            },
+            "accelerator_count",
+        ),
+        (
+            {"machineType": "n1-standard-4", "acceleratorType": "NVIDIA_L4", "acceleratorCount": 1},
+            "accelerator_type",
+        ),
+        (
+            {
+                "machineType": "a2-highgpu-2g",
+                "acceleratorType": "NVIDIA_TESLA_A100",
+                "acceleratorCount": 1,
+            },
+            "accelerator_count",
+        ),
+        ({"machineType": "n1-standard-5"}, "machine_type"),
+        ({"machineType": "n1-standard-4", "acceleratorCount": 2}, "accelerator_type"),
+        (
+            {"machineType": "cloud-tpu", "acceleratorType": "TPU_V3", "acceleratorCount": 4},
+            "accelerator_type",
+        ),
+        (
+            {
+                "machineType": "cloud-tpu",
+                "acceleratorType": "NVIDIA_TESLA_T4",
+                "acceleratorCount": 8,
+            },
+            "accelerator_type",
+        ),
+        ({"machineType": "ct5lp-hightpu-4t", "tpuTopology": "2x4"}, "tpu_topology"),
+        (
+            {
+                "machineType": "ct5lp-hightpu-1t",
+                "tpuTopology": "1x1",
+                "acceleratorType": "TPU_V5_LITEPOD",
+                "acceleratorCount": 1,
+            },
+            "accelerator_type",
+        ),
+        (
+            {"machineType": "n1-standard-8", "acceleratorType": "TPU_V2", "acceleratorCount": 8},
+            "accelerator_type",
+        ),
+    ],
+)
+def test_machine_shapes_vertex_refuses(machine_spec: dict[str, Any], field: str) -> None:
+    body = {
+        "displayName": "x",
+        "jobSpec": {
+            "workerPoolSpecs": [
+                {
+                    "machineSpec": machine_spec,
+                    "replicaCount": "1",
+                    "containerSpec": {"imageUri": "i"},
+                }
+            ]
+        },
+    }
+    problems = validate(body)
+    assert problems and problems[0][0].endswith(field), problems
+
+
+@pytest.mark.parametrize(
+    "machine_spec",
+    [
+        {
+            "machineType": "n1-standard-8",
+            "acceleratorType": "NVIDIA_TESLA_T4",
+            "acceleratorCount": 4,
+        },
+        {
+            "machineType": "a2-highgpu-2g",
+            "acceleratorType": "NVIDIA_TESLA_A100",
+            "acceleratorCount": 2,
+        },
+        {"machineType": "g2-standard-24", "acceleratorType": "NVIDIA_L4", "acceleratorCount": 2},
+        {
+            "machineType": "a3-highgpu-8g",
+            "acceleratorType": "NVIDIA_H100_80GB",
+            "acceleratorCount": 8,
+        },
+        {"machineType": "cloud-tpu", "acceleratorType": "TPU_V2", "acceleratorCount": 8},
+        {"machineType": "ct5lp-hightpu-8t", "tpuTopology": "2x4"},
+    ],
+)
+def test_machine_shapes_vertex_accepts(machine_spec: dict[str, Any]) -> None:
+    body = {
+        "displayName": "x",
+        "jobSpec": {
+            "workerPoolSpecs": [
+                {
+                    "machineSpec": machine_spec,
+                    "replicaCount": "1",
+                    "containerSpec": {"imageUri": "i"},
+                }
+            ]
+        },
+    }
+    assert validate(body) == []
+
+
+def test_job_level_rules() -> None:
+    one = {
+        "machineSpec": {"machineType": "n1-standard-4"},
+        "replicaCount": "1",
+        "containerSpec": {"imageUri": "i"},
+    }
+    tpu = {
+        "machineSpec": {
+            "machineType": "cloud-tpu",
+            "acceleratorType": "TPU_V3",
+            "acceleratorCount": 8,
+        },
+        "replicaCount": "1",
+        "containerSpec": {"imageUri": "i"},
+    }
+
+    def fields(**job: Any) -> list[str]:
+        body = {
+            "displayName": job.pop("displayName", "x"),
+            "labels": job.pop("labels", {}),
+            "jobSpec": {"workerPoolSpecs": [one], **job},
+        }
+        return [f for f, _ in validate(body)]
+
+    assert fields() == []
+    assert fields(workerPoolSpecs=[{}, one]) == ["job_spec.worker_pool_specs[0]"]
+    assert fields(workerPoolSpecs=[one, {}, one]) == []  # an empty pool keeps a position
+    assert fields(workerPoolSpecs=[tpu, one]) == ["job_spec.worker_pool_specs"]
+    assert fields(workerPoolSpecs=[one, {**tpu}])[0] == "job_spec.worker_pool_specs[1].machine_spec"
+    assert fields(labels={"Team": "x"}) == ["labels['Team']"]
+    assert fields(labels={"team": "X Y"}) == ["labels['team']"]
+    assert fields(labels={f"k{i}": "v" for i in range(65)}) == ["labels"]
+    assert fields(displayName="") == ["display_name"]
+    assert fields(tensorboard="projects/p/locations/us-central1/tensorboards/1") == [
+        "job_spec.base_output_directory",
+        "job_spec.service_account",
+    ]
+    assert fields(network="default") == ["job_spec.network"]
+    assert fields(serviceAccount="me@example.com") == ["job_spec.service_account"]
+
+
+def test_filter_parser() -> None:
+    terms = parse_filter('resource.type="ml_job" AND timestamp>="2024-01-01T00:00:00Z" AND x:y')
+    assert terms == [
+        ("resource.type", "=", "ml_job"),
+        ("timestamp", ">=", "2024-01-01T00:00:00Z"),
+        ("x", ":", "y"),
+    ]
+
+
+def test_standalone_server_serves_and_stops(tmp_path: Path) -> None:
+    here = Path(__file__).resolve().parent
+    proc = subprocess.Popen(
+        [sys.executable, str(here / "vertex_server.py"), "--executor", "process"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()  # bounded by the test timeout
+        url = line.split(" on ", 1)[1].split()[0]
+        assert url.startswith("http://127.0.0.1:")
+        faults = json.dumps([{"status": "UNAVAILABLE", "message": "down"}]).encode()
+        urllib.request.urlopen(
+            urllib.request.Request(f"{url}/_control/faults", data=faults, method="POST"), timeout=10
+        )
+        with pytest.raises(urllib.error.HTTPError) as http:
+            urllib.request.urlopen(f"{url}/v1/{PARENT}/customJobs", timeout=10)
+        assert http.value.code == 503
+        with urllib.request.urlopen(f"{url}/_control/requests", timeout=10) as reply:
+            assert len(json.loads(reply.read())["requests"]) == 3  # this one too
+    finally:
+        proc.terminate()
+        assert proc.wait(timeout=30) == 0

@@ -1,0 +1,577 @@
+"""A local server that speaks Vertex AI's CustomJob API and Cloud Logging's entries:list.
+
+The real ``google-cloud-aiplatform`` and ``google-cloud-logging`` clients talk to it over REST,
+unpatched (``api_endpoint="http://127.0.0.1:PORT"``, anonymous credentials):
+
+* ``POST /v1/{parent}/customJobs``, ``GET /v1/{name}``, ``GET /v1/{parent}/customJobs``
+  (``filter``, ``pageSize``, ``pageToken``), ``POST /v1/{name}:cancel``;
+* ``POST /v2/entries:list`` with Cloud Logging's filter language (the subset log readers use).
+
+Bodies go through the real proto types (``CustomJob.from_json``), so an unknown field or enum is
+refused as Vertex refuses it; :mod:`vertex_validate` checks the rest (pool 0 with one replica,
+machine types, accelerator counts, TPU shapes, labels). Errors are Google's JSON error bodies.
+Faults are injected on request (:class:`Fault`: 429, 503, slow responses, auth and quota errors),
+and each accepted job runs for real (:mod:`vertex_runner`: Docker containers, or local processes
+when no Docker engine answers). It serves on 127.0.0.1 only.
+
+Standalone: ``python tests/vertex_server.py [--port N] [--executor auto|docker|process]
+[--image URI=FOLDER ...]``; ``POST /_control/faults`` (a JSON list of faults) and
+``GET /_control/requests`` drive it from outside.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import itertools
+import json
+import re
+import signal
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+from vertex_runner import (
+    AutoExecutor,
+    Executor,
+    JobRun,
+    LogStore,
+    ProcessExecutor,
+    docker_executor,
+    parse_rfc3339,
+    rfc3339,
+)
+from vertex_validate import error_message, validate
+
+_GRPC_CODES = {
+    "INVALID_ARGUMENT": 400,
+    "FAILED_PRECONDITION": 400,
+    "UNAUTHENTICATED": 401,
+    "PERMISSION_DENIED": 403,
+    "NOT_FOUND": 404,
+    "RESOURCE_EXHAUSTED": 429,
+    "INTERNAL": 500,
+    "UNAVAILABLE": 503,
+    "DEADLINE_EXCEEDED": 504,
+}
+_TERMINAL = {"JOB_STATE_SUCCEEDED", "JOB_STATE_FAILED", "JOB_STATE_CANCELLED"}
+
+
+class ApiError(Exception):
+    """An error answer: Google's ``{"error": {code, message, status, details}}``."""
+
+    def __init__(self, status: str, message: str, details: list[dict[str, Any]] | None = None):
+        super().__init__(message)
+        self.status, self.message, self.details = status, message, details or []
+
+    def body(self) -> dict[str, Any]:
+        """The JSON body."""
+        error = {"code": _GRPC_CODES[self.status], "message": self.message, "status": self.status}
+        if self.details:
+            error["details"] = self.details
+        return {"error": error}
+
+
+@dataclass
+class Fault:
+    """A canned answer for the next request matching ``match`` (a regex on ``"POST /v1/..."``).
+
+    With ``status`` the request is answered with that error; with ``status=None`` it is served
+    normally after ``delay`` seconds (a slow response: the client may time out while the server
+    still does the work, as real servers do).
+    """
+
+    status: str | None = "UNAVAILABLE"
+    message: str = "The service is currently unavailable."
+    match: str = ""
+    delay: float = 0.0
+    details: list[dict[str, Any]] = field(default_factory=list)
+    after: bool = False  # delay the answer after doing the work (a lost or late response)
+
+    @classmethod
+    def unavailable(cls, match: str = "") -> Fault:
+        """503 UNAVAILABLE, as during a brief outage."""
+        return cls("UNAVAILABLE", "The service is currently unavailable.", match)
+
+    @classmethod
+    def rate_limited(cls, match: str = "") -> Fault:
+        """429 without quota wording: too many requests right now."""
+        return cls("RESOURCE_EXHAUSTED", "Too many requests, please retry later.", match)
+
+    @classmethod
+    def slow(cls, delay: float, match: str = "", *, after: bool = False) -> Fault:
+        """Serve normally, ``delay`` seconds late (``after``: do the work first, then wait)."""
+        return cls(None, "", match, delay, after=after)
+
+    @classmethod
+    def quota(cls, metric: str = "custom_model_training_nvidia_t4_gpus", match: str = "") -> Fault:
+        """429 RESOURCE_EXHAUSTED for a quota, as Vertex words it."""
+        message = (
+            f"The following quota metrics exceed quota limits: aiplatform.googleapis.com/{metric}"
+        )
+        details = [
+            {
+                "@type": "type.googleapis.com/google.rpc.QuotaFailure",
+                "violations": [{"subject": metric, "description": message}],
+            }
+        ]
+        return cls("RESOURCE_EXHAUSTED", message, match, details=details)
+
+    @classmethod
+    def unauthenticated(cls, match: str = "") -> Fault:
+        """401 UNAUTHENTICATED: expired or missing credentials."""
+        message = (
+            "Request had invalid authentication credentials. Expected OAuth 2 access token, "
+            "login cookie or other valid authentication credential."
+        )
+        return cls("UNAUTHENTICATED", message, match)
+
+    @classmethod
+    def permission_denied(cls, project: str = "test-project", match: str = "") -> Fault:
+        """403 PERMISSION_DENIED: the account lacks a role."""
+        message = (
+            f"Permission 'aiplatform.customJobs.create' denied on resource "
+            f"'//aiplatform.googleapis.com/projects/{project}/locations/us-central1' "
+            "(or it may not exist)."
+        )
+        details = [
+            {
+                "@type": "type.googleapis.com/google.rpc.ErrorInfo",
+                "reason": "IAM_PERMISSION_DENIED",
+                "domain": "aiplatform.googleapis.com",
+            }
+        ]
+        return cls("PERMISSION_DENIED", message, match, details=details)
+
+    @classmethod
+    def api_disabled(cls, project: str = "test-project", match: str = "") -> Fault:
+        """403 SERVICE_DISABLED: the Vertex AI API is off in the project."""
+        message = (
+            f"Vertex AI API has not been used in project {project} before or it is disabled. "
+            "Enable it by visiting https://console.developers.google.com/apis/api/"
+            f"aiplatform.googleapis.com/overview?project={project} then retry."
+        )
+        details = [
+            {
+                "@type": "type.googleapis.com/google.rpc.ErrorInfo",
+                "reason": "SERVICE_DISABLED",
+                "domain": "googleapis.com",
+            }
+        ]
+        return cls("PERMISSION_DENIED", message, match, details=details)
+
+
+@dataclass
+class Received:
+    """One request as the server saw it."""
+
+    method: str
+    path: str
+    query: dict[str, list[str]]
+    body: Any
+    answer: int = 0
+
+
+def project_number(project: str) -> str:
+    """A stable 12-digit project number for a project id (job names use numbers)."""
+    if project.isdigit():
+        return project
+    return str(int(hashlib.sha256(project.encode()).hexdigest(), 16) % 10**12).rjust(12, "1")
+
+
+# ------------------------------------------------------------------------------- filters
+_TERM = re.compile(
+    r"\s*(?P<key>[A-Za-z_][\w.-]*)\s*(?P<op>>=|<=|!=|=|>|<|:)\s*"
+    r'(?P<value>"(?:[^"\\]|\\.)*"|[^\s"()]+)\s*'
+)
+
+
+def parse_filter(text: str) -> list[tuple[str, str, str]]:
+    """``a="x" AND b>=y`` -> ``[(key, op, value)]``; only AND-joined comparisons."""
+    terms, rest = [], text.strip()
+    while rest:
+        m = _TERM.match(rest)
+        if not m:
+            raise ApiError("INVALID_ARGUMENT", f"Unparseable filter: {text}")
+        value = m.group("value")
+        if value.startswith('"'):
+            value = json.loads(value)
+        terms.append((m.group("key"), m.group("op"), value))
+        rest = rest[m.end() :]
+        if rest.startswith("AND "):
+            rest = rest[4:]
+        elif rest and re.match(r"(OR|NOT)\b", rest):
+            raise ApiError("INVALID_ARGUMENT", "The test server supports AND filters only.")
+    return terms
+
+
+def _lookup(item: dict[str, Any], key: str) -> Any:
+    value: Any = item
+    for part in key.split("."):
+        value = value.get(part) if isinstance(value, dict) else None
+    return value
+
+
+def _compare(actual: Any, op: str, wanted: str, key: str) -> bool:
+    if actual is None:
+        return op == "!="
+    if key.endswith("timestamp") or key.endswith("_time") or key.endswith("Time"):
+        a, b = parse_rfc3339(str(actual)), parse_rfc3339(wanted)
+    else:
+        a, b = str(actual), wanted
+    ops: dict[str, Callable[[Any, Any], bool]] = {
+        "=": lambda x, y: x == y,
+        "!=": lambda x, y: x != y,
+        ">": lambda x, y: x > y,
+        "<": lambda x, y: x < y,
+        ">=": lambda x, y: x >= y,
+        "<=": lambda x, y: x <= y,
+        ":": lambda x, y: str(y) in str(x),
+    }
+    return ops[op](a, b)
+
+
+def matches(item: dict[str, Any], terms: list[tuple[str, str, str]], alias: dict[str, str]) -> bool:
+    """Whether a JSON resource passes every term (``alias`` maps snake_case to JSON keys)."""
+    for key, op, value in terms:
+        path = alias.get(key, key)
+        if key.startswith("labels."):
+            path = "labels." + key.split(".", 1)[1]
+        if not _compare(_lookup(item, path), op, value, path):
+            return False
+    return True
+
+
+def _page(items: list[Any], size: int, token: str) -> tuple[list[Any], str]:
+    start = int(token or 0)
+    size = size if size > 0 else 100
+    end = start + size
+    return items[start:end], (str(end) if end < len(items) else "")
+
+
+# ------------------------------------------------------------------------------- the server
+class VertexServer:
+    """The server (see the module docstring). ``start()``, then ``url``; ``stop()`` ends it.
+
+    Args:
+        executor: ``auto`` (registered folder images as processes, other images in Docker
+            when an engine answers), ``docker``, ``process``, or an :class:`Executor`.
+        images: image URI -> folder, for the process executor.
+        provision_delay: seconds in each of QUEUED and PENDING.
+        log_delay: Cloud Logging's ingestion delay, in seconds.
+    """
+
+    def __init__(
+        self,
+        *,
+        executor: str | Executor = "auto",
+        images: dict[str, Path] | None = None,
+        provision_delay: float = 0.1,
+        log_delay: float = 0.0,
+    ) -> None:
+        self.images: dict[str, Path] = dict(images or {})
+        self.executor = self._executor(executor)
+        self.provision_delay = provision_delay
+        self.logs = LogStore(log_delay)
+        self.jobs: dict[str, JobRun] = {}
+        self.requests: list[Received] = []
+        self.faults: list[Fault] = []
+        self.failing_jobs: list[str] = []
+        self._lock = threading.Lock()
+        self._ids = itertools.count(int(time.time() * 1000) % 10**12 * 10**6)
+        self._httpd: ThreadingHTTPServer | None = None
+
+    def _executor(self, kind: str | Executor) -> Executor:
+        if not isinstance(kind, str):
+            return kind
+        process = ProcessExecutor(self.images)
+        if kind == "process":
+            return process
+        docker = docker_executor()
+        if kind == "docker" and docker is None:
+            raise RuntimeError("no Docker engine answers (set DOCKER_HOST)")
+        return AutoExecutor(process, docker) if kind == "auto" else docker  # type: ignore[return-value]
+
+    # -- control ----------------------------------------------------------------------------
+    @property
+    def url(self) -> str:
+        """``http://127.0.0.1:PORT``."""
+        assert self._httpd is not None, "start() the server first"
+        return f"http://127.0.0.1:{self._httpd.server_address[1]}"
+
+    def start(self, port: int = 0) -> VertexServer:
+        """Listen on 127.0.0.1 (``port``, default a free one) and serve in a daemon thread."""
+        server = self
+
+        class Handler(_Handler):
+            vertex = server
+
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", port), Handler)
+        self._httpd.daemon_threads = True
+        threading.Thread(target=self._httpd.serve_forever, daemon=True).start()
+        return self
+
+    def stop(self) -> None:
+        """Stop serving and end every job's replicas (bounded)."""
+        if self._httpd is not None:
+            self._httpd.shutdown()
+            self._httpd.server_close()
+        for run in list(self.jobs.values()):
+            run.cancel_requested.set()
+        for run in list(self.jobs.values()):
+            if run.thread is not None:
+                run.thread.join(20)
+
+    def __enter__(self) -> VertexServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def inject(self, *faults: Fault) -> None:
+        """Queue canned answers; each is used once, by the first request it matches."""
+        with self._lock:
+            self.faults.extend(faults)
+
+    def fail_next_job(self, message: str) -> None:
+        """Accept the next created job, then fail it with ``message`` before it runs."""
+        with self._lock:
+            self.failing_jobs.append(message)
+
+    def add_image(self, uri: str, folder: Path) -> None:
+        """Register a folder as the contents of an image (for the process executor)."""
+        self.images[uri] = Path(folder)
+
+    def received(self, method: str, pattern: str = "") -> list[Received]:
+        """Requests of ``method`` whose path matches ``pattern``."""
+        with self._lock:
+            return [r for r in self.requests if r.method == method and re.search(pattern, r.path)]
+
+    def job(self, job_id: str) -> JobRun:
+        """A job by numeric id or resource name."""
+        return self.jobs[job_id.rsplit("/", 1)[-1]]
+
+    # -- the API ----------------------------------------------------------------------------
+    def handle(self, method: str, path: str, query: dict[str, list[str]], body: Any) -> Any:
+        """Answer one request (a JSON-ready dict) or raise :class:`ApiError`."""
+        fault = self._take_fault(f"{method} {path}")
+        if fault is not None:
+            if fault.delay and not fault.after:
+                time.sleep(fault.delay)
+            if fault.status:
+                raise ApiError(fault.status, fault.message, fault.details)
+            if fault.after:
+                answer = self._serve(method, path, query, body)
+                time.sleep(fault.delay)
+                return answer
+        return self._serve(method, path, query, body)
+
+    def _serve(self, method: str, path: str, query: dict[str, list[str]], body: Any) -> Any:
+        if path.startswith("/_control/"):
+            return self._control(method, path, body)
+        if method == "POST" and path == "/v2/entries:list":
+            return self._list_entries(body or {})
+        m = re.fullmatch(
+            r"/v1/projects/([^/]+)/locations/([^/]+)/customJobs(?:/(\d+))?(:cancel)?", path
+        )
+        if not m:
+            raise ApiError("NOT_FOUND", f"The requested URL {path} was not found on this server.")
+        project, location, job_id, cancel = m.groups()
+        if job_id is None and method == "POST":
+            return self._create(project, location, body)
+        if job_id is None and method == "GET":
+            return self._list_jobs(project, location, query)
+        run = self.jobs.get(job_id or "")
+        if run is None or project_number(run.project) != project_number(project):
+            raise ApiError("NOT_FOUND", f"The CustomJob {job_id} does not exist.")
+        if method == "GET" and not cancel:
+            return run.snapshot()
+        if method == "POST" and cancel:
+            state = run.state()
+            if state in _TERMINAL:
+                raise ApiError(
+                    "FAILED_PRECONDITION", f"Cannot cancel CustomJob {job_id} in state {state}."
+                )
+            run.cancel_requested.set()
+            return {}
+        raise ApiError("NOT_FOUND", f"Method {method} is not allowed on {path}.")
+
+    def _take_fault(self, request: str) -> Fault | None:
+        with self._lock:
+            for i, fault in enumerate(self.faults):
+                if re.search(fault.match, request):
+                    return self.faults.pop(i)
+        return None
+
+    def _control(self, method: str, path: str, body: Any) -> Any:
+        if method == "POST" and path == "/_control/faults":
+            self.inject(*(Fault(**f) for f in body))
+            return {}
+        if method == "GET" and path == "/_control/requests":
+            with self._lock:
+                return {"requests": [asdict(r) for r in self.requests]}
+        raise ApiError("NOT_FOUND", f"No control endpoint {method} {path}.")
+
+    def _create(self, project: str, location: str, body: Any) -> dict[str, Any]:
+        from google.cloud.aiplatform_v1.types import CustomJob
+        from google.protobuf.json_format import MessageToDict
+
+        try:
+            job = CustomJob.from_json(json.dumps(body), ignore_unknown_fields=False)
+        except Exception as exc:
+            raise ApiError("INVALID_ARGUMENT", f"Invalid JSON payload received. {exc}") from None
+        resource = MessageToDict(CustomJob.pb(job))
+        problems = validate(resource)
+        if problems:
+            violations = [{"field": f, "description": d} for f, d in problems]
+            detail = {
+                "@type": "type.googleapis.com/google.rpc.BadRequest",
+                "fieldViolations": violations,
+            }
+            raise ApiError("INVALID_ARGUMENT", error_message(problems), [detail])
+        job_id = str(next(self._ids))
+        now = rfc3339(datetime.now(timezone.utc))
+        for key in ("name", "state", "createTime", "startTime", "endTime", "updateTime", "error"):
+            resource.pop(key, None)
+        resource.update(
+            name=f"projects/{project_number(project)}/locations/{location}/customJobs/{job_id}",
+            state="JOB_STATE_QUEUED",
+            createTime=now,
+            updateTime=now,
+        )
+        with self._lock:
+            fail_with = self.failing_jobs.pop(0) if self.failing_jobs else None
+        run = JobRun(resource, project, self.executor, self.logs, self.provision_delay, fail_with)
+        self.jobs[job_id] = run
+        run.start()
+        return run.snapshot()
+
+    def _list_jobs(self, project: str, location: str, query: dict[str, list[str]]) -> Any:
+        terms = parse_filter(query.get("filter", [""])[0])
+        alias = {"display_name": "displayName", "create_time": "createTime", "state": "state"}
+        number = project_number(project)
+        runs = [r for r in self.jobs.values() if project_number(r.project) == number]
+        jobs = [r.snapshot() for r in runs]
+        jobs = [j for j in jobs if f"/locations/{location}/" in j["name"]]
+        jobs = [j for j in jobs if matches(j, terms, alias)]
+        jobs.sort(key=lambda j: j["createTime"], reverse=True)
+        size = int(query.get("pageSize", ["0"])[0])
+        page, token = _page(jobs, size, query.get("pageToken", [""])[0])
+        return {"customJobs": page, **({"nextPageToken": token} if token else {})}
+
+    def _list_entries(self, body: dict[str, Any]) -> Any:
+        projects = [
+            n.split("/", 1)[1] for n in body.get("resourceNames", []) if n.startswith("projects/")
+        ]
+        if not projects:
+            raise ApiError("INVALID_ARGUMENT", "resource_names: at least one project is required")
+        terms = parse_filter(body.get("filter", ""))
+        entries = [
+            e
+            for e in self.logs.visible()
+            if e["resource"]["labels"]["project_id"] in projects and matches(e, terms, {})
+        ]
+        if body.get("orderBy", "timestamp asc").endswith("desc"):
+            entries.reverse()
+        page, token = _page(entries, int(body.get("pageSize", 0)), body.get("pageToken", ""))
+        return {"entries": page, **({"nextPageToken": token} if token else {})}
+
+
+class _Handler(BaseHTTPRequestHandler):
+    """HTTP plumbing: JSON in, JSON out, errors as Google error bodies."""
+
+    vertex: VertexServer
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: Any) -> None:  # quiet
+        pass
+
+    def _serve(self, method: str) -> None:
+        parts = urlsplit(self.path)
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        record = Received(method, parts.path, parse_qs(parts.query), None)
+        try:
+            record.body = json.loads(raw) if raw else None
+        except ValueError:
+            record.body = raw.decode("utf-8", "replace")
+        with self.vertex._lock:
+            self.vertex.requests.append(record)
+        try:
+            if isinstance(record.body, str):
+                raise ApiError("INVALID_ARGUMENT", "Invalid JSON payload received.")
+            code, answer = 200, self.vertex.handle(method, parts.path, record.query, record.body)
+        except ApiError as exc:
+            code, answer = _GRPC_CODES[exc.status], exc.body()
+        record.answer = code
+        data = json.dumps(answer).encode()
+        try:
+            self.send_response(code)
+            self.send_header("Content-Type", "application/json; charset=UTF-8")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+        except OSError:  # the client gave up (a slow-response fault): the work is done anyway
+            pass
+
+    def do_GET(self) -> None:
+        self._serve("GET")
+
+    def do_POST(self) -> None:
+        self._serve("POST")
+
+    def do_DELETE(self) -> None:
+        self._serve("DELETE")
+
+
+# ------------------------------------------------------------------------------- pytest
+try:
+    import pytest
+except ImportError:  # standalone use needs no pytest
+    pytest = None  # type: ignore[assignment]
+
+if pytest is not None:
+
+    @pytest.fixture
+    def vertex_server() -> Iterator[VertexServer]:
+        """A started server on a free loopback port; stopped (jobs ended) even when a test fails."""
+        server = VertexServer().start()
+        try:
+            yield server
+        finally:
+            server.stop()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Serve until interrupted."""
+    parser = argparse.ArgumentParser(description="A local Vertex AI CustomJob + Logging server.")
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--executor", default="auto", choices=("auto", "docker", "process"))
+    parser.add_argument("--image", action="append", default=[], metavar="URI=FOLDER")
+    parser.add_argument("--provision-delay", type=float, default=0.5)
+    args = parser.parse_args(argv)
+    images = {k: Path(v) for k, _, v in (item.partition("=") for item in args.image)}
+    server = VertexServer(
+        executor=args.executor, images=images, provision_delay=args.provision_delay
+    ).start(args.port)
+    signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
+    kind = server.executor.name
+    print(f"Vertex AI test server on {server.url} (executor: {kind})", flush=True)
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,283 @@
+"""What Vertex AI checks when a CustomJob is created, as the test server checks it.
+
+Written from Vertex AI's documentation, independently of tfc_jupyter's catalog (a shared table
+would make the checks agree with our own mistakes). :func:`validate` takes the parsed request
+and returns ``(field, message)`` pairs; the server answers 400 INVALID_ARGUMENT with them in
+Vertex's own format ("List of found errors: 1.Field: ...; Message: ...").
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+# Machine types a custom job may ask for (a representative subset of Vertex's list).
+_SIZES = (2, 4, 8, 16, 32, 64, 96)
+MACHINE_TYPES: set[str] = (
+    {f"n1-standard-{n}" for n in _SIZES}
+    | {f"n1-highmem-{n}" for n in _SIZES}
+    | {f"n1-highcpu-{n}" for n in (16, 32, 64, 96)}
+    | {f"e2-{k}-{n}" for k in ("standard", "highmem", "highcpu") for n in (4, 8, 16, 32)}
+    | {f"n2-standard-{n}" for n in (4, 8, 16, 32, 48, 64, 80)}
+    | {f"c2-standard-{n}" for n in (4, 8, 16, 30, 60)}
+    | {f"a2-highgpu-{n}g" for n in (1, 2, 4, 8)}
+    | {"a2-megagpu-16g"}
+    | {f"a2-ultragpu-{n}g" for n in (1, 2, 4, 8)}
+    | {f"g2-standard-{n}" for n in (4, 8, 12, 16, 24, 32, 48, 96)}
+    | {"a3-highgpu-8g", "a3-megagpu-8g", "cloud-tpu"}
+    | {f"ct5lp-hightpu-{n}t" for n in (1, 4, 8)}
+)
+# GPUs on n1 machines and the counts each allows.
+N1_GPUS = {
+    "NVIDIA_TESLA_K80": (1, 2, 4, 8),
+    "NVIDIA_TESLA_P4": (1, 2, 4),
+    "NVIDIA_TESLA_P100": (1, 2, 4),
+    "NVIDIA_TESLA_V100": (1, 2, 4, 8),
+    "NVIDIA_TESLA_T4": (1, 2, 4),
+}
+_G2_L4 = {4: 1, 8: 1, 12: 1, 16: 1, 32: 1, 24: 2, 48: 4, 96: 8}
+TPU_V5E_TOPOLOGY = {"ct5lp-hightpu-1t": "1x1", "ct5lp-hightpu-4t": "2x2", "ct5lp-hightpu-8t": "2x4"}
+TPU_ENUMS = {"TPU_V2", "TPU_V3", "TPU_V4_POD", "TPU_V5_LITEPOD"}
+_LABEL_KEY = re.compile(r"^[a-z][a-z0-9_-]{0,62}$")
+_LABEL_VALUE = re.compile(r"^[a-z0-9_-]{0,63}$")
+_SERVICE_ACCOUNT = re.compile(r"^[a-z0-9.:_-]+@[a-z0-9.:-]+\.gserviceaccount\.com$")
+_NETWORK = re.compile(r"^projects/\d+/global/networks/[a-z]([-a-z0-9]*[a-z0-9])?$")
+_TENSORBOARD = re.compile(r"^projects/[^/]+/locations/[^/]+/tensorboards/[^/]+$")
+
+Problems = list[tuple[str, str]]
+
+
+def built_in_gpus(machine_type: str) -> tuple[str, int] | None:
+    """The GPUs that come with an accelerator-optimized machine type, else None."""
+    if m := re.fullmatch(r"a2-highgpu-(\d+)g", machine_type):
+        return "NVIDIA_TESLA_A100", int(m.group(1))
+    if machine_type == "a2-megagpu-16g":
+        return "NVIDIA_TESLA_A100", 16
+    if m := re.fullmatch(r"a2-ultragpu-(\d+)g", machine_type):
+        return "NVIDIA_A100_80GB", int(m.group(1))
+    if m := re.fullmatch(r"g2-standard-(\d+)", machine_type):
+        return "NVIDIA_L4", _G2_L4[int(m.group(1))]
+    if machine_type == "a3-highgpu-8g":
+        return "NVIDIA_H100_80GB", 8
+    if machine_type == "a3-megagpu-8g":
+        return "NVIDIA_H100_MEGA_80GB", 8
+    return None
+
+
+def _machine(at: str, spec: dict[str, Any], pool_index: int, replicas: int) -> Problems:
+    out: Problems = []
+    machine_type = spec.get("machineType", "")
+    accel = spec.get("acceleratorType", "ACCELERATOR_TYPE_UNSPECIFIED")
+    accel = "" if accel == "ACCELERATOR_TYPE_UNSPECIFIED" else accel
+    count = int(spec.get("acceleratorCount", 0) or 0)
+    topology = spec.get("tpuTopology", "")
+    if not machine_type:
+        return [(f"{at}.machine_type", "Required field is not set.")]
+    if machine_type not in MACHINE_TYPES:
+        return [(f"{at}.machine_type", f'Machine type "{machine_type}" is not supported.')]
+    is_tpu = machine_type == "cloud-tpu" or machine_type in TPU_V5E_TOPOLOGY
+    if is_tpu and (pool_index != 0 or replicas != 1):
+        out.append(
+            (
+                f"{at}",
+                "TPU machines are only supported in the first worker pool with one replica.",
+            )
+        )
+    if machine_type == "cloud-tpu":
+        if accel not in ("TPU_V2", "TPU_V3") or count != 8:
+            out.append(
+                (
+                    f"{at}.accelerator_type",
+                    "cloud-tpu requires accelerator_type TPU_V2 or "
+                    f"TPU_V3 with accelerator_count 8, got {count} x {accel or 'none'}.",
+                )
+            )
+        if topology:
+            out.append((f"{at}.tpu_topology", "tpu_topology is not supported for cloud-tpu."))
+        return out
+    if machine_type in TPU_V5E_TOPOLOGY:
+        if accel or count:
+            out.append(
+                (
+                    f"{at}.accelerator_type",
+                    f"{machine_type} takes no accelerator_type or "
+                    "accelerator_count; the TPU chips come with the machine.",
+                )
+            )
+        if topology != TPU_V5E_TOPOLOGY[machine_type]:
+            out.append(
+                (
+                    f"{at}.tpu_topology",
+                    f"{machine_type} requires tpu_topology "
+                    f"{TPU_V5E_TOPOLOGY[machine_type]}, got {topology or 'none'}.",
+                )
+            )
+        return out
+    if topology:
+        out.append((f"{at}.tpu_topology", f"tpu_topology is not supported for {machine_type}."))
+    if accel in TPU_ENUMS:
+        return [*out, (f"{at}.accelerator_type", f"{accel} requires a TPU machine type.")]
+    if bool(accel) != bool(count):
+        what = "accelerator_count must be positive" if accel else "accelerator_type is not set"
+        return [
+            *out,
+            (
+                f"{at}.accelerator_count" if accel else f"{at}.accelerator_type",
+                f"{what} ({count} x {accel or 'none'}).",
+            ),
+        ]
+    built_in = built_in_gpus(machine_type)
+    if built_in and (accel, count) != built_in:
+        out.append(
+            (
+                f"{at}.accelerator_count",
+                f"{machine_type} requires {built_in[1]} x "
+                f"{built_in[0]}, got {count} x {accel or 'none'}.",
+            )
+        )
+    elif machine_type.startswith("n1-") and accel:
+        allowed = N1_GPUS.get(accel)
+        if allowed is None:
+            out.append((f"{at}.accelerator_type", f"{accel} is not supported on {machine_type}."))
+        elif count not in allowed:
+            out.append(
+                (
+                    f"{at}.accelerator_count",
+                    f"{count} x {accel} is not supported; "
+                    f"allowed counts are {', '.join(map(str, allowed))}.",
+                )
+            )
+    elif not built_in and accel:
+        out.append((f"{at}.accelerator_type", f"{machine_type} does not support accelerators."))
+    return out
+
+
+def _pools(pools: list[dict[str, Any]]) -> Problems:
+    out: Problems = []
+    if not pools or not pools[0]:
+        return [("job_spec.worker_pool_specs[0]", "The first worker pool is required.")]
+    if len(pools) > 4:
+        out.append(("job_spec.worker_pool_specs", "At most 4 worker pools are allowed."))
+    tpu = False
+    for i, pool in enumerate(pools):
+        at = f"job_spec.worker_pool_specs[{i}]"
+        if not pool:
+            continue  # an empty pool keeps a position
+        replicas = int(pool.get("replicaCount", 0) or 0)
+        if i == 0 and replicas != 1:
+            out.append(
+                (
+                    f"{at}.replica_count",
+                    "The first worker pool (the primary replica) "
+                    f"must have exactly one replica, got {replicas}.",
+                )
+            )
+        elif replicas < 1:
+            out.append((f"{at}.replica_count", "replica_count must be at least 1."))
+        machine = pool.get("machineSpec", {})
+        tpu = tpu or machine.get("machineType") == "cloud-tpu"
+        tpu = tpu or machine.get("machineType", "") in TPU_V5E_TOPOLOGY
+        out += _machine(f"{at}.machine_spec", machine, i, replicas)
+        container = pool.get("containerSpec")
+        if container is not None and not container.get("imageUri"):
+            out.append((f"{at}.container_spec.image_uri", "Required field is not set."))
+        if container is None and pool.get("pythonPackageSpec") is None:
+            out.append(
+                (f"{at}.container_spec", "A container_spec or python_package_spec is required.")
+            )
+        disk = pool.get("diskSpec") or {}
+        size = int(disk.get("bootDiskSizeGb", 100) or 100)
+        if not 100 <= size <= 64000:
+            out.append((f"{at}.disk_spec.boot_disk_size_gb", "Must be between 100 and 64000."))
+    if tpu and any(p for p in pools[1:]):
+        out.append(("job_spec.worker_pool_specs", "A TPU job uses the first worker pool only."))
+    return out
+
+
+def validate(body: dict[str, Any]) -> Problems:
+    """Problems Vertex AI would report for a create request, as ``(field, message)`` pairs.
+
+    ``body`` is the CustomJob as JSON after a round trip through the proto (camelCase, enum
+    names), so unknown fields and enum values have already been refused.
+    """
+    out: Problems = []
+    name = body.get("displayName", "")
+    if not name:
+        out.append(("display_name", "Required field is not set."))
+    elif len(name) > 128:
+        out.append(("display_name", "The display name is longer than 128 characters."))
+    labels = body.get("labels", {})
+    if len(labels) > 64:
+        out.append(("labels", f"At most 64 labels are allowed, got {len(labels)}."))
+    for key, value in labels.items():
+        if not _LABEL_KEY.match(key) or key.startswith("goog"):
+            out.append(
+                (
+                    f"labels[{key!r}]",
+                    "Label keys start with a lowercase letter and hold "
+                    "at most 63 lowercase letters, digits, '_' or '-'.",
+                )
+            )
+        if not _LABEL_VALUE.match(value):
+            out.append(
+                (
+                    f"labels[{key!r}]",
+                    "Label values hold at most 63 lowercase letters, digits, '_' or '-'.",
+                )
+            )
+    spec = body.get("jobSpec", {})
+    out += _pools(spec.get("workerPoolSpecs", []))
+    account = spec.get("serviceAccount", "")
+    if account and not _SERVICE_ACCOUNT.match(account):
+        out.append(("job_spec.service_account", f'"{account}" is not a service account.'))
+    network = spec.get("network", "")
+    if network and not _NETWORK.match(network):
+        out.append(
+            (
+                "job_spec.network",
+                "The network must look like "
+                "projects/{project_number}/global/networks/{network_name}.",
+            )
+        )
+    tensorboard = spec.get("tensorboard", "")
+    if tensorboard:
+        if not _TENSORBOARD.match(tensorboard):
+            out.append(
+                (
+                    "job_spec.tensorboard",
+                    "The TensorBoard must look like "
+                    "projects/{project}/locations/{location}/tensorboards/{id}.",
+                )
+            )
+        if not spec.get("baseOutputDirectory", {}).get("outputUriPrefix"):
+            out.append(
+                (
+                    "job_spec.base_output_directory",
+                    "A base output directory is required when a TensorBoard is set.",
+                )
+            )
+        if not account:
+            out.append(
+                (
+                    "job_spec.service_account",
+                    "A service account is required when a TensorBoard is set.",
+                )
+            )
+    base = spec.get("baseOutputDirectory", {}).get("outputUriPrefix", "")
+    if base and not base.startswith("gs://"):
+        out.append(
+            (
+                "job_spec.base_output_directory.output_uri_prefix",
+                "The base output directory must be a gs:// URI.",
+            )
+        )
+    timeout = spec.get("scheduling", {}).get("timeout")
+    if timeout is not None and float(timeout.rstrip("s") or 0) <= 0:
+        out.append(("job_spec.scheduling.timeout", "The timeout must be positive."))
+    return out
+
+
+def error_message(problems: Problems) -> str:
+    """Vertex AI's wording for a list of field problems."""
+    items = "".join(f"{i}.Field: {f}; Message: {m}\t" for i, (f, m) in enumerate(problems, 1))
+    return f"List of found errors:\t{items}"

@@ -1,0 +1,203 @@
+"""The docker backend: the job's image, run on this machine, as Vertex AI would run it.
+
+The image is the one Vertex AI would run (:func:`tfc_jupyter.build.ensure_image`: built only
+when its content is new). Chief, workers, parameter servers and evaluator run as containers with
+host networking and exactly the variables Vertex sets (``CLUSTER_SPEC``, ``TF_CONFIG``,
+``AIP_*``, ``CLOUD_ML_JOB_ID``) on free loopback ports, and the container command Vertex runs
+(``python -m tfc_runtime ...``), so a job rehearsed here runs unchanged on Vertex.
+
+A detached watcher process (:mod:`.docker_watcher`) starts the containers, copies each one's
+output into ``<job_dir>/logs/<replica>.log``, writes the state to the job records, stops the
+others when a replica fails, enforces the start-up deadline and the timeout, and removes the
+containers at the end: the job outlives a killed kernel, and ``Job.follow()``, ``%tfc_logs`` and
+``%tfc_attach`` work as for the local backend. The job folder is mounted at the same path in every
+container, for the runtime's ready markers and error records (``TFC_JOB_DIR``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .. import build, vertex_request
+from ..errors import BackendError
+from ..records import JobRecord, JobState, JobStore
+from ..spec import JobSpec, check_runnable
+from .local import (
+    _alive,
+    _last_line,
+    _pythonpath,
+    cluster_env,
+    free_ports,
+    gpu_split,
+    local_gpu_count,
+)
+
+if TYPE_CHECKING:
+    from ..plan import Plan
+
+JOB_LABEL = "org.tfc-jupyter.job"
+REPLICA_LABEL = "org.tfc-jupyter.replica"
+
+
+def container_env(spec: JobSpec, job_id: str, job_dir: Path) -> dict[str, str]:
+    """The variables every replica gets besides its cluster ones (as on Vertex, plus the job
+    folder for the runtime's markers)."""
+    env = {
+        "TFC_JOB_NAME": spec.name,
+        "TFC_JOB_ID": job_id,
+        "TFC_JOB_DIR": str(job_dir),
+        "CLOUD_ML_JOB_ID": job_id,
+        "PYTHONUNBUFFERED": "1",
+        "TF_CPP_MIN_LOG_LEVEL": "1",
+    }
+    if spec.base_output_dir:
+        base = spec.base_output_dir.rstrip("/")
+        env.update(
+            {
+                "AIP_MODEL_DIR": f"{base}/model/",
+                "AIP_CHECKPOINT_DIR": f"{base}/checkpoints/",
+                "AIP_TENSORBOARD_LOG_DIR": f"{base}/logs/",
+            }
+        )
+    if os.getuid() != 0:
+        env["HOME"] = "/tmp"  # the container runs as this user, who has no home there
+    return env
+
+
+def remove_containers(job_id: str, client: Any = None) -> int:
+    """Force-remove every container of a job (by label); how many there were."""
+    try:
+        client = client or build.docker_client()
+        found = client.containers.list(all=True, filters={"label": f"{JOB_LABEL}={job_id}"})
+    except Exception:
+        return 0
+    for container in found:
+        with contextlib.suppress(Exception):
+            container.remove(force=True)
+    return len(found)
+
+
+class DockerBackend:
+    """Runs jobs as containers of their image on this machine (see the module docstring)."""
+
+    name = "docker"
+
+    def __init__(self, store: JobStore, *, startup_timeout: float | None = None) -> None:
+        self.store = store
+        env_timeout = os.environ.get("TFC_STARTUP_TIMEOUT")
+        self.startup_timeout = startup_timeout or float(env_timeout or 300)
+
+    def check(self, spec: JobSpec) -> None:
+        """Refuse TPU jobs, and say what is missing when there is no docker package or engine."""
+        check_runnable(spec)  # TPU jobs: this machine has no TPU
+        try:
+            build.docker_client("the docker backend")
+        except BackendError as exc:
+            raise BackendError(exc.message, f"{exc.hint}, or use --backend local") from None
+
+    def submit(self, record: JobRecord, plan: Plan) -> None:
+        """Build (or reuse) the image, write the launch file, start the detached watcher."""
+        spec = plan.spec
+        job_dir = Path(record.job_dir)
+        image = build.ensure_image(plan, push=False)
+        base_env = container_env(spec, record.id, job_dir)
+        replicas = cluster_env(spec, record.id, free_ports(spec.replica_count))
+        n_gpus = local_gpu_count() if spec.chief.gpu_count else 0
+        gpus = gpu_split(n_gpus, len(replicas), spec.chief.gpu_count)
+        launch = {
+            "job_id": record.id,
+            "store": str(self.store.path),
+            "image": image.uri,
+            "command": ["python", "-m", "tfc_runtime", *vertex_request.container_args(spec)],
+            "env": base_env,
+            "mounts": [str(job_dir)],
+            "user": None if os.getuid() == 0 else f"{os.getuid()}:{os.getgid()}",
+            "startup_timeout": self.startup_timeout,
+            "timeout": spec.timeout_s,
+            "replicas": [
+                {
+                    "name": name,
+                    "daemon": name.startswith("ps-"),
+                    "env": env,
+                    "gpus": [g for g in gpu.split(",") if g],  # no GPUs here: CPU, as locally
+                }
+                for (name, env), gpu in zip(replicas, gpus, strict=True)
+            ],
+        }
+        path = job_dir / "launch.json"
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as fh:
+            json.dump(launch, fh, indent=1)
+        watcher_log = open(job_dir / "logs" / "supervisor.log", "ab")  # noqa: SIM115
+        try:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "tfc_jupyter.backends.docker_watcher", str(job_dir)],
+                cwd=str(job_dir),
+                stdin=subprocess.DEVNULL,
+                stdout=watcher_log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                env={**os.environ, "PYTHONPATH": _pythonpath()},
+            )
+        except OSError as exc:
+            raise BackendError(
+                f"could not start the job's watcher: {exc}",
+                "check that this Python can run subprocesses",
+            ) from None
+        finally:
+            watcher_log.close()
+        self.store.transition(
+            record.id,
+            JobState.PENDING,
+            handle={
+                "supervisor_pid": proc.pid,
+                "image": image.uri,
+                "image_built": image.built,
+                "containers": {},
+            },
+        )
+
+    def refresh(self, record: JobRecord) -> JobRecord:
+        """Mark a job FAILED (and remove its containers) when its watcher died unannounced."""
+        if record.state.is_terminal():
+            return record
+        pid = record.handle.get("supervisor_pid")
+        if pid and not _alive(pid) and time.time() - record.updated_at > 2:
+            fresh = self.store.get(record.id)
+            if not fresh.state.is_terminal():
+                remove_containers(record.id)
+                last = _last_line(Path(record.job_dir) / "logs" / "supervisor.log")
+                return self.store.transition(
+                    record.id,
+                    JobState.FAILED,
+                    error="the job's watcher process ended unexpectedly (killed?)"
+                    + (f": {last}" if last else ""),
+                )
+            return fresh
+        return record
+
+    def cancel(self, record: JobRecord, *, timeout: float = 30.0) -> JobRecord:
+        """Stop every container (SIGTERM, then SIGKILL) and remove them; bounded wait."""
+        if record.state.is_terminal():
+            return record
+        self.store.transition(record.id, JobState.CANCELLING)
+        pid = record.handle.get("supervisor_pid")
+        if pid and _alive(pid):
+            os.kill(pid, signal.SIGTERM)
+            deadline = time.monotonic() + timeout
+            while time.monotonic() < deadline:
+                current = self.store.get(record.id)
+                if current.state.is_terminal():
+                    return current
+                time.sleep(0.1)
+            os.kill(pid, signal.SIGKILL)
+        remove_containers(record.id)
+        return self.store.transition(record.id, JobState.CANCELLED, error="cancelled")

@@ -1,0 +1,234 @@
+"""The watcher of one docker job: ``python -m tfc_jupyter.backends.docker_watcher JOB_DIR``.
+
+Started detached (its own session) by the docker backend, so the job survives a killed kernel.
+It creates one container per replica from ``launch.json`` (host networking, the Vertex
+variables, the job folder mounted at its own path), starts them, and then:
+
+* copies each container's output into ``logs/<replica>.log`` as it is printed;
+* marks the job RUNNING, SUCCEEDED, FAILED or CANCELLED in the job records;
+* fails the job when a replica exits non-zero (stopping the others) or does not join the cluster
+  by the start-up deadline, naming the replica and the notebook cell of the error;
+* on SIGTERM (cancel) stops every container: SIGTERM, then SIGKILL after a grace period;
+* ends parameter servers when the others are done, and enforces the job's timeout;
+* removes every container of the job at the end, whatever happened.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..records import JobState, JobStore
+from .docker import JOB_LABEL, REPLICA_LABEL
+from .local_supervisor import describe_failure
+
+GRACE_S = 3
+POLL_S = 0.25
+LOG_DRAIN_S = 10.0
+
+
+@dataclass
+class Replica:
+    """One container of the job."""
+
+    name: str  # chief, worker-0, ps-0, evaluator-0
+    env: dict[str, str]
+    daemon: bool
+    gpus: list[str] = field(default_factory=list)
+    container: Any = None
+    exit_code: int | None = None
+    ready: bool = False
+    pump: threading.Thread | None = None
+
+    @property
+    def task(self) -> str:
+        """``<task_type>-<index>``, as tfc_runtime names its status and error files."""
+        return "chief-0" if self.name == "chief" else self.name
+
+
+def _pump_logs(container: Any, path: Path) -> None:
+    """Append the container's output to ``path`` until the container ends."""
+    with open(path, "ab", buffering=0) as fh, contextlib.suppress(Exception):
+        for chunk in container.logs(stream=True, follow=True, stdout=True, stderr=True):
+            fh.write(chunk)
+
+
+class Watcher:
+    """Runs and watches the containers of one job folder (see the module docstring)."""
+
+    def __init__(self, job_dir: Path) -> None:
+        import docker
+
+        self.job_dir = job_dir
+        self.launch = json.loads((job_dir / "launch.json").read_text())
+        self.job_id: str = self.launch["job_id"]
+        self.store = JobStore(self.launch["store"])
+        self.replicas = [
+            Replica(r["name"], r["env"], r.get("daemon", False), r.get("gpus", []))
+            for r in self.launch["replicas"]
+        ]
+        self.client = docker.from_env(timeout=60)
+        self.cancel_requested = False
+
+    def _on_term(self, signum: int, frame: Any) -> None:
+        self.cancel_requested = True
+
+    def _create(self, replica: Replica) -> Any:
+        from docker.types import DeviceRequest
+
+        mounts = {p: {"bind": p, "mode": "rw"} for p in self.launch["mounts"]}
+        devices = (
+            [DeviceRequest(device_ids=replica.gpus, capabilities=[["gpu"]])]
+            if replica.gpus
+            else None
+        )
+        return self.client.containers.create(
+            self.launch["image"],
+            command=self.launch["command"][3:],  # after the image's entrypoint
+            entrypoint=self.launch["command"][:3],
+            name=f"tfc-{self.job_id}-{replica.name}",
+            environment={**self.launch["env"], **replica.env},
+            labels={JOB_LABEL: self.job_id, REPLICA_LABEL: replica.name},
+            network_mode="host",
+            volumes=mounts,
+            user=self.launch.get("user") or None,
+            device_requests=devices,
+        )
+
+    def _start(self) -> None:
+        for replica in self.replicas:
+            replica.container = self._create(replica)
+        for replica in self.replicas:
+            replica.container.start()
+            replica.pump = threading.Thread(
+                target=_pump_logs,
+                args=(replica.container, self.job_dir / "logs" / f"{replica.name}.log"),
+                daemon=True,
+            )
+            replica.pump.start()
+        handle = {
+            "supervisor_pid": os.getpid(),
+            "image": self.launch["image"],
+            "containers": {r.name: r.container.id[:12] for r in self.replicas},
+        }
+        self.store.transition(
+            self.job_id, JobState.RUNNING, mutate=lambda rec: {"handle": {**rec.handle, **handle}}
+        )
+
+    def _poll(self) -> None:
+        """Update exit codes and ready flags."""
+        for replica in self.replicas:
+            if replica.exit_code is None and replica.container is not None:
+                state = self.client.api.inspect_container(replica.container.id)["State"]
+                if state.get("Status") in ("exited", "dead"):
+                    replica.exit_code = int(state.get("ExitCode", -1))
+            if not replica.ready and (self.job_dir / "status" / f"{replica.task}.ready").exists():
+                replica.ready = True
+
+    def _stop_all(self) -> None:
+        """SIGTERM, then SIGKILL after the grace period (TensorFlow ignores SIGTERM)."""
+        live = [r for r in self.replicas if r.container is not None and r.exit_code is None]
+        threads = [
+            threading.Thread(target=_quiet, args=(r.container.stop,), kwargs={"timeout": GRACE_S})
+            for r in live
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(GRACE_S + 30)
+        self._poll()
+
+    def _remove_all(self) -> None:
+        for replica in self.replicas:
+            if replica.pump is not None:
+                replica.pump.join(LOG_DRAIN_S)
+        found = self.client.containers.list(
+            all=True, filters={"label": f"{JOB_LABEL}={self.job_id}"}
+        )
+        for container in found:
+            _quiet(container.remove, force=True)
+
+    def _failure(self, replica: Replica) -> tuple[str, str | None]:
+        code = replica.exit_code or 0
+        if code in (137, 143) and not (self.job_dir / "errors" / f"{replica.task}.json").exists():
+            code = -(code - 128)  # killed by a signal (OOM killer, docker kill)
+        return describe_failure(self.job_dir, replica.name, replica.task, code)
+
+    def _watch(self) -> tuple[JobState, str | None, str | None]:
+        started = time.monotonic()
+        startup = float(self.launch.get("startup_timeout", 300))
+        timeout = self.launch.get("timeout")
+        while True:
+            if self.cancel_requested:
+                return JobState.CANCELLED, "cancelled", None
+            self._poll()
+            failed = [r for r in self.replicas if r.exit_code not in (None, 0) and not r.daemon]
+            if failed:
+                error, location = self._failure(failed[0])
+                return JobState.FAILED, error, location
+            if all(r.exit_code == 0 for r in self.replicas if not r.daemon):
+                return JobState.SUCCEEDED, None, None
+            elapsed = time.monotonic() - started
+            waiting = [r.name for r in self.replicas if not r.ready and r.exit_code is None]
+            if waiting and elapsed > startup:
+                return (
+                    JobState.FAILED,
+                    f"{', '.join(waiting)} did not join the cluster within {startup:g} s "
+                    f"(see logs/{waiting[0]}.log)",
+                    None,
+                )
+            if timeout and elapsed > float(timeout):
+                return JobState.FAILED, f"the job ran past its timeout of {timeout} s", None
+            time.sleep(POLL_S)
+
+    def run(self) -> int:
+        """Start the containers and watch them to the end; returns the watcher's exit code."""
+        signal.signal(signal.SIGTERM, self._on_term)
+        signal.signal(signal.SIGINT, self._on_term)
+        try:
+            self._start()
+            state, error, location = self._watch()
+        except Exception as exc:  # an image that will not run, an engine that went away ...
+            state, error, location = JobState.FAILED, f"could not run the containers: {exc}", None
+        if state is JobState.CANCELLED:
+            self.store.transition(self.job_id, JobState.CANCELLING)
+        try:
+            self._stop_all()
+        finally:
+            with contextlib.suppress(Exception):
+                self._remove_all()
+        codes = {r.name: r.exit_code for r in self.replicas}
+        self.store.transition(
+            self.job_id,
+            state,
+            error=error if state is not JobState.SUCCEEDED else None,
+            error_location=location,
+            mutate=lambda rec: {"handle": {**rec.handle, "exit_codes": codes}},
+        )
+        return 0
+
+
+def _quiet(fn: Any, *args: Any, **kwargs: Any) -> None:
+    with contextlib.suppress(Exception):
+        fn(*args, **kwargs)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point (the docker backend starts it; users never need to)."""
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 1:
+        print("usage: python -m tfc_jupyter.backends.docker_watcher JOB_DIR", file=sys.stderr)
+        return 2
+    return Watcher(Path(args[0])).run()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

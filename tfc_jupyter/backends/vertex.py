@@ -1,0 +1,340 @@
+"""The Vertex AI backend: the job as a Vertex AI ``CustomJob``, followed from this machine.
+
+``submit`` finds the job's image (``--image``, or the content-addressed image built and pushed by
+:mod:`tfc_jupyter.build`), creates the CustomJob with exactly the body a dry run shows
+(:func:`tfc_jupyter.vertex_request.custom_job_body`) through
+google-cloud-aiplatform's ``JobServiceClient`` over REST, records the console link (and the
+TensorBoard link when one is set), and starts a detached watcher (:mod:`.vertex_watcher`) that
+polls the job's state and copies its Cloud Logging entries into ``<job_dir>/logs/<replica>.log``.
+So ``Job.follow()``, ``%tfc_logs`` and ``%tfc_attach`` work as for local jobs, and the job
+outlives the kernel.
+
+Transient API errors are retried with backoff within a bounded time; authentication, permission,
+quota, not-found and invalid-argument errors stop at once with a one-line
+:class:`~tfc_jupyter.errors.BackendError` that says what to do (see :mod:`.vertex_api`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .. import vertex_request
+from ..errors import BackendError
+from ..records import JobRecord, JobState, JobStore
+from ..spec import JobSpec
+from . import vertex_api
+from .vertex_api import RetryCount, VertexSettings
+
+if TYPE_CHECKING:
+    from ..plan import Plan
+
+WATCH_FILE = "vertex.json"
+MAX_WATCHER_STARTS = 4
+
+
+def tensorboard_url(tensorboard: str, job_id: str) -> str:
+    """The TensorBoard page of a job's experiment (as the aiplatform SDK prints it)."""
+    parts = tensorboard.split("/")
+    location = parts[3] if len(parts) > 3 else "us-central1"
+    experiment = f"{tensorboard}/experiments/{job_id}".replace("/", "+")
+    return f"https://{location}.tensorboard.googleusercontent.com/experiment/{experiment}"
+
+
+class VertexBackend:
+    """Runs jobs as Vertex AI custom jobs (see the module docstring)."""
+
+    name = "vertex"
+
+    def __init__(self, store: JobStore, *, settings: VertexSettings | None = None) -> None:
+        self.store = store
+        self.settings = settings or VertexSettings.load()
+
+    # -- the Backend protocol ---------------------------------------------------------------
+    def check(self, spec: JobSpec) -> None:
+        """Refuse before launch: no project, no client libraries, no image, no credentials."""
+        if not spec.project:
+            raise BackendError(
+                "a Vertex AI job needs a Google Cloud project",
+                "pass --project PROJECT_ID, or set GOOGLE_CLOUD_PROJECT",
+                field="project",
+            )
+        vertex_api.require_clients()
+        if not spec.image.image:  # the image is built here: an engine must answer
+            from .. import build
+
+            try:
+                build.docker_client("building the job's image for Vertex AI")
+            except BackendError as exc:
+                raise BackendError(
+                    exc.message,
+                    "start Docker (or set DOCKER_HOST), or pass --image with an image you built",
+                    field="image",
+                ) from None
+        vertex_api.credentials(self.settings.api_endpoint(spec.region))
+
+    def submit(self, record: JobRecord, plan: Plan) -> None:
+        """Create the CustomJob (retrying transient errors) and start the watcher."""
+        spec = plan.spec
+        assert spec.project, "check() refuses a job without a project"
+        image, built = spec.image.image, None
+        if not image:
+            from .. import build
+
+            result = build.ensure_image(plan, push=True)
+            image, built = result.uri, {"built": result.built, "pushed": result.pushed}
+        body = vertex_request.custom_job_body(spec, image)  # what the dry run shows
+        job_dir = Path(record.job_dir)
+        _write_private(job_dir / "vertex_request.json", json.dumps(body, indent=2))
+        counter = RetryCount()
+        job = self._create(spec, body, counter)
+        resource = str(job.name)
+        vertex_id = resource.rsplit("/", 1)[-1]
+        watch = {
+            "job_id": record.id,
+            "store": str(self.store.path),
+            "resource_name": resource,
+            "vertex_job_id": vertex_id,
+            "project": spec.project,
+            "region": spec.region,
+            "created": job.create_time.isoformat() if job.create_time else None,
+            "timeout_s": spec.timeout_s,
+            "settings": self.settings.to_dict(),
+        }
+        _write_private(job_dir / WATCH_FILE, json.dumps(watch, indent=1))
+        handle = {
+            "resource_name": resource,
+            "vertex_job_id": vertex_id,
+            "image": image,
+            "image_build": built,
+            "endpoint": self.settings.api_endpoint(spec.region),
+            "api_retries": counter.retries,
+            "watcher_starts": 0,
+        }
+        self.store.transition(
+            record.id,
+            JobState.from_vertex(job.state.name),
+            handle=handle,
+            console_url=vertex_request.console_url(spec, vertex_id),
+            tensorboard_url=tensorboard_url(spec.tensorboard, vertex_id)
+            if spec.tensorboard
+            else None,
+        )
+        self._start_watcher(record.id, job_dir)
+
+    def refresh(self, record: JobRecord) -> JobRecord:
+        """Restart a watcher that died before the job ended (it resumes where it stopped)."""
+        if record.state.is_terminal() or not (Path(record.job_dir) / WATCH_FILE).exists():
+            return record
+        pid = record.handle.get("watcher_pid")
+        if (pid and _alive(pid)) or time.time() - record.updated_at < 2:
+            return record
+        fresh = self.store.get(record.id)
+        if fresh.state.is_terminal() or fresh.handle.get("watcher_pid") != pid:
+            return fresh
+        if int(fresh.handle.get("watcher_starts", 0)) >= MAX_WATCHER_STARTS:
+            last = _last_line(Path(record.job_dir) / "logs" / "supervisor.log")
+            return self.store.transition(
+                record.id,
+                JobState.FAILED,
+                error="the Vertex AI job's watcher keeps stopping"
+                + (f": {last}" if last else "")
+                + f"; the job may still run: {record.console_url}",
+            )
+        self._start_watcher(record.id, Path(record.job_dir))
+        return self.store.get(record.id)
+
+    def cancel(self, record: JobRecord, *, timeout: float = 20.0) -> JobRecord:
+        """Ask Vertex AI to cancel the job; wait (bounded) for the watcher to see it end."""
+        if record.state.is_terminal():
+            return record
+        resource = record.handle.get("resource_name")
+        if not resource:  # still being created: nothing on Vertex AI to cancel yet
+            return self.store.transition(record.id, JobState.CANCELLED, error="cancelled")
+        spec = JobSpec.from_dict(record.spec)
+        client = vertex_api.job_client(self.settings, spec.region)
+        try:
+            self._call(
+                spec,
+                "cancelling the job",
+                lambda: client.cancel_custom_job(name=resource, timeout=self.settings.timeout_s),
+            )
+        except BackendError:  # e.g. "cannot cancel": fine if the job has just ended
+            if not JobState(self.status(record)["state"]).is_terminal():
+                raise
+        self.store.transition(record.id, JobState.CANCELLING)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            current = self.refresh(self.store.get(record.id))
+            if current.state.is_terminal():
+                return current
+            time.sleep(0.2)
+        return self.store.get(record.id)
+
+    # -- beyond the protocol ----------------------------------------------------------------
+    def status(self, record: JobRecord) -> dict[str, Any]:
+        """The job as Vertex AI reports it now (one API call): state, times, error."""
+        spec = JobSpec.from_dict(record.spec)
+        client = vertex_api.job_client(self.settings, spec.region)
+        resource = record.handle["resource_name"]
+        job = self._call(
+            spec,
+            "reading the job",
+            lambda: client.get_custom_job(name=resource, timeout=self.settings.timeout_s),
+        )
+        return _summary(job, spec)
+
+    def list_jobs(
+        self, spec: JobSpec, *, filter_: str = "", limit: int = 50, ours: bool = True
+    ) -> list[dict[str, Any]]:
+        """Custom jobs in ``spec``'s project and region, newest first: those tfc_jupyter
+        launched (label ``tfc-jupyter``) unless ``ours`` is False; ``filter_`` is Vertex AI's
+        list filter (``display_name="x"``, ``state="JOB_STATE_RUNNING"`` ...)."""
+        if not spec.project:
+            raise BackendError(
+                "listing Vertex AI jobs needs a project", "pass --project", field="project"
+            )
+        client = vertex_api.job_client(self.settings, spec.region)
+        request = {"parent": vertex_request.parent_path(spec), "filter": filter_, "page_size": 100}
+        pager = self._call(
+            spec,
+            "listing jobs",
+            lambda: client.list_custom_jobs(request=request, timeout=self.settings.timeout_s),
+        )
+        out: list[dict[str, Any]] = []
+        for job in pager:  # further pages are fetched as the loop goes
+            if ours and "tfc-jupyter" not in job.labels:
+                continue
+            out.append(_summary(job, spec))
+            if len(out) >= limit:
+                break
+        return out
+
+    # -- internals --------------------------------------------------------------------------
+    def _call(self, spec: JobSpec, what: str, fn: Any, **kw: Any) -> Any:
+        return vertex_api.call(
+            fn,
+            what=what,
+            project=spec.project or "",
+            region=spec.region,
+            settings=self.settings,
+            **kw,
+        )
+
+    def _create(self, spec: JobSpec, body: dict[str, Any], counter: RetryCount) -> Any:
+        from google.cloud.aiplatform_v1.types import CustomJob
+
+        client = vertex_api.job_client(self.settings, spec.region)
+        parent = vertex_request.parent_path(spec)
+        job = CustomJob.from_json(json.dumps(body))
+        since = datetime.now(timezone.utc) - timedelta(minutes=2)  # clock skew
+        flt = f'display_name="{body["displayName"]}" AND create_time>="{since:%Y-%m-%dT%H:%M:%SZ}"'
+        known = {r.handle.get("resource_name") for r in self.store.list(backend="vertex")}
+
+        def adopt() -> Any:
+            """A job that an earlier, timed-out try created after all (so: no duplicate)."""
+            pager = client.list_custom_jobs(
+                request={"parent": parent, "filter": flt}, timeout=self.settings.timeout_s
+            )
+            for found in pager:
+                same = found.job_spec == job.job_spec and dict(found.labels) == dict(job.labels)
+                if same and found.name not in known:
+                    return found
+            return None
+
+        return self._call(
+            spec,
+            "creating the job",
+            lambda: client.create_custom_job(
+                parent=parent, custom_job=job, timeout=self.settings.timeout_s
+            ),
+            counter=counter,
+            before_retry=adopt,
+        )
+
+    def _start_watcher(self, job_id: str, job_dir: Path) -> None:
+        log = open(job_dir / "logs" / "supervisor.log", "ab")  # noqa: SIM115
+        try:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "tfc_jupyter.backends.vertex_watcher", str(job_dir)],
+                cwd=str(job_dir),
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                env={**os.environ, "PYTHONPATH": _pythonpath(), "PYTHONUNBUFFERED": "1"},
+            )
+        except OSError as exc:
+            raise BackendError(
+                f"could not start the job's watcher: {exc}",
+                "check that this Python can run subprocesses",
+            ) from None
+        finally:
+            log.close()
+        self.store.update(
+            job_id,
+            mutate=lambda r: {
+                "handle": {
+                    **r.handle,
+                    "watcher_pid": proc.pid,
+                    "watcher_starts": int(r.handle.get("watcher_starts", 0)) + 1,
+                }
+            },
+        )
+
+
+def _summary(job: Any, spec: JobSpec) -> dict[str, Any]:
+    vertex_id = str(job.name).rsplit("/", 1)[-1]
+    return {
+        "name": job.name,
+        "display_name": job.display_name,
+        "state": JobState.from_vertex(job.state.name).value,
+        "vertex_state": job.state.name,
+        "create_time": job.create_time.isoformat() if job.create_time else None,
+        "end_time": job.end_time.isoformat() if job.end_time else None,
+        "error": job.error.message or None,
+        "console_url": vertex_request.console_url(spec, vertex_id),
+    }
+
+
+def _write_private(path: Path, text: str) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(text)
+
+
+def _last_line(path: Path) -> str:
+    try:
+        lines = [x for x in path.read_text(errors="replace").splitlines() if x.strip()]
+    except OSError:
+        return ""
+    return lines[-1][:300] if lines else ""
+
+
+def _pythonpath() -> str:
+    here = Path(__file__).resolve().parents[2]
+    parts = [str(here), os.environ.get("PYTHONPATH", "")]
+    return os.pathsep.join(p for p in parts if p)
+
+
+def _alive(pid: int) -> bool:
+    import psutil
+
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
+def stop_watcher(record: JobRecord) -> None:
+    """End a job's watcher process (tests and cleanup; the job itself goes on)."""
+    pid = record.handle.get("watcher_pid")
+    if pid and _alive(pid):
+        os.kill(int(pid), signal.SIGKILL)

@@ -1,0 +1,377 @@
+"""Talking to Vertex AI and Cloud Logging: settings, clients, errors that say what to do, retries.
+
+Shared by the Vertex backend (in the kernel) and its watcher process. The Google client libraries
+are imported only inside the functions that use them, so importing this module costs nothing.
+
+* :class:`VertexSettings`: endpoints (``TFC_VERTEX_ENDPOINT``, ``TFC_LOGGING_ENDPOINT`` or
+  ``c.TfcConfig.vertex_endpoint`` / ``logging_endpoint``), request timeout, retry budget, poll
+  interval. A loopback endpoint (a local test server) gets anonymous credentials; anything else
+  uses application-default credentials.
+* :func:`explain`: any error from the clients -> retry or not, and a one-line
+  :class:`~tfc_jupyter.errors.BackendError` naming the fix.
+* :func:`call`: one API call with exponential backoff on transient errors (429 without quota
+  wording, 5xx, timeouts, dropped connections), bounded in total time.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import re
+import sys
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass
+from typing import Any, TypeVar
+from urllib.parse import urlsplit
+
+from ..errors import BackendError, MissingDependency
+
+T = TypeVar("T")
+
+SCOPES = ["https://www.googleapis.com/auth/cloud-platform"]
+AUTH_HINT = (
+    "run `gcloud auth application-default login` (or set GOOGLE_APPLICATION_CREDENTIALS to a "
+    "service-account key file), then launch again"
+)
+# JobSpec fields and the flags that set them, for "fix the field" hints.
+_FLAGS = {
+    "machine_spec": "--machine / --gpus / --tpu",
+    "replica_count": "--workers",
+    "labels": "--label",
+    "service_account": "--service-account",
+    "network": "--network",
+    "tensorboard": "--tensorboard (with --base-output-dir and --service-account)",
+    "base_output_directory": "--base-output-dir",
+    "timeout": "--timeout",
+    "image_uri": "--image",
+    "display_name": "--name",
+}
+
+
+class QuotaError(BackendError):
+    """Vertex AI refused the job for lack of quota (retrying does not help)."""
+
+    http_status = 429
+
+
+@dataclass(frozen=True)
+class VertexSettings:
+    """How to reach Vertex AI and Cloud Logging, and how patiently.
+
+    ``endpoint`` empty means ``{region}-aiplatform.googleapis.com``; ``logging_endpoint`` empty
+    means Cloud Logging's own, or ``endpoint`` when that is a local (loopback) server.
+    """
+
+    endpoint: str = ""
+    logging_endpoint: str = ""
+    timeout_s: float = 60.0  # one request
+    retry_total_s: float = 120.0  # all tries of one call
+    backoff_s: float = 1.0  # first wait; doubles up to 30 s
+    poll_s: float = 10.0  # the watcher's state and log poll (grows to 6x while nothing changes)
+    watch_retry_s: float = 1800.0  # how long the watcher keeps trying through transient errors
+    drain_s: float = 10.0  # after the job ends: read logs until none came for this long
+
+    @classmethod
+    def load(cls, environ: Mapping[str, str] | None = None) -> VertexSettings:
+        """Endpoints from ``TFC_VERTEX_ENDPOINT`` / ``TFC_LOGGING_ENDPOINT`` or ``TfcConfig``
+        (IPython and jupyter_server config); timings from ``TFC_VERTEX_*`` seconds."""
+        env = os.environ if environ is None else environ
+        values: dict[str, Any] = _configured_endpoints(env)
+        for key, var in (
+            ("timeout_s", "TFC_VERTEX_TIMEOUT"),
+            ("retry_total_s", "TFC_VERTEX_RETRY_TOTAL"),
+            ("backoff_s", "TFC_VERTEX_BACKOFF"),
+            ("poll_s", "TFC_VERTEX_POLL"),
+            ("drain_s", "TFC_VERTEX_DRAIN"),
+        ):
+            if env.get(var):
+                try:
+                    values[key] = float(env[var])
+                except ValueError:
+                    raise BackendError(
+                        f"{var}={env[var]!r} is not a number", f"set {var} to seconds, e.g. 30"
+                    ) from None
+        return cls(**values)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready (the watcher reads it from the job folder)."""
+        return asdict(self)
+
+    def api_endpoint(self, region: str) -> str:
+        """The Vertex AI endpoint for ``region``."""
+        return self.endpoint or f"{region}-aiplatform.googleapis.com"
+
+    def log_endpoint(self) -> str:
+        """The Cloud Logging endpoint."""
+        if self.logging_endpoint:
+            return self.logging_endpoint
+        if self.endpoint and is_loopback(self.endpoint):
+            return self.endpoint
+        return "https://logging.googleapis.com"
+
+
+def _configured_endpoints(env: Mapping[str, str]) -> dict[str, str]:
+    """``endpoint`` and ``logging_endpoint`` as configured (flags have none: config only)."""
+    from ..config import load_settings
+
+    shell = None
+    if "IPython" in sys.modules:  # the kernel's own ipython_config.py, when there is one
+        from IPython import get_ipython
+
+        shell = get_ipython()
+    settings = load_settings(getattr(shell, "config", None), env)
+    return {
+        "endpoint": settings.get("vertex_endpoint") or "",
+        "logging_endpoint": settings.get("logging_endpoint") or "",
+    }
+
+
+def is_loopback(endpoint: str) -> bool:
+    """True for ``http://127.0.0.1:PORT``, ``localhost:PORT``, ``[::1]:PORT`` ..."""
+    host = urlsplit(endpoint if "//" in endpoint else f"//{endpoint}").hostname or ""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def credentials(endpoint: str) -> Any:
+    """Anonymous credentials for a loopback endpoint, else application-default ones."""
+    if is_loopback(endpoint):
+        from google.auth.credentials import AnonymousCredentials
+
+        return AnonymousCredentials()
+    import google.auth
+    import google.auth.exceptions
+
+    try:
+        creds, _ = google.auth.default(scopes=SCOPES)
+    except google.auth.exceptions.DefaultCredentialsError:
+        raise BackendError("no Google Cloud credentials were found", AUTH_HINT) from None
+    return creds
+
+
+def require_clients() -> None:
+    """Raise :class:`MissingDependency` (naming the ``vertex`` extra) without the clients.
+
+    Looks the packages up without importing them (importing aiplatform takes seconds).
+    """
+    from importlib.util import find_spec
+
+    for module, package, feature in (
+        ("google.cloud.aiplatform_v1", "google-cloud-aiplatform", "the Vertex AI backend"),
+        ("google.cloud.logging_v2", "google-cloud-logging", "Vertex AI job logs"),
+    ):
+        try:
+            found = find_spec(module) is not None
+        except ImportError:  # a parent package is missing
+            found = False
+        if not found:
+            raise MissingDependency(package, "vertex", feature)
+
+
+def job_client(settings: VertexSettings, region: str) -> Any:
+    """A ``JobServiceClient`` over REST for ``region``."""
+    require_clients()
+    from google.cloud.aiplatform_v1 import JobServiceClient
+
+    endpoint = settings.api_endpoint(region)
+    return JobServiceClient(
+        credentials=credentials(endpoint),
+        transport="rest",
+        client_options={"api_endpoint": endpoint},
+    )
+
+
+def logging_client(settings: VertexSettings, project: str) -> Any:
+    """A Cloud Logging client over its JSON API (``entries:list``)."""
+    require_clients()
+    from google.cloud.logging_v2 import Client
+
+    endpoint = settings.log_endpoint()
+    return Client(
+        project=project,
+        credentials=credentials(endpoint),
+        _use_grpc=False,
+        client_options={"api_endpoint": endpoint},
+    )
+
+
+# ------------------------------------------------------------------------------- errors
+def _field(exc: Any) -> tuple[str, str]:
+    """The field at fault and its problem, from a 400's details or Vertex's message."""
+    for detail in getattr(exc, "details", None) or []:
+        if isinstance(detail, dict):
+            for violation in detail.get("fieldViolations", []):
+                return violation.get("field", ""), violation.get("description", "")
+    text = str(getattr(exc, "message", exc))
+    m = re.search(r"Field: ([\w.\[\]'\"-]+); Message: ([^\t]+)", text)
+    if m:
+        return m.group(1), m.group(2).strip()
+    m = re.search(r"at '([\w.\[\]]+)'", text)
+    return (m.group(1) if m else ""), _message(exc)
+
+
+def _message(exc: Any) -> str:
+    """The server's own words, without the method and URL the client puts first."""
+    text = str(getattr(exc, "message", None) or exc)
+    text = re.sub(r"^(GET|POST|DELETE|PATCH|PUT) \S+: ", "", text)
+    return " ".join(text.split())[:400]
+
+
+def _reason(exc: Any) -> str:
+    reason = getattr(exc, "reason", None) or ""
+    for detail in getattr(exc, "details", None) or []:
+        if isinstance(detail, dict) and detail.get("reason"):
+            reason = reason or detail["reason"]
+    return str(reason)
+
+
+def _flag_for(field: str) -> str:
+    for key, flag in _FLAGS.items():
+        if key in field:
+            return f" ({flag})"
+    return ""
+
+
+def explain(exc: BaseException, *, project: str, region: str, what: str) -> tuple[bool, Exception]:
+    """``(transient, error)``: whether to retry, and the one-line error to raise otherwise.
+
+    ``what`` names the call ("creating the job") for the message.
+    """
+    if isinstance(exc, BackendError):
+        return False, exc
+    import requests
+    from google.api_core import exceptions as gexc
+    from google.auth import exceptions as auth_exc
+
+    where = f"project {project}, region {region}"
+    if isinstance(exc, requests.exceptions.Timeout | gexc.DeadlineExceeded):
+        return True, BackendError(
+            f"Vertex AI did not answer in time while {what}", "try again later; check your network"
+        )
+    if isinstance(exc, requests.exceptions.ConnectionError | auth_exc.TransportError):
+        return True, BackendError(
+            f"could not reach Google Cloud while {what}: {_message(exc)}",
+            "check your network (and TFC_VERTEX_ENDPOINT if set)",
+        )
+    if isinstance(exc, auth_exc.GoogleAuthError):  # refresh failed, no credentials ...
+        return False, BackendError(f"Google Cloud credentials failed: {_message(exc)}", AUTH_HINT)
+    if not isinstance(exc, gexc.GoogleAPICallError):
+        return False, BackendError(
+            f"{what} failed: {type(exc).__name__}: {_message(exc)}",
+            "see the job's logs/supervisor.log; report it if it persists",
+        )
+    code, text = getattr(exc, "code", None), _message(exc)
+    if isinstance(exc, gexc.Unauthorized):  # 401 (Unauthenticated over gRPC)
+        return False, BackendError(f"Vertex AI refused the credentials: {text}", AUTH_HINT)
+    if isinstance(exc, gexc.Forbidden):  # 403 (PermissionDenied over gRPC)
+        if _reason(exc) == "SERVICE_DISABLED" or re.search(r"has not been used|is disabled", text):
+            return False, BackendError(
+                f"the Vertex AI API is not enabled in project {project}",
+                f"run `gcloud services enable aiplatform.googleapis.com --project {project}` "
+                "(or enable it in the console), wait a minute, then launch again",
+            )
+        return False, BackendError(
+            f"permission denied in {where}: {text}",
+            f"ask for the Vertex AI User role (roles/aiplatform.user) in project {project}, "
+            "or use --project with a project you can use",
+        )
+    if isinstance(exc, gexc.TooManyRequests):
+        details = str(getattr(exc, "details", ""))
+        if re.search(r"quota", text + details, re.IGNORECASE):
+            return False, QuotaError(
+                f"Vertex AI quota exceeded in {where}: {text}",
+                "request more quota in the console "
+                f"(https://console.cloud.google.com/iam-admin/quotas?project={project}), "
+                "or ask for fewer or smaller machines, or another --region",
+            )
+        return True, BackendError(
+            f"Vertex AI is rate-limiting requests: {text}", "wait a minute and try again"
+        )
+    if code in (500, 502, 503, 504) or isinstance(exc, gexc.ServerError):
+        return True, BackendError(
+            f"Vertex AI is unavailable ({code}): {text}",
+            "try again later (https://status.cloud.google.com)",
+        )
+    if isinstance(exc, gexc.NotFound):
+        return False, BackendError(
+            f"not found in {where}: {text}", "check --project and --region (and the job id)"
+        )
+    if isinstance(exc, gexc.ClientError):  # 400: INVALID_ARGUMENT, FAILED_PRECONDITION ...
+        field, problem = _field(exc)
+        if field:
+            return False, BackendError(
+                f"Vertex AI rejected {field}: {problem}",
+                f"fix {field}{_flag_for(field)} and launch again",
+                field=field,
+            )
+        return False, BackendError(
+            f"Vertex AI rejected the request: {text}",
+            "fix the job settings it names and launch again",
+        )
+    return False, BackendError(f"{what} failed ({code}): {text}", "try again later")
+
+
+@dataclass
+class RetryCount:
+    """How many times calls were retried (reported in the job record)."""
+
+    retries: int = 0
+
+
+def call(
+    fn: Callable[[], T],
+    *,
+    what: str,
+    project: str,
+    region: str,
+    settings: VertexSettings,
+    counter: RetryCount | None = None,
+    before_retry: Callable[[], T | None] | None = None,
+    total_s: float | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+) -> T:
+    """Run ``fn``; retry transient errors with exponential backoff within ``total_s``.
+
+    ``before_retry`` runs before each retry and may return a result that ends the retries (the
+    create call uses it to adopt a job that a timed-out request created after all).
+
+    Raises:
+        BackendError: a permanent error, or the last transient one when time ran out.
+    """
+    budget = settings.retry_total_s if total_s is None else total_s
+    deadline = time.monotonic() + budget
+    wait = settings.backoff_s
+    tries = 0
+    while True:
+        tries += 1
+        try:
+            return fn()
+        except Exception as exc:
+            transient, error = explain(exc, project=project, region=region, what=what)
+            if not transient:
+                raise error from None
+            if time.monotonic() + wait > deadline:
+                assert isinstance(error, BackendError)
+                raise BackendError(
+                    f"{error.message} (gave up after {tries} tries in {budget:g} s)", error.hint
+                ) from None
+        sleep(wait)
+        wait = min(wait * 2, 30.0)
+        if counter is not None:
+            counter.retries += 1
+        if before_retry is not None:
+            adopted = _quietly(before_retry)
+            if adopted is not None:
+                return adopted
+
+
+def _quietly(fn: Callable[[], T | None]) -> T | None:
+    try:
+        return fn()
+    except Exception:  # the check before a retry is best effort; the retry itself reports
+        return None

@@ -1,0 +1,316 @@
+"""Launching from the panel (one job per click, in stages) and watching a job (a polling thread).
+
+:class:`Launcher` runs the stages in a background thread so the kernel stays free: *convert*
+(re-read the saved notebook and plan it, :meth:`PanelModel.plan`), *build* and *push* (the image,
+followed through :func:`build.reporting` while the docker and Vertex backends make it; skipped for
+local jobs, which run in this kernel's environment, and when ``--image`` is given), *submit*
+(:func:`jobs.launch`). A click while a launch runs, or within :data:`DOUBLE_CLICK_S` after
+one ended, is ignored: a double click never launches twice.
+
+:class:`JobWatch` follows one job from a daemon thread: its record (state, elapsed time, error,
+Vertex console and TensorBoard links) and the new lines of every replica's log
+(:class:`jobs.LogTail`), kept in bounded buffers. It stops when the job has ended and its last
+lines are read, or when :meth:`JobWatch.stop` is called (the panel closed).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import traceback
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .. import jobs
+from ..errors import TfcError
+from ..records import JobRecord, JobState, JobStore
+from .model import PanelModel
+
+STAGES = ("convert", "build", "push", "submit")
+DOUBLE_CLICK_S = 1.0
+POLL_S = 0.25
+MAX_LINES = 1000
+
+
+@dataclass
+class Stage:
+    """One launch stage: ``pending``, ``running``, ``done``, ``skipped`` or ``failed``."""
+
+    name: str
+    status: str = "pending"
+    detail: str = ""
+    seconds: float | None = None
+    fraction: float | None = None  # of a running build or push, when known
+
+
+def _error_text(exc: BaseException) -> str:
+    """One line for the panel: a TfcError's message and fix, else the exception's type and text."""
+    if isinstance(exc, TfcError):
+        return str(exc)
+    return f"{type(exc).__name__}: {' '.join(str(exc).split())}"
+
+
+class Launcher:
+    """Launches the panel's job, one per click, reporting each stage (see the module docstring).
+
+    Args:
+        model: the panel's model (its choices and notebook).
+        store: the job records.
+        on_change: called (from the launch thread) after every stage change.
+    """
+
+    def __init__(
+        self,
+        model: PanelModel,
+        store: JobStore,
+        *,
+        on_change: Callable[[], None] | None = None,
+    ) -> None:
+        self.model = model
+        self.store = store
+        self.on_change = on_change
+        self.state = "idle"  # idle, launching, launched, failed
+        self.stages = [Stage(name) for name in STAGES]
+        self.error: str | None = None
+        self.job: jobs.Job | None = None
+        self.launched: list[str] = []
+        self.log_tail = ""  # a failed image build's last lines
+        self._lock = threading.Lock()
+        self._ended_at = float("-inf")
+        self._thread: threading.Thread | None = None
+
+    @property
+    def busy(self) -> bool:
+        """True while a launch runs (the Launch button is disabled)."""
+        return self.state == "launching"
+
+    def click(self) -> bool:
+        """Start one launch; False (and nothing happens) if one runs or has just ended."""
+        with self._lock:
+            if self.busy or time.monotonic() - self._ended_at < DOUBLE_CLICK_S:
+                return False
+            self.state, self.error, self.job, self.log_tail = "launching", None, None, ""
+            self.stages = [Stage(name) for name in STAGES]
+            self._thread = threading.Thread(target=self._run, name="tfc-panel-launch", daemon=True)
+            self._thread.start()
+        self._changed()
+        return True
+
+    def wait(self, timeout: float) -> str:
+        """Wait (bounded) for the launch to end; returns the state."""
+        thread = self._thread
+        if thread is not None:
+            thread.join(timeout)
+        return self.state
+
+    def stage(self, name: str) -> Stage:
+        """The stage called ``name``."""
+        return next(s for s in self.stages if s.name == name)
+
+    def _set(self, name: str, status: str, detail: str = "", started: float | None = None) -> None:
+        stage = self.stage(name)
+        stage.status, stage.detail = status, detail or stage.detail
+        if started is not None:
+            stage.seconds = round(time.monotonic() - started, 2)
+        self._changed()
+
+    def _changed(self) -> None:
+        if self.on_change is not None:
+            try:
+                self.on_change()
+            except Exception:  # a view bug must not stop the launch
+                traceback.print_exc()
+
+    def _on_build(self, event: Any) -> None:
+        """Image progress (``build.Progress``) from the docker and Vertex backends -> stages."""
+        build, push = self.stage("build"), self.stage("push")
+        fraction = event.step / event.total if event.total else None
+        if event.phase in ("context", "build"):
+            build.fraction = fraction if event.phase == "build" else None
+            self._set("build", "running", event.message)
+        elif event.phase == "push":
+            if build.status == "running":
+                self._set("build", "done")
+            push.fraction = fraction
+            self._set("push", "running", event.message)
+        elif event.phase == "log":
+            self.log_tail = event.message
+        elif event.phase == "done":
+            for stage in (build, push):
+                if stage.status in ("pending", "running"):
+                    done = stage.status == "running"
+                    self._set(stage.name, "done" if done else "skipped", event.message)
+        else:  # pulling the user's --image ...
+            self._set("submit", "running", event.message)
+
+    def _run(self) -> None:
+        from ..build import reporting
+
+        try:
+            started = time.monotonic()
+            self._set("convert", "running", "reading the saved notebook")
+            plan = self.model.plan(fresh=True)
+            cells = ", ".join(map(str, plan.script.cells)) or "none"
+            self._set("convert", "done", f"cells {cells} of {plan.selection.name}", started)
+            spec = plan.spec
+            if spec.backend.value == "local" or spec.image.image:
+                why = (
+                    "local jobs run in this kernel's environment"
+                    if spec.backend.value == "local"
+                    else f"using --image {spec.image.image}"
+                )
+                self._set("build", "skipped", why)
+                self._set("push", "skipped", why)
+            started = time.monotonic()
+            self._set("submit", "running", f"to the {spec.backend.value} backend")
+            with reporting(self._on_build):
+                job = jobs.launch(plan, store=self.store)
+            for stage in self.stages[1:3]:  # build, push: whatever the backend did not report
+                if stage.status == "running":
+                    self._set(stage.name, "done")
+                elif stage.status == "pending":
+                    self._set(stage.name, "skipped", "not needed")
+            self.job = job
+            self.launched.append(job.id)
+            self._set("submit", "done", job.id, started)
+            self.model.remember()
+            self.state = "launched"
+        except Exception as exc:  # shown in place, never a traceback in the cell
+            self.error = _error_text(exc)
+            failed = next((s for s in self.stages if s.status == "running"), self.stages[-1])
+            for stage in self.stages:
+                if stage.status == "running" and stage is not failed:
+                    stage.status = "pending"  # never reached
+            self._set(failed.name, "failed", self.error)
+            self.state = "failed"
+        finally:
+            with self._lock:
+                self._ended_at = time.monotonic()
+            self._changed()
+
+
+class JobWatch:
+    """Follows one job from a daemon thread: record, elapsed time, per-replica log lines.
+
+    Args:
+        job: the job to follow.
+        on_update: called (from the thread) when something changed, and about once a second
+            while the job runs (the elapsed time moves).
+        poll_s: seconds between polls.
+        max_lines: lines kept per replica (and for the merged view).
+    """
+
+    def __init__(
+        self,
+        job: jobs.Job,
+        *,
+        on_update: Callable[[JobWatch], None] | None = None,
+        poll_s: float = POLL_S,
+        max_lines: int = MAX_LINES,
+    ) -> None:
+        self.job = job
+        self.on_update = on_update
+        self.poll_s = poll_s
+        self.record: JobRecord = job.record()
+        self.lines: dict[str, deque[str]] = {}
+        self.merged: deque[str] = deque(maxlen=max_lines)
+        self.max_lines = max_lines
+        self.error: str | None = None
+        self.cancel_error: str | None = None
+        self.cancelling = False
+        self._tail = jobs.LogTail(Path(self.record.log_dir))
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._ended = False
+
+    @property
+    def ended(self) -> bool:
+        """True once the job is in a terminal state and its last lines are read."""
+        return self._ended
+
+    @property
+    def running(self) -> bool:
+        """True while the polling thread is alive."""
+        return self._thread is not None and self._thread.is_alive()
+
+    def poll(self) -> bool:
+        """One poll: refresh the record, read new lines. Returns True when something changed."""
+        before = (self.record.state, self.record.error, len(self.merged))
+        self.record = self.job.record()
+        done = self.record.state.is_terminal()
+        lines = self._tail.read(final=done)
+        for replica, line in lines:
+            self.lines.setdefault(replica, deque(maxlen=self.max_lines)).append(line)
+            self.merged.append(f"[{replica}] {line}")
+        for replica in self._tail.replicas():
+            self.lines.setdefault(replica, deque(maxlen=self.max_lines))
+        self._ended = done
+        return bool(lines) or before[:2] != (self.record.state, self.record.error)
+
+    def start(self) -> None:
+        """Start the polling thread (once)."""
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._loop, name="tfc-panel-watch", daemon=True)
+            self._thread.start()
+
+    def stop(self) -> None:
+        """Stop polling (the panel closed); the job itself goes on."""
+        self._stop.set()
+
+    def join(self, timeout: float) -> bool:
+        """Wait (bounded) for the thread to end; True if it has."""
+        if self._thread is not None:
+            self._thread.join(timeout)
+        return not self.running
+
+    def _loop(self) -> None:
+        shown = 0.0
+        while not self._stop.is_set():
+            try:
+                changed = self.poll()
+            except Exception as exc:  # the store went away, a damaged record ...
+                self.error = _error_text(exc)
+                self._notify()
+                return
+            if changed or self._ended or time.monotonic() - shown >= 1.0:
+                shown = time.monotonic()
+                self._notify()
+            if self._ended:
+                return
+            self._stop.wait(self.poll_s)
+
+    def _notify(self) -> None:
+        if self.on_update is not None:
+            try:
+                self.on_update(self)
+            except Exception:
+                traceback.print_exc()
+
+    def cancel(self) -> JobRecord | None:
+        """Cancel the job (bounded by the backend); errors are kept in ``cancel_error``."""
+        self.cancelling = True
+        self._notify()
+        try:
+            record = self.job.cancel()
+        except TfcError as exc:
+            self.cancel_error = str(exc)
+            return None
+        finally:
+            self.cancelling = False
+        self.record = record
+        self._notify()
+        return record
+
+    def text(self, replica: str | None = None) -> str:
+        """The kept lines of one replica, or of all of them (prefixed) when None."""
+        if replica is None:
+            return "\n".join(self.merged)
+        return "\n".join(self.lines.get(replica, ()))
+
+    @property
+    def state(self) -> JobState:
+        """The job's state at the last poll."""
+        return self.record.state

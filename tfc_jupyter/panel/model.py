@@ -1,0 +1,426 @@
+"""The launch panel's model: the user's choices, their validation and the live summary.
+
+No widgets here, so every behaviour is testable in plain Python. The choices are turned into the
+very argparse namespace a ``%%tfc_run`` line gives (:meth:`Choices.apply`), and checked by the
+product's own code on every change: :func:`options.spec_from_options` and
+:func:`spec.check_runnable` (fast, per field), then :func:`plan.make_plan` on the notebook's cells
+(conversion, requirements files, warnings). The panel has no copy of the rules: a choice is
+"impossible" exactly when that code raises, and the reason shown is its one-line message.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import logging
+import re
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass, fields, replace
+from pathlib import Path
+from typing import Any
+
+from .. import catalog, options
+from ..capture import Selection
+from ..config import Settings
+from ..errors import TfcError
+from ..plan import Plan, make_plan
+from ..spec import Backend, JobSpec, Strategy, check_runnable
+from .memory import ChoiceMemory
+
+log = logging.getLogger(__name__)
+
+# Vertex AI training regions offered as suggestions; any region the spec accepts may be typed.
+REGIONS = (
+    "us-central1",
+    "us-east1",
+    "us-east4",
+    "us-west1",
+    "us-west4",
+    "northamerica-northeast1",
+    "europe-west1",
+    "europe-west2",
+    "europe-west4",
+    "asia-east1",
+    "asia-northeast1",
+    "asia-southeast1",
+    "australia-southeast1",
+)
+
+# SpecError.field (or flag dest) -> the choice it belongs to.
+_FIELD_OF = {
+    "backend": "backend",
+    "strategy": "strategy",
+    "machine": "machine",
+    "gpu_type": "gpu_type",
+    "gpus": "gpus",
+    "tpu": "tpu",
+    "worker_count": "workers",
+    "workers": "workers",
+    "worker": "worker_machine",
+    "worker_machine": "worker_machine",
+    "region": "region",
+    "project": "project",
+    "labels": "labels",
+    "label": "labels",
+    "requirements": "requirements",
+}
+
+
+def _split(text: str, pattern: str) -> list[str]:
+    return [part for part in re.split(pattern, text.strip()) if part]
+
+
+@dataclass
+class Choices:
+    """What the user picked. Empty strings mean "the configured default" (as an absent flag)."""
+
+    backend: str = "local"
+    strategy: str = "auto"
+    machine: str = ""
+    gpu_type: str = ""
+    gpus: int = 0
+    tpu: str = ""
+    workers: int = 0
+    worker_machine: str = ""
+    region: str = ""
+    project: str = ""
+    labels: str = ""
+    requirements: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form (the panel's memory)."""
+        return asdict(self)
+
+    def merged(self, data: Mapping[str, Any] | None) -> Choices:
+        """A copy with the known, well-typed keys of ``data`` applied (memory is untrusted)."""
+        out = replace(self)
+        for f in fields(self):
+            if data is None or f.name not in data:
+                continue
+            value = data[f.name]
+            if f.name in ("gpus", "workers"):
+                if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+                    setattr(out, f.name, value)
+            elif isinstance(value, str):
+                setattr(out, f.name, value.strip())
+        return out
+
+    def apply(self, base: argparse.Namespace, settings: Settings) -> argparse.Namespace:
+        """``base`` (a parsed ``%%tfc_run`` line) with these choices as its flags.
+
+        A choice equal to the configured default becomes an absent flag, so the equivalent
+        ``%%tfc_run`` line holds only what differs from the defaults.
+        """
+        ns = argparse.Namespace(**vars(base))
+        ns.backend = None if self.backend == (settings.get("backend") or "local") else self.backend
+        ns.strategy = self.strategy or "auto"
+        ns.machine = self.machine or None
+        ns.gpu_type = self.gpu_type or None
+        ns.gpus = self.gpus or None
+        ns.tpu = self.tpu or None
+        ns.workers = self.workers
+        ns.worker_machine = self.worker_machine or None
+        ns.region = None if self.region in ("", settings.get("region")) else self.region
+        ns.project = None if self.project in ("", settings.get("project")) else self.project
+        ns.label = _split(self.labels, r"[,\s]+")
+        ns.requirements = _split(self.requirements, r"\s*,\s*")
+        return ns
+
+    @classmethod
+    def from_namespace(cls, ns: argparse.Namespace, settings: Settings) -> Choices:
+        """The choices a parsed ``%%tfc_run`` line stands for (names normalized when known)."""
+        strategy, machine, gpu_type = ns.strategy or "auto", ns.machine or "", ns.gpu_type or ""
+        with contextlib.suppress(TfcError):  # kept as typed if unknown: validation flags it
+            strategy = Strategy.parse(strategy).value
+        with contextlib.suppress(TfcError):
+            machine = catalog.lookup(machine).name if machine else ""
+        with contextlib.suppress(TfcError):
+            gpu_type = catalog.normalize_gpu_type(gpu_type) if gpu_type else ""
+        return cls(
+            backend=str(ns.backend or settings.get("backend") or "local").strip().lower(),
+            strategy=strategy,
+            machine=machine,
+            gpu_type=gpu_type,
+            gpus=ns.gpus or 0,
+            tpu=ns.tpu or "",
+            workers=ns.workers or 0,
+            worker_machine=ns.worker_machine or "",
+            region=ns.region or settings.get("region") or "",
+            project=ns.project or settings.get("project") or "",
+            labels=", ".join(ns.label or []),
+            requirements=", ".join(ns.requirements or []),
+        )
+
+
+# Flag dests of a %%tfc_run line -> the choice each one sets.
+DEST_FIELD = {
+    "backend": "backend",
+    "strategy": "strategy",
+    "machine": "machine",
+    "gpu_type": "gpu_type",
+    "gpus": "gpus",
+    "tpu": "tpu",
+    "workers": "workers",
+    "worker_machine": "worker_machine",
+    "region": "region",
+    "project": "project",
+    "label": "labels",
+    "requirements": "requirements",
+}
+
+
+@dataclass(frozen=True)
+class Option:
+    """One value a choice can take, labelled; ``reason`` says why it cannot work right now."""
+
+    value: Any
+    label: str
+    reason: str | None = None
+
+
+@dataclass
+class Check:
+    """The result of validating the choices: a plan, or one error line (and its choice)."""
+
+    error: str | None = None
+    field: str | None = None
+    spec: JobSpec | None = None
+    plan: Plan | None = None
+
+    @property
+    def ok(self) -> bool:
+        """True when the job can be launched as chosen."""
+        return self.error is None and self.plan is not None
+
+
+def _machines() -> list[catalog.Machine]:
+    """Non-TPU presets, then plain machine types (the TPU choice picks TPU hosts)."""
+    rows = [m for m in catalog.catalog_rows() if not m.is_tpu]
+    for machine_type in catalog.MACHINE_TYPES:
+        try:
+            machine = catalog.lookup(machine_type)
+        except TfcError:
+            continue  # TPU hosts
+        if not machine.accelerator_type and machine.name not in {m.name for m in rows}:
+            rows.append(machine)
+    return rows
+
+
+def _price(value: float) -> str:
+    return f"${value:,.2f}/h"
+
+
+class PanelModel:
+    """Choices, validation, options with reasons, summary and memory for one panel.
+
+    Args:
+        settings: the effective defaults (``config.load_settings``), as the magic uses.
+        select: returns the job's cells (re-read from the saved notebook when called).
+        base: the parsed ``%%tfc_run`` line the panel starts from (other flags pass through).
+        choices: the initial choices (default: those of ``base``).
+        notebook: the notebook file, the key of the panel's memory.
+        memory: where choices are remembered (None: not remembered).
+    """
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        select: Callable[[], Selection],
+        base: argparse.Namespace | None = None,
+        choices: Choices | None = None,
+        notebook: Path | None = None,
+        memory: ChoiceMemory | None = None,
+    ) -> None:
+        self.settings = settings
+        self.base = base if base is not None else options.defaults_namespace()
+        self.choices = choices or Choices.from_namespace(self.base, settings)
+        self.notebook = notebook
+        self.memory = memory
+        self._select = select
+        self._selection: Selection | None = None
+        self._stamp: float | None = None
+        self.machines = _machines()
+        self.check = self.validate()
+
+    # ----------------------------------------------------------------- changes
+    def update(self, **changes: Any) -> Check:
+        """Apply the user's changes, validate them, remember them; returns the new check."""
+        unknown = set(changes) - {f.name for f in fields(Choices)}
+        if unknown:
+            raise TypeError(f"no such choice: {', '.join(sorted(unknown))}")
+        self.choices = replace(self.choices, **changes)
+        self.check = self.validate()
+        self.remember()
+        return self.check
+
+    def reload(self) -> Check:
+        """Re-read the notebook and validate again (after the user edited and saved it)."""
+        self._selection = None
+        self.check = self.validate()
+        return self.check
+
+    def remember(self) -> None:
+        """Save the choices for this notebook (a failure to save never breaks the panel)."""
+        if self.memory is None:
+            return
+        try:
+            self.memory.save(self.notebook, self.choices.to_dict())
+        except OSError as exc:
+            log.warning("cannot remember the panel's choices: %s", exc)
+
+    def namespace(self, choices: Choices | None = None) -> argparse.Namespace:
+        """The flags the choices stand for (what ``%%tfc_run`` would parse)."""
+        return (choices or self.choices).apply(self.base, self.settings)
+
+    def line(self) -> str:
+        """The equivalent ``%%tfc_run`` line: paste it and the panel is not needed."""
+        return options.to_line(self.namespace())
+
+    # ----------------------------------------------------------------- validation
+    def selection(self, *, fresh: bool = False) -> Selection:
+        """The job's cells, re-read when the notebook file changed (or ``fresh``)."""
+        stamp = self._mtime()
+        if fresh or self._selection is None or stamp != self._stamp:
+            self._selection = self._select()
+            self._stamp = stamp
+        return self._selection
+
+    def _mtime(self) -> float | None:
+        try:
+            return self.notebook.stat().st_mtime if self.notebook else None
+        except OSError:
+            return None
+
+    def _spec(self, ns: argparse.Namespace) -> JobSpec:
+        spec = options.spec_from_options(ns, self.settings)
+        check_runnable(spec)
+        return spec
+
+    def plan(self, *, fresh: bool = False) -> Plan:
+        """Plan the job as chosen (what Launch does first).
+
+        Raises:
+            TfcError: the notebook, its conversion, or the choices cannot make a job.
+        """
+        plan = make_plan(self.selection(fresh=fresh), self.namespace(), self.settings)
+        check_runnable(plan.spec)
+        return plan
+
+    def validate(self) -> Check:
+        """Run the real validation on the current choices."""
+        try:
+            spec = self._spec(self.namespace())
+        except TfcError as exc:
+            return Check(error=str(exc), field=_FIELD_OF.get(exc.field or ""))
+        try:
+            plan = self.plan()
+        except TfcError as exc:
+            field = _FIELD_OF.get(exc.field or "")
+            if field is None and self.choices.requirements and self._fine_without_requirements():
+                field = "requirements"  # a requirements file given here, not the notebook
+            return Check(error=str(exc), field=field, spec=spec)
+        return Check(spec=plan.spec, plan=plan)
+
+    def _fine_without_requirements(self) -> bool:
+        try:
+            ns = self.namespace(replace(self.choices, requirements=""))
+            make_plan(self.selection(), ns, self.settings)
+        except TfcError:
+            return False
+        return True
+
+    def reason(self, name: str, value: Any) -> str | None:
+        """Why setting choice ``name`` to ``value`` (the rest unchanged) cannot work, or None."""
+        try:
+            self._spec(self.namespace(replace(self.choices, **{name: value})))
+        except TfcError as exc:
+            error = str(exc)
+            # The current error, from another choice, is not this value's fault.
+            return None if error == self.check.error and self.check.field != name else error
+        return None
+
+    # ----------------------------------------------------------------- options
+    def options(self, name: str) -> list[Option]:
+        """The values offered for a choice, from the catalog, each with its reason if any."""
+        rows: list[tuple[Any, str]]
+        default_machine = self.settings.get("machine") or "CPU"
+        if name == "backend":
+            rows = [(b.value, b.value) for b in Backend]
+        elif name == "strategy":
+            rows = [
+                (s.value, f"{s.value} (tfc.run's rules)" if s is Strategy.AUTO else s.value)
+                for s in Strategy
+            ]
+        elif name in ("machine", "worker_machine"):
+            first = f"default ({default_machine})" if name == "machine" else "same as the chief"
+            rows = [("", first)] + [
+                (m.name, f"{m.name} · {m.describe()} · {_price(m.price_per_hour)}")
+                for m in self.machines
+            ]
+        elif name == "gpu_type":
+            rows = [("", "default (the machine's, else T4)")] + [
+                (g, f"{g} · ${price:.2f} per GPU-hour") for g, (_, price, _) in catalog.GPUS.items()
+            ]
+        elif name == "gpus":
+            counts = sorted({n for _, _, a in catalog.GPUS.values() for c in a.values() for n in c})
+            rows = [(0, "none")] + [(n, str(n)) for n in counts]
+        elif name == "tpu":
+            rows = [("", "none")]
+            for key in catalog.TPU_TYPES:
+                m = catalog.tpu_machine(key)
+                rows.append((key, f"{key} · {m.describe()} · {_price(m.price_per_hour)}"))
+        else:
+            raise KeyError(f"no options for {name!r}")
+        current = getattr(self.choices, name)
+        if current not in [value for value, _ in rows]:
+            rows.append((current, str(current)))  # typed in a flag: keep it, validation speaks
+        out = []
+        for value, label in rows:
+            reason = self.reason(name, value)
+            if reason:
+                label = f"✗ {label} — {reason.split('. Fix:')[0]}"
+            out.append(Option(value, label, reason))
+        return out
+
+    # ----------------------------------------------------------------- summary
+    def summary(self) -> dict[str, Any] | None:
+        """Resolved strategy, worker pools, cost per hour, the ``%%tfc_run`` line; None if
+        the choices cannot make a job."""
+        plan = self.check.plan
+        if plan is None:
+            return None
+        spec = plan.spec
+        strategy = spec.resolved_strategy().value
+        if spec.strategy is Strategy.AUTO:
+            strategy += " (auto)"
+        saved = None
+        if plan.selection.notebook is not None:
+            try:
+                mtime = plan.selection.notebook.stat().st_mtime
+                saved = time.strftime("%H:%M:%S", time.localtime(mtime))
+            except OSError:
+                pass
+        return {
+            "backend": spec.backend.value,
+            "strategy": strategy,
+            "pools": [
+                {
+                    "role": role,
+                    "replicas": n,
+                    "machine": m.name,
+                    "describe": m.describe(),
+                    "cost_per_hour": round(m.price_per_hour * n, 4),
+                }
+                for role, n, m in plan.pools()
+            ],
+            "cost_per_hour": spec.cost_per_hour(),
+            "line": self.line(),
+            "notebook": plan.selection.name,
+            "found_by": plan.selection.how,
+            "saved_at": saved,
+            "cells": list(plan.script.cells),
+            "requirements": plan.requirements,
+            "warnings": list(plan.warnings),
+        }

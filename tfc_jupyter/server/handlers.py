@@ -1,0 +1,239 @@
+"""REST handlers of the jobs API under ``/tfc-jupyter/`` (documented in ``openapi.yaml``).
+
+Every handler is a jupyter_server ``APIHandler`` (JSON, XSRF-checked for cookie sessions) and
+every HTTP method is ``@tornado.web.authenticated``; ``scripts/check_auth.py`` fails CI otherwise.
+Handlers only parse the request and call the :class:`~.service.JobService` in a worker thread;
+:meth:`TfcHandler.write_error` is the one place errors become HTTP: a ``TfcError`` answers with
+its ``http_status`` and ``to_dict()``, anything else with a 500 that carries no traceback.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from collections.abc import Callable
+from pathlib import Path
+from types import TracebackType
+from typing import Any, TypeVar
+
+from jupyter_server.base.handlers import APIHandler
+from jupyter_server.utils import url_path_join
+from tornado import web
+
+from ..errors import SpecError, TfcError
+from .service import JobService
+
+NAMESPACE = "tfc-jupyter"
+SERVICE_KEY = "tfc_jupyter.service"
+OPENAPI = Path(__file__).with_name("openapi.yaml")
+T = TypeVar("T")
+
+
+def error_body(exc: BaseException | None, status: int) -> tuple[int, dict[str, Any]]:
+    """The HTTP status and JSON body for an exception (the single error mapping)."""
+    if isinstance(exc, TfcError):
+        return exc.http_status, exc.to_dict()
+    if isinstance(exc, web.HTTPError):
+        message = exc.log_message or exc.reason or f"HTTP {exc.status_code}"
+        if exc.args:
+            with contextlib.suppress(TypeError, ValueError):
+                message = message % exc.args
+        return exc.status_code, {
+            "error": "HTTPError",
+            "message": message,
+            "hint": "",
+            "field": None,
+        }
+    return status if status >= 500 else 500, {
+        "error": "InternalError",
+        "message": "the server could not handle this request",
+        "hint": "see the Jupyter server's log for the details",
+        "field": None,
+    }
+
+
+class TfcHandler(APIHandler):
+    """Base of the jobs API handlers: the service, JSON bodies and the error mapping."""
+
+    @property
+    def service(self) -> JobService:
+        """The job service set up by the server extension."""
+        service: JobService = self.settings[SERVICE_KEY]
+        return service
+
+    async def call(self, func: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """Run a (blocking) service call in a worker thread, off the server's event loop."""
+        return await asyncio.to_thread(func, *args, **kwargs)
+
+    def json_body(self) -> dict[str, Any]:
+        """The request body as a JSON object, or a 400 naming the body."""
+        try:
+            data = json.loads(self.request.body or b"{}")
+        except ValueError as exc:
+            raise SpecError(
+                f"the body is not JSON ({exc})", "send a JSON object", field="body"
+            ) from None
+        if not isinstance(data, dict):
+            raise SpecError("the body must be a JSON object", "send {...}", field="body")
+        return data
+
+    def int_arg(self, name: str, default: int) -> int:
+        """An integer query argument, or a 400 naming it."""
+        raw = self.get_query_argument(name, None)
+        if raw is None or raw == "":
+            return default
+        try:
+            return int(raw)
+        except ValueError:
+            raise SpecError(
+                f"{name} must be a whole number, got {raw!r}", f"send ?{name}=N", field=name
+            ) from None
+
+    def reply(self, data: Any, status: int = 200) -> None:
+        """Finish with a JSON body."""
+        self.set_status(status)
+        self.set_header("Content-Type", "application/json")
+        self.finish(json.dumps(data, default=str))
+
+    def write_error(self, status_code: int, **kwargs: Any) -> None:
+        """Every error of the API, as JSON ``{error, message, hint, field}``; no traceback."""
+        exc_info = kwargs.get("exc_info")
+        status, body = error_body(exc_info[1] if exc_info else None, status_code)
+        self.set_status(status)
+        self.set_header("Content-Type", "application/json")
+        self.finish(json.dumps(body))
+
+    def log_exception(
+        self,
+        typ: type[BaseException] | None,
+        value: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        """A TfcError is the user's to fix: one log line. Anything else: the full traceback."""
+        if isinstance(value, TfcError):
+            self.log.info(
+                "tfc-jupyter %s %s: %s %s",
+                self.request.method,
+                self.request.path,
+                value.http_status,
+                value,
+            )
+        else:
+            super().log_exception(typ, value, tb)
+
+
+class JobsHandler(TfcHandler):
+    """``GET``: list jobs. ``POST``: create a job (or a dry run)."""
+
+    @web.authenticated
+    async def get(self) -> None:
+        """List recent jobs, newest first."""
+        result = await self.call(
+            self.service.list_jobs,
+            limit=self.int_arg("limit", 50),
+            state=self.get_query_argument("state", None),
+            backend=self.get_query_argument("backend", None),
+        )
+        self.reply(result)
+
+    @web.authenticated
+    async def post(self) -> None:
+        """Plan and launch a job from a notebook path or the notebook model sent."""
+        status, result = await self.call(self.service.create, self.json_body())
+        self.reply(result, status)
+
+
+class JobHandler(TfcHandler):
+    """``GET``: one job."""
+
+    @web.authenticated
+    async def get(self, job_id: str) -> None:
+        """One job's record, refreshed."""
+        self.reply(await self.call(self.service.get, job_id))
+
+
+class LogsHandler(TfcHandler):
+    """``GET``: a replica's log from an offset."""
+
+    @web.authenticated
+    async def get(self, job_id: str) -> None:
+        """Whole lines of one replica's log from ``offset``."""
+        result = await self.call(
+            self.service.logs,
+            job_id,
+            replica=self.get_query_argument("replica", None) or None,
+            offset=self.int_arg("offset", 0),
+            limit=self.int_arg("limit", 256 * 1024),
+        )
+        self.reply(result)
+
+
+class CancelHandler(TfcHandler):
+    """``POST``: cancel a job."""
+
+    @web.authenticated
+    async def post(self, job_id: str) -> None:
+        """Stop every process of the job."""
+        self.reply(await self.call(self.service.cancel, job_id))
+
+
+class MachinesHandler(TfcHandler):
+    """``GET``: the machine catalog."""
+
+    @web.authenticated
+    async def get(self) -> None:
+        """Every catalog machine with its price."""
+        self.reply(await self.call(self.service.machines))
+
+
+class DefaultsHandler(TfcHandler):
+    """``GET``: the effective defaults and the job options."""
+
+    @web.authenticated
+    async def get(self) -> None:
+        """Settings with their sources, backends, strategies and options."""
+        self.reply(await self.call(self.service.defaults))
+
+
+class OpenAPIHandler(TfcHandler):
+    """``GET``: this API's OpenAPI document."""
+
+    @web.authenticated
+    def get(self) -> None:
+        """The OpenAPI 3 description of the jobs API (YAML)."""
+        self.set_header("Content-Type", "application/yaml")
+        self.finish(OPENAPI.read_text(encoding="utf-8"))
+
+
+class NotFoundHandler(TfcHandler):
+    """Any other path under ``/tfc-jupyter/``: a JSON 404 (after authentication)."""
+
+    @web.authenticated
+    def get(self, path: str) -> None:
+        """Unknown endpoint."""
+        raise web.HTTPError(404, "no such endpoint: /%s/%s", NAMESPACE, path)
+
+    post = get
+
+
+_JOB = r"(?P<job_id>[A-Za-z0-9][A-Za-z0-9._-]{0,199})"
+ROUTES: list[tuple[str, type[TfcHandler]]] = [
+    ("jobs", JobsHandler),
+    (f"jobs/{_JOB}", JobHandler),
+    (f"jobs/{_JOB}/logs", LogsHandler),
+    (f"jobs/{_JOB}/cancel", CancelHandler),
+    ("machines", MachinesHandler),
+    ("defaults", DefaultsHandler),
+    ("openapi.yaml", OpenAPIHandler),
+    ("(?P<path>.*)", NotFoundHandler),
+]
+
+
+def setup_handlers(web_app: Any, service: JobService) -> None:
+    """Register the API under ``<base_url>tfc-jupyter/``."""
+    web_app.settings[SERVICE_KEY] = service
+    base = url_path_join(web_app.settings.get("base_url", "/"), NAMESPACE)
+    web_app.add_handlers(
+        ".*$", [(url_path_join(base, pattern) + "/?$", handler) for pattern, handler in ROUTES]
+    )

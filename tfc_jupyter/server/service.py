@@ -1,0 +1,410 @@
+"""The jobs API's work, free of tornado: JSON-ready input in, JSON-ready dicts out.
+
+The REST handlers (:mod:`.handlers`) only move JSON between HTTP and a :class:`JobService`; every
+failure here is a :class:`~tfc_jupyter.errors.TfcError`, which the handlers map to HTTP in one
+place. Launching follows the same core path as ``%%tfc_run``: a Selection from
+:mod:`~tfc_jupyter.capture`, :func:`~tfc_jupyter.plan.make_plan`, :func:`~tfc_jupyter.jobs.launch`,
+and the same job records, so kernels and the server see each other's jobs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from .. import __version__, capture, catalog, jobs, options
+from ..config import Settings, load_settings
+from ..errors import SpecError, TfcError
+from ..plan import make_plan
+from ..records import JobRecord, JobState, JobStore
+
+# Flags the API does not take as options: the body names the notebook, the server never waits.
+_NOT_OPTIONS = {"notebook", "wait"}
+_REPLICA = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+LOG_CHUNK = 256 * 1024
+"""Most bytes of one replica log returned by one logs request."""
+MAX_LIST = 500
+
+
+def _option_table() -> dict[str, tuple[str, dict[str, Any]]]:
+    """``{dest: (flag, argparse kwargs)}`` for every ``%%tfc_run`` flag the API accepts."""
+    table = {}
+    for names, kwargs in options.OPTIONS:
+        flag = names[0]
+        dest = kwargs.get("dest") or flag.lstrip("-").replace("-", "_")
+        if dest not in _NOT_OPTIONS:
+            table[dest] = (flag, kwargs)
+    return table
+
+
+def _words(key: str, value: Any, flag: str, kwargs: Mapping[str, Any]) -> list[str]:
+    """The command-line words for one option value, or a SpecError naming the option."""
+    action, nargs = kwargs.get("action"), kwargs.get("nargs")
+    if value is None or (value is False and action != "store_true"):
+        return []
+    if action == "store_true":
+        if not isinstance(value, bool):
+            raise SpecError(f"option {key!r} must be true or false", f"send {key}: true", field=key)
+        return [flag] if value else []
+    values = value if action == "append" and isinstance(value, list) else [value]
+    words: list[str] = []
+    for item in values:
+        if item is True and nargs == "?":
+            words.append(flag)  # e.g. {"tpu": true}: the flag's own default
+        elif isinstance(item, bool) or not isinstance(item, (str, int, float)):
+            kind = "a list of strings" if action == "append" else "a string or a number"
+            raise SpecError(
+                f"option {key!r} must be {kind}", "see GET /tfc-jupyter/defaults", field=key
+            )
+        else:
+            words += [flag, str(item)]
+    return words
+
+
+def parse_options(raw: Any) -> argparse.Namespace:
+    """Request ``options`` (``{"workers": 1, "machine": "CPU", ...}``) as parsed flags.
+
+    Each option is checked on its own, by the same parser as ``%%tfc_run``, so an error names it.
+
+    Raises:
+        SpecError: not an object, an unknown option or a bad value (``field`` is the option).
+    """
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, Mapping):
+        raise SpecError(
+            "'options' must be a JSON object", 'send {"workers": 1, ...}', field="options"
+        )
+    table = _option_table()
+    merged = argparse.Namespace()
+    for key, value in raw.items():
+        if key not in table:
+            raise SpecError(
+                f"unknown option {key!r}",
+                f"use one of: {', '.join(sorted(table))}",
+                field=str(key),
+            )
+        flag, kwargs = table[key]
+        try:
+            parsed = options.parser(suppress_defaults=True).parse_args(
+                _words(key, value, flag, kwargs)
+            )
+        except SpecError as exc:
+            raise SpecError(exc.message, exc.hint, field=key) from None
+        merged = options.overlay(merged, parsed)
+    return merged
+
+
+def job_dict(record: JobRecord) -> dict[str, Any]:
+    """A job record as the API returns it, with elapsed time and cost estimate added.
+
+    ``cost_per_hour`` is the Vertex AI list price of the job's machines; ``cost_estimate`` is what
+    the job has cost so far: that rate times the elapsed time on Vertex AI, 0 on this machine.
+    """
+    data = record.to_dict()
+    spec = _spec(record.spec)
+    if spec is not None:
+        rate, replicas = spec.cost_per_hour(), spec.replica_count
+    else:  # an older or foreign record: add up what it holds
+        worker = record.spec.get("worker") or {}
+        count = int(record.spec.get("worker_count") or 0)
+        rate = float((record.spec.get("chief") or {}).get("price_per_hour") or 0)
+        rate, replicas = (
+            round(rate + float(worker.get("price_per_hour") or 0) * count, 4),
+            1 + count,
+        )
+    billed = record.backend == "vertex"
+    data.update(
+        elapsed=round(record.elapsed, 3),
+        terminal=record.state.is_terminal(),
+        replica_count=replicas,
+        replicas=jobs.LogTail(Path(record.log_dir)).replicas() if record.log_dir else [],
+        cost_per_hour=rate,
+        cost_estimate=round(rate * record.elapsed / 3600, 4) if billed else 0.0,
+        billed=billed,
+    )
+    return data
+
+
+def _spec(data: Mapping[str, Any]) -> Any:
+    """The record's JobSpec, or None when it cannot be rebuilt."""
+    from ..spec import JobSpec
+
+    try:
+        return JobSpec.from_dict(data)
+    except Exception:
+        return None
+
+
+class JobService:
+    """Everything the REST API does, one method per endpoint.
+
+    Args:
+        root_dir: the server's root folder; notebook paths in requests are relative to it.
+        settings: returns the effective defaults (read anew for each request, so edits to
+            ``jupyter_server_config`` or ``TFC_*`` variables apply without a restart).
+    """
+
+    def __init__(
+        self, root_dir: str | Path, settings: Callable[[], Settings] = load_settings
+    ) -> None:
+        self.root_dir = Path(root_dir).expanduser().resolve()
+        self._settings = settings
+
+    # ---------------------------------------------------------------- helpers
+    def store(self, settings: Settings | None = None) -> JobStore:
+        """The job-record store kernels use too (``TFC_JUPYTER_HOME`` or the Jupyter data dir)."""
+        settings = settings or self._settings()
+        return jobs.store_for(settings.get("home"))
+
+    def _record(self, store: JobStore, job_id: str) -> JobRecord:
+        """The record, brought up to date by its backend when it is still running."""
+        record = store.get(job_id)
+        if record.state.is_terminal():
+            return record
+        try:
+            return jobs.backend_for(record.backend, store).refresh(record)
+        except TfcError:  # a backend this server cannot reach: show what the record says
+            return record
+
+    def _notebook_path(self, raw: Any) -> Path:
+        if not isinstance(raw, str) or not raw.strip():
+            raise SpecError(
+                "'path' is required: the notebook's path under the server root",
+                'send "path": "folder/notebook.ipynb"',
+                field="path",
+            )
+        path = (self.root_dir / raw.strip().lstrip("/")).resolve()
+        if not path.is_relative_to(self.root_dir):
+            raise SpecError(
+                f"path {raw!r} is outside the server's root folder",
+                "send a path relative to the root folder",
+                field="path",
+            )
+        if not path.parent.is_dir():
+            raise SpecError(
+                f"the folder of {raw!r} does not exist", "save the notebook", field="path"
+            )
+        return path
+
+    def _selection(self, body: Mapping[str, Any]) -> capture.Selection:
+        path = self._notebook_path(body.get("path"))
+        cell = body.get("cell")
+        if cell is not None and (isinstance(cell, bool) or not isinstance(cell, int)):
+            raise SpecError(
+                "'cell' must be a whole number", "send the cell's 1-based position", field="cell"
+            )
+        model = body.get("notebook")
+        if model is not None:
+            nb = capture.notebook_from_model(_checked_model(model))
+            how = "live notebook model"
+        elif path.is_file():
+            nb = capture.read_notebook(path)
+            how = "saved notebook file"
+        else:
+            raise SpecError(
+                f"notebook {body['path']!r} not found under the server's root folder",
+                "save it first, or send its content as 'notebook'",
+                field="path",
+            )
+        selection = capture.select_cells(nb, path=path, how=how, cell_number=cell)
+        if model is not None and body.get("dirty"):
+            selection.warnings.append(
+                f"{path.name} has unsaved edits: the job runs the notebook as shown in the editor"
+            )
+        return selection
+
+    # ---------------------------------------------------------------- endpoints
+    def create(self, body: Mapping[str, Any]) -> tuple[int, dict[str, Any]]:
+        """Plan a job from a notebook (the live model, or the saved file) and launch it.
+
+        Returns ``(201, {"job", "plan"})``, or ``(200, {"dry_run": true, "plan", "text",
+        "script"})`` when ``options.dry_run`` is true.
+        """
+        request_ns = parse_options(body.get("options"))
+        selection = self._selection(body)
+        ns = options.overlay(options.parse_line(selection.magic_line), request_ns)
+        settings = self._settings()
+        plan = make_plan(selection, ns, settings)
+        if ns.dry_run:
+            return 200, {
+                "dry_run": True,
+                "plan": plan.summary(),
+                "text": plan.to_text(script=False),
+                "script": plan.script.text,
+            }
+        store = self.store(settings)
+        job = jobs.launch(plan, store=store)
+        return 201, {"job": job_dict(store.get(job.id)), "plan": plan.summary()}
+
+    def list_jobs(
+        self, *, limit: int = 50, state: str | None = None, backend: str | None = None
+    ) -> dict[str, Any]:
+        """Recent jobs, newest first (any backend, launched by the server or by kernels)."""
+        if not 1 <= limit <= MAX_LIST:
+            raise SpecError(f"limit must be 1 to {MAX_LIST}", "send ?limit=50", field="limit")
+        states = None
+        if state:
+            try:
+                states = [JobState(s.strip()) for s in state.split(",")]
+            except ValueError:
+                raise SpecError(
+                    f"unknown state in {state!r}",
+                    f"use one of: {', '.join(s.value for s in JobState)}",
+                    field="state",
+                ) from None
+        store = self.store()
+        records = store.list(limit=limit, backend=backend or None, states=states)
+        return {"jobs": [job_dict(self._record(store, r.id)) for r in records]}
+
+    def get(self, job_id: str) -> dict[str, Any]:
+        """One job (an id or a unique prefix)."""
+        store = self.store()
+        return job_dict(self._record(store, job_id))
+
+    def logs(
+        self, job_id: str, *, replica: str | None = None, offset: int = 0, limit: int = LOG_CHUNK
+    ) -> dict[str, Any]:
+        """A replica's log from byte ``offset``: whole lines, at most ``limit`` bytes.
+
+        Follow a job by calling again with ``offset=next_offset`` until ``terminal`` is true
+        and ``more`` is false.
+        """
+        store = self.store()
+        record = self._record(store, job_id)
+        tail = jobs.LogTail(Path(record.log_dir))
+        replicas = tail.replicas()
+        name = replica or (replicas[0] if replicas else "chief")
+        if not _REPLICA.match(name):
+            raise SpecError(
+                f"bad replica name {name!r}",
+                f"use one of: {', '.join(replicas) or 'chief'}",
+                field="replica",
+            )
+        if offset < 0:
+            raise SpecError("offset must be 0 or more", "send ?offset=0", field="offset")
+        if not 1 <= limit <= 4 * LOG_CHUNK:
+            raise SpecError("limit must be 1 to 1048576 bytes", "leave it out", field="limit")
+        text, next_offset, size = _read_log(
+            Path(record.log_dir) / f"{name}.log", offset, limit, record.state.is_terminal()
+        )
+        return {
+            "job_id": record.id,
+            "replica": name,
+            "replicas": replicas,
+            "offset": offset,
+            "next_offset": next_offset,
+            "size": size,
+            "more": next_offset < size,
+            "text": text,
+            "state": record.state.value,
+            "terminal": record.state.is_terminal(),
+        }
+
+    def cancel(self, job_id: str) -> dict[str, Any]:
+        """Stop every process of a job (bounded wait); 409 when it has already ended."""
+        store = self.store()
+        record = jobs.Job(job_id, store).cancel()
+        return job_dict(record)
+
+    def machines(self) -> dict[str, Any]:
+        """The machine catalog with prices, GPU and TPU types."""
+        return {
+            "machines": [
+                {**m.to_dict(), "description": m.describe()} for m in catalog.catalog_rows()
+            ],
+            "gpu_types": list(catalog.GPU_TYPES),
+            "tpu_types": list(catalog.TPU_TYPES),
+            "prices_as_of": catalog.PRICES_AS_OF,
+        }
+
+    def defaults(self) -> dict[str, Any]:
+        """The effective defaults (and where each came from), and the options a job takes."""
+        from ..spec import Backend, Strategy
+
+        settings = self._settings()
+        table = _option_table()
+        return {
+            "version": __version__,
+            "settings": {k: {"value": v, "source": src} for k, v, src in _raw_rows(settings)},
+            "backends": [b.value for b in Backend],
+            "strategies": [s.value for s in Strategy],
+            "options": [
+                {
+                    "name": dest,
+                    "flag": flag,
+                    "help": str(kwargs.get("help", "")).replace("%%", "%"),
+                    "repeatable": kwargs.get("action") == "append",
+                    "boolean": kwargs.get("action") == "store_true",
+                }
+                for dest, (flag, kwargs) in table.items()
+            ],
+            "root_dir": str(self.root_dir),
+            "jobs_home": str(self.store(settings).path.parent),
+        }
+
+
+def _checked_model(model: Any) -> Mapping[str, Any]:
+    """The notebook JSON sent, checked enough that selecting its cells cannot crash."""
+    cells = model.get("cells") if isinstance(model, Mapping) else None
+    ok = isinstance(cells, list) and all(
+        isinstance(c, Mapping) and isinstance(c.get("source", ""), (str, list)) for c in cells
+    )
+    if not ok:
+        raise SpecError(
+            "the notebook model is not valid: it needs a list of cells with sources",
+            "send the notebook's JSON (the model's toJSON())",
+            field="notebook",
+        )
+    return dict(model)
+
+
+def _raw_rows(settings: Settings) -> list[tuple[str, Any, str]]:
+    return [
+        (k, settings.values.get(k), settings.sources.get(k, "default"))
+        for k, _, _ in settings.rows()
+    ]
+
+
+def _read_log(path: Path, offset: int, limit: int, final: bool) -> tuple[str, int, int]:
+    """``(text, next offset, file size)``: whole lines only, unless the job has ended."""
+    try:
+        with open(path, "rb") as fh:
+            size = fh.seek(0, 2)
+            if offset > size:
+                raise SpecError(
+                    f"offset {offset} is past the end of the log ({size} bytes)",
+                    "start again from offset 0",
+                    field="offset",
+                )
+            fh.seek(offset)
+            data = fh.read(limit)
+    except FileNotFoundError:
+        if offset:
+            raise SpecError(
+                "that replica has no log yet", "start from offset 0", field="offset"
+            ) from None
+        return "", 0, 0
+    end = offset + len(data)
+    if not (final and end == size):
+        cut = data.rfind(b"\n") + 1
+        if cut:
+            data = data[:cut]
+        elif len(data) == limit:  # one long line: cut at a UTF-8 character boundary
+            data = _utf8_prefix(data)
+        else:
+            data = b""  # a partial last line: wait for the rest
+    return data.decode("utf-8", errors="replace"), offset + len(data), size
+
+
+def _utf8_prefix(data: bytes) -> bytes:
+    """``data`` less a multi-byte character cut at its end (unchanged if that leaves nothing)."""
+    end = len(data)
+    while end and (data[end - 1] & 0xC0) == 0x80:  # continuation bytes
+        end -= 1
+    if end and data[end - 1] >= 0xC0:  # the lead byte of the cut character
+        end -= 1
+    return data[:end] or data

@@ -19,10 +19,8 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -31,14 +29,13 @@ from ..errors import BackendError
 from ..records import JobRecord, JobState, JobStore
 from ..spec import JobSpec, check_runnable
 from .local import (
-    _alive,
-    _last_line,
-    _pythonpath,
+    RUNTIME_PARENT,
     cluster_env,
     free_ports,
     gpu_split,
     local_gpu_count,
 )
+from .watched import WATCHER_LOG, WatchedBackend, package_pythonpath
 
 if TYPE_CHECKING:
     from ..plan import Plan
@@ -85,10 +82,11 @@ def remove_containers(job_id: str, client: Any = None) -> int:
     return len(found)
 
 
-class DockerBackend:
+class DockerBackend(WatchedBackend):
     """Runs jobs as containers of their image on this machine (see the module docstring)."""
 
     name = "docker"
+    watcher = "watcher"
 
     def __init__(self, store: JobStore, *, startup_timeout: float | None = None) -> None:
         self.store = store
@@ -136,7 +134,7 @@ class DockerBackend:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w") as fh:
             json.dump(launch, fh, indent=1)
-        watcher_log = open(job_dir / "logs" / "supervisor.log", "ab")  # noqa: SIM115
+        watcher_log = open(job_dir / "logs" / WATCHER_LOG, "ab")  # noqa: SIM115
         try:
             proc = subprocess.Popen(
                 [sys.executable, "-m", "tfc_jupyter.backends.docker_watcher", str(job_dir)],
@@ -145,7 +143,7 @@ class DockerBackend:
                 stdout=watcher_log,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
-                env={**os.environ, "PYTHONPATH": _pythonpath()},
+                env={**os.environ, "PYTHONPATH": package_pythonpath(str(RUNTIME_PARENT))},
             )
         except OSError as exc:
             raise BackendError(
@@ -165,39 +163,6 @@ class DockerBackend:
             },
         )
 
-    def refresh(self, record: JobRecord) -> JobRecord:
-        """Mark a job FAILED (and remove its containers) when its watcher died unannounced."""
-        if record.state.is_terminal():
-            return record
-        pid = record.handle.get("supervisor_pid")
-        if pid and not _alive(pid) and time.time() - record.updated_at > 2:
-            fresh = self.store.get(record.id)
-            if not fresh.state.is_terminal():
-                remove_containers(record.id)
-                last = _last_line(Path(record.job_dir) / "logs" / "supervisor.log")
-                return self.store.transition(
-                    record.id,
-                    JobState.FAILED,
-                    error="the job's watcher process ended unexpectedly (killed?)"
-                    + (f": {last}" if last else ""),
-                )
-            return fresh
-        return record
-
-    def cancel(self, record: JobRecord, *, timeout: float = 30.0) -> JobRecord:
-        """Stop every container (SIGTERM, then SIGKILL) and remove them; bounded wait."""
-        if record.state.is_terminal():
-            return record
-        self.store.transition(record.id, JobState.CANCELLING)
-        pid = record.handle.get("supervisor_pid")
-        if pid and _alive(pid):
-            os.kill(pid, signal.SIGTERM)
-            deadline = time.monotonic() + timeout
-            while time.monotonic() < deadline:
-                current = self.store.get(record.id)
-                if current.state.is_terminal():
-                    return current
-                time.sleep(0.1)
-            os.kill(pid, signal.SIGKILL)
+    def cleanup(self, record: JobRecord) -> None:
+        """Remove the job's containers (their watcher is gone)."""
         remove_containers(record.id)
-        return self.store.transition(record.id, JobState.CANCELLED, error="cancelled")

@@ -16,7 +16,6 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -24,10 +23,12 @@ from ..errors import BackendError
 from ..images import local_tensorflow_version
 from ..records import JobRecord, JobState, JobStore
 from ..spec import JobSpec, check_runnable
+from .watched import WATCHER_LOG, WatchedBackend, package_pythonpath
 
 if TYPE_CHECKING:
     from ..plan import Plan
 
+RUNTIME_PARENT = Path(__file__).resolve().parents[2] / "runtime"
 _DROP_ENV = ("JPY_", "PYDEVD_", "VSCODE_", "KERNEL_")
 
 
@@ -160,10 +161,11 @@ def check_requirements(lines: list[str]) -> list[str]:
     return missing
 
 
-class LocalBackend:
+class LocalBackend(WatchedBackend):
     """Runs jobs as processes of this machine's Python (see the module docstring)."""
 
     name = "local"
+    watcher = "supervisor"
 
     def __init__(self, store: JobStore, *, startup_timeout: float | None = None) -> None:
         self.store = store
@@ -246,7 +248,7 @@ class LocalBackend:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w") as fh:
             json.dump(launch, fh, indent=1)
-        supervisor_log = open(job_dir / "logs" / "supervisor.log", "ab")  # noqa: SIM115
+        supervisor_log = open(job_dir / "logs" / WATCHER_LOG, "ab")  # noqa: SIM115
         try:
             proc = subprocess.Popen(
                 [sys.executable, "-m", "tfc_jupyter.backends.local_supervisor", str(job_dir)],
@@ -255,7 +257,7 @@ class LocalBackend:
                 stdout=supervisor_log,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
-                env={**base_env, "PYTHONPATH": _pythonpath()},
+                env={**base_env, "PYTHONPATH": package_pythonpath(str(RUNTIME_PARENT))},
             )
         except OSError as exc:
             raise BackendError(
@@ -268,67 +270,9 @@ class LocalBackend:
             record.id, JobState.PENDING, handle={"supervisor_pid": proc.pid, "replicas": {}}
         )
 
-    def refresh(self, record: JobRecord) -> JobRecord:
-        """Mark a job FAILED when its supervisor died without saying how the job ended."""
-        if record.state.is_terminal():
-            return record
-        pid = record.handle.get("supervisor_pid")
-        if pid and not _alive(pid) and time.time() - record.updated_at > 2:
-            fresh = self.store.get(record.id)
-            if not fresh.state.is_terminal():
-                _kill_replicas(fresh.handle)
-                last = _last_line(Path(record.job_dir) / "logs" / "supervisor.log")
-                return self.store.transition(
-                    record.id,
-                    JobState.FAILED,
-                    error="the job's supervisor process ended unexpectedly (killed?)"
-                    + (f": {last}" if last else ""),
-                )
-            return fresh
-        return record
-
-    def cancel(self, record: JobRecord, *, timeout: float = 20.0) -> JobRecord:
-        """Stop every process of the job; waits (bounded) until it is CANCELLED."""
-        if record.state.is_terminal():
-            return record
-        self.store.transition(record.id, JobState.CANCELLING)
-        pid = record.handle.get("supervisor_pid")
-        if pid and _alive(pid):
-            os.kill(pid, signal.SIGTERM)
-            deadline = time.monotonic() + timeout
-            while time.monotonic() < deadline:
-                current = self.store.get(record.id)
-                if current.state.is_terminal():
-                    return current
-                time.sleep(0.1)
-            os.kill(pid, signal.SIGKILL)
-        fresh = self.store.get(record.id)
-        _kill_replicas(fresh.handle)
-        return self.store.transition(record.id, JobState.CANCELLED, error="cancelled")
-
-
-def _last_line(path: Path) -> str:
-    try:
-        lines = [x for x in path.read_text(errors="replace").splitlines() if x.strip()]
-    except OSError:
-        return ""
-    return lines[-1][:300] if lines else ""
-
-
-def _pythonpath() -> str:
-    here = Path(__file__).resolve().parents[2]
-    parts = [str(here), str(here / "runtime"), os.environ.get("PYTHONPATH", "")]
-    return os.pathsep.join(p for p in parts if p)
-
-
-def _alive(pid: int) -> bool:
-    import psutil
-
-    try:
-        proc = psutil.Process(pid)
-        return proc.status() != psutil.STATUS_ZOMBIE
-    except psutil.Error:
-        return False
+    def cleanup(self, record: JobRecord) -> None:
+        """Kill every replica's process group (their supervisor is gone)."""
+        _kill_replicas(record.handle)
 
 
 def _kill_replicas(handle: dict[str, Any]) -> None:

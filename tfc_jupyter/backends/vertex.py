@@ -32,6 +32,7 @@ from ..records import JobRecord, JobState, JobStore
 from ..spec import JobSpec
 from . import vertex_api
 from .vertex_api import RetryCount, VertexSettings
+from .watched import WATCHER_LOG, alive, last_line, package_pythonpath
 
 if TYPE_CHECKING:
     from ..plan import Plan
@@ -134,13 +135,13 @@ class VertexBackend:
         if record.state.is_terminal() or not (Path(record.job_dir) / WATCH_FILE).exists():
             return record
         pid = record.handle.get("watcher_pid")
-        if (pid and _alive(pid)) or time.time() - record.updated_at < 2:
+        if (pid and alive(pid)) or time.time() - record.updated_at < 2:
             return record
         fresh = self.store.get(record.id)
         if fresh.state.is_terminal() or fresh.handle.get("watcher_pid") != pid:
             return fresh
         if int(fresh.handle.get("watcher_starts", 0)) >= MAX_WATCHER_STARTS:
-            last = _last_line(Path(record.job_dir) / "logs" / "supervisor.log")
+            last = last_line(Path(record.job_dir) / "logs" / WATCHER_LOG)
             return self.store.transition(
                 record.id,
                 JobState.FAILED,
@@ -260,7 +261,7 @@ class VertexBackend:
         )
 
     def _start_watcher(self, job_id: str, job_dir: Path) -> None:
-        log = open(job_dir / "logs" / "supervisor.log", "ab")  # noqa: SIM115
+        log = open(job_dir / "logs" / WATCHER_LOG, "ab")  # noqa: SIM115
         try:
             proc = subprocess.Popen(
                 [sys.executable, "-m", "tfc_jupyter.backends.vertex_watcher", str(job_dir)],
@@ -269,7 +270,7 @@ class VertexBackend:
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
-                env={**os.environ, "PYTHONPATH": _pythonpath(), "PYTHONUNBUFFERED": "1"},
+                env={**os.environ, "PYTHONPATH": package_pythonpath(), "PYTHONUNBUFFERED": "1"},
             )
         except OSError as exc:
             raise BackendError(
@@ -310,31 +311,8 @@ def _write_private(path: Path, text: str) -> None:
         fh.write(text)
 
 
-def _last_line(path: Path) -> str:
-    try:
-        lines = [x for x in path.read_text(errors="replace").splitlines() if x.strip()]
-    except OSError:
-        return ""
-    return lines[-1][:300] if lines else ""
-
-
-def _pythonpath() -> str:
-    here = Path(__file__).resolve().parents[2]
-    parts = [str(here), os.environ.get("PYTHONPATH", "")]
-    return os.pathsep.join(p for p in parts if p)
-
-
-def _alive(pid: int) -> bool:
-    import psutil
-
-    try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-    except psutil.Error:
-        return False
-
-
 def stop_watcher(record: JobRecord) -> None:
     """End a job's watcher process (tests and cleanup; the job itself goes on)."""
     pid = record.handle.get("watcher_pid")
-    if pid and _alive(pid):
+    if pid and alive(pid):
         os.kill(int(pid), signal.SIGKILL)

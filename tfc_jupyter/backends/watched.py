@@ -1,0 +1,97 @@
+"""What backends share when a detached process watches each job (local, docker, vertex).
+
+The watcher (local: the supervisor; docker and vertex: a watcher) owns the job's log files and
+its record. The kernel only notices when the watcher died without saying how the job ended, and
+asks it to stop on cancel; :class:`WatchedBackend` does both, with a backend-specific cleanup.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from pathlib import Path
+
+from ..records import JobRecord, JobState, JobStore
+
+WATCHER_LOG = "supervisor.log"
+
+
+def alive(pid: int) -> bool:
+    """True while process ``pid`` runs (a zombie counts as ended)."""
+    import psutil
+
+    try:
+        return bool(psutil.Process(pid).status() != psutil.STATUS_ZOMBIE)
+    except psutil.Error:
+        return False
+
+
+def last_line(path: Path, limit: int = 300) -> str:
+    """The last non-blank line of a text file, or ``""``."""
+    try:
+        lines = [x for x in path.read_text(errors="replace").splitlines() if x.strip()]
+    except OSError:
+        return ""
+    return lines[-1][:limit] if lines else ""
+
+
+def package_pythonpath(*extra: str) -> str:
+    """PYTHONPATH that lets a detached ``python -m tfc_jupyter...`` import this very package."""
+    here = Path(__file__).resolve().parents[2]
+    parts = [str(here), *extra, os.environ.get("PYTHONPATH", "")]
+    return os.pathsep.join(p for p in parts if p)
+
+
+def watcher_error(record: JobRecord, what: str) -> str:
+    """``"the job's <what> process ended unexpectedly (killed?): <its last log line>"``."""
+    last = last_line(Path(record.job_dir) / "logs" / WATCHER_LOG)
+    return f"the job's {what} process ended unexpectedly (killed?)" + (f": {last}" if last else "")
+
+
+class WatchedBackend:
+    """``refresh`` and ``cancel`` for backends whose watcher pid is ``handle["supervisor_pid"]``.
+
+    Subclasses set ``watcher`` (its name in messages) and implement :meth:`cleanup`, which
+    removes what the job left behind (replica processes, containers) once its watcher is gone.
+    """
+
+    watcher = "supervisor"
+    store: JobStore
+
+    def cleanup(self, record: JobRecord) -> None:
+        """Remove every process or container of the job (its watcher is gone)."""
+        raise NotImplementedError
+
+    def refresh(self, record: JobRecord) -> JobRecord:
+        """Mark a job FAILED when its watcher died without saying how the job ended."""
+        if record.state.is_terminal():
+            return record
+        pid = record.handle.get("supervisor_pid")
+        if pid and not alive(pid) and time.time() - record.updated_at > 2:
+            fresh = self.store.get(record.id)
+            if fresh.state.is_terminal():
+                return fresh
+            self.cleanup(fresh)
+            return self.store.transition(
+                record.id, JobState.FAILED, error=watcher_error(record, self.watcher)
+            )
+        return record
+
+    def cancel(self, record: JobRecord, *, timeout: float = 20.0) -> JobRecord:
+        """Ask the watcher to stop everything (SIGTERM); bounded wait, then force it."""
+        if record.state.is_terminal():
+            return record
+        self.store.transition(record.id, JobState.CANCELLING)
+        pid = record.handle.get("supervisor_pid")
+        if pid and alive(pid):
+            os.kill(pid, signal.SIGTERM)
+            deadline = time.monotonic() + timeout
+            while time.monotonic() < deadline:
+                current = self.store.get(record.id)
+                if current.state.is_terminal():
+                    return current
+                time.sleep(0.1)
+            os.kill(pid, signal.SIGKILL)
+        self.cleanup(self.store.get(record.id))
+        return self.store.transition(record.id, JobState.CANCELLED, error="cancelled")

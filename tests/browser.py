@@ -14,8 +14,9 @@ Fixtures (registered for every test module by ``tests/conftest.py``):
 The server runs tfc_jupyter's server extension (the jobs API) and serves its labextension
 (built into ``tfc_jupyter/labextension`` by ``scripts/bootstrap.sh``).
 
-Helpers: :func:`open_notebook`, :func:`lab_command`, :func:`screenshot`. Browser tests are marked
-``@pytest.mark.slow``. The server's log is ``lab_server.log_path`` (printed when start-up fails).
+Helpers: :func:`open_notebook`, :func:`restart_kernel`, :func:`lab_command`, :func:`screenshot`.
+Browser tests are marked ``@pytest.mark.slow``. The server's log is ``lab_server.log_path``
+(printed when start-up fails).
 """
 
 from __future__ import annotations
@@ -279,6 +280,14 @@ def open_notebook(page: Any, server: LabServer, path: str, timeout_ms: int = 60_
     page.goto(server.lab_url(path))
     page.wait_for_selector(".jp-NotebookPanel", timeout=timeout_ms)
     page.wait_for_function(_KERNEL_READY, arg=path.rsplit("/", 1)[-1], timeout=timeout_ms)
+
+
+def restart_kernel(page: Any, name: str, timeout_ms: int = 60_000) -> None:
+    """Restart the current notebook's kernel (no dialog) and wait until it is idle (bounded)."""
+    page.evaluate(
+        "() => window.jupyterapp.shell.currentWidget.sessionContext.session.kernel.restart()"
+    )
+    page.wait_for_function(_KERNEL_READY, arg=name, timeout=timeout_ms)
 
 
 def lab_command(page: Any, command: str, args: dict[str, Any] | None = None) -> Any:

@@ -33,9 +33,10 @@ RUN_BODY = "result = build()\nprint(json.dumps(result))"  # train.ipynb's cell 9
 @pytest.fixture(scope="module")
 def ip() -> Iterator[Any]:
     """The test IPython shell with the extension loaded."""
-    from IPython.testing.globalipapp import start_ipython
+    from IPython.testing import globalipapp
 
-    shell = start_ipython()
+    globalipapp.start_ipython()  # None when another module started it: the same shell
+    shell = globalipapp.get_ipython()
     assert shell is not None
     shell.run_line_magic("load_ext", "tfc_jupyter")
     yield shell

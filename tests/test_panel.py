@@ -1,7 +1,9 @@
 """The launch panel, driven in Python: its model, launcher, watch, memory, widgets and magics.
 
 Jobs are real local jobs (small scripts, strategy ``none`` so TensorFlow is not imported); every
-wait has a deadline. The browser test is tests/test_panel_browser.py.
+wait has a deadline. The memory: the choices' display output (what the labextension writes into
+the notebook's metadata) with a recorder and in a real kernel (nbclient). The browser tests are
+tests/test_panel_browser.py.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from tfc_jupyter.errors import TfcError
 from tfc_jupyter.jobs import Job, launch, store_for
 from tfc_jupyter.panel import PanelModel, build_model
 from tfc_jupyter.panel.launcher import DOUBLE_CLICK_S, JobWatch, Launcher
-from tfc_jupyter.panel.memory import ChoiceMemory
+from tfc_jupyter.panel.memory import MIME_TYPE, ChoiceMemory, ChoicesDisplay
 from tfc_jupyter.records import JobState
 from tfc_jupyter.spec import Backend, Strategy
 
@@ -249,6 +251,148 @@ def test_notebook_metadata_gives_defaults_and_memory_wins(
     model.update(workers=1)
     model = build_model(settings, select=select, store=store, notebook=nb_path.resolve())
     assert model.choices.workers == 1
+
+
+def _write_metadata(path: Path, panel: dict[str, Any]) -> None:
+    import nbformat
+
+    nb = nbformat.read(path, as_version=4)
+    nb.metadata["tfc_jupyter"] = {"panel": panel}
+    nbformat.write(nb, path)
+
+
+def test_saved_notebook_metadata_is_the_memory_and_this_machine_the_fallback(
+    tmp_path: Path, settings: Settings
+) -> None:
+    nb = write_notebook(tmp_path / "demo.ipynb", QUICK).resolve()
+    store = store_for(tmp_path / "home")
+    memory = ChoiceMemory(tmp_path / "home" / "panel_choices.json")
+    memory.save(nb, {"workers": 1, "region": "us-east1"}, saved_at=1000.0)
+
+    def start(saved_at: float) -> tuple[int, str]:
+        _write_metadata(nb, {"workers": 2, "region": "europe-west4", "saved_at": saved_at})
+        model = build_model(settings, select=lambda: _select(nb), store=store, notebook=nb)
+        return model.choices.workers, model.choices.region
+
+    # Written by the frontend (saved_at) after this machine's file: the notebook wins.
+    assert start(2000.0) == (2, "europe-west4")
+    # The same moment (one change, both written): the notebook wins.
+    assert start(1000.0) == (2, "europe-west4")
+    # A notebook not saved since, or a frontend without the labextension: this machine's file.
+    assert start(500.0) == (1, "us-east1")
+    # Nothing remembered here (another machine, a fresh home): the notebook's.
+    memory.path.unlink()
+    assert start(500.0) == (2, "europe-west4")
+
+
+def _select(nb: Path) -> capture.Selection:
+    return capture.select_cells(capture.read_notebook(nb), path=nb, how="test")
+
+
+class _Published(list[tuple[dict[str, Any], str, bool]]):
+    """What a :class:`ChoicesDisplay` sends: ``(bundle, display_id, update)``."""
+
+    def __call__(self, bundle: dict[str, Any], display_id: str, update: bool) -> None:
+        self.append((json.loads(json.dumps(bundle)), display_id, update))
+
+
+def test_choice_changes_update_one_display_with_the_choices(
+    tmp_path: Path, settings: Settings
+) -> None:
+    from tfc_jupyter.panel.view import LaunchPanel
+
+    model = _model(tmp_path, settings, QUICK)
+    assert model.display is not None
+    sent = _Published()
+    model.display = ChoicesDisplay(model.notebook, publish=sent)
+    model.update(workers=5)
+    assert sent == []  # not displayed yet: nothing to update (the file still remembers)
+    panel = LaunchPanel(model, store_for(tmp_path / "home"))
+    try:
+        model.display.show()  # as LaunchPanel._ipython_display_ does, after the widget
+        (bundle, display_id, update), *_ = sent
+        assert display_id.startswith("tfc-panel-choices-") and update is False
+        assert bundle[MIME_TYPE] == {"version": 1, "notebook": str(model.notebook), "panel": None}
+        assert bundle["text/plain"] == "tfc_jupyter panel choices: none made yet"
+
+        before = time.time()
+        panel.controls["workers"].value = 2
+        panel.controls["region"].value = "europe-west4"
+        panel.controls["region"].value = "europe-west4"  # unchanged: nothing sent
+        assert [(i, u) for _, i, u in sent] == [(display_id, False), *[(display_id, True)] * 2]
+        data = sent[-1][0][MIME_TYPE]
+        saved_at = data["panel"].pop("saved_at")
+        assert before <= saved_at <= time.time()
+        assert data["panel"] == {**model.choices.to_dict(), "workers": 2, "region": "europe-west4"}
+        assert sent[-1][0]["text/plain"] == (
+            "tfc_jupyter panel choices: backend=local, strategy=auto, workers=2, "
+            "region=europe-west4"
+        )
+        # The machine's file holds the same choices at the same moment (ties go to the notebook).
+        entry = ChoiceMemory(tmp_path / "home" / "panel_choices.json").entry(model.notebook)
+        assert entry == (model.choices.to_dict(), saved_at)
+        # A broken publisher never breaks the panel.
+        model.display = ChoicesDisplay(model.notebook, publish=_fail)
+        model.display.shown = True
+        assert model.update(workers=1).ok
+    finally:
+        panel.close()
+
+
+def _fail(*_: Any) -> None:
+    raise RuntimeError("no frontend")
+
+
+NB_PANEL = ("%load_ext tfc_jupyter", "%tfc_panel")
+NB_CHANGE = "c = _tfc_panel.controls\nc['workers'].value = 2\nc['region'].value = 'europe-west4'"
+
+
+@pytest.mark.slow
+def test_kernel_sends_the_choices_in_place_and_nbconvert_shows_text(
+    tmp_path: Path, tfc_env: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A real kernel (nbclient): %tfc_panel shows one choices output with a display_id; a change
+    made in another cell updates that output (update_display_data), no new output piles up;
+    the executed notebook is valid and nbconvert shows the text/plain line."""
+    import nbformat
+    from nbclient import NotebookClient
+    from nbconvert import HTMLExporter, MarkdownExporter
+
+    path = write_notebook(tmp_path / "nb.ipynb", *NB_PANEL, "x = 1", NB_CHANGE, "print('end')")
+    monkeypatch.setenv("JPY_SESSION_NAME", str(path))
+    messages: list[tuple[int, str, str | None, dict[str, Any]]] = []
+
+    class Client(NotebookClient):
+        def process_message(self, msg: dict[str, Any], cell: Any, cell_index: int) -> Any:
+            content = msg.get("content", {})
+            if MIME_TYPE in content.get("data", {}):
+                display_id = (content.get("transient") or {}).get("display_id")
+                data = content["data"][MIME_TYPE]
+                messages.append((cell_index, msg["msg_type"], display_id, data))
+            return super().process_message(msg, cell, cell_index)
+
+    nb = nbformat.read(path, as_version=4)
+    Client(nb, timeout=DEADLINE_S, resources={"metadata": {"path": str(tmp_path)}}).execute()
+
+    (cell, kind, display_id, data), *updates = messages
+    assert (cell, kind, data["panel"]) == (1, "display_data", None)
+    assert data["notebook"] == str(path.resolve()) and display_id
+    assert [(c, k, i) for c, k, i, _ in updates] == [(3, "update_display_data", display_id)] * 2
+    assert updates[-1][3]["panel"]["workers"] == 2
+    assert updates[-1][3]["panel"]["region"] == "europe-west4"
+    # Updated in place: the panel's cell holds one choices output, with the last choices.
+    ours = [o for c in nb.cells for o in c.get("outputs", []) if MIME_TYPE in o.get("data", {})]
+    assert len(ours) == 1 and ours[0] in nb.cells[1].outputs
+    assert ours[0].data[MIME_TYPE]["panel"]["region"] == "europe-west4"
+    assert nb.cells[3].outputs == [] and nb.cells[4].outputs[0].text == "end\n"
+    # The kernel never writes the notebook file; the executed notebook stays valid and readable.
+    assert "tfc_jupyter" not in nbformat.read(path, as_version=4).metadata
+    nbformat.validate(nb)
+    text = "tfc_jupyter panel choices: backend=local, strategy=auto, workers=2, region=europe-west4"
+    assert ours[0].data["text/plain"] == text
+    for exporter in (HTMLExporter(), MarkdownExporter()):
+        body, _ = exporter.from_notebook_node(nb)
+        assert text in body
 
 
 def test_concurrent_saves_lose_no_notebook(tmp_path: Path) -> None:

@@ -3,18 +3,24 @@
 Open a notebook, run it (the last cell is ``%tfc_panel``), pick one worker in the panel, double
 click Launch, and see the job succeed with both replicas' logs in the panel. The screenshot is
 kept as ``artifacts/panel.png`` (the README's ``docs/panel.png`` is a copy of one).
+
+And the panel's memory: choices made in the panel land in the live notebook's metadata (through
+the labextension), a save from the UI stores them, and a fresh kernel's panel starts from them.
 """
 
 from __future__ import annotations
 
+import json
 import time
 from typing import Any
 
+import nbformat
 import pytest
-from browser import LabServer, lab_command, open_notebook, screenshot
+from browser import LabServer, lab_command, open_notebook, restart_kernel, screenshot
 from jobutil import write_notebook
 
 from tfc_jupyter.jobs import store_for
+from tfc_jupyter.panel.memory import MIME_TYPE as MIME
 from tfc_jupyter.records import JobState
 
 pytestmark = pytest.mark.slow
@@ -102,3 +108,85 @@ def test_pick_launch_and_watch_a_job_in_the_panel(lab_server: LabServer, browser
         "() => !document.querySelector('.tfc-log').innerText.includes('[chief]')"
     )
     assert "sum over replicas: 2.0" in _text(page, ".tfc-log")
+
+
+# The notebook in view (a notebook opened by an earlier test may be restored in a hidden tab).
+NB = ".jp-NotebookPanel:not(.lm-mod-hidden)"
+# The current notebook's live model: its metadata, whether it has unsaved changes, cell 1's text.
+_LIVE = """() => {
+  const model = window.jupyterapp.shell.currentWidget.context.model;
+  return {meta: model.getMetadata('tfc_jupyter') || null, dirty: model.dirty,
+          cell1: model.sharedModel.cells[1].getSource()};
+}"""
+
+
+def _pick(page: Any, choice: str, value: str) -> None:
+    """Type a value into one of the panel's text boxes and press Enter (as a user does)."""
+    box = page.locator(f"{NB} .tfc-panel .tfc-{choice} input")
+    box.fill(value)
+    box.press("Enter")
+
+
+def _run_to_panel(page: Any) -> None:
+    lab_command(page, "notebook:clear-all-cell-outputs")
+    lab_command(page, "notebook:run-all-cells")
+    page.wait_for_selector(f"{NB} .tfc-panel .tfc-summary code.tfc-line", timeout=60_000)
+
+
+def test_choices_are_kept_in_the_notebook_metadata(
+    lab_server: LabServer, browser_page: Any
+) -> None:
+    page, name = browser_page, "panel_memory.ipynb"
+    path = lab_server.root_dir / name
+    write_notebook(path, "%load_ext tfc_jupyter", "x = 1", "%tfc_panel")
+    open_notebook(page, lab_server, name)
+    _run_to_panel(page)
+    assert page.evaluate(_LIVE)["meta"] is None  # opening the panel chooses nothing
+
+    # An unsaved edit elsewhere in the notebook: the choices must not overwrite it.
+    page.evaluate(
+        "() => window.jupyterapp.shell.currentWidget.content.widgets[1]"
+        ".model.sharedModel.setSource('x = 41')"
+    )
+    _pick(page, "workers", "2")
+    _pick(page, "region", "europe-west4")
+    summary = f"{NB} .tfc-summary"
+    page.wait_for_function(
+        f"() => document.querySelector({json.dumps(summary)}).innerText"
+        ".includes('--workers 2 --region europe-west4')"
+    )
+    page.wait_for_function(
+        f"() => {{ const m = ({_LIVE})().meta;"
+        " return !!(m && m.panel && m.panel.workers === 2"
+        " && m.panel.region === 'europe-west4'); }",
+        timeout=15_000,
+    )
+    live = page.evaluate(_LIVE)
+    assert live["dirty"] and live["cell1"] == "x = 41"
+    assert "tfc_jupyter" not in json.loads(path.read_text())["metadata"]  # not on disk yet
+    note = page.locator(f"{NB} .tfc-PanelChoices")
+    assert note.count() == 1  # one output, updated in place
+    assert "kept in this notebook" in note.inner_text()
+
+    # Save from the UI (Ctrl+S, the notebook focused): no "File Changed" dialog, all on disk.
+    page.locator(f"{NB} .jp-Cell .jp-InputPrompt").first.click()
+    page.keyboard.press("Control+s")
+    page.wait_for_function(f"() => !({_LIVE})().dirty", timeout=15_000)
+    assert page.locator(".jp-Dialog").count() == 0
+    saved = nbformat.read(path, as_version=4)
+    panel = saved.metadata["tfc_jupyter"]["panel"]
+    assert (panel["workers"], panel["region"], panel["backend"]) == (2, "europe-west4", "local")
+    assert isinstance(panel["saved_at"], float) and panel["saved_at"] <= time.time()
+    assert saved.cells[1].source == "x = 41"  # the unsaved edit, saved with them
+    assert saved.metadata.kernelspec.name  # the rest of the metadata kept
+    ours = [o for c in saved.cells for o in c.get("outputs", []) if MIME in o.get("data", {})]
+    assert len(ours) == 1 and ours[0].data[MIME]["panel"] == panel  # one output, in place
+
+    # A fresh kernel, and no copy on this machine: the panel starts from the notebook's metadata.
+    (lab_server.home / "panel_choices.json").unlink()
+    restart_kernel(page, name)
+    _run_to_panel(page)
+    assert page.locator(f"{NB} .tfc-panel .tfc-workers input").input_value() == "2"
+    assert page.locator(f"{NB} .tfc-panel .tfc-region input").input_value() == "europe-west4"
+    assert "--workers 2 --region europe-west4" in _text(page, summary)
+    assert page.evaluate(_LIVE)["meta"]["panel"] == panel  # starting from them writes nothing

@@ -8,8 +8,9 @@ bar in the cell); by default, one line per step on stderr. A failed build raises
 :class:`BuildError`: one line naming the failing step, and the log's tail in ``.log``.
 
 docker is imported only here, and only when an image is needed; without the package the error
-says which extra to install, without an engine it says what is missing (Cloud Build with
-``--build-bucket`` is planned, not run: Google Cloud is out of reach of this version's tests).
+says which extra to install. Without an engine, a Vertex AI job with a build bucket
+(``--build-bucket``) is built by Google Cloud Build (:mod:`tfc_jupyter.cloudbuild`); otherwise the
+error says what is missing.
 """
 
 from __future__ import annotations
@@ -219,18 +220,21 @@ def _build(
     log: list[str] = []
     error = None
     deadline = time.monotonic() + BUILD_DEADLINE_S
-    stream = client.api.build(
-        fileobj=buf,
-        custom_context=True,
-        tag=uri,
-        rm=True,
-        forcerm=True,
-        pull=False,
-        network_mode="host",  # apt and pip reach the network as the host does
-        decode=True,
-        labels={CONTENT_LABEL: context.tag},
-        cache_from=[cache_from] if cache_from else None,
-        timeout=API_TIMEOUT_S,
+    stream = engine_stream(
+        "build",
+        lambda: client.api.build(
+            fileobj=buf,
+            custom_context=True,
+            tag=uri,
+            rm=True,
+            forcerm=True,
+            pull=False,
+            network_mode="host",  # apt and pip reach the network as the host does
+            decode=True,
+            labels={CONTENT_LABEL: context.tag},
+            cache_from=[cache_from] if cache_from else None,
+            timeout=API_TIMEOUT_S,
+        ),
     )
     for chunk in stream:
         if "error" in chunk:
@@ -260,14 +264,52 @@ def _build(
             log.append(error)
             break
     if error is not None:
-        # "The command '/bin/sh -c <the whole RUN line>' returned ...": the step names it already
-        error = re.sub(r"^The command '.*' returned", "the command returned", error, flags=re.S)
         raise _build_error(error, steps, log)
     return steps
 
 
+def engine_stream(what: str, start: Callable[[], Any]) -> Iterator[Any]:
+    """The engine's answer to ``start()`` (a build or push stream), chunk by chunk.
+
+    The engine refusing the request (a 500: no space left for the context ...) or going away
+    mid-way (a dropped connection, a killed daemon) ends in one :class:`BuildError` line naming
+    the fix, never in a docker or requests traceback.
+    """
+    import docker.errors
+    import requests
+    import urllib3.exceptions
+
+    broken = (docker.errors.DockerException, requests.RequestException, OSError)
+    try:
+        yield from start()
+    except (*broken, urllib3.exceptions.HTTPError) as exc:  # urllib3: a stream cut mid-way
+        first = exc.args[0] if exc.args and isinstance(exc.args[0], str) else exc
+        detail = _short(getattr(exc, "explanation", None) or first)
+        if "no space left" in detail:
+            raise BuildError(
+                f"the Docker engine ran out of disk space during the {what}: {detail}",
+                "free disk space where Docker keeps its data (docker system prune), or leave "
+                "large files out of the image (.tfcignore, fewer --include)",
+                [detail],
+            ) from None
+        if isinstance(exc, docker.errors.APIError) and exc.response is not None:
+            raise BuildError(
+                f"the Docker engine refused the {what}: {detail}",
+                "see the Docker engine's log (journalctl -u docker), then launch again",
+                [detail],
+            ) from None
+        raise BuildError(
+            f"the Docker engine at {engine_address()} stopped answering during the {what} "
+            f"({detail})",
+            "check that Docker is running (docker info), then launch again",
+            [detail],
+        ) from None
+
+
 def _build_error(error: str, steps: list[tuple[str, bool]], log: list[str]) -> BuildError:
     """One line naming the failing step, and the log's tail from that step on."""
+    # "The command '/bin/sh -c <the whole RUN line>' returned ...": the step names it already
+    error = re.sub(r"^The command '.*' returned", "the command returned", error, flags=re.S)
     start = max((i for i, line in enumerate(log) if line.startswith("Step ")), default=0)
     tail = log[max(start, len(log) - LOG_TAIL) :] if len(log) - start > LOG_TAIL else log[start:]
     report(Progress("log", "\n".join(tail)))
@@ -289,7 +331,10 @@ def _push(client: Any, uri: str, auth: dict[str, str] | None) -> None:
     repository, _, tag = uri.rpartition(":")
     sent: dict[str, tuple[int, int]] = {}
     deadline = time.monotonic() + BUILD_DEADLINE_S
-    for chunk in client.api.push(repository, tag=tag, stream=True, decode=True, auth_config=auth):
+    push = lambda: client.api.push(  # noqa: E731
+        repository, tag=tag, stream=True, decode=True, auth_config=auth
+    )
+    for chunk in engine_stream("push", push):
         if "error" in chunk:
             raise BackendError(
                 f"pushing {uri} failed: {_short(chunk['error'])}",
@@ -315,14 +360,14 @@ def _push(client: Any, uri: str, auth: dict[str, str] | None) -> None:
             )
 
 
-def _no_engine(spec_bucket: str | None, context: package.Context, uri: str) -> BackendError:
-    """What is missing when there is no Docker engine (Cloud Build is planned, not run)."""
-    if spec_bucket:
+def _no_engine(spec_bucket: str | None, uri: str) -> BackendError:
+    """What is missing when there is no Docker engine and Cloud Build cannot serve."""
+    if spec_bucket:  # only a pushed image (Vertex AI) can be built by Cloud Build
         return BackendError(
-            f"no Docker engine answers at {engine_address()}; building {uri} with Cloud Build "
-            f"(upload {package.human_size(context.size)} to gs://{spec_bucket.removeprefix('gs://')}"
-            "/tfc-jupyter/, then `docker build` and push there) is not available in this version",
-            "start Docker here (or set DOCKER_HOST), or build the image elsewhere and pass --image",
+            f"no Docker engine answers at {engine_address()}, and {uri} must be built here: the "
+            "docker backend runs it on this machine (Cloud Build with --build-bucket serves "
+            "--backend vertex)",
+            "start Docker (or set DOCKER_HOST), or launch with --backend vertex",
         )
     return BackendError(
         f"no Docker engine answers at {engine_address()}, so {uri} cannot be built here",
@@ -334,7 +379,8 @@ def _no_engine(spec_bucket: str | None, context: package.Context, uri: str) -> B
 def ensure_image(plan: Plan, *, push: bool, client: Any = None) -> ImageResult:
     """Make the plan's image available: here (``push=False``, the docker backend) or in its
     registry (``push=True``, Vertex AI). Builds only when no image of the same content exists;
-    pushes only when the registry lacks it.
+    pushes only when the registry lacks it. With no engine here, ``push=True`` and a build
+    bucket, Cloud Build builds and pushes it (:func:`tfc_jupyter.cloudbuild.ensure_image`).
 
     Raises:
         MissingDependency, BackendError: no docker package, no engine (and what is missing).
@@ -356,7 +402,11 @@ def ensure_image(plan: Plan, *, push: bool, client: Any = None) -> ImageResult:
         try:
             client = docker_client("building the job's image")
         except BackendError:
-            raise _no_engine(spec.image.build_bucket, context, uri) from None
+            if push and spec.image.build_bucket:  # no engine here: Google Cloud Build builds it
+                from . import cloudbuild
+
+                return cloudbuild.ensure_image(spec, context, uri, result)
+            raise _no_engine(spec.image.build_bucket, uri) from None
     auth = registry_auth(uri) if push else None
     if push and in_registry(client, uri, auth):
         report(Progress("done", f"{uri} is in the registry already: nothing to build or push"))

@@ -65,6 +65,18 @@ class TfcConfig(Configurable):
         help="Cloud Logging API endpoint for job logs (default: logging.googleapis.com, or the "
         "Vertex endpoint when that is a loopback URL).",
     ).tag(config=True)
+    cloudbuild_endpoint = Unicode(
+        None,
+        allow_none=True,
+        help="Cloud Build API endpoint, used with build_bucket when no Docker engine answers "
+        "(default: cloudbuild.googleapis.com); a loopback URL needs no credentials.",
+    ).tag(config=True)
+    storage_endpoint = Unicode(
+        None,
+        allow_none=True,
+        help="Cloud Storage API endpoint for Cloud Build sources and logs (default: "
+        "storage.googleapis.com, or the Cloud Build endpoint when that is a loopback URL).",
+    ).tag(config=True)
 
 
 KEYS = (
@@ -79,6 +91,8 @@ KEYS = (
     "home",
     "vertex_endpoint",
     "logging_endpoint",
+    "cloudbuild_endpoint",
+    "storage_endpoint",
 )
 # Environment variables, most specific first.
 ENV = {
@@ -93,6 +107,8 @@ ENV = {
     "home": ("TFC_JUPYTER_HOME",),
     "vertex_endpoint": ("TFC_VERTEX_ENDPOINT",),
     "logging_endpoint": ("TFC_LOGGING_ENDPOINT",),
+    "cloudbuild_endpoint": ("TFC_CLOUDBUILD_ENDPOINT",),
+    "storage_endpoint": ("TFC_STORAGE_ENDPOINT",),
 }
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import html
 import json
 import os
+import shutil
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -18,11 +19,12 @@ from pathlib import Path
 from typing import TextIO
 
 from .backends import Backend
-from .errors import BackendError, JobConflict
+from .errors import BackendError, JobConflict, TfcError
 from .plan import Plan
 from .records import JobRecord, JobState, JobStore, default_home, new_job_id
 
-POLL_S = 0.2
+POLL_S = 0.2  # how often a follower reads the job's record (its state)
+LOG_POLL_S = 0.05  # how often it reads the log files: a print shows within about this
 
 
 def store_for(home: str | Path | None = None) -> JobStore:
@@ -81,28 +83,49 @@ def launch(plan: Plan, *, store: JobStore | None = None) -> Job:
     backend.check(plan.spec)
     job_id = new_job_id(plan.spec.name)
     job_dir = store.path.parent / "jobs" / job_id
-    store.path.parent.joinpath("jobs").mkdir(mode=0o700, exist_ok=True)
-    write_job_dir(plan, job_dir)
-    record = store.create(
-        JobRecord(
-            id=job_id,
-            name=plan.spec.name,
-            backend=plan.spec.backend.value,
-            state=JobState.QUEUED,
-            spec=plan.spec.to_dict(),
-            handle={},
-            job_dir=str(job_dir),
-            log_dir=str(job_dir / "logs"),
-            notebook=str(plan.selection.notebook) if plan.selection.notebook else None,
-            owner_pid=os.getpid(),
+    try:
+        store.path.parent.joinpath("jobs").mkdir(mode=0o700, exist_ok=True)
+        write_job_dir(plan, job_dir)
+    except FileExistsError:  # another job's folder: never touch it
+        raise BackendError(f"the job folder {job_dir} exists already", "launch again") from None
+    except OSError as exc:  # a full disk ...: no half-written folder stays behind
+        shutil.rmtree(job_dir, ignore_errors=True)
+        raise _folder_error(exc, job_dir) from None
+    try:  # a folder is never left without its record
+        record = store.create(
+            JobRecord(
+                id=job_id,
+                name=plan.spec.name,
+                backend=plan.spec.backend.value,
+                state=JobState.QUEUED,
+                spec=plan.spec.to_dict(),
+                handle={},
+                job_dir=str(job_dir),
+                log_dir=str(job_dir / "logs"),
+                notebook=str(plan.selection.notebook) if plan.selection.notebook else None,
+                owner_pid=os.getpid(),
+            )
         )
-    )
+    except TfcError:  # the job store is full, locked ...
+        shutil.rmtree(job_dir, ignore_errors=True)
+        raise
     try:
         backend.submit(record, plan)
     except Exception as exc:
         store.transition(job_id, JobState.FAILED, error=f"launch failed: {exc}")
+        if isinstance(exc, OSError):  # the job folder (launch file, logs) on a full disk ...
+            raise _folder_error(exc, job_dir) from None
         raise
     return Job(job_id, store)
+
+
+def _folder_error(exc: OSError, job_dir: Path) -> TfcError:
+    """An OSError writing the job folder, as one line naming the fix."""
+    reason = exc.strerror or str(exc)
+    return BackendError(
+        f"cannot write the job folder {job_dir}: {reason}",
+        "free some disk space there, or set TFC_JUPYTER_HOME to a folder on another disk",
+    )
 
 
 class LogTail:
@@ -182,9 +205,12 @@ class Job:
         if skip_existing:
             tail.read()
         deadline = None if timeout is None else time.monotonic() + timeout
+        next_state = 0.0
         while True:
-            rec = self.record()
-            done = rec.state.is_terminal()
+            if time.monotonic() >= next_state:  # the record less often than the (cheap) logs
+                rec = self.record()
+                done = rec.state.is_terminal()
+                next_state = time.monotonic() + POLL_S
             for replica, line in tail.read(final=done):
                 if on_line:
                     on_line(replica, line)
@@ -193,7 +219,7 @@ class Job:
             stream.flush()
             if done or (deadline is not None and time.monotonic() > deadline):
                 return rec
-            time.sleep(POLL_S)
+            time.sleep(LOG_POLL_S)
 
     def wait(self, timeout: float | None = None) -> JobRecord:
         """Block until the job ends (or ``timeout`` seconds), printing nothing."""

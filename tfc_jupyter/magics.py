@@ -7,12 +7,12 @@ as one ``UsageError`` line, never a traceback.
 from __future__ import annotations
 
 import os
+import shlex
 import sys
 from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
-from IPython.core.magic_arguments import parse_argstring
 
 from . import capture
 from .catalog import PRICES_AS_OF, catalog_rows
@@ -77,11 +77,21 @@ class TfcMagics(Magics):
         return selection
 
     def parse(self, line: str) -> Any:
-        """The flags of a ``%%tfc_run`` line; every bad line is one UsageError."""
+        """The flags of a ``%%tfc_run`` line; every bad line is one UsageError naming the fix.
+
+        The line is split like a shell (POSIX quoting), exactly as the CLI, the REST API and
+        :func:`options.parse_line` split a saved cell's line: ``--notebook "my folder/a.ipynb"``
+        names ``my folder/a.ipynb``, not a path with quotes in it.
+        """
         try:
-            return parse_argstring(self.tfc_run, line)
-        except ValueError as exc:  # shlex: unbalanced quotes
+            words = shlex.split(line)
+        except ValueError as exc:  # unbalanced quotes
             raise UsageError(f"cannot read the flags: {exc}. Fix: check the quotes") from None
+        try:
+            return self.tfc_run.parser.parse_args(words)
+        except UsageError as exc:  # argparse: unknown flag, bad value
+            text = " ".join(str(exc).split()).rstrip(".")
+            raise UsageError(f"{text}. Fix: see %%tfc_run? for the flags") from None
 
     def plan(self, line: str, cell: str, args: Any = None) -> Plan:
         """Parse the flags and plan the job (the core of ``%%tfc_run``)."""

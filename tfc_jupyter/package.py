@@ -42,7 +42,18 @@ EPOCH = 315532800  # 1980-01-01: fixed mtimes make identical inputs identical la
 _SNIFF_BYTES = 1 << 20  # content checks read at most the first MiB of a file
 
 # --------------------------------------------------------------------------- secrets
-_SECRET_DIRS = {".git", ".ssh", ".aws", ".gnupg", ".kube", ".docker", ".azure", ".hg", ".svn"}
+_SECRET_DIRS = {
+    ".git",
+    ".ssh",
+    ".aws",
+    ".gnupg",
+    ".kube",
+    ".docker",
+    ".azure",
+    ".hg",
+    ".svn",
+    ".huggingface",
+}
 _SECRET_NAMES = {
     ".env": ".env file",
     ".envrc": ".env file",
@@ -59,6 +70,7 @@ _SECRET_NAMES = {
     "application_default_credentials.json": "Google Cloud credentials",
     "credentials.db": "Google Cloud credentials",
     "access_tokens.db": "Google Cloud credentials",
+    "kaggle.json": "Kaggle API key",
 }
 _SECRET_SUFFIXES = {
     ".pem": "private key or certificate (*.pem)",
@@ -81,6 +93,7 @@ _CREDENTIAL_TYPES = {
 }
 _KUBE = re.compile(rb"^kind:\s*Config\s*$", re.MULTILINE)
 _AWS = re.compile(rb"aws_secret_access_key\s*=", re.IGNORECASE)
+_OAUTH = re.compile(rb'"(?:refresh_token|client_secret)"\s*:')  # OAuth tokens, client secrets
 
 
 def secret_reason(rel: str, path: Path | None = None) -> str | None:
@@ -88,8 +101,10 @@ def secret_reason(rel: str, path: Path | None = None) -> str | None:
 
     By name: credential folders (``.git``, ``.ssh``, ``.aws``, ``.config/gcloud`` ...), ``.env``,
     keys (``*.pem``, ``*.key``, ``*.p12``, ``id_rsa*``), ``.netrc``, ``.npmrc``, ``.pypirc``, kube
-    configs. By content (first MiB, when ``path`` is given): private-key blocks, Google Cloud
-    credential JSON (``"type": "service_account"`` ...), kube configs, AWS credentials.
+    configs, ``kaggle.json``, Hugging Face tokens, ``client_secret*.json``. By content (first MiB,
+    when ``path`` is given): private-key blocks, Google Cloud credential JSON (``"type":
+    "service_account"`` ...), OAuth JSON (``refresh_token``, ``client_secret``), kube configs, AWS
+    credentials.
     """
     parts = rel.split("/")
     for i, part in enumerate(parts[:-1]):
@@ -105,6 +120,10 @@ def secret_reason(rel: str, path: Path | None = None) -> str | None:
         return f"secret: {_SECRET_NAMES[name]}"
     if name.startswith(".env."):
         return "secret: .env file"
+    if name == "token" and len(parts) > 1 and parts[-2].lower() == "huggingface":
+        return "secret: Hugging Face token"
+    if name.startswith("client_secret") and name.endswith(".json"):
+        return "secret: OAuth client secret"
     if _SSH_KEY.match(name):
         return "secret: SSH key"
     for suffix, what in _SECRET_SUFFIXES.items():
@@ -123,6 +142,7 @@ def _secret_content(path: Path) -> str | None:
         return None
     if _PRIVATE_KEY.search(head):
         return "secret: contains a private key"
+    head = head.removeprefix(b"\xef\xbb\xbf")  # a UTF-8 BOM
     if b'"type"' in head and head.lstrip()[:1] == b"{":
         try:
             kind = json.loads(head.decode("utf-8", errors="replace")).get("type")
@@ -133,6 +153,8 @@ def _secret_content(path: Path) -> str | None:
             )
         if isinstance(kind, str) and kind in _CREDENTIAL_TYPES:
             return f"secret: {_CREDENTIAL_TYPES[kind]} (JSON)"
+    if _OAUTH.search(head) and head.lstrip()[:1] == b"{":
+        return "secret: OAuth credentials (JSON)"
     if _KUBE.search(head) and b"clusters:" in head:
         return "secret: kube config"
     if _AWS.search(head):

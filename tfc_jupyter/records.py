@@ -21,6 +21,7 @@ import logging
 import os
 import re
 import secrets
+import shutil
 import sqlite3
 import stat
 import threading
@@ -457,7 +458,12 @@ class JobStore:
             yield
         except sqlite3.Error as exc:
             text = str(exc)
-            if "locked" in text or "busy" in text:
+            if "full" in text or ("I/O" in text and _low_on_space(self.path.parent)):
+                hint = (
+                    f"free some disk space on the disk of {self.path.parent}, or set "
+                    "TFC_JUPYTER_HOME to a folder on another disk"
+                )
+            elif "locked" in text or "busy" in text:
                 hint = "another process holds the job store's lock; retry, or stop that process"
             elif "unable to open" in text or "readonly" in text or "access" in text:
                 hint = (
@@ -488,6 +494,15 @@ class JobStore:
                 f"The job store {self.path} cannot be created: {exc}",
                 "set TFC_JUPYTER_HOME to a folder you can write",
             ) from exc
+
+
+def _low_on_space(folder: Path, least: int = 4 << 20) -> bool:
+    """True when the disk of ``folder`` has less than ``least`` bytes free (SQLite says "disk
+    I/O error" when its shared-memory file cannot grow on a full disk)."""
+    try:
+        return shutil.disk_usage(folder).free < least
+    except OSError:
+        return False
 
 
 def _tighten(path: Path, mode: int) -> None:

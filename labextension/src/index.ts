@@ -1,7 +1,8 @@
 /**
  * tfc_jupyter's JupyterLab extension: only wires the plugins.
  */
+import { choicesPlugin } from './plugins/choices';
 import { jobsPlugin } from './plugins/jobs';
 import { launchPlugin } from './plugins/launch';
 
-export default [launchPlugin, jobsPlugin];
+export default [launchPlugin, jobsPlugin, choicesPlugin];

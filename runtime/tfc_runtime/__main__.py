@@ -139,7 +139,8 @@ def _write_error(record: dict[str, object]) -> None:
     folder = os.path.join(job_dir, "errors")
     os.makedirs(folder, exist_ok=True)
     path = os.path.join(folder, f"{name}.json")
-    with open(path, "w", encoding="utf-8") as f:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)  # owner-only, as the logs
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
         json.dump(record, f, indent=2)
 
 
@@ -152,8 +153,8 @@ def _mark_ready(info: ClusterInfo) -> None:
     if job_dir:
         folder = os.path.join(job_dir, "status")
         os.makedirs(folder, exist_ok=True)
-        with open(os.path.join(folder, f"{info.task_type}-{info.task_index}.ready"), "w"):
-            pass
+        marker = os.path.join(folder, f"{info.task_type}-{info.task_index}.ready")
+        os.close(os.open(marker, os.O_WRONLY | os.O_CREAT, 0o600))
 
 
 def _line_buffered() -> None:

@@ -267,7 +267,9 @@ def _pending_error(reason: str) -> Path | None:
     path = Path(job_dir) / "errors" / f"{info.task_type}-{info.task_index}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     fields = {"cell": None, "line": None, "script_line": None, "type": "TpuTimeout"}
-    path.write_text(json.dumps({**fields, "message": reason, "traceback": ""}))
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)  # owner-only, as the logs
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(json.dumps({**fields, "message": reason, "traceback": ""}))
     return path
 
 

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import build, vertex_request
 from ..errors import BackendError
-from ..records import JobRecord, JobState, JobStore
+from ..records import JobRecord, JobStore
 from ..spec import JobSpec, check_runnable
 from .local import (
     RUNTIME_PARENT,
@@ -35,7 +35,13 @@ from .local import (
     gpu_split,
     local_gpu_count,
 )
-from .watched import WATCHER_LOG, WatchedBackend, package_pythonpath
+from .watched import (
+    WATCHER_LOG,
+    WatchedBackend,
+    mark_pending,
+    open_private,
+    package_pythonpath,
+)
 
 if TYPE_CHECKING:
     from ..plan import Plan
@@ -134,7 +140,7 @@ class DockerBackend(WatchedBackend):
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w") as fh:
             json.dump(launch, fh, indent=1)
-        watcher_log = open(job_dir / "logs" / WATCHER_LOG, "ab")  # noqa: SIM115
+        watcher_log = open_private(job_dir / "logs" / WATCHER_LOG)
         try:
             proc = subprocess.Popen(
                 [sys.executable, "-m", "tfc_jupyter.backends.docker_watcher", str(job_dir)],
@@ -152,10 +158,10 @@ class DockerBackend(WatchedBackend):
             ) from None
         finally:
             watcher_log.close()
-        self.store.transition(
+        mark_pending(
+            self.store,
             record.id,
-            JobState.PENDING,
-            handle={
+            {
                 "supervisor_pid": proc.pid,
                 "image": image.uri,
                 "image_built": image.built,

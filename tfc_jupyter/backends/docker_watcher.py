@@ -29,6 +29,7 @@ from typing import Any
 from ..records import JobState, JobStore
 from .docker import JOB_LABEL, REPLICA_LABEL
 from .local_supervisor import describe_failure
+from .watched import open_private
 
 GRACE_S = 3
 POLL_S = 0.25
@@ -56,7 +57,7 @@ class Replica:
 
 def _pump_logs(container: Any, path: Path) -> None:
     """Append the container's output to ``path`` until the container ends."""
-    with open(path, "ab", buffering=0) as fh, contextlib.suppress(Exception):
+    with open_private(path, buffering=0) as fh, contextlib.suppress(Exception):
         for chunk in container.logs(stream=True, follow=True, stdout=True, stderr=True):
             fh.write(chunk)
 

@@ -21,9 +21,15 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import BackendError
 from ..images import local_tensorflow_version
-from ..records import JobRecord, JobState, JobStore
+from ..records import JobRecord, JobStore
 from ..spec import JobSpec, check_runnable
-from .watched import WATCHER_LOG, WatchedBackend, package_pythonpath
+from .watched import (
+    WATCHER_LOG,
+    WatchedBackend,
+    mark_pending,
+    open_private,
+    package_pythonpath,
+)
 
 if TYPE_CHECKING:
     from ..plan import Plan
@@ -248,7 +254,7 @@ class LocalBackend(WatchedBackend):
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w") as fh:
             json.dump(launch, fh, indent=1)
-        supervisor_log = open(job_dir / "logs" / WATCHER_LOG, "ab")  # noqa: SIM115
+        supervisor_log = open_private(job_dir / "logs" / WATCHER_LOG)
         try:
             proc = subprocess.Popen(
                 [sys.executable, "-m", "tfc_jupyter.backends.local_supervisor", str(job_dir)],
@@ -266,9 +272,7 @@ class LocalBackend(WatchedBackend):
             ) from None
         finally:
             supervisor_log.close()
-        self.store.transition(
-            record.id, JobState.PENDING, handle={"supervisor_pid": proc.pid, "replicas": {}}
-        )
+        mark_pending(self.store, record.id, {"supervisor_pid": proc.pid, "replicas": {}})
 
     def cleanup(self, record: JobRecord) -> None:
         """Kill every replica's process group (their supervisor is gone)."""

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from ..records import JobState, JobStore
+from .watched import open_private
 
 GRACE_S = 3.0
 POLL_S = 0.1
@@ -126,7 +127,7 @@ class Supervisor:
         python = self.launch.get("python") or sys.executable
         argv = [python, "-m", "tfc_runtime", *self.launch["runtime_args"]]
         for replica in self.replicas:
-            log = open(self.logs / f"{replica.name}.log", "ab", buffering=0)  # noqa: SIM115
+            log = open_private(self.logs / f"{replica.name}.log", buffering=0)
             env = {**self.launch["env"], **replica.env}
             replica.proc = subprocess.Popen(
                 argv,

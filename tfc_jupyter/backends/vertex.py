@@ -32,7 +32,7 @@ from ..records import JobRecord, JobState, JobStore
 from ..spec import JobSpec
 from . import vertex_api
 from .vertex_api import RetryCount, VertexSettings
-from .watched import WATCHER_LOG, alive, last_line, package_pythonpath
+from .watched import WATCHER_LOG, alive, last_line, open_private, package_pythonpath
 
 if TYPE_CHECKING:
     from ..plan import Plan
@@ -68,17 +68,22 @@ class VertexBackend:
                 field="project",
             )
         vertex_api.require_clients()
-        if not spec.image.image:  # the image is built here: an engine must answer
+        if not spec.image.image:  # built here (an engine answers) or by Cloud Build (a bucket)
             from .. import build
 
             try:
                 build.docker_client("building the job's image for Vertex AI")
             except BackendError as exc:
-                raise BackendError(
-                    exc.message,
-                    "start Docker (or set DOCKER_HOST), or pass --image with an image you built",
-                    field="image",
-                ) from None
+                if not spec.image.build_bucket:
+                    raise BackendError(
+                        exc.message,
+                        "start Docker (or set DOCKER_HOST), pass --build-bucket BUCKET to build "
+                        "with Cloud Build, or pass --image with an image you built",
+                        field="image",
+                    ) from None
+                from .. import cloudbuild
+
+                cloudbuild.check(spec)
         vertex_api.credentials(self.settings.api_endpoint(spec.region))
 
     def submit(self, record: JobRecord, plan: Plan) -> None:
@@ -261,7 +266,7 @@ class VertexBackend:
         )
 
     def _start_watcher(self, job_id: str, job_dir: Path) -> None:
-        log = open(job_dir / "logs" / WATCHER_LOG, "ab")  # noqa: SIM115
+        log = open_private(job_dir / "logs" / WATCHER_LOG)
         try:
             proc = subprocess.Popen(
                 [sys.executable, "-m", "tfc_jupyter.backends.vertex_watcher", str(job_dir)],

@@ -8,7 +8,8 @@ are imported only inside the functions that use them, so importing this module c
   interval. A loopback endpoint (a local test server) gets anonymous credentials; anything else
   uses application-default credentials.
 * :func:`explain`: any error from the clients -> retry or not, and a one-line
-  :class:`~tfc_jupyter.errors.BackendError` naming the fix.
+  :class:`~tfc_jupyter.errors.BackendError` naming the fix, worded for the :class:`Api` called
+  (Vertex AI here; Cloud Build and Cloud Storage in :mod:`tfc_jupyter.cloudbuild`).
 * :func:`call`: one API call with exponential backoff on transient errors (429 without quota
   wording, 5xx, timeouts, dropped connections), bounded in total time.
 """
@@ -22,7 +23,7 @@ import sys
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 from urllib.parse import urlsplit
 
 from ..errors import BackendError, MissingDependency
@@ -47,6 +48,36 @@ _FLAGS = {
     "image_uri": "--image",
     "display_name": "--name",
 }
+
+
+@dataclass(frozen=True)
+class Api:
+    """A Google API as error messages name it: title, service to enable, role to ask for."""
+
+    title: str
+    service: str
+    role: str
+    endpoint_var: str
+    not_found_hint: str = "check --project and --region (and the job id)"
+    quota_hint: str = "or ask for fewer or smaller machines, or another --region"
+
+
+VERTEX = Api(
+    "Vertex AI",
+    "aiplatform.googleapis.com",
+    "the Vertex AI User role (roles/aiplatform.user)",
+    "TFC_VERTEX_ENDPOINT",
+)
+
+
+class Patience(Protocol):
+    """How long :func:`call` keeps retrying (``VertexSettings``, Cloud Build's settings)."""
+
+    @property
+    def retry_total_s(self) -> float: ...  # all tries of one call
+
+    @property
+    def backoff_s(self) -> float: ...  # first wait; doubles up to 30 s
 
 
 class QuotaError(BackendError):
@@ -78,20 +109,16 @@ class VertexSettings:
         (IPython and jupyter_server config); timings from ``TFC_VERTEX_*`` seconds."""
         env = os.environ if environ is None else environ
         values: dict[str, Any] = _configured_endpoints(env)
-        for key, var in (
-            ("timeout_s", "TFC_VERTEX_TIMEOUT"),
-            ("retry_total_s", "TFC_VERTEX_RETRY_TOTAL"),
-            ("backoff_s", "TFC_VERTEX_BACKOFF"),
-            ("poll_s", "TFC_VERTEX_POLL"),
-            ("drain_s", "TFC_VERTEX_DRAIN"),
-        ):
-            if env.get(var):
-                try:
-                    values[key] = float(env[var])
-                except ValueError:
-                    raise BackendError(
-                        f"{var}={env[var]!r} is not a number", f"set {var} to seconds, e.g. 30"
-                    ) from None
+        values.update(
+            env_seconds(
+                env,
+                timeout_s="TFC_VERTEX_TIMEOUT",
+                retry_total_s="TFC_VERTEX_RETRY_TOTAL",
+                backoff_s="TFC_VERTEX_BACKOFF",
+                poll_s="TFC_VERTEX_POLL",
+                drain_s="TFC_VERTEX_DRAIN",
+            )
+        )
         return cls(**values)
 
     def to_dict(self) -> dict[str, Any]:
@@ -111,16 +138,40 @@ class VertexSettings:
         return "https://logging.googleapis.com"
 
 
-def _configured_endpoints(env: Mapping[str, str]) -> dict[str, str]:
-    """``endpoint`` and ``logging_endpoint`` as configured (flags have none: config only)."""
+def configured(env: Mapping[str, str]) -> Any:
+    """The effective :class:`~tfc_jupyter.config.Settings`, the kernel's ipython_config.py
+    included when there is one (endpoints have no flags: config and environment only)."""
     from ..config import load_settings
 
     shell = None
-    if "IPython" in sys.modules:  # the kernel's own ipython_config.py, when there is one
+    if "IPython" in sys.modules:
         from IPython import get_ipython
 
         shell = get_ipython()
-    settings = load_settings(getattr(shell, "config", None), env)
+    return load_settings(getattr(shell, "config", None), env)
+
+
+def env_seconds(env: Mapping[str, str], **variables: str) -> dict[str, float]:
+    """``{field: seconds}`` for each ``field=VARIABLE`` set in ``env``.
+
+    Raises:
+        BackendError: a value is not a number.
+    """
+    values = {}
+    for key, var in variables.items():
+        if env.get(var):
+            try:
+                values[key] = float(env[var])
+            except ValueError:
+                raise BackendError(
+                    f"{var}={env[var]!r} is not a number", f"set {var} to seconds, e.g. 30"
+                ) from None
+    return values
+
+
+def _configured_endpoints(env: Mapping[str, str]) -> dict[str, str]:
+    """``endpoint`` and ``logging_endpoint`` as configured (flags have none: config only)."""
+    settings = configured(env)
     return {
         "endpoint": settings.get("vertex_endpoint") or "",
         "logging_endpoint": settings.get("logging_endpoint") or "",
@@ -237,10 +288,12 @@ def _flag_for(field: str) -> str:
     return ""
 
 
-def explain(exc: BaseException, *, project: str, region: str, what: str) -> tuple[bool, Exception]:
+def explain(
+    exc: BaseException, *, project: str, region: str, what: str, api: Api = VERTEX
+) -> tuple[bool, Exception]:
     """``(transient, error)``: whether to retry, and the one-line error to raise otherwise.
 
-    ``what`` names the call ("creating the job") for the message.
+    ``what`` names the call ("creating the job") for the message; ``api`` the API called.
     """
     if isinstance(exc, BackendError):
         return False, exc
@@ -251,12 +304,13 @@ def explain(exc: BaseException, *, project: str, region: str, what: str) -> tupl
     where = f"project {project}, region {region}"
     if isinstance(exc, requests.exceptions.Timeout | gexc.DeadlineExceeded):
         return True, BackendError(
-            f"Vertex AI did not answer in time while {what}", "try again later; check your network"
+            f"{api.title} did not answer in time while {what}",
+            "try again later; check your network",
         )
     if isinstance(exc, requests.exceptions.ConnectionError | auth_exc.TransportError):
         return True, BackendError(
             f"could not reach Google Cloud while {what}: {_message(exc)}",
-            "check your network (and TFC_VERTEX_ENDPOINT if set)",
+            f"check your network (and {api.endpoint_var} if set)",
         )
     if isinstance(exc, auth_exc.GoogleAuthError):  # refresh failed, no credentials ...
         return False, BackendError(f"Google Cloud credentials failed: {_message(exc)}", AUTH_HINT)
@@ -267,50 +321,47 @@ def explain(exc: BaseException, *, project: str, region: str, what: str) -> tupl
         )
     code, text = getattr(exc, "code", None), _message(exc)
     if isinstance(exc, gexc.Unauthorized):  # 401 (Unauthenticated over gRPC)
-        return False, BackendError(f"Vertex AI refused the credentials: {text}", AUTH_HINT)
+        return False, BackendError(f"{api.title} refused the credentials: {text}", AUTH_HINT)
     if isinstance(exc, gexc.Forbidden):  # 403 (PermissionDenied over gRPC)
         if _reason(exc) == "SERVICE_DISABLED" or re.search(r"has not been used|is disabled", text):
             return False, BackendError(
-                f"the Vertex AI API is not enabled in project {project}",
-                f"run `gcloud services enable aiplatform.googleapis.com --project {project}` "
+                f"the {api.title} API is not enabled in project {project}",
+                f"run `gcloud services enable {api.service} --project {project}` "
                 "(or enable it in the console), wait a minute, then launch again",
             )
         return False, BackendError(
             f"permission denied in {where}: {text}",
-            f"ask for the Vertex AI User role (roles/aiplatform.user) in project {project}, "
-            "or use --project with a project you can use",
+            f"ask for {api.role} in project {project}, or use --project with a project you can use",
         )
     if isinstance(exc, gexc.TooManyRequests):
         details = str(getattr(exc, "details", ""))
         if re.search(r"quota", text + details, re.IGNORECASE):
             return False, QuotaError(
-                f"Vertex AI quota exceeded in {where}: {text}",
+                f"{api.title} quota exceeded in {where}: {text}",
                 "request more quota in the console "
                 f"(https://console.cloud.google.com/iam-admin/quotas?project={project}), "
-                "or ask for fewer or smaller machines, or another --region",
+                + api.quota_hint,
             )
         return True, BackendError(
-            f"Vertex AI is rate-limiting requests: {text}", "wait a minute and try again"
+            f"{api.title} is rate-limiting requests: {text}", "wait a minute and try again"
         )
     if code in (500, 502, 503, 504) or isinstance(exc, gexc.ServerError):
         return True, BackendError(
-            f"Vertex AI is unavailable ({code}): {text}",
+            f"{api.title} is unavailable ({code}): {text}",
             "try again later (https://status.cloud.google.com)",
         )
     if isinstance(exc, gexc.NotFound):
-        return False, BackendError(
-            f"not found in {where}: {text}", "check --project and --region (and the job id)"
-        )
+        return False, BackendError(f"not found in {where}: {text}", api.not_found_hint)
     if isinstance(exc, gexc.ClientError):  # 400: INVALID_ARGUMENT, FAILED_PRECONDITION ...
         field, problem = _field(exc)
         if field:
             return False, BackendError(
-                f"Vertex AI rejected {field}: {problem}",
+                f"{api.title} rejected {field}: {problem}",
                 f"fix {field}{_flag_for(field)} and launch again",
                 field=field,
             )
         return False, BackendError(
-            f"Vertex AI rejected the request: {text}",
+            f"{api.title} rejected the request: {text}",
             "fix the job settings it names and launch again",
         )
     return False, BackendError(f"{what} failed ({code}): {text}", "try again later")
@@ -329,11 +380,12 @@ def call(
     what: str,
     project: str,
     region: str,
-    settings: VertexSettings,
+    settings: Patience,
     counter: RetryCount | None = None,
     before_retry: Callable[[], T | None] | None = None,
     total_s: float | None = None,
     sleep: Callable[[float], None] = time.sleep,
+    api: Api = VERTEX,
 ) -> T:
     """Run ``fn``; retry transient errors with exponential backoff within ``total_s``.
 
@@ -352,7 +404,7 @@ def call(
         try:
             return fn()
         except Exception as exc:
-            transient, error = explain(exc, project=project, region=region, what=what)
+            transient, error = explain(exc, project=project, region=region, what=what, api=api)
             if not transient:
                 raise error from None
             if time.monotonic() + wait > deadline:

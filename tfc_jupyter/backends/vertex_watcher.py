@@ -29,6 +29,7 @@ from typing import Any
 from ..errors import BackendError, TfcError
 from ..records import JobState, JobStore
 from .vertex_api import VertexSettings, call, explain, job_client, logging_client
+from .watched import open_private
 
 LOOKBACK = timedelta(seconds=10)  # entries may arrive late: re-read this window, deduplicated
 _ROLES = {"0": "chief", "1": "worker", "2": "ps", "3": "evaluator"}
@@ -166,7 +167,7 @@ class Watcher:
             self.failures[replica] = ("startup", m.group(1))
 
     def _append(self, replica: str, lines: list[str]) -> None:
-        with open(self.logs / f"{replica}.log", "a", encoding="utf-8") as fh:
+        with open_private(self.logs / f"{replica}.log", "a", encoding="utf-8") as fh:
             fh.write("".join(f"{line}\n" for line in lines))
 
     # -- the end ----------------------------------------------------------------------------

@@ -11,10 +11,42 @@ import os
 import signal
 import time
 from pathlib import Path
+from typing import IO, Any
 
 from ..records import JobRecord, JobState, JobStore
 
 WATCHER_LOG = "supervisor.log"
+
+
+def open_private(path: Path, mode: str = "ab", **kwargs: Any) -> IO[Any]:
+    """Open ``path`` to append (``"ab"`` or ``"a"``), creating it owner-only (0600) whatever the
+    umask: job logs may hold what the user's code printed."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    return os.fdopen(fd, mode, **kwargs)
+
+
+def mark_pending(store: JobStore, job_id: str, handle: dict[str, Any]) -> JobRecord:
+    """After starting a job's watcher: PENDING, with ``handle`` (the watcher's pid ...).
+
+    The watcher may already have moved the job on (marked it RUNNING with its replicas' pids,
+    or even ended it) by the time this runs: then the state and what the watcher wrote in the
+    handle are kept, and only the missing keys are added. A plain ``transition(PENDING)`` would
+    take a running job back to PENDING and drop its replicas' pids.
+    """
+
+    def merge(record: JobRecord) -> dict[str, Any]:
+        fields: dict[str, Any] = {"handle": {**handle, **record.handle}}
+        if record.state is JobState.QUEUED:
+            fields["state"] = JobState.PENDING
+        return fields
+
+    return store.update(job_id, mutate=merge)
+
+
+def launch_interrupted(record: JobRecord) -> bool:
+    """True when the process that launched a still QUEUED job is gone (no watcher can come)."""
+    owner = record.owner_pid
+    return owner is not None and not alive(owner) and time.time() - record.updated_at > 2
 
 
 def alive(pid: int) -> bool:
@@ -64,10 +96,22 @@ class WatchedBackend:
         raise NotImplementedError
 
     def refresh(self, record: JobRecord) -> JobRecord:
-        """Mark a job FAILED when its watcher died without saying how the job ended."""
+        """Mark a job FAILED when its watcher died without saying how the job ended, or when
+        the process launching it died before the watcher started (a kernel killed during an
+        image build): such a job would otherwise stay QUEUED for ever."""
         if record.state.is_terminal():
             return record
         pid = record.handle.get("supervisor_pid")
+        if not pid and record.state is JobState.QUEUED and launch_interrupted(record):
+            fresh = self.store.get(record.id)
+            if fresh.state is JobState.QUEUED and not fresh.handle.get("supervisor_pid"):
+                return self.store.transition(
+                    record.id,
+                    JobState.FAILED,
+                    error=f"the launch was interrupted: the process that launched the job (pid "
+                    f"{record.owner_pid}) ended before the job started; launch it again",
+                )
+            return fresh
         if pid and not alive(pid) and time.time() - record.updated_at > 2:
             fresh = self.store.get(record.id)
             if fresh.state.is_terminal():

@@ -2,7 +2,7 @@
 
 - :mod:`.model`: the choices, their validation by the product's own code, the live summary;
 - :mod:`.launcher`: launching in stages (one job per click) and watching a job's state and logs;
-- :mod:`.memory`: the last choices made for each notebook;
+- :mod:`.memory`: the last choices made for each notebook (its metadata, and a fallback file);
 - :mod:`.view`: the ipywidgets, imported only when a panel opens (``%load_ext`` imports none).
 """
 
@@ -17,13 +17,13 @@ from .. import capture, options
 from ..config import Settings
 from ..errors import TfcError
 from ..records import JobStore
-from .memory import ChoiceMemory, notebook_choices
+from .memory import ChoiceMemory, ChoicesDisplay, newest, notebook_choices
 from .model import DEST_FIELD, Choices, PanelModel
 
 if TYPE_CHECKING:
     from .view import LaunchPanel
 
-__all__ = ["ChoiceMemory", "Choices", "PanelModel", "build_model", "open_panel"]
+__all__ = ["ChoiceMemory", "Choices", "ChoicesDisplay", "PanelModel", "build_model", "open_panel"]
 
 
 def _metadata_choices(notebook: Path | None) -> dict[str, object] | None:
@@ -45,27 +45,35 @@ def build_model(
     notebook: Path | None = None,
     remember: bool = True,
 ) -> PanelModel:
-    """The model a new panel starts from; its choices are remembered next to ``store``.
+    """The model a new panel starts from; the choices made in it are remembered in the notebook's
+    metadata (through the frontend, see :mod:`.memory`) and next to ``store``.
 
     Pre-filled, first wins: the flags ``given`` now (only those present in the namespace); with
-    ``remember``, the choices last made for this notebook, then the notebook's
-    ``metadata.tfc_jupyter.panel``; then ``base`` (a parsed ``%%tfc_run`` line); then the
-    configured defaults. ``%%tfc_run --interactive`` passes its flags as ``base`` and
-    ``remember=False``: the cell says exactly what it wants.
+    ``remember``, the choices last made for this notebook (the saved notebook's
+    ``metadata.tfc_jupyter.panel``, or this machine's ``panel_choices.json`` when newer); then
+    ``base`` (a parsed ``%%tfc_run`` line); then the configured defaults.
+    ``%%tfc_run --interactive`` passes its flags as ``base`` and ``remember=False``: the cell
+    says exactly what it wants.
     """
     memory = ChoiceMemory(store.path.parent / "panel_choices.json")
     base = base if base is not None else options.defaults_namespace()
     full = options.overlay(base, given) if given is not None else base
     choices = Choices.from_namespace(base, settings)
     if remember:
-        choices = choices.merged(_metadata_choices(notebook)).merged(memory.load(notebook))
+        choices = choices.merged(newest(_metadata_choices(notebook), memory.entry(notebook)))
     if given is not None:
         now = Choices.from_namespace(full, settings).to_dict()
         choices = choices.merged(
             {DEST_FIELD[d]: now[DEST_FIELD[d]] for d in vars(given) if d in DEST_FIELD}
         )
     return PanelModel(
-        settings, select=select, base=full, choices=choices, notebook=notebook, memory=memory
+        settings,
+        select=select,
+        base=full,
+        choices=choices,
+        notebook=notebook,
+        memory=memory,
+        display=ChoicesDisplay(notebook),
     )
 
 

@@ -26,7 +26,7 @@ from ..config import Settings
 from ..errors import TfcError
 from ..plan import Plan, make_plan
 from ..spec import Backend, JobSpec, Strategy, check_runnable
-from .memory import ChoiceMemory
+from .memory import ChoiceMemory, ChoicesDisplay
 
 log = logging.getLogger(__name__)
 
@@ -220,7 +220,8 @@ class PanelModel:
         base: the parsed ``%%tfc_run`` line the panel starts from (other flags pass through).
         choices: the initial choices (default: those of ``base``).
         notebook: the notebook file, the key of the panel's memory.
-        memory: where choices are remembered (None: not remembered).
+        memory: where choices are remembered on this machine (None: not there).
+        display: the output that carries them into the notebook's metadata (None: not there).
     """
 
     def __init__(
@@ -232,12 +233,15 @@ class PanelModel:
         choices: Choices | None = None,
         notebook: Path | None = None,
         memory: ChoiceMemory | None = None,
+        display: ChoicesDisplay | None = None,
     ) -> None:
         self.settings = settings
         self.base = base if base is not None else options.defaults_namespace()
         self.choices = choices or Choices.from_namespace(self.base, settings)
         self.notebook = notebook
         self.memory = memory
+        self.display = display
+        self._remembered: dict[str, Any] | None = None
         self._select = select
         self._selection: Selection | None = None
         self._stamp: float | None = None
@@ -262,13 +266,23 @@ class PanelModel:
         return self.check
 
     def remember(self) -> None:
-        """Save the choices for this notebook (a failure to save never breaks the panel)."""
-        if self.memory is None:
+        """Save the choices for this notebook: into its metadata through the display (the
+        frontend writes them), and next to the job records. A failure never breaks the panel;
+        choices already remembered by this panel are not saved again (their time stays)."""
+        choices, saved_at = self.choices.to_dict(), round(time.time(), 3)
+        if choices == self._remembered:
             return
-        try:
-            self.memory.save(self.notebook, self.choices.to_dict())
-        except OSError as exc:
-            log.warning("cannot remember the panel's choices: %s", exc)
+        self._remembered = choices
+        if self.memory is not None:
+            try:
+                self.memory.save(self.notebook, choices, saved_at=saved_at)
+            except OSError as exc:
+                log.warning("cannot remember the panel's choices: %s", exc)
+        if self.display is not None:
+            try:
+                self.display.update(choices, saved_at)
+            except Exception as exc:  # a display publisher failing: the panel goes on
+                log.warning("cannot send the panel's choices to the notebook: %s", exc)
 
     def namespace(self, choices: Choices | None = None) -> argparse.Namespace:
         """The flags the choices stand for (what ``%%tfc_run`` would parse)."""

@@ -156,6 +156,10 @@ class LaunchPanel:
         from IPython.display import display
 
         display(self.widget)
+        if self.model.display is not None:
+            # One more output, updated in place with the choices: the labextension copies them
+            # into the notebook's metadata (see panel/memory.py).
+            self.model.display.show()
 
     def close(self) -> None:
         """Stop watching (the job goes on) and close the widgets."""

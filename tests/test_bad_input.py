@@ -1,0 +1,778 @@
+"""Bad input, counted, through the real entry points: the magic in an IPython shell, the CLI
+(``cli.main``) and the REST service layer (``JobService``).
+
+Hypothesis makes hostile notebook files (invalid JSON, nbformat 3, huge cells, binary outputs,
+null bytes, thousands of cells, magics of every kind, unicode and spaces in paths), impossible
+machine specs and bad labels. Every case must end in a correct plan or in one line that names
+the fix ("Fix: ..."): never a traceback (any other exception fails the test), never a hang
+(each call runs under a deadline), never a partial job record (records and job folders are
+counted before and after; a failed launch leaves only FAILED records). The summary of outcomes
+per category and entry point is printed by the last test (``pytest -s`` shows it).
+"""
+
+from __future__ import annotations
+
+import base64
+import collections
+import concurrent.futures
+import contextlib
+import io
+import json
+import os
+import shlex
+import string
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from IPython.core.error import UsageError
+from IPython.utils.capture import capture_output
+from jobutil import JOB_DEADLINE_S
+
+from tfc_jupyter import catalog, cli, jobs
+from tfc_jupyter.errors import TfcError
+from tfc_jupyter.records import JobState
+from tfc_jupyter.server.service import JobService
+
+CALL_DEADLINE_S = 60.0  # one entry-point call on one input; a hang fails the case
+RUN_BODY = "print('ran')"
+TALLY: collections.Counter[tuple[str, str, str]] = collections.Counter()
+EXAMPLES = int(os.environ.get("TFC_BAD_INPUT_EXAMPLES", "12"))  # per category
+
+
+# ===================================================================== the checks
+class Hang(AssertionError):
+    """A call ran past its deadline."""
+
+
+def bounded(fn: Callable[[], Any], what: str, seconds: float = CALL_DEADLINE_S) -> Any:
+    """``fn()`` in a worker thread; a call that outlives ``seconds`` fails as a hang."""
+    pool = concurrent.futures.ThreadPoolExecutor(1)
+    try:
+        return pool.submit(fn).result(timeout=seconds)
+    except concurrent.futures.TimeoutError:
+        raise Hang(f"{what}: no answer after {seconds:g} s") from None
+    finally:
+        pool.shutdown(wait=False)
+
+
+def one_line_fix(text: str, what: str) -> None:
+    """An error a person can act on: one line, naming the fix, no traceback."""
+    assert text.strip(), f"{what}: empty error"
+    assert "\n" not in text.strip(), f"{what}: not one line: {text!r}"
+    assert "Traceback" not in text, f"{what}: {text!r}"
+    assert "Fix:" in text, f"{what}: names no fix: {text!r}"
+
+
+@contextlib.contextmanager
+def no_partial_records(home: Path, *, launched_ok: bool = False) -> Iterator[list[str]]:
+    """Records and job folders before/after: nothing new unless a job launched (then one
+    record), and a failed launch leaves its record FAILED, never QUEUED or PENDING."""
+    store = jobs.store_for(home)
+    before = {r.id for r in store.list(limit=None)}
+    folders = _folders(home)
+    new: list[str] = []
+    yield new
+    records = {r.id: r for r in store.list(limit=None)}
+    new += sorted(set(records) - before)
+    for job_id in new:
+        record = records[job_id]
+        assert record.state is not JobState.QUEUED, f"{job_id} left queued"
+        assert launched_ok or record.state is JobState.FAILED, (job_id, record.state)
+    made = _folders(home) - folders
+    assert made <= {Path(records[i].job_dir).name for i in new}, f"folders without record: {made}"
+    if not launched_ok:
+        assert all(records[i].state is JobState.FAILED for i in new)
+
+
+def _folders(home: Path) -> set[str]:
+    folder = home / "jobs"
+    return {p.name for p in folder.iterdir()} if folder.is_dir() else set()
+
+
+# ===================================================================== the entry points
+@pytest.fixture(scope="module")
+def ip() -> Any:
+    """The test IPython shell with the extension loaded."""
+    from IPython.testing import globalipapp
+
+    globalipapp.start_ipython()  # None when another module started it: the same shell
+    shell = globalipapp.get_ipython()
+    assert shell is not None
+    shell.run_line_magic("load_ext", "tfc_jupyter")
+    return shell
+
+
+def via_magic(ip: Any, line: str, body: str = RUN_BODY) -> tuple[str, Any]:
+    """``("plan" | "launched" | "error", detail)`` of ``%%tfc_run line`` in the shell."""
+
+    def call() -> tuple[str, Any]:
+        with capture_output() as cap:
+            try:
+                result = ip.run_cell_magic("tfc_run", line, body)
+            except UsageError as exc:
+                return "error", str(exc)
+        if result is not None:
+            return "launched", result
+        shown = [o.data.get("text/plain", "") for o in cap.outputs]
+        assert any(s.startswith("Plan for") for s in shown), (line, cap.stdout, shown)
+        return "plan", shown
+
+    outcome, detail = bounded(call, f"%%tfc_run {line[:200]}")
+    if outcome == "error":
+        one_line_fix(detail, f"%%tfc_run {line[:200]}")
+    return outcome, detail
+
+
+def via_cli(argv: list[str]) -> tuple[str, str]:
+    """``("plan" | "error", output)`` of ``tfc-jupyter plan ...``."""
+
+    def call() -> tuple[int, str, str]:
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                code = cli.main(argv)
+            except SystemExit as exc:  # argparse's own exit (usage errors)
+                code = int(exc.code or 0)
+        return code, out.getvalue(), err.getvalue()
+
+    code, out, err = bounded(call, f"tfc-jupyter {' '.join(argv)[:200]}")
+    if code == 0:
+        assert out.startswith("Plan for") or out.lstrip().startswith("{"), out[:300]
+        return "plan", out
+    assert code == 2, (argv, code, err)
+    one_line_fix(err, f"tfc-jupyter {argv[:3]}")
+    return "error", err
+
+
+def via_rest(service: JobService, body: dict[str, Any]) -> tuple[str, Any]:
+    """``("plan" | "launched" | "error", detail)`` of ``JobService.create`` (POST /jobs)."""
+
+    def call() -> tuple[str, Any]:
+        try:
+            status, data = service.create(body)
+        except TfcError as exc:
+            return "error", exc
+        return ("plan" if status == 200 else "launched"), data
+
+    outcome, detail = bounded(call, f"POST /tfc-jupyter/jobs {str(body)[:200]}")
+    if outcome == "error":
+        one_line_fix(str(detail), "POST /jobs")
+        assert 400 <= detail.http_status < 600
+    else:
+        assert "spec" in detail["plan"], detail
+    return outcome, detail
+
+
+def through_all(ip: Any, home: Path, category: str, path: Path, flags: str = "") -> None:
+    """A notebook file through the three entry points (dry runs: no record may appear)."""
+    with no_partial_records(home):
+        outcome, _ = via_magic(ip, f"--dry-run --notebook {shlex.quote(str(path))} {flags}")
+        TALLY[(category, "magic", outcome)] += 1
+        outcome, _ = via_cli(["plan", str(path), "--no-script", *shlex.split(flags)])
+        TALLY[(category, "cli", outcome)] += 1
+        root = path.parent
+        options = {"dry_run": True, **_rest_options(flags)}
+        outcome, _ = via_rest(JobService(root), {"path": path.name, "options": options})
+        TALLY[(category, "rest", outcome)] += 1
+
+
+def _rest_options(flags: str) -> dict[str, Any]:
+    """``--label a=b --workers 2`` as the REST API's options object."""
+    words, out = shlex.split(flags), {}
+    i = 0
+    while i < len(words):
+        key = words[i].lstrip("-").replace("-", "_")
+        value: Any = words[i + 1] if i + 1 < len(words) else True
+        if key == "label":
+            out.setdefault("label", []).append(value)
+        else:
+            out[key] = value
+        i += 2
+    return out
+
+
+# ===================================================================== hostile notebooks
+SNIPPETS = [
+    "x = 1",
+    "import os, json",
+    "print('hi')",
+    "def f(a, b=2):\n    return a + b",
+    "class A:\n    pass",
+    "values = [i * i for i in range(10)]",
+    "'''a docstring\nover lines'''",
+    "if x:\n    y = 2\nelse:\n    y = 3",
+    "# only a comment",
+    "",
+]
+LINE_MAGICS = [
+    "%matplotlib inline",
+    "%load_ext autoreload",
+    "%autoreload 2",
+    "%config InlineBackend.figure_format = 'retina'",
+    "%env FOO=bar",
+    "%env",
+    "%cd /tmp",
+    "%pwd",
+    "%time x = 1",
+    "%timeit -n1 -r1 x = 1",
+    "%prun -q x = 1",
+    "%who",
+    "%whos",
+    "%pip install psutil",
+    "%pip install 'numpy>=1'",
+    "%pip list",
+    "%pip uninstall -y nothing",
+    "%conda install foo",
+    "%store x",
+    "%sql SELECT 1",
+    "%run other.py",
+    "%ls",
+    "%mkdir -p d",
+    "%rm -f nothing",
+    "%system echo hi",
+    "%sx echo hi",
+    "%tensorboard --logdir logs",
+    "%pylab inline",
+    "%history",
+    "%xmode Plain",
+    "%precision 3",
+    "%reset -f",
+    "%alias foo echo",
+    "%bookmark here",
+    "%dhist",
+    "%edit",
+    "%undefined_magic_xyz a b",
+    "%tfc_jobs",
+    "%tfc_config",
+    "%load_ext tfc_jupyter",
+    "%%%weird",
+    "%",
+    "%pip",
+    "%pip install",
+    "%pip install -r nowhere.txt",
+    "!echo hi",
+    "files = !ls",
+    "!pip install psutil",
+    "!{sys.executable} -m pip install psutil",
+    "!!echo twice",
+    "!cd /tmp && ls",
+    "!echo $HOME {x}",
+    "x?",
+    "x??",
+    "?x",
+    "%timeit?",
+    "!",
+]
+CELL_MAGICS = [
+    "%%bash\necho hi",
+    "%%sh\necho hi",
+    "%%writefile out.txt\nhello",
+    "%%writefile -a out.txt\nx",
+    "%%time\nx = 1",
+    "%%timeit -n1 -r1\nx = 1",
+    "%%capture cap\nprint(1)",
+    "%%html\n<b>x</b>",
+    "%%markdown\n# x",
+    "%%javascript\nalert(1)",
+    "%%js\n1",
+    "%%latex\n$x$",
+    "%%svg\n<svg/>",
+    "%%script python3\nprint(1)",
+    "%%script\nprint(1)",
+    "%%python3\nprint(1)",
+    "%%perl\nprint 1",
+    "%%ruby\nputs 1",
+    "%%bigquery\nSELECT 1",
+    "%%sql\nSELECT 1",
+    "%%prun\nx = 1",
+    "%%file f.txt\nx",
+    "%%capture\n%pip install psutil",
+    "%%tfc_run --workers 1\nprint(2)",
+    "%%tfc_run --gpus nine\nx",
+    "%%tfc_run --frobnicate\nx",
+    "%%debug\nx",
+    "%%unknowncell\nx",
+    "%%writefile\nno file name",
+    "%%bash\n",
+    "%%tfc_run",
+    "%%",
+]
+RUN_CELL = f"%%tfc_run --strategy none\n{RUN_BODY}"
+
+
+def _cell(source: str | list[str], kind: str = "code", **extra: Any) -> dict[str, Any]:
+    cell: dict[str, Any] = {"cell_type": kind, "metadata": {}, "source": source}
+    if kind == "code":
+        cell.update(execution_count=None, outputs=[])
+    cell.update(extra)
+    return cell
+
+
+def _nb(cells: list[dict[str, Any]], **meta: Any) -> dict[str, Any]:
+    metadata = {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}}
+    return {"nbformat": 4, "nbformat_minor": 4, "metadata": {**metadata, **meta}, "cells": cells}
+
+
+def _dumps(nb: Any) -> bytes:
+    return json.dumps(nb, ensure_ascii=False).encode("utf-8", errors="surrogatepass")
+
+
+_TEXT = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=60)
+_SOURCE = st.one_of(st.sampled_from(SNIPPETS), st.sampled_from(LINE_MAGICS), _TEXT)
+
+
+@st.composite
+def invalid_json(draw: st.DrawFn) -> bytes:
+    """Bytes that are not a notebook: random, truncated, or the wrong JSON shape."""
+    valid = _dumps(_nb([_cell("x = 1"), _cell(RUN_CELL)]))
+    shapes: list[Any] = [
+        [],
+        None,
+        "notebook",
+        4,
+        {"cells": 5},
+        {"cells": [1, 2]},
+        {"nbformat": 4},
+        {"nbformat": 99, "nbformat_minor": 0, "cells": [], "metadata": {}},
+        {"nbformat": "4", "cells": []},
+        _nb([{"cell_type": "code", "source": 5}]),
+        _nb([{"source": "x"}]),
+        _nb([_cell(RUN_CELL, metadata={"tags": "tfc-skip"})]),
+        _nb([_cell(RUN_CELL, metadata={"tags": [1, None, {"a": 1}]})]),
+        _nb([_cell([1, 2, 3])]),
+        _nb([_cell(RUN_CELL)], kernelspec=[]),
+        {**_nb([_cell(RUN_CELL)]), "metadata": []},
+        {**_nb([_cell(RUN_CELL)]), "cells": {"0": _cell(RUN_CELL)}},
+        _nb([_cell({"text": RUN_CELL})]),
+        _nb([_cell(RUN_CELL, kind="heading"), _cell(RUN_CELL, kind=None)]),
+    ]
+    kind = draw(st.sampled_from(["random", "truncated", "shape", "encoding"]))
+    if kind == "random":
+        return draw(st.binary(max_size=3000))
+    if kind == "truncated":
+        return valid[: draw(st.integers(0, len(valid) - 1))]
+    if kind == "encoding":
+        text = valid.decode()
+        return text.encode(draw(st.sampled_from(["utf-16", "utf-32", "latin-1", "cp1252"])))
+    return _dumps(draw(st.sampled_from(shapes)))
+
+
+@st.composite
+def nbformat3(draw: st.DrawFn) -> bytes:
+    """nbformat 3 (worksheets, ``input``), valid or subtly broken."""
+    cells = [
+        {
+            "cell_type": "code",
+            "input": draw(_SOURCE),
+            "language": "python",
+            "outputs": [],
+            "metadata": {},
+        }
+        for _ in range(draw(st.integers(0, 5)))
+    ]
+    cells.append({"cell_type": "heading", "level": 1, "source": "Title", "metadata": {}})
+    if draw(st.booleans()):
+        cells.append(
+            {
+                "cell_type": "code",
+                "input": RUN_CELL,
+                "language": "python",
+                "outputs": [],
+                "metadata": {},
+            }
+        )
+    nb: dict[str, Any] = {
+        "nbformat": 3,
+        "nbformat_minor": draw(st.integers(0, 3)),
+        "metadata": {"name": ""},
+        "worksheets": [{"cells": cells, "metadata": {}}],
+    }
+    broken = draw(st.sampled_from(["none", "none", "no_worksheets", "input_list", "two_sheets"]))
+    if broken == "no_worksheets":
+        del nb["worksheets"]
+    elif broken == "input_list":
+        for cell in cells:
+            if "input" in cell:
+                cell["input"] = [line + "\n" for line in str(cell["input"]).split("\n")]
+    elif broken == "two_sheets":
+        nb["worksheets"].append({"cells": [cells[-1]], "metadata": {}})
+    return _dumps(nb)
+
+
+@st.composite
+def huge_cells(draw: st.DrawFn) -> bytes:
+    """A cell of megabytes: a long literal, many lines, or a huge output."""
+    size = draw(st.integers(200_000, 2_500_000))
+    kind = draw(st.sampled_from(["literal", "lines", "output", "one_line_magic"]))
+    cells = [_cell("x = 1")]
+    if kind == "literal":
+        cells.append(_cell("blob = '" + "a" * size + "'"))
+    elif kind == "lines":
+        cells.append(_cell("\n".join(f"v{i} = {i}" for i in range(size // 12))))
+    elif kind == "output":
+        data = base64.b64encode(os.urandom(size)).decode()
+        cells.append(
+            _cell(
+                "y = 2",
+                outputs=[
+                    {"output_type": "display_data", "metadata": {}, "data": {"image/png": data}}
+                ],
+            )
+        )
+    else:
+        cells.append(_cell("!echo " + "z" * size))
+    return _dumps(_nb([*cells, _cell(RUN_CELL)]))
+
+
+@st.composite
+def binary_outputs(draw: st.DrawFn) -> bytes:
+    """Outputs with binary data, control characters, attachments, invalid UTF-8 in the file."""
+    blob = draw(st.binary(min_size=1, max_size=4000))
+    outputs = [
+        {
+            "output_type": "display_data",
+            "metadata": {},
+            "data": {
+                "image/png": base64.b64encode(blob).decode(),
+                "application/octet-stream": base64.b64encode(blob).decode(),
+            },
+        },
+        {
+            "output_type": "stream",
+            "name": "stdout",
+            "text": blob.decode("latin-1") + "\x1b[31m\x07\x08",
+        },
+        {
+            "output_type": "execute_result",
+            "execution_count": 1,
+            "metadata": {},
+            "data": {"text/plain": blob.decode("utf-8", errors="surrogateescape")},
+        },
+    ]
+    cells = [
+        _cell("x = 1", outputs=outputs, execution_count=1),
+        _cell(
+            "![img](attachment:a.png)",
+            kind="markdown",
+            attachments={"a.png": {"image/png": base64.b64encode(blob).decode()}},
+        ),
+        _cell(RUN_CELL),
+    ]
+    data = _dumps(_nb(cells))
+    if draw(st.booleans()):  # raw bytes spliced into a JSON string: not UTF-8 any more
+        cut = data.index(b'"x = 1"') + 2
+        data = data[:cut] + draw(st.binary(min_size=1, max_size=50)) + data[cut:]
+    return data
+
+
+@st.composite
+def null_bytes(draw: st.DrawFn) -> bytes:
+    """NUL characters in sources (escaped), in tags and names, or raw in the file."""
+    text = draw(_SOURCE)
+    at = draw(st.integers(0, len(text)))
+    source = text[:at] + "\x00" * draw(st.integers(1, 3)) + text[at:]
+    cells = [
+        _cell(source),
+        _cell("y\x00 = 2", metadata={"tags": ["tfc\x00skip"]}),
+        _cell(RUN_CELL.replace("none", "no\x00ne") if draw(st.booleans()) else RUN_CELL),
+    ]
+    data = _dumps(_nb(cells))
+    if draw(st.booleans()):
+        at = draw(st.integers(0, len(data)))
+        data = data[:at] + b"\x00" + data[at:]
+    return data
+
+
+@st.composite
+def many_cells(draw: st.DrawFn) -> bytes:
+    """Thousands of cells: code, markdown, raw, some tagged, some magics."""
+    n = draw(st.integers(1000, 4000))
+    pool = [*SNIPPETS[:6], "%matplotlib inline", "!echo hi", "%%capture\nprint(1)"]
+    cells = []
+    for i in range(n):
+        kind = ("code", "markdown", "raw")[i % 7 % 3]
+        cell = _cell(pool[i % len(pool)] if kind == "code" else f"# {i}", kind=kind)
+        if i % 11 == 0:
+            cell["metadata"]["tags"] = ["tfc-skip"]
+        cells.append(cell)
+    return _dumps(_nb([*cells, _cell(RUN_CELL)]))
+
+
+@st.composite
+def magic_cells(draw: st.DrawFn) -> bytes:
+    """Magics of every kind, above the run cell, in any order and mix."""
+    sources = draw(
+        st.lists(
+            st.one_of(
+                st.sampled_from(LINE_MAGICS),
+                st.sampled_from(CELL_MAGICS),
+                st.sampled_from(SNIPPETS),
+            ),
+            min_size=1,
+            max_size=8,
+        )
+    )
+    if draw(st.booleans()):  # several magics in one cell
+        sources = ["\n".join(s for s in sources if not s.startswith("%%"))]
+    return _dumps(_nb([*(_cell(s) for s in sources), _cell(RUN_CELL)]))
+
+
+NAME_CHARS = st.characters(blacklist_characters="/\x00", blacklist_categories=("Cs", "Cc"))
+
+
+@st.composite
+def unicode_path(draw: st.DrawFn) -> tuple[str, str]:
+    """A folder and notebook name: unicode, spaces, quotes, shell characters, emoji."""
+    fixed = [
+        "données d'entraînement",
+        "ノート ブック",
+        "my notebook (copy) 2",
+        "a;b$(c)`d`",
+        "عربي",
+        "e\u0301migre\u0301",
+        "🚀 run",
+        " leading and trailing ",
+        "-dash",
+        "'\"",
+        "-h",
+        "--workers 2",
+    ]
+    folder = draw(st.one_of(st.sampled_from(fixed), st.text(NAME_CHARS, min_size=1, max_size=30)))
+    name = draw(st.one_of(st.sampled_from(fixed), st.text(NAME_CHARS, min_size=1, max_size=30)))
+    return folder, name
+
+
+CATEGORIES: dict[str, st.SearchStrategy[bytes]] = {
+    "invalid_json": invalid_json(),
+    "nbformat3": nbformat3(),
+    "huge_cells": huge_cells(),
+    "binary_outputs": binary_outputs(),
+    "null_bytes": null_bytes(),
+    "thousands_of_cells": many_cells(),
+    "magics": magic_cells(),
+}
+_SLOW = {"huge_cells": 4, "thousands_of_cells": 4}  # examples for the costly categories
+
+
+@pytest.mark.parametrize("category", sorted(CATEGORIES))
+def test_hostile_notebooks(ip: Any, tfc_env: Path, tmp_path: Path, category: str) -> None:
+    home = Path(os.environ["TFC_JUPYTER_HOME"])
+    counter = iter(range(10**6))
+
+    @settings(
+        max_examples=_SLOW.get(category, EXAMPLES),
+        deadline=None,
+        database=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    )
+    @given(data=CATEGORIES[category])
+    def check(data: bytes) -> None:
+        folder = tmp_path / f"case{next(counter)}"
+        folder.mkdir()
+        path = folder / "hostile.ipynb"
+        path.write_bytes(data)
+        through_all(ip, home, category, path)
+
+    check()
+    seen = {k[2] for k in TALLY if k[0] == category}
+    assert seen, f"no {category} case ran"
+
+
+def test_unicode_and_spaces_in_paths(ip: Any, tfc_env: Path, tmp_path: Path) -> None:
+    home = Path(os.environ["TFC_JUPYTER_HOME"])
+    counter = iter(range(10**6))
+    valid = _dumps(_nb([_cell("x = 1"), _cell(RUN_CELL)]))
+
+    @settings(max_examples=EXAMPLES, deadline=None, database=None)
+    @given(names=unicode_path())
+    def check(names: tuple[str, str]) -> None:
+        folder_name, name = names
+        folder = tmp_path / f"u{next(counter)}" / (folder_name.strip().lstrip(".") or "x")
+        try:
+            folder.mkdir(parents=True)
+            path = folder / f"{name}.ipynb"
+            path.write_bytes(valid)
+        except OSError:  # a name the filesystem refuses (too long): not our input
+            return
+        through_all(ip, home, "unicode_paths", path)
+
+    check()
+    # Unicode and spaces are no reason to refuse: a normal notebook in such a folder plans.
+    plans = TALLY[("unicode_paths", "magic", "plan")] + TALLY[("unicode_paths", "cli", "plan")]
+    assert plans > 0, TALLY
+
+
+# ===================================================================== flags
+@pytest.fixture
+def good_notebook(tmp_path: Path) -> Path:
+    """A plain notebook that plans under default flags."""
+    path = tmp_path / "good" / "train.ipynb"
+    path.parent.mkdir()
+    path.write_bytes(_dumps(_nb([_cell("x = 1"), _cell(RUN_CELL)])))
+    return path
+
+
+_MACHINES = [
+    *catalog.PRESETS,
+    "n1-standard-8",
+    "a2-highgpu-1g",
+    "e2-micro",
+    "cloud-tpu",
+    "T4_8X",
+    "V100_3X",
+    "TPU",
+    "x",
+    "",
+    "n1-standard-9999",
+]
+SPEC_FLAGS: dict[str, st.SearchStrategy[str]] = {
+    "--gpus": st.one_of(st.integers(-2, 17).map(str), st.sampled_from(["1.5", "two", "1e3"])),
+    "--gpu-type": st.sampled_from([*catalog.GPU_TYPES, "t4", "TPU", "RTX4090", "A100_80"]),
+    "--machine": st.sampled_from(_MACHINES),
+    "--worker-machine": st.sampled_from(_MACHINES),
+    "--tpu": st.sampled_from(["v2-8", "v3-8", "v4-8", "v5e-4", "v5p-8", "v3-2048", "gpu"]),
+    "--workers": st.sampled_from(["0", "1", "3", "64", "1000", "100000", "-1", "1e2"]),
+    "--ps": st.sampled_from(["0", "1", "2", "50", "-3"]),
+    "--ps-machine": st.sampled_from(_MACHINES),
+    "--evaluator": st.sampled_from(_MACHINES),
+    "--strategy": st.sampled_from(["auto", "mirrored", "tpu", "parameter_server", "ps", "none"]),
+    "--backend": st.sampled_from(["local", "docker", "vertex", "kubernetes", "LOCAL"]),
+    "--region": st.sampled_from(["us-central1", "europe-west4", "mars-east1", "US-CENTRAL1"]),
+    "--timeout": st.sampled_from(["1h", "0", "-5m", "31d", "1e9", "soon"]),
+}
+
+
+@st.composite
+def spec_flags(draw: st.DrawFn) -> str:
+    """Two to five machine flags: mostly impossible together."""
+    chosen = draw(
+        st.lists(st.sampled_from(sorted(SPEC_FLAGS)), min_size=2, max_size=5, unique=True)
+    )
+    return " ".join(f"{f} {shlex.quote(draw(SPEC_FLAGS[f]))}" for f in chosen)
+
+
+_LABEL_TEXT = st.text(
+    alphabet=st.sampled_from(string.ascii_letters + string.digits + "-_.:/ =éß中🙂"), max_size=70
+)
+
+
+@st.composite
+def label_flags(draw: st.DrawFn) -> str:
+    """Labels: uppercase, unicode, too long, empty, reserved, without '=', too many."""
+    fixed = [
+        "Team=ml",
+        "team=ML",
+        "=x",
+        "novalue",
+        "goog-x=1",
+        "k=" + "v" * 64,
+        "a" * 64 + "=v",
+        "1abc=x",
+        "_x=y",
+        "k=v=w",
+        "team=ml",
+        "k=",
+        "ключ=значение",
+    ]
+    labels = draw(st.lists(st.one_of(st.sampled_from(fixed), _LABEL_TEXT), min_size=1, max_size=4))
+    if draw(st.integers(0, 9)) == 0:
+        labels = [f"k{i}=v" for i in range(70)]
+    return " ".join(f"--label {shlex.quote(label)}" for label in labels)
+
+
+@pytest.mark.parametrize(
+    ("category", "strategy"), [("machine_specs", spec_flags()), ("labels", label_flags())]
+)
+def test_impossible_specs_and_bad_labels(
+    ip: Any, tfc_env: Path, good_notebook: Path, category: str, strategy: Any
+) -> None:
+    home = Path(os.environ["TFC_JUPYTER_HOME"])
+
+    @settings(max_examples=EXAMPLES * 4, deadline=None, database=None)
+    @given(flags=strategy)
+    def check(flags: str) -> None:
+        through_all(ip, home, category, good_notebook, flags)
+
+    check()
+    assert TALLY[(category, "cli", "error")] > 0, TALLY
+
+
+# ===================================================================== launches
+LAUNCHES = {
+    # (flags, cell above the run cell): every one must fail before or at launch, leaving at
+    # most a FAILED record, or launch and end.
+    "missing_requirement": ("--strategy none", "%pip install not-a-real-package-xyz==1.0"),
+    "docker_without_engine": ("--backend docker", "x = 1"),
+    "vertex_without_project": ("--backend vertex", "x = 1"),
+    "vertex_unreachable": ("--backend vertex --project test-project --image r.test/i:1", "x = 1"),
+    "tpu_on_local": ("--tpu v3-8", "x = 1"),
+    "bad_requirements_file": ("--requirements /nonexistent/req.txt", "x = 1"),
+    "estimator_here": ("", "import tensorflow as tf\nest = tf.estimator.Estimator"),
+    "keras3_multiworker": ("--workers 1", "import keras\nkeras.Model().fit(x)"),
+    "syntax_error": ("--strategy none", "def broken(:\n    pass"),
+    "runs": ("--strategy none", "x = 1"),
+    "fails_in_job": ("--strategy none", "raise ValueError('in the job')"),
+}
+
+
+@pytest.mark.slow
+def test_failed_launches_leave_no_partial_record(
+    ip: Any, tfc_env: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = Path(os.environ["TFC_JUPYTER_HOME"])
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-engine.sock")
+    monkeypatch.setenv("TFC_VERTEX_ENDPOINT", "http://127.0.0.1:9")  # nothing listens there
+    monkeypatch.setenv("TFC_VERTEX_RETRY_TOTAL", "1")
+    monkeypatch.setenv("TFC_VERTEX_BACKOFF", "0.05")
+    launched = []
+    for case, (flags, above) in LAUNCHES.items():
+        path = tmp_path / case / "job.ipynb"
+        path.parent.mkdir()
+        cells = [_cell(above), _cell(f"%%tfc_run\n{RUN_BODY}")]  # the flags come with the call
+        path.write_bytes(_dumps(_nb(cells)))
+        line = f"--notebook {shlex.quote(str(path))} --no-wait {flags}"
+        with no_partial_records(home, launched_ok=True) as new:
+            outcome, detail = via_magic(ip, line)
+        TALLY[("launch", "magic", outcome)] += 1
+        if outcome == "error":
+            assert all(jobs.store_for(home).get(i).state is JobState.FAILED for i in new)
+        else:
+            assert len(new) == 1, (case, new)
+            launched.append(detail)
+        # The same through the REST service (it never waits).
+        with no_partial_records(home, launched_ok=True) as new:
+            outcome, detail = via_rest(
+                JobService(path.parent),
+                {"path": path.name, "options": _rest_options(flags)},
+            )
+        TALLY[("launch", "rest", outcome)] += 1
+        if outcome == "launched":
+            launched.append(jobs.Job(detail["job"]["id"], jobs.store_for(home)))
+    deadline = time.monotonic() + JOB_DEADLINE_S
+    for job in launched:
+        record = job.wait(timeout=max(1.0, deadline - time.monotonic()))
+        assert record.state.is_terminal(), (job.id, record.state)
+    states = collections.Counter(j.record().state.value for j in launched)
+    assert states == {"succeeded": 2, "failed": 2}, states
+    for record in jobs.store_for(home).list(limit=None):
+        assert record.state.is_terminal(), record
+        if record.state is JobState.FAILED:
+            assert record.error and "\n" not in record.error.strip(), record.error
+
+
+def test_summary() -> None:
+    """Print the outcome counts (every category ran, with no crash)."""
+    rows = collections.defaultdict(collections.Counter)
+    for (category, entry, outcome), n in TALLY.items():
+        rows[category][f"{entry}:{outcome}"] += n
+    total = sum(TALLY.values())
+    print(f"\n[bad input] {total} cases (entry point x input), 0 tracebacks, 0 hangs:")
+    for category in sorted(rows):
+        counts = ", ".join(f"{k} {v}" for k, v in sorted(rows[category].items()))
+        print(f"  {category:<20} {sum(rows[category].values()):>4}  {counts}")
+    assert {outcome for _, _, outcome in TALLY} <= {"plan", "error", "launched"}

@@ -1,0 +1,547 @@
+"""Faults, counted: what breaks around a job, and that no job is ever lost, left running or left
+in an unclear state. (A replica killed mid-training, a killed kernel and a killed supervisor are
+in ``test_local_backend.py``; a Vertex create answered 429/503 or late, and a job accepted then
+failed by Vertex AI, in ``test_vertex_backend.py``.)
+
+* the Jupyter server stopped (SIGTERM) and crashed (SIGKILL) while its job runs: the job goes
+  on, is listed after each restart and followed to the end through the REST API;
+* the job-record store written by several processes at once while jobs run;
+* a full disk (a private tmpfs) while writing the job records, the job folder, and, in the Docker
+  engine, the build context;
+* the Docker engine killed mid-build, and the kernel killed while its image builds;
+* the Vertex AI API answering 429, 503 and timeouts to the watcher's polls and log reads, and to
+  a cancel, then recovering.
+
+Each case checks: nothing lost (records, log lines), nothing left running (psutil), one clear
+state (terminal, with a one-line error naming the fix when it failed).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from faultinfra import (
+    DedicatedEngine,
+    JupyterServer,
+    SocketProxy,
+    in_tmpfs,
+    tiny_image,
+    tmpfs_unavailable,
+)
+from jobutil import JOB_DEADLINE_S, job_pids, plan_for, wait_gone, wait_state, write_notebook
+
+from tfc_jupyter.build import BuildError
+from tfc_jupyter.errors import TfcError
+from tfc_jupyter.jobs import Job, launch, store_for
+from tfc_jupyter.records import JobState
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _summary(case: str, **counts: Any) -> None:
+    print(f"\n[faults] {case}: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
+
+
+# ================================================================ the Jupyter server restarted
+TICKER = """\
+%%tfc_run --strategy none
+import os, time
+i, deadline = 0, time.monotonic() + 120
+while not os.path.exists({release!r}) and time.monotonic() < deadline:
+    print(f"tick {{i}}", flush=True)
+    i += 1
+    time.sleep(0.1)
+print("released", flush=True)
+"""
+
+
+def _follow_rest(server: JupyterServer, job_id: str, timeout: float) -> tuple[str, dict[str, Any]]:
+    """The chief's whole log through ``GET /jobs/ID/logs`` from offset 0, until the job ends."""
+    text, offset, deadline = "", 0, time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        status, chunk = server.request("GET", f"jobs/{job_id}/logs", replica="chief", offset=offset)
+        assert status == 200, chunk
+        text += chunk["text"]
+        offset = chunk["next_offset"]
+        if chunk["terminal"] and not chunk["more"]:
+            return text, server.request("GET", f"jobs/{job_id}")[1]
+        time.sleep(0.2)
+    raise AssertionError(f"{job_id} did not end in {timeout:g} s")
+
+
+def _wait_for(predicate: Any, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"{what} did not happen in {timeout:g} s")
+
+
+@pytest.mark.slow
+def test_jupyter_server_restarted_while_its_job_runs(tmp_path: Path, tfc_env: Path) -> None:
+    home = Path(os.environ["TFC_JUPYTER_HOME"])
+    root = tmp_path / "root"
+    release = tmp_path / "release"
+    root.mkdir()
+    write_notebook(root / "ticker.ipynb", TICKER.format(release=str(release)))
+    server = JupyterServer(root, tmp_path / "jconfig", dict(os.environ), tmp_path / "server.log")
+    store = store_for(home)
+    job_id = ""
+    try:
+        server.start()
+        status, data = server.request("POST", "jobs", {"path": "ticker.ipynb"})
+        assert status == 201, data
+        job_id = data["job"]["id"]
+        _wait_for(lambda: "tick 3" in Job(job_id, store).logs(), 60, "the first ticks")
+        restarts = 0
+        for sig in (signal.SIGTERM, signal.SIGKILL):  # a restart, then a crash
+            server.stop(sig)
+            record = store.get(job_id)
+            assert record.state is JobState.RUNNING, record.state
+            assert wait_gone(job_pids(record), timeout=0.5) == job_pids(record), "job stopped"
+            server.start()
+            restarts += 1
+            status, listed = server.request("GET", "jobs")
+            (mine,) = [j for j in listed["jobs"] if j["id"] == job_id]
+            assert mine["state"] == "running" and not mine["terminal"], mine
+        release.touch()
+        text, final = _follow_rest(server, job_id, timeout=JOB_DEADLINE_S)
+    finally:
+        server.stop()
+        if job_id and not store.get(job_id).state.is_terminal():
+            Job(job_id, store).cancel()
+    assert server.proc is not None and server.proc.poll() is not None, "the server still runs"
+    assert final["state"] == "succeeded", final
+    ticks = [int(line.split()[1]) for line in text.splitlines() if line.startswith("tick ")]
+    assert ticks == list(range(len(ticks))) and len(ticks) > 3, "a tick lost or repeated"
+    assert text.rstrip().endswith("released")
+    assert wait_gone(job_pids(store.get(job_id))) == []
+    _summary(
+        "jupyter server", restarts=restarts, job=final["state"], ticks=len(ticks), left_running=0
+    )
+
+
+# ================================================================ the store, many writers
+WRITER = textwrap.dedent("""\
+    import json, sys
+    from tfc_jupyter.records import JobRecord, JobState, JobStore, new_job_id
+    store, n, counter = JobStore(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+    made = []
+    for i in range(n):
+        rec = store.create(JobRecord(id=new_job_id("writer"), name="writer", backend="test"))
+        store.transition(rec.id, JobState.RUNNING)
+        store.update(counter, mutate=lambda r: {"handle": {"n": r.handle.get("n", 0) + 1}})
+        store.transition(rec.id, JobState.SUCCEEDED)
+        store.list(limit=20)
+        made.append(rec.id)
+    print(json.dumps(made))
+""")
+READER = textwrap.dedent("""\
+    import json, sys, time
+    from tfc_jupyter.server.service import JobService
+    service, ids, reads = JobService(sys.argv[1]), sys.argv[2].split(","), 0
+    deadline = time.monotonic() + float(sys.argv[3])
+    while time.monotonic() < deadline:
+        service.list_jobs(limit=200)
+        for job_id in ids:
+            service.logs(job_id)
+        reads += 1
+    print(json.dumps({"reads": reads}))
+""")
+WRITERS, WRITES = 3, 80
+
+
+@pytest.mark.slow
+def test_job_store_written_by_several_processes_while_jobs_run(
+    tmp_path: Path, tfc_env: Path
+) -> None:
+    from tfc_jupyter.records import JobRecord
+
+    home = Path(os.environ["TFC_JUPYTER_HOME"])
+    store = store_for(home)
+    counter = store.create(JobRecord(id="counter", name="counter", backend="test")).id
+    store.transition(counter, JobState.SUCCEEDED)
+    body = "%%tfc_run --strategy none\nimport time\nfor i in range(300):\n"
+    body += "    print(f'line {i:03d}', flush=True)\n    time.sleep(0.01)\n"
+    nb = write_notebook(tmp_path / "busy.ipynb", body)
+    jobs = [launch(plan_for(nb), store=store) for _ in range(4)]
+    env = dict(os.environ)
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", WRITER, str(store.path), str(WRITES), counter],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        for _ in range(WRITERS)
+    ]
+    ids = ",".join(j.id for j in jobs)
+    procs.append(
+        subprocess.Popen(
+            [sys.executable, "-c", READER, str(tmp_path), ids, "6"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+    )
+    outputs = []
+    try:
+        for proc in procs:
+            out, err = proc.communicate(timeout=120)
+            assert proc.returncode == 0, err[-2000:]
+            outputs.append(json.loads(out.strip().splitlines()[-1]))
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+    records = [job.wait(timeout=JOB_DEADLINE_S) for job in jobs]
+    assert [r.state for r in records] == [JobState.SUCCEEDED] * 4, [r.error for r in records]
+    for record in records:
+        lines = (Path(record.log_dir) / "chief.log").read_text().splitlines()
+        assert [x for x in lines if x.startswith("line ")] == [f"line {i:03d}" for i in range(300)]
+        assert "unusable" not in (Path(record.log_dir) / "supervisor.log").read_text()
+    made = [job_id for out in outputs[:WRITERS] for job_id in out]
+    assert len(made) == len(set(made)) == WRITERS * WRITES
+    assert all(store.get(job_id).state is JobState.SUCCEEDED for job_id in made)
+    assert store.get(counter).handle["n"] == WRITERS * WRITES, "an increment was lost"
+    assert wait_gone([p for r in records for p in job_pids(r)]) == []
+    _summary(
+        "job store",
+        writers=WRITERS,
+        records_written=len(made),
+        increments=store.get(counter).handle["n"],
+        reader_passes=outputs[-1]["reads"],
+        jobs_succeeded=len(records),
+        lost=0,
+    )
+
+
+# ================================================================ a full disk
+FULL_DISK_CHILD = textwrap.dedent("""\
+    import contextlib, io, json, os, sys
+    from pathlib import Path
+    import nbformat, psutil
+    from tfc_jupyter import cli, jobs
+    home, leave, cell, nb_path = Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+    jobs.store_for(home)  # the store exists, as after earlier jobs
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(
+        "%%tfc_run --strategy none\\nblob = '" + "a" * cell + "'\\nprint(len(blob))")]
+    nbformat.write(nb, nb_path)
+    st = os.statvfs(home)
+    with open(home / "filler", "wb") as fh:  # the disk fills up, but for `leave` bytes
+        fh.write(b"\\0" * max(0, st.f_bavail * st.f_frsize - leave))
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        code = cli.main(["run", nb_path])
+    folders = sorted(os.listdir(home / "jobs")) if (home / "jobs").is_dir() else []
+    os.unlink(home / "filler")  # space again: what did the failure leave behind?
+    records = [(r.id, r.state.value, r.error) for r in jobs.store_for(home).list(limit=None)]
+    children = [p.pid for p in psutil.Process().children(recursive=True)]
+    print(json.dumps({"code": code, "stderr": err.getvalue(), "folders": folders,
+                      "records": records, "children": children}))
+""")
+FULL_DISK_CASES = {
+    # name: (bytes left free, size of the cell, what the one line says)
+    "records": (8 << 10, 10, "free some disk space"),
+    "job folder": (128 << 10, 2_000_000, "cannot write the job folder"),
+    "room enough": (2 << 20, 10, None),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", list(FULL_DISK_CASES))
+def test_full_disk_while_writing_records_and_the_job_folder(
+    tmp_path: Path, tfc_env: Path, case: str
+) -> None:
+    reason = tmpfs_unavailable()
+    if reason:
+        pytest.skip(f"no private tmpfs: {reason}")
+    leave, cell, says = FULL_DISK_CASES[case]
+    home = tmp_path / "home"
+    proc = in_tmpfs(
+        "4m",
+        home,
+        [
+            sys.executable,
+            "-c",
+            FULL_DISK_CHILD,
+            str(home),
+            str(leave),
+            str(cell),
+            str(tmp_path / "nb.ipynb"),
+        ],
+        env={**os.environ, "TFC_JUPYTER_HOME": str(home)},
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    if says is None:  # the control: with room, the same job runs
+        assert result["code"] == 0 and [r[1] for r in result["records"]] == ["succeeded"]
+        return
+    line = result["stderr"]
+    assert result["code"] == 2 and line.count("\n") == 1, line
+    assert says in line and "Fix: free some disk space" in line, line
+    assert result["records"] == [] and result["folders"] == [], result  # nothing half-written
+    assert result["children"] == []  # nothing started
+    _summary(f"full disk ({case})", exit=result["code"], records=0, folders=0, error=line.strip())
+
+
+# ================================================================ Docker: full disk, engine gone
+@pytest.fixture
+def engine_env(tfc_env: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Skips without a dedicated engine; no Docker variables leak in."""
+    reason = DedicatedEngine.unavailable()
+    if reason:
+        pytest.skip(f"no dedicated Docker engine: {reason}")
+    for name in ("DOCKER_HOST", "DOCKER_TLS_VERIFY", "DOCKER_CERT_PATH"):
+        monkeypatch.delenv(name, raising=False)
+    yield
+
+
+def _docker_notebook(folder: Path, parent: str, include: str = "") -> Path:
+    flags = f"--backend docker --parent-image {parent}"
+    flags += f" --include {include}" if include else ""
+    return write_notebook(folder / "job.ipynb", f"%%tfc_run {flags}\nprint('never runs')")
+
+
+def _failed_launch_leaves_a_clear_record(home: Path, exc: TfcError) -> Any:
+    (record,) = store_for(home).list(limit=None)
+    assert record.state is JobState.FAILED and record.error.startswith("launch failed: ")
+    assert "supervisor_pid" not in record.handle  # no watcher was started
+    text = str(exc)
+    assert "\n" not in text and "Fix:" in text and "Traceback" not in text, text
+    return record
+
+
+@pytest.mark.slow
+def test_full_disk_while_the_engine_writes_the_build_context(
+    tmp_path: Path, engine_env: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = Path(os.environ["TFC_JUPYTER_HOME"])
+    engine = DedicatedEngine(size="24m")
+    procs = []
+    try:
+        client = engine.start()
+        procs = engine.processes()
+        parent = tiny_image(client)
+        monkeypatch.setenv("DOCKER_HOST", f"unix://{engine.socket}")
+        folder = tmp_path / "proj"
+        folder.mkdir()
+        (folder / "data.bin").write_bytes(os.urandom(40 << 20))  # more than the engine's disk
+        plan = plan_for(_docker_notebook(folder, parent, "data.bin"))
+        with pytest.raises(BuildError) as info:
+            launch(plan, store=store_for(home))
+        record = _failed_launch_leaves_a_clear_record(home, info.value)
+        assert "no space left on device" in str(info.value)
+        assert "free disk space" in str(info.value)
+        assert client.containers.list(all=True) == []
+        assert client.ping()  # the engine itself is fine: only the build failed
+    finally:
+        engine.stop()
+    assert procs and not any(p.is_running() for p in procs)
+    _summary("full disk (engine, build context)", job=record.state.value, error=str(info.value))
+
+
+KERNEL = textwrap.dedent("""\
+    import sys
+    sys.path.insert(0, sys.argv[2])
+    from jobutil import plan_for
+    from pathlib import Path
+    from tfc_jupyter.jobs import launch
+    launch(plan_for(Path(sys.argv[1])))
+""")
+
+
+@pytest.mark.slow
+def test_engine_gone_mid_build_and_kernel_killed_mid_build(
+    tmp_path: Path, engine_env: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = Path(os.environ["TFC_JUPYTER_HOME"])
+    engine = DedicatedEngine(size="256m")
+    proxy: SocketProxy | None = None
+    try:
+        client = engine.start()
+        parent = tiny_image(client)
+        proxy = SocketProxy(engine.socket, engine.dir / "proxy.sock", mode="hold").start()
+        env = {**os.environ, "DOCKER_HOST": f"unix://{proxy.path}"}
+
+        # 1. The kernel is killed while the engine builds its image (held by the proxy).
+        (tmp_path / "one").mkdir()
+        nb = _docker_notebook(tmp_path / "one", parent)
+        kernel = subprocess.Popen(
+            [sys.executable, "-c", KERNEL, str(nb), str(Path(__file__).parent)], env=env
+        )
+        try:
+            assert proxy.build_seen.wait(60), "the build never started"
+            (queued,) = store_for(home).list(limit=None)
+            assert queued.state is JobState.QUEUED and queued.owner_pid == kernel.pid
+            kernel.kill()
+            kernel.wait(timeout=10)
+        finally:
+            if kernel.poll() is None:
+                kernel.kill()
+        proxy.release()
+        time.sleep(2.1)  # the record's last change is then old enough to judge
+        interrupted = Job(queued.id, store_for(home)).record()
+        assert interrupted.state is JobState.FAILED, interrupted.state
+        assert "launch was interrupted" in interrupted.error
+
+        # 2. The engine dies while it streams the build's answer.
+        proxy.close()
+        proxy = SocketProxy(engine.socket, engine.dir / "proxy2.sock", mode="cut").start()
+        monkeypatch.setenv("DOCKER_HOST", f"unix://{proxy.path}")
+        (tmp_path / "two").mkdir()
+        plan = plan_for(_docker_notebook(tmp_path / "two", parent))
+        outcome: dict[str, BaseException] = {}
+
+        def go() -> None:
+            try:
+                launch(plan, store=store_for(home))
+            except BaseException as exc:
+                outcome["error"] = exc
+
+        thread = threading.Thread(target=go)
+        thread.start()
+        assert proxy.answer_begun.wait(60), "the build never answered"
+        engine_procs = engine.processes()
+        engine.kill()  # dockerd and its containerd, SIGKILL
+        proxy.release()
+        thread.join(60)
+        assert not thread.is_alive(), "the launch hangs after the engine died"
+    finally:
+        if proxy is not None:
+            proxy.close()
+        engine.stop()
+    error = outcome.get("error")
+    assert isinstance(error, BuildError), repr(error)
+    assert "stopped answering during the build" in str(error)
+    records = {r.id: r for r in store_for(home).list(limit=None)}
+    (gone,) = [r for r in records.values() if r.id != queued.id]
+    assert gone.state is JobState.FAILED and gone.error.startswith("launch failed: ")
+    assert "supervisor_pid" not in gone.handle
+    assert all(not p.is_running() for p in engine_procs)
+    _summary(
+        "docker engine",
+        kernel_killed_mid_build=interrupted.state.value,
+        engine_killed_mid_build=gone.state.value,
+        error=str(error),
+        left_running=0,
+    )
+
+
+# ================================================================ Vertex AI: flaky, then fine
+GET_JOB = r"GET /v1/projects/[^/]+/locations/[^/]+/customJobs/\d+$"
+ENTRIES = r"POST /v2/entries:list$"
+CANCEL = r":cancel$"
+
+
+@pytest.fixture
+def vertex_home(
+    vertex_server: Any, tfc_env: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Path]:
+    """The backend pointed at the test server; short timeouts, fast polls; watchers ended."""
+    from tfc_jupyter.backends.vertex import stop_watcher
+
+    for name, value in {
+        "TFC_VERTEX_ENDPOINT": vertex_server.url,
+        "TFC_VERTEX_POLL": "0.2",
+        "TFC_VERTEX_BACKOFF": "0.05",
+        "TFC_VERTEX_TIMEOUT": "1",
+        "TFC_VERTEX_RETRY_TOTAL": "20",
+        "TFC_VERTEX_DRAIN": "1.5",
+    }.items():
+        monkeypatch.setenv(name, value)
+    home = Path(os.environ["TFC_JUPYTER_HOME"])
+    yield home
+    for record in store_for(home).list(limit=None):
+        stop_watcher(record)
+
+
+def _vertex_job(server: Any, home: Path, folder: Path, body: str) -> Job:
+    """Plan with a folder image registered with the server, and launch on Vertex AI."""
+    image = "registry.test/tfc/faults:1"
+    nb = write_notebook(folder / "job.ipynb", f"%%tfc_run\n{body}")
+    plan = plan_for(nb, f"--backend vertex --project test-project --image {image}")
+    image_dir = folder / "image"
+    image_dir.mkdir()
+    (image_dir / "script.py").write_text(plan.script.text)
+    smap = plan.script.source_map_json(plan.selection.name)
+    (image_dir / "script.map.json").write_text(json.dumps(smap))
+    shutil.copytree(ROOT / "runtime" / "tfc_runtime", image_dir / "tfc_runtime")
+    server.add_image(image, image_dir)
+    return launch(plan, store=store_for(home))
+
+
+def _watcher_gone(record: Any) -> bool:
+    pid = record.handle.get("watcher_pid")
+    return not pid or wait_gone([int(pid)]) == []
+
+
+@pytest.mark.slow
+def test_vertex_api_flaky_during_the_job_then_fine(
+    vertex_server: Any, vertex_home: Path, tmp_path: Path
+) -> None:
+    from vertex_server import Fault
+
+    flaky = [Fault.rate_limited(GET_JOB), Fault.unavailable(GET_JOB), Fault.slow(2.5, GET_JOB)]
+    flaky += [Fault.unavailable(ENTRIES), Fault.rate_limited(ENTRIES), Fault.slow(2.5, ENTRIES)]
+    body = "import time\nfor i in range(60):\n    print(f'step {i:02d}', flush=True)\n"
+    body += "    time.sleep(0.1)\n"
+    (tmp_path / "a").mkdir()
+    vertex_server.inject(*flaky)  # from its first polls on
+    job = _vertex_job(vertex_server, vertex_home, tmp_path / "a", body)
+    wait_state(job, {JobState.RUNNING, JobState.SUCCEEDED}, timeout=60)
+    vertex_server.inject(*flaky)  # and again while it runs
+    record = job.wait(timeout=JOB_DEADLINE_S)
+    assert record.state is JobState.SUCCEEDED, record.error
+    lines = (Path(record.log_dir) / "chief.log").read_text().splitlines()
+    steps = [x for x in lines if x.startswith("step ")]
+    assert steps == [f"step {i:02d}" for i in range(60)], "a log line lost or repeated"
+    answered = [r.answer for r in vertex_server.received("GET", r"customJobs/\d+$")]
+    answered += [r.answer for r in vertex_server.received("POST", "entries:list$")]
+    assert answered.count(429) >= 4 and answered.count(503) >= 4, answered
+    assert vertex_server.faults == [], "every fault was met"
+    assert _watcher_gone(record)
+
+    # A cancel that meets 503 and 429 first.
+    (tmp_path / "b").mkdir()
+    sleeper = _vertex_job(
+        vertex_server,
+        vertex_home,
+        tmp_path / "b",
+        "import time\nprint('up', flush=True)\ntime.sleep(120)",
+    )
+    wait_state(sleeper, {JobState.RUNNING}, timeout=60)
+    vertex_server.inject(Fault.unavailable(CANCEL), Fault.rate_limited(CANCEL))
+    sleeper.cancel()
+    _wait_for(lambda: sleeper.record().state.is_terminal(), 60, "the cancel")
+    cancelled = sleeper.record()
+    assert cancelled.state is JobState.CANCELLED, cancelled.state
+    run = vertex_server.job(cancelled.handle["vertex_job_id"])
+    assert all(r.poll() is not None for r in run.replicas.values()), "a replica still runs"
+    assert [r.answer for r in vertex_server.received("POST", CANCEL)] == [503, 429, 200]
+    assert _watcher_gone(cancelled)
+    _summary(
+        "vertex api",
+        faults_met=answered.count(429) + answered.count(503) + 2,
+        job=record.state.value,
+        log_lines=len(steps),
+        cancel=cancelled.state.value,
+        left_running=0,
+    )

@@ -1,0 +1,624 @@
+"""Security, counted: secrets never reach a build context or an image, user strings never reach
+a shell, every REST endpoint refuses unauthenticated and cross-site requests, and everything a
+job writes is owner-only.
+
+* A corpus of project folders (flat, nested, home-like, symlinked, disguised) with planted
+  secrets: each context's tar is read back (names and bytes); with Docker, the image's own layers.
+* Hostile strings (``;``, ``$()``, backticks, quotes, pipes, newlines) in folder and notebook
+  names, ``--name``, ``--label``, ``--args`` and ``--requirements`` go through plan -> launch
+  (local) -> job, by the CLI, the magic and the REST service: a canary file is never created.
+* The REST routes are enumerated from ``handlers.ROUTES``, so a new endpoint is covered by itself.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import re
+import shlex
+import stat
+import tarfile
+import urllib.parse
+import uuid
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from jobutil import JOB_DEADLINE_S, plan_for, run_job, write_notebook
+from tornado.httpclient import HTTPClientError, HTTPResponse
+
+from tfc_jupyter import cli, jobs
+from tfc_jupyter.errors import TfcError
+from tfc_jupyter.panel.memory import ChoiceMemory
+from tfc_jupyter.records import JobState
+from tfc_jupyter.server import handlers
+from tfc_jupyter.server.service import JobService
+
+pytest_plugins = ("pytest_jupyter.jupyter_server",)
+
+Fetch = Callable[..., Awaitable[HTTPResponse]]
+MARK = b"PLANTED-"
+
+
+# ====================================================================== secrets corpus
+def _pem(label: str, tag: str) -> str:
+    return f"-----BEGIN {label}-----\nMIIB{tag}PLANTED-{tag}\n-----END {label}-----\n"
+
+
+def _sa_json(tag: str) -> str:
+    return json.dumps(
+        {
+            "type": "service_account",
+            "project_id": "p",
+            "private_key_id": f"PLANTED-{tag}",
+            "private_key": _pem("PRIVATE KEY", tag),
+            "client_email": "trainer@p.iam.gserviceaccount.com",
+        },
+        indent=2,
+    )
+
+
+def _aws(tag: str, upper: bool = False) -> str:
+    key = "AWS_SECRET_ACCESS_KEY" if upper else "aws_secret_access_key"
+    return f"[default]\naws_access_key_id = AKIA\n{key} = PLANTED-{tag}\n"
+
+
+def _files(folder: Path, files: dict[str, str | bytes]) -> None:
+    for rel, content in files.items():
+        path = folder / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, bytes):
+            path.write_bytes(content)
+        else:
+            path.write_text(content)
+
+
+def _flat(folder: Path, outside: Path) -> list[str]:
+    _files(
+        folder,
+        {
+            ".env": "API_TOKEN=PLANTED-dotenv\n",
+            ".env.local": "API_TOKEN=PLANTED-dotenv-local\n",
+            ".ENV.production": "API_TOKEN=PLANTED-dotenv-upper\n",
+            ".envrc": "export TOKEN=PLANTED-envrc\n",
+            "prod.env": "TOKEN=PLANTED-prod-env\n",
+            "id_rsa": _pem("RSA PRIVATE KEY", "id-rsa"),
+            "id_ecdsa": _pem("EC PRIVATE KEY", "id-ecdsa"),
+            "server.key": "PLANTED-server-key\n",
+            "cert.PEM": _pem("CERTIFICATE", "cert-upper"),
+            "store.p12": b"\x30\x82PLANTED-p12",
+            "store.pfx": b"\x30\x82PLANTED-pfx",
+            "app.jks": b"\xfe\xed\xfe\xedPLANTED-jks",
+            "putty.ppk": "PuTTY-User-Key-File-2: ssh-rsa\nPLANTED-ppk\n",
+            "service-account.json": _sa_json("sa-flat"),
+            "credentials": _aws("aws-bare"),
+            ".netrc": "machine api.wandb.ai login user password PLANTED-netrc\n",
+            ".pypirc": "[pypi]\npassword = PLANTED-pypirc\n",
+            ".npmrc": "//registry.npmjs.org/:_authToken=PLANTED-npmrc\n",
+            ".git-credentials": "https://u:PLANTED-gitcred@github.com\n",
+            "kubeconfig": "PLANTED-kubeconfig\n",
+            ".htpasswd": "u:PLANTED-htpasswd\n",
+            "data.csv": "a,b\n1,2\n",
+            "model.py": "LAYERS = 3\n",
+        },
+    )
+    return []
+
+
+def _nested(folder: Path, outside: Path) -> list[str]:
+    _files(
+        folder,
+        {
+            "data/raw/2024/.env": "TOKEN=PLANTED-nested-env\n",
+            "src/config/secrets/key.pem": _pem("PRIVATE KEY", "nested-pem"),
+            "a/b/c/d/e/sa-key.json": _sa_json("nested-sa"),
+            "configs/prod/.aws/credentials": _aws("nested-aws"),
+            "project/.git/config": "[remote]\nurl = https://PLANTED-git@x\n",
+            "deep/.ssh/id_rsa": _pem("OPENSSH PRIVATE KEY", "nested-ssh"),
+            "x/y/.config/gcloud/credentials.db": b"SQLite format 3\0PLANTED-gcloud-db",
+            "x/y/.kube/config": "kind: Config\nclusters: []\n# PLANTED-nested-kube\n",
+            "data/raw/2024/train.csv": "a\n1\n",
+            "src/config/settings.yaml": "lr: 0.1\n",
+        },
+    )
+    return []
+
+
+def _home_like(folder: Path, outside: Path) -> list[str]:
+    adc = {"type": "authorized_user", "client_id": "c", "refresh_token": "PLANTED-adc"}
+    _files(
+        folder,
+        {
+            ".ssh/id_ed25519": _pem("OPENSSH PRIVATE KEY", "home-ssh"),
+            ".ssh/config": "Host x # PLANTED-ssh-config\n",
+            ".aws/credentials": _aws("home-aws"),
+            ".aws/config": "[default]\n# PLANTED-aws-config\n",
+            ".config/gcloud/application_default_credentials.json": json.dumps(adc),
+            ".config/gcloud/legacy_credentials/me@x.com/adc.json": json.dumps(adc),
+            ".config/gcloud/access_tokens.db": b"SQLite format 3\0PLANTED-tokens-db",
+            ".docker/config.json": '{"auths": {"r": {"auth": "PLANTED-docker"}}}',
+            ".azure/accessTokens.json": '[{"accessToken": "PLANTED-azure"}]',
+            ".gnupg/private-keys-v1.d/k.key": "PLANTED-gnupg\n",
+            ".kaggle/kaggle.json": '{"username": "me", "key": "PLANTED-kaggle"}',
+            ".cache/huggingface/token": "hf_PLANTED-hf-token\n",
+            ".huggingface/token": "hf_PLANTED-hf-old\n",
+            ".boto": "[Credentials]\ngs_secret_access_key = PLANTED-boto\n",
+            ".s3cfg": "[default]\nsecret_key = PLANTED-s3cfg\n",
+            "work/train.py": "print('train')\n",
+        },
+    )
+    return []
+
+
+def _symlinked(folder: Path, outside: Path) -> list[str]:
+    _files(
+        outside,
+        {
+            "secret.pem": _pem("RSA PRIVATE KEY", "link-pem"),
+            "aws_credentials": _aws("link-aws"),
+            ".config/gcloud/application_default_credentials.json": json.dumps(
+                {"type": "authorized_user", "refresh_token": "PLANTED-link-adc"}
+            ),
+            "shared_dir/.env": "TOKEN=PLANTED-link-dir-env\n",
+            "shared_dir/sa.json": _sa_json("link-dir-sa"),
+            "shared_dir/ok.txt": "fine\n",
+        },
+    )
+    _files(folder, {"data/real.csv": "a\n1\n"})
+    os.symlink(outside / "secret.pem", folder / "data" / "innocent.txt")
+    os.symlink(outside / "aws_credentials", folder / "data" / "creds.txt")
+    os.symlink(outside / ".config" / "gcloud", folder / "data" / "adc")
+    os.symlink(outside / "shared_dir", folder / "shared")
+    os.symlink(".", folder / "loop")
+    os.symlink(folder / "does-not-exist", folder / "dangling")
+    return ["data/innocent.txt", "data/creds.txt", "data/adc", "shared", "shared/.env"]
+
+
+def _disguised(folder: Path, outside: Path) -> list[str]:
+    client = {"installed": {"client_id": "x", "client_secret": "PLANTED-client-secret"}}
+    token = {"token": "ya29", "refresh_token": "PLANTED-oauth-refresh", "client_secret": "s"}
+    _files(
+        folder,
+        {
+            "config.json": b"\xef\xbb\xbf" + _sa_json("bom-sa").encode(),
+            "adc-copy.json": b"\xef\xbb\xbf"
+            + json.dumps({"type": "authorized_user", "refresh_token": "PLANTED-bom"}).encode(),
+            "notes.md": "# notes\n\n" + _pem("OPENSSH PRIVATE KEY", "md-ssh"),
+            "settings.ini": _aws("ini-aws", upper=True),
+            "cluster.yaml": "apiVersion: v1\nkind: Config\nclusters:\n- name: PLANTED-k8s\n",
+            "wif.json": json.dumps({"type": "external_account", "audience": "PLANTED-wif"}),
+            "enc.txt": _pem("ENCRYPTED PRIVATE KEY", "pkcs8"),
+            "dsa.txt": _pem("DSA PRIVATE KEY", "dsa"),
+            "client_secret_123.apps.googleusercontent.com.json": json.dumps(client),
+            "token.json": json.dumps(token),
+            "params.json": '{"type": "adam", "lr": 0.1}',
+        },
+    )
+    return []
+
+
+LAYOUTS: dict[str, Callable[[Path, Path], list[str]]] = {
+    "flat": _flat,
+    "nested": _nested,
+    "home_like": _home_like,
+    "symlinked": _symlinked,
+    "disguised": _disguised,
+}
+INNOCENT = {  # files each layout's context must still hold (the check is not vacuous)
+    "flat": ["data.csv", "model.py"],
+    "nested": ["data/raw/2024/train.csv", "src/config/settings.yaml"],
+    "home_like": ["work/train.py"],
+    "symlinked": ["data/real.csv", "shared/ok.txt"],
+    "disguised": ["params.json"],
+}
+
+
+def _make_layout(root: Path, name: str) -> tuple[Path, list[str]]:
+    """The layout's folder with a notebook; returns (notebook, files declared by name)."""
+    folder, outside = root / name, root / f"{name}-outside"
+    folder.mkdir(parents=True)
+    outside.mkdir()
+    declared = LAYOUTS[name](folder, outside)
+    body = "%%tfc_run --backend docker --include .\nprint(open('README.txt').read())"
+    (folder / "README.txt").write_text("hello\n")
+    nb = write_notebook(folder / "train.ipynb", "import os", body)
+    return nb, declared
+
+
+def _tar_members(data: bytes) -> dict[str, bytes]:
+    with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+        return {
+            m.name: (tar.extractfile(m).read() if m.isfile() else b"")  # type: ignore[union-attr]
+            for m in tar.getmembers()
+        }
+
+
+def _planted(folder: Path) -> list[str]:
+    """Every file under ``folder`` (links not followed) whose bytes carry the marker."""
+    found = []
+    for dirpath, _, names in os.walk(folder, followlinks=False):
+        for name in names:
+            path = Path(dirpath) / name
+            try:
+                if path.is_file() and MARK in path.read_bytes():
+                    found.append(path.relative_to(folder).as_posix())
+            except OSError:
+                continue
+    return found
+
+
+@pytest.mark.parametrize("layout", sorted(LAYOUTS))
+def test_no_secret_in_any_build_context(tmp_path: Path, tfc_env: Path, layout: str) -> None:
+    nb, declared = _make_layout(tmp_path, layout)
+    planted = _planted(nb.parent)
+    outside = _planted(tmp_path / f"{layout}-outside")
+    assert planted or outside, "the layout plants secrets"
+    plan = plan_for(nb, " ".join(f"--include {shlex.quote(rel)}" for rel in declared))
+    assert plan.context is not None
+    members = _tar_members(plan.context.tar_bytes())
+    leaked = sorted(name for name, data in members.items() if MARK in data)
+    named = sorted(f"app/{rel}" for rel in planted if f"app/{rel}" in members)
+    print(
+        f"[security] {layout}: {len(planted) + len(outside)} planted, {len(members)} in context, "
+        f"{len(plan.context.left_out)} left out, leaked {leaked + named}"
+    )
+    assert leaked == [] and named == [], (leaked, named)
+    for rel in INNOCENT[layout]:
+        assert f"app/{rel}" in members, (rel, sorted(members))
+    assert "app/train.ipynb" in members and "code/script.py" in members
+    assert all(reason for _, reason in plan.context.left_out)
+
+
+@pytest.mark.slow
+def test_no_secret_in_the_image_layers(
+    tmp_path: Path, tfc_env: Path, docker_client: Any, tf_parent_image: str
+) -> None:
+    from tfc_jupyter.build import ensure_image, reporting
+
+    root = tmp_path / "corpus"
+    declared = []
+    for name in LAYOUTS:  # every layout (and its "outside" folder) under one notebook
+        _, flags = _make_layout(root, name)
+        declared += [f"--include {name}/{rel}" for rel in flags]
+    nb = write_notebook(root / "all.ipynb", "%%tfc_run --backend docker --include .\nprint(1)")
+    plan = plan_for(nb, f"--parent-image {tf_parent_image} " + " ".join(declared))
+    with reporting(lambda event: None):
+        result = ensure_image(plan, push=False, client=docker_client)
+    files = _image_files(docker_client, result.uri, tf_parent_image, tmp_path)
+    leaked = sorted(name for name, data in files.items() if MARK in data)
+    print(f"[security] image: {len(files)} files in its own layers, leaked {leaked}")
+    assert leaked == []
+    assert "app/flat/data.csv" in files and "app/symlinked/shared/ok.txt" in files
+
+
+def _image_files(client: Any, uri: str, parent: str, scratch: Path) -> dict[str, bytes]:
+    """Every regular file in the image's own layers (above the parent's): path -> bytes."""
+    parent_layers = len(client.images.get(parent).attrs["RootFS"]["Layers"])
+    saved = scratch / "image.tar"
+    with open(saved, "wb") as fh:
+        for chunk in client.images.get(uri).save(named=True):
+            fh.write(chunk)
+    files: dict[str, bytes] = {}
+    with tarfile.open(saved) as image:
+        manifest = json.load(image.extractfile("manifest.json"))  # type: ignore[arg-type]
+        for layer in manifest[0]["Layers"][parent_layers:]:
+            with tarfile.open(fileobj=image.extractfile(layer)) as tar:
+                for member in tar.getmembers():
+                    if member.isfile():
+                        files[member.name] = tar.extractfile(member).read()  # type: ignore[union-attr]
+    return files
+
+
+# ====================================================================== no shell
+HOSTILE = [
+    "; touch {c}",
+    "$(touch {c})",
+    "`touch {c}`",
+    "' ; touch {c} ; '",
+    '" ; touch {c} ; "',
+    "| touch {c} &",
+    "&& touch {c} #",
+    "\n touch {c}",
+]
+ARGV_CELL = (
+    "%%tfc_run --strategy none\n"
+    "import json, os, sys\n"
+    "print('ARGV=' + json.dumps(sys.argv[1:]))\n"
+    "print('CWD=' + os.getcwd())\n"
+)
+
+
+class Canary:
+    """A unique file name that only a shell running a hostile string would create."""
+
+    def __init__(self, tmp_path: Path) -> None:
+        self.token = f"canary-{uuid.uuid4().hex[:10]}"
+        home = Path(os.environ.get("TFC_JUPYTER_HOME") or tmp_path)
+        self.trees = [tmp_path, home]  # notebook folders, job folders: every cwd a job has
+        self.places = [Path.cwd(), Path.home(), Path("/tmp"), Path("/")]  # other cwds
+
+    def found(self) -> list[str]:
+        """Every file or folder of that name."""
+        hits = [p for p in self.places if (p / self.token).exists()]
+        for tree in self.trees:
+            for dirpath, dirs, names in os.walk(tree):
+                hits += [Path(dirpath) / n for n in dirs + names if n == self.token]
+        return sorted(str(p) for p in hits)
+
+
+@pytest.fixture
+def canary(tmp_path: Path) -> Canary:
+    """A fresh canary for this test."""
+    return Canary(tmp_path)
+
+
+def _strings(token: str, absolute: Path) -> list[str]:
+    """Every hostile template, with the canary as an absolute path."""
+    return [h.format(c=absolute / token) for h in HOSTILE]
+
+
+def _cli_run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    code = cli.main(argv)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.mark.slow
+def test_hostile_folder_and_notebook_names_reach_no_shell(
+    tmp_path: Path, tfc_env: Path, canary: Canary, capsys: pytest.CaptureFixture[str]
+) -> None:
+    outcomes: dict[str, int] = {}
+    for i, template in enumerate(HOSTILE[:6]):
+        hostile = template.format(c=canary.token)  # relative: lands in whatever cwd a shell has
+        folder = tmp_path / f"p{i} {hostile}".replace("/", "_")
+        folder.mkdir()
+        nb = write_notebook(folder / f"{hostile}.ipynb".replace("/", "_"), ARGV_CELL)
+        code, _, err = _cli_run(["run", str(nb)], capsys)
+        outcomes[template] = code
+        assert code == 0, err
+        assert f"CWD={folder}" in _chief_log(nb), err
+    print(f"[security] hostile paths: {len(outcomes)} jobs, exit codes {set(outcomes.values())}")
+    assert canary.found() == []
+
+
+@pytest.mark.slow
+def test_hostile_flags_reach_no_shell(
+    tmp_path: Path, tfc_env: Path, canary: Canary, capsys: pytest.CaptureFixture[str]
+) -> None:
+    nb = write_notebook(tmp_path / "argv.ipynb", ARGV_CELL)
+    counts = {"ran": 0, "refused": 0}
+    strings = _strings(canary.token, tmp_path)
+    # --args: split like a shell, never run by one; the job sees exactly the words.
+    args = " ".join(shlex.quote(s) for s in strings) + " --x=$(touch {0}) `touch {0}`".format(
+        tmp_path / canary.token
+    )
+    code, _, err = _cli_run(["run", str(nb), "--args", args], capsys)
+    assert code == 0, err
+    argv = json.loads(_chief_log(nb).split("ARGV=", 1)[1].splitlines()[0])
+    assert argv == shlex.split(args)
+    counts["ran"] += 1
+    # --requirements: a file whose name is hostile, holding an installed package: it runs.
+    for s in strings[:4]:
+        req = tmp_path / f"req {s}.txt".replace("/", "_")
+        req.write_text("psutil\n")
+        code, _, err = _cli_run(["run", str(nb), "--requirements", str(req)], capsys)
+        assert code == 0, err
+        counts["ran"] += 1
+    # --name and --label: refused by validation, in one line, before anything runs.
+    before = len(jobs.store_for().list(limit=None))
+    for s in strings:
+        for flags in (["--name", s], ["--label", f"k={s}"], ["--label", f"{s}=v"]):
+            code, _, err = _cli_run(["run", str(nb), *flags], capsys)
+            assert code == 2 and err.count("\n") == 1 and "Fix:" in err, err
+            counts["refused"] += 1
+    assert len(jobs.store_for().list(limit=None)) == before
+    print(f"[security] hostile flags: {counts}")
+    assert canary.found() == []
+
+
+@pytest.mark.slow
+def test_hostile_strings_through_the_magic_and_rest(
+    tmp_path: Path, tfc_env: Path, canary: Canary, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from IPython.core.error import UsageError
+    from IPython.testing import globalipapp
+    from IPython.utils.capture import capture_output
+
+    globalipapp.start_ipython()  # None when another module started it: the same shell
+    ip = globalipapp.get_ipython()
+    assert ip is not None
+    ip.run_line_magic("load_ext", "tfc_jupyter")
+    hostile = HOSTILE[1].format(c=tmp_path / canary.token)
+    folder = tmp_path / HOSTILE[0].format(c=canary.token)
+    folder.mkdir()
+    nb = write_notebook(folder / "nb.ipynb", ARGV_CELL)
+    # How a person writes it: the folder quoted, the argument quoted inside --args.
+    line = f"--strategy none --notebook '{nb}' --args \"--msg '{hostile}'\""
+    with capture_output() as cap:
+        job = ip.run_cell_magic("tfc_run", line, ARGV_CELL.split("\n", 1)[1])
+    assert job.record().state is JobState.SUCCEEDED, cap.stdout
+    assert f"ARGV={json.dumps(['--msg', hostile])}" in job.logs()
+    with capture_output(), pytest.raises(UsageError) as info:
+        ip.run_cell_magic("tfc_run", f"--dry-run --label {shlex.quote('a=' + hostile)}", "x")
+    assert "\n" not in str(info.value)
+    # The REST service: the same strings as JSON options.
+    service = JobService(tmp_path)
+    status, data = service.create(
+        {
+            "path": str(nb.relative_to(tmp_path)),
+            "options": {"strategy": "none", "args": shlex.quote(hostile)},
+        }
+    )
+    assert status == 201
+    record = jobs.Job(data["job"]["id"], service.store()).wait(timeout=JOB_DEADLINE_S)
+    assert record.state is JobState.SUCCEEDED, record.error
+    assert f"ARGV={json.dumps([hostile])}" in jobs.Job(record.id, service.store()).logs()
+    for options in ({"label": [f"a={hostile}"]}, {"name": hostile}):
+        with pytest.raises(TfcError) as info:
+            service.create({"path": str(nb.relative_to(tmp_path)), "options": options})
+        assert "\n" not in str(info.value) and "Fix:" in str(info.value)
+    assert canary.found() == []
+
+
+def _chief_log(nb: Path) -> str:
+    """The chief log of the newest job (the CLI ran it to the end)."""
+    (record,) = jobs.store_for().list(limit=1)
+    assert record.state is JobState.SUCCEEDED, record.error
+    return (Path(record.log_dir) / "chief.log").read_text()
+
+
+# ====================================================================== REST: auth, XSRF
+@pytest.fixture
+def tfc_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A fresh job-record folder for the server."""
+    home = tmp_path / "tfc_home"
+    home.mkdir()
+    monkeypatch.setenv("TFC_JUPYTER_HOME", str(home))
+    return home
+
+
+@pytest.fixture
+def jp_server_config(tfc_home: Path) -> dict[str, Any]:
+    """Our extension on, authentication required."""
+    return {
+        "ServerApp": {
+            "jpserver_extensions": {"tfc_jupyter": True, "jupyter_server_terminals": False},
+            "allow_unauthenticated_access": False,
+        }
+    }
+
+
+_SAMPLES = {"job_id": "some-job", "path": "no-such-thing"}
+_METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
+
+
+def _routes() -> list[tuple[str, str, tuple[str, ...]]]:
+    """``(pattern, method, path parts)`` for every method each route's handler defines."""
+    from jupyter_server.base.handlers import APIHandler
+
+    out = []
+    for pattern, handler in handlers.ROUTES:
+        path = re.sub(r"\(\?P<(\w+)>[^()]*\)", lambda m: _SAMPLES.get(m[1], "x"), pattern)
+        assert re.fullmatch(pattern, path), (pattern, path)
+        own = handler.__mro__[: handler.__mro__.index(APIHandler)]
+        for method in _METHODS:
+            if any(method.lower() in cls.__dict__ for cls in own):
+                out.append((pattern, method, tuple(path.split("/"))))
+    return out
+
+
+ROUTE_CASES = _routes()
+
+
+def test_routes_are_enumerated() -> None:
+    patterns = {p for p, _, _ in ROUTE_CASES}
+    assert patterns == {p for p, _ in handlers.ROUTES}
+    assert {m for _, m, _ in ROUTE_CASES} >= {"GET", "POST"}
+    assert len(ROUTE_CASES) >= 9
+
+
+async def _status(fetch: Fetch, method: str, parts: tuple[str, ...], **kwargs: Any) -> int:
+    if method in ("POST", "PUT", "PATCH"):
+        kwargs.setdefault("body", "{}")
+    try:
+        response = await fetch("tfc-jupyter", *parts, method=method, **kwargs)
+    except HTTPClientError as exc:
+        return exc.code
+    return response.code
+
+
+@pytest.mark.parametrize(("pattern", "method", "parts"), ROUTE_CASES)
+async def test_every_route_refuses_unauthenticated_requests(
+    jp_fetch: Fetch, tfc_home: Path, pattern: str, method: str, parts: tuple[str, ...]
+) -> None:
+    for auth in ("", "token wrong-token", "Bearer x"):
+        status = await _status(jp_fetch, method, parts, headers={"Authorization": auth})
+        assert status in (401, 403), (method, pattern, auth, status)
+    assert jobs.store_for(tfc_home).list(limit=None) == []
+
+
+async def _browser(jp_fetch: Fetch, token: str) -> dict[str, str]:
+    """A logged-in browser's cookies (the login form, as a person would submit it)."""
+    page = await jp_fetch("login", headers={"Authorization": ""}, follow_redirects=False)
+    cookies = _cookies(page, {})
+    form = urllib.parse.urlencode({"password": token, "_xsrf": cookies["_xsrf"]})
+    with pytest.raises(HTTPClientError) as info:  # 302 to the application: logged in
+        await jp_fetch(
+            "login",
+            method="POST",
+            body=form,
+            headers={"Authorization": "", "Cookie": f"_xsrf={cookies['_xsrf']}"},
+            follow_redirects=False,
+        )
+    assert info.value.code == 302 and info.value.response is not None
+    return _cookies(info.value.response, cookies)
+
+
+def _cookies(response: HTTPResponse, into: dict[str, str]) -> dict[str, str]:
+    for header in response.headers.get_list("Set-Cookie"):
+        name, _, rest = header.partition("=")
+        into[name] = rest.split(";")[0]
+    return into
+
+
+async def test_every_route_refuses_cross_site_requests(
+    jp_fetch: Fetch, jp_serverapp: Any, tfc_home: Path
+) -> None:
+    cookies = await _browser(jp_fetch, jp_serverapp.identity_provider.token)
+    jar = "; ".join(f"{k}={v}" for k, v in cookies.items())
+    xsrf = urllib.parse.unquote(cookies["_xsrf"])
+    browser = {"Authorization": "", "Cookie": jar}
+    counts = {"refused": 0, "control": 0}
+    for pattern, method, parts in ROUTE_CASES:
+        # The session itself works (same origin): the refusals below are not vacuous.
+        same = {**browser, "X-XSRFToken": xsrf} if method != "GET" else browser
+        status = await _status(jp_fetch, method, parts, headers=same)
+        assert status not in (401, 403), (method, pattern, status)
+        counts["control"] += 1
+        # A page on another site: the browser sends the cookie and its own Origin.
+        evil = {**browser, "Origin": "http://evil.example", "X-XSRFToken": xsrf}
+        status = await _status(jp_fetch, method, parts, headers=evil)
+        assert status in (403, 404), (method, pattern, "cross-origin", status)
+        counts["refused"] += 1
+        if method != "GET":  # a cross-site form: the cookie without the XSRF token
+            status = await _status(jp_fetch, method, parts, headers=browser)
+            assert status == 403, (method, pattern, "no xsrf", status)
+            counts["refused"] += 1
+    print(f"[security] REST {len(ROUTE_CASES)} route/method pairs: {counts}")
+    # Nothing was launched by any refused request (the control POST /jobs sends no notebook).
+    assert jobs.store_for(tfc_home).list(limit=None) == []
+
+
+# ====================================================================== owner-only files
+def _loose(root: Path) -> list[str]:
+    """Paths under ``root`` that group or others may read, write or enter."""
+    loose = []
+    for dirpath, dirs, files in os.walk(root):
+        for name in dirs + files:
+            path = Path(dirpath) / name
+            mode = stat.S_IMODE(os.lstat(path).st_mode)
+            if mode & 0o077 and not path.is_symlink():
+                loose.append(f"{oct(mode)} {path.relative_to(root)}")
+    return loose
+
+
+@pytest.mark.slow
+def test_job_folders_logs_and_records_are_owner_only(tmp_path: Path, tfc_env: Path) -> None:
+    old = os.umask(0o022)  # the usual umask: files are 0644 unless made private
+    try:
+        home = tmp_path / "home"
+        ok = write_notebook(tmp_path / "ok.ipynb", "%%tfc_run --strategy none\nprint('fine')")
+        bad = write_notebook(tmp_path / "bad.ipynb", "%%tfc_run --strategy none\n1 / 0")
+        _, first = run_job(ok, home)
+        _, second = run_job(bad, home)
+        ChoiceMemory(home / "panel_choices.json").save(ok, {"workers": 1})
+    finally:
+        os.umask(old)
+    assert (first.state, second.state) == (JobState.SUCCEEDED, JobState.FAILED)
+    assert list((Path(second.job_dir) / "errors").glob("*.json"))
+    files = sum(len(f) for _, _, f in os.walk(home))
+    print(f"[security] modes: {files} files under the job home")
+    assert stat.S_IMODE(home.stat().st_mode) == 0o700
+    assert _loose(home) == []

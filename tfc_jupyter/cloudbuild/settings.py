@@ -1,0 +1,133 @@
+"""Cloud Build settings (endpoints, timings), the bucket name, and the checks before launch."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ..backends import vertex_api
+from ..errors import BackendError, MissingDependency, SpecError
+from ..spec import JobSpec
+
+CLOUDBUILD_URL = "https://cloudbuild.googleapis.com"
+STORAGE_URL = "https://storage.googleapis.com"
+_BUCKET = re.compile(r"^[a-z0-9][a-z0-9._-]{1,220}[a-z0-9]$")
+
+
+@dataclass(frozen=True)
+class CloudBuildSettings:
+    """How to reach Cloud Build and Cloud Storage, and how patiently.
+
+    ``endpoint`` empty means cloudbuild.googleapis.com; ``storage_endpoint`` empty means
+    storage.googleapis.com, or ``endpoint`` when that is a loopback (test) server. ``location``
+    empty means global builds (``projects/P/builds``).
+    """
+
+    endpoint: str = ""
+    storage_endpoint: str = ""
+    location: str = ""
+    timeout_s: float = 60.0  # one request
+    retry_total_s: float = 120.0  # all tries of one call
+    backoff_s: float = 1.0  # first wait; doubles up to 30 s
+    poll_s: float = 2.0  # build state and log
+    build_timeout_s: float = 3600.0  # the build's own timeout (Cloud Build stops it)
+    queue_s: float = 900.0  # on top of it: how long the build may wait for a worker
+
+    @classmethod
+    def load(cls, environ: Mapping[str, str] | None = None) -> CloudBuildSettings:
+        """Endpoints from ``TFC_CLOUDBUILD_ENDPOINT`` / ``TFC_STORAGE_ENDPOINT`` or TfcConfig;
+        ``TFC_CLOUDBUILD_LOCATION``; timings from ``TFC_CLOUDBUILD_*`` and ``TFC_BUILD_TIMEOUT``
+        seconds."""
+        env = os.environ if environ is None else environ
+        config = vertex_api.configured(env)
+        values: dict[str, Any] = {
+            "endpoint": config.get("cloudbuild_endpoint") or "",
+            "storage_endpoint": config.get("storage_endpoint") or "",
+            "location": env.get("TFC_CLOUDBUILD_LOCATION", "").strip(),
+        }
+        values.update(
+            vertex_api.env_seconds(
+                env,
+                timeout_s="TFC_CLOUDBUILD_TIMEOUT",
+                retry_total_s="TFC_CLOUDBUILD_RETRY_TOTAL",
+                backoff_s="TFC_CLOUDBUILD_BACKOFF",
+                poll_s="TFC_CLOUDBUILD_POLL",
+                build_timeout_s="TFC_BUILD_TIMEOUT",
+                queue_s="TFC_CLOUDBUILD_QUEUE",
+            )
+        )
+        return cls(**values)
+
+    def api_url(self) -> str:
+        """Cloud Build's base URL."""
+        return base_url(self.endpoint) if self.endpoint else CLOUDBUILD_URL
+
+    def storage_url(self) -> str:
+        """Cloud Storage's base URL."""
+        if self.storage_endpoint:
+            return base_url(self.storage_endpoint)
+        if self.endpoint and vertex_api.is_loopback(self.endpoint):
+            return base_url(self.endpoint)
+        return STORAGE_URL
+
+
+def base_url(endpoint: str) -> str:
+    """``host:port`` -> ``https://host:port`` (``http://`` on loopback); URLs stay."""
+    if "//" in endpoint:
+        return endpoint.rstrip("/")
+    scheme = "http" if vertex_api.is_loopback(endpoint) else "https"
+    return f"{scheme}://{endpoint.rstrip('/')}"
+
+
+def bucket_name(value: str | None) -> str:
+    """``gs://my-bucket`` or ``my-bucket`` -> ``my-bucket``, checked as Cloud Storage does.
+
+    Raises:
+        SpecError: not a bucket name.
+    """
+    name = (value or "").strip().removeprefix("gs://").rstrip("/")
+    if not _BUCKET.fullmatch(name) or name.startswith("goog") or ".." in name:
+        raise SpecError(
+            f"--build-bucket {value!r} is not a Cloud Storage bucket name",
+            "pass a bucket name such as my-project-builds (lowercase letters, digits, - _ .), "
+            "without a path",
+            field="build_bucket",
+        )
+    return name
+
+
+def require() -> None:
+    """Raise :class:`MissingDependency` (the ``vertex`` extra) without requests / google-auth /
+    google-api-core; looks them up without importing them."""
+    from importlib.util import find_spec
+
+    for module, dist in (
+        ("requests", "requests"),
+        ("google.auth", "google-auth"),
+        ("google.api_core", "google-api-core"),
+    ):
+        try:
+            found = find_spec(module) is not None
+        except ImportError:  # a parent package is missing
+            found = False
+        if not found:
+            raise MissingDependency(dist, "vertex", "building the image with Cloud Build")
+
+
+def check(spec: JobSpec, settings: CloudBuildSettings | None = None) -> None:
+    """Refuse before launch what a Cloud Build build cannot do: no project, a bad bucket name,
+    no client packages, no credentials."""
+    bucket_name(spec.image.build_bucket)
+    if not spec.project:
+        raise BackendError(
+            "building the image with Cloud Build needs a Google Cloud project",
+            "pass --project PROJECT_ID, or set GOOGLE_CLOUD_PROJECT",
+            field="project",
+        )
+    require()
+    settings = settings or CloudBuildSettings.load()
+    vertex_api.credentials(settings.api_url())
+    vertex_api.credentials(settings.storage_url())

@@ -17,10 +17,7 @@ container, for the runtime's ready markers and error records (``TFC_JOB_DIR``).
 from __future__ import annotations
 
 import contextlib
-import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -36,11 +33,11 @@ from .local import (
     local_gpu_count,
 )
 from .watched import (
-    WATCHER_LOG,
     WatchedBackend,
     mark_pending,
-    open_private,
     package_pythonpath,
+    start_watcher,
+    write_launch,
 )
 
 if TYPE_CHECKING:
@@ -136,33 +133,17 @@ class DockerBackend(WatchedBackend):
                 for (name, env), gpu in zip(replicas, gpus, strict=True)
             ],
         }
-        path = job_dir / "launch.json"
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w") as fh:
-            json.dump(launch, fh, indent=1)
-        watcher_log = open_private(job_dir / "logs" / WATCHER_LOG)
-        try:
-            proc = subprocess.Popen(
-                [sys.executable, "-m", "tfc_jupyter.backends.docker_watcher", str(job_dir)],
-                cwd=str(job_dir),
-                stdin=subprocess.DEVNULL,
-                stdout=watcher_log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-                env={**os.environ, "PYTHONPATH": package_pythonpath(str(RUNTIME_PARENT))},
-            )
-        except OSError as exc:
-            raise BackendError(
-                f"could not start the job's watcher: {exc}",
-                "check that this Python can run subprocesses",
-            ) from None
-        finally:
-            watcher_log.close()
+        write_launch(job_dir, launch)
+        pid = start_watcher(
+            "tfc_jupyter.backends.docker_watcher",
+            job_dir,
+            {**os.environ, "PYTHONPATH": package_pythonpath(str(RUNTIME_PARENT))},
+        )
         mark_pending(
             self.store,
             record.id,
             {
-                "supervisor_pid": proc.pid,
+                "supervisor_pid": pid,
                 "image": image.uri,
                 "image_built": image.built,
                 "containers": {},

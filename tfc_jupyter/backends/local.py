@@ -24,11 +24,11 @@ from ..images import local_tensorflow_version
 from ..records import JobRecord, JobStore
 from ..spec import JobSpec, check_runnable
 from .watched import (
-    WATCHER_LOG,
     WatchedBackend,
     mark_pending,
-    open_private,
     package_pythonpath,
+    start_watcher,
+    write_launch,
 )
 
 if TYPE_CHECKING:
@@ -250,29 +250,14 @@ class LocalBackend(WatchedBackend):
                 for (name, env), gpu in zip(replicas, gpus, strict=True)
             ],
         }
-        path = job_dir / "launch.json"
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w") as fh:
-            json.dump(launch, fh, indent=1)
-        supervisor_log = open_private(job_dir / "logs" / WATCHER_LOG)
-        try:
-            proc = subprocess.Popen(
-                [sys.executable, "-m", "tfc_jupyter.backends.local_supervisor", str(job_dir)],
-                cwd=str(job_dir),
-                stdin=subprocess.DEVNULL,
-                stdout=supervisor_log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-                env={**base_env, "PYTHONPATH": package_pythonpath(str(RUNTIME_PARENT))},
-            )
-        except OSError as exc:
-            raise BackendError(
-                f"could not start the job supervisor: {exc}",
-                "check that this Python can run subprocesses",
-            ) from None
-        finally:
-            supervisor_log.close()
-        mark_pending(self.store, record.id, {"supervisor_pid": proc.pid, "replicas": {}})
+        write_launch(job_dir, launch)
+        pid = start_watcher(
+            "tfc_jupyter.backends.local_supervisor",
+            job_dir,
+            {**base_env, "PYTHONPATH": package_pythonpath(str(RUNTIME_PARENT))},
+            what="supervisor",
+        )
+        mark_pending(self.store, record.id, {"supervisor_pid": pid, "replicas": {}})
 
     def cleanup(self, record: JobRecord) -> None:
         """Kill every replica's process group (their supervisor is gone)."""

@@ -19,8 +19,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
-import sys
 import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -32,7 +30,13 @@ from ..records import JobRecord, JobState, JobStore
 from ..spec import JobSpec
 from . import vertex_api
 from .vertex_api import RetryCount, VertexSettings
-from .watched import WATCHER_LOG, alive, last_line, open_private, package_pythonpath
+from .watched import (
+    WATCHER_LOG,
+    alive,
+    last_line,
+    package_pythonpath,
+    start_watcher,
+)
 
 if TYPE_CHECKING:
     from ..plan import Plan
@@ -266,30 +270,17 @@ class VertexBackend:
         )
 
     def _start_watcher(self, job_id: str, job_dir: Path) -> None:
-        log = open_private(job_dir / "logs" / WATCHER_LOG)
-        try:
-            proc = subprocess.Popen(
-                [sys.executable, "-m", "tfc_jupyter.backends.vertex_watcher", str(job_dir)],
-                cwd=str(job_dir),
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-                env={**os.environ, "PYTHONPATH": package_pythonpath(), "PYTHONUNBUFFERED": "1"},
-            )
-        except OSError as exc:
-            raise BackendError(
-                f"could not start the job's watcher: {exc}",
-                "check that this Python can run subprocesses",
-            ) from None
-        finally:
-            log.close()
+        pid = start_watcher(
+            "tfc_jupyter.backends.vertex_watcher",
+            job_dir,
+            {**os.environ, "PYTHONPATH": package_pythonpath(), "PYTHONUNBUFFERED": "1"},
+        )
         self.store.update(
             job_id,
             mutate=lambda r: {
                 "handle": {
                     **r.handle,
-                    "watcher_pid": proc.pid,
+                    "watcher_pid": pid,
                     "watcher_starts": int(r.handle.get("watcher_starts", 0)) + 1,
                 }
             },

@@ -7,12 +7,16 @@ asks it to stop on cancel; :class:`WatchedBackend` does both, with a backend-spe
 
 from __future__ import annotations
 
+import json
 import os
 import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import IO, Any
 
+from ..errors import BackendError
 from ..records import JobRecord, JobState, JobStore
 
 WATCHER_LOG = "supervisor.log"
@@ -23,6 +27,41 @@ def open_private(path: Path, mode: str = "ab", **kwargs: Any) -> IO[Any]:
     umask: job logs may hold what the user's code printed."""
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     return os.fdopen(fd, mode, **kwargs)
+
+
+def write_launch(job_dir: Path, launch: dict[str, Any]) -> None:
+    """Write the watcher's instructions, ``launch.json``, owner-only (it holds the job's env)."""
+    fd = os.open(job_dir / "launch.json", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as fh:
+        json.dump(launch, fh, indent=1)
+
+
+def start_watcher(module: str, job_dir: Path, env: dict[str, str], what: str = "watcher") -> int:
+    """Start ``python -m <module> JOB_DIR`` detached (its own session), logging to
+    ``logs/supervisor.log``; returns its pid.
+
+    Raises:
+        BackendError: the process could not be started.
+    """
+    log = open_private(job_dir / "logs" / WATCHER_LOG)
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", module, str(job_dir)],
+            cwd=str(job_dir),
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            env=env,
+        )
+    except OSError as exc:
+        raise BackendError(
+            f"could not start the job's {what}: {exc}",
+            "check that this Python can run subprocesses",
+        ) from None
+    finally:
+        log.close()
+    return proc.pid
 
 
 def mark_pending(store: JobStore, job_id: str, handle: dict[str, Any]) -> JobRecord:

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import build, vertex_request
 from ..errors import BackendError
-from ..records import JobRecord, JobStore
+from ..records import JobRecord
 from ..spec import JobSpec, check_runnable
 from .local import (
     RUNTIME_PARENT,
@@ -90,11 +90,6 @@ class DockerBackend(WatchedBackend):
 
     name = "docker"
     watcher = "watcher"
-
-    def __init__(self, store: JobStore, *, startup_timeout: float | None = None) -> None:
-        self.store = store
-        env_timeout = os.environ.get("TFC_STARTUP_TIMEOUT")
-        self.startup_timeout = startup_timeout or float(env_timeout or 300)
 
     def check(self, spec: JobSpec) -> None:
         """Refuse TPU jobs, and say what is missing when there is no docker package or engine."""

@@ -16,19 +16,16 @@ variables, the job folder mounted at its own path), starts them, and then:
 from __future__ import annotations
 
 import contextlib
-import json
 import os
-import signal
 import sys
 import threading
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..records import JobState, JobStore
+from ..records import JobState
 from .docker import JOB_LABEL, REPLICA_LABEL
-from .local_supervisor import describe_failure
+from .watch_loop import JobWatcher, ReplicaState, describe_failure
 from .watched import open_private
 
 GRACE_S = 3
@@ -37,22 +34,12 @@ LOG_DRAIN_S = 10.0
 
 
 @dataclass
-class Replica:
+class Replica(ReplicaState):
     """One container of the job."""
 
-    name: str  # chief, worker-0, ps-0, evaluator-0
-    env: dict[str, str]
-    daemon: bool
     gpus: list[str] = field(default_factory=list)
     container: Any = None
-    exit_code: int | None = None
-    ready: bool = False
     pump: threading.Thread | None = None
-
-    @property
-    def task(self) -> str:
-        """``<task_type>-<index>``, as tfc_runtime names its status and error files."""
-        return "chief-0" if self.name == "chief" else self.name
 
 
 def _pump_logs(container: Any, path: Path) -> None:
@@ -62,25 +49,20 @@ def _pump_logs(container: Any, path: Path) -> None:
             fh.write(chunk)
 
 
-class Watcher:
+class Watcher(JobWatcher[Replica]):
     """Runs and watches the containers of one job folder (see the module docstring)."""
+
+    poll_s = POLL_S
 
     def __init__(self, job_dir: Path) -> None:
         import docker
 
-        self.job_dir = job_dir
-        self.launch = json.loads((job_dir / "launch.json").read_text())
-        self.job_id: str = self.launch["job_id"]
-        self.store = JobStore(self.launch["store"])
+        super().__init__(job_dir)
         self.replicas = [
-            Replica(r["name"], r["env"], r.get("daemon", False), r.get("gpus", []))
+            Replica(r["name"], r["env"], r.get("daemon", False), gpus=r.get("gpus", []))
             for r in self.launch["replicas"]
         ]
         self.client = docker.from_env(timeout=60)
-        self.cancel_requested = False
-
-    def _on_term(self, signum: int, frame: Any) -> None:
-        self.cancel_requested = True
 
     def _create(self, replica: Replica) -> Any:
         from docker.types import DeviceRequest
@@ -131,8 +113,6 @@ class Watcher:
                 state = self.client.api.inspect_container(replica.container.id)["State"]
                 if state.get("Status") in ("exited", "dead"):
                     replica.exit_code = int(state.get("ExitCode", -1))
-            if not replica.ready and (self.job_dir / "status" / f"{replica.task}.ready").exists():
-                replica.ready = True
 
     def _stop_all(self) -> None:
         """SIGTERM, then SIGKILL after the grace period (TensorFlow ignores SIGTERM)."""
@@ -158,62 +138,27 @@ class Watcher:
             _quiet(container.remove, force=True)
 
     def _failure(self, replica: Replica) -> tuple[str, str | None]:
+        """Exit codes 137/143 with no error file: the container was killed by that signal."""
         code = replica.exit_code or 0
         if code in (137, 143) and not (self.job_dir / "errors" / f"{replica.task}.json").exists():
             code = -(code - 128)  # killed by a signal (OOM killer, docker kill)
         return describe_failure(self.job_dir, replica.name, replica.task, code)
 
-    def _watch(self) -> tuple[JobState, str | None, str | None]:
-        started = time.monotonic()
-        startup = float(self.launch.get("startup_timeout", 300))
-        timeout = self.launch.get("timeout")
-        while True:
-            if self.cancel_requested:
-                return JobState.CANCELLED, "cancelled", None
-            self._poll()
-            failed = [r for r in self.replicas if r.exit_code not in (None, 0) and not r.daemon]
-            if failed:
-                error, location = self._failure(failed[0])
-                return JobState.FAILED, error, location
-            if all(r.exit_code == 0 for r in self.replicas if not r.daemon):
-                return JobState.SUCCEEDED, None, None
-            elapsed = time.monotonic() - started
-            waiting = [r.name for r in self.replicas if not r.ready and r.exit_code is None]
-            if waiting and elapsed > startup:
-                return (
-                    JobState.FAILED,
-                    f"{', '.join(waiting)} did not join the cluster within {startup:g} s "
-                    f"(see logs/{waiting[0]}.log)",
-                    None,
-                )
-            if timeout and elapsed > float(timeout):
-                return JobState.FAILED, f"the job ran past its timeout of {timeout} s", None
-            time.sleep(POLL_S)
-
     def run(self) -> int:
         """Start the containers and watch them to the end; returns the watcher's exit code."""
-        signal.signal(signal.SIGTERM, self._on_term)
-        signal.signal(signal.SIGINT, self._on_term)
+        self.handle_signals()
         try:
             self._start()
-            state, error, location = self._watch()
+            outcome = self.watch()
         except Exception as exc:  # an image that will not run, an engine that went away ...
-            state, error, location = JobState.FAILED, f"could not run the containers: {exc}", None
-        if state is JobState.CANCELLED:
-            self.store.transition(self.job_id, JobState.CANCELLING)
+            outcome = JobState.FAILED, f"could not run the containers: {exc}", None
+        self.cancelling(outcome[0])
         try:
             self._stop_all()
         finally:
             with contextlib.suppress(Exception):
                 self._remove_all()
-        codes = {r.name: r.exit_code for r in self.replicas}
-        self.store.transition(
-            self.job_id,
-            state,
-            error=error if state is not JobState.SUCCEEDED else None,
-            error_location=location,
-            mutate=lambda rec: {"handle": {**rec.handle, "exit_codes": codes}},
-        )
+        self.finish(outcome)
         return 0
 
 

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import BackendError
 from ..images import local_tensorflow_version
-from ..records import JobRecord, JobStore
+from ..records import JobRecord
 from ..spec import JobSpec, check_runnable
 from .watched import (
     WatchedBackend,
@@ -172,11 +172,6 @@ class LocalBackend(WatchedBackend):
 
     name = "local"
     watcher = "supervisor"
-
-    def __init__(self, store: JobStore, *, startup_timeout: float | None = None) -> None:
-        self.store = store
-        env_timeout = os.environ.get("TFC_STARTUP_TIMEOUT")
-        self.startup_timeout = startup_timeout or float(env_timeout or 300)
 
     def check(self, spec: JobSpec) -> None:
         """Refuse before launch what this machine cannot run, naming the fix."""

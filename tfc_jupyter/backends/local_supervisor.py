@@ -19,7 +19,6 @@ It imports nothing heavy: the standard library, psutil and the job records.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import signal
 import subprocess
@@ -27,9 +26,9 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from ..records import JobState, JobStore
+from ..records import JobState
+from .watch_loop import JobWatcher, ReplicaState
 from .watched import open_private
 
 GRACE_S = 3.0
@@ -37,23 +36,10 @@ POLL_S = 0.1
 
 
 @dataclass
-class Replica:
+class Replica(ReplicaState):
     """One process of the job."""
 
-    name: str  # chief, worker-1, ps-0, evaluator-0
-    env: dict[str, str]
-    daemon: bool  # parameter servers: ended when the chief is done
     proc: subprocess.Popen[bytes] | None = None
-    ready: bool = False
-
-    @property
-    def task(self) -> str:
-        """``<task_type>-<index>``, as tfc_runtime names its status and error files."""
-        return "chief-0" if self.name == "chief" else self.name
-
-    @property
-    def ready_marker(self) -> str:
-        return self.task + ".ready"
 
 
 def _set_pdeathsig() -> None:
@@ -72,56 +58,18 @@ def _kill_group(proc: subprocess.Popen[bytes], sig: int) -> None:
         os.killpg(proc.pid, sig)
 
 
-def _tail(path: Path, lines: int = 12) -> list[str]:
-    try:
-        with open(path, "rb") as fh:
-            fh.seek(0, os.SEEK_END)
-            fh.seek(max(0, fh.tell() - 16384))
-            text = fh.read().decode("utf-8", errors="replace")
-    except OSError:
-        return []
-    return [line for line in text.splitlines() if line.strip()][-lines:]
-
-
-def describe_failure(job_dir: Path, name: str, task: str, code: int) -> tuple[str, str | None]:
-    """``(error, notebook location)`` of a replica that exited with ``code`` (negative: signal),
-    from the runtime's ``errors/<task>.json``, else the last line of its log."""
-    error_file = job_dir / "errors" / f"{task}.json"
-    location = None
-    detail = ""
-    if error_file.is_file():
-        try:
-            info = json.loads(error_file.read_text())
-            if info.get("cell"):
-                location = f"cell {info['cell']}, line {info['line']}"
-            detail = f"{info.get('type', 'Error')}: {info.get('message', '')}".strip()
-        except (OSError, ValueError):
-            pass
-    if not detail:
-        tail = _tail(job_dir / "logs" / f"{name}.log", 1)
-        detail = tail[-1] if tail else "no output"
-    how = f"was killed by signal {-code}" if code < 0 else f"exited with status {code}"
-    where = f" at {location}" if location else ""
-    return f"{name} {how}{where}: {detail}"[:500], location
-
-
-class Supervisor:
+class Supervisor(JobWatcher[Replica]):
     """Runs and watches the replicas of one job folder (see the module docstring)."""
 
+    poll_s = POLL_S
+
     def __init__(self, job_dir: Path) -> None:
-        self.job_dir = job_dir
-        self.launch = json.loads((job_dir / "launch.json").read_text())
-        self.job_id: str = self.launch["job_id"]
-        self.store = JobStore(self.launch["store"])
+        super().__init__(job_dir)
         self.replicas = [
             Replica(r["name"], r["env"], r.get("daemon", False)) for r in self.launch["replicas"]
         ]
-        self.cancel_requested = False
         self.logs = job_dir / "logs"
         self.status = job_dir / "status"
-
-    def _on_term(self, signum: int, frame: Any) -> None:
-        self.cancel_requested = True
 
     def _start(self) -> None:
         python = self.launch.get("python") or sys.executable
@@ -161,14 +109,16 @@ class Supervisor:
         for replica in self.replicas:  # children the replicas left behind in their groups
             if replica.proc:
                 _kill_group(replica.proc, signal.SIGKILL)
+        self._poll()
 
-    def _failure(self, replica: Replica, code: int) -> tuple[str, str | None]:
-        return describe_failure(self.job_dir, replica.name, replica.task, code)
+    def _poll(self) -> None:
+        for replica in self.replicas:
+            if replica.exit_code is None and replica.proc is not None:
+                replica.exit_code = replica.proc.poll()
 
     def run(self) -> int:
         """Start the replicas and watch them to the end; returns the supervisor's exit code."""
-        signal.signal(signal.SIGTERM, self._on_term)
-        signal.signal(signal.SIGINT, self._on_term)
+        self.handle_signals()
         self.logs.mkdir(exist_ok=True)
         self.status.mkdir(exist_ok=True)
         try:
@@ -177,56 +127,10 @@ class Supervisor:
             self.store.transition(self.job_id, JobState.FAILED, error=f"could not start: {exc}")
             self._stop_all()
             return 1
-        started = time.monotonic()
-        startup = float(self.launch.get("startup_timeout", 300))
-        timeout = self.launch.get("timeout")
-        state, error, location = JobState.SUCCEEDED, None, None
-        while True:
-            if self.cancel_requested:
-                state, error = JobState.CANCELLED, "cancelled"
-                break
-            for replica in self.replicas:
-                if not replica.ready and (self.status / replica.ready_marker).exists():
-                    replica.ready = True
-            failed = [
-                (r, r.proc.returncode)
-                for r in self.replicas
-                if r.proc and r.proc.poll() is not None and r.proc.returncode != 0 and not r.daemon
-            ]
-            if failed:
-                replica, code = failed[0]
-                state = JobState.FAILED
-                error, location = self._failure(replica, code)
-                break
-            workers = [r for r in self.replicas if not r.daemon]
-            if all(r.proc and r.proc.poll() == 0 for r in workers):
-                break
-            elapsed = time.monotonic() - started
-            waiting = [
-                r.name for r in self.replicas if not r.ready and r.proc and r.proc.poll() is None
-            ]
-            if waiting and elapsed > startup:
-                state = JobState.FAILED
-                error = (
-                    f"{', '.join(waiting)} did not join the cluster within {startup:g} s "
-                    f"(see logs/{waiting[0]}.log)"
-                )
-                break
-            if timeout and elapsed > float(timeout):
-                state, error = JobState.FAILED, f"the job ran past its timeout of {timeout} s"
-                break
-            time.sleep(POLL_S)
-        if state is JobState.CANCELLED:
-            self.store.transition(self.job_id, JobState.CANCELLING)
+        outcome = self.watch()
+        self.cancelling(outcome[0])
         self._stop_all()
-        codes = {r.name: (r.proc.returncode if r.proc else None) for r in self.replicas}
-        self.store.transition(
-            self.job_id,
-            state,
-            error=error if state is not JobState.SUCCEEDED else None,
-            error_location=location,
-            mutate=lambda rec: {"handle": {**rec.handle, "exit_codes": codes}},
-        )
+        self.finish(outcome)
         return 0
 
 

@@ -128,7 +128,11 @@ class WatchedBackend:
     """
 
     watcher = "supervisor"
-    store: JobStore
+
+    def __init__(self, store: JobStore, *, startup_timeout: float | None = None) -> None:
+        self.store = store
+        env_timeout = os.environ.get("TFC_STARTUP_TIMEOUT")
+        self.startup_timeout = startup_timeout or float(env_timeout or 300)
 
     def cleanup(self, record: JobRecord) -> None:
         """Remove every process or container of the job (its watcher is gone)."""

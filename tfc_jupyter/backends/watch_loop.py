@@ -1,0 +1,155 @@
+"""The watch loop shared by the processes that run a job's replicas on this machine.
+
+The local backend's supervisor (processes) and the docker backend's watcher (containers) start
+their replicas differently, but decide the job's fate the same way: cancel requested, a replica
+failed, every replica done, a replica that never joined the cluster, the job's timeout.
+:class:`JobWatcher` holds that decision and the final record update; a subclass starts, polls and
+stops its replicas. It imports nothing heavy: the standard library and the job records.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Generic, TypeVar
+
+from ..records import JobState, JobStore
+
+Outcome = tuple[JobState, str | None, str | None]  # state, error, notebook location
+
+
+@dataclass
+class ReplicaState:
+    """One replica as the watcher sees it."""
+
+    name: str  # chief, worker-0, ps-0, evaluator-0
+    env: dict[str, str]
+    daemon: bool  # parameter servers: ended when the others are done
+    exit_code: int | None = None  # None while it runs; negative: killed by that signal
+    ready: bool = False  # it has joined the cluster (tfc_runtime's ready marker)
+
+    @property
+    def task(self) -> str:
+        """``<task_type>-<index>``, as tfc_runtime names its status and error files."""
+        return "chief-0" if self.name == "chief" else self.name
+
+
+R = TypeVar("R", bound=ReplicaState)
+
+
+def _tail(path: Path, lines: int = 12) -> list[str]:
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(0, os.SEEK_END)
+            fh.seek(max(0, fh.tell() - 16384))
+            text = fh.read().decode("utf-8", errors="replace")
+    except OSError:
+        return []
+    return [line for line in text.splitlines() if line.strip()][-lines:]
+
+
+def describe_failure(job_dir: Path, name: str, task: str, code: int) -> tuple[str, str | None]:
+    """``(error, notebook location)`` of a replica that exited with ``code`` (negative: signal),
+    from the runtime's ``errors/<task>.json``, else the last line of its log."""
+    error_file = job_dir / "errors" / f"{task}.json"
+    location = None
+    detail = ""
+    if error_file.is_file():
+        try:
+            info = json.loads(error_file.read_text())
+            if info.get("cell"):
+                location = f"cell {info['cell']}, line {info['line']}"
+            detail = f"{info.get('type', 'Error')}: {info.get('message', '')}".strip()
+        except (OSError, ValueError):
+            pass
+    if not detail:
+        tail = _tail(job_dir / "logs" / f"{name}.log", 1)
+        detail = tail[-1] if tail else "no output"
+    how = f"was killed by signal {-code}" if code < 0 else f"exited with status {code}"
+    where = f" at {location}" if location else ""
+    return f"{name} {how}{where}: {detail}"[:500], location
+
+
+class JobWatcher(Generic[R]):
+    """Reads ``launch.json``, watches the replicas, and records how the job ended."""
+
+    poll_s = 0.1
+    replicas: list[R]
+
+    def __init__(self, job_dir: Path) -> None:
+        self.job_dir = job_dir
+        self.launch: dict[str, Any] = json.loads((job_dir / "launch.json").read_text())
+        self.job_id: str = self.launch["job_id"]
+        self.store = JobStore(self.launch["store"])
+        self.cancel_requested = False
+
+    def _on_term(self, signum: int, frame: Any) -> None:
+        self.cancel_requested = True
+
+    def handle_signals(self) -> None:
+        """SIGTERM (cancel) and SIGINT end the watch loop, which then stops every replica."""
+        signal.signal(signal.SIGTERM, self._on_term)
+        signal.signal(signal.SIGINT, self._on_term)
+
+    def _poll(self) -> None:
+        """Update each replica's ``exit_code``."""
+        raise NotImplementedError
+
+    def _failure(self, replica: R) -> tuple[str, str | None]:
+        """``(error, location)`` for a replica that exited non-zero."""
+        return describe_failure(self.job_dir, replica.name, replica.task, replica.exit_code or 0)
+
+    def _poll_ready(self) -> None:
+        for replica in self.replicas:
+            if not replica.ready and (self.job_dir / "status" / f"{replica.task}.ready").exists():
+                replica.ready = True
+
+    def watch(self) -> Outcome:
+        """Poll until the job's fate is decided."""
+        started = time.monotonic()
+        startup = float(self.launch.get("startup_timeout", 300))
+        timeout = self.launch.get("timeout")
+        while True:
+            if self.cancel_requested:
+                return JobState.CANCELLED, "cancelled", None
+            self._poll()
+            self._poll_ready()
+            failed = [r for r in self.replicas if r.exit_code not in (None, 0) and not r.daemon]
+            if failed:
+                error, location = self._failure(failed[0])
+                return JobState.FAILED, error, location
+            if all(r.exit_code == 0 for r in self.replicas if not r.daemon):
+                return JobState.SUCCEEDED, None, None
+            elapsed = time.monotonic() - started
+            waiting = [r.name for r in self.replicas if not r.ready and r.exit_code is None]
+            if waiting and elapsed > startup:
+                return (
+                    JobState.FAILED,
+                    f"{', '.join(waiting)} did not join the cluster within {startup:g} s "
+                    f"(see logs/{waiting[0]}.log)",
+                    None,
+                )
+            if timeout and elapsed > float(timeout):
+                return JobState.FAILED, f"the job ran past its timeout of {timeout} s", None
+            time.sleep(self.poll_s)
+
+    def cancelling(self, state: JobState) -> None:
+        """Say CANCELLING while the replicas are being stopped after a cancel."""
+        if state is JobState.CANCELLED:
+            self.store.transition(self.job_id, JobState.CANCELLING)
+
+    def finish(self, outcome: Outcome) -> None:
+        """Record the final state, the error and every replica's exit code."""
+        state, error, location = outcome
+        codes = {r.name: r.exit_code for r in self.replicas}
+        self.store.transition(
+            self.job_id,
+            state,
+            error=error if state is not JobState.SUCCEEDED else None,
+            error_location=location,
+            mutate=lambda rec: {"handle": {**rec.handle, "exit_codes": codes}},
+        )

@@ -34,16 +34,15 @@ import json
 import re
 import secrets
 import signal
-import threading
 import time
 import uuid
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from gcp_runner import TERMINAL, BuildRun, Injected, now, parse_gs
-from vertex_server import ApiError, Fault, Received, parse_filter
+from vertex_server import ApiError, FakeServer, Fault, Received, parse_filter
 
 _CODES = {
     "INVALID_ARGUMENT": 400,
@@ -191,7 +190,7 @@ class Reply:
         )
 
 
-class GcpServer:
+class GcpServer(FakeServer):
     """The server (see the module docstring). ``start()``, then ``url``; ``stop()`` ends it.
 
     Args:
@@ -201,6 +200,9 @@ class GcpServer:
         log_interval: how often a running build's log object is rewritten.
         registry_token: put the registry behind docker's token challenge.
     """
+
+    handler_attr = "gcp"
+    stop_join_s = 30.0
 
     def __init__(
         self,
@@ -216,62 +218,22 @@ class GcpServer:
         self.executor = "docker" if docker is not None else "validate"
         self.queue_delay, self.log_interval = queue_delay, log_interval
         self.registry_token = registry_token
+        super().__init__()
         self.builds: dict[str, BuildRun] = {}
         self.images: dict[str, str] = {}  # our registry: "repository:tag" -> digest
         self.tokens: set[str] = set()
         self.token_requests: list[dict[str, str]] = []
-        self.requests: list[Received] = []
-        self.faults: list[Fault] = []
         self.injected: list[Injected] = []
-        self._lock = threading.Lock()
         self._generations = itertools.count(int(time.time() * 1e6))
-        self._httpd: ThreadingHTTPServer | None = None
 
     # -- control ----------------------------------------------------------------------------
-    @property
-    def url(self) -> str:
-        """``http://127.0.0.1:PORT``."""
-        assert self._httpd is not None, "start() the server first"
-        return f"http://127.0.0.1:{self._httpd.server_address[1]}"
-
     @property
     def host(self) -> str:
         """``127.0.0.1:PORT`` (the registry's host in image names)."""
         return self.url.removeprefix("http://")
 
-    def start(self, port: int = 0) -> GcpServer:
-        """Listen on 127.0.0.1 (``port``, default a free one) and serve in a daemon thread."""
-        server = self
-
-        class Handler(_Handler):
-            gcp = server
-
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", port), Handler)
-        self._httpd.daemon_threads = True
-        threading.Thread(target=self._httpd.serve_forever, daemon=True).start()
-        return self
-
-    def stop(self) -> None:
-        """Stop serving; cancel running builds and wait for them (bounded)."""
-        if self._httpd is not None:
-            self._httpd.shutdown()
-            self._httpd.server_close()
-        for run in list(self.builds.values()):
-            run.cancel_requested.set()
-        for run in list(self.builds.values()):
-            if run.thread is not None:
-                run.thread.join(30)
-
-    def __enter__(self) -> GcpServer:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-    def inject(self, *faults: Fault) -> None:
-        """Queue canned answers; each is used once, by the first request it matches."""
-        with self._lock:
-            self.faults.extend(faults)
+    def _runs(self) -> list[Any]:
+        return list(self.builds.values())
 
     def fail_next_build(self, step: int, message: str) -> None:
         """Make the next build's docker build fail at Dockerfile step ``step`` with ``message``."""
@@ -282,11 +244,6 @@ class GcpServer:
         """Keep the next build WORKING (past its timeout) until it is cancelled."""
         with self._lock:
             self.injected.append(Injected(stall=True))
-
-    def received(self, method: str, pattern: str = "") -> list[Received]:
-        """Requests of ``method`` whose path matches ``pattern``."""
-        with self._lock:
-            return [r for r in self.requests if r.method == method and re.search(pattern, r.path)]
 
     def object(self, bucket: str, name: str) -> StoredObject | None:
         """The latest generation of an object."""
@@ -307,12 +264,7 @@ class GcpServer:
     ) -> Reply:
         """Answer one request (or raise :class:`ApiError`)."""
         storage = raw_path.startswith(("/storage/", "/upload/storage/"))
-        with self._lock:
-            fault = next(
-                (f for f in self.faults if re.search(f.match, f"{method} {raw_path}")), None
-            )
-            if fault is not None:
-                self.faults.remove(fault)
+        fault = self._take_fault(f"{method} {raw_path}")
         if fault is not None and fault.after:  # do the work, answer late (a lost answer)
             reply = self._route(method, raw_path, query, headers, body)
             time.sleep(fault.delay)
@@ -699,6 +651,9 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         self._serve("POST")
+
+
+GcpServer.handler = _Handler
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -256,7 +256,77 @@ def _page(items: list[Any], size: int, token: str) -> tuple[list[Any], str]:
 
 
 # ------------------------------------------------------------------------------- the server
-class VertexServer:
+class FakeServer:
+    """What the fake Google servers share: a loopback HTTP server in a daemon thread, the log of
+    requests received, and a queue of injected faults. A subclass sets ``handler`` (its request
+    handler class, which reaches the server as ``handler_attr``) and lists its running work in
+    :meth:`_runs` so that :meth:`stop` ends it (bounded by ``stop_join_s``)."""
+
+    handler: type[BaseHTTPRequestHandler]
+    handler_attr = "server_state"
+    stop_join_s = 20.0
+
+    def __init__(self) -> None:
+        self.requests: list[Received] = []
+        self.faults: list[Fault] = []
+        self._lock = threading.Lock()
+        self._httpd: ThreadingHTTPServer | None = None
+
+    @property
+    def url(self) -> str:
+        """``http://127.0.0.1:PORT``."""
+        assert self._httpd is not None, "start() the server first"
+        return f"http://127.0.0.1:{self._httpd.server_address[1]}"
+
+    def start(self, port: int = 0) -> Any:
+        """Listen on 127.0.0.1 (``port``, default a free one) and serve in a daemon thread."""
+        handler = type("Handler", (self.handler,), {self.handler_attr: self})
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", port), handler)
+        self._httpd.daemon_threads = True
+        threading.Thread(target=self._httpd.serve_forever, daemon=True).start()
+        return self
+
+    def _runs(self) -> list[Any]:
+        """Work still going on (objects with ``cancel_requested`` and ``thread``)."""
+        return []
+
+    def stop(self) -> None:
+        """Stop serving; cancel the running work and wait for it (bounded)."""
+        if self._httpd is not None:
+            self._httpd.shutdown()
+            self._httpd.server_close()
+        runs = self._runs()
+        for run in runs:
+            run.cancel_requested.set()
+        for run in runs:
+            if run.thread is not None:
+                run.thread.join(self.stop_join_s)
+
+    def __enter__(self) -> Any:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def inject(self, *faults: Fault) -> None:
+        """Queue canned answers; each is used once, by the first request it matches."""
+        with self._lock:
+            self.faults.extend(faults)
+
+    def received(self, method: str, pattern: str = "") -> list[Received]:
+        """Requests of ``method`` whose path matches ``pattern``."""
+        with self._lock:
+            return [r for r in self.requests if r.method == method and re.search(pattern, r.path)]
+
+    def _take_fault(self, request: str) -> Fault | None:
+        with self._lock:
+            for i, fault in enumerate(self.faults):
+                if re.search(fault.match, request):
+                    return self.faults.pop(i)
+        return None
+
+
+class VertexServer(FakeServer):
     """The server (see the module docstring). ``start()``, then ``url``; ``stop()`` ends it.
 
     Args:
@@ -266,6 +336,8 @@ class VertexServer:
         provision_delay: seconds in each of QUEUED and PENDING.
         log_delay: Cloud Logging's ingestion delay, in seconds.
     """
+
+    handler_attr = "vertex"
 
     def __init__(
         self,
@@ -279,13 +351,10 @@ class VertexServer:
         self.executor = self._executor(executor)
         self.provision_delay = provision_delay
         self.logs = LogStore(log_delay)
+        super().__init__()
         self.jobs: dict[str, JobRun] = {}
-        self.requests: list[Received] = []
-        self.faults: list[Fault] = []
         self.failing_jobs: list[str] = []
-        self._lock = threading.Lock()
         self._ids = itertools.count(int(time.time() * 1000) % 10**12 * 10**6)
-        self._httpd: ThreadingHTTPServer | None = None
 
     def _executor(self, kind: str | Executor) -> Executor:
         if not isinstance(kind, str):
@@ -299,45 +368,8 @@ class VertexServer:
         return AutoExecutor(process, docker) if kind == "auto" else docker  # type: ignore[return-value]
 
     # -- control ----------------------------------------------------------------------------
-    @property
-    def url(self) -> str:
-        """``http://127.0.0.1:PORT``."""
-        assert self._httpd is not None, "start() the server first"
-        return f"http://127.0.0.1:{self._httpd.server_address[1]}"
-
-    def start(self, port: int = 0) -> VertexServer:
-        """Listen on 127.0.0.1 (``port``, default a free one) and serve in a daemon thread."""
-        server = self
-
-        class Handler(_Handler):
-            vertex = server
-
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", port), Handler)
-        self._httpd.daemon_threads = True
-        threading.Thread(target=self._httpd.serve_forever, daemon=True).start()
-        return self
-
-    def stop(self) -> None:
-        """Stop serving and end every job's replicas (bounded)."""
-        if self._httpd is not None:
-            self._httpd.shutdown()
-            self._httpd.server_close()
-        for run in list(self.jobs.values()):
-            run.cancel_requested.set()
-        for run in list(self.jobs.values()):
-            if run.thread is not None:
-                run.thread.join(20)
-
-    def __enter__(self) -> VertexServer:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-    def inject(self, *faults: Fault) -> None:
-        """Queue canned answers; each is used once, by the first request it matches."""
-        with self._lock:
-            self.faults.extend(faults)
+    def _runs(self) -> list[Any]:
+        return list(self.jobs.values())
 
     def fail_next_job(self, message: str) -> None:
         """Accept the next created job, then fail it with ``message`` before it runs."""
@@ -347,11 +379,6 @@ class VertexServer:
     def add_image(self, uri: str, folder: Path) -> None:
         """Register a folder as the contents of an image (for the process executor)."""
         self.images[uri] = Path(folder)
-
-    def received(self, method: str, pattern: str = "") -> list[Received]:
-        """Requests of ``method`` whose path matches ``pattern``."""
-        with self._lock:
-            return [r for r in self.requests if r.method == method and re.search(pattern, r.path)]
 
     def job(self, job_id: str) -> JobRun:
         """A job by numeric id or resource name."""
@@ -401,13 +428,6 @@ class VertexServer:
             run.cancel_requested.set()
             return {}
         raise ApiError("NOT_FOUND", f"Method {method} is not allowed on {path}.")
-
-    def _take_fault(self, request: str) -> Fault | None:
-        with self._lock:
-            for i, fault in enumerate(self.faults):
-                if re.search(fault.match, request):
-                    return self.faults.pop(i)
-        return None
 
     def _control(self, method: str, path: str, body: Any) -> Any:
         if method == "POST" and path == "/_control/faults":
@@ -528,6 +548,9 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_DELETE(self) -> None:
         self._serve("DELETE")
+
+
+VertexServer.handler = _Handler
 
 
 # ------------------------------------------------------------------------------- pytest

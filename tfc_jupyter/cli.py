@@ -64,6 +64,16 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {' '.join(message.split())}. Fix: see {self.prog} -h\n")
 
 
+def _notebook_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("notebook_file", metavar="NOTEBOOK")
+    parser.add_argument(
+        "--cell",
+        type=int,
+        default=None,
+        help="position of the %%%%tfc_run cell to use (default: the first)",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The top-level parser (job flags are parsed separately, see :mod:`options`)."""
     parser = _Parser(
@@ -78,13 +88,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="show what a notebook's job would run, launch nothing",
         epilog="Job flags: as %%tfc_run; they override the cell's own flags.",
     )
-    plan.add_argument("notebook_file", metavar="NOTEBOOK")
-    plan.add_argument(
-        "--cell",
-        type=int,
-        default=None,
-        help="position of the %%%%tfc_run cell to use (default: the first)",
-    )
+    _notebook_arguments(plan)
     plan.add_argument("--json", action="store_true", help="print the plan as JSON")
     plan.add_argument("--no-script", action="store_true", help="leave the script out")
     run = sub.add_parser(
@@ -92,13 +96,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="launch a notebook's job and follow it to the end",
         epilog="Job flags: as %%tfc_run; they override the cell's own flags.",
     )
-    run.add_argument("notebook_file", metavar="NOTEBOOK")
-    run.add_argument(
-        "--cell",
-        type=int,
-        default=None,
-        help="position of the %%%%tfc_run cell to use (default: the first)",
-    )
+    _notebook_arguments(run)
     jobs = sub.add_parser("jobs", help="list recent jobs")
     jobs.add_argument("--limit", type=int, default=20)
     logs = sub.add_parser("logs", help="print a job's logs")

@@ -56,7 +56,7 @@ def test_flags_override_the_cells_own_line(
     assert own["strategy"] == "mirrored"
     overridden = _plan_json(capsys, str(train_nb), "--gpus", "1", "--label", "team=ml")
     assert overridden["spec"]["chief"]["accelerator_count"] == 1  # type: ignore[index]
-    assert overridden["strategy"] == "one_device"
+    assert overridden["strategy"] == "none"  # one GPU: no strategy, as in Jupyter
     assert overridden["spec"]["labels"] == {"team": "ml"}  # type: ignore[index]
 
 

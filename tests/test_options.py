@@ -30,7 +30,7 @@ def test_empty_line_is_the_defaults(settings: Settings) -> None:
     spec = _spec("", settings)
     assert spec.chief == catalog.lookup("CPU") and spec.worker_count == 0
     assert spec.backend is Backend.LOCAL and spec.region == "us-central1"
-    assert spec.resolved_strategy() is Strategy.ONE_DEVICE
+    assert spec.resolved_strategy() is Strategy.NONE  # one device: as in Jupyter
 
 
 def test_every_flag_is_declared_once() -> None:

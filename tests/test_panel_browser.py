@@ -50,7 +50,7 @@ def test_pick_launch_and_watch_a_job_in_the_panel(lab_server: LabServer, browser
     open_notebook(page, lab_server, "panel_demo.ipynb")
     lab_command(page, "notebook:run-all-cells")
     page.wait_for_selector(".tfc-panel .tfc-summary code.tfc-line", timeout=60_000)
-    assert "one_device (auto)" in _text(page, ".tfc-summary")
+    assert "none (auto)" in _text(page, ".tfc-summary")
 
     # Pick one worker (typed, then Enter): the summary follows at once.
     workers = page.locator(".tfc-workers input")

@@ -45,7 +45,7 @@ def test_text_shows_every_part(train_nb: Path, settings: Settings) -> None:
     text = plan.to_text()
     t4 = catalog.lookup("T4_1X")
     assert "cells: 2, 3, 7, 8, 9  (skipped by tag: 4, 6)" in text
-    assert "strategy: multi_worker_mirrored (auto)" in text
+    assert "strategy: multi_worker_mirrored (auto: " in text
     assert "pool 0 chief x1: T4_1X" in text and "pool 1 worker x2: T4_1X" in text
     assert f"${3 * t4.price_per_hour:,.2f} per hour" in text
     assert "requirements: tensorflow-datasets>=4.9, pandas==2.2.2" in text
@@ -55,9 +55,9 @@ def test_text_shows_every_part(train_nb: Path, settings: Settings) -> None:
     assert "--- script.py ---" not in plan.to_text(script=False)
 
 
-def test_one_device_is_explained(train_nb: Path, settings: Settings) -> None:
+def test_one_device_needs_no_strategy(train_nb: Path, settings: Settings) -> None:
     text = _plan(train_nb, settings, "").to_text()
-    assert "strategy: one_device (auto: /gpu:0 when the machine has a GPU, else /cpu:0)" in text
+    assert "strategy: none (auto: one device: no strategy, TensorFlow places the work" in text
 
 
 def test_html_is_escaped_and_collapsible(tmp_path: Path, settings: Settings) -> None:

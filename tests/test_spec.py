@@ -43,8 +43,8 @@ def _refused(**fields: object) -> SpecError:
         (tpu_machine("v5e-4"), 0, Strategy.TPU),
         (lookup("T4_2X"), 0, Strategy.MIRRORED),
         (lookup("A100_8X"), 0, Strategy.MIRRORED),
-        (T4, 0, Strategy.ONE_DEVICE),
-        (CPU, 0, Strategy.ONE_DEVICE),
+        (T4, 0, Strategy.NONE),  # one device: TensorFlow's own placement, as in Jupyter
+        (CPU, 0, Strategy.NONE),
     ],
 )
 def test_auto_follows_tfc_run_rules(chief: object, workers: int, expected: Strategy) -> None:

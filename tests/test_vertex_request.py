@@ -37,7 +37,7 @@ def test_chief_only(settings: Settings) -> None:
     assert pool.machine_spec.accelerator_count == 0
     assert pool.container_spec.command == ["python", "-m", "tfc_runtime"]
     args = list(pool.container_spec.args)
-    assert args[args.index("--strategy") + 1] == "one_device"
+    assert args[args.index("--strategy") + 1] == "none"  # one device: as in Jupyter
     assert pool.disk_spec.boot_disk_size_gb > 0
     assert job.display_name == "notebook"
 

@@ -372,10 +372,11 @@ def vertex_env(body: dict[str, Any], job_id: str) -> list[tuple[str, int, dict[s
                 "CLUSTER_SPEC": json.dumps(
                     {"cluster": cluster, "environment": "cloud", "task": task, "job": job}
                 ),
-                "TF_CONFIG": json.dumps(
-                    {"cluster": tf_cluster, "environment": "cloud", "task": tf_task, "job": job}
-                ),
             }
+            if sum(len(a) for a in cluster.values()) > 1:  # Vertex: distributed jobs only
+                env["TF_CONFIG"] = json.dumps(
+                    {"cluster": tf_cluster, "environment": "cloud", "task": tf_task, "job": job}
+                )
             out.append((f"{pool_name}-{index}", pool, env))
     return out
 

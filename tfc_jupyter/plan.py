@@ -11,12 +11,14 @@ import ast
 import html
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import catalog, images, package, vertex_request
+from . import catalog, codeinfo, images, package, vertex_request
 from .capture import Selection
+from .choose import choose
 from .config import Settings
 from .convert import Script, convert
 from .errors import SpecError
@@ -66,6 +68,7 @@ class Plan:
             "skipped_cells": self.selection.skipped,
             "spec": self.spec.to_dict(),
             "strategy": self.spec.resolved_strategy().value,
+            "strategy_reason": self.spec.strategy_reason,
             "cost_per_hour": self.spec.cost_per_hour(),
             "requirements": self.requirements,
             "image": self.image_uri,
@@ -87,13 +90,10 @@ class Plan:
         return lines
 
     def _strategy_line(self) -> str:
-        resolved = self.spec.resolved_strategy()
-        text = resolved.value
-        if self.spec.strategy is Strategy.AUTO:
-            text += " (auto"
-            if resolved is Strategy.ONE_DEVICE:
-                text += ": /gpu:0 when the machine has a GPU, else /cpu:0"
-            text += ")"
+        text = self.spec.resolved_strategy().value
+        auto = "auto: " if self.spec.strategy is Strategy.AUTO else ""
+        if self.spec.strategy_reason:
+            text += f" ({auto}{self.spec.strategy_reason})"
         return text
 
     def to_text(self, *, script: bool = True) -> str:
@@ -241,7 +241,7 @@ def _requirements_files(paths: list[str], base: Path) -> Requirements:
 
 def _keras_for_multiworker(spec: JobSpec, script: Script, notes: list[str]) -> None:
     """Keras 3 `fit` fails under MultiWorkerMirrored: have tf-keras in the job (see runtime)."""
-    if spec.resolved_strategy() is not Strategy.MULTI_WORKER_MIRRORED:
+    if not spec.legacy_keras and spec.resolved_strategy() is not Strategy.MULTI_WORKER_MIRRORED:
         return
     if "keras" not in script.imports and "keras" not in script.text:
         return
@@ -268,6 +268,16 @@ def _keras_for_multiworker(spec: JobSpec, script: Script, notes: list[str]) -> N
     )
 
 
+def _locator(script: Script) -> Callable[[int], str]:
+    """Script line -> ``cell 3, line 2`` (``script line N`` for generated lines)."""
+
+    def locate(line: int) -> str:
+        where = script.locate(line)
+        return f"cell {where[0]}, line {where[1]}" if where else f"script line {line}"
+
+    return locate
+
+
 def make_plan(selection: Selection, ns: argparse.Namespace, settings: Settings) -> Plan:
     """Convert the selected cells and build the validated JobSpec.
 
@@ -284,6 +294,13 @@ def make_plan(selection: Selection, ns: argparse.Namespace, settings: Settings) 
     spec = spec_from_options(
         ns, settings, name=job_name(selection), estimator=uses_estimator(script)
     )
+    choice = choose(spec, codeinfo.analyse(script.text), _locator(script))
+    spec = spec.evolve(
+        decided_strategy=choice.strategy.value,
+        strategy_reason=choice.reason,
+        legacy_keras=choice.legacy_keras and not spec.estimator,
+        serve=choice.serve,
+    )
     if not spec.estimator:  # an Estimator job runs TensorFlow 2.15, whose tf.keras is Keras 2
         _keras_for_multiworker(spec, script, script.notes)
     spec = spec.evolve(requirements=tuple(script.requirements.lines))
@@ -299,7 +316,8 @@ def make_plan(selection: Selection, ns: argparse.Namespace, settings: Settings) 
             check_limit=spec.backend.value != "local",  # local jobs build no image
         )
     image_uri = images.planned_image_uri(spec, context)
-    warnings = list(selection.warnings) + _image_notes(spec, parent, script.notes)
+    warnings = list(selection.warnings) + choice.warnings
+    warnings += _image_notes(spec, parent, script.notes)
     if context is not None and context.left_out and spec.backend.value != "local":
         warnings.append(f"left out of the image: {package.left_out_text(context.left_out)}")
     if spec.backend.value == "vertex" and not spec.project:

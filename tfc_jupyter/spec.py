@@ -171,6 +171,11 @@ class JobSpec:
     evaluator: bool = False  # one evaluator task (Vertex pool 3), for train_and_evaluate
     evaluator_machine: Machine | None = None  # default: the chief's machine
     estimator: bool = False  # the script uses tf.estimator (set by planning): TF <= 2.15
+    # Set by planning from what the code does (see choose.py); empty: the rules below.
+    decided_strategy: str = ""
+    strategy_reason: str = ""
+    legacy_keras: bool = False  # Keras fit under MultiWorkerMirroredStrategy: tf-keras
+    serve: bool = False  # the code's ParameterServerStrategy: workers and ps serve
 
     def __post_init__(self) -> None:
         # Accept plain strings for the enums, so callers (CLI, REST) can pass JSON values.
@@ -191,7 +196,10 @@ class JobSpec:
 
     # ----------------------------------------------------------------- derived values
     def resolved_strategy(self) -> Strategy:
-        """What ``auto`` stands for, by tfc.run's rules (CPU-awareness is the runtime's)."""
+        """The strategy the runtime builds: what planning decided from the code, else what
+        ``auto`` stands for by the machine shape (one device: none, as in Jupyter)."""
+        if self.decided_strategy:
+            return Strategy(self.decided_strategy)
         if self.strategy is not Strategy.AUTO:
             return self.strategy
         if self.chief.is_tpu:
@@ -202,7 +210,7 @@ class JobSpec:
             return Strategy.MULTI_WORKER_MIRRORED
         if self.chief.gpu_count > 1:
             return Strategy.MIRRORED
-        return Strategy.ONE_DEVICE
+        return Strategy.NONE
 
     @property
     def replica_count(self) -> int:

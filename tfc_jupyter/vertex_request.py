@@ -46,16 +46,19 @@ def _machine_spec(machine: Machine) -> dict[str, Any]:
     return spec
 
 
+def runtime_args(spec: JobSpec, script: str, source_map: str) -> list[str]:
+    """Arguments of ``python -m tfc_runtime`` for ``script``, on every backend."""
+    flags = ["--strategy", spec.resolved_strategy().value]
+    if spec.legacy_keras:
+        flags.append("--legacy-keras")
+    if spec.serve:
+        flags.append("--serve")
+    return [*flags, "--source-map", source_map, script, *spec.entry_args]
+
+
 def container_args(spec: JobSpec) -> list[str]:
     """Arguments of ``python -m tfc_runtime`` in every replica."""
-    return [
-        "--strategy",
-        spec.resolved_strategy().value,
-        "--source-map",
-        SOURCE_MAP,
-        SCRIPT,
-        *spec.entry_args,
-    ]
+    return runtime_args(spec, SCRIPT, SOURCE_MAP)
 
 
 def _pool(spec: JobSpec, machine: Machine, replicas: int, image_uri: str) -> dict[str, Any]:

@@ -17,7 +17,7 @@ import traceback
 from collections.abc import Sequence
 from types import TracebackType
 
-from tfc_runtime import sourcemap
+from tfc_runtime import crash, sourcemap
 from tfc_runtime.cluster import ClusterInfo, cluster_info, ensure_tf_config
 from tfc_runtime.strategy import (
     STRATEGIES,
@@ -43,6 +43,16 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--gpus", type=int, default=None, help="GPUs to mirror over (default: all)")
     p.add_argument("--source-map", default=None, help="JSON map of script lines to cells")
+    p.add_argument(
+        "--legacy-keras",
+        action="store_true",
+        help="Keras fit under the code's own MultiWorkerMirroredStrategy: use tf-keras",
+    )
+    p.add_argument(
+        "--serve",
+        action="store_true",
+        help="the code's ParameterServerStrategy: worker and ps tasks run tf.distribute.Server",
+    )
     p.add_argument("script", help="the script to run")
     return p
 
@@ -102,9 +112,7 @@ def report_failure(exc: BaseException, script: str, smap: sourcemap.SourceMap) -
         script_line = exc.lineno
     where = smap.locate(script_line) if script_line else None
     place = smap.describe(script_line) if script_line else "startup"
-    first = (str(exc).strip().splitlines() or [""])[0]
-    first = first if len(first) <= 300 else first[:297] + "..."
-    summary = f"{type(exc).__name__}: {first}" if first else type(exc).__name__
+    summary = crash.summary(exc)
     sys.stdout.flush()
     sys.stderr.write(text)
     sys.stderr.write(f"[tfc_runtime] job failed at {place}: {summary}\n")
@@ -115,13 +123,14 @@ def report_failure(exc: BaseException, script: str, smap: sourcemap.SourceMap) -
 def _record(
     where: tuple[int, int] | None, script_line: int | None, exc: BaseException, text: str
 ) -> dict[str, object]:
-    """The errors/<task>.json record."""
+    """The errors/<task>.json record (``summary``: the one line that says what went wrong)."""
     return {
         "cell": where[0] if where else None,
         "line": where[1] if where else None,
         "script_line": script_line,
         "type": type(exc).__name__,
         "message": str(exc),
+        "summary": crash.summary(exc),
         "traceback": text,
     }
 
@@ -166,6 +175,28 @@ def _line_buffered() -> None:
     os.environ.setdefault("PYTHONUNBUFFERED", "1")
 
 
+def _serve(info: ClusterInfo) -> int:
+    """A worker or ps task of the code's ParameterServerStrategy: serve until stopped.
+
+    The chief (the coordinator) runs the notebook and sends these tasks its functions and
+    variables, as TensorFlow's parameter server guide has every non-chief task do.
+    """
+    import tensorflow as tf
+
+    resolver = tf.distribute.cluster_resolver.TFConfigClusterResolver()
+    server = tf.distribute.Server(
+        resolver.cluster_spec(),
+        job_name=info.task_type,
+        task_index=info.task_index,
+        protocol=resolver.rpc_layer or "grpc",
+        start=True,
+    )
+    print(f"[tfc_runtime] task {info.describe()}: serving the chief's ParameterServerStrategy")
+    _mark_ready(info)
+    server.join()
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the job; the exit status (a script's SystemExit passes through unchanged)."""
     args, script_args = parse_args(sys.argv[1:] if argv is None else argv)
@@ -179,7 +210,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         smap = sourcemap.load(args.source_map) if args.source_map else sourcemap.SourceMap()
         info = cluster_info()  # before ensure_tf_config, to report where it came from
         ensure_tf_config()
-        prepare_keras(args.strategy)
+        prepare_keras(args.strategy, legacy=args.legacy_keras)
+        if args.serve:
+            os.environ.setdefault("GRPC_FAIL_FAST", "use_caller")
         if will_be_multi_worker(args.strategy):  # the strategy waits for every task to join
             print(f"[tfc_runtime] task {info.describe()}: waiting for the cluster to join")
         strategy = build_strategy(args.strategy, gpus=args.gpus)
@@ -188,8 +221,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"[tfc_runtime] cannot start the job: {exc}", file=sys.stderr, flush=True)
         _write_error(_record(None, None, exc, ""))
         return 1
+    task = f"{info.task_type}-{info.task_index}"
+    crash.enable_fault_log(task)
+    if args.serve and info.task_type in ("worker", "ps"):
+        return _serve(info)
     print(f"[tfc_runtime] task {info.describe()}, strategy {describe(strategy)}")
     _mark_ready(info)
+    crash.track_position(script, task, smap.describe)
     sys.argv = [args.script, *script_args]
     sys.path.insert(0, os.path.dirname(script))
     try:

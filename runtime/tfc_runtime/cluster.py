@@ -144,13 +144,21 @@ def cluster_info(environ: Mapping[str, str] = os.environ) -> ClusterInfo:
 
 
 def ensure_tf_config(environ: MutableMapping[str, str] = os.environ) -> None:
-    """Set TF_CONFIG from CLUSTER_SPEC when only CLUSTER_SPEC is set (TF reads only TF_CONFIG)."""
+    """Set TF_CONFIG from CLUSTER_SPEC when only CLUSTER_SPEC is set (TF reads only TF_CONFIG).
+
+    Not for a one-replica job: Vertex AI sets no TF_CONFIG there, and a TF_CONFIG naming a
+    one-task cluster breaks one-process code (a MultiWorkerMirroredStrategy built after
+    TensorFlow started: "Collective ops must be configured at program startup").
+    """
     if environ.get("TF_CONFIG", "").strip():
         return
     spec = _load_json(environ, "CLUSTER_SPEC")
     if spec is None:
         return
     try:
-        environ["TF_CONFIG"] = json.dumps(tf_config_from_cluster_spec(spec))
+        config = tf_config_from_cluster_spec(spec)
     except (ValueError, TypeError) as exc:
         raise RuntimeError(f"CLUSTER_SPEC: {exc}") from None
+    pools = spec.get("cluster") or {}
+    if sum(len(hosts) for hosts in pools.values() if isinstance(hosts, list)) > 1:
+        environ["TF_CONFIG"] = json.dumps(config)

@@ -58,14 +58,18 @@ def will_be_multi_worker(strategy_name: str, environ: Mapping[str, str] = os.env
     return key == "auto" and _trains_multi_worker(cluster_info(environ))
 
 
-def prepare_keras(strategy_name: str, environ: MutableMapping[str, str] = os.environ) -> None:
+def prepare_keras(
+    strategy_name: str, environ: MutableMapping[str, str] = os.environ, *, legacy: bool = False
+) -> None:
     """Pick tf-keras for multi-worker jobs. Call BEFORE tensorflow is imported.
 
     Keras 3's ``model.fit`` fails under MultiWorkerMirroredStrategy on TF >= 2.16
     ("Attempt to convert a value (PerReplica...)"); tf-keras (``TF_USE_LEGACY_KERAS=1``) works.
+    ``legacy``: the plan found Keras fit under the code's own MultiWorkerMirroredStrategy.
     Leaves a user's own TF_USE_LEGACY_KERAS alone.
     """
-    if not will_be_multi_worker(strategy_name, environ) or "TF_USE_LEGACY_KERAS" in environ:
+    multi = legacy or will_be_multi_worker(strategy_name, environ)
+    if not multi or "TF_USE_LEGACY_KERAS" in environ:
         return
     if importlib.util.find_spec("tf_keras") is not None:
         environ["TF_USE_LEGACY_KERAS"] = "1"
@@ -134,8 +138,8 @@ def _build_tpu() -> Any:
 
 
 def _build_auto(gpus: int | None) -> Any:
-    """tfc.run's rules, CPU-aware: TPU, else multi-worker, else Mirrored for >1 GPU, else
-    OneDevice."""
+    """tfc.run's rules, CPU-aware: TPU, else multi-worker, else Mirrored for >1 GPU, else none
+    (one device: TensorFlow's own placement, as in Jupyter)."""
     from tfc_runtime.tpu import tpu_in_environment
 
     info = cluster_info()
@@ -143,10 +147,9 @@ def _build_auto(gpus: int | None) -> Any:
         return _build_tpu()
     if _trains_multi_worker(info):
         return _build_multi_worker()
-    devices = _pick_gpus(gpus)
-    if len(devices) > 1:
+    if len(_pick_gpus(gpus)) > 1:
         return _build_mirrored(gpus)
-    return _build_one_device(len(devices))
+    return None
 
 
 def build_strategy(name: str, *, gpus: int | None = None) -> Any:
@@ -170,6 +173,9 @@ def build_strategy(name: str, *, gpus: int | None = None) -> Any:
         return None
     if key == "auto":
         strategy = _build_auto(gpus)
+        if strategy is None:
+            _current = None
+            return None
     elif key == "one_device":
         strategy = _build_one_device(gpus)
     elif key == "mirrored":

@@ -121,3 +121,17 @@ def test_ensure_tf_config_sets_it_from_cluster_spec() -> None:
     empty: dict[str, str] = {}
     ensure_tf_config(empty)
     assert empty == {}
+
+
+def test_one_replica_gets_no_tf_config() -> None:
+    """Vertex AI sets no TF_CONFIG for a one-replica job; a one-task TF_CONFIG would break code
+    that builds MultiWorkerMirroredStrategy after TensorFlow started."""
+    spec = {
+        "cluster": {"workerpool0": ["host0:2222"]},
+        "environment": "cloud",
+        "task": {"type": "workerpool0", "index": 0, "trial": ""},
+    }
+    env = {"CLUSTER_SPEC": json.dumps(spec)}
+    ensure_tf_config(env)
+    assert "TF_CONFIG" not in env
+    assert cluster_info(env).describe() == "chief:0 of 1 worker (CLUSTER_SPEC)"

@@ -36,9 +36,10 @@ check(sys.argv[1])
 FAILING_MAP = {"version": 1, "notebook": "nb.ipynb", "lines": [None, None, [3, 1], [3, 2], [7, 3]]}
 
 
-def test_auto_trains_on_cpu_and_passes_argv(tmp_path: Path) -> None:
+def test_one_device_trains_on_cpu_and_passes_argv(tmp_path: Path) -> None:
     (tmp_path / "train.py").write_text(TRAIN)
-    done = run_runtime(["train.py", "--lr", "0.1", "x y"], tmp_path, job_env())
+    args = ["--strategy", "one_device", "train.py", "--lr", "0.1", "x y"]
+    done = run_runtime(args, tmp_path, job_env())
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     expected = "[tfc_runtime] task single machine, strategy OneDeviceStrategy, 1 replica on /cpu:0"

@@ -104,7 +104,7 @@ def test_model_fit_with_tf_keras(tmp_path: Path) -> None:
     assert "task worker:0 of 2 workers (CLUSTER_SPEC)" in worker.stdout
     assert (tmp_path / "job" / "model" / "model.keras").is_file()  # the chief's copy
     assert (tmp_path / "tfc-task-worker-0" / "model.keras").is_file()  # the worker's own
-    ready = sorted(p.name for p in (tmp_path / "job" / "status").iterdir())
+    ready = sorted(p.name for p in (tmp_path / "job" / "status").glob("*.ready"))
     assert ready == ["chief-0.ready", "worker-0.ready"]
 
 

@@ -34,12 +34,14 @@ def test_auto_on_a_cpu_machine(clean_env: pytest.MonkeyPatch, reset_strategy: No
 
     if tf.config.list_physical_devices("GPU"):
         pytest.skip("this test describes a CPU-only machine")
-    strategy = build_strategy("auto")
+    # One device: no strategy, TensorFlow's own placement, as the code gets in Jupyter.
+    assert build_strategy("auto") is None
+    assert not tf.distribute.has_strategy()
+    strategy = build_strategy("one_device")
     assert isinstance(strategy, tf.distribute.OneDeviceStrategy)
     assert tf.distribute.get_strategy() is strategy
     assert tfc_runtime.strategy() is strategy
     assert describe(strategy) == "OneDeviceStrategy, 1 replica on /cpu:0"
-    assert isinstance(build_strategy("one_device"), tf.distribute.OneDeviceStrategy)
 
 
 def test_mirrored_without_gpus_warns(

@@ -30,6 +30,7 @@ from .local import (
     cluster_env,
     free_ports,
     gpu_split,
+    is_daemon,
     local_gpu_count,
 )
 from .watched import (
@@ -121,7 +122,7 @@ class DockerBackend(WatchedBackend):
             "replicas": [
                 {
                     "name": name,
-                    "daemon": name.startswith("ps-"),
+                    "daemon": is_daemon(spec, name),
                     "env": env,
                     "gpus": [g for g in gpu.split(",") if g],  # no GPUs here: CPU, as locally
                 }

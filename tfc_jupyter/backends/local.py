@@ -19,6 +19,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .. import vertex_request
 from ..errors import BackendError
 from ..images import local_tensorflow_version
 from ..records import JobRecord
@@ -116,13 +117,17 @@ def cluster_env(spec: JobSpec, job_id: str, ports: list[int]) -> list[tuple[str,
                 "job": {"job_id": job_id},
             }
             role = roles[pool]
-            out.append(
-                (
-                    role if role == "chief" else f"{role}-{index}",
-                    {"CLUSTER_SPEC": json.dumps(cluster_spec), "TF_CONFIG": json.dumps(tf_config)},
-                )
-            )
+            env = {"CLUSTER_SPEC": json.dumps(cluster_spec)}
+            if spec.replica_count > 1:  # Vertex sets TF_CONFIG for distributed jobs only
+                env["TF_CONFIG"] = json.dumps(tf_config)
+            out.append((role if role == "chief" else f"{role}-{index}", env))
     return out
+
+
+def is_daemon(spec: JobSpec, name: str) -> bool:
+    """Replicas that never end by themselves and are stopped when the others are done:
+    parameter servers, and workers serving the code's own ParameterServerStrategy."""
+    return name.startswith("ps-") or (spec.serve and name.startswith("worker-"))
 
 
 def check_estimator_tensorflow(spec: JobSpec, tf_version: str | None = None) -> None:
@@ -219,14 +224,9 @@ class LocalBackend(WatchedBackend):
                     "AIP_TENSORBOARD_LOG_DIR": f"{base}/logs/",
                 }
             )
-        runtime_args = [
-            "--strategy",
-            spec.resolved_strategy().value,
-            "--source-map",
-            str(job_dir / "script.map.json"),
-            str(job_dir / "script.py"),
-            *spec.entry_args,
-        ]
+        runtime_args = vertex_request.runtime_args(
+            spec, str(job_dir / "script.py"), str(job_dir / "script.map.json")
+        )
         launch = {
             "job_id": record.id,
             "store": str(self.store.path),
@@ -239,7 +239,7 @@ class LocalBackend(WatchedBackend):
             "replicas": [
                 {
                     "name": name,
-                    "daemon": name.startswith("ps-"),
+                    "daemon": is_daemon(spec, name),
                     "env": {**env, "CUDA_VISIBLE_DEVICES": gpu} if n_gpus else env,
                 }
                 for (name, env), gpu in zip(replicas, gpus, strict=True)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import time
 from dataclasses import dataclass
@@ -52,9 +53,41 @@ def _tail(path: Path, lines: int = 12) -> list[str]:
     return [line for line in text.splitlines() if line.strip()][-lines:]
 
 
+_FAULT_FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+)')
+
+
+def _read_small(path: Path, limit: int = 65536) -> str:
+    """The start of a small text file the job wrote ("" when missing or unreadable)."""
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(limit).decode("utf-8", errors="replace")
+    except OSError:
+        return ""
+
+
+def _fault_location(job_dir: Path, task: str) -> str | None:
+    """The notebook cell and line of the innermost script frame in faulthandler's output
+    (``errors/<task>.fault``), mapped through the job's source map."""
+    text = _read_small(job_dir / "errors" / f"{task}.fault")
+    for m in _FAULT_FRAME.finditer(text):  # faulthandler lists the most recent call first
+        if not m.group("file").endswith("script.py"):
+            continue
+        try:
+            smap = json.loads(_read_small(job_dir / "script.map.json", 8 << 20) or "{}")
+            cell_line = smap["lines"][int(m.group("line")) - 1]
+        except (ValueError, KeyError, IndexError, TypeError):
+            return f"script line {m.group('line')}"
+        return f"cell {cell_line[0]}, line {cell_line[1]}" if cell_line else None
+    return None
+
+
 def describe_failure(job_dir: Path, name: str, task: str, code: int) -> tuple[str, str | None]:
-    """``(error, notebook location)`` of a replica that exited with ``code`` (negative: signal),
-    from the runtime's ``errors/<task>.json``, else the last line of its log."""
+    """``(error, notebook location)`` of a replica that exited with ``code`` (negative: signal).
+
+    From the runtime's ``errors/<task>.json`` (its one-line summary); for a replica killed by a
+    signal, from faulthandler's ``errors/<task>.fault`` or the runtime's ``status/<task>.where``,
+    with the replica's last lines; else the last line of its log.
+    """
     error_file = job_dir / "errors" / f"{task}.json"
     location = None
     detail = ""
@@ -63,15 +96,41 @@ def describe_failure(job_dir: Path, name: str, task: str, code: int) -> tuple[st
             info = json.loads(error_file.read_text())
             if info.get("cell"):
                 location = f"cell {info['cell']}, line {info['line']}"
-            detail = f"{info.get('type', 'Error')}: {info.get('message', '')}".strip()
+            detail = info.get("summary") or (
+                f"{info.get('type', 'Error')}: "
+                + (str(info.get("message", "")).strip().splitlines() or [""])[0]
+            )
+            detail = detail.strip()
         except (OSError, ValueError):
             pass
+    if code < 0 and not detail:
+        location = _fault_location(job_dir, task)
+        if location is None:
+            location = _read_small(job_dir / "status" / f"{task}.where", 200).strip() or None
+        tail = [ln.strip() for ln in _tail(job_dir / "logs" / f"{name}.log", 3)]
+        detail = f"{_signal_name(-code)}; last lines: " + (" | ".join(tail) or "none")
     if not detail:
         tail = _tail(job_dir / "logs" / f"{name}.log", 1)
         detail = tail[-1] if tail else "no output"
     how = f"was killed by signal {-code}" if code < 0 else f"exited with status {code}"
     where = f" at {location}" if location else ""
-    return f"{name} {how}{where}: {detail}"[:500], location
+    return f"{name} {how}{where}: {detail}"[:600], location
+
+
+def _signal_name(number: int) -> str:
+    """``SIGSEGV (a crash in native code)``-style words for a signal number."""
+    try:
+        name = signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+    why = {
+        "SIGSEGV": "a crash in native code",
+        "SIGKILL": "killed from outside: out of memory, or stopped by hand",
+        "SIGABRT": "aborted by native code",
+        "SIGBUS": "a crash in native code",
+        "SIGFPE": "a crash in native code",
+    }.get(name)
+    return f"{name} ({why})" if why else name
 
 
 class JobWatcher(Generic[R]):

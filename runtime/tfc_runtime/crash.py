@@ -1,0 +1,115 @@
+"""Where a task was when it died, and one readable line for what went wrong.
+
+A replica killed by a signal leaves no Python traceback. Two records survive it in
+``$TFC_JOB_DIR``: ``errors/<task>.fault`` (Python's faulthandler: segfaults, aborts) and
+``status/<task>.where`` (the notebook cell and line the main thread was running, refreshed twice a
+second by a daemon thread: what an OOM kill, SIGKILL, leaves). The job's watcher reads both.
+"""
+
+from __future__ import annotations
+
+import faulthandler
+import os
+import sys
+import threading
+from collections.abc import Callable
+from typing import IO, Any
+
+INTERVAL_S = 0.5
+
+_fault_file: IO[str] | None = None  # kept open for faulthandler for the life of the process
+
+
+def _task_file(folder: str, task: str, suffix: str) -> str | None:
+    job_dir = os.environ.get("TFC_JOB_DIR")
+    if not job_dir:
+        return None
+    path = os.path.join(job_dir, folder)
+    os.makedirs(path, exist_ok=True)
+    return os.path.join(path, f"{task}{suffix}")
+
+
+def enable_fault_log(task: str) -> None:
+    """Send faulthandler's tracebacks (SIGSEGV, SIGFPE, SIGABRT, SIGBUS, SIGILL) to
+    ``errors/<task>.fault``; stderr outside a job."""
+    global _fault_file
+    path = _task_file("errors", task, ".fault")
+    if path is None:
+        faulthandler.enable()
+        return
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    _fault_file = os.fdopen(fd, "w", encoding="utf-8")
+    faulthandler.enable(file=_fault_file, all_threads=False)
+
+
+def _main_frame_line(script: str, thread_id: int) -> int | None:
+    """The innermost line of ``script`` on the main thread's stack, None when not in it."""
+    frame: Any = sys._current_frames().get(thread_id)
+    while frame is not None:
+        if frame.f_code.co_filename == script:
+            return int(frame.f_lineno)
+        frame = frame.f_back
+    return None
+
+
+def track_position(script: str, task: str, describe: Callable[[int], str]) -> None:
+    """Start the daemon thread that keeps ``status/<task>.where`` = the notebook location the
+    main thread is running (``describe(script_line)``), written only when it changes."""
+    path = _task_file("status", task, ".where")
+    if path is None:
+        return
+    main_id = threading.main_thread().ident or 0
+    stop = threading.Event()
+
+    def loop() -> None:
+        last: int | None = None
+        while not stop.wait(INTERVAL_S):
+            line = _main_frame_line(script, main_id)
+            if line is None or line == last:
+                continue
+            last = line
+            tmp = f"{path}.tmp"
+            try:
+                fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+                with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                    fh.write(describe(line))
+                os.replace(tmp, path)
+            except OSError:
+                return
+
+    threading.Thread(target=loop, name="tfc-position", daemon=True).start()
+
+
+def summary(exc: BaseException) -> str:
+    """``Type: what went wrong`` in one line.
+
+    TensorFlow wraps errors raised in a ``tf.function`` as ``in user code:`` followed by the
+    traced frames and, last, the real message; a heading line like that (ending in ``:``) gives
+    way to the last line. A known cause gets its explanation after the message.
+    """
+    name = type(exc).__name__
+    lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
+    text = lines[0] if lines else ""
+    if len(lines) > 1 and text.endswith(":"):
+        text = next((ln for ln in reversed(lines) if not ln.startswith(("[[", ";"))), lines[-1])
+    if text.startswith(f"{name}: "):
+        text = text[len(name) + 2 :]
+    text = text if len(text) <= 300 else text[:297] + "..."
+    out = f"{name}: {text}" if text else name
+    hint = explain(exc)
+    return f"{out} ({hint})" if hint else out
+
+
+def explain(exc: BaseException) -> str:
+    """One sentence on a cause we recognise, "" otherwise."""
+    message = str(exc)
+    if "complex" in message and "Collective" in message:
+        return (
+            "the strategy's collectives cannot all-reduce complex values: keep variables real "
+            "(real and imaginary parts apart) or train without a multi-device strategy"
+        )
+    if "Mixing different tf.distribute.Strategy objects" in message:
+        return "two strategies in one program: run with --strategy none (or auto)"
+    if "Collective ops must be configured at program startup" in message:
+        return "build MultiWorkerMirroredStrategy before any other TensorFlow call"
+    return ""

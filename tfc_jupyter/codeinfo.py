@@ -1,0 +1,222 @@
+"""What the job's code does, read from its syntax tree: the facts the strategy choice rests on.
+
+Names are resolved through the script's imports (``import tensorflow.compat.v1 as tf1``,
+``from tensorflow.distribute import MirroredStrategy``), never matched as text, so an alias or a
+comment cannot fool it. Nothing is executed and nothing heavy is imported.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+
+#: tf.distribute strategy classes a notebook may build itself.
+STRATEGY_CLASSES = frozenset(
+    {
+        "MirroredStrategy",
+        "MultiWorkerMirroredStrategy",
+        "CollectiveAllReduceStrategy",
+        "ParameterServerStrategy",
+        "ParameterServerStrategyV2",
+        "CentralStorageStrategy",
+        "OneDeviceStrategy",
+        "TPUStrategy",
+        "TPUStrategyV2",
+    }
+)
+#: Cluster resolvers: code that builds one reads the cluster itself.
+RESOLVER_CLASSES = frozenset(
+    {"TPUClusterResolver", "TFConfigClusterResolver", "SimpleClusterResolver"}
+)
+#: tf.config calls that must run before TensorFlow initializes its devices.
+DEVICE_SETUP = frozenset(
+    {
+        "set_logical_device_configuration",
+        "set_virtual_device_configuration",
+        "set_memory_growth",
+        "set_visible_devices",
+        "set_inter_op_parallelism_threads",
+        "set_intra_op_parallelism_threads",
+    }
+)
+#: Methods Keras calls from ``fit``/``evaluate``/``predict`` (under its strategy's ``run``).
+KERAS_STEP_METHODS = frozenset({"train_step", "test_step", "predict_step"})
+_COMPLEX = frozenset({"complex64", "complex128", "complex_"})
+_TF_PREFIXES = ("tensorflow.compat.v1.", "tensorflow.compat.v2.")
+
+Where = int  # a 1-based line of the script
+
+
+@dataclass
+class CodeFacts:
+    """What the code does, each fact with the script line where it first shows (0: never)."""
+
+    own_strategy: str = ""  # the tf.distribute strategy class the code builds itself
+    own_strategy_line: Where = 0
+    own_resolver: str = ""  # a cluster resolver the code builds itself
+    own_resolver_line: Where = 0
+    sets_default_strategy: Where = 0  # tf.distribute.experimental_set_strategy(...)
+    strategy_aware: Where = 0  # strategy.run, get_strategy(), tfc_runtime.strategy()
+    keras_fit: Where = 0  # model.fit(...) with model.compile(...) or Keras in the imports
+    custom_loop: Where = 0  # GradientTape / apply_gradients / minimize outside a Keras step
+    device_setup: str = ""  # the first tf.config call that must precede device initialization
+    device_setup_line: Where = 0
+    complex_values: Where = 0  # complex dtypes or literals
+    estimator: bool = False
+    names: dict[str, str] = field(default_factory=dict)  # alias -> qualified name
+
+    @property
+    def makes_own_strategy(self) -> bool:
+        """The code builds (or installs) its own strategy or resolver: leave it alone."""
+        return bool(self.own_strategy or self.own_resolver or self.sets_default_strategy)
+
+    @property
+    def own_what(self) -> str:
+        """``MirroredStrategy``, ``TPUClusterResolver`` or ``default strategy``."""
+        return self.own_strategy or self.own_resolver or "default strategy"
+
+    @property
+    def own_line(self) -> Where:
+        """The script line of the code's own strategy, resolver or default strategy."""
+        return self.own_strategy_line or self.own_resolver_line or self.sets_default_strategy
+
+
+def _import_names(tree: ast.AST) -> dict[str, str]:
+    """alias -> fully qualified name, from every import in the tree."""
+    names: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.asname:
+                    names[alias.asname] = alias.name
+                else:
+                    top = alias.name.split(".")[0]
+                    names[top] = top
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            for alias in node.names:
+                if alias.name != "*":
+                    names[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+    return names
+
+
+def qualname(node: ast.AST, names: dict[str, str]) -> str:
+    """``tensorflow.distribute.MirroredStrategy`` for ``tf.distribute.MirroredStrategy``; the
+    dotted text for names that no import binds; "" for anything else (a call, a subscript)."""
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return ""
+    parts.append(names.get(node.id, node.id))
+    text = ".".join(reversed(parts))
+    for prefix in _TF_PREFIXES:
+        if text.startswith(prefix):
+            text = "tensorflow." + text[len(prefix) :]
+    if text.startswith("keras."):
+        text = "tensorflow." + text
+    return text
+
+
+def _receiver_name(func: ast.AST) -> str:
+    """For ``a.b.run(...)``: ``b``; for ``x.run(...)``: ``x``."""
+    if isinstance(func, ast.Attribute):
+        value = func.value
+        if isinstance(value, ast.Name):
+            return value.id
+        if isinstance(value, ast.Attribute):
+            return value.attr
+        if isinstance(value, ast.Call):
+            return _receiver_name(value.func) or getattr(value.func, "attr", "")
+    return ""
+
+
+class _Visitor(ast.NodeVisitor):
+    def __init__(self, facts: CodeFacts) -> None:
+        self.facts = facts
+        self.names = facts.names
+        self.step_depth = 0  # inside a Keras train_step/test_step method
+        self.strategy_vars: set[str] = set()
+        self.fit_line = 0
+        self.compile_seen = False
+
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
+        inside = node.name in KERAS_STEP_METHODS
+        self.step_depth += inside
+        self.generic_visit(node)
+        self.step_depth -= inside
+
+    visit_AsyncFunctionDef = visit_FunctionDef  # type: ignore[assignment]
+
+    def visit_Assign(self, node: ast.Assign) -> None:
+        if isinstance(node.value, ast.Call):
+            name = qualname(node.value.func, self.names).rsplit(".", 1)[-1]
+            if name in STRATEGY_CLASSES or name in ("get_strategy", "strategy", "tpu_strategy"):
+                for target in node.targets:
+                    if isinstance(target, ast.Name):
+                        self.strategy_vars.add(target.id)
+        self.generic_visit(node)
+
+    def visit_Constant(self, node: ast.Constant) -> None:
+        if isinstance(node.value, complex) or node.value in _COMPLEX:
+            self.facts.complex_values = self.facts.complex_values or node.lineno
+
+    def visit_Attribute(self, node: ast.Attribute) -> None:
+        if node.attr in _COMPLEX and qualname(node, self.names).startswith(("tensorflow", "numpy")):
+            self.facts.complex_values = self.facts.complex_values or node.lineno
+        if node.attr == "GradientTape" and not self.step_depth:
+            self.facts.custom_loop = self.facts.custom_loop or node.lineno
+        if node.attr == "estimator" and qualname(node, self.names).startswith("tensorflow"):
+            self.facts.estimator = True
+        self.generic_visit(node)
+
+    def visit_Call(self, node: ast.Call) -> None:
+        f = self.facts
+        full = qualname(node.func, self.names)
+        last = full.rsplit(".", 1)[-1] if full else getattr(node.func, "attr", "")
+        tf_call = full.startswith("tensorflow")
+        if last in STRATEGY_CLASSES and tf_call and not f.own_strategy:
+            f.own_strategy, f.own_strategy_line = last, node.lineno
+        elif last in RESOLVER_CLASSES and tf_call and not f.own_resolver:
+            f.own_resolver, f.own_resolver_line = last, node.lineno
+        elif last == "experimental_set_strategy" and tf_call:
+            f.sets_default_strategy = f.sets_default_strategy or node.lineno
+        elif last in DEVICE_SETUP and tf_call and not f.device_setup:
+            f.device_setup, f.device_setup_line = full.removeprefix("tensorflow."), node.lineno
+        elif last == "complex" and tf_call:
+            f.complex_values = f.complex_values or node.lineno
+        elif last in ("get_strategy", "strategy") and (tf_call or full.startswith("tfc_runtime")):
+            f.strategy_aware = f.strategy_aware or node.lineno
+        elif last in ("run", "experimental_run_v2", "experimental_run") and isinstance(
+            node.func, ast.Attribute
+        ):
+            receiver = _receiver_name(node.func)
+            if receiver in self.strategy_vars or "strateg" in receiver.lower():
+                f.strategy_aware = f.strategy_aware or node.lineno
+        elif last in ("apply_gradients", "minimize") and not self.step_depth:
+            if not full.startswith("scipy"):
+                f.custom_loop = f.custom_loop or node.lineno
+        elif last == "fit" and isinstance(node.func, ast.Attribute):
+            self.fit_line = self.fit_line or node.lineno
+        elif last == "compile" and isinstance(node.func, ast.Attribute):
+            self.compile_seen = True
+        self.generic_visit(node)
+
+
+def analyse(text: str) -> CodeFacts:
+    """The facts of a script's source (empty facts when it does not parse)."""
+    facts = CodeFacts()
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return facts
+    facts.names = _import_names(tree)
+    visitor = _Visitor(facts)
+    visitor.visit(tree)
+    uses_keras = any(
+        v.startswith(("keras", "tensorflow.keras", "tf_keras")) or v == "tensorflow"
+        for v in facts.names.values()
+    )
+    if visitor.fit_line and (visitor.compile_seen or uses_keras):
+        facts.keras_fit = visitor.fit_line
+    return facts

@@ -5,8 +5,8 @@ are (their own strategies, custom loops, device set-up, checkpoints, SavedModel 
 percent-format source: ``# %%`` starts a code cell, the comment lines before the first one are
 the notebook's markdown cell. Every case runs twice, with real TensorFlow and nothing mocked: in
 a real kernel through nbclient, and as a local job with default flags. What the code printed must
-be the same, line for line (the seeded ones print the same numbers). Some also run with
-``--workers 1``: there, the job must succeed and print the same lines, numbers aside where a
+be the same, line for line (the seeded ones print the same numbers). Some also run distributed
+(``--workers 1``; ``--workers 2 --ps 1`` for ParameterServerStrategy): there, the job must succeed and print the same lines, numbers aside where a
 second replica changes them.
 """
 
@@ -45,8 +45,9 @@ class Case:
 
     name: str
     strategy: str = "none"  # what the plan decides with default flags
-    workers: str | None = None  # with --workers 1: "same" lines, "shape" (numbers aside)
-    workers_strategy: str = "none"  # what the plan decides with --workers 1
+    workers: str | None = None  # distributed too: "same" lines, "shape" (numbers aside)
+    workers_strategy: str = "none"  # what the plan decides with the distributed flags
+    flags: str = "--workers 1"  # the distributed run's flags
 
 
 CASES = [
@@ -71,6 +72,7 @@ CASES = [
     Case("custom_train_step_fit"),
     Case("reads_files"),
     Case("estimator_free_keras_functional"),
+    Case("own_ps_strategy", workers="same", flags="--workers 2 --ps 1"),
 ]
 
 
@@ -161,9 +163,9 @@ def test_job_prints_what_jupyter_prints(case: Case, tmp_path: Path) -> None:
 
     if case.workers is None:
         return
-    plan = plan_for(path, "--workers 1")
+    plan = plan_for(path, case.flags)
     assert plan.spec.resolved_strategy().value == case.workers_strategy, plan.spec.strategy_reason
-    _, record = run_job(path, tmp_path / "home", "--workers 1")
+    _, record = run_job(path, tmp_path / "home", case.flags)
     assert record.state is JobState.SUCCEEDED, record.error
     got = job_stdout(Path(record.job_dir))
     if case.workers == "same":

@@ -6,8 +6,8 @@ percent-format source: ``# %%`` starts a code cell, the comment lines before the
 the notebook's markdown cell. Every case runs twice, with real TensorFlow and nothing mocked: in
 a real kernel through nbclient, and as a local job with default flags. What the code printed must
 be the same, line for line (the seeded ones print the same numbers). Some also run distributed
-(``--workers 1``; ``--workers 2 --ps 1`` for ParameterServerStrategy): there, the job must succeed and print the same lines, numbers aside where a
-second replica changes them.
+(``--workers 1``; ``--workers 2 --ps 1`` for ParameterServerStrategy): there, the job must
+succeed and print the same lines, numbers aside where a second replica changes them.
 """
 
 from __future__ import annotations

@@ -112,7 +112,7 @@ def test_dry_run_with_tpu_and_gpus(ip: Any, session: Path) -> None:
     text, _ = _dry_run(ip, "--tpu v5e-4 --dry-run --backend vertex --project my-proj-1")
     assert "strategy: tpu (auto: " in text and "ct5lp-hightpu-4t" in text
     text, _ = _dry_run(ip, "--gpus 4 --gpu-type V100 --dry-run")
-    assert "strategy: mirrored (auto)" in text and "V100_4X" in text
+    assert "strategy: mirrored (auto: " in text and "V100_4X" in text
 
 
 def test_unsaved_edits_are_reported(ip: Any, session: Path) -> None:

@@ -166,7 +166,9 @@ def test_summary_shows_strategy_pools_cost_and_the_equivalent_line(
     # Pasted into a cell, the line makes the very same job.
     pasted = options.spec_from_options(options.parse_line(line.removeprefix("%%tfc_run")), settings)
     assert model.check.spec is not None
-    assert pasted.to_dict() == {**model.check.spec.to_dict(), "name": pasted.name}
+    # (What planning decides from the code is not in the line: the same code decides it again.)
+    decided = {"decided_strategy": "", "strategy_reason": "", "legacy_keras": False, "serve": False}
+    assert pasted.to_dict() == {**model.check.spec.to_dict(), "name": pasted.name, **decided}
     assert summary["cells"] == [1] and summary["notebook"] == "demo.ipynb"
     assert any("no Google Cloud project" in w for w in summary["warnings"])
     model.update(gpus=3)

@@ -207,7 +207,8 @@ def test_no_aip_dirs_without_base_output_directory(server: VertexServer) -> None
     wait_job(job.name, c)
     env = env_of(entries(server, job.name.rsplit("/", 1)[1]))
     assert env["AIP_MODEL_DIR"] is None and env["AIP_TENSORBOARD_LOG_DIR"] is None
-    assert sorted(json.loads(env["TF_CONFIG"])["cluster"]) == ["chief"]
+    assert env["TF_CONFIG"] is None  # Vertex AI sets TF_CONFIG for distributed jobs only
+    assert sorted(json.loads(env["CLUSTER_SPEC"])["cluster"]) == ["workerpool0"]
 
 
 def test_failed_replica_fails_the_job(server: VertexServer) -> None:

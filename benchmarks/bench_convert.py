@@ -1,6 +1,7 @@
 """Notebook -> script: our converter against nbconvert's ``PythonExporter``, speed and result.
 
-Over every ``.ipynb`` in ``/work/shared/corpus/`` (override with ``--corpus``) and ``notebooks/``:
+Over every ``.ipynb`` in ``../shared/corpus/`` beside the project root (override with
+``--corpus``) and ``notebooks/``:
 
 * **speed**: ours is read + select the cells + ``tfc_jupyter.convert.convert`` (what ``%%tfc_run``
   and ``tfc-jupyter plan`` do); nbconvert's is ``nbformat.read`` + ``PythonExporter()``'s
@@ -43,7 +44,7 @@ from tfc_jupyter.convert import convert
 from tfc_jupyter.errors import TfcError
 
 ROOT = Path(__file__).resolve().parents[1]
-CORPUS = Path("/work/shared/corpus")
+CORPUS = ROOT.parent / "shared" / "corpus"  # ../shared/corpus from the project root
 FIXTURES = ROOT / "benchmarks" / "fixtures"
 RUN_TIMEOUT_S = 120
 

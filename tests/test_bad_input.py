@@ -19,6 +19,7 @@ import contextlib
 import io
 import json
 import os
+import re
 import shlex
 import string
 import time
@@ -61,11 +62,15 @@ def bounded(fn: Callable[[], Any], what: str, seconds: float = CALL_DEADLINE_S) 
 
 
 def one_line_fix(text: str, what: str) -> None:
-    """An error a person can act on: one line, naming the fix, no traceback."""
+    """An error a person can act on: one line naming the fix, no traceback. Several cells that
+    cannot be converted are reported in one run, one such line each."""
     assert text.strip(), f"{what}: empty error"
-    assert "\n" not in text.strip(), f"{what}: not one line: {text!r}"
+    lines = text.strip().splitlines()
+    if len(lines) > 1:
+        per_cell = re.compile(r"^(tfc-jupyter: error: |UsageError: )?cell \d+")
+        assert all(per_cell.match(ln) for ln in lines), f"{what}: not one line per cell: {text!r}"
     assert "Traceback" not in text, f"{what}: {text!r}"
-    assert "Fix:" in text, f"{what}: names no fix: {text!r}"
+    assert all("Fix:" in line for line in lines), f"{what}: names no fix: {text!r}"
 
 
 @contextlib.contextmanager

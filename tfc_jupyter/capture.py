@@ -154,6 +154,22 @@ def _norm(text: str) -> str:
     return "\n".join(line.rstrip() for line in text.strip().split("\n"))
 
 
+def _check_language(nb: Any, name: str) -> None:
+    """Refuse a notebook whose kernel runs another language: a job runs Python."""
+    meta = nb.get("metadata") or {}
+    spec = meta.get("kernelspec")
+    info = meta.get("language_info")
+    spec = spec if isinstance(spec, dict) else {}
+    info = info if isinstance(info, dict) else {}
+    language = str(spec.get("language") or info.get("name") or "python").strip().lower()
+    if language and not language.startswith(("python", "ipython")):
+        raise CaptureError(
+            f"{name} is a {language} notebook (kernel {spec.get('name', language)!r}); a job "
+            "runs Python",
+            "open a Python notebook, or run this one with its own kernel",
+        )
+
+
 def select_cells(
     nb: Any,
     *,
@@ -171,10 +187,11 @@ def select_cells(
         magic_line, body: the ``%%tfc_run`` cell as the user ran it (None from the CLI).
         cell_number: from the CLI, the 1-based position of the ``%%tfc_run`` cell to use.
     """
+    name = path.name if path else "the notebook"
+    _check_language(nb, name)
     cells = _code_cells(nb)
     runs = [c for c in cells if is_run_cell(c.source)]
     sel = Selection(cells=[], notebook=path, how=how)
-    name = path.name if path else "the notebook"
     chosen: Cell | None = None
     if body is not None:
         ran = _norm(f"{MAGIC} {magic_line or ''}".strip() + "\n" + body)
@@ -239,6 +256,13 @@ def select_cells(
     if chosen is not None:
         sel.run_cell = chosen.index
         sel.magic_line = split_run_cell(chosen.source)[0]
+    elif sel.cells:
+        sel.warnings.append(
+            f"{name} has no %%tfc_run cell: the job is every code cell of the notebook "
+            f"({len(sel.cells)} cells"
+            + (f", less {len(sel.skipped)} tagged tfc-skip" if sel.skipped else "")
+            + ")"
+        )
     return sel
 
 

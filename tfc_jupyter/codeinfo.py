@@ -63,6 +63,8 @@ class CodeFacts:
     device_setup_line: Where = 0
     complex_values: Where = 0  # complex dtypes or literals
     estimator: bool = False
+    asks_input: Where = 0  # input(): waits for a person, who is not there in a job
+    colab: Where = 0  # from google.colab import ...: Colab's own modules
     names: dict[str, str] = field(default_factory=dict)  # alias -> qualified name
 
     @property
@@ -196,6 +198,8 @@ class _Visitor(ast.NodeVisitor):
         elif last in ("apply_gradients", "minimize") and not self.step_depth:
             if not full.startswith("scipy"):
                 f.custom_loop = f.custom_loop or node.lineno
+        elif full in ("input", "getpass.getpass", "getpass"):
+            f.asks_input = f.asks_input or node.lineno
         elif last == "fit" and isinstance(node.func, ast.Attribute):
             self.fit_line = self.fit_line or node.lineno
         elif last == "compile" and isinstance(node.func, ast.Attribute):
@@ -211,6 +215,14 @@ def analyse(text: str) -> CodeFacts:
     except SyntaxError:
         return facts
     facts.names = _import_names(tree)
+    for node in ast.walk(tree):
+        module = ""
+        if isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            module = node.module
+        elif isinstance(node, ast.Import):
+            module = node.names[0].name
+        if module.split(".")[:2] == ["google", "colab"] and not facts.colab:
+            facts.colab = getattr(node, "lineno", 0)
     visitor = _Visitor(facts)
     visitor.visit(tree)
     uses_keras = any(

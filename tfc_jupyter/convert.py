@@ -17,13 +17,16 @@ Every script line keeps its notebook location (a source map), so the job reports
 from __future__ import annotations
 
 import ast
+import builtins
+import keyword
 import re
+import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .errors import ConversionError, RequirementsError
+from .errors import ConversionError, ConversionErrors, RequirementsError
 from .requirements import Requirements, parse_pip_args, shell_pip_args
 
 SKIP_TAGS = frozenset({"tfc-skip", "tfc-local-only"})
@@ -48,16 +51,37 @@ _SCRIPT_CELL = {
     "perl": "perl",
     "ruby": "ruby",
 }
+_NO_OP = {
+    "tensorflow_version": "%tensorflow_version is Colab's TensorFlow picker: a no-op in a job, "
+    "which runs the TensorFlow of its image (or of this kernel, locally)",
+}
+_AUTOMAGIC_NAMES = (
+    _DROP_LINE
+    | _SHELL_ALIASES
+    | _TIMED
+    | set(_NO_OP)
+    | {"pip", "env", "cd", "pushd", "pwd", "run", "system", "sx", "pylab", "killbgscripts"}
+)
+_AUTOMAGIC = re.compile(
+    r"^(?P<indent>\s*)(?P<name>" + "|".join(sorted(_AUTOMAGIC_NAMES)) + r")(?P<rest>(?:\s.*)?)$"
+)
+# After the name: an assignment, annotation or operator means Python, not a magic.
+_NOT_MAGIC_REST = re.compile(r"^\s*(?:[-+*/%&|^@<>!]?=(?!=)|:|,|\*\*=|//=|>>=|<<=|==)")
+_SHADOWING = frozenset(dir(builtins)) | frozenset(keyword.kwlist)
 _TIMEIT_OPTS = re.compile(r"^\s*(?:-[nr]\s*\d+\s+|-[tcqo]\s+|-p\s*\d+\s+)*")
 HINT_SKIP = "tag the cell tfc-skip to leave it out of the job, or rewrite the line in Python"
 
 RULES: list[tuple[str, str]] = [
     ("%pip install / !pip install (and pip3, python -m pip)", "become the job's requirements"),
+    ("pip install --no-deps X; --use-deprecated=..., --use-feature=...", "kept for the image"),
     ("!cmd, x = !cmd, %system, %sx, %ls %cp %mv %rm %mkdir %cat", "run in the job (bash)"),
+    ("automagic: ls -la, cd data, pip install x on a line of their own", "the magic, as IPython"),
     ("%env, %cd, %run, %pwd, %pylab", "translated (tfc_runtime.nb)"),
     ("%time, %timeit, %prun and %%time, %%timeit, %%prun", "run once, timed"),
     ("%%writefile, %%bash, %%sh, %%script, %%python3, %%perl, %%ruby", "run in the job"),
-    ("%%capture", "body runs, output goes to the job log"),
+    ("%%bash --bg/--out V/--err V/--proc V/--no-raise-error, %killbgscripts", "as IPython"),
+    ("%%capture [NAME]", "NAME holds .stdout, .stderr, .outputs, .show()"),
+    ("%tensorflow_version (Colab)", "a no-op, with a note"),
     (
         "%matplotlib, %load_ext, %tensorboard, %config, %autoreload, obj?, %who ...",
         "dropped (display only)",
@@ -142,11 +166,19 @@ def _join_continuations(lines: list[str]) -> list[str]:
 
 
 class _CellConverter:
-    def __init__(self, cell: Cell, base_dir: Path, reqs: Requirements, notes: list[str]) -> None:
+    def __init__(
+        self,
+        cell: Cell,
+        base_dir: Path,
+        reqs: Requirements,
+        notes: list[str],
+        bound: frozenset[str] = frozenset(),
+    ) -> None:
         self.cell = cell
         self.base_dir = base_dir
         self.reqs = reqs
         self.notes = notes
+        self.bound = bound | _SHADOWING
 
     def error(self, message: str, line: int, hint: str = HINT_SKIP) -> ConversionError:
         err = ConversionError(message, hint, cell=self.cell.index, line=line)
@@ -186,27 +218,100 @@ class _CellConverter:
             if name != "time":
                 self.note(line_no, f"%%{name} runs its body once, timed")
         elif name == "capture":
-            if args.strip() and not args.strip().startswith("-"):
-                out.add(f"{args.split()[0]} = None  # %%capture: output went to the log", at)
+            target, kwargs = self._capture_args(args, line_no)
+            out.add(f"{target} = _tfc.capture_start({kwargs})", at)
             self.convert(out, body, line_no + 1)
-            self.note(line_no, "%%capture: the output goes to the job log")
+            out.add(f"_tfc.capture_end({target})", at)
         elif name in ("writefile", "file"):
             text = body if body.endswith("\n") or not body else body + "\n"
             out.add(f"_tfc.writefile({_lit(args.strip())}, {_lit(text)})", at)
-        elif name == "script":
-            program, _, rest = args.strip().partition(" ")
-            if not program:
-                raise self.error("%%script needs a program", line_no, "write %%script bash")
-            out.add(f"_tfc.run_script({_lit(program)}, {_lit(body)}, {_lit(rest)})", at)
-        elif name in _SCRIPT_CELL:
-            out.add(
-                f"_tfc.run_script({_lit(_SCRIPT_CELL[name])}, {_lit(body)}, {_lit(args.strip())})",
-                at,
-            )
+        elif name == "script" or name in _SCRIPT_CELL:
+            out.add(self._script_cell(name, args, body, line_no), at)
         elif name in _DROP_CELL:
             self.note(line_no, f"%%{name} dropped (display only)")
         else:
             raise self.error(f"the cell magic %%{name} cannot run in a job", line_no)
+
+    def _capture_args(self, args: str, line: int) -> tuple[str, str]:
+        """``%%capture [--no-stdout] [--no-stderr] [--no-display] [NAME]`` -> (target, kwargs)."""
+        names: list[str] = []
+        keep = {"stdout": True, "stderr": True, "display": True}
+        for word in args.split():
+            if word in ("--no-stdout", "--no-stderr", "--no-display"):
+                keep[word[5:]] = False
+            elif word.isidentifier() and not keyword.iskeyword(word) and not names:
+                names.append(word)
+            else:
+                raise self.error(
+                    f"%%capture {args.strip()!r}: {word!r} is not a variable name",
+                    line,
+                    "write %%capture NAME with a Python identifier, or %%capture alone",
+                )
+        kwargs = ", ".join(f"{k}=False" for k, v in keep.items() if not v)
+        return (names[0] if names else "_tfc_captured"), kwargs
+
+    def _script_cell(self, name: str, args: str, body: str, line: int) -> str:
+        """``%%bash [--bg] [--out V] [--err V] [--proc V] [--no-raise-error] [args]`` (and
+        ``%%script PROG ...``) with IPython's meaning of the flags, as one script line."""
+        try:
+            words = shlex.split(args)
+        except ValueError as exc:
+            raise self.error(f"cannot read %%{name} {args.strip()!r}: {exc}", line) from None
+        if name == "script":
+            if not words:
+                raise self.error("%%script needs a program", line, "write %%script bash")
+            program, words = words[0], words[1:]
+        else:
+            program = _SCRIPT_CELL[name]
+        flags: dict[str, str | bool] = {}
+        rest: list[str] = []
+        i = 0
+        while i < len(words):
+            word = words[i]
+            key, eq, inline = word.partition("=")
+            if key in ("--out", "--err", "--proc"):
+                value = inline if eq else (words[i + 1] if i + 1 < len(words) else "")
+                if not value.isidentifier() or keyword.iskeyword(value):
+                    raise self.error(
+                        f"%%{name} {key} needs a variable name, got {value!r}",
+                        line,
+                        f"write {key} NAME with a Python identifier",
+                    )
+                flags[key[2:]] = value
+                i += 1 if eq else 2
+            elif word in ("--bg", "--no-raise-error"):
+                flags[word[2:]] = True
+                i += 1
+            else:
+                rest.append(word)
+                i += 1
+        call = [_lit(program), _lit(body), _lit(shlex.join(rest))]
+        if flags.get("bg"):
+            call.append("bg=True")
+        call += [f"{k}=True" for k in ("out", "err") if k in flags]
+        if flags.get("no-raise-error"):
+            call.append("raise_error=False")
+        text = f"_tfc_script = _tfc.run_script({', '.join(call)})"
+        for key in ("out", "err", "proc"):
+            if key in flags:
+                text += f"; {flags[key]} = _tfc_script.{key}"
+        return text
+
+    def _automagic(self, lines: list[str]) -> list[str]:
+        """Lines that IPython runs as a magic through automagic (``ls -la``, ``cd data``, ``pip
+        install x`` on a line of its own), written with their ``%``; names the notebook binds
+        shadow the magic, as they do in IPython."""
+        out = []
+        for line in lines:
+            m = _AUTOMAGIC.match(line)
+            if (
+                m
+                and m.group("name") not in self.bound
+                and not _NOT_MAGIC_REST.match(m.group("rest"))
+            ):
+                line = f"{m.group('indent')}%{m.group('name')}{m.group('rest')}"
+            out.append(line)
+        return out
 
     # ------------------------------------------------------------------ code
     def _code(self, out: _Out, code: str, first_line: int) -> None:
@@ -217,7 +322,7 @@ class _CellConverter:
             return
         lines, first_line = lines[skip:], first_line + skip
         try:
-            transformed = _transform("\n".join(lines))
+            transformed = _transform("\n".join(self._automagic(lines)))
         except SyntaxError as exc:
             raise self.error(
                 f"cannot read this cell ({exc.msg})",
@@ -346,6 +451,11 @@ class _CellConverter:
                 "ldir": "ls -F -d",
             }.get(name, name)
             return f"_tfc.system({_lit(f'{command} {arg}'.strip())})"
+        if name == "killbgscripts":
+            return "_tfc.kill_bg_scripts()" if statement else value
+        if name in _NO_OP:
+            self.note(line, _NO_OP[name])
+            return "pass" if statement else value
         if name == "pylab":
             self.note(line, "%pylab became `from pylab import *`")
             return "from pylab import *" if statement else value
@@ -394,8 +504,9 @@ _PLAIN = re.compile(r"[%!?]|^\s*(?:>>>|\.\.\.|In \[\d*\]:)", re.M)
 
 
 def _transform(code: str) -> str:
-    """IPython's input transformation (one shared manager; cells with no % ! ? skip it)."""
-    if not _PLAIN.search(code):
+    """IPython's input transformation (one shared manager). Cells with no % ! ? and no
+    indentation of the whole cell (IPython's ``leading_indent``) skip it."""
+    if not _PLAIN.search(code) and not code[:1].isspace():
         return code if code.endswith("\n") else code + "\n"
     if not _MANAGER:
         from IPython.core.inputtransformer2 import TransformerManager
@@ -466,26 +577,35 @@ def convert(
     notes: list[str] = []
     body = _Out()
     used: list[int] = []
-    for cell in cells:
-        if SKIP_TAGS & set(cell.tags):
-            continue
-        if not cell.source.strip():
-            continue
+    errors: list[ConversionError] = []
+    job_cells = [c for c in cells if not SKIP_TAGS & set(c.tags) and c.source.strip()]
+    bound = _bound_names(job_cells)
+    for cell in job_cells:
         used.append(cell.index)
         body.add(f"# %% {cell.label} {cell.index}", None)
-        _CellConverter(cell, Path(base_dir), reqs, notes).convert(body, cell.source)
+        try:
+            _CellConverter(cell, Path(base_dir), reqs, notes, bound).convert(body, cell.source)
+        except ConversionError as exc:  # go on: every refusal is reported in one run
+            errors.append(exc)
         body.add("", None)
+    if len(errors) == 1:
+        raise errors[0]
+    if errors:
+        raise ConversionErrors(errors)
     text = "\n".join(body.lines)
     tree = _check_compiles(text, body.where, cells[0].label if cells else "cell")
-    loaded, bound, imports = _names(tree)
-    if "get_ipython" in loaded and "get_ipython" not in bound:
-        raise _leftover_ipython(tree, body.where)
+    loaded, names, imports = _names(tree)
+    leftover = _leftover_ipython(tree, body.where) if "get_ipython" not in names else None
+    if leftover is not None:
+        raise leftover
     head = _Out()
-    head.add(f"# Generated by tfc_jupyter from {notebook}: edit the notebook, not this file.", None)
+    head.add(f"# Generated by tfc_jupyter from {_comment(notebook)}: edit the notebook.", None)
     if "_tfc" in loaded:
         head.add("from tfc_runtime import nb as _tfc", None)
-    if "display" in loaded and "display" not in bound:
+    if "display" in loaded and "display" not in names:
         head.add("from tfc_runtime.nb import display", None)
+    if "get_ipython" in loaded and "get_ipython" not in names:
+        head.add("from tfc_runtime.nb import get_ipython  # None: no IPython in a job", None)
     head.add("", None)
     return Script(
         text="\n".join(head.lines + body.lines).rstrip("\n") + "\n",
@@ -497,17 +617,41 @@ def convert(
     )
 
 
-def _leftover_ipython(tree: ast.Module, where: list[Location]) -> ConversionError:
+def _comment(text: str) -> str:
+    """``text`` safe inside a one-line comment (no line breaks of any kind)."""
+    return " ".join(text.split()) or "notebook"
+
+
+def _leftover_ipython(tree: ast.Module, where: list[Location]) -> ConversionError | None:
+    """An error for code that uses IPython's shell object (``get_ipython().events``...); None
+    when ``get_ipython()`` is only called for its value (None in a job, as outside IPython)."""
     lines = [
         n.lineno
         for n in ast.walk(tree)
-        if isinstance(n, ast.Name) and n.id == "get_ipython" and isinstance(n.ctx, ast.Load)
+        if isinstance(n, ast.Attribute)
+        and isinstance(n.value, ast.Call)
+        and isinstance(n.value.func, ast.Name)
+        and n.value.func.id == "get_ipython"
     ]
-    loc = where[min(lines) - 1] if lines and min(lines) <= len(where) else None
-    message = "get_ipython() needs IPython, which the job does not have"
+    if not lines:
+        return None
+    loc = where[min(lines) - 1] if min(lines) <= len(where) else None
+    message = "get_ipython().… uses IPython's shell, which the job does not have"
     if loc:
         return ConversionError(message, HINT_SKIP, cell=loc[0], line=loc[1])
     return ConversionError(message, HINT_SKIP)
+
+
+def _bound_names(cells: Sequence[Cell]) -> frozenset[str]:
+    """Names the notebook's cells bind (those that parse as Python): they shadow automagic."""
+    bound: set[str] = set()
+    for cell in cells:
+        try:
+            tree = ast.parse(cell.source)
+        except SyntaxError:
+            continue
+        bound |= _names(tree)[1]
+    return frozenset(bound)
 
 
 def _check_compiles(text: str, where: list[Location], label: str) -> ast.Module:

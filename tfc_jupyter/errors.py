@@ -69,6 +69,22 @@ class ConversionError(TfcError):
         self.line = line
 
 
+class ConversionErrors(ConversionError):
+    """Several cells cannot be converted: every one is reported in one run, a line each."""
+
+    def __init__(self, errors: list[ConversionError]) -> None:
+        first = errors[0]
+        super().__init__(
+            f"{len(errors)} cells cannot run in a job: " + "; ".join(e.message for e in errors),
+            first.hint,
+        )
+        self.errors = errors
+        self.cell, self.line = first.cell, first.line
+
+    def __str__(self) -> str:
+        return "\n".join(str(e) for e in self.errors)
+
+
 class RequirementsError(TfcError):
     """A pip requirement or requirements file that cannot be used."""
 

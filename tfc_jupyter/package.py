@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 
 from . import images, vertex_request
 from .errors import SpecError
+from .requirements import NO_DEPS_PREFIX, RESOLVER_OPTIONS
 from .spec import JobSpec
 
 if TYPE_CHECKING:
@@ -423,13 +424,23 @@ NO_DEPS = {"tf-keras", "tf_keras"}
 
 
 def _split_requirements(lines: list[str]) -> tuple[list[str], list[str]]:
-    """``(requirements, tf-keras-like requirements installed with --no-deps)``."""
+    """``(requirements, those installed with --no-deps)``: tf-keras-like ones, and what the
+    notebook itself installed with ``pip install --no-deps``."""
     plain: list[str] = []
     no_deps: list[str] = []
     for line in lines:
+        if line.startswith(NO_DEPS_PREFIX):
+            no_deps.append(line.removeprefix(NO_DEPS_PREFIX))
+            continue
         name = re.split(r"[\s<>=!~;\[@]", line.strip(), maxsplit=1)[0].lower()
         (no_deps if name in NO_DEPS else plain).append(line)
     return plain, no_deps
+
+
+def _pip_options(lines: list[str]) -> str:
+    """Resolver options (``--use-deprecated=...``) for the pip command line: pip does not read
+    them from a requirements file."""
+    return "".join(f" {line}" for line in lines if line.startswith(RESOLVER_OPTIONS))
 
 
 def dockerfile(
@@ -442,9 +453,12 @@ def dockerfile(
             "RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y "
             f"--no-install-recommends {' '.join(apt)} && rm -rf /var/lib/apt/lists/*"
         )
-    plain, no_deps = _split_requirements(requirements)
+    options = _pip_options(requirements)
+    plain, no_deps = _split_requirements(
+        [r for r in requirements if not r.startswith(RESOLVER_OPTIONS)]
+    )
     if requirements:
-        pip = "python3 -m pip install --root /tfc-deps"
+        pip = f"python3 -m pip install --root /tfc-deps{options}"
         # never empty: the classic builder fails on a later step after an empty COPY --from
         steps = [f"mkdir -p /tfc-deps{RUNTIME_PATH}", f"touch /tfc-deps{RUNTIME_PATH}/.deps"]
         if plain:
@@ -531,9 +545,8 @@ def make_context(
     ]
     reqs = [line.strip() for line in requirements if line.strip()]
     ca = _ca_bundle() if reqs else None
-    for name, lines in zip(
-        ("requirements.txt", "requirements-no-deps.txt"), _split_requirements(reqs), strict=True
-    ):
+    files = _split_requirements([r for r in reqs if not r.startswith(RESOLVER_OPTIONS)])
+    for name, lines in zip(("requirements.txt", "requirements-no-deps.txt"), files, strict=True):
         if lines:
             entries.append(_generated(f"tfc/{name}", "".join(f"{r}\n" for r in lines).encode()))
     if ca is not None:

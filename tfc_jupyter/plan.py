@@ -23,7 +23,7 @@ from .config import Settings
 from .convert import Script, convert
 from .errors import SpecError
 from .options import spec_from_options
-from .requirements import Requirements
+from .requirements import Requirements, unsatisfied
 from .spec import JobSpec, Strategy
 
 
@@ -268,6 +268,22 @@ def _keras_for_multiworker(spec: JobSpec, script: Script, notes: list[str]) -> N
     )
 
 
+def _unattended(facts: codeinfo.CodeFacts, locate: Callable[[int], str]) -> list[str]:
+    """Warnings for code that needs a person or Colab, neither of which a job has."""
+    out = []
+    if facts.asks_input:
+        out.append(
+            f"input() at {locate(facts.asks_input)} waits for a person: the job has no one to "
+            "answer (it reads end of file). Fix: set the value in the code, or pass it with --args"
+        )
+    if facts.colab:
+        out.append(
+            f"google.colab at {locate(facts.colab)} exists only in Colab: the import fails in the "
+            "job. Fix: tag that cell tfc-skip (or tfc-local-only)"
+        )
+    return out
+
+
 def _locator(script: Script) -> Callable[[int], str]:
     """Script line -> ``cell 3, line 2`` (``script line N`` for generated lines)."""
 
@@ -291,10 +307,12 @@ def make_plan(selection: Selection, ns: argparse.Namespace, settings: Settings) 
         notebook=selection.name,
         extra_requirements=extra,
     )
+    facts = codeinfo.analyse(script.text)
     spec = spec_from_options(
-        ns, settings, name=job_name(selection), estimator=uses_estimator(script)
+        ns, settings, name=job_name(selection), estimator=uses_estimator(script) or facts.estimator
     )
-    choice = choose(spec, codeinfo.analyse(script.text), _locator(script))
+    locate = _locator(script)
+    choice = choose(spec, facts, locate)
     spec = spec.evolve(
         decided_strategy=choice.strategy.value,
         strategy_reason=choice.reason,
@@ -316,7 +334,14 @@ def make_plan(selection: Selection, ns: argparse.Namespace, settings: Settings) 
             check_limit=spec.backend.value != "local",  # local jobs build no image
         )
     image_uri = images.planned_image_uri(spec, context)
-    warnings = list(selection.warnings) + choice.warnings
+    warnings = list(selection.warnings) + choice.warnings + _unattended(facts, locate)
+    if spec.backend.value == "local":
+        unchecked = unsatisfied(list(spec.requirements))[1]
+        if unchecked:
+            warnings.append(
+                f"cannot check {', '.join(unchecked)} (a URL that names no project): make sure "
+                "this kernel has it, or write it as NAME @ URL"
+            )
     warnings += _image_notes(spec, parent, script.notes)
     if context is not None and context.left_out and spec.backend.value != "local":
         warnings.append(f"left out of the image: {package.left_out_text(context.left_out)}")

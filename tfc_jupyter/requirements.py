@@ -67,12 +67,21 @@ _INDEX_OPTIONS = {
     "--trusted-host": "--trusted-host",
 }
 _TOOLING = {"pip", "setuptools", "wheel"}
+# Options of the resolver itself: kept, and given to every pip install of the job's image.
+RESOLVER_OPTIONS = ("--use-deprecated", "--use-feature")
 _NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
 _URL = re.compile(r"^(?:[a-z+]+://|git\+|hg\+|svn\+|bzr\+)", re.I)
 
 
+NO_DEPS_PREFIX = "--no-deps "  # a requirement the notebook installed with pip --no-deps
+
+
 def canonical_name(requirement: str) -> str | None:
-    """The PEP 503 name of a requirement line (None for URLs and options)."""
+    """The PEP 503 name of a requirement line (None for options; URLs by ``#egg=`` or
+    ``name @ url``)."""
+    requirement = requirement.removeprefix(NO_DEPS_PREFIX)
+    if " @ " in requirement:
+        requirement = requirement.split(" @ ", 1)[0]
     if requirement.startswith("-") or _URL.match(requirement):
         egg = re.search(r"#egg=([A-Za-z0-9._-]+)", requirement)
         return re.sub(r"[-_.]+", "-", egg.group(1)).lower() if egg else None
@@ -159,6 +168,7 @@ def parse_pip_args(args: str, base_dir: Path, into: Requirements, origin: str = 
     Raises:
         RequirementsError: an option we cannot honour in a job, with the fix.
     """
+    args = strip_shell_comment(args)
     if "{" in args or "$" in args:
         raise RequirementsError(
             f"pip arguments {args.strip()!r} use a Python variable, which is only known when "
@@ -176,6 +186,7 @@ def parse_pip_args(args: str, base_dir: Path, into: Requirements, origin: str = 
     command, rest = words[0], words[1:]
     if command != "install":
         return command
+    no_deps = "--no-deps" in rest
     i = 0
     while i < len(rest):
         word = rest[i]
@@ -208,6 +219,13 @@ def parse_pip_args(args: str, base_dir: Path, into: Requirements, origin: str = 
             )
         elif opt in _FLAGS or word in _FLAGS:
             i += 1 + (1 if opt in _FLAGS_WITH_VALUE and not eq else 0)
+        elif word == "--no-deps":
+            i += 1  # each requirement of this line is installed without its dependencies
+        elif opt in RESOLVER_OPTIONS:
+            if value is None:
+                raise RequirementsError(f"pip {opt} needs a value", f"write {opt}=VALUE")
+            into.add(f"{opt}={value}", origin)
+            i += step
         elif word.startswith("-") and re.fullmatch(r"-[qvU]+", word):
             i += 1
         elif word.startswith("-"):
@@ -219,7 +237,8 @@ def parse_pip_args(args: str, base_dir: Path, into: Requirements, origin: str = 
             into.notes.append(f"{word!r} left out: the job's image brings its own pip tooling")
             i += 1
         else:
-            into.add(_check_requirement(word), origin)
+            requirement = _check_requirement(word)
+            into.add(NO_DEPS_PREFIX + requirement if no_deps else requirement, origin)
             i += 1
     return command
 
@@ -232,13 +251,30 @@ _PIP_SHELL = re.compile(
 )
 
 
+def strip_shell_comment(command: str) -> str:
+    """``command`` without its shell comment: a ``#`` that starts a word outside quotes, as
+    bash reads it (``pkg#egg=x`` and ``'a # b'`` keep theirs)."""
+    quote = ""
+    for i, ch in enumerate(command):
+        if quote:
+            if ch == quote:
+                quote = ""
+            elif ch == "\\" and quote == '"':
+                continue
+        elif ch in "'\"":
+            quote = ch
+        elif ch == "#" and (i == 0 or command[i - 1].isspace()):
+            return command[:i].rstrip()
+    return command
+
+
 def shell_pip_args(command: str) -> str | None:
     """The pip arguments of a shell line that runs pip, else None.
 
     ``pip install x``, ``pip3 install x``, ``python -m pip install x`` and
     ``{sys.executable} -m pip install x`` are recognised.
     """
-    match = _PIP_SHELL.match(command)
+    match = _PIP_SHELL.match(strip_shell_comment(command))
     if not match:
         return None
     args = match.group("args")
@@ -259,3 +295,68 @@ def shell_pip_args(command: str) -> str | None:
             "put the pip install on a line of its own",
         )
     return args
+
+
+#: Distributions that each install TensorFlow: any of them satisfies a ``tensorflow``
+#: requirement, and asking pip for another would install a second TensorFlow.
+TENSORFLOW_DISTRIBUTIONS = (
+    "tensorflow",
+    "tensorflow-cpu",
+    "tensorflow-gpu",
+    "tensorflow-intel",
+    "tensorflow-macos",
+    "tensorflow-aarch64",
+    "intel-tensorflow",
+    "tf-nightly",
+    "tf-nightly-cpu",
+    "tf-nightly-gpu",
+)
+
+
+def installed(name: str) -> tuple[str, str] | None:
+    """``(distribution, version)`` installed here for project ``name`` (any TensorFlow
+    distribution for a TensorFlow one), None when there is none."""
+    from importlib import metadata
+
+    key = re.sub(r"[-_.]+", "-", name).lower()
+    candidates = TENSORFLOW_DISTRIBUTIONS if key in TENSORFLOW_DISTRIBUTIONS else (key,)
+    for dist in candidates:
+        try:
+            return dist, metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            continue
+    return None
+
+
+def unsatisfied(lines: list[str]) -> tuple[list[str], list[str]]:
+    """``(missing, unchecked)``: requirement lines this environment does not satisfy (with
+    ``(have VERSION)`` when the version is wrong), and URLs that name no project to check."""
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    missing: list[str] = []
+    unchecked: list[str] = []
+    for raw in lines:
+        line = raw.removeprefix(NO_DEPS_PREFIX).strip()
+        if not line or line.startswith("-"):
+            continue
+        if _URL.match(line):
+            name = canonical_name(line)
+            if name is None:
+                unchecked.append(line)
+                continue
+            req = Requirement(name)
+        else:
+            try:
+                req = Requirement(line)
+            except InvalidRequirement:
+                unchecked.append(line)
+                continue
+            if req.marker is not None and not req.marker.evaluate():
+                continue
+        found = installed(req.name)
+        if found is None:
+            missing.append(line)
+        elif req.specifier and not req.specifier.contains(found[1], prereleases=True):
+            have = found[1] if found[0] == canonical_name(req.name) else f"{found[0]} {found[1]}"
+            missing.append(f"{line} (have {have})")
+    return missing, unchecked

@@ -235,6 +235,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit:
         raise
     except Exception as exc:
+        sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__  # out of any %%capture
         _write_error(report_failure(exc, script, smap))
         return 1
     return 0

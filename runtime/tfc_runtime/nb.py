@@ -7,6 +7,9 @@ Imports only the standard library.
 
 from __future__ import annotations
 
+import atexit
+import contextlib
+import io
 import math
 import os
 import re
@@ -189,10 +192,38 @@ def writefile(line: str, body: str) -> None:
         f.write(body)
 
 
-def run_script(program: str, body: str, args: str = "") -> None:
-    """``%%bash``, ``%%sh``, ``%%script PROG``...: run PROG with ``body`` on stdin.
+class ScriptResult:
+    """What a ``%%bash``-style cell leaves behind: ``out``/``err`` (text, or the live streams of
+    a ``--bg`` script) and ``proc`` (the Popen), as IPython binds ``--out``/``--err``/``--proc``."""
 
-    stdout and stderr stream to ours; a non-zero status raises CalledProcessError.
+    def __init__(self, proc: subprocess.Popen[bytes], out: Any = None, err: Any = None) -> None:
+        self.proc = proc
+        self.out = out
+        self.err = err
+
+
+_bg_processes: list[subprocess.Popen[bytes]] = []
+
+
+def _text_stream(stream: IO[bytes] | None) -> IO[str] | None:
+    return io.TextIOWrapper(stream, errors="replace") if stream is not None else None
+
+
+def run_script(
+    program: str,
+    body: str,
+    args: str = "",
+    *,
+    bg: bool = False,
+    out: bool = False,
+    err: bool = False,
+    raise_error: bool = True,
+) -> ScriptResult:
+    """``%%bash``, ``%%sh``, ``%%script PROG``...: run PROG with ``body`` on stdin, as IPython.
+
+    stdout and stderr stream to ours, unless ``out``/``err`` keep them (as text; as streams for
+    a ``bg`` script). ``bg``: start it and go on (``%killbgscripts`` or the end of the job stops
+    it). A non-zero status raises CalledProcessError unless ``raise_error`` is false.
     """
     argv = [program, *shlex.split(expand(args, depth=2))]
     sys.stdout.flush()
@@ -200,22 +231,140 @@ def run_script(program: str, body: str, args: str = "") -> None:
         argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
     )
     assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
-    pumps = [
-        threading.Thread(target=_pump, args=(proc.stdout, sys.stdout), daemon=True),
-        threading.Thread(target=_pump, args=(proc.stderr, sys.stderr), daemon=True),
-    ]
-    for t in pumps:
-        t.start()
     try:
         proc.stdin.write(body.encode())
         proc.stdin.close()
     except BrokenPipeError:
         pass
+    if bg:
+        _bg_processes.append(proc)
+        pumps = [(proc.stdout, sys.stdout, out), (proc.stderr, sys.stderr, err)]
+        for src, dst, keep in pumps:
+            if not keep:
+                threading.Thread(target=_pump, args=(src, dst), daemon=True).start()
+        print(f"Starting job # {len(_bg_processes) - 1} in a separate thread.", flush=True)
+        return ScriptResult(
+            proc,
+            _text_stream(proc.stdout) if out else None,
+            _text_stream(proc.stderr) if err else None,
+        )
+    kept: dict[str, list[bytes]] = {"out": [], "err": []}
+
+    def collect(src: IO[bytes], key: str) -> None:
+        kept[key] = list(iter(src.readline, b""))
+
+    threads = [
+        threading.Thread(target=collect, args=(proc.stdout, "out"), daemon=True)
+        if out
+        else threading.Thread(target=_pump, args=(proc.stdout, sys.stdout), daemon=True),
+        threading.Thread(target=collect, args=(proc.stderr, "err"), daemon=True)
+        if err
+        else threading.Thread(target=_pump, args=(proc.stderr, sys.stderr), daemon=True),
+    ]
+    for t in threads:
+        t.start()
     status = proc.wait()
-    for t in pumps:
+    for t in threads:
         t.join()
-    if status != 0:
+    result = ScriptResult(
+        proc,
+        b"".join(kept["out"]).decode(errors="replace") if out else None,
+        b"".join(kept["err"]).decode(errors="replace") if err else None,
+    )
+    if status != 0 and raise_error:
         raise subprocess.CalledProcessError(status, argv)
+    return result
+
+
+def kill_bg_scripts() -> None:
+    """``%killbgscripts``: stop every ``%%bash --bg`` script (SIGINT, SIGTERM, then SIGKILL)."""
+    import signal
+
+    live = [p for p in _bg_processes if p.poll() is None]
+    for sig, wait in ((signal.SIGINT, 0.1), (signal.SIGTERM, 0.1), (signal.SIGKILL, 1.0)):
+        for proc in live:
+            if proc.poll() is None:
+                with contextlib.suppress(OSError):
+                    proc.send_signal(sig)
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline and any(p.poll() is None for p in live):
+            time.sleep(0.02)
+    for proc in live:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=1.0)
+    _bg_processes.clear()
+    print("All background processes were killed.", flush=True)
+
+
+def _kill_at_exit() -> None:
+    if any(p.poll() is None for p in _bg_processes):
+        kill_bg_scripts()
+
+
+atexit.register(_kill_at_exit)
+
+
+class CapturedIO:
+    """What ``%%capture NAME`` binds: ``stdout``, ``stderr``, ``outputs`` and ``show()``."""
+
+    def __init__(self) -> None:
+        self._stdout = io.StringIO()
+        self._stderr = io.StringIO()
+        self.outputs: list[object] = []
+        self._saved: tuple[Any, Any] | None = None
+
+    @property
+    def stdout(self) -> str:
+        """What the cell printed."""
+        return self._stdout.getvalue()
+
+    @property
+    def stderr(self) -> str:
+        """What the cell wrote to stderr."""
+        return self._stderr.getvalue()
+
+    def show(self) -> None:
+        """Write what was captured, as IPython's ``CapturedIO.show()``."""
+        sys.stdout.write(self.stdout)
+        sys.stderr.write(self.stderr)
+        for obj in self.outputs:
+            display(obj)
+        sys.stdout.flush()
+
+    __call__ = show
+
+    def __str__(self) -> str:
+        return self.stdout
+
+
+_captures: list[tuple[CapturedIO, bool]] = []
+
+
+def capture_start(stdout: bool = True, stderr: bool = True, display: bool = True) -> CapturedIO:
+    """Start ``%%capture``: the cell's output goes into the returned object, not the log."""
+    cap = CapturedIO()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    cap._saved = (sys.stdout, sys.stderr)
+    if stdout:
+        sys.stdout = cap._stdout
+    if stderr:
+        sys.stderr = cap._stderr
+    _captures.append((cap, display))
+    return cap
+
+
+def capture_end(cap: CapturedIO) -> None:
+    """End ``%%capture``: output goes to the log again."""
+    if cap._saved is not None:
+        sys.stdout, sys.stderr = cap._saved
+        cap._saved = None
+    _captures[:] = [(c, d) for c, d in _captures if c is not cap]
+
+
+def get_ipython() -> None:
+    """There is no IPython in a job: ``get_ipython()`` returns None, as in plain ``python``."""
+    return None
 
 
 def time_start() -> tuple[float, float, float]:
@@ -288,6 +437,11 @@ def run_path(line: str) -> None:
 
 
 def display(*objs: object, **_options: object) -> None:
-    """Notebook ``display``: print each object (``str`` as is, anything else by repr)."""
+    """Notebook ``display``: print each object (``str`` as is, anything else by repr); inside a
+    ``%%capture`` that keeps displays, the objects go into its ``outputs``."""
+    for cap, keep in reversed(_captures):
+        if keep:
+            cap.outputs.extend(objs)
+            return
     for obj in objs:
         print(obj if isinstance(obj, str) else repr(obj))

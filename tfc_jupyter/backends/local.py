@@ -23,6 +23,7 @@ from .. import vertex_request
 from ..errors import BackendError
 from ..images import local_tensorflow_version
 from ..records import JobRecord
+from ..requirements import TENSORFLOW_DISTRIBUTIONS, canonical_name, installed, unsatisfied
 from ..spec import JobSpec, check_runnable
 from .watched import (
     WatchedBackend,
@@ -149,27 +150,7 @@ def check_estimator_tensorflow(spec: JobSpec, tf_version: str | None = None) -> 
 
 def check_requirements(lines: list[str]) -> list[str]:
     """Requirements that this environment (the local backend's) does not satisfy."""
-    from importlib import metadata
-
-    from packaging.requirements import InvalidRequirement, Requirement
-
-    missing = []
-    for line in lines:
-        if line.startswith("-"):
-            continue
-        try:
-            req = Requirement(line)
-        except InvalidRequirement:
-            missing.append(line)  # a URL or path: cannot be checked, so not known to be here
-            continue
-        try:
-            version = metadata.version(req.name)
-        except metadata.PackageNotFoundError:
-            missing.append(line)
-            continue
-        if req.specifier and not req.specifier.contains(version, prereleases=True):
-            missing.append(f"{line} (have {version})")
-    return missing
+    return unsatisfied(lines)[0]
 
 
 class LocalBackend(WatchedBackend):
@@ -183,6 +164,17 @@ class LocalBackend(WatchedBackend):
         check_runnable(spec)
         check_estimator_tensorflow(spec)
         missing = check_requirements(list(spec.requirements))
+        tensorflow = [m for m in missing if canonical_name(m) in TENSORFLOW_DISTRIBUTIONS]
+        if tensorflow:
+            have = installed("tensorflow")
+            raise BackendError(
+                "the local backend runs in this kernel's environment, whose TensorFlow "
+                f"({' '.join(have) if have else 'none'}) does not match {', '.join(tensorflow)}",
+                "run the notebook in an environment with that TensorFlow, or use --backend "
+                "docker (its image installs it); installing another TensorFlow distribution "
+                "here would put two in one environment",
+                field="requirements",
+            )
         if missing:
             quoted = " ".join(f"'{m.split(' (have')[0]}'" for m in missing)
             raise BackendError(

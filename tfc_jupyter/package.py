@@ -23,6 +23,7 @@ import json
 import os
 import re
 import tarfile
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
@@ -184,7 +185,9 @@ class Context:
     dockerfile: str
     parent: str
     left_out: list[tuple[str, str]] = field(default_factory=list)
-    declared: int = 0  # files that came from --include
+    declared: int = 0  # files that came from --include (or were found by planning)
+    auto: list[str] = field(default_factory=list)  # paths planning found the code reads
+    auto_over: tuple[int, list[str]] | None = None  # (bytes, paths) found but over the limit
 
     @property
     def size(self) -> int:
@@ -219,6 +222,7 @@ class Context:
             "files": len(self.entries) + 1,
             "bytes": self.size,
             "left_out": [{"path": p, "reason": why} for p, why in self.left_out],
+            "auto_included": list(self.auto),
         }
 
     def write_tar(self, fileobj: BinaryIO) -> None:
@@ -516,8 +520,13 @@ def make_context(
     requirements: list[str] | tuple[str, ...],
     base_dir: Path,
     check_limit: bool = True,
+    auto_include: Sequence[str] = (),
 ) -> Context:
     """The build context of a job (see the module docstring).
+
+    ``auto_include``: notebook-relative paths planning found the code reads (see
+    :mod:`tfc_jupyter.needs`); they join the declared files while together they stay under
+    :data:`AUTO_LIMIT_MB`, with the same exclusions (secrets never go in).
 
     Raises:
         SpecError: a declared path is missing or outside the notebook's folder, or ``apt.txt``
@@ -527,6 +536,7 @@ def make_context(
     walker = _Walker(base_dir)
     for declared in spec.image.include:
         walker.add(declared)
+    auto, auto_over = _add_found(walker, base_dir, auto_include)
     for reserved in (vertex_request.SCRIPT, vertex_request.SOURCE_MAP):
         if reserved in walker.files:
             del walker.files[reserved]
@@ -537,7 +547,7 @@ def make_context(
             entries.append(_on_disk(f"app/{rel}", path))
         except OSError as exc:
             walker.leave(rel, f"unreadable: {exc.strerror}")
-    n_declared = len(entries)
+    n_declared = len(entries)  # --include and found files: both go to app/
     entries += _runtime_entries()
     entries += [
         _generated(f"code/{vertex_request.SCRIPT}", script.encode()),
@@ -559,10 +569,42 @@ def make_context(
         ca=ca is not None,
         declared=n_declared > 0,
     )
-    context = Context(entries, text, parent, walker.left_out, n_declared)
+    context = Context(entries, text, parent, walker.left_out, n_declared, auto, auto_over)
     if check_limit:
         check_size(context)
     return context
+
+
+AUTO_LIMIT_MB = 100
+
+
+def _add_found(
+    walker: _Walker, base_dir: Path, paths: Sequence[str]
+) -> tuple[list[str], tuple[int, list[str]] | None]:
+    """Add the paths the code reads to ``walker`` when they fit under the limit; returns the
+    paths added, or ``(bytes, paths)`` when they were too large."""
+    found = _Walker(base_dir)
+    used: list[str] = []
+    for rel in paths:
+        before = len(found.files)
+        try:
+            found.add(rel)
+        except SpecError:
+            continue
+        if len(found.files) > before:
+            used.append(rel)
+    new = {r: p for r, p in found.files.items() if r not in walker.files}
+    walker.left_out += [item for item in found.left_out if item not in walker.left_out]
+    total = 0
+    for path in new.values():
+        try:
+            total += path.stat().st_size
+        except OSError:
+            continue
+    if total > AUTO_LIMIT_MB * 1_000_000:
+        return [], (total, used)
+    walker.files.update(new)
+    return used, None
 
 
 def check_size(context: Context, limit: int | None = None) -> None:

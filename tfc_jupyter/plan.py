@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import catalog, codeinfo, images, package, vertex_request
+from . import catalog, codeinfo, images, needs, package, vertex_request
 from .capture import Selection
 from .choose import choose
 from .config import Settings
@@ -268,6 +268,47 @@ def _keras_for_multiworker(spec: JobSpec, script: Script, notes: list[str]) -> N
     )
 
 
+def _what_it_needs(script: Script, base_dir: Path) -> tuple[list[str], list[str]]:
+    """Add the imports the image lacks to the requirements (a note lists them); return the
+    files the code reads, and warnings for imports this kernel cannot resolve."""
+    want = needs.missing_imports(script.imports, script.requirements.lines, base_dir)
+    for line in want.requirements:
+        script.requirements.add(line)
+    if want.requirements:
+        script.notes.append(
+            "added for the notebook's imports, at this kernel's versions: "
+            + ", ".join(want.requirements)
+        )
+    warnings = [
+        f"import {module}: not installed in this kernel, so the job cannot know what to install. "
+        f"Fix: add %pip install {module} (its package name) to the notebook, or --requirements"
+        for module in want.unresolved
+    ]
+    files = needs.data_paths(script.text, base_dir)
+    for module in want.local_modules:
+        path = f"{module}.py" if (base_dir / f"{module}.py").is_file() else module
+        if path not in files:
+            files.append(path)
+    return files, warnings
+
+
+def _found_files_notes(context: package.Context, notes: list[str]) -> list[str]:
+    """A note for the files the code reads that go into the image; a warning when too large."""
+    if context.auto:
+        notes.append(
+            "files next to the notebook that the code reads go into the image: "
+            + ", ".join(context.auto)
+        )
+    if context.auto_over is None:
+        return []
+    size, paths = context.auto_over
+    return [
+        f"the code reads {', '.join(paths)} ({package.human_size(size)}), over the "
+        f"{package.AUTO_LIMIT_MB} MB the plan takes into an image unasked. Fix: read it from a "
+        "bucket (gs://...), or pass --include PATH to ship it anyway"
+    ]
+
+
 def _unattended(facts: codeinfo.CodeFacts, locate: Callable[[int], str]) -> list[str]:
     """Warnings for code that needs a person or Colab, neither of which a job has."""
     out = []
@@ -321,6 +362,11 @@ def make_plan(selection: Selection, ns: argparse.Namespace, settings: Settings) 
     )
     if not spec.estimator:  # an Estimator job runs TensorFlow 2.15, whose tf.keras is Keras 2
         _keras_for_multiworker(spec, script, script.notes)
+    builds = spec.backend.value != "local" and not spec.image.image  # the job runs an image
+    found: list[str] = []
+    need_warnings: list[str] = []
+    if builds:
+        found, need_warnings = _what_it_needs(script, selection.base_dir)
     spec = spec.evolve(requirements=tuple(script.requirements.lines))
     parent = images.parent_image(spec)
     context = None
@@ -332,9 +378,13 @@ def make_plan(selection: Selection, ns: argparse.Namespace, settings: Settings) 
             requirements=script.requirements.lines,
             base_dir=selection.base_dir,
             check_limit=spec.backend.value != "local",  # local jobs build no image
+            auto_include=found,
         )
     image_uri = images.planned_image_uri(spec, context)
     warnings = list(selection.warnings) + choice.warnings + _unattended(facts, locate)
+    warnings += need_warnings
+    if builds and context is not None:
+        warnings += _found_files_notes(context, script.notes)
     if spec.backend.value == "local":
         unchecked = unsatisfied(list(spec.requirements))[1]
         if unchecked:

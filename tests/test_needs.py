@@ -1,0 +1,105 @@
+"""What the notebook needs goes with it: imports become pinned requirements, files it reads go
+into the image, and what cannot be resolved is a warning naming the fix (issue 12)."""
+
+from __future__ import annotations
+
+from importlib import metadata
+from pathlib import Path
+
+import pytest
+from jobutil import plan_for, write_notebook
+
+from tfc_jupyter import needs, package
+
+
+def test_imports_the_image_lacks_are_pinned(tmp_path: Path) -> None:
+    (tmp_path / "helpers.py").write_text("X = 1\n")
+    got = needs.missing_imports(
+        [
+            "os",
+            "json",
+            "numpy",
+            "tensorflow",
+            "keras",
+            "psutil",
+            "yaml",
+            "helpers",
+            "surely_absent",
+        ],
+        ["six"],
+        tmp_path,
+    )
+    assert got.requirements == [
+        f"psutil=={metadata.version('psutil')}",
+        f"pyyaml=={metadata.version('pyyaml')}",
+    ]
+    assert got.unresolved == ["surely_absent"]
+    assert got.local_modules == ["helpers"]
+
+
+def test_asked_requirements_are_not_added_twice(tmp_path: Path) -> None:
+    got = needs.missing_imports(["psutil", "yaml"], ["psutil>=5", "PyYAML"], tmp_path)
+    assert got.requirements == []
+
+
+def test_data_paths_are_the_files_next_to_the_notebook(tmp_path: Path) -> None:
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "train.csv").write_text("a,b\n1,2\n")
+    (tmp_path / "x.npy").write_bytes(b"\x93NUMPY")
+    (tmp_path / "labels.txt").write_text("cat\ndog\n")
+    code = (
+        "import pandas as pd, numpy as np\n"
+        "df = pd.read_csv('data/train.csv')\n"
+        "x = np.load('x.npy')\n"
+        "labels = open('labels.txt').read().split()\n"
+        "also = 'data'\n"
+        "remote = pd.read_csv('https://example.com/data.csv')\n"
+        "system = open('/etc/hostname')\n"
+        "up = open('../outside.txt')\n"
+        "missing = open('not-there.txt')\n"
+    )
+    assert needs.data_paths(code, tmp_path) == ["x.npy", "labels.txt", "data"]
+
+
+def test_a_docker_plan_takes_imports_and_files(tmp_path: Path) -> None:
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "train.csv").write_text("a,b\n1,2\n")
+    (tmp_path / ".env").write_text("API_KEY=sk-live-0123456789abcdef0123456789\n")
+    nb = write_notebook(
+        tmp_path / "nb.ipynb",
+        "import psutil, yaml\nimport surely_absent_module",
+        "rows = open('data/train.csv').read()\nsecret = open('.env').read()",
+        "%%tfc_run --backend docker --dry-run\nprint(len(rows))",
+    )
+    plan = plan_for(nb)
+    assert f"psutil=={metadata.version('psutil')}" in plan.requirements
+    assert any("added for the notebook's imports" in n for n in plan.script.notes)
+    assert any("import surely_absent_module: not installed" in w for w in plan.warnings)
+    assert plan.context is not None
+    names = {e.arcname for e in plan.context.entries}
+    assert "app/data/train.csv" in names
+    assert not any(n.endswith(".env") for n in names)  # a secret is never picked up
+    assert any(p == ".env" for p, _ in plan.context.left_out)
+    assert plan.context.to_dict()["auto_included"] == ["data/train.csv"]
+
+
+def test_too_much_data_is_a_warning_with_the_fix(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(package, "AUTO_LIMIT_MB", 0.00001)
+    (tmp_path / "big.bin").write_bytes(b"\0" * 100)
+    nb = write_notebook(
+        tmp_path / "nb.ipynb",
+        "%%tfc_run --backend docker --dry-run\ndata = open('big.bin', 'rb').read()",
+    )
+    plan = plan_for(nb)
+    assert plan.context is not None and "app/big.bin" not in {
+        e.arcname for e in plan.context.entries
+    }
+    assert any("the code reads big.bin" in w and "gs://" in w for w in plan.warnings)
+
+
+def test_a_local_plan_adds_nothing(tmp_path: Path) -> None:
+    nb = write_notebook(tmp_path / "nb.ipynb", "import psutil\nopen('nb.ipynb')")
+    plan = plan_for(nb)
+    assert plan.requirements == []

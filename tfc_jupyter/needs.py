@@ -1,0 +1,143 @@
+"""What the notebook needs besides its code: the packages it imports and the files it reads.
+
+A job built into an image (docker, Vertex AI) has only what the image brings. A notebook that
+imports pandas without a ``%pip`` line, or reads ``data/train.csv``, works in Jupyter and dies in
+the cloud after the build and the queue. This module finds both, before launch:
+
+* third-party imports that neither the requirements nor the parent image's TensorFlow cover,
+  pinned at the version this kernel has (``importlib.metadata.packages_distributions()``);
+* relative paths in string literals that name files or folders next to the notebook.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import re
+import sys
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from importlib import metadata
+from pathlib import Path
+
+from .requirements import TENSORFLOW_DISTRIBUTIONS, canonical_name
+
+# Ours: in every image already.
+_OURS = {"tfc_runtime", "tfc_jupyter"}
+# Modules that only exist in a notebook front end: reported as unattended code, never installed.
+_FRONTEND_ONLY = {"google.colab", "IPython", "ipykernel", "ipywidgets"}
+_PATHLIKE = re.compile(r"^(?![a-zA-Z][\w+.-]*://)(?!/)(?!~)[^\0\n\r\t<>|\"*?]{1,255}$")
+
+
+@dataclass
+class Needs:
+    """What planning adds for the image, and what it could not resolve."""
+
+    requirements: list[str] = field(default_factory=list)  # pinned lines to add
+    unresolved: list[str] = field(default_factory=list)  # imports not installed in this kernel
+    local_modules: list[str] = field(default_factory=list)  # modules next to the notebook
+
+
+def _dist_name(dist: str) -> str:
+    return re.sub(r"[-_.]+", "-", dist).lower()
+
+
+@functools.cache
+def _module_owners() -> dict[str, list[str]]:
+    return {k: list(v) for k, v in metadata.packages_distributions().items()}
+
+
+def _requires_closure(roots: Iterable[str]) -> frozenset[str]:
+    """Canonical names of ``roots`` and every distribution they require, as installed here."""
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    seen: set[str] = set()
+    todo = [_dist_name(r) for r in roots]
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        try:
+            reqs = metadata.requires(name) or []
+        except metadata.PackageNotFoundError:
+            continue
+        for text in reqs:
+            try:
+                req = Requirement(text)
+            except InvalidRequirement:
+                continue
+            if req.marker is not None and not req.marker.evaluate({"extra": ""}):
+                continue
+            todo.append(_dist_name(req.name))
+    return frozenset(seen)
+
+
+@functools.cache
+def parent_covers() -> frozenset[str]:
+    """Distributions TensorFlow's image brings: TensorFlow and what it requires, as installed
+    here (the image has the kernel's TensorFlow version)."""
+    return _requires_closure(TENSORFLOW_DISTRIBUTIONS)
+
+
+def missing_imports(imports: Iterable[str], requirements: Iterable[str], base_dir: Path) -> Needs:
+    """Imports the image would lack, as pinned requirements (see the module docstring)."""
+    needs = Needs()
+    asked = {n for n in map(canonical_name, requirements) if n}
+    covered = set(parent_covers()) | asked
+    if asked & set(TENSORFLOW_DISTRIBUTIONS):
+        covered |= _requires_closure(asked & set(TENSORFLOW_DISTRIBUTIONS))
+    stdlib = set(sys.stdlib_module_names)
+    for module in sorted(set(imports)):
+        if module in stdlib or module in _OURS or module.startswith("_"):
+            continue
+        if any(f.split(".")[0] == module for f in _FRONTEND_ONLY):
+            continue
+        if (base_dir / f"{module}.py").is_file() or (base_dir / module / "__init__.py").is_file():
+            needs.local_modules.append(module)
+            continue
+        owners = _module_owners().get(module)
+        if not owners:
+            needs.unresolved.append(module)
+            continue
+        dists = sorted({_dist_name(d) for d in owners})
+        if any(d in covered for d in dists):
+            continue
+        dist = dists[0]
+        try:
+            version = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            needs.unresolved.append(module)
+            continue
+        needs.requirements.append(f"{dist}=={version}")
+        covered.add(dist)
+    return needs
+
+
+def data_paths(text: str, base_dir: Path) -> list[str]:
+    """Relative paths in the code's string literals that name files or folders next to the
+    notebook (``pd.read_csv('data/train.csv')``, ``np.load('x.npy')``), notebook-relative."""
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return []
+    base = base_dir.resolve()
+    found: list[str] = []
+    strings = [
+        n for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)
+    ]
+    for node in sorted(strings, key=lambda n: (n.lineno, n.col_offset)):
+        value = str(node.value).strip()
+        if value in ("", ".", "..") or not _PATHLIKE.match(value):
+            continue
+        path = base / value
+        try:
+            resolved = path.resolve()
+            rel = resolved.relative_to(base).as_posix()
+            exists = path.exists()
+        except (OSError, ValueError):
+            continue
+        if exists and rel not in found and not rel.endswith(".ipynb") and rel != ".":
+            found.append(rel)
+    # A folder already holds its files: keep the outermost paths only.
+    return [p for p in found if not any(p.startswith(f"{q}/") for q in found if q != p)]

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -68,9 +69,16 @@ def split_run_cell(source: str) -> tuple[str, str]:
 
 
 def find_notebook(
-    explicit: str | None = None, environ: Mapping[str, str] | None = None
+    explicit: str | None = None,
+    environ: Mapping[str, str] | None = None,
+    user_ns: Mapping[str, Any] | None = None,
 ) -> tuple[Path | None, str, list[str]]:
     """Locate the notebook: ``(path or None, how it was found, warnings)``.
+
+    In order: ``--notebook``; VS Code's ``__vsc_ipynb_file__`` in the kernel's namespace;
+    ``JPY_SESSION_NAME`` when it still names a file; the Jupyter server this kernel belongs to
+    (its sessions API, for the kernel id of the connection file: right after a rename too);
+    else None (the caller falls back to the input history).
 
     Raises:
         CaptureError: an explicit path that does not exist.
@@ -86,7 +94,11 @@ def find_notebook(
                 field="notebook",
             )
         return path.resolve(), "--notebook", warnings
+    vscode = (user_ns or {}).get("__vsc_ipynb_file__")
+    if isinstance(vscode, str) and vscode.endswith(".ipynb") and Path(vscode).is_file():
+        return Path(vscode).resolve(), "VS Code", warnings
     session = env.get("JPY_SESSION_NAME", "")
+    stale = False
     if session:
         candidates = [Path(session)] if os.path.isabs(session) else []
         roots = [env.get("JUPYTER_SERVER_ROOT", ""), *map(str, [Path.cwd(), *Path.cwd().parents])]
@@ -96,11 +108,74 @@ def find_notebook(
         for path in candidates:
             if path.is_file() and path.suffix == ".ipynb":
                 return path.resolve(), "JPY_SESSION_NAME", warnings
+        stale = True
+    from_server = server_notebook()
+    if from_server is not None:
+        return from_server, "the Jupyter server's sessions", warnings
+    if stale:
         warnings.append(
             f"JPY_SESSION_NAME names {session!r}, which no longer exists (renamed or moved since "
-            "the kernel started?); pass --notebook PATH to use the notebook file"
+            "the kernel started?) and no Jupyter server knows this kernel; pass --notebook PATH "
+            "to use the notebook file"
         )
     return None, "kernel history", warnings
+
+
+SERVER_TIMEOUT_S = 2.0
+_LOOPBACK = {"localhost", "127.0.0.1", "::1", "0.0.0.0"}
+
+
+def kernel_id() -> str | None:
+    """This kernel's id, from its connection file name (``kernel-<id>.json``)."""
+    try:
+        from ipykernel.connect import get_connection_file
+
+        name = Path(get_connection_file()).name
+    except Exception:  # not in a kernel, or no ipykernel
+        return None
+    match = re.fullmatch(r"kernel-(.+)\.json", name)
+    return match.group(1) if match else None
+
+
+def server_notebook(kid: str | None = None, timeout: float = SERVER_TIMEOUT_S) -> Path | None:
+    """The notebook that a Jupyter server on this machine runs kernel ``kid`` (this kernel's by
+    default) for, from its sessions API; None when no server answers for it within ``timeout``
+    (each server is asked on loopback only)."""
+    kid = kid or kernel_id()
+    if not kid:
+        return None
+    try:
+        from jupyter_server.serverapp import list_running_servers
+    except ImportError:
+        return None
+    import json
+    import urllib.parse
+    import urllib.request
+
+    for info in list_running_servers():
+        url = str(info.get("url", ""))
+        host = urllib.parse.urlparse(url).hostname or ""
+        if host not in _LOOPBACK:
+            continue
+        url = url.replace("://0.0.0.0", "://127.0.0.1").rstrip("/") + "/api/sessions"
+        request = urllib.request.Request(
+            url, headers={"Authorization": f"token {info.get('token', '')}"}
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=timeout) as response:
+                sessions = json.loads(response.read(1 << 20))
+        except (OSError, ValueError):
+            continue
+        for item in sessions if isinstance(sessions, list) else []:
+            kernel = item.get("kernel") if isinstance(item, dict) else None
+            if not isinstance(kernel, dict) or kernel.get("id") != kid:
+                continue
+            path = Path(str(info.get("root_dir") or info.get("notebook_dir") or "")) / str(
+                item.get("path", "")
+            )
+            if path.is_file() and path.suffix == ".ipynb":
+                return path.resolve()
+    return None
 
 
 def read_notebook(path: Path) -> Any:

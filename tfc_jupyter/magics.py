@@ -59,8 +59,12 @@ class TfcMagics(Magics):
     def _settings(self) -> Any:
         return load_settings(getattr(self.shell, "config", None))
 
+    def _find(self, explicit: str | None) -> tuple[Any, str, list[str]]:
+        """The notebook of this kernel (see ``capture.find_notebook``)."""
+        return capture.find_notebook(explicit, user_ns=getattr(self.shell, "user_ns", None))
+
     def _selection(self, args: Any, line: str, body: str) -> capture.Selection:
-        path, how, warnings = capture.find_notebook(args.notebook)
+        path, how, warnings = self._find(args.notebook)
         if path is None:
             history = getattr(self.shell, "history_manager", None)
             raw = getattr(history, "input_hist_raw", None) or self.shell.user_ns.get("In", [""])  # type: ignore[union-attr]
@@ -110,7 +114,7 @@ class TfcMagics(Magics):
         try:
             args = self.parse(line)
             if getattr(args, "interactive", False):  # the launch panel, pre-filled with the flags
-                notebook = capture.find_notebook(args.notebook)[0]
+                notebook = self._find(args.notebook)[0]
                 select = lambda: self._selection(args, line, cell)  # noqa: E731
                 return self._open_panel(select, notebook, base=args, remember=False)
             plan = self.plan(line, cell, args)
@@ -167,7 +171,7 @@ class TfcMagics(Magics):
                 shlex.split(line)
             )
             explicit = getattr(given, "notebook", None)
-            notebook = capture.find_notebook(explicit)[0]
+            notebook = self._find(explicit)[0]
             base = options.parse_line(self._panel_selection(explicit).magic_line)
             select = lambda: self._panel_selection(explicit)  # noqa: E731
             self._open_panel(select, notebook, base=base, given=given, remember=True)
@@ -178,7 +182,7 @@ class TfcMagics(Magics):
 
     def _panel_selection(self, notebook: str | None) -> capture.Selection:
         """A panel's cells from the saved notebook (as the CLI takes them), else the history."""
-        path, how, warnings = capture.find_notebook(notebook)
+        path, how, warnings = self._find(notebook)
         if path is None:
             history = getattr(self.shell, "history_manager", None)
             raw = getattr(history, "input_hist_raw", None) or self.shell.user_ns.get("In", [""])  # type: ignore[union-attr]

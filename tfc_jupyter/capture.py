@@ -21,6 +21,9 @@ from typing import Any
 
 from .convert import SKIP_TAGS, Cell
 from .errors import CaptureError
+from .files import UnsafeFile, read_regular
+
+NOTEBOOK_LIMIT = 512_000_000  # bytes: notebooks with large outputs are still notebooks
 
 MAGIC = "%%tfc_run"
 
@@ -183,7 +186,9 @@ def read_notebook(path: Path) -> Any:
     import nbformat
 
     try:
-        raw = path.read_bytes()
+        raw = read_regular(path, NOTEBOOK_LIMIT, "notebook")
+    except UnsafeFile as exc:
+        raise CaptureError(exc.message, exc.hint, field="notebook") from None
     except OSError as exc:
         raise CaptureError(
             f"cannot read {str(path)!r}: {exc.strerror or exc}",

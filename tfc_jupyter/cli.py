@@ -26,7 +26,8 @@ from .errors import TfcError
 from .plan import Plan, make_plan
 
 
-def _plan(args: argparse.Namespace, extra: list[str]) -> Plan:
+def _plan(args: argparse.Namespace, extra: list[str]) -> tuple[Plan, argparse.Namespace]:
+    """The plan, and the job flags it was made from (the cell's line with ``extra`` over it)."""
     path = Path(args.notebook_file)
     if not path.is_file():
         raise TfcError(f"notebook {str(path)!r} not found", "pass the path of an .ipynb file")
@@ -39,16 +40,20 @@ def _plan(args: argparse.Namespace, extra: list[str]) -> Plan:
         options.parse_line(line),
         options.parser(suppress_defaults=True, prog="tfc-jupyter plan").parse_args(extra),
     )
-    return make_plan(selection, ns, load_settings())
+    return make_plan(selection, ns, load_settings()), ns
 
 
-def _run(plan: Plan) -> int:
+def _run(plan: Plan, wait: bool = True) -> int:
     from .records import JobState
 
     for warning in plan.warnings:
         print(f"! {warning}", file=sys.stderr)
     job = jobs.launch(plan, store=jobs.store_for(load_settings().get("home")))
     print(f"Launched {job.id} on {plan.spec.backend.value}", file=sys.stderr)
+    if not wait:  # --no-wait: the job goes on; `tfc-jupyter logs -f ID` follows it
+        print(f"{job.id}: follow with `tfc-jupyter logs -f {job.id}`", file=sys.stderr)
+        print(job.id)
+        return 0
     try:
         record = job.follow()
     except KeyboardInterrupt:
@@ -117,13 +122,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command not in ("plan", "run") and extra:
             parser.error(f"unrecognized arguments: {' '.join(extra)}")
         if args.command == "plan":
-            plan = _plan(args, extra)
+            plan, _ = _plan(args, extra)
             if args.json:
                 print(json.dumps(plan.summary(), indent=2))
             else:
                 print(plan.to_text(script=not args.no_script))
         elif args.command == "run":
-            return _run(_plan(args, extra))
+            plan, ns = _plan(args, extra)
+            return _run(plan, wait=getattr(ns, "wait", True))
         elif args.command == "jobs":
             records = jobs.store_for(load_settings().get("home")).list(limit=args.limit)
             print(jobs.jobs_table(records) if records else "No jobs yet.")

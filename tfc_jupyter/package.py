@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 
 from . import images, vertex_request
 from .errors import SpecError
+from .files import UnsafeFile, file_kind, read_regular
 from .requirements import NO_DEPS_PREFIX, RESOLVER_OPTIONS
 from .spec import JobSpec
 
@@ -321,7 +322,8 @@ class _Walker:
         if ignore_file.is_file():
             from pathspec import GitIgnoreSpec
 
-            self.ignore = GitIgnoreSpec.from_lines(ignore_file.read_text().splitlines())
+            text = read_regular(ignore_file, 1_000_000, IGNORE_FILE).decode("utf-8", "replace")
+            self.ignore = GitIgnoreSpec.from_lines(text.splitlines())
 
     def leave(self, rel: str, reason: str) -> None:
         """Record a left-out path once (not again under a folder left out already)."""
@@ -372,6 +374,13 @@ class _Walker:
         if rel in ("", "."):
             self._walk(self.base, "")
             return
+        kind = file_kind(path)
+        if kind and kind != "a folder":
+            raise SpecError(
+                f"--include {declared}: it is {kind}, not a file or folder",
+                "include regular files and folders only",
+                field="include",
+            )
         reason = self._excluded(rel, path, path.is_dir())
         if reason:
             self.leave(rel + ("/" if path.is_dir() else ""), reason)
@@ -390,6 +399,10 @@ class _Walker:
             path = folder / name
             child = f"{rel}/{name}" if rel else name
             is_dir = path.is_dir()
+            kind = file_kind(path)
+            if kind and not is_dir:  # a FIFO, device or socket: never read
+                self.leave(child, f"{kind}, not a file")
+                continue
             reason = self._excluded(child, path, is_dir)
             if reason:
                 if reason not in ("not needed", "cache folder"):
@@ -408,7 +421,11 @@ def _apt_packages(base: Path) -> list[str]:
     if not path.is_file():
         return []
     names = []
-    for line in path.read_text().splitlines():
+    try:
+        text = read_regular(path, 64_000, APT_FILE).decode("utf-8", "replace")
+    except UnsafeFile as exc:
+        raise SpecError(exc.message, exc.hint, field="include") from None
+    for line in text.splitlines():
         name = line.split("#", 1)[0].strip()
         if not name:
             continue

@@ -13,6 +13,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import RequirementsError
+from .files import UnsafeFile, read_regular
+
+REQUIREMENTS_LIMIT = 1_000_000  # bytes: a requirements file is text, a few KB
 
 # pip install options that change nothing about *what* is installed.
 _FLAGS = {
@@ -132,7 +135,9 @@ class Requirements:
         """Merge a requirements file (``-r`` lines inside are followed)."""
         path = Path(path)
         try:
-            text = path.read_text(encoding="utf-8")
+            text = read_regular(path, REQUIREMENTS_LIMIT, "requirements file").decode("utf-8")
+        except UnsafeFile as exc:
+            raise RequirementsError(exc.message, exc.hint) from None
         except OSError as exc:
             raise RequirementsError(
                 f"cannot read requirements file {str(path)!r}: {exc.strerror or exc}",

@@ -81,6 +81,9 @@ _SERVICE_ACCOUNT = re.compile(
 _REGION = re.compile(r"^[a-z]+(?:-[a-z]+)+\d{1,2}$")
 _PROJECT = re.compile(r"^(?:[a-z][a-z0-9.-]*[a-z0-9]:)?[a-z][a-z0-9-]{4,28}[a-z0-9]$")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9 _.-]{0,127}$")
+# An image reference (registry/path:tag@digest): no spaces or line breaks ever reach a Dockerfile.
+_IMAGE_REF = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/:@+-]{0,254}")
+_BUCKET = re.compile(r"(?:gs://)?[a-z0-9][a-z0-9._-]{0,221}(?:/[A-Za-z0-9._/-]*)?")
 MAX_LABELS = 64
 MAX_WORKERS = 256
 
@@ -272,7 +275,7 @@ def _check_labels(labels: tuple[tuple[str, str], ...]) -> None:
     if len(labels) > MAX_LABELS:
         raise SpecError(f"{len(labels)} labels given", f"use at most {MAX_LABELS}", field="labels")
     for key, value in labels:
-        if not _LABEL_KEY.match(key):
+        if not _LABEL_KEY.fullmatch(key):
             raise SpecError(
                 f"label key {key!r} is not allowed",
                 "keys start with a lowercase letter and hold at most 63 of a-z 0-9 _ -",
@@ -284,7 +287,7 @@ def _check_labels(labels: tuple[tuple[str, str], ...]) -> None:
                 "choose a key that does not start with 'goog'",
                 field="labels",
             )
-        if not _LABEL_VALUE.match(value):
+        if not _LABEL_VALUE.fullmatch(value):
             raise SpecError(
                 f"label value {value!r} (key {key!r}) is not allowed",
                 "values hold at most 63 of a-z 0-9 _ - (lowercase)",
@@ -292,10 +295,36 @@ def _check_labels(labels: tuple[tuple[str, str], ...]) -> None:
             )
 
 
+def _validate_image(image: ImageSettings) -> None:
+    """Image references and the bucket: full matches, so no line break reaches a Dockerfile."""
+    flags = {
+        "image": "--image",
+        "parent_image": "--parent-image",
+        "cache_from": "--cache-from",
+        "registry": "registry",
+    }
+    for key, flag in flags.items():
+        value = getattr(image, key)
+        if value is not None and (not _IMAGE_REF.fullmatch(value) or ".." in value):
+            raise SpecError(
+                f"{flag} {value!r} is not an image reference",
+                f"write {flag} like us-docker.pkg.dev/PROJECT/REPO/NAME:TAG (no spaces or line "
+                "breaks)",
+                field=key,
+            )
+    if image.build_bucket is not None and not _BUCKET.fullmatch(image.build_bucket):
+        raise SpecError(
+            f"--build-bucket {image.build_bucket!r} is not a Cloud Storage bucket name",
+            "write it like gs://my-bucket or my-bucket",
+            field="build_bucket",
+        )
+
+
 def _validate(spec: JobSpec) -> None:
     chief, worker, n = spec.chief, spec.worker, spec.worker_count
     strategy = spec.strategy
-    if not _NAME.match(spec.name):
+    _validate_image(spec.image)
+    if not _NAME.fullmatch(spec.name):
         raise SpecError(
             f"job name {spec.name!r} is not allowed",
             "use at most 128 letters, digits, spaces, '_', '.', '-'",
@@ -351,19 +380,19 @@ def _validate(spec: JobSpec) -> None:
             "use standard, spot or flex_start",
             field="scheduling",
         )
-    if spec.service_account and not _SERVICE_ACCOUNT.match(spec.service_account):
+    if spec.service_account and not _SERVICE_ACCOUNT.fullmatch(spec.service_account):
         raise SpecError(
             f"service account {spec.service_account!r} is not a service account email",
             "use NAME@PROJECT.iam.gserviceaccount.com",
             field="service_account",
         )
-    if not _REGION.match(spec.region):
+    if not _REGION.fullmatch(spec.region):
         raise SpecError(
             f"region {spec.region!r} is not a Google Cloud region",
             "use a region such as us-central1 or europe-west4",
             field="region",
         )
-    if spec.project is not None and not _PROJECT.match(spec.project):
+    if spec.project is not None and not _PROJECT.fullmatch(spec.project):
         raise SpecError(
             f"project {spec.project!r} is not a Google Cloud project id",
             "use the project id (6-30 of a-z 0-9 -, starting with a letter), not its name",

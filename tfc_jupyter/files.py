@@ -1,0 +1,75 @@
+"""Reading files a user names (notebooks, requirements, apt.txt, ignore files): safely.
+
+A FIFO, a device (``/dev/zero``) or a socket is refused, never read: reading one hangs or never
+ends. Every read has a size bound. Errors are one line naming the file and the fix.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+from .errors import TfcError
+
+KIND = {
+    stat.S_IFIFO: "a FIFO",
+    stat.S_IFCHR: "a character device",
+    stat.S_IFBLK: "a block device",
+    stat.S_IFSOCK: "a socket",
+    stat.S_IFDIR: "a folder",
+}
+
+
+class UnsafeFile(TfcError):
+    """A named file that is not a regular file, or is over its size bound."""
+
+
+def file_kind(path: Path) -> str | None:
+    """``"a FIFO"``-style words when ``path`` (links followed) is not a regular file; None when
+    it is one, or does not exist."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return None
+    return None if stat.S_ISREG(mode) else KIND.get(stat.S_IFMT(mode), "not a regular file")
+
+
+def human(n: int) -> str:
+    """``2 MB``-style size."""
+    return f"{n / 1_000_000:.0f} MB" if n >= 1_000_000 else f"{n / 1000:.0f} KB"
+
+
+def read_regular(path: Path | str, limit: int, what: str = "file") -> bytes:
+    """The bytes of a regular file of at most ``limit`` bytes.
+
+    Raises:
+        OSError: it cannot be opened (missing, no permission).
+        UnsafeFile: it is not a regular file, or is larger than ``limit``.
+    """
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    fd = os.open(path, flags)  # O_NONBLOCK: opening a FIFO with no writer does not wait
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            kind = KIND.get(stat.S_IFMT(mode), "not a regular file")
+            raise UnsafeFile(
+                f"{what} {str(path)!r} is {kind}, not a file: it is not read",
+                "name a regular file",
+            )
+        chunks: list[bytes] = []
+        total = 0
+        while True:
+            chunk = os.read(fd, min(1 << 20, limit + 1 - total))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+            if total > limit:
+                raise UnsafeFile(
+                    f"{what} {str(path)!r} is over {human(limit)}",
+                    "name a smaller file (is it the right one?)",
+                )
+        return b"".join(chunks)
+    finally:
+        os.close(fd)

@@ -147,3 +147,25 @@ def test_a_local_job_this_machine_cannot_hold_is_refused() -> None:
     assert "257 TensorFlow processes" in text and "2 cores and 20.0 GB available" in text
     assert "--backend vertex" in text
     check_capacity(JobSpec(chief=lookup("CPU"), worker_count=2), cores=2, free_gb=20.0)
+
+
+def test_the_rest_api_stays_inside_the_root(tmp_path: Path) -> None:
+    from tfc_jupyter.server.service import JobService
+
+    root = tmp_path / "root"
+    root.mkdir()
+    write_notebook(root / "nb.ipynb", "x = 1")
+    service = JobService(root)
+    for path in (".", "/", "..", "../x.ipynb", "sub/.."):
+        with pytest.raises(SpecError, match="not a notebook inside the server's root"):
+            service.create({"path": path, "options": {"dry_run": True}})
+    for key in ("requirements", "include"):
+        with pytest.raises(SpecError, match="outside the server's root folder") as info:
+            service.create({"path": "nb.ipynb", "options": {"dry_run": True, key: ["/etc/passwd"]}})
+        assert "root:" not in str(info.value)
+    (root / "reqs.txt").write_text("good-package\nthis is not a requirement line\n")
+    with pytest.raises(Exception, match=r"line 2 of reqs\.txt is not a valid requirement") as err:
+        service.create(
+            {"path": "nb.ipynb", "options": {"dry_run": True, "requirements": ["reqs.txt"]}}
+        )
+    assert "this is not" not in str(err.value)

@@ -148,7 +148,7 @@ class Requirements:
                 f"requirements file {str(path)!r} is not UTF-8 text",
                 "pass a plain-text requirements file",
             ) from None
-        for raw in text.splitlines():
+        for number, raw in enumerate(text.splitlines(), start=1):
             line = raw.split(" #", 1)[0].strip()
             if not line or line.startswith("#"):
                 continue
@@ -157,7 +157,13 @@ class Requirements:
             elif line.startswith("-"):
                 self.add(line, origin)
             else:
-                self.add(_check_requirement(line), origin)
+                try:
+                    self.add(_check_requirement(line), origin)
+                except RequirementsError:  # quote no file content: name the line instead
+                    raise RequirementsError(
+                        f"line {number} of {path.name} is not a valid requirement",
+                        "write it as NAME, NAME==VERSION or NAME[extra]>=VERSION",
+                    ) from None
 
     def names(self) -> set[str]:
         """Canonical names of the packages asked for."""

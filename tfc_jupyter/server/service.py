@@ -178,10 +178,16 @@ class JobService:
                 field="path",
             )
         path = (self.root_dir / raw.strip().lstrip("/")).resolve()
-        if not path.is_relative_to(self.root_dir):
+        if not path.is_relative_to(self.root_dir) or path == self.root_dir:
             raise SpecError(
-                f"path {raw!r} is outside the server's root folder",
-                "send a path relative to the root folder",
+                f"path {raw!r} is not a notebook inside the server's root folder",
+                'send the notebook\'s path relative to the root folder ("dir/nb.ipynb")',
+                field="path",
+            )
+        if path.suffix != ".ipynb":
+            raise SpecError(
+                f"path {raw!r} is not a notebook (.ipynb)",
+                "send the path of an .ipynb file",
                 field="path",
             )
         if not path.parent.is_dir():
@@ -189,6 +195,19 @@ class JobService:
                 f"the folder of {raw!r} does not exist", "save the notebook", field="path"
             )
         return path
+
+    def _confine(self, ns: Any, base: Path) -> None:
+        """Requirements files and ``include`` paths of a request stay inside the root folder
+        (the CLI and the magic may name any file of their user; a web request may not)."""
+        for key, flag in (("requirements", "requirements"), ("include", "include")):
+            for item in getattr(ns, key, None) or []:
+                target = (base / str(item)).resolve()
+                if not target.is_relative_to(self.root_dir):
+                    raise SpecError(
+                        f"{flag} {item!r} is outside the server's root folder",
+                        "name a file inside the root folder, relative to the notebook",
+                        field=key,
+                    )
 
     def _selection(self, body: Mapping[str, Any]) -> capture.Selection:
         path = self._notebook_path(body.get("path"))
@@ -226,6 +245,7 @@ class JobService:
         """
         request_ns = parse_options(body.get("options"))
         selection = self._selection(body)
+        self._confine(request_ns, selection.base_dir)
         ns = options.overlay(options.parse_line(selection.magic_line), request_ns)
         settings = self._settings()
         plan = make_plan(selection, ns, settings)

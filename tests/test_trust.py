@@ -169,3 +169,26 @@ def test_the_rest_api_stays_inside_the_root(tmp_path: Path) -> None:
             {"path": "nb.ipynb", "options": {"dry_run": True, "requirements": ["reqs.txt"]}}
         )
     assert "this is not" not in str(err.value)
+
+
+_MODEL = {"metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"path": "a\0b.ipynb"},
+        {"path": "a\ud800.ipynb"},
+        {"path": "a" * 5000 + ".ipynb"},
+        {"path": "n.ipynb", "notebook": {**_MODEL, "cells": [{"source": "x", "metadata": "s"}]}},
+        {"path": "n.ipynb", "notebook": {**_MODEL, "cells": [{"metadata": {"tags": 5}}]}},
+        {"path": "n.ipynb", "notebook": {**_MODEL, "cells": [{"source": [1, 2]}]}},
+    ],
+    ids=["nul", "surrogate", "long", "metadata-str", "tags-int", "source-ints"],
+)
+def test_malformed_requests_are_400(tmp_path: Path, body: dict[str, object]) -> None:
+    from tfc_jupyter.server.service import JobService
+
+    with pytest.raises(SpecError) as info:
+        JobService(tmp_path).create({**body, "options": {"dry_run": True}})
+    assert info.value.http_status == 400 and "Fix:" in str(info.value)

@@ -74,6 +74,10 @@ class TfcHandler(APIHandler):
             raise SpecError(
                 f"the body is not JSON ({exc})", "send a JSON object", field="body"
             ) from None
+        except RecursionError:
+            raise SpecError(
+                "the body is nested too deeply to read", "send a flat JSON object", field="body"
+            ) from None
         if not isinstance(data, dict):
             raise SpecError("the body must be a JSON object", "send {...}", field="body")
         return data

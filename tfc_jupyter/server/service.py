@@ -177,6 +177,20 @@ class JobService:
                 'send "path": "folder/notebook.ipynb"',
                 field="path",
             )
+        try:
+            raw.encode("utf-8")
+        except UnicodeEncodeError:
+            raise SpecError(
+                "'path' holds a character that is not text (a lone surrogate)",
+                "send the path as UTF-8 text",
+                field="path",
+            ) from None
+        if "\0" in raw or len(raw) > 4096 or any(len(p.encode()) > 255 for p in raw.split("/")):
+            raise SpecError(
+                "'path' is not a usable file path (a NUL byte, or a name over 255 bytes)",
+                "send the notebook's path relative to the root folder",
+                field="path",
+            )
         path = (self.root_dir / raw.strip().lstrip("/")).resolve()
         if not path.is_relative_to(self.root_dir) or path == self.root_dir:
             raise SpecError(
@@ -367,15 +381,32 @@ class JobService:
         }
 
 
+def _cell_ok(cell: Any) -> bool:
+    """A cell of a notebook model: a mapping whose source is text (or a list of texts), whose
+    metadata is a mapping and whose tags are a list of texts."""
+    if not isinstance(cell, Mapping):
+        return False
+    source = cell.get("source", "")
+    if not (
+        isinstance(source, str)
+        or (isinstance(source, list) and all(isinstance(x, str) for x in source))
+    ):
+        return False
+    metadata = cell.get("metadata", {})
+    if not isinstance(metadata, Mapping):
+        return False
+    tags = metadata.get("tags", [])
+    return tags is None or (isinstance(tags, list) and all(isinstance(t, str) for t in tags))
+
+
 def _checked_model(model: Any) -> Mapping[str, Any]:
     """The notebook JSON sent, checked enough that selecting its cells cannot crash."""
     cells = model.get("cells") if isinstance(model, Mapping) else None
-    ok = isinstance(cells, list) and all(
-        isinstance(c, Mapping) and isinstance(c.get("source", ""), (str, list)) for c in cells
-    )
+    ok = isinstance(cells, list) and all(_cell_ok(c) for c in cells)
     if not ok:
         raise SpecError(
-            "the notebook model is not valid: it needs a list of cells with sources",
+            "the notebook model is not valid: it needs a list of cells with text sources, "
+            "metadata objects and tags lists",
             "send the notebook's JSON (the model's toJSON())",
             field="notebook",
         )

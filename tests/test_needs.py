@@ -10,6 +10,7 @@ import pytest
 from jobutil import plan_for, write_notebook
 
 from tfc_jupyter import needs, package
+from tfc_jupyter.package import SecretInFile
 
 
 def test_imports_the_image_lacks_are_pinned(tmp_path: Path) -> None:
@@ -64,11 +65,11 @@ def test_data_paths_are_the_files_next_to_the_notebook(tmp_path: Path) -> None:
 def test_a_docker_plan_takes_imports_and_files(tmp_path: Path) -> None:
     (tmp_path / "data").mkdir()
     (tmp_path / "data" / "train.csv").write_text("a,b\n1,2\n")
-    (tmp_path / ".env").write_text("API_KEY=sk-live-0123456789abcdef0123456789\n")
+    (tmp_path / "data" / ".env").write_text("API_KEY=x\n")
     nb = write_notebook(
         tmp_path / "nb.ipynb",
         "import psutil, yaml\nimport surely_absent_module",
-        "rows = open('data/train.csv').read()\nsecret = open('.env').read()",
+        "rows = open('data/train.csv').read()",
         "%%tfc_run --backend docker --dry-run\nprint(len(rows))",
     )
     plan = plan_for(nb)
@@ -78,9 +79,18 @@ def test_a_docker_plan_takes_imports_and_files(tmp_path: Path) -> None:
     assert plan.context is not None
     names = {e.arcname for e in plan.context.entries}
     assert "app/data/train.csv" in names
-    assert not any(n.endswith(".env") for n in names)  # a secret is never picked up
-    assert any(p == ".env" for p, _ in plan.context.left_out)
+    assert not any(n.endswith(".env") for n in names)
     assert plan.context.to_dict()["auto_included"] == ["data/train.csv"]
+
+
+def test_code_that_reads_a_secret_file_stops_the_plan(tmp_path: Path) -> None:
+    (tmp_path / ".env").write_text("API_KEY=x\n")
+    nb = write_notebook(
+        tmp_path / "nb.ipynb",
+        "%%tfc_run --backend docker --dry-run\nsecret = open('.env').read()",
+    )
+    with pytest.raises(SecretInFile, match=r"the code reads \.env \(secret: \.env file\)"):
+        plan_for(nb)
 
 
 def test_too_much_data_is_a_warning_with_the_fix(

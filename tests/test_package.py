@@ -21,6 +21,7 @@ from jobutil import plan_for, write_notebook
 from tfc_jupyter import build, images, options, package
 from tfc_jupyter.build import BuildError, LineProgress, Progress, ensure_image, reporting
 from tfc_jupyter.errors import BackendError, MissingDependency, SpecError
+from tfc_jupyter.package import SecretInFile
 from tfc_jupyter.plan import Plan
 from tfc_jupyter.spec import ImageSettings, JobSpec
 
@@ -154,8 +155,11 @@ def test_tfcignore_and_junk_are_left_out(tmp_path: Path, tfc_env: Path) -> None:
 
 def test_no_secret_ever_enters_a_context(tmp_path: Path, tfc_env: Path) -> None:
     nb = _project(tmp_path, "--backend docker --include .")
-    declared = " ".join(f"--include {rel}" for rel in SECRETS)  # even when asked for by name
-    plan = plan_for(nb, declared + " --include data/innocent.txt")
+    for rel in [*SECRETS, "data/innocent.txt"]:  # asked for by name: the plan stops, naming it
+        with pytest.raises(SecretInFile) as info:
+            plan_for(nb, f"--include {rel}")
+        assert f"{rel}" in str(info.value) and "holds a secret" in str(info.value)
+    plan = plan_for(nb)  # the whole folder: every secret left out, with the reason
     context = plan.context
     assert context is not None
     blob = _plain(context)
@@ -168,8 +172,8 @@ def test_no_secret_ever_enters_a_context(tmp_path: Path, tfc_env: Path) -> None:
         found = [left.get("/".join(parts[:i]) + "/") for i in range(1, len(parts))]
         reason = left.get(rel) or next((r for r in found if r), None)
         assert reason is not None and reason.startswith("secret"), (rel, left)
-    assert left["data/owner.json"] == "secret: service-account key (JSON)"
-    assert left["notes/readme.txt"] == "secret: contains a private key"
+    assert left["data/owner.json"].startswith("secret: Google Cloud credentials (JSON)")
+    assert left["notes/readme.txt"].startswith("secret: a private key")
     assert left["data/innocent.txt"].startswith("secret")  # a link to a key is a key
     assert "secret" in " ".join(plan.warnings)
     assert "owner.json" in plan.to_text(script=False)  # the dry run says what it left out

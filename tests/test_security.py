@@ -31,6 +31,7 @@ from tornado.httpclient import HTTPClientError, HTTPResponse
 
 from tfc_jupyter import cli, jobs
 from tfc_jupyter.errors import TfcError
+from tfc_jupyter.package import SecretInFile, secret_reason
 from tfc_jupyter.panel.memory import ChoiceMemory
 from tfc_jupyter.records import JobState
 from tfc_jupyter.server import handlers
@@ -249,13 +250,25 @@ def _planted(folder: Path) -> list[str]:
     return found
 
 
+def _is_secret_file(path: Path, rel: str) -> bool:
+    if not path.is_file():
+        return False
+    return secret_reason(rel, path) is not None or secret_reason(path.resolve().name) is not None
+
+
 @pytest.mark.parametrize("layout", sorted(LAYOUTS))
 def test_no_secret_in_any_build_context(tmp_path: Path, tfc_env: Path, layout: str) -> None:
     nb, declared = _make_layout(tmp_path, layout)
     planted = _planted(nb.parent)
     outside = _planted(tmp_path / f"{layout}-outside")
     assert planted or outside, "the layout plants secrets"
-    plan = plan_for(nb, " ".join(f"--include {shlex.quote(rel)}" for rel in declared))
+    # A secret file asked for by name stops the plan, naming it; folders leave secrets out.
+    named = [rel for rel in declared if _is_secret_file(nb.parent / rel, rel)]
+    for rel in named:
+        with pytest.raises(SecretInFile, match="holds a secret"):
+            plan_for(nb, f"--include {shlex.quote(rel)}")
+    rest = [rel for rel in declared if rel not in named]
+    plan = plan_for(nb, " ".join(f"--include {shlex.quote(rel)}" for rel in rest))
     assert plan.context is not None
     members = _tar_members(plan.context.tar_bytes())
     leaked = sorted(name for name, data in members.items() if MARK in data)

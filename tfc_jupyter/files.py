@@ -54,7 +54,7 @@ def read_regular(path: Path | str, limit: int, what: str = "file") -> bytes:
         if not stat.S_ISREG(mode):
             kind = KIND.get(stat.S_IFMT(mode), "not a regular file")
             raise UnsafeFile(
-                f"{what} {str(path)!r} is {kind}, not a file: it is not read",
+                f"cannot read {what} {str(path)!r}: it is {kind}, not a file",
                 "name a regular file",
             )
         chunks: list[bytes] = []

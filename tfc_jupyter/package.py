@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
-from . import images, vertex_request
+from . import images, secretscan, vertex_request
 from .errors import SpecError
 from .files import UnsafeFile, file_kind, read_regular
 from .requirements import NO_DEPS_PREFIX, RESOLVER_OPTIONS
@@ -42,127 +42,9 @@ IGNORE_FILE = ".tfcignore"
 APT_FILE = "apt.txt"
 RUNTIME_PATH = "/opt/tfc"
 EPOCH = 315532800  # 1980-01-01: fixed mtimes make identical inputs identical layers
-_SNIFF_BYTES = 1 << 20  # content checks read at most the first MiB of a file
 
-# --------------------------------------------------------------------------- secrets
-_SECRET_DIRS = {
-    ".git",
-    ".ssh",
-    ".aws",
-    ".gnupg",
-    ".kube",
-    ".docker",
-    ".azure",
-    ".hg",
-    ".svn",
-    ".huggingface",
-}
-_SECRET_NAMES = {
-    ".env": ".env file",
-    ".envrc": ".env file",
-    ".netrc": "netrc credentials",
-    "_netrc": "netrc credentials",
-    ".npmrc": "npm credentials",
-    ".pypirc": "PyPI credentials",
-    ".git-credentials": "git credentials",
-    ".htpasswd": "password file",
-    ".boto": "cloud credentials",
-    ".s3cfg": "cloud credentials",
-    ".dockercfg": "registry credentials",
-    "kubeconfig": "kube config",
-    "application_default_credentials.json": "Google Cloud credentials",
-    "credentials.db": "Google Cloud credentials",
-    "access_tokens.db": "Google Cloud credentials",
-    "kaggle.json": "Kaggle API key",
-}
-_SECRET_SUFFIXES = {
-    ".pem": "private key or certificate (*.pem)",
-    ".key": "private key (*.key)",
-    ".p12": "key store (*.p12)",
-    ".pfx": "key store (*.pfx)",
-    ".jks": "key store (*.jks)",
-    ".keystore": "key store",
-    ".ppk": "private key (*.ppk)",
-    ".kubeconfig": "kube config",
-    ".env": ".env file",
-}
-_SSH_KEY = re.compile(r"^id_(rsa|dsa|ecdsa|ed25519)(_sk)?(\..*)?$")
-_PRIVATE_KEY = re.compile(rb"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----")
-_CREDENTIAL_TYPES = {
-    "service_account": "service-account key",
-    "authorized_user": "Google Cloud user credentials",
-    "external_account": "Google Cloud credentials",
-    "impersonated_service_account": "Google Cloud credentials",
-}
-_KUBE = re.compile(rb"^kind:\s*Config\s*$", re.MULTILINE)
-_AWS = re.compile(rb"aws_secret_access_key\s*=", re.IGNORECASE)
-_OAUTH = re.compile(rb'"(?:refresh_token|client_secret)"\s*:')  # OAuth tokens, client secrets
-
-
-def secret_reason(rel: str, path: Path | None = None) -> str | None:
-    """Why the file at ``rel`` (path inside the notebook folder) is a secret, or None.
-
-    By name: credential folders (``.git``, ``.ssh``, ``.aws``, ``.config/gcloud`` ...), ``.env``,
-    keys (``*.pem``, ``*.key``, ``*.p12``, ``id_rsa*``), ``.netrc``, ``.npmrc``, ``.pypirc``, kube
-    configs, ``kaggle.json``, Hugging Face tokens, ``client_secret*.json``. By content (first MiB,
-    when ``path`` is given): private-key blocks, Google Cloud credential JSON (``"type":
-    "service_account"`` ...), OAuth JSON (``refresh_token``, ``client_secret``), kube configs, AWS
-    credentials.
-    """
-    parts = rel.split("/")
-    for i, part in enumerate(parts[:-1]):
-        lower = part.lower()
-        if lower in _SECRET_DIRS:
-            return f"secret: {part}/ folder"
-        if lower == ".config" and i + 1 < len(parts) - 1 and parts[i + 1].lower() == "gcloud":
-            return "secret: gcloud configuration"
-    name = parts[-1].lower()
-    if name in _SECRET_DIRS:
-        return f"secret: {parts[-1]} folder"
-    if name in _SECRET_NAMES:
-        return f"secret: {_SECRET_NAMES[name]}"
-    if name.startswith(".env."):
-        return "secret: .env file"
-    if name == "token" and len(parts) > 1 and parts[-2].lower() == "huggingface":
-        return "secret: Hugging Face token"
-    if name.startswith("client_secret") and name.endswith(".json"):
-        return "secret: OAuth client secret"
-    if _SSH_KEY.match(name):
-        return "secret: SSH key"
-    for suffix, what in _SECRET_SUFFIXES.items():
-        if name.endswith(suffix):
-            return f"secret: {what}"
-    if path is not None:
-        return _secret_content(path)
-    return None
-
-
-def _secret_content(path: Path) -> str | None:
-    try:
-        with open(path, "rb") as fh:
-            head = fh.read(_SNIFF_BYTES)
-    except OSError:
-        return None
-    if _PRIVATE_KEY.search(head):
-        return "secret: contains a private key"
-    head = head.removeprefix(b"\xef\xbb\xbf")  # a UTF-8 BOM
-    if b'"type"' in head and head.lstrip()[:1] == b"{":
-        try:
-            kind = json.loads(head.decode("utf-8", errors="replace")).get("type")
-        except (ValueError, AttributeError):
-            kind = next(
-                (k for k in _CREDENTIAL_TYPES if re.search(rf'"type"\s*:\s*"{k}"'.encode(), head)),
-                None,
-            )
-        if isinstance(kind, str) and kind in _CREDENTIAL_TYPES:
-            return f"secret: {_CREDENTIAL_TYPES[kind]} (JSON)"
-    if _OAUTH.search(head) and head.lstrip()[:1] == b"{":
-        return "secret: OAuth credentials (JSON)"
-    if _KUBE.search(head) and b"clusters:" in head:
-        return "secret: kube config"
-    if _AWS.search(head):
-        return "secret: AWS credentials"
-    return None
+# Secrets: by name and by content, in tfc_jupyter.secretscan (re-exported for callers and tests).
+secret_reason = secretscan.secret_reason
 
 
 # --------------------------------------------------------------------------- context
@@ -261,6 +143,25 @@ def left_out_text(left_out: list[tuple[str, str]], limit: int | None = 8) -> str
     return text + (f" and {len(left_out) - len(shown)} more" if len(left_out) > len(shown) else "")
 
 
+class SecretInFile(SpecError):
+    """A file the job needs (named, or read by the code) holds a secret."""
+
+
+_TOOL_STATE = frozenset(
+    {".cache", ".local", ".ipython", ".jupyter", ".npm", ".conda", ".mamba", ".vscode-server"}
+)
+
+
+def _own_state(path: Path) -> bool:
+    """True for tfc_jupyter's own home (job records, logs, launch files)."""
+    from .records import default_home
+
+    try:
+        return path.resolve() == Path(default_home()).resolve()
+    except (OSError, RuntimeError):
+        return False
+
+
 class ContextTooLarge(SpecError):
     """The declared files make a build context over the size limit."""
 
@@ -347,6 +248,10 @@ class _Walker:
             return "virtualenv"
         if is_dir and name in ("__pycache__", ".ipynb_checkpoints", "node_modules"):
             return "cache folder"
+        if is_dir and name in _TOOL_STATE:
+            return "tools' state and caches (a home folder's)"
+        if is_dir and _own_state(path):
+            return "tfc_jupyter's own job records"
         if name.endswith((".pyc", ".pyo")) or name == IGNORE_FILE:
             return "not needed"
         return None
@@ -381,6 +286,18 @@ class _Walker:
                 "include regular files and folders only",
                 field="include",
             )
+        if not path.is_dir():  # a file named on purpose: a secret in it stops the plan
+            found = secretscan.scan_file(path)
+            named = secret_reason(rel) or secret_reason(path.resolve().name)
+            if found is not None or named is not None:
+                what = found.what if found else str(named).removeprefix("secret: ")
+                line = f", line {found.line}" if found and found.line else ""
+                raise SecretInFile(
+                    f"{rel}{line} holds a secret ({what}): it never goes into an image",
+                    "take the secret out of the file (read it from the environment or Secret "
+                    f"Manager in the job), or do not include {rel}",
+                    field="include",
+                )
         reason = self._excluded(rel, path, path.is_dir())
         if reason:
             self.leave(rel + ("/" if path.is_dir() else ""), reason)
@@ -604,8 +521,18 @@ def _add_found(
     used: list[str] = []
     for rel in paths:
         before = len(found.files)
+        named = secret_reason(rel)
+        if named is not None:
+            raise SecretInFile(
+                f"the code reads {rel} ({named}): a secret never goes into an image",
+                "give the job the values another way (Secret Manager, or the environment of "
+                f"the job), or tag the cell that reads {rel} tfc-skip",
+                field="include",
+            )
         try:
             found.add(rel)
+        except SecretInFile:
+            raise
         except SpecError:
             continue
         if len(found.files) > before:

@@ -194,7 +194,7 @@ class JobService:
         path = (self.root_dir / raw.strip().lstrip("/")).resolve()
         if not path.is_relative_to(self.root_dir) or path == self.root_dir:
             raise SpecError(
-                f"path {raw!r} is not a notebook inside the server's root folder",
+                f"path {raw!r} is outside the server's root folder (or is that folder itself)",
                 'send the notebook\'s path relative to the root folder ("dir/nb.ipynb")',
                 field="path",
             )

@@ -192,3 +192,26 @@ def test_malformed_requests_are_400(tmp_path: Path, body: dict[str, object]) -> 
     with pytest.raises(SpecError) as info:
         JobService(tmp_path).create({**body, "options": {"dry_run": True}})
     assert info.value.http_status == 400 and "Fix:" in str(info.value)
+
+
+def test_plan_json_lists_the_build_context(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tfc_jupyter import cli
+
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "rows.csv").write_text("a\n1\n")
+    (tmp_path / "data" / ".env").write_text("TOKEN=x\n")
+    nb = write_notebook(tmp_path / "nb.ipynb", "x = 1")
+    assert cli.main(["plan", str(nb), "--json", "--backend", "docker", "--include", "data"]) == 0
+    context = json.loads(capsys.readouterr().out)["context"]
+    files = {f["path"]: f["bytes"] for f in context["files"]}
+    assert files["app/data/rows.csv"] == 4 and "Dockerfile" in files
+    assert {"path": "data/.env", "why": "secret: .env file", "reason": "secret: .env file"} in (
+        context["left_out"]
+    )
+    assert cli.main(["plan", str(nb), "--backend", "docker", "--include", "data"]) == 0
+    text = capsys.readouterr().out
+    assert (
+        "  app/data/rows.csv  4 B" in text and "  left out: data/.env (secret: .env file)" in text
+    )

@@ -98,13 +98,27 @@ class Context:
             text += "; left out: " + left_out_text(self.left_out, limit)
         return text
 
+    def listing(self, limit: int = 60) -> list[str]:
+        """``  app/data/train.csv  12 KB`` lines: what goes into the image (the largest first
+        past ``limit``), then what was left out and why."""
+        entries = sorted(self.entries, key=_arcname)
+        if len(entries) > limit:
+            entries = sorted(self.largest(limit), key=_arcname)
+        lines = [f"  {e.arcname}  {human_size(e.size)}" for e in entries]
+        if len(self.entries) > limit:
+            lines.append(f"  ... and {len(self.entries) - limit} smaller files (plan --json)")
+        lines += [f"  left out: {path} ({why})" for path, why in self.left_out]
+        return lines
+
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form (plan summary, job folder)."""
         return {
             "tag": self.tag,
-            "files": len(self.entries) + 1,
+            "files": [{"path": "Dockerfile", "bytes": len(self.dockerfile)}]
+            + [{"path": e.arcname, "bytes": e.size} for e in sorted(self.entries, key=_arcname)],
+            "file_count": len(self.entries) + 1,
             "bytes": self.size,
-            "left_out": [{"path": p, "reason": why} for p, why in self.left_out],
+            "left_out": [{"path": p, "why": why, "reason": why} for p, why in self.left_out],
             "auto_included": list(self.auto),
         }
 
@@ -160,6 +174,10 @@ def _own_state(path: Path) -> bool:
         return path.resolve() == Path(default_home()).resolve()
     except (OSError, RuntimeError):
         return False
+
+
+def _arcname(entry: Entry) -> str:
+    return entry.arcname
 
 
 class ContextTooLarge(SpecError):

@@ -120,6 +120,7 @@ class Plan:
         out.append(f"image: {self.image_uri}  (parent {self.parent_image})")
         if self.context is not None:
             out.append(f"image context: {self.context.summary(limit=None)}")
+            out += self.context.listing()
         for note in self.script.notes:
             out.append(f"  note: {note}")
         if script:

@@ -131,7 +131,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             plan, ns = _plan(args, extra)
             return _run(plan, wait=getattr(ns, "wait", True))
         elif args.command == "jobs":
-            records = jobs.store_for(load_settings().get("home")).list(limit=args.limit)
+            store = jobs.store_for(load_settings().get("home"))
+            records = jobs.refreshed(store.list(limit=args.limit), store)
             print(jobs.jobs_table(records) if records else "No jobs yet.")
         elif args.command == "logs":
             job = jobs.Job(args.job, jobs.store_for(load_settings().get("home")))

@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import html
 import json
 import os
@@ -275,6 +276,19 @@ class Job:
             f"<b style='color:{color}'>{rec.state.value}</b> "
             f"({rec.elapsed:.1f} s){links}{error}</div>"
         )
+
+
+def refreshed(records: list[JobRecord], store: JobStore) -> list[JobRecord]:
+    """The records, each unfinished job on this machine checked for life first (cheap: a pid
+    check): a job whose supervisor died shows as failed, with why, and its replicas are
+    stopped. Vertex AI jobs are shown as recorded (their watcher refreshes them)."""
+    out = []
+    for rec in records:
+        if not rec.state.is_terminal() and rec.backend in ("local", "docker"):
+            with contextlib.suppress(TfcError):
+                rec = backend_for(rec.backend, store).refresh(rec)
+        out.append(rec)
+    return out
 
 
 def iter_jobs(store: JobStore | None = None, limit: int | None = 50) -> Iterator[JobRecord]:

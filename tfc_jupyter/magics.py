@@ -209,13 +209,14 @@ class TfcMagics(Magics):
     @line_magic
     def tfc_jobs(self, line: str) -> None:
         """List recent jobs (any backend): id, state, elapsed time, error."""
-        from .jobs import jobs_table, store_for
+        from .jobs import jobs_table, refreshed, store_for
 
         try:
             limit = int(line.strip() or 20)
         except ValueError:
             raise UsageError("%tfc_jobs takes an optional count, e.g. %tfc_jobs 50") from None
-        records = store_for(self._settings().get("home")).list(limit=limit)
+        store = store_for(self._settings().get("home"))
+        records = refreshed(store.list(limit=limit), store)
         print(jobs_table(records) if records else "No jobs yet: run a cell with %%tfc_run.")
 
     @line_magic

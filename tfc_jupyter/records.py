@@ -480,6 +480,10 @@ class JobStore:
     def _secure(self, *, tighten_dir: bool) -> None:
         """Create the folder (0700) and the database file (0600); tighten what is looser."""
         folder = self.path.parent
+        if folder.exists():
+            _refuse_unsafe(folder)
+            if self.path.exists():
+                _refuse_unsafe(self.path)
         try:
             if not folder.exists():
                 folder.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -503,6 +507,29 @@ def _low_on_space(folder: Path, least: int = 4 << 20) -> bool:
         return shutil.disk_usage(folder).free < least
     except OSError:
         return False
+
+
+def _refuse_unsafe(path: Path) -> None:
+    """Refuse, as ssh does, a job home (or store) that another user owns or can write: they
+    could swap the records and make ``cancel`` signal any process of yours."""
+    if os.name != "posix":
+        return
+    try:
+        st = os.stat(path)
+    except OSError:
+        return
+    if st.st_uid != os.getuid():
+        raise JobStoreError(
+            f"{path} belongs to uid {st.st_uid}, not to you (uid {os.getuid()}): another user "
+            "could change your job records",
+            "set TFC_JUPYTER_HOME to a folder of your own (mkdir -m 700 ~/.tfc_jupyter)",
+        )
+    if stat.S_IMODE(st.st_mode) & 0o022:
+        raise JobStoreError(
+            f"{path} is writable by other users (mode {stat.S_IMODE(st.st_mode):o}): they could "
+            "swap your job records",
+            f"chmod 700 '{path}'" if stat.S_ISDIR(st.st_mode) else f"chmod 600 '{path}'",
+        )
 
 
 def _tighten(path: Path, mode: int) -> None:

@@ -29,7 +29,9 @@ from .watched import (
     WatchedBackend,
     mark_pending,
     package_pythonpath,
+    same_process,
     start_watcher,
+    started_at,
     write_launch,
 )
 
@@ -275,7 +277,12 @@ class LocalBackend(WatchedBackend):
             {**inherited, **job_env, "PYTHONPATH": package_pythonpath(str(RUNTIME_PARENT))},
             what="supervisor",
         )
-        mark_pending(self.store, record.id, {"supervisor_pid": pid, "replicas": {}})
+        handle: dict[str, Any] = {
+            "supervisor_pid": pid,
+            "supervisor_started": started_at(pid),
+            "replicas": {},
+        }
+        mark_pending(self.store, record.id, handle)
 
     def cleanup(self, record: JobRecord) -> None:
         """Kill every replica's process group (their supervisor is gone)."""
@@ -283,6 +290,10 @@ class LocalBackend(WatchedBackend):
 
 
 def _kill_replicas(handle: dict[str, Any]) -> None:
-    for pid in (handle.get("replicas") or {}).values():
+    """SIGKILL each replica's process group, if it is still the process the job started."""
+    started = handle.get("replicas_started") or {}
+    for name, pid in (handle.get("replicas") or {}).items():
+        if not same_process(int(pid), started.get(name)):
+            continue  # gone, or the pid now belongs to another process: never signal it
         with contextlib.suppress(ProcessLookupError, PermissionError, ValueError):
             os.killpg(int(pid), signal.SIGKILL)

@@ -29,7 +29,7 @@ from pathlib import Path
 
 from ..records import JobState
 from .watch_loop import JobWatcher, ReplicaState
-from .watched import open_private
+from .watched import open_private, started_at
 
 GRACE_S = 3.0
 POLL_S = 0.1
@@ -93,7 +93,9 @@ class Supervisor(JobWatcher[Replica]):
             log.close()
         handle = {
             "supervisor_pid": os.getpid(),
+            "supervisor_started": started_at(os.getpid()),
             "replicas": {r.name: r.proc.pid for r in self.replicas if r.proc},
+            "replicas_started": {r.name: started_at(r.proc.pid) for r in self.replicas if r.proc},
         }
         self.store.transition(self.job_id, JobState.RUNNING, handle=handle)
 

@@ -64,6 +64,25 @@ def start_watcher(module: str, job_dir: Path, env: dict[str, str], what: str = "
     return proc.pid
 
 
+def started_at(pid: int) -> float | None:
+    """The start time of process ``pid`` (psutil), None when it is gone."""
+    import psutil
+
+    try:
+        return float(psutil.Process(pid).create_time())
+    except (psutil.Error, ValueError):
+        return None
+
+
+def same_process(pid: int, started: float | None) -> bool:
+    """True when ``pid`` is still the process that started at ``started`` (a recycled pid, or
+    a record someone edited, is not signalled). Records without a start time: alive is enough."""
+    now = started_at(pid)
+    if now is None:
+        return False
+    return started is None or abs(now - float(started)) < 0.05
+
+
 def mark_pending(store: JobStore, job_id: str, handle: dict[str, Any]) -> JobRecord:
     """After starting a job's watcher: PENDING, with ``handle`` (the watcher's pid ...).
 
@@ -155,7 +174,9 @@ class WatchedBackend:
                     f"{record.owner_pid}) ended before the job started; launch it again",
                 )
             return fresh
-        if pid and not alive(pid) and time.time() - record.updated_at > 2:
+        started = record.handle.get("supervisor_started")
+        gone = bool(pid) and (not alive(pid) or not same_process(pid, started))
+        if gone and time.time() - record.updated_at > 2:
             fresh = self.store.get(record.id)
             if fresh.state.is_terminal():
                 return fresh
@@ -171,7 +192,7 @@ class WatchedBackend:
             return record
         self.store.transition(record.id, JobState.CANCELLING)
         pid = record.handle.get("supervisor_pid")
-        if pid and alive(pid):
+        if pid and alive(pid) and same_process(pid, record.handle.get("supervisor_started")):
             os.kill(pid, signal.SIGTERM)
             deadline = time.monotonic() + timeout
             while time.monotonic() < deadline:
@@ -179,6 +200,7 @@ class WatchedBackend:
                 if current.state.is_terminal():
                     return current
                 time.sleep(0.1)
-            os.kill(pid, signal.SIGKILL)
+            if same_process(pid, record.handle.get("supervisor_started")):
+                os.kill(pid, signal.SIGKILL)
         self.cleanup(self.store.get(record.id))
         return self.store.transition(record.id, JobState.CANCELLED, error="cancelled")

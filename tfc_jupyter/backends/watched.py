@@ -175,7 +175,7 @@ class WatchedBackend:
                 )
             return fresh
         started = record.handle.get("supervisor_started")
-        gone = bool(pid) and (not alive(pid) or not same_process(pid, started))
+        gone = pid is not None and (not alive(int(pid)) or not same_process(int(pid), started))
         if gone and time.time() - record.updated_at > 2:
             fresh = self.store.get(record.id)
             if fresh.state.is_terminal():

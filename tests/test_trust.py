@@ -4,6 +4,7 @@ local job this machine cannot hold is refused."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
@@ -31,9 +32,11 @@ def test_the_kernels_environment_stays_off_the_disk(
 ) -> None:
     """launch.json holds the job's variables only; the replica still sees the kernel's."""
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", CANARY)
+    digest = hashlib.sha256(CANARY.encode()).hexdigest()  # the notebook holds no canary
     nb = write_notebook(
         tmp_path / "nb.ipynb",
-        f"import os\nprint('sees it:', os.environ.get('AWS_SECRET_ACCESS_KEY') == {CANARY!r})",
+        "import hashlib, os\nvalue = os.environ.get('AWS_SECRET_ACCESS_KEY', '').encode()\n"
+        f"print('sees it:', hashlib.sha256(value).hexdigest() == {digest!r})",
     )
     _, record = run_job(nb, tmp_path / "home")
     assert record.state is JobState.SUCCEEDED, record.error
@@ -215,3 +218,57 @@ def test_plan_json_lists_the_build_context(
     assert (
         "  app/data/rows.csv  4 B" in text and "  left out: data/.env (secret: .env file)" in text
     )
+
+
+def test_a_home_others_can_write_or_own_is_refused(tmp_path: Path) -> None:
+    from tfc_jupyter.records import JobStore, JobStoreError
+
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)
+    with pytest.raises(JobStoreError, match=r"writable by other users.*chmod 700"):
+        JobStore(shared / "jobs.sqlite")
+    if os.getuid() == 0:  # as root (CI), hand a folder to another uid
+        theirs = tmp_path / "theirs"
+        theirs.mkdir(mode=0o700)
+        os.chown(theirs, 12345, 12345)
+        with pytest.raises(JobStoreError, match="belongs to uid 12345"):
+            JobStore(theirs / "jobs.sqlite")
+    mine = tmp_path / "mine"
+    mine.mkdir(mode=0o700)
+    JobStore(mine / "jobs.sqlite")
+
+
+def test_only_the_process_a_record_started_is_signalled() -> None:
+    from tfc_jupyter.backends.watched import same_process, started_at
+
+    me = os.getpid()
+    assert same_process(me, started_at(me))
+    assert not same_process(me, (started_at(me) or 0) - 3600)  # a recycled pid
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait(timeout=30)
+    assert not same_process(proc.pid, None)
+
+
+@pytest.mark.slow
+def test_listing_notices_a_dead_supervisor(tmp_path: Path) -> None:
+    import signal as signals
+
+    from tfc_jupyter import jobs as jobs_mod
+    from tfc_jupyter.jobs import launch, store_for
+
+    nb = write_notebook(tmp_path / "nb.ipynb", "import time\ntime.sleep(60)")
+    store = store_for(tmp_path / "home")
+    job = launch(plan_for(nb), store=store)
+    deadline = time.monotonic() + 60
+    record = store.get(job.id)
+    while record.state is not JobState.RUNNING and time.monotonic() < deadline:
+        time.sleep(0.2)
+        record = store.get(job.id)
+    os.kill(int(record.handle["supervisor_pid"]), signals.SIGKILL)
+    time.sleep(2.5)
+    (listed,) = [r for r in jobs_mod.refreshed(store.list(limit=5), store) if r.id == job.id]
+    assert listed.state is JobState.FAILED and "supervisor" in (listed.error or "")
+    for pid in (listed.handle.get("replicas") or {}).values():
+        with pytest.raises(ProcessLookupError):
+            os.kill(int(pid), 0)

@@ -272,3 +272,26 @@ def test_listing_notices_a_dead_supervisor(tmp_path: Path) -> None:
     for pid in (listed.handle.get("replicas") or {}).values():
         with pytest.raises(ProcessLookupError):
             os.kill(int(pid), 0)
+
+
+def test_an_outcome_kept_in_the_job_folder_is_not_lost(tmp_path: Path) -> None:
+    """The supervisor ended the job while the store was locked: the next look completes the
+    record from outcome.json, instead of calling a succeeded job failed."""
+    from tfc_jupyter.backends.local import LocalBackend
+    from tfc_jupyter.backends.watch_loop import write_outcome
+    from tfc_jupyter.jobs import store_for
+    from tfc_jupyter.records import JobRecord
+
+    store = store_for(tmp_path / "home")
+    job_dir = tmp_path / "job"
+    job_dir.mkdir()
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait(timeout=30)
+    record = store.create(
+        JobRecord(id="j-1", name="j", backend="local", job_dir=str(job_dir), log_dir=str(job_dir))
+    )
+    store.transition("j-1", JobState.RUNNING, handle={"supervisor_pid": dead.pid, "replicas": {}})
+    write_outcome(job_dir, JobState.SUCCEEDED, None, None, {"chief": 0})
+    time.sleep(2.2)
+    record = LocalBackend(store).refresh(store.get("j-1"))
+    assert record.state is JobState.SUCCEEDED and record.handle["exit_codes"] == {"chief": 0}

@@ -9,6 +9,7 @@ stops its replicas. It imports nothing heavy: the standard library and the job r
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -18,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
-from ..records import JobState, JobStore
+from ..records import JobState, JobStore, JobStoreError
 
 Outcome = tuple[JobState, str | None, str | None]  # state, error, notebook location
 
@@ -133,6 +134,36 @@ def _signal_name(number: int) -> str:
     return f"{name} ({why})" if why else name
 
 
+FINISH_DEADLINE_S = 600.0
+OUTCOME_FILE = "outcome.json"
+
+
+def write_outcome(
+    job_dir: Path,
+    state: JobState,
+    error: str | None,
+    location: str | None,
+    codes: dict[str, int | None],
+) -> None:
+    """Keep how the job ended in its folder until the record takes it (owner-only, atomic)."""
+    data = {"state": state.value, "error": error, "location": location, "exit_codes": codes}
+    tmp = job_dir / f".{OUTCOME_FILE}.tmp"
+    with contextlib.suppress(OSError):
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(data, fh)
+        os.replace(tmp, job_dir / OUTCOME_FILE)
+
+
+def read_outcome(job_dir: Path) -> dict[str, Any] | None:
+    """The outcome a watcher kept in the job folder, None when there is none."""
+    try:
+        data = json.loads((job_dir / OUTCOME_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) and data.get("state") else None
+
+
 class JobWatcher(Generic[R]):
     """Reads ``launch.json``, watches the replicas, and records how the job ended."""
 
@@ -201,14 +232,32 @@ class JobWatcher(Generic[R]):
         if state is JobState.CANCELLED:
             self.store.transition(self.job_id, JobState.CANCELLING)
 
-    def finish(self, outcome: Outcome) -> None:
-        """Record the final state, the error and every replica's exit code."""
+    def finish(self, outcome: Outcome, deadline_s: float = FINISH_DEADLINE_S) -> None:
+        """Record the final state, the error and every replica's exit code.
+
+        The outcome is written to ``outcome.json`` in the job folder first: when the job store
+        stays locked (another process holding it), the write is retried until ``deadline_s``,
+        and a record that never took it is completed from that file by the next refresh.
+        """
         state, error, location = outcome
         codes = {r.name: r.exit_code for r in self.replicas}
-        self.store.transition(
-            self.job_id,
-            state,
-            error=error if state is not JobState.SUCCEEDED else None,
-            error_location=location,
-            mutate=lambda rec: {"handle": {**rec.handle, "exit_codes": codes}},
-        )
+        write_outcome(self.job_dir, state, error, location, codes)
+        deadline = time.monotonic() + deadline_s
+        delay = 0.5
+        while True:
+            try:
+                self.store.transition(
+                    self.job_id,
+                    state,
+                    error=error if state is not JobState.SUCCEEDED else None,
+                    error_location=location,
+                    mutate=lambda rec: {"handle": {**rec.handle, "exit_codes": codes}},
+                )
+                break
+            except JobStoreError:
+                if time.monotonic() + delay > deadline:
+                    raise
+                time.sleep(delay)
+                delay = min(delay * 2, 10.0)
+        with contextlib.suppress(OSError):
+            (self.job_dir / OUTCOME_FILE).unlink()

@@ -18,6 +18,7 @@ from typing import IO, Any
 
 from ..errors import BackendError
 from ..records import JobRecord, JobState, JobStore
+from .watch_loop import read_outcome
 
 WATCHER_LOG = "supervisor.log"
 
@@ -181,6 +182,16 @@ class WatchedBackend:
             if fresh.state.is_terminal():
                 return fresh
             self.cleanup(fresh)
+            kept = read_outcome(Path(record.job_dir)) if record.job_dir else None
+            if kept is not None:  # the watcher ended the job, the store was locked then
+                codes = kept.get("exit_codes") or {}
+                return self.store.transition(
+                    record.id,
+                    JobState(kept["state"]),
+                    error=kept.get("error"),
+                    error_location=kept.get("location"),
+                    mutate=lambda rec: {"handle": {**rec.handle, "exit_codes": codes}},
+                )
             return self.store.transition(
                 record.id, JobState.FAILED, error=watcher_error(record, self.watcher)
             )

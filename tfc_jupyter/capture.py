@@ -14,6 +14,7 @@ from __future__ import annotations
 import difflib
 import os
 import re
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -100,6 +101,9 @@ def find_notebook(
     vscode = (user_ns or {}).get("__vsc_ipynb_file__")
     if isinstance(vscode, str) and vscode.endswith(".ipynb") and Path(vscode).is_file():
         return Path(vscode).resolve(), "VS Code", warnings
+    colab = colab_notebook()
+    if colab is not None:
+        return colab, "Colab's live notebook", warnings
     session = env.get("JPY_SESSION_NAME", "")
     stale = False
     if session:
@@ -122,6 +126,44 @@ def find_notebook(
             "to use the notebook file"
         )
     return None, "kernel history", warnings
+
+
+COLAB_TIMEOUT_S = 10
+
+
+def colab_notebook(cwd: Path | None = None) -> Path | None:
+    """In Colab, the notebook as its front end has it (``google.colab._message`` asked for
+    ``get_ipynb``, with a deadline), saved as ``.<name>.ipynb`` in the working folder (Colab keeps
+    notebooks in Drive, not on the VM's disk; the job reads its files from that folder). None
+    outside Colab, or when the front end does not answer."""
+    if "google.colab" not in sys.modules:
+        return None
+    try:
+        from google.colab import _message
+
+        reply = _message.blocking_request("get_ipynb", request="", timeout_sec=COLAB_TIMEOUT_S)
+    except Exception:  # Colab's private API: anything may change; fall back to the history
+        return None
+    nb = reply.get("ipynb") if isinstance(reply, dict) else None
+    if not isinstance(nb, dict) or not isinstance(nb.get("cells"), list):
+        return None
+    meta: Any = nb.get("metadata")
+    colab: Any = meta.get("colab") if isinstance(meta, dict) else None
+    title = colab.get("name") if isinstance(colab, dict) else None
+    name = Path(str(title or "colab_notebook.ipynb")).name
+    name = re.sub(r"[^A-Za-z0-9 _.()-]+", "_", name).strip(" .") or "colab_notebook"
+    if not name.endswith(".ipynb"):
+        name += ".ipynb"
+    path = (cwd or Path.cwd()) / f".{name}"
+    import json
+
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(nb, fh)
+    except OSError:
+        return None
+    return path.resolve()
 
 
 SERVER_TIMEOUT_S = 2.0

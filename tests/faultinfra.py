@@ -37,7 +37,7 @@ from typing import Any
 
 import psutil
 
-_MOUNT = 'set -e; mount -t tmpfs -o size="$1" tmpfs "$2"; shift 2; exec "$@"'
+_MOUNT = 'set -e; mount -t tmpfs -o size="$1",mode=0700 tmpfs "$2"; shift 2; exec "$@"'
 
 
 # ----------------------------------------------------------------------------------- tmpfs

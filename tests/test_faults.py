@@ -502,7 +502,7 @@ def test_vertex_api_flaky_during_the_job_then_fine(
     flaky = [Fault.rate_limited(GET_JOB), Fault.unavailable(GET_JOB), Fault.slow(2.5, GET_JOB)]
     flaky += [Fault.unavailable(ENTRIES), Fault.rate_limited(ENTRIES), Fault.slow(2.5, ENTRIES)]
     body = "import time\nfor i in range(60):\n    print(f'step {i:02d}', flush=True)\n"
-    body += "    time.sleep(0.1)\n"
+    body += "    time.sleep(0.2)\n"  # long enough to meet the second round of faults
     (tmp_path / "a").mkdir()
     vertex_server.inject(*flaky)  # from its first polls on
     job = _vertex_job(vertex_server, vertex_home, tmp_path / "a", body)

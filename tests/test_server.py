@@ -270,6 +270,33 @@ async def test_bad_requests_are_400_naming_the_field(
     assert set(data) == {"error", "message", "hint", "field"}
 
 
+async def test_fifos_and_devices_are_refused_at_once(
+    jp_fetch: Fetch, notebook: Path, jp_root_dir: Path
+) -> None:
+    """A FIFO (or a link to /dev/zero) named in a request is refused in one 400, never read:
+    such requests once grew the server to 23.6 GB and blocked every jobs endpoint."""
+    import asyncio
+    import os
+    import time
+
+    os.mkfifo(jp_root_dir / "pipe.txt")
+    (jp_root_dir / "zero.txt").symlink_to("/dev/zero")
+    start = time.monotonic()
+    bodies = [
+        {"path": "train.ipynb", "options": {"dry_run": True, "requirements": ["pipe.txt"]}},
+        {"path": "train.ipynb", "options": {"dry_run": True, "requirements": ["zero.txt"]}},
+        {"path": "train.ipynb", "options": {"dry_run": True, "include": ["pipe.txt"]}},
+    ] * 2  # six at once, as in the report
+    results = await asyncio.gather(*(_call(jp_fetch, "POST", "jobs", body=b) for b in bodies))
+    for status, data in results:
+        assert status == 400, data
+        words = ("FIFO", "device", "outside the server's root")  # a link to /dev/zero: outside
+        assert any(w in data["message"] for w in words), data
+    assert time.monotonic() - start < 30
+    status, _ = await _call(jp_fetch, "GET", "jobs")  # the jobs endpoints still answer
+    assert status == 200
+
+
 async def test_a_body_that_is_not_json_is_400(jp_fetch: Fetch) -> None:
     for body in ("{not json", "[1, 2]"):
         status, data = await _call(jp_fetch, "POST", "jobs", body=body)

@@ -23,7 +23,14 @@ def _run_in_kernel(connection_file: Path, code: str) -> str:
     client.load_connection_file()
     client.start_channels()
     try:
-        client.wait_for_ready(timeout=EXEC_TIMEOUT_S)
+        for attempt in range(3):  # a heartbeat not answered yet reads as "died": ask again
+            try:
+                client.wait_for_ready(timeout=EXEC_TIMEOUT_S)
+                break
+            except RuntimeError:
+                if attempt == 2:
+                    raise
+                time.sleep(2)
         out: list[str] = []
         reply = client.execute_interactive(
             code,

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -85,3 +88,26 @@ def wait_state(job: Job, states: set[JobState], timeout: float = 60.0) -> JobRec
             return record
         time.sleep(0.1)
     raise AssertionError(f"job {job.id} never reached {states}: {job.record().state}")
+
+
+RUNTIME_DIR = Path(__file__).resolve().parent.parent / "runtime"
+# Runs a converted script as plain python with IPython made unimportable.
+_NO_IPYTHON = (
+    "import runpy, sys; sys.modules['IPython'] = None; "
+    "runpy.run_path(sys.argv[1], run_name='__main__')"
+)
+
+
+def run_plain(text: str, cwd: Path, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    """Write ``text`` as ``cwd/script.py`` and run it as plain python, with no IPython and
+    ``tfc_runtime`` importable; stdout and stderr are captured."""
+    path = cwd / "script.py"
+    path.write_text(text)
+    return subprocess.run(
+        [sys.executable, "-c", _NO_IPYTHON, str(path)],
+        cwd=cwd,
+        env={**os.environ, "PYTHONPATH": str(RUNTIME_DIR), "PYTHONDONTWRITEBYTECODE": "1"},
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )

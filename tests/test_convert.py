@@ -13,6 +13,7 @@ import pytest
 from conftest import RUNTIME_DIR
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from jobutil import run_plain
 
 from tfc_jupyter.convert import RULES, Cell, Script, convert
 from tfc_jupyter.errors import ConversionError
@@ -331,24 +332,8 @@ def runtime_nb() -> None:
         pytest.skip(f"tfc_runtime.nb is not importable yet ({last})")
 
 
-# Runs the script as plain python with IPython made unimportable.
-_NO_IPYTHON = (
-    "import runpy, sys; sys.modules['IPython'] = None; "
-    "runpy.run_path(sys.argv[1], run_name='__main__')"
-)
-
-
 def _run(script: Script, cwd: Path) -> subprocess.CompletedProcess[str]:
-    path = cwd / "script.py"
-    path.write_text(script.text)
-    return subprocess.run(
-        [sys.executable, "-c", _NO_IPYTHON, str(path)],
-        cwd=cwd,
-        env=_run_env(),
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    return run_plain(script.text, cwd)
 
 
 RUNNABLE = [

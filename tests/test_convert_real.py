@@ -9,16 +9,13 @@ translated scripts run under plain ``python`` with IPython made unimportable.
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
 import nbformat
 import pytest
-from conftest import RUNTIME_DIR
-from jobutil import plan_for, write_notebook
+from jobutil import plan_for, run_plain, write_notebook
 
 from tfc_jupyter.backends.local import LocalBackend
 from tfc_jupyter.capture import read_notebook, select_cells
@@ -27,27 +24,13 @@ from tfc_jupyter.errors import BackendError, CaptureError, ConversionError, Conv
 from tfc_jupyter.jobs import store_for
 from tfc_jupyter.package import dockerfile
 
-_NO_IPYTHON = (
-    "import runpy, sys; sys.modules['IPython'] = None; "
-    "runpy.run_path(sys.argv[1], run_name='__main__')"
-)
-
 
 def script_of(*sources: str) -> Script:
     return convert([Cell(i, s) for i, s in enumerate(sources, 1)])
 
 
 def run(script: Script, cwd: Path) -> subprocess.CompletedProcess[str]:
-    path = cwd / "script.py"
-    path.write_text(script.text)
-    return subprocess.run(
-        [sys.executable, "-c", _NO_IPYTHON, str(path)],
-        cwd=cwd,
-        env={**os.environ, "PYTHONPATH": str(RUNTIME_DIR), "PYTHONDONTWRITEBYTECODE": "1"},
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    return run_plain(script.text, cwd)
 
 
 def test_a_cell_indented_as_a_whole_runs(tmp_path: Path) -> None:

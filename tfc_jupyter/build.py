@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from . import images, package
 from .errors import BackendError, MissingDependency
+from .files import human
 
 if TYPE_CHECKING:
     from .plan import Plan
@@ -220,6 +221,7 @@ def _build(
     log: list[str] = []
     error = None
     deadline = time.monotonic() + BUILD_DEADLINE_S
+    need = len(buf.getvalue())
     stream = engine_stream(
         "build",
         lambda: client.api.build(
@@ -235,6 +237,7 @@ def _build(
             cache_from=[cache_from] if cache_from else None,
             timeout=API_TIMEOUT_S,
         ),
+        lambda: engine_room(client, need),
     )
     for chunk in stream:
         if "error" in chunk:
@@ -264,11 +267,35 @@ def _build(
             log.append(error)
             break
     if error is not None:
+        if "no space left" in error:  # a step filled the engine's disk (pip, apt, COPY)
+            raise BuildError(
+                f"the Docker engine ran out of disk space during the build "
+                f"({engine_room(client, need)}): {_short(error)}",
+                "free disk space where Docker keeps its data (docker system prune), or leave "
+                "large files out of the image (.tfcignore, fewer --include)",
+                log[-LOG_TAIL:],
+            )
         raise _build_error(error, steps, log)
     return steps
 
 
-def engine_stream(what: str, start: Callable[[], Any]) -> Iterator[Any]:
+def engine_room(client: Any, need: int) -> str:
+    """Where the engine keeps its data and how big the build context is, for a full-disk error.
+
+    The free space there is not reported: the engine may live on another machine or in
+    another mount namespace, where this process would measure the wrong disk.
+    """
+    try:
+        root = str(client.info().get("DockerRootDir") or "")
+    except Exception:  # the engine is the one in trouble: say what we know
+        root = ""
+    where = f" at {root}" if root else ""
+    return f"the engine's disk{where} is full; the build context alone is {human(need)}"
+
+
+def engine_stream(
+    what: str, start: Callable[[], Any], room: Callable[[], str] | None = None
+) -> Iterator[Any]:
     """The engine's answer to ``start()`` (a build or push stream), chunk by chunk.
 
     The engine refusing the request (a 500: no space left for the context ...) or going away
@@ -286,8 +313,9 @@ def engine_stream(what: str, start: Callable[[], Any]) -> Iterator[Any]:
         first = exc.args[0] if exc.args and isinstance(exc.args[0], str) else exc
         detail = _short(getattr(exc, "explanation", None) or first)
         if "no space left" in detail:
+            where = f" ({room()})" if room else ""
             raise BuildError(
-                f"the Docker engine ran out of disk space during the {what}: {detail}",
+                f"the Docker engine ran out of disk space during the {what}{where}: {detail}",
                 "free disk space where Docker keeps its data (docker system prune), or leave "
                 "large files out of the image (.tfcignore, fewer --include)",
                 [detail],

@@ -6,7 +6,9 @@ ends. Every read has a size bound. Errors are one line naming the file and the f
 
 from __future__ import annotations
 
+import errno
 import os
+import shutil
 import stat
 from pathlib import Path
 
@@ -36,8 +38,41 @@ def file_kind(path: Path) -> str | None:
 
 
 def human(n: int) -> str:
-    """``2 MB``-style size."""
-    return f"{n / 1_000_000:.0f} MB" if n >= 1_000_000 else f"{n / 1000:.0f} KB"
+    """``2 MB``-style size (bytes under 1 KB, GB over 1 GB)."""
+    if n >= 1_000_000_000:
+        return f"{n / 1_000_000_000:.1f} GB"
+    if n >= 1_000_000:
+        return f"{n / 1_000_000:.0f} MB"
+    return f"{n / 1000:.0f} KB" if n >= 1000 else f"{n} bytes"
+
+
+def mount_of(path: Path | str) -> Path:
+    """The mount point holding ``path`` (its nearest existing folder when it does not exist)."""
+    here = Path(os.path.abspath(path))
+    while not here.exists() and here != here.parent:
+        here = here.parent
+    while not os.path.ismount(here) and here != here.parent:
+        here = here.parent
+    return here
+
+
+def is_disk_full(exc: BaseException) -> bool:
+    """True for an error that says the disk (or the user's quota) is full."""
+    if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return True
+    text = str(exc).lower()
+    return "no space left" in text or "database or disk is full" in text
+
+
+def disk_full(path: Path | str, need: int | None = None) -> str:
+    """``the disk at /home (holding /home/me/x) is full: 12 KB free, about 2 MB needed``."""
+    mount = mount_of(path)
+    try:
+        free = f"{human(shutil.disk_usage(mount).free)} free"
+    except OSError:
+        free = "free space unknown"
+    needed = f", about {human(need)} needed" if need else ""
+    return f"the disk at {mount} (holding {path}) is full: {free}{needed}"
 
 
 def read_regular(path: Path | str, limit: int, what: str = "file") -> bytes:

@@ -21,6 +21,7 @@ from typing import TextIO
 
 from .backends import Backend
 from .errors import BackendError, JobConflict, TfcError
+from .files import disk_full, is_disk_full
 from .plan import Plan
 from .records import JobRecord, JobState, JobStore, default_home, new_job_id
 
@@ -60,17 +61,23 @@ def _write(path: Path, text: str) -> None:
         fh.write(text)
 
 
+def job_dir_files(plan: Plan) -> dict[str, str]:
+    """What the job folder holds at launch: script, source map, requirements, spec."""
+    return {
+        "script.py": plan.script.text,
+        "script.map.json": json.dumps(plan.script.source_map_json(plan.selection.name)),
+        "requirements.txt": "".join(f"{r}\n" for r in plan.requirements),
+        "job.json": json.dumps(plan.summary(), indent=2, default=str),
+    }
+
+
 def write_job_dir(plan: Plan, job_dir: Path) -> None:
     """The job folder: script, source map, spec, requirements, logs/, status/, errors/."""
     job_dir.mkdir(mode=0o700, parents=True, exist_ok=False)
     for sub in ("logs", "status", "errors"):
         (job_dir / sub).mkdir(mode=0o700)
-    _write(job_dir / "script.py", plan.script.text)
-    _write(
-        job_dir / "script.map.json", json.dumps(plan.script.source_map_json(plan.selection.name))
-    )
-    _write(job_dir / "requirements.txt", "".join(f"{r}\n" for r in plan.requirements))
-    _write(job_dir / "job.json", json.dumps(plan.summary(), indent=2, default=str))
+    for name, text in job_dir_files(plan).items():
+        _write(job_dir / name, text)
 
 
 def launch(plan: Plan, *, store: JobStore | None = None) -> Job:
@@ -91,7 +98,7 @@ def launch(plan: Plan, *, store: JobStore | None = None) -> Job:
         raise BackendError(f"the job folder {job_dir} exists already", "launch again") from None
     except OSError as exc:  # a full disk ...: no half-written folder stays behind
         shutil.rmtree(job_dir, ignore_errors=True)
-        raise _folder_error(exc, job_dir) from None
+        raise _folder_error(exc, job_dir, plan) from None
     try:  # a folder is never left without its record
         record = store.create(
             JobRecord(
@@ -115,18 +122,28 @@ def launch(plan: Plan, *, store: JobStore | None = None) -> Job:
     except Exception as exc:
         store.transition(job_id, JobState.FAILED, error=f"launch failed: {exc}")
         if isinstance(exc, OSError):  # the job folder (launch file, logs) on a full disk ...
-            raise _folder_error(exc, job_dir) from None
+            raise _folder_error(exc, job_dir, plan) from None
         raise
     return Job(job_id, store)
 
 
-def _folder_error(exc: OSError, job_dir: Path) -> TfcError:
-    """An OSError writing the job folder, as one line naming the fix."""
+def _folder_error(exc: OSError, job_dir: Path, plan: Plan) -> TfcError:
+    """An OSError writing the job folder, as one line naming the fix (a full disk: where, how
+    much is free and about how much the folder needs)."""
+    if is_disk_full(exc):
+        need = sum(len(t.encode()) for t in job_dir_files(plan).values()) + _LOG_ROOM
+        return BackendError(
+            f"cannot write the job folder: {disk_full(job_dir, need)}",
+            "free some disk space there, or set TFC_JUPYTER_HOME to a folder on another disk",
+        )
     reason = exc.strerror or str(exc)
     return BackendError(
         f"cannot write the job folder {job_dir}: {reason}",
-        "free some disk space there, or set TFC_JUPYTER_HOME to a folder on another disk",
+        "check that you can write it, or set TFC_JUPYTER_HOME to another folder",
     )
+
+
+_LOG_ROOM = 1 << 20  # logs and status files a short job writes at start
 
 
 class LogTail:

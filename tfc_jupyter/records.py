@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import JobConflict, JobNotFound, TfcError
+from .files import disk_full, is_disk_full
 
 __all__ = [
     "JobRecord",
@@ -459,11 +460,12 @@ class JobStore:
         except sqlite3.Error as exc:
             text = str(exc)
             if "full" in text or ("I/O" in text and _low_on_space(self.path.parent)):
-                hint = (
+                raise JobStoreError(
+                    f"The job store cannot be written: {disk_full(self.path, _STORE_ROOM)}",
                     f"free some disk space on the disk of {self.path.parent}, or set "
-                    "TFC_JUPYTER_HOME to a folder on another disk"
-                )
-            elif "locked" in text or "busy" in text:
+                    "TFC_JUPYTER_HOME to a folder on another disk",
+                ) from exc
+            if "locked" in text or "busy" in text:
                 hint = "another process holds the job store's lock; retry, or stop that process"
             elif "unable to open" in text or "readonly" in text or "access" in text:
                 hint = (
@@ -494,10 +496,19 @@ class JobStore:
             for suffix in ("", "-wal", "-shm"):
                 _tighten(Path(f"{self.path}{suffix}"), 0o600)
         except OSError as exc:
+            if is_disk_full(exc):
+                raise JobStoreError(
+                    f"The job store cannot be created: {disk_full(self.path, _STORE_ROOM)}",
+                    "free some disk space there, or set TFC_JUPYTER_HOME to a folder on "
+                    "another disk",
+                ) from exc
             raise JobStoreError(
                 f"The job store {self.path} cannot be created: {exc}",
                 "set TFC_JUPYTER_HOME to a folder you can write",
             ) from exc
+
+
+_STORE_ROOM = 1 << 20  # SQLite's journal and shared memory for one write
 
 
 def _low_on_space(folder: Path, least: int = 4 << 20) -> bool:

@@ -8,8 +8,10 @@ second by a daemon thread: what an OOM kill, SIGKILL, leaves). The job's watcher
 
 from __future__ import annotations
 
+import errno
 import faulthandler
 import os
+import shutil
 import sys
 import threading
 from collections.abc import Callable
@@ -112,4 +114,25 @@ def explain(exc: BaseException) -> str:
         return "two strategies in one program: run with --strategy none (or auto)"
     if "Collective ops must be configured at program startup" in message:
         return "build MultiWorkerMirroredStrategy before any other TensorFlow call"
+    if (isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT)) or (
+        "No space left on device" in message
+    ):
+        return _disk_full(getattr(exc, "filename", None))
     return ""
+
+
+def _disk_full(filename: object) -> str:
+    """Where the disk is full and how much is free there, as the hint of an error line."""
+    if not isinstance(filename, str):  # a write() or TensorFlow's own file error: no path
+        return "a disk the job writes to is full: free some space, or write to another disk"
+    where = os.path.dirname(os.path.abspath(filename))
+    while not os.path.isdir(where) and where != os.path.dirname(where):
+        where = os.path.dirname(where)
+    try:
+        free = shutil.disk_usage(where).free
+    except OSError:
+        return "the disk is full: free some space, or write to another disk"
+    return (
+        f"the disk holding {where} is full ({free // 1_000_000} MB free): free some space, or "
+        "write the model and checkpoints to another disk"
+    )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import signal
 import subprocess
@@ -42,6 +43,17 @@ def test_complex_collectives_are_explained() -> None:
     text = crash.summary(exc)
     assert text.startswith("InvalidArgumentError: Value for attr 'T' of complex64")
     assert "cannot all-reduce complex values" in text
+
+
+def test_a_full_disk_says_where_and_how_much_is_free(tmp_path: Path) -> None:
+    # a real ENOSPC: /dev/full is always full
+    with pytest.raises(OSError) as info, open("/dev/full", "w") as fh:
+        fh.write("weights")
+    assert crash.explain(info.value).startswith("a disk the job writes to is full: free some")
+    exc = OSError(errno.ENOSPC, "No space left on device", str(tmp_path / "model" / "x.keras"))
+    hint = crash.explain(exc)
+    assert f"the disk holding {tmp_path} is full (" in hint and "MB free)" in hint
+    assert "another disk" in hint
 
 
 def test_position_file_follows_the_main_thread(tmp_path: Path) -> None:

@@ -18,6 +18,9 @@ from vertex_server import vertex_server  # noqa: F401
 
 from tfc_jupyter.config import Settings, load_settings
 
+# Counted suites (security, bad input, faults, secretscan): see tests/counted.py.
+pytest_plugins = ["counted"]
+
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 RUNTIME_DIR = Path(__file__).resolve().parent.parent / "runtime"
 

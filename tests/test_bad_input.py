@@ -22,22 +22,47 @@ import os
 import re
 import shlex
 import string
+import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import counted
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from IPython.core.error import UsageError
 from IPython.utils.capture import capture_output
-from jobutil import JOB_DEADLINE_S
+from jobutil import JOB_DEADLINE_S, plan_for, write_notebook
 
 from tfc_jupyter import catalog, cli, jobs
-from tfc_jupyter.errors import TfcError
+from tfc_jupyter.backends.local import check_capacity
+from tfc_jupyter.capture import read_notebook
+from tfc_jupyter.catalog import lookup
+from tfc_jupyter.errors import BackendError, CaptureError, ConversionError, SpecError, TfcError
 from tfc_jupyter.records import JobState
+from tfc_jupyter.requirements import Requirements
 from tfc_jupyter.server.service import JobService
+from tfc_jupyter.spec import JobSpec
+
+ITEMS = [
+    "broken and hostile notebooks get one line",
+    "impossible machine combinations and bad labels are refused",
+    "a failed launch leaves no partial record",
+    "FIFOs and devices are never read; every read is bounded",
+    "validators match whole strings",
+    "the REST API stays inside the server root",
+    "malformed requests get 400",
+    "run --no-wait does not wait",
+    "a local job this machine cannot hold is refused",
+]
+
+
+def test_every_item_has_cases() -> None:
+    counted.check_items(sys.modules[__name__])
+
 
 CALL_DEADLINE_S = 60.0  # one entry-point call on one input; a hang fails the case
 RUN_BODY = "print('ran')"
@@ -564,6 +589,7 @@ CATEGORIES: dict[str, st.SearchStrategy[bytes]] = {
 _SLOW = {"huge_cells": 4, "thousands_of_cells": 4}  # examples for the costly categories
 
 
+@pytest.mark.item("broken and hostile notebooks get one line")
 @pytest.mark.parametrize("category", sorted(CATEGORIES))
 def test_hostile_notebooks(ip: Any, tfc_env: Path, tmp_path: Path, category: str) -> None:
     home = Path(os.environ["TFC_JUPYTER_HOME"])
@@ -588,6 +614,7 @@ def test_hostile_notebooks(ip: Any, tfc_env: Path, tmp_path: Path, category: str
     assert seen, f"no {category} case ran"
 
 
+@pytest.mark.item("broken and hostile notebooks get one line")
 def test_unicode_and_spaces_in_paths(ip: Any, tfc_env: Path, tmp_path: Path) -> None:
     home = Path(os.environ["TFC_JUPYTER_HOME"])
     counter = iter(range(10**6))
@@ -693,6 +720,7 @@ def label_flags(draw: st.DrawFn) -> str:
 @pytest.mark.parametrize(
     ("category", "strategy"), [("machine_specs", spec_flags()), ("labels", label_flags())]
 )
+@pytest.mark.item("impossible machine combinations and bad labels are refused")
 def test_impossible_specs_and_bad_labels(
     ip: Any, tfc_env: Path, good_notebook: Path, category: str, strategy: Any
 ) -> None:
@@ -725,6 +753,7 @@ LAUNCHES = {
 }
 
 
+@pytest.mark.item("a failed launch leaves no partial record")
 @pytest.mark.slow
 def test_failed_launches_leave_no_partial_record(
     ip: Any, tfc_env: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -768,6 +797,157 @@ def test_failed_launches_leave_no_partial_record(
         assert record.state.is_terminal(), record
         if record.state is JobState.FAILED:
             assert record.error and "\n" not in record.error.strip(), record.error
+
+
+# ========================================================= files that are not files, strings, REST
+@pytest.fixture
+def fifo(tmp_path: Path) -> Path:
+    path = tmp_path / "pipe"
+    os.mkfifo(path)
+    return path
+
+
+def _within(seconds: float, fn):  # type: ignore[no-untyped-def]
+    start = time.monotonic()
+    try:
+        return fn()
+    finally:
+        assert time.monotonic() - start < seconds, "it waited on a FIFO"
+
+
+@pytest.mark.item("FIFOs and devices are never read; every read is bounded")
+def test_a_fifo_or_device_is_never_read(tmp_path: Path, fifo: Path) -> None:
+    with pytest.raises(Exception, match="is a FIFO, not a file"):
+        _within(5, lambda: Requirements().add_file(fifo))
+    with pytest.raises(Exception, match="is a character device"):
+        _within(5, lambda: Requirements().add_file(Path("/dev/zero")))
+    with pytest.raises(CaptureError, match="is a FIFO"):
+        _within(5, lambda: read_notebook(fifo))
+    big = tmp_path / "big.txt"
+    big.write_bytes(b"x" * 1_000_001)
+    with pytest.raises(Exception, match="is over 1 MB"):
+        Requirements().add_file(big)
+
+
+@pytest.mark.item("FIFOs and devices are never read; every read is bounded")
+def test_pip_r_fifo_in_a_notebook(tmp_path: Path, fifo: Path) -> None:
+    nb = write_notebook(tmp_path / "nb.ipynb", f"%pip install -r {fifo.name}")
+    with pytest.raises(ConversionError, match="is a FIFO"):
+        _within(5, lambda: plan_for(nb))
+
+
+@pytest.mark.item("FIFOs and devices are never read; every read is bounded")
+def test_include_skips_fifos_and_refuses_devices(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "rows.csv").write_text("a\n1\n")
+    os.mkfifo(data / "pipe")
+    (tmp_path / "zero").symlink_to("/dev/zero")
+    nb = write_notebook(tmp_path / "nb.ipynb", "%%tfc_run --backend docker --dry-run\nx = 1")
+    plan = _within(10, lambda: plan_for(nb, "--include data"))
+    assert plan.context is not None
+    assert "app/data/rows.csv" in {e.arcname for e in plan.context.entries}
+    assert ("data/pipe", "a FIFO, not a file") in plan.context.left_out
+    with pytest.raises(SpecError, match="--include zero: it is a character device"):
+        plan_for(nb, "--include zero")
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("project", "my-project\n"),
+        ("region", "us-central1\n"),
+        ("name", "job\n"),
+        ("service_account", "trainer@my-project.iam.gserviceaccount.com\n"),
+    ],
+)
+@pytest.mark.item("validators match whole strings")
+def test_a_trailing_newline_is_refused(field: str, value: str) -> None:
+    with pytest.raises(SpecError):
+        JobSpec(**{field: value})  # type: ignore[arg-type]
+
+
+@pytest.mark.item("run --no-wait does not wait")
+def test_run_no_wait_returns_at_once(tmp_path: Path) -> None:
+    nb = write_notebook(tmp_path / "nb.ipynb", "import time\ntime.sleep(20)")
+    env = {**os.environ, "TFC_JUPYTER_HOME": str(tmp_path / "home")}
+    start = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, "-m", "tfc_jupyter.cli", "run", str(nb), "--no-wait"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert time.monotonic() - start < 15
+    job_id = done.stdout.strip()
+    cancel = subprocess.run(
+        [sys.executable, "-m", "tfc_jupyter.cli", "cancel", job_id],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    assert cancel.returncode == 0, cancel.stderr
+
+
+@pytest.mark.item("a local job this machine cannot hold is refused")
+def test_a_local_job_this_machine_cannot_hold_is_refused() -> None:
+    spec = JobSpec(chief=lookup("CPU"), worker_count=256)
+    with pytest.raises(BackendError) as info:
+        check_capacity(spec, cores=2, free_gb=20.0)
+    text = str(info.value)
+    assert "257 TensorFlow processes" in text and "2 cores and 20.0 GB available" in text
+    assert "--backend vertex" in text
+    check_capacity(JobSpec(chief=lookup("CPU"), worker_count=2), cores=2, free_gb=20.0)
+
+
+@pytest.mark.item("the REST API stays inside the server root")
+def test_the_rest_api_stays_inside_the_root(tmp_path: Path) -> None:
+    from tfc_jupyter.server.service import JobService
+
+    root = tmp_path / "root"
+    root.mkdir()
+    write_notebook(root / "nb.ipynb", "x = 1")
+    service = JobService(root)
+    for path in (".", "/", "..", "../x.ipynb", "sub/.."):
+        with pytest.raises(SpecError, match="outside the server's root folder"):
+            service.create({"path": path, "options": {"dry_run": True}})
+    for key in ("requirements", "include"):
+        with pytest.raises(SpecError, match="outside the server's root folder") as info:
+            service.create({"path": "nb.ipynb", "options": {"dry_run": True, key: ["/etc/passwd"]}})
+        assert "root:" not in str(info.value)
+    (root / "reqs.txt").write_text("good-package\nthis is not a requirement line\n")
+    with pytest.raises(Exception, match=r"line 2 of reqs\.txt is not a valid requirement") as err:
+        service.create(
+            {"path": "nb.ipynb", "options": {"dry_run": True, "requirements": ["reqs.txt"]}}
+        )
+    assert "this is not" not in str(err.value)
+
+
+_MODEL = {"metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"path": "a\0b.ipynb"},
+        {"path": "a\ud800.ipynb"},
+        {"path": "a" * 5000 + ".ipynb"},
+        {"path": "n.ipynb", "notebook": {**_MODEL, "cells": [{"source": "x", "metadata": "s"}]}},
+        {"path": "n.ipynb", "notebook": {**_MODEL, "cells": [{"metadata": {"tags": 5}}]}},
+        {"path": "n.ipynb", "notebook": {**_MODEL, "cells": [{"source": [1, 2]}]}},
+    ],
+    ids=["nul", "surrogate", "long", "metadata-str", "tags-int", "source-ints"],
+)
+@pytest.mark.item("malformed requests get 400")
+def test_malformed_requests_are_400(tmp_path: Path, body: dict[str, object]) -> None:
+    from tfc_jupyter.server.service import JobService
+
+    with pytest.raises(SpecError) as info:
+        JobService(tmp_path).create({**body, "options": {"dry_run": True}})
+    assert info.value.http_status == 400 and "Fix:" in str(info.value)
 
 
 def test_summary() -> None:

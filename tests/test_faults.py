@@ -32,6 +32,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import counted
 import pytest
 from faultinfra import (
     DedicatedEngine,
@@ -49,6 +50,23 @@ from tfc_jupyter.jobs import Job, launch, store_for
 from tfc_jupyter.records import JobState
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+ITEMS = [
+    "the Jupyter server restarted while a job runs",
+    "the job store written by several processes at once",
+    "a full disk says where, what is free and what is needed",
+    "the engine gone or the kernel killed mid-build",
+    "the Vertex API flaky during the job",
+    "a shared or careless job home is refused",
+    "only the process a record started is signalled",
+    "lists refresh; a dead supervisor's replicas are stopped",
+    "the final state survives a locked store",
+]
+
+
+def test_every_item_has_cases() -> None:
+    counted.check_items(sys.modules[__name__])
 
 
 def _summary(case: str, **counts: Any) -> None:
@@ -91,6 +109,7 @@ def _wait_for(predicate: Any, timeout: float, what: str) -> None:
     raise AssertionError(f"{what} did not happen in {timeout:g} s")
 
 
+@pytest.mark.item("the Jupyter server restarted while a job runs")
 @pytest.mark.slow
 def test_jupyter_server_restarted_while_its_job_runs(tmp_path: Path, tfc_env: Path) -> None:
     home = Path(os.environ["TFC_JUPYTER_HOME"])
@@ -165,6 +184,7 @@ READER = textwrap.dedent("""\
 WRITERS, WRITES = 3, 80
 
 
+@pytest.mark.item("the job store written by several processes at once")
 @pytest.mark.slow
 def test_job_store_written_by_several_processes_while_jobs_run(
     tmp_path: Path, tfc_env: Path
@@ -265,6 +285,7 @@ FULL_DISK_CASES = {
 }
 
 
+@pytest.mark.item("a full disk says where, what is free and what is needed")
 @pytest.mark.slow
 @pytest.mark.parametrize("case", list(FULL_DISK_CASES))
 def test_full_disk_while_writing_records_and_the_job_folder(
@@ -331,6 +352,7 @@ def _failed_launch_leaves_a_clear_record(home: Path, exc: TfcError) -> Any:
     return record
 
 
+@pytest.mark.item("a full disk says where, what is free and what is needed")
 @pytest.mark.slow
 def test_full_disk_while_the_engine_writes_the_build_context(
     tmp_path: Path, engine_env: None, monkeypatch: pytest.MonkeyPatch
@@ -373,6 +395,7 @@ KERNEL = textwrap.dedent("""\
 """)
 
 
+@pytest.mark.item("the engine gone or the kernel killed mid-build")
 @pytest.mark.slow
 def test_engine_gone_mid_build_and_kernel_killed_mid_build(
     tmp_path: Path, engine_env: None, monkeypatch: pytest.MonkeyPatch
@@ -498,6 +521,7 @@ def _watcher_gone(record: Any) -> bool:
     return not pid or wait_gone([int(pid)]) == []
 
 
+@pytest.mark.item("the Vertex API flaky during the job")
 @pytest.mark.slow
 def test_vertex_api_flaky_during_the_job_then_fine(
     vertex_server: Any, vertex_home: Path, tmp_path: Path
@@ -550,3 +574,85 @@ def test_vertex_api_flaky_during_the_job_then_fine(
         cancel=cancelled.state.value,
         left_running=0,
     )
+
+
+# =============================================== job home, pids, stale lists, lost outcomes
+@pytest.mark.item("a shared or careless job home is refused")
+def test_a_home_others_can_write_or_own_is_refused(tmp_path: Path) -> None:
+    from tfc_jupyter.records import JobStore, JobStoreError
+
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)
+    with pytest.raises(JobStoreError, match=r"writable by other users.*chmod 700"):
+        JobStore(shared / "jobs.sqlite")
+    if os.getuid() == 0:  # as root (CI), hand a folder to another uid
+        theirs = tmp_path / "theirs"
+        theirs.mkdir(mode=0o700)
+        os.chown(theirs, 12345, 12345)
+        with pytest.raises(JobStoreError, match="belongs to uid 12345"):
+            JobStore(theirs / "jobs.sqlite")
+    mine = tmp_path / "mine"
+    mine.mkdir(mode=0o700)
+    JobStore(mine / "jobs.sqlite")
+
+
+@pytest.mark.item("only the process a record started is signalled")
+def test_only_the_process_a_record_started_is_signalled() -> None:
+    from tfc_jupyter.backends.watched import same_process, started_at
+
+    me = os.getpid()
+    assert same_process(me, started_at(me))
+    assert not same_process(me, (started_at(me) or 0) - 3600)  # a recycled pid
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait(timeout=30)
+    assert not same_process(proc.pid, None)
+
+
+@pytest.mark.item("lists refresh; a dead supervisor's replicas are stopped")
+@pytest.mark.slow
+def test_listing_notices_a_dead_supervisor(tmp_path: Path) -> None:
+    import signal as signals
+
+    from tfc_jupyter import jobs as jobs_mod
+    from tfc_jupyter.jobs import launch, store_for
+
+    nb = write_notebook(tmp_path / "nb.ipynb", "import time\ntime.sleep(60)")
+    store = store_for(tmp_path / "home")
+    job = launch(plan_for(nb), store=store)
+    deadline = time.monotonic() + 60
+    record = store.get(job.id)
+    while record.state is not JobState.RUNNING and time.monotonic() < deadline:
+        time.sleep(0.2)
+        record = store.get(job.id)
+    os.kill(int(record.handle["supervisor_pid"]), signals.SIGKILL)
+    time.sleep(2.5)
+    (listed,) = [r for r in jobs_mod.refreshed(store.list(limit=5), store) if r.id == job.id]
+    assert listed.state is JobState.FAILED and "supervisor" in (listed.error or "")
+    for pid in (listed.handle.get("replicas") or {}).values():
+        with pytest.raises(ProcessLookupError):
+            os.kill(int(pid), 0)
+
+
+@pytest.mark.item("the final state survives a locked store")
+def test_an_outcome_kept_in_the_job_folder_is_not_lost(tmp_path: Path) -> None:
+    """The supervisor ended the job while the store was locked: the next look completes the
+    record from outcome.json, instead of calling a succeeded job failed."""
+    from tfc_jupyter.backends.local import LocalBackend
+    from tfc_jupyter.backends.watch_loop import write_outcome
+    from tfc_jupyter.jobs import store_for
+    from tfc_jupyter.records import JobRecord
+
+    store = store_for(tmp_path / "home")
+    job_dir = tmp_path / "job"
+    job_dir.mkdir()
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait(timeout=30)
+    record = store.create(
+        JobRecord(id="j-1", name="j", backend="local", job_dir=str(job_dir), log_dir=str(job_dir))
+    )
+    store.transition("j-1", JobState.RUNNING, handle={"supervisor_pid": dead.pid, "replicas": {}})
+    write_outcome(job_dir, JobState.SUCCEEDED, None, None, {"chief": 0})
+    time.sleep(2.2)
+    record = LocalBackend(store).refresh(store.get("j-1"))
+    assert record.state is JobState.SUCCEEDED and record.handle["exit_codes"] == {"chief": 0}

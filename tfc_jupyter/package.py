@@ -589,7 +589,10 @@ def check_size(context: Context, limit: int | None = None) -> None:
 
 
 def from_plan(plan: Plan, *, check_limit: bool = True) -> Context:
-    """The build context of a planned job."""
+    """The build context of a planned job: the one the plan made (computed once, so the image
+    holds exactly what the plan listed, files found in the code included), else a new one."""
+    if plan.context is not None:
+        return plan.context
     return make_context(
         plan.spec,
         script=plan.script.text,

@@ -35,7 +35,7 @@ from vertex_server import Fault, VertexServer
 from tfc_jupyter import cloudbuild, package
 from tfc_jupyter.backends.vertex import VertexBackend, stop_watcher
 from tfc_jupyter.build import BuildError, Progress, ensure_image, reporting
-from tfc_jupyter.errors import BackendError, SpecError
+from tfc_jupyter.errors import BackendError, SpecError, TfcError
 from tfc_jupyter.jobs import launch, store_for
 from tfc_jupyter.plan import Plan
 from tfc_jupyter.records import JobState
@@ -454,7 +454,7 @@ def test_settings_endpoints_and_bucket_names(tfc_env: Path) -> None:
     s = cloudbuild.CloudBuildSettings.load({"TFC_BUILD_TIMEOUT": "120"})
     assert s.api_url() == "https://cloudbuild.googleapis.com"
     assert s.storage_url() == "https://storage.googleapis.com" and s.build_timeout_s == 120
-    with pytest.raises(BackendError, match="TFC_CLOUDBUILD_POLL"):
+    with pytest.raises(TfcError, match="TFC_CLOUDBUILD_POLL"):
         cloudbuild.CloudBuildSettings.load({"TFC_CLOUDBUILD_POLL": "soon"})
     assert cloudbuild.bucket_name("gs://my-bucket/") == "my-bucket"
     for bad in ("gs://b/path", "UPPER", "x", "goog-bucket", "a..b"):

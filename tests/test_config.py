@@ -10,6 +10,7 @@ from traitlets.config import Config
 
 from tfc_jupyter import options
 from tfc_jupyter.config import KEYS, TfcConfig, load_settings, server_config
+from tfc_jupyter.errors import SpecError
 
 pytestmark = pytest.mark.usefixtures("tfc_env")
 
@@ -82,12 +83,12 @@ def test_each_layer_in_order(tfc_env: Path) -> None:
 def test_flag_beats_every_layer(tfc_env: Path) -> None:
     _server_file(tfc_env, {"project": "server-proj", "machine": "T4_1X"})
     s = load_settings(_ipython(project="ipy-proj"), {"TFC_PROJECT": "tfc-proj"})
-    flagged = options.spec_from_options(options.parse_line("--project flag-proj"), s)
+    flagged = options.to_spec(options.parse_line("--project flag-proj"), s)
     assert flagged.project == "flag-proj"
-    plain = options.spec_from_options(options.parse_line(""), s)
+    plain = options.to_spec(options.parse_line(""), s)
     assert plain.project == "tfc-proj"
     assert plain.chief.name == "T4_1X"  # the machine default came from the server config
-    assert options.spec_from_options(options.parse_line("--machine CPU"), s).chief.name == "CPU"
+    assert options.to_spec(options.parse_line("--machine CPU"), s).chief.name == "CPU"
 
 
 def test_specific_gcp_variables_first(tfc_env: Path) -> None:
@@ -145,3 +146,56 @@ def test_table_shows_every_key_and_source(tfc_env: Path) -> None:
     assert rows["region"][2] == "ipython_config (c.TfcConfig.region)"
     assert rows["build_bucket"][1] == ""
     assert any(line.startswith("project") and "env TFC_PROJECT" in line for line in lines)
+
+
+def test_every_trait_is_a_setting_with_help_and_a_variable() -> None:
+    traits = set(TfcConfig.class_trait_names(config=True))
+    assert traits == set(KEYS)
+    settings = load_settings(environ={}, include_server=False)
+    for key, entry in settings.to_dict().items():
+        assert entry["help"] and entry["env"].startswith("TFC_"), key
+    assert settings.to_dict()["home"]["env"] == "TFC_JUPYTER_HOME"
+
+
+def test_limits_are_numbers_from_any_layer(tfc_env: Path) -> None:
+    _server_file(tfc_env, {"vertex_poll": "4"})
+    s = load_settings(_ipython(build_timeout="90"), {"TFC_STARTUP_TIMEOUT": "45"})
+    assert (s.get("startup_timeout"), s.sources["startup_timeout"]) == (
+        45.0,
+        "env TFC_STARTUP_TIMEOUT",
+    )
+    assert s.get("build_timeout") == 90.0 and s.sources["build_timeout"].startswith("ipython")
+    assert s.get("vertex_poll") == 4.0 and "jupyter_server_config" in s.sources["vertex_poll"]
+    assert s.get("max_context_mb") == 500.0 and s.sources["max_context_mb"] == "default"
+    rows = dict((k, v) for k, v, _ in s.rows())
+    assert rows["startup_timeout"] == "45" and rows["max_context_mb"] == "500"
+
+
+@pytest.mark.parametrize("value", ["soon", "-1", "0"])
+def test_a_bad_limit_is_one_line_naming_its_source(value: str) -> None:
+    with pytest.raises(SpecError) as info:
+        load_settings(environ={"TFC_VERTEX_POLL": value}, include_server=False)
+    text = str(info.value)
+    assert "vertex_poll" in text and "env TFC_VERTEX_POLL" in text and "Fix: set it to" in text
+    assert "\n" not in text
+
+
+def test_the_limits_reach_what_uses_them(tmp_path: Path) -> None:
+    """The settings resolved once tune the backends and the build context."""
+    from tfc_jupyter import package
+    from tfc_jupyter.backends import get
+    from tfc_jupyter.backends.vertex_api import VertexSettings
+    from tfc_jupyter.jobs import store_for
+
+    s = load_settings(
+        environ={"TFC_STARTUP_TIMEOUT": "12", "TFC_VERTEX_DRAIN": "3", "TFC_MAX_CONTEXT_MB": "2"},
+        include_server=False,
+    )
+    store = store_for(tmp_path)
+    assert get("local", store, s).startup_timeout == 12.0  # type: ignore[attr-defined]
+    assert get("docker", store, s).startup_timeout == 12.0  # type: ignore[attr-defined]
+    assert get("vertex", store, s).settings.drain_s == 3.0  # type: ignore[attr-defined]
+    assert VertexSettings.from_settings(s).drain_s == 3.0
+    assert package.limit_bytes(s) == 2_000_000
+    with pytest.raises(Exception, match=r"not available in this version.*--backend local"):
+        get("slurm", store, s)

@@ -179,8 +179,8 @@ def test_help_lists_flags_and_rules(ip: Any) -> None:
     with capture_output() as cap:
         ip.run_cell("%%tfc_run?")
     text = cap.stdout  # the test shell's pager prints
-    for args, _ in options.OPTIONS:
-        assert args[0] in text, args[0]
+    for f in options.FIELDS:
+        assert f.option in text, f.option
     for what, effect in RULES:
         assert what in text and effect in text
     assert "tfc-skip" in text and "--dry-run" in text

@@ -13,7 +13,7 @@ from tfc_jupyter.spec import Backend, JobSpec, Strategy
 
 
 def _spec(line: str, settings: Settings) -> JobSpec:
-    return options.spec_from_options(options.parse_line(line), settings)
+    return options.to_spec(options.parse_line(line), settings)
 
 
 def _refused(line: str, settings: Settings) -> str:
@@ -26,7 +26,7 @@ def _refused(line: str, settings: Settings) -> str:
 
 def test_empty_line_is_the_defaults(settings: Settings) -> None:
     ns = options.parse_line("")
-    assert vars(ns) == vars(options.defaults_namespace())
+    assert ns == options.JobOptions() and ns.given == frozenset()
     spec = _spec("", settings)
     assert spec.chief == catalog.lookup("CPU") and spec.worker_count == 0
     assert spec.backend is Backend.LOCAL and spec.region == "us-central1"
@@ -34,7 +34,7 @@ def test_empty_line_is_the_defaults(settings: Settings) -> None:
 
 
 def test_every_flag_is_declared_once() -> None:
-    names = [name for args, _ in options.OPTIONS for name in args]
+    names = [f.option for f in options.FIELDS]
     assert len(names) == len(set(names))
     for flag in ("--tpu", "--gpus", "--gpu-type", "--machine", "--workers", "--worker-machine"):
         assert flag in names
@@ -181,14 +181,76 @@ def test_settings_fill_what_flags_leave_out(tfc_env: object) -> None:
     assert tpu_default.chief.is_tpu
 
 
-def test_suppressed_parser_and_overlay() -> None:
+def test_given_options_go_over_a_cells_line() -> None:
     base = options.parse_line("--gpus 2 --label a=1 --workers 1")
-    given = options.parser(suppress_defaults=True).parse_args(["--gpus", "1", "--label", "b=2"])
-    assert vars(given) == {"gpus": 1, "label": ["b=2"]}
-    merged = options.overlay(base, given)
+    given = options.JobOptions.from_words(["--gpus", "1", "--label", "b=2"])
+    assert given.given == {"gpus", "label"} and given.label == ("b=2",)
+    merged = given.over(base)
     assert merged.gpus == 1 and merged.workers == 1
-    assert merged.label == ["a=1", "b=2"]
-    assert base.gpus == 2 and base.label == ["a=1"]  # base left alone
+    assert merged.label == ("a=1", "b=2")
+    assert base.gpus == 2 and base.label == ("a=1",)  # base left alone
+    assert merged.given == {"gpus", "label", "workers"}
+
+
+LINES = [
+    "",
+    "--tpu",
+    "--tpu v5e-4 --backend vertex --label a=1 --label b=2",
+    "--workers 2 --gpus 1 --args '--epochs 3 --name \"x y\"' --no-wait --spot",
+    "--requirements 'my reqs.txt' --timeout 2h --region europe-west4",
+    "--workers 1 --ps 1 --evaluator",
+    "--workers 1 --evaluator n1-standard-4 --include data --include 'a b.csv'",
+]
+
+
+@pytest.mark.parametrize("line", LINES)
+def test_every_way_in_gives_the_same_options(line: str) -> None:
+    """A line, its words, its JSON and Python keywords are the same options; each renders
+    back to a line that reads into them again."""
+    import shlex
+
+    opts = options.parse_line(line)
+    assert options.JobOptions.from_words(shlex.split(line)) == opts
+    # --no-wait is not a request's option (the server never waits): set it back by keyword
+    assert options.JobOptions.from_json(opts.to_json()).replace(wait=opts.wait) == opts
+    assert options.JobOptions.of(**opts.to_json(), wait=opts.wait) == opts
+    assert options.parse_line(opts.to_line().removeprefix("%%tfc_run")) == opts
+
+
+@pytest.mark.parametrize(
+    ("raw", "field", "says"),
+    [
+        ({"workers": -1}, "workers", "expected 0 or more"),
+        ({"workers": True}, "workers", "must be a string or a number"),
+        ({"workers": "two"}, "workers", "expected a whole number"),
+        ({"spot": "yes"}, "spot", "must be true or false"),
+        ({"label": [{"a": 1}]}, "label", "must be a list of strings"),
+        ({"wrkers": 1}, "wrkers", "unknown option 'wrkers'"),
+        ({"notebook": "x.ipynb"}, "notebook", "unknown option"),  # the request names it
+        ({"machine": ["CPU"]}, "machine", "must be a string or a number"),
+    ],
+)
+def test_json_options_are_checked_one_by_one(raw: dict[str, object], field: str, says: str) -> None:
+    with pytest.raises(SpecError) as info:
+        options.JobOptions.from_json(raw)
+    assert info.value.field == field and says in str(info.value), str(info.value)
+
+
+def test_json_takes_true_for_a_flag_without_value_and_numbers_for_text() -> None:
+    opts = options.JobOptions.from_json({"tpu": True, "evaluator": True, "name": 7, "gpus": "2"})
+    assert (opts.tpu, opts.evaluator, opts.name, opts.gpus) == ("v3-8", "", "7", 2)
+    assert options.JobOptions.from_json({"label": "a=1"}).label == ("a=1",)
+    assert options.JobOptions.from_json(None) == options.JobOptions()
+    with pytest.raises(SpecError, match="must be a JSON object"):
+        options.JobOptions.from_json([1])
+
+
+def test_python_keywords_are_checked_too() -> None:
+    assert options.JobOptions.of(workers=2, wait=False).to_line() == (
+        "%%tfc_run --workers 2 --no-wait"
+    )
+    with pytest.raises(SpecError, match="unknown option 'gpu'"):
+        options.JobOptions.of(gpu=1)
 
 
 def test_cli_parser_gets_every_flag() -> None:

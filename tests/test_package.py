@@ -264,7 +264,7 @@ def test_tag_follows_every_input(tmp_path: Path, tfc_env: Path) -> None:
 
 def test_include_flag_reaches_the_spec(settings: Any) -> None:
     ns = options.parse_line("--include data --include a.csv")
-    spec = options.spec_from_options(ns, settings)
+    spec = options.to_spec(ns, settings)
     assert spec.image.include == ("data", "a.csv")
     assert JobSpec.from_dict(json.loads(json.dumps(spec.to_dict()))).image.include == (
         "data",

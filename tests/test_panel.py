@@ -63,7 +63,7 @@ def _spec_error(line: str, settings: Settings) -> str:
     with pytest.raises(TfcError) as info:
         from tfc_jupyter.spec import check_runnable
 
-        check_runnable(options.spec_from_options(options.parse_line(line), settings))
+        check_runnable(options.to_spec(options.parse_line(line), settings))
     return str(info.value)
 
 
@@ -164,7 +164,7 @@ def test_summary_shows_strategy_pools_cost_and_the_equivalent_line(
     line = summary["line"]
     assert line == "%%tfc_run --gpus 1 --gpu-type T4 --workers 2 --backend vertex --label team=ml"
     # Pasted into a cell, the line makes the very same job.
-    pasted = options.spec_from_options(options.parse_line(line.removeprefix("%%tfc_run")), settings)
+    pasted = options.to_spec(options.parse_line(line.removeprefix("%%tfc_run")), settings)
     assert model.check.spec is not None
     # (What planning decides from the code is not in the line: the same code decides it again.)
     decided = {"decided_strategy": "", "strategy_reason": "", "legacy_keras": False, "serve": False}
@@ -199,9 +199,9 @@ def test_options_to_line_reads_back(settings: Settings) -> None:
     ]
     for text in lines:
         ns = options.parse_line(text)
-        line = options.to_line(ns)
-        assert vars(options.parse_line(line.removeprefix("%%tfc_run"))) == vars(ns), line
-    assert options.to_line(options.parse_line("--dry-run --interactive")) == "%%tfc_run"
+        line = ns.to_line()
+        assert options.parse_line(line.removeprefix("%%tfc_run")) == ns, line
+    assert options.parse_line("--dry-run --interactive").to_line() == "%%tfc_run"
 
 
 # ---------------------------------------------------------------- pre-filling and memory
@@ -223,7 +223,7 @@ def test_choices_are_remembered_for_the_notebook_across_restarts(
     assert list(saved) == [str((tmp_path / "demo.ipynb").resolve())]
     assert memory.path.stat().st_mode & 0o077 == 0
     # Flags given now win over memory; the cell's own --interactive flags replace it.
-    given = options.parser(suppress_defaults=True).parse_args(["--workers", "3"])
+    given = options.JobOptions.from_words(["--workers", "3"])
     assert _model(tmp_path, settings, QUICK, given=given).choices.workers == 3
     assert _model(tmp_path, settings, QUICK, given=given).choices.strategy == "none"
     cell = options.parse_line("--gpus 1")

@@ -158,7 +158,7 @@ def test_parent_images(settings: Settings) -> None:
     assert parent("--workers 1 --machine CPU --worker-machine T4_1X").endswith("-gpu")
     assert "tf-tpu" in parent("--tpu")
     assert parent("--parent-image python:3.11") == "python:3.11"
-    spec = options.spec_from_options(options.parse_line(""), settings)
+    spec = options.to_spec(options.parse_line(""), settings)
     assert images.parent_image(spec, "2.15.1") == "tensorflow/tensorflow:2.15.1"
 
 

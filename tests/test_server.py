@@ -22,6 +22,7 @@ from jobutil import JOB_DEADLINE_S, plan_for, write_notebook
 from tornado.httpclient import HTTPClientError, HTTPResponse
 
 from tfc_jupyter import jobs
+from tfc_jupyter.config import KEYS
 from tfc_jupyter.records import JobState
 from tfc_jupyter.server import handlers
 from tfc_jupyter.server.service import JobService
@@ -148,7 +149,14 @@ async def _all_logs(fetch: Fetch, job_id: str, replica: str, limit: int = 64) ->
 async def test_defaults_say_where_each_value_came_from(jp_fetch: Fetch, tfc_home: Path) -> None:
     status, data = await _call(jp_fetch, "GET", "defaults")
     assert status == 200
-    assert data["settings"]["backend"] == {"value": "local", "source": "default"}
+    backend = data["settings"]["backend"]
+    assert (backend["value"], backend["source"], backend["env"]) == (
+        "local",
+        "default",
+        "TFC_BACKEND",
+    )
+    assert set(data["settings"]) == set(KEYS) and all(v["help"] for v in data["settings"].values())
+    assert data["settings"]["startup_timeout"]["value"] == 300.0
     assert data["settings"]["home"]["value"] == str(tfc_home)
     assert data["settings"]["home"]["source"] == "env TFC_JUPYTER_HOME"
     assert data["jobs_home"] == str(tfc_home)

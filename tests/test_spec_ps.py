@@ -76,19 +76,19 @@ def test_a_chief_based_estimator_job_may_have_ps_and_evaluator() -> None:
 
 def test_flags(settings: Settings) -> None:
     ns = options.parse_line("--workers 2 --ps 2 --ps-machine n1-highmem-8 --evaluator CPU")
-    spec = options.spec_from_options(ns, settings)
+    spec = options.to_spec(ns, settings)
     assert (spec.ps_count, spec.ps_machine, spec.evaluator) == (2, lookup("n1-highmem-8"), True)
     assert spec.evaluator_machine == CPU
-    bare = options.spec_from_options(options.parse_line("--workers 1 --evaluator"), settings)
+    bare = options.to_spec(options.parse_line("--workers 1 --evaluator"), settings)
     assert bare.evaluator and bare.evaluator_machine == bare.chief
     with pytest.raises(SpecError, match="--ps-machine without --ps"):
-        options.spec_from_options(options.parse_line("--workers 1 --ps-machine CPU"), settings)
+        options.to_spec(options.parse_line("--workers 1 --ps-machine CPU"), settings)
     with pytest.raises(SpecError, match="unknown machine 'T9_1X'"):
-        options.spec_from_options(options.parse_line("--workers 1 --evaluator T9_1X"), settings)
+        options.to_spec(options.parse_line("--workers 1 --evaluator T9_1X"), settings)
     chief_only = options.parse_line("--ps 1")
     with pytest.raises(SpecError, match="without workers"):
-        options.spec_from_options(chief_only, settings)
-    assert options.spec_from_options(chief_only, settings, estimator=True).ps_count == 1
+        options.to_spec(chief_only, settings)
+    assert options.to_spec(chief_only, settings, estimator=True).ps_count == 1
 
 
 def _request(settings: Settings, line: str, source: str = "print('hi')") -> dict[str, Any]:

@@ -29,7 +29,7 @@ from tfc_jupyter import vertex_request
 from tfc_jupyter.backends.vertex import VertexBackend, stop_watcher
 from tfc_jupyter.backends.vertex_api import QuotaError, VertexSettings, credentials, is_loopback
 from tfc_jupyter.catalog import Machine
-from tfc_jupyter.errors import BackendError, MissingDependency
+from tfc_jupyter.errors import BackendError, MissingDependency, TfcError
 from tfc_jupyter.jobs import Job, launch, store_for
 from tfc_jupyter.plan import Plan
 from tfc_jupyter.records import JobRecord, JobState
@@ -423,7 +423,7 @@ def test_settings_and_credentials(monkeypatch: pytest.MonkeyPatch, tfc_env: Path
     )
     assert local.api_endpoint("us-central1") == "http://127.0.0.1:9"
     assert local.log_endpoint() == "http://127.0.0.1:9" and local.poll_s == 1.0
-    with pytest.raises(BackendError, match="TFC_VERTEX_POLL"):
+    with pytest.raises(TfcError, match="TFC_VERTEX_POLL"):
         VertexSettings.load({"TFC_VERTEX_POLL": "often"})
     assert [is_loopback(e) for e in ("http://127.0.0.1:8", "localhost:9", "http://[::1]:7")] == [
         True,

@@ -134,7 +134,7 @@ def test_body_round_trips_through_the_client(settings: Settings) -> None:
 
 
 def test_console_url_and_endpoint(settings: Settings) -> None:
-    spec = options.spec_from_options(
+    spec = options.to_spec(
         options.parse_line("--project my-proj-1 --region europe-west4"), settings
     )
     assert vertex_request.endpoint(spec) == "europe-west4-aiplatform.googleapis.com"

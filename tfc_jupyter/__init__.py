@@ -9,6 +9,20 @@ from __future__ import annotations
 from typing import Any
 
 __version__ = "0.1.0"
+__all__ = ["Client", "JobOptions", "__version__"]
+
+
+def __getattr__(name: str) -> Any:
+    """``tfc_jupyter.Client`` and ``tfc_jupyter.JobOptions``, imported when first used."""
+    if name == "Client":
+        from .client import Client
+
+        return Client
+    if name == "JobOptions":
+        from .options import JobOptions
+
+        return JobOptions
+    raise AttributeError(f"module 'tfc_jupyter' has no attribute {name!r}")
 
 
 def load_ipython_extension(ipython: Any) -> None:

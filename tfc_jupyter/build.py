@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TextIO
 
 from . import images, package
+from .config import current_settings
 from .errors import BackendError, MissingDependency
 from .files import human
 
@@ -36,7 +37,6 @@ if TYPE_CHECKING:
 CONTENT_LABEL = "org.tfc-jupyter.content"
 API_TIMEOUT_S = 600  # one read from the engine (a silent RUN step) may take this long
 PING_TIMEOUT_S = 10
-BUILD_DEADLINE_S = float(os.environ.get("TFC_BUILD_TIMEOUT", 3600))
 LOG_TAIL = 40
 _AR_HOSTS = ("-docker.pkg.dev", "gcr.io")
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
@@ -211,7 +211,7 @@ def in_registry(client: Any, uri: str, auth: dict[str, str] | None) -> bool:
 
 # ------------------------------------------------------------------------------ build
 def _build(
-    client: Any, context: package.Context, uri: str, cache_from: str | None
+    client: Any, context: package.Context, uri: str, cache_from: str | None, deadline_s: float
 ) -> list[tuple[str, bool]]:
     """Run the build, reporting each step; returns ``[(instruction, cached)]``."""
     buf = io.BytesIO()
@@ -220,7 +220,7 @@ def _build(
     steps: list[tuple[str, bool]] = []
     log: list[str] = []
     error = None
-    deadline = time.monotonic() + BUILD_DEADLINE_S
+    deadline = time.monotonic() + deadline_s
     need = len(buf.getvalue())
     stream = engine_stream(
         "build",
@@ -263,7 +263,7 @@ def _build(
             elif line.strip() == "---> Using cache" and steps:
                 steps[-1] = (steps[-1][0], True)
         if time.monotonic() > deadline:
-            error = f"the build ran past its deadline of {BUILD_DEADLINE_S:g} s (TFC_BUILD_TIMEOUT)"
+            error = f"the build ran past its deadline of {deadline_s:g} s (TFC_BUILD_TIMEOUT)"
             log.append(error)
             break
     if error is not None:
@@ -354,11 +354,11 @@ def _build_error(error: str, steps: list[tuple[str, bool]], log: list[str]) -> B
     return BuildError(f"the image build failed at {where}: {_short(error)}", hint, tail)
 
 
-def _push(client: Any, uri: str, auth: dict[str, str] | None) -> None:
+def _push(client: Any, uri: str, auth: dict[str, str] | None, deadline_s: float) -> None:
     """Push ``uri``, reporting bytes sent over all layers."""
     repository, _, tag = uri.rpartition(":")
     sent: dict[str, tuple[int, int]] = {}
-    deadline = time.monotonic() + BUILD_DEADLINE_S
+    deadline = time.monotonic() + deadline_s
     push = lambda: client.api.push(  # noqa: E731
         repository, tag=tag, stream=True, decode=True, auth_config=auth
     )
@@ -384,7 +384,8 @@ def _push(client: Any, uri: str, auth: dict[str, str] | None) -> None:
             )
         if time.monotonic() > deadline:
             raise BackendError(
-                f"pushing {uri} ran past {BUILD_DEADLINE_S:g} s", "check the network and retry"
+                f"pushing {uri} ran past {deadline_s:g} s",
+                "check the network and retry, or raise TFC_BUILD_TIMEOUT",
             )
 
 
@@ -417,6 +418,7 @@ def ensure_image(plan: Plan, *, push: bool, client: Any = None) -> ImageResult:
     """
     started = time.monotonic()
     spec = plan.spec
+    deadline_s = (plan.settings or current_settings()).seconds("build_timeout")
     if spec.image.image:  # the user's own image: nothing to build
         result = ImageResult(uri=spec.image.image)
         if not push:
@@ -433,7 +435,10 @@ def ensure_image(plan: Plan, *, push: bool, client: Any = None) -> ImageResult:
             if push and spec.image.build_bucket:  # no engine here: Google Cloud Build builds it
                 from . import cloudbuild
 
-                return cloudbuild.ensure_image(spec, context, uri, result)
+                settings = cloudbuild.CloudBuildSettings.from_settings(
+                    plan.settings or current_settings()
+                )
+                return cloudbuild.ensure_image(spec, context, uri, result, settings=settings)
             raise _no_engine(spec.image.build_bucket, uri) from None
     auth = registry_auth(uri) if push else None
     if push and in_registry(client, uri, auth):
@@ -443,12 +448,12 @@ def ensure_image(plan: Plan, *, push: bool, client: Any = None) -> ImageResult:
     local = find_local(client, uri, context.tag)
     if local is None:
         report(Progress("build", f"building {uri}"))
-        result.steps = _build(client, context, uri, spec.image.cache_from)
+        result.steps = _build(client, context, uri, spec.image.cache_from, deadline_s)
         result.built = True
     elif uri not in local.tags:
         local.tag(*uri.rsplit(":", 1))  # same content under another name: just name it
     if push:
-        _push(client, uri, auth)
+        _push(client, uri, auth, deadline_s)
         result.pushed = True
     result.seconds = time.monotonic() - started
     verb = "built" if result.built else "found here"

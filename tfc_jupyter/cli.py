@@ -17,40 +17,30 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 from typing import NoReturn
 
-from . import __version__, capture, jobs, options
-from .config import load_settings
+from . import __version__
+from .client import Client
 from .errors import TfcError
-from .plan import Plan, make_plan
+from .jobs import jobs_table
+from .options import JobOptions
+from .plan import Plan
 
 
-def _plan(args: argparse.Namespace, extra: list[str]) -> tuple[Plan, argparse.Namespace]:
-    """The plan, and the job flags it was made from (the cell's line with ``extra`` over it)."""
-    path = Path(args.notebook_file)
-    if not path.is_file():
-        raise TfcError(f"notebook {str(path)!r} not found", "pass the path of an .ipynb file")
-    nb = capture.read_notebook(path)
-    selection = capture.select_cells(
-        nb, path=path.resolve(), how="command line", cell_number=args.cell
-    )
-    line = selection.magic_line
-    ns = options.overlay(
-        options.parse_line(line),
-        options.parser(suppress_defaults=True, prog="tfc-jupyter plan").parse_args(extra),
-    )
-    return make_plan(selection, ns, load_settings()), ns
+def _plan(client: Client, args: argparse.Namespace, extra: list[str]) -> Plan:
+    """The plan of the notebook's cell, its line's flags with ``extra`` over them."""
+    given = JobOptions.from_words(extra, prog="tfc-jupyter plan")
+    return client.plan_notebook(args.notebook_file, given, cell=args.cell)
 
 
-def _run(plan: Plan, wait: bool = True) -> int:
+def _run(client: Client, plan: Plan) -> int:
     from .records import JobState
 
     for warning in plan.warnings:
         print(f"! {warning}", file=sys.stderr)
-    job = jobs.launch(plan, store=jobs.store_for(load_settings().get("home")))
+    job = client.submit(plan)
     print(f"Launched {job.id} on {plan.spec.backend.value}", file=sys.stderr)
-    if not wait:  # --no-wait: the job goes on; `tfc-jupyter logs -f ID` follows it
+    if not plan.options.wait:  # --no-wait: the job goes on; `tfc-jupyter logs -f ID` follows it
         print(f"{job.id}: follow with `tfc-jupyter logs -f {job.id}`", file=sys.stderr)
         print(job.id)
         return 0
@@ -121,34 +111,32 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command not in ("plan", "run") and extra:
             parser.error(f"unrecognized arguments: {' '.join(extra)}")
+        client = Client()
         if args.command == "plan":
-            plan, _ = _plan(args, extra)
+            plan = _plan(client, args, extra)
             if args.json:
                 print(json.dumps(plan.summary(), indent=2))
             else:
                 print(plan.to_text(script=not args.no_script))
         elif args.command == "run":
-            plan, ns = _plan(args, extra)
-            return _run(plan, wait=getattr(ns, "wait", True))
+            return _run(client, _plan(client, args, extra))
         elif args.command == "jobs":
-            store = jobs.store_for(load_settings().get("home"))
-            records = jobs.refreshed(store.list(limit=args.limit), store)
-            print(jobs.jobs_table(records) if records else "No jobs yet.")
+            records = client.list(limit=args.limit)
+            print(jobs_table(records) if records else "No jobs yet.")
         elif args.command == "logs":
-            job = jobs.Job(args.job, jobs.store_for(load_settings().get("home")))
             if args.follow:
-                job.follow()
+                client.job(args.job).follow()
             else:
-                print(job.logs())
+                print(client.logs(args.job))
         elif args.command == "cancel":
-            job = jobs.Job(args.job, jobs.store_for(load_settings().get("home")))
-            print(f"{job.id}: {job.cancel().state.value}")
+            record = client.cancel(args.job)
+            print(f"{record.id}: {record.state.value}")
         elif args.command == "machines":
             from .magics import machines_table
 
             print(machines_table())
         elif args.command == "config":
-            print(load_settings().to_text())
+            print(client.settings.to_text())
     except TfcError as exc:
         print(f"tfc-jupyter: error: {exc}", file=sys.stderr)
         return 2

@@ -10,13 +10,16 @@ section, shared with the server extension); generic Google Cloud variables
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from traitlets import Unicode
+from traitlets import Float, TraitType, Unicode
 from traitlets.config import Config, Configurable
+
+from .errors import SpecError
 
 
 class TfcConfig(Configurable):
@@ -77,6 +80,53 @@ class TfcConfig(Configurable):
         help="Cloud Storage API endpoint for Cloud Build sources and logs (default: "
         "storage.googleapis.com, or the Cloud Build endpoint when that is a loopback URL).",
     ).tag(config=True)
+    # Limits and patience: seconds unless said otherwise.
+    startup_timeout = Float(
+        300.0,
+        help="Seconds a job's replicas (or containers) may take to start before the job is "
+        "marked failed.",
+    ).tag(config=True)
+    build_timeout = Float(
+        3600.0, help="Seconds an image build or push may take (Docker and Cloud Build)."
+    ).tag(config=True)
+    max_context_mb = Float(
+        500.0, help="Largest build context, in MB: the files packed into a job's image."
+    ).tag(config=True)
+    vertex_timeout = Float(
+        60.0, help="Seconds one Vertex AI or Cloud Logging request may take."
+    ).tag(config=True)
+    vertex_retry_total = Float(
+        120.0, help="Seconds all tries of one Vertex AI call may take (transient errors retry)."
+    ).tag(config=True)
+    vertex_backoff = Float(
+        1.0, help="First wait between tries of a Vertex AI call (doubles, up to 30 s)."
+    ).tag(config=True)
+    vertex_poll = Float(
+        10.0,
+        help="Seconds between the Vertex AI watcher's looks at the job and its logs (grows to "
+        "6x while nothing changes).",
+    ).tag(config=True)
+    vertex_drain = Float(
+        10.0, help="After a Vertex AI job ends: read its logs until none came for this long."
+    ).tag(config=True)
+    cloudbuild_location = Unicode(
+        "", help="Cloud Build region for builds (default: global builds)."
+    ).tag(config=True)
+    cloudbuild_timeout = Float(
+        60.0, help="Seconds one Cloud Build or Cloud Storage request may take."
+    ).tag(config=True)
+    cloudbuild_retry_total = Float(
+        120.0, help="Seconds all tries of one Cloud Build call may take."
+    ).tag(config=True)
+    cloudbuild_backoff = Float(
+        1.0, help="First wait between tries of a Cloud Build call (doubles, up to 30 s)."
+    ).tag(config=True)
+    cloudbuild_poll = Float(2.0, help="Seconds between looks at a build and its log.").tag(
+        config=True
+    )
+    cloudbuild_queue = Float(
+        900.0, help="Seconds a Cloud Build build may wait for a worker, on top of build_timeout."
+    ).tag(config=True)
 
 
 KEYS = (
@@ -93,8 +143,23 @@ KEYS = (
     "logging_endpoint",
     "cloudbuild_endpoint",
     "storage_endpoint",
+    "startup_timeout",
+    "build_timeout",
+    "max_context_mb",
+    "vertex_timeout",
+    "vertex_retry_total",
+    "vertex_backoff",
+    "vertex_poll",
+    "vertex_drain",
+    "cloudbuild_location",
+    "cloudbuild_timeout",
+    "cloudbuild_retry_total",
+    "cloudbuild_backoff",
+    "cloudbuild_poll",
+    "cloudbuild_queue",
 )
-# Environment variables, most specific first.
+"""Every setting, in the order ``%tfc_config`` shows them (each a ``TfcConfig`` trait)."""
+# Environment variables, most specific first (every other key: TFC_<KEY>).
 ENV = {
     "project": ("TFC_PROJECT", "GOOGLE_CLOUD_PROJECT", "CLOUDSDK_CORE_PROJECT", "GCLOUD_PROJECT"),
     "region": ("TFC_REGION", "GOOGLE_CLOUD_REGION", "CLOUDSDK_COMPUTE_REGION"),
@@ -108,8 +173,9 @@ ENV = {
     "vertex_endpoint": ("TFC_VERTEX_ENDPOINT",),
     "logging_endpoint": ("TFC_LOGGING_ENDPOINT",),
     "cloudbuild_endpoint": ("TFC_CLOUDBUILD_ENDPOINT",),
-    "storage_endpoint": ("TFC_STORAGE_ENDPOINT",),
 }
+for _key in KEYS:
+    ENV.setdefault(_key, (f"TFC_{_key.upper()}",))
 
 
 @dataclass
@@ -123,12 +189,30 @@ class Settings:
         """The effective value of one setting."""
         return self.values.get(key)
 
+    def seconds(self, key: str) -> float:
+        """A time or size limit, as a number."""
+        return float(self.values[key])
+
+    @staticmethod
+    def help(key: str) -> str:
+        """What a setting is for (its trait's help)."""
+        return str(TfcConfig.class_traits()[key].help)
+
+    def to_dict(self) -> dict[str, dict[str, Any]]:
+        """``{key: {"value", "source", "env", "help"}}`` for every setting (REST defaults)."""
+        return {
+            key: {
+                "value": self.values.get(key),
+                "source": self.sources.get(key, "default"),
+                "env": ENV[key][0],
+                "help": self.help(key),
+            }
+            for key in KEYS
+        }
+
     def rows(self) -> list[tuple[str, str, str]]:
         """``(key, value, source)`` for display."""
-        return [
-            (k, "" if self.values.get(k) is None else str(self.values[k]), self.sources[k])
-            for k in KEYS
-        ]
+        return [(k, _shown(self.values.get(k)), self.sources[k]) for k in KEYS]
 
     def to_text(self) -> str:
         """An aligned table, as ``%tfc_config`` prints it."""
@@ -200,9 +284,46 @@ def load_settings(
         layers += [(f"env {v}", env.get(v)) for v in generic]
         for source, value in layers:
             if value not in (None, ""):
-                settings.values[key], settings.sources[key] = value, source
+                settings.values[key] = _typed(key, value, source)
+                settings.sources[key] = source
                 break
         else:
             settings.values[key] = getattr(defaults, key)
             settings.sources[key] = "default"
     return settings
+
+
+def _shown(value: Any) -> str:
+    """A value as ``%tfc_config`` shows it (``300``, not ``300.0``)."""
+    if value is None:
+        return ""
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def _typed(key: str, value: Any, source: str) -> Any:
+    """A value from the environment or a config file, as its trait's type; a bad one is a
+    one-line error naming where it came from and the fix."""
+    trait: TraitType[Any, Any] = TfcConfig.class_traits()[key]
+    if not isinstance(trait, Float):
+        return value
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        number = -1.0
+    if number <= 0:
+        raise SpecError(
+            f"setting {key} = {value!r} (from {source}) is not a positive number",
+            f"set it to a number such as {trait.default_value:g}, or unset it",
+            field=key,
+        )
+    return number
+
+
+def current_settings() -> Settings:
+    """This process's settings: with the running IPython shell's ``c.TfcConfig`` when there is
+    one (IPython is never imported for it)."""
+    config = None
+    ipython = sys.modules.get("IPython")
+    if ipython is not None:
+        config = getattr(ipython.get_ipython(), "config", None)
+    return load_settings(config)

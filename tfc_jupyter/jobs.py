@@ -19,7 +19,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TextIO
 
+from . import backends
 from .backends import Backend
+from .config import Settings
 from .errors import BackendError, JobConflict, TfcError
 from .files import disk_full, is_disk_full
 from .plan import Plan
@@ -30,29 +32,20 @@ LOG_POLL_S = 0.05  # how often it reads the log files: a print shows within abou
 
 
 def store_for(home: str | Path | None = None) -> JobStore:
-    """The job-record store under ``home`` (default: ``TFC_JUPYTER_HOME`` or Jupyter data dir)."""
+    """The job-record store under ``home`` (default: the configured home, ``c.TfcConfig.home``
+    or ``TFC_JUPYTER_HOME``, else the Jupyter data dir)."""
+    if not home:
+        from .config import current_settings
+
+        home = current_settings().get("home")
     base = Path(home) if home else default_home()
     return JobStore(base / "jobs.sqlite")
 
 
-def backend_for(name: str, store: JobStore) -> Backend:
-    """The backend object for a backend name (imported only when used)."""
-    if name == "local":
-        from .backends.local import LocalBackend
-
-        return LocalBackend(store)
-    if name == "docker":
-        from .backends.docker import DockerBackend
-
-        return DockerBackend(store)
-    if name == "vertex":
-        from .backends.vertex import VertexBackend
-
-        return VertexBackend(store)
-    raise BackendError(
-        f"the {name} backend is not available in this version",
-        "use --backend local, or --dry-run to see the plan",
-    )
+def backend_for(name: str, store: JobStore, settings: Settings | None = None) -> Backend:
+    """The backend object for a backend name (imported only when used; see
+    :data:`tfc_jupyter.backends.REGISTRY`)."""
+    return backends.get(name, store, settings)
 
 
 def _write(path: Path, text: str) -> None:
@@ -87,7 +80,7 @@ def launch(plan: Plan, *, store: JobStore | None = None) -> Job:
         TfcError: the backend refuses the job (missing requirements, TPU on a CPU machine ...).
     """
     store = store or store_for()
-    backend = backend_for(plan.spec.backend.value, store)
+    backend = backend_for(plan.spec.backend.value, store, plan.settings)
     backend.check(plan.spec)
     job_id = new_job_id(plan.spec.name)
     job_dir = store.path.parent / "jobs" / job_id
@@ -185,15 +178,18 @@ class LogTail:
 class Job:
     """A handle on one job: state, logs, wait, cancel. Cheap to create; reads the records."""
 
-    def __init__(self, job_id: str, store: JobStore | None = None) -> None:
+    def __init__(
+        self, job_id: str, store: JobStore | None = None, settings: Settings | None = None
+    ) -> None:
         self.store = store or store_for()
+        self.settings = settings
         self.id = self.store.get(job_id).id
 
     def record(self) -> JobRecord:
         """The current record (refreshed by the backend, e.g. a dead supervisor noticed)."""
         rec = self.store.get(self.id)
         if not rec.state.is_terminal():
-            rec = backend_for(rec.backend, self.store).refresh(rec)
+            rec = backend_for(rec.backend, self.store, self.settings).refresh(rec)
         return rec
 
     @property
@@ -256,7 +252,7 @@ class Job:
                 f"job {self.id} already {rec.state.value}",
                 "nothing to cancel; %tfc_jobs lists running jobs",
             )
-        return backend_for(rec.backend, self.store).cancel(rec)
+        return backend_for(rec.backend, self.store, self.settings).cancel(rec)
 
     def summary_line(self) -> str:
         """``<id>: succeeded in 12.3 s`` or the failure with its notebook cell."""
@@ -295,7 +291,9 @@ class Job:
         )
 
 
-def refreshed(records: list[JobRecord], store: JobStore) -> list[JobRecord]:
+def refreshed(
+    records: list[JobRecord], store: JobStore, settings: Settings | None = None
+) -> list[JobRecord]:
     """The records, each unfinished job on this machine checked for life first (cheap: a pid
     check): a job whose supervisor died shows as failed, with why, and its replicas are
     stopped. Vertex AI jobs are shown as recorded (their watcher refreshes them)."""
@@ -303,7 +301,7 @@ def refreshed(records: list[JobRecord], store: JobStore) -> list[JobRecord]:
     for rec in records:
         if not rec.state.is_terminal() and rec.backend in ("local", "docker"):
             with contextlib.suppress(TfcError):
-                rec = backend_for(rec.backend, store).refresh(rec)
+                rec = backend_for(rec.backend, store, settings).refresh(rec)
         out.append(rec)
     return out
 

@@ -19,9 +19,10 @@ from .catalog import PRICES_AS_OF, catalog_rows
 from .config import load_settings
 from .convert import RULES
 from .errors import TfcError
-from .options import magic_decorate
+from .options import JobOptions, magic_decorate
 
 if TYPE_CHECKING:  # plan pulls in packaging code: imported when a cell runs, not at load
+    from .client import Client
     from .plan import Plan
 
 _RULES_TEXT = "\n".join(f"    {what}: {effect}" for what, effect in RULES)
@@ -56,14 +57,17 @@ def _with_doc(doc: str) -> Any:
 class TfcMagics(Magics):
     """The tfc_jupyter magics."""
 
-    def _settings(self) -> Any:
-        return load_settings(getattr(self.shell, "config", None))
+    def _client(self) -> Client:
+        """The one way in (:class:`~tfc_jupyter.client.Client`), with this shell's settings."""
+        from .client import Client
+
+        return Client(load_settings(getattr(self.shell, "config", None)))
 
     def _find(self, explicit: str | None) -> tuple[Any, str, list[str]]:
         """The notebook of this kernel (see ``capture.find_notebook``)."""
         return capture.find_notebook(explicit, user_ns=getattr(self.shell, "user_ns", None))
 
-    def _selection(self, args: Any, line: str, body: str) -> capture.Selection:
+    def _selection(self, args: JobOptions, line: str, body: str) -> capture.Selection:
         path, how, warnings = self._find(args.notebook)
         if path is None:
             history = getattr(self.shell, "history_manager", None)
@@ -80,29 +84,28 @@ class TfcMagics(Magics):
         selection.warnings[:0] = warnings
         return selection
 
-    def parse(self, line: str) -> Any:
-        """The flags of a ``%%tfc_run`` line; every bad line is one UsageError naming the fix.
+    def parse(self, line: str) -> JobOptions:
+        """The options of a ``%%tfc_run`` line; every bad line is one UsageError naming the fix.
 
         The line is split like a shell (POSIX quoting), exactly as the CLI, the REST API and
-        :func:`options.parse_line` split a saved cell's line: ``--notebook "my folder/a.ipynb"``
-        names ``my folder/a.ipynb``, not a path with quotes in it.
+        the panel read a saved cell's line: ``--notebook "my folder/a.ipynb"`` names
+        ``my folder/a.ipynb``, not a path with quotes in it.
         """
         try:
-            words = shlex.split(line)
-        except ValueError as exc:  # unbalanced quotes
-            raise UsageError(f"cannot read the flags: {exc}. Fix: check the quotes") from None
-        try:
-            return self.tfc_run.parser.parse_args(words)
-        except UsageError as exc:  # argparse: unknown flag, bad value
-            text = " ".join(str(exc).split()).rstrip(".")
-            raise UsageError(f"{text}. Fix: see %%tfc_run? for the flags") from None
+            return JobOptions.from_line(line)
+        except TfcError as exc:  # unbalanced quotes, an unknown flag, a bad value
+            text = exc.message.rstrip(".")
+            hint = (
+                "check the quotes"
+                if "quotes" in (exc.hint or "")
+                else ("see %%tfc_run? for the flags")
+            )
+            raise UsageError(f"{text}. Fix: {hint}") from None
 
-    def plan(self, line: str, cell: str, args: Any = None) -> Plan:
+    def plan(self, line: str, cell: str, args: JobOptions | None = None) -> Plan:
         """Parse the flags and plan the job (the core of ``%%tfc_run``)."""
         args = args if args is not None else self.parse(line)
-        from .plan import make_plan
-
-        return make_plan(self._selection(args, line, cell), args, self._settings())
+        return self._client().plan(self._selection(args, line, cell), args)
 
     @magic_decorate
     @_with_doc(_tfc_run_doc())
@@ -113,7 +116,7 @@ class TfcMagics(Magics):
             return None
         try:
             args = self.parse(line)
-            if getattr(args, "interactive", False):  # the launch panel, pre-filled with the flags
+            if args.interactive:  # the launch panel, pre-filled with the flags
                 notebook = self._find(args.notebook)[0]
                 select = lambda: self._selection(args, line, cell)  # noqa: E731
                 return self._open_panel(select, notebook, base=args, remember=False)
@@ -126,13 +129,11 @@ class TfcMagics(Magics):
         except TfcError as exc:
             raise UsageError(str(exc)) from None
 
-    def _launch(self, plan: Plan, args: Any) -> Any:
-        from .jobs import launch, store_for
-
+    def _launch(self, plan: Plan, args: JobOptions) -> Any:
         for warning in plan.warnings:
             print(f"! {warning}")
         with _build_progress(self.shell):
-            job = launch(plan, store=store_for(self._settings().get("home")))
+            job = self._client().submit(plan)
         self.shell.user_ns["_tfc_job"] = job  # type: ignore[union-attr]
         spec = plan.spec
         workers = f" + {spec.worker_count} worker(s)" if spec.worker_count else ""
@@ -162,17 +163,12 @@ class TfcMagics(Magics):
         code cell), as `tfc-jupyter run` takes it. Flags as for %%tfc_run pre-fill the panel:
         %tfc_panel --workers 1 --backend vertex
         """
-        import shlex
-
-        from . import options
 
         try:
-            given = options.parser(suppress_defaults=True, prog="%tfc_panel").parse_args(
-                shlex.split(line)
-            )
-            explicit = getattr(given, "notebook", None)
+            given = JobOptions.from_words(shlex.split(line), prog="%tfc_panel")
+            explicit = given.notebook
             notebook = self._find(explicit)[0]
-            base = options.parse_line(self._panel_selection(explicit).magic_line)
+            base = JobOptions.from_line(self._panel_selection(explicit).magic_line)
             select = lambda: self._panel_selection(explicit)  # noqa: E731
             self._open_panel(select, notebook, base=base, given=given, remember=True)
         except ValueError as exc:  # shlex: unbalanced quotes
@@ -197,26 +193,25 @@ class TfcMagics(Magics):
         """Show a launch panel (ipywidgets are imported here, never at %load_ext)."""
         from IPython.display import display
 
-        from .jobs import store_for
         from .panel import open_panel
 
-        settings = self._settings()
-        store = store_for(settings.get("home"))
-        panel = open_panel(settings, select=select, store=store, notebook=notebook, **kwargs)
+        client = self._client()
+        panel = open_panel(
+            client.settings, select=select, store=client.store, notebook=notebook, **kwargs
+        )
         self.shell.user_ns["_tfc_panel"] = panel  # type: ignore[union-attr]
         display(panel)
 
     @line_magic
     def tfc_jobs(self, line: str) -> None:
         """List recent jobs (any backend): id, state, elapsed time, error."""
-        from .jobs import jobs_table, refreshed, store_for
+        from .jobs import jobs_table
 
         try:
             limit = int(line.strip() or 20)
         except ValueError:
             raise UsageError("%tfc_jobs takes an optional count, e.g. %tfc_jobs 50") from None
-        store = store_for(self._settings().get("home"))
-        records = refreshed(store.list(limit=limit), store)
+        records = self._client().list(limit)
         print(jobs_table(records) if records else "No jobs yet: run a cell with %%tfc_run.")
 
     @line_magic
@@ -258,14 +253,12 @@ class TfcMagics(Magics):
         return job
 
     def _job(self, job_id: str) -> Any:
-        from .jobs import Job, store_for
-
-        return Job(job_id, store_for(self._settings().get("home")))
+        return self._client().job(job_id)
 
     @line_magic
     def tfc_config(self, line: str) -> None:
         """Show the effective tfc_jupyter defaults and where each came from."""
-        print(self._settings().to_text())
+        print(self._client().settings.to_text())
 
     @line_magic
     def tfc_machines(self, line: str) -> None:
@@ -303,7 +296,6 @@ def machines_table() -> str:
 
 def _job_args(line: str, usage: str, follow: bool = False) -> Any:
     import argparse
-    import shlex
 
     class _P(argparse.ArgumentParser):
         def error(self, message: str) -> Any:

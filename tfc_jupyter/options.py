@@ -1,14 +1,27 @@
-"""The flags of ``%%tfc_run`` and ``tfc-jupyter plan``: declared once, read into a JobSpec.
+"""The job's options: one typed :class:`JobOptions`, declared once, read from every way in.
 
-The same table feeds IPython's ``magic_arguments`` (so ``%%tfc_run?`` lists every flag) and the
-CLI's argparse parser, and :func:`spec_from_options` is the one place flags become a JobSpec.
+Each field of :class:`JobOptions` is one ``%%tfc_run`` flag: its type, default, help and
+metavar are declared on the field, and everything else is derived from that one table:
+
+* the argparse parser of the magic (``%%tfc_run?`` lists every flag) and of the CLI;
+* :meth:`JobOptions.from_line` / :meth:`from_words` (a cell's line, command-line words);
+* :meth:`JobOptions.from_json` (the REST API's ``options`` object, the panel's memory) and
+  :meth:`JobOptions.of` (Python keyword arguments): typed values, each checked on its own;
+* :meth:`JobOptions.to_line` (the ``%%tfc_run`` line that reads back into the same options)
+  and :meth:`JobOptions.to_json`;
+* :meth:`JobOptions.over` (later flags over a cell's own), :meth:`JobOptions.to_spec` (the one
+  place options become a :class:`~tfc_jupyter.spec.JobSpec`).
+
+Nothing past these parsers sees an ``argparse.Namespace``.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import shlex
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from . import catalog
@@ -17,6 +30,7 @@ from .errors import SpecError
 from .spec import Backend, ImageSettings, JobSpec, parse_duration, parse_labels
 
 F = TypeVar("F", bound=Callable[..., Any])
+HELP_HINT = "see %%tfc_run? (or tfc-jupyter plan --help) for the flags"
 
 
 def _count(text: str) -> int:
@@ -29,210 +43,387 @@ def _count(text: str) -> int:
     return value
 
 
-OPTIONS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
-    (
-        ("--tpu",),
-        dict(
-            nargs="?",
-            const="v3-8",
-            default=None,
-            metavar="TYPE",
-            help="Run on a TPU host: v2-8, v3-8 (default), v5e-1, v5e-4, v5e-8.",
-        ),
-    ),
-    (
-        ("--gpus",),
-        dict(type=_count, default=None, metavar="N", help="GPUs per machine (chief and workers)."),
-    ),
-    (
-        ("--gpu-type",),
-        dict(
-            default=None,
-            metavar="TYPE",
-            help=f"GPU type: {', '.join(catalog.GPU_TYPES)} (default T4).",
-        ),
-    ),
-    (
-        ("--machine",),
-        dict(
-            default=None,
-            metavar="NAME",
-            help="Chief machine: a catalog name (CPU, T4_1X, A100_8X ...) or a "
-            "machine type (n1-standard-8). See %%tfc_machines.",
-        ),
-    ),
-    (
-        ("--workers",),
-        dict(
-            type=_count,
-            default=0,
-            metavar="N",
-            help="Workers besides the chief (multi-worker training).",
-        ),
-    ),
-    (
-        ("--worker-machine",),
-        dict(default=None, metavar="NAME", help="Worker machine (default: same as the chief)."),
-    ),
-    (
-        ("--ps",),
-        dict(
-            type=_count,
-            default=0,
-            metavar="N",
-            help="Parameter servers (tf.estimator training; Vertex AI pool 2).",
-        ),
-    ),
-    (
-        ("--ps-machine",),
-        dict(default=None, metavar="NAME", help="Parameter server machine (default: CPU)."),
-    ),
-    (
-        ("--evaluator",),
-        dict(
-            nargs="?",
-            const="",
-            default=None,
-            metavar="MACHINE",
-            help="Add an evaluator task (tf.estimator train_and_evaluate; Vertex AI pool 3), "
-            "on MACHINE (default: the chief's).",
-        ),
-    ),
-    (
-        ("--strategy",),
-        dict(
-            default="auto",
-            metavar="NAME",
-            help="auto, one_device, mirrored, multi_worker_mirrored, tpu, none.",
-        ),
-    ),
-    (
-        ("--backend",),
-        dict(default=None, metavar="NAME", help="local (this machine, default), docker or vertex."),
-    ),
-    (
-        ("--requirements",),
-        dict(
-            action="append",
-            default=[],
-            metavar="FILE",
-            help="A requirements.txt merged with the notebook's %%pip lines.",
-        ),
-    ),
-    (
-        ("--notebook",),
-        dict(
-            default=None,
-            metavar="PATH",
-            help="The notebook file (default: the kernel's own notebook).",
-        ),
-    ),
-    (
-        ("--name",),
-        dict(default=None, metavar="NAME", help="Job display name (default: the notebook's name)."),
-    ),
-    (
-        ("--label",),
-        dict(action="append", default=[], metavar="KEY=VALUE", help="Job label; repeat for more."),
-    ),
-    (
-        ("--args",),
-        dict(
-            default="",
-            metavar="STRING",
-            help="Arguments passed to the script (sys.argv), split like a shell.",
-        ),
-    ),
-    (
-        ("--service-account",),
-        dict(default=None, metavar="EMAIL", help="Service account the Vertex AI job runs as."),
-    ),
-    (("--region",), dict(default=None, metavar="REGION", help="Vertex AI region.")),
-    (("--project",), dict(default=None, metavar="PROJECT", help="Google Cloud project id.")),
-    (
-        ("--include",),
-        dict(
-            action="append",
-            default=[],
-            metavar="PATH",
-            help="A file or folder (next to the notebook) the job needs, copied into the "
-            "image; repeat for more. Secrets are always left out; .tfcignore applies.",
-        ),
-    ),
-    (("--image",), dict(default=None, metavar="URI", help="Use this image; build nothing.")),
-    (("--parent-image",), dict(default=None, metavar="URI", help="Base image of the build.")),
-    (("--cache-from",), dict(default=None, metavar="URI", help="Image to use as build cache.")),
-    (
-        ("--build-bucket",),
-        dict(
-            default=None,
-            metavar="BUCKET",
-            help="GCS bucket: build with Cloud Build (no local Docker).",
-        ),
-    ),
-    (("--timeout",), dict(default=None, metavar="DURATION", help="Job time limit: 90m, 2h, 1d.")),
-    (("--spot",), dict(action="store_true", help="Use Spot VMs on Vertex AI (cheaper).")),
-    (
-        ("--base-output-dir",),
-        dict(
-            default=None,
-            metavar="GS_URI",
-            help="Model, checkpoints and TensorBoard logs go under it.",
-        ),
-    ),
-    (
-        ("--tensorboard",),
-        dict(
-            default=None,
-            metavar="RESOURCE",
-            help="Vertex AI TensorBoard instance to stream logs to.",
-        ),
-    ),
-    (("--network",), dict(default=None, metavar="NETWORK", help="VPC network to peer with.")),
-    (
-        ("--no-wait",),
-        dict(
-            dest="wait",
-            action="store_false",
-            default=True,
-            help="Return the job handle at once; the job goes on (default: wait, streaming "
-            "the logs into the cell).",
-        ),
-    ),
-    (
-        ("--dry-run",),
-        dict(
-            action="store_true",
-            help="Show the plan (cells, script, pools, cost, Vertex request); launch nothing.",
-        ),
-    ),
-    (
-        ("--interactive",),
-        dict(
-            action="store_true",
-            help="Open the launch panel pre-filled with these flags: pick, launch and watch "
-            "there (notebooks only; the CLI ignores it).",
-        ),
-    ),
-]
+@dataclass(frozen=True)
+class Flag:
+    """How one option is written as a flag (declared on its :class:`JobOptions` field)."""
+
+    help: str
+    metavar: str | None = None
+    const: str | None = None  # the flag may be given without a value: it then means this
+    name: str | None = None  # the flag when it is not ``--field-name`` (``--no-wait``)
+    in_line: bool = True  # written by to_line (a dry run or the panel is not part of the job)
+    in_json: bool = True  # taken from a REST request's options
+
+
+def _opt(default: Any, help: str, **flag: Any) -> Any:
+    return field(default=default, metadata={"flag": Flag(help=help, **flag)})
+
+
+@dataclass(frozen=True)
+class JobOptions:
+    """Every option of a job, typed. ``given`` names the options set explicitly (a default
+    left as is is not given: a later layer, or the configured default, may fill it)."""
+
+    tpu: str | None = _opt(
+        None,
+        "Run on a TPU host: v2-8, v3-8 (default), v5e-1, v5e-4, v5e-8.",
+        metavar="TYPE",
+        const="v3-8",
+    )
+    gpus: int | None = _opt(None, "GPUs per machine (chief and workers).", metavar="N")
+    gpu_type: str | None = _opt(
+        None, f"GPU type: {', '.join(catalog.GPU_TYPES)} (default T4).", metavar="TYPE"
+    )
+    machine: str | None = _opt(
+        None,
+        "Chief machine: a catalog name (CPU, T4_1X, A100_8X ...) or a machine type "
+        "(n1-standard-8). See %%tfc_machines.",
+        metavar="NAME",
+    )
+    workers: int = _opt(0, "Workers besides the chief (multi-worker training).", metavar="N")
+    worker_machine: str | None = _opt(
+        None, "Worker machine (default: same as the chief).", metavar="NAME"
+    )
+    ps: int = _opt(0, "Parameter servers (tf.estimator training; Vertex AI pool 2).", metavar="N")
+    ps_machine: str | None = _opt(None, "Parameter server machine (default: CPU).", metavar="NAME")
+    evaluator: str | None = _opt(
+        None,
+        "Add an evaluator task (tf.estimator train_and_evaluate; Vertex AI pool 3), on "
+        "MACHINE (default: the chief's).",
+        metavar="MACHINE",
+        const="",
+    )
+    strategy: str = _opt(
+        "auto", "auto, one_device, mirrored, multi_worker_mirrored, tpu, none.", metavar="NAME"
+    )
+    backend: str | None = _opt(
+        None, "local (this machine, default), docker or vertex.", metavar="NAME"
+    )
+    requirements: tuple[str, ...] = _opt(
+        (), "A requirements.txt merged with the notebook's %%pip lines.", metavar="FILE"
+    )
+    notebook: str | None = _opt(
+        None,
+        "The notebook file (default: the kernel's own notebook).",
+        metavar="PATH",
+        in_json=False,
+    )
+    name: str | None = _opt(
+        None, "Job display name (default: the notebook's name).", metavar="NAME"
+    )
+    label: tuple[str, ...] = _opt((), "Job label; repeat for more.", metavar="KEY=VALUE")
+    args: str = _opt(
+        "", "Arguments passed to the script (sys.argv), split like a shell.", metavar="STRING"
+    )
+    service_account: str | None = _opt(
+        None, "Service account the Vertex AI job runs as.", metavar="EMAIL"
+    )
+    region: str | None = _opt(None, "Vertex AI region.", metavar="REGION")
+    project: str | None = _opt(None, "Google Cloud project id.", metavar="PROJECT")
+    include: tuple[str, ...] = _opt(
+        (),
+        "A file or folder (next to the notebook) the job needs, copied into the image; "
+        "repeat for more. Secrets are always left out; .tfcignore applies.",
+        metavar="PATH",
+    )
+    image: str | None = _opt(None, "Use this image; build nothing.", metavar="URI")
+    parent_image: str | None = _opt(None, "Base image of the build.", metavar="URI")
+    cache_from: str | None = _opt(None, "Image to use as build cache.", metavar="URI")
+    build_bucket: str | None = _opt(
+        None, "GCS bucket: build with Cloud Build (no local Docker).", metavar="BUCKET"
+    )
+    timeout: str | None = _opt(None, "Job time limit: 90m, 2h, 1d.", metavar="DURATION")
+    spot: bool = _opt(False, "Use Spot VMs on Vertex AI (cheaper).")
+    base_output_dir: str | None = _opt(
+        None, "Model, checkpoints and TensorBoard logs go under it.", metavar="GS_URI"
+    )
+    tensorboard: str | None = _opt(
+        None, "Vertex AI TensorBoard instance to stream logs to.", metavar="RESOURCE"
+    )
+    network: str | None = _opt(None, "VPC network to peer with.", metavar="NETWORK")
+    wait: bool = _opt(
+        True,
+        "Return the job handle at once; the job goes on (default: wait, streaming the logs "
+        "into the cell).",
+        name="--no-wait",
+        in_json=False,
+    )
+    dry_run: bool = _opt(
+        False,
+        "Show the plan (cells, script, pools, cost, Vertex request); launch nothing.",
+        in_line=False,
+    )
+    interactive: bool = _opt(
+        False,
+        "Open the launch panel pre-filled with these flags: pick, launch and watch there "
+        "(notebooks only; the CLI ignores it).",
+        in_line=False,
+        in_json=False,
+    )
+    given: frozenset[str] = field(default=frozenset(), compare=False, repr=False)
+
+    # ------------------------------------------------------------------ readers
+    @classmethod
+    def from_words(cls, words: Sequence[str], *, prog: str = "%%tfc_run") -> JobOptions:
+        """Options from command-line words (``["--workers", "2"]``); only those given are set.
+
+        Raises:
+            SpecError: an unknown flag or a bad value, with the fix.
+        """
+        parsed = vars(parser(prog=prog, only_given=True).parse_args(list(words)))
+        values: dict[str, Any] = {
+            k: tuple(v) if isinstance(v, list) else v for k, v in parsed.items()
+        }
+        return cls(**values, given=frozenset(values))
+
+    @classmethod
+    def from_line(cls, line: str) -> JobOptions:
+        """Options from a ``%%tfc_run`` line (split like a shell, never run by one)."""
+        try:
+            words = shlex.split(line)
+        except ValueError as exc:
+            raise SpecError(
+                f"cannot read the flags: {exc}", "check the quotes on the %%tfc_run line"
+            ) from None
+        return cls.from_words(words)
+
+    @classmethod
+    def from_json(cls, raw: Any, *, what: str = "option") -> JobOptions:
+        """Options from a JSON object (``{"workers": 1, "machine": "CPU"}``), each value checked
+        on its own so an error names it (``field``). Numbers are taken for text options,
+        ``true`` for a flag that may go without a value (``{"tpu": true}``), ``null`` for
+        "not given".
+
+        Raises:
+            SpecError: not an object, an unknown option or a value of the wrong type.
+        """
+        if raw is None:
+            raw = {}
+        if not isinstance(raw, Mapping):
+            raise SpecError(
+                "'options' must be a JSON object", 'send {"workers": 1, ...}', field="options"
+            )
+        table = {f.name: f for f in FIELDS if f.flag.in_json}
+        values: dict[str, Any] = {}
+        for key, value in raw.items():
+            spec = table.get(key) if isinstance(key, str) else None
+            if spec is None:
+                raise SpecError(
+                    f"unknown {what} {key!r}",
+                    f"use one of: {', '.join(sorted(table))}",
+                    field=str(key),
+                )
+            if value is not None:
+                values[key] = spec.coerce(value, what)
+        return cls(**values, given=frozenset(values))
+
+    @classmethod
+    def of(cls, **kwargs: Any) -> JobOptions:
+        """Options from Python keyword arguments (``JobOptions.of(workers=2)``), checked as
+        :meth:`from_json` checks JSON; ``wait``, ``notebook`` and ``interactive`` are taken."""
+        table = {f.name: f for f in FIELDS}
+        values: dict[str, Any] = {}
+        for key, value in kwargs.items():
+            if key not in table:
+                raise SpecError(
+                    f"unknown option {key!r}",
+                    f"use one of: {', '.join(sorted(table))}",
+                    field=key,
+                )
+            if value is not None:
+                values[key] = table[key].coerce(value, "option")
+        return cls(**values, given=frozenset(values))
+
+    # ------------------------------------------------------------------ combining
+    def over(self, base: JobOptions) -> JobOptions:
+        """``base`` with every option given here put over it (lists are extended): the CLI's
+        and the REST request's flags over the cell's own line."""
+        values = {f.name: getattr(base, f.name) for f in FIELDS}
+        for name in self.given:
+            mine = getattr(self, name)
+            values[name] = (*values[name], *mine) if isinstance(mine, tuple) else mine
+        return JobOptions(**values, given=base.given | self.given)
+
+    def replace(self, **changes: Any) -> JobOptions:
+        """A copy with ``changes`` (values of the right type), each counted as given."""
+        return dataclasses.replace(self, **changes, given=self.given | set(changes))
+
+    # ------------------------------------------------------------------ writers
+    def to_line(self, *, magic: str = "%%tfc_run") -> str:
+        """The ``%%tfc_run`` line that :meth:`from_line` reads back into these options: only
+        options that differ from their defaults, quoted like a shell, in declaration order
+        (``--dry-run`` and ``--interactive`` never: they are not part of the job)."""
+        words = [magic]
+        for f in FIELDS:
+            value = getattr(self, f.name)
+            if f.flag.in_line and value != f.default:
+                words += f.words(value)
+        return " ".join(words)
+
+    def to_json(self) -> dict[str, Any]:
+        """The options that differ from their defaults, JSON-ready (lists for repeated
+        flags); :meth:`from_json` reads it back."""
+        out: dict[str, Any] = {}
+        for f in FIELDS:
+            value = getattr(self, f.name)
+            if f.flag.in_json and value != f.default:
+                out[f.name] = list(value) if isinstance(value, tuple) else value
+        return out
+
+    def to_spec(
+        self,
+        settings: Settings,
+        *,
+        name: str = "notebook",
+        requirements: tuple[str, ...] = (),
+        estimator: bool = False,
+    ) -> JobSpec:
+        """The JobSpec: these options over the effective defaults (see :func:`to_spec`)."""
+        return to_spec(self, settings, name=name, requirements=requirements, estimator=estimator)
+
+
+@dataclass(frozen=True)
+class OptionField:
+    """One :class:`JobOptions` field as a flag: name, kind, default and :class:`Flag`."""
+
+    name: str
+    kind: str  # "count" | "text" | "list" | "switch"
+    default: Any
+    flag: Flag
+
+    @property
+    def option(self) -> str:
+        """The flag as typed: ``--worker-machine``, ``--no-wait``."""
+        return self.flag.name or "--" + self.name.replace("_", "-")
+
+    def argparse(self, *, only_given: bool) -> tuple[tuple[str], dict[str, Any]]:
+        """``add_argument`` arguments for this flag."""
+        kwargs: dict[str, Any] = {"dest": self.name, "help": self.flag.help}
+        if self.kind == "switch":
+            kwargs["action"] = "store_false" if self.default else "store_true"
+        else:
+            kwargs["metavar"] = self.flag.metavar
+            if self.kind == "list":
+                kwargs["action"] = "append"
+            if self.kind == "count":
+                kwargs["type"] = _count
+            if self.flag.const is not None:
+                kwargs.update(nargs="?", const=self.flag.const)
+        if not only_given:
+            kwargs["default"] = list(self.default) if self.kind == "list" else self.default
+        return (self.option,), kwargs
+
+    def words(self, value: Any) -> list[str]:
+        """The flag and its value as line words (quoted like a shell)."""
+        if self.kind == "switch":
+            return [self.option]
+        if self.kind == "list":
+            return [w for item in value for w in (self.option, shlex.quote(str(item)))]
+        if self.flag.const == "" and value == "":
+            return [self.option]
+        return [self.option, shlex.quote(str(value))]
+
+    def coerce(self, value: Any, what: str) -> Any:
+        """A JSON or Python value as this option's type, or a SpecError naming it."""
+        key = self.name
+        if self.kind == "switch":
+            if not isinstance(value, bool):
+                raise SpecError(
+                    f"{what} {key!r} must be true or false", f"send {key}: true", field=key
+                )
+            return value
+        if self.kind == "list":
+            items = [value] if isinstance(value, str) else value
+            if not isinstance(items, (list, tuple)) or not all(
+                isinstance(i, (str, int, float)) and not isinstance(i, bool) for i in items
+            ):
+                raise SpecError(
+                    f"{what} {key!r} must be a list of strings", f'send {key}: ["..."]', field=key
+                )
+            return tuple(str(i) for i in items)
+        if value is True and self.flag.const is not None:
+            return self.flag.const
+        if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+            raise SpecError(
+                f"{what} {key!r} must be a string or a number", f'send {key}: "..."', field=key
+            )
+        if self.kind == "count":
+            try:
+                return _count(str(value).strip())
+            except argparse.ArgumentTypeError as exc:
+                raise SpecError(f"{what} {key!r}: {exc}", f"send {key}: 1", field=key) from None
+        return str(value)
+
+
+def _fields() -> list[OptionField]:
+    out = []
+    for f in dataclasses.fields(JobOptions):
+        if "flag" not in f.metadata:
+            continue
+        kind = (
+            "switch"
+            if "bool" in str(f.type)
+            else "list"
+            if "tuple" in str(f.type)
+            else "count"
+            if "int" in str(f.type)
+            else "text"
+        )
+        out.append(OptionField(f.name, kind, f.default, f.metadata["flag"]))
+    return out
+
+
+FIELDS: list[OptionField] = _fields()
+"""Every option, in declaration order: the one flag table."""
+DEFAULTS = JobOptions()
+
+
+def arguments(*, only_given: bool = False) -> Iterator[tuple[tuple[str], dict[str, Any]]]:
+    """``add_argument`` arguments of every job flag."""
+    for f in FIELDS:
+        yield f.argparse(only_given=only_given)
 
 
 def add_to_parser(parser: argparse.ArgumentParser) -> None:
-    """Add every job flag to an argparse parser (the CLI)."""
-    for args, kwargs in OPTIONS:
+    """Add every job flag to an argparse parser (the CLI's help)."""
+    for args, kwargs in arguments():
         parser.add_argument(*args, **kwargs)
 
 
 def magic_decorate(func: F) -> F:
-    """Apply the job flags as IPython ``magic_arguments`` to a magic function."""
+    """Apply the job flags as IPython ``magic_arguments`` to a magic function (for its help;
+    the magic reads its line with :meth:`JobOptions.from_line`)."""
     from IPython.core.magic_arguments import argument, magic_arguments
 
-    for args, kwargs in reversed(OPTIONS):
+    for args, kwargs in reversed(list(arguments())):
         func = argument(*args, **kwargs)(func)
     return magic_arguments()(func)  # type: ignore[no-any-return,unused-ignore]
 
 
-def _chief(ns: argparse.Namespace, settings: Settings) -> catalog.Machine:
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> Any:
+        raise SpecError(" ".join(message.split()), HELP_HINT)
+
+
+def parser(*, only_given: bool = False, prog: str = "%%tfc_run") -> argparse.ArgumentParser:
+    """A parser of the job flags that raises SpecError instead of exiting; with
+    ``only_given``, only the flags actually given appear in its namespace."""
+    kwargs: dict[str, Any] = {"argument_default": argparse.SUPPRESS} if only_given else {}
+    p = _Parser(prog=prog, add_help=False, **kwargs)
+    for args, options in arguments(only_given=only_given):
+        p.add_argument(*args, **options)
+    return p
+
+
+def parse_line(line: str) -> JobOptions:
+    """The options of a ``%%tfc_run`` line (:meth:`JobOptions.from_line`)."""
+    return JobOptions.from_line(line)
+
+
+# ---------------------------------------------------------------------- options -> JobSpec
+
+
+def _chief(ns: JobOptions, settings: Settings) -> catalog.Machine:
     if ns.tpu is not None:
         if ns.gpus:
             raise SpecError(
@@ -265,10 +456,9 @@ def _chief(ns: argparse.Namespace, settings: Settings) -> catalog.Machine:
     return machine
 
 
-def _ps_and_evaluator(ns: argparse.Namespace) -> dict[str, Any]:
+def _ps_and_evaluator(ns: JobOptions) -> dict[str, Any]:
     """JobSpec fields of ``--ps``, ``--ps-machine`` and ``--evaluator [MACHINE]``."""
-    ps, ps_machine = getattr(ns, "ps", 0) or 0, getattr(ns, "ps_machine", None)
-    evaluator = getattr(ns, "evaluator", None)
+    ps, ps_machine, evaluator = ns.ps, ns.ps_machine, ns.evaluator
     if ps_machine and not ps:
         raise SpecError("--ps-machine without --ps", "add --ps N", field="ps_machine")
     return {
@@ -279,8 +469,8 @@ def _ps_and_evaluator(ns: argparse.Namespace) -> dict[str, Any]:
     }
 
 
-def spec_from_options(
-    ns: argparse.Namespace,
+def to_spec(
+    ns: JobOptions,
     settings: Settings,
     *,
     name: str = "notebook",
@@ -310,7 +500,7 @@ def spec_from_options(
     timeout = parse_duration(ns.timeout)
     return JobSpec(
         name=ns.name or name,
-        strategy=ns.strategy,
+        strategy=ns.strategy,  # type: ignore[arg-type]  # JobSpec parses the name
         chief=chief,
         worker=worker,
         worker_count=ns.workers,
@@ -321,11 +511,11 @@ def spec_from_options(
             cache_from=ns.cache_from,
             build_bucket=ns.build_bucket or settings.get("build_bucket"),
             registry=settings.get("registry"),
-            include=tuple(getattr(ns, "include", None) or ()),
+            include=ns.include,
         ),
         requirements=requirements,
         entry_args=entry_args,
-        labels=parse_labels(ns.label),
+        labels=parse_labels(list(ns.label)),
         service_account=ns.service_account or settings.get("service_account"),
         region=ns.region or settings.get("region") or "us-central1",
         project=ns.project or settings.get("project"),
@@ -337,79 +527,3 @@ def spec_from_options(
         estimator=estimator,
         **_ps_and_evaluator(ns),
     )
-
-
-def defaults_namespace() -> argparse.Namespace:
-    """A namespace holding every flag's default (what an empty ``%%tfc_run`` line gives)."""
-    parser = argparse.ArgumentParser(add_help=False)
-    add_to_parser(parser)
-    return parser.parse_args([])
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> Any:
-        raise SpecError(message, "see %%tfc_run? (or tfc-jupyter plan --help) for the flags")
-
-
-def parser(*, suppress_defaults: bool = False, prog: str = "%%tfc_run") -> argparse.ArgumentParser:
-    """A parser of the job flags that raises SpecError instead of exiting.
-
-    With ``suppress_defaults`` only the flags actually given appear in the namespace (the CLI
-    uses it to override the flags written on a notebook's ``%%tfc_run`` line).
-    """
-    kwargs: dict[str, Any] = {"argument_default": argparse.SUPPRESS} if suppress_defaults else {}
-    p = _Parser(prog=prog, add_help=False, **kwargs)
-    for args, options in OPTIONS:
-        if suppress_defaults:
-            options = {k: v for k, v in options.items() if k != "default"}
-        p.add_argument(*args, **options)
-    return p
-
-
-def parse_line(line: str) -> argparse.Namespace:
-    """Parse a ``%%tfc_run`` argument line (shell-like quoting, never executed)."""
-    try:
-        words = shlex.split(line)
-    except ValueError as exc:
-        raise SpecError(
-            f"cannot read the flags: {exc}", "check the quotes on the %%tfc_run line"
-        ) from None
-    return parser().parse_args(words)
-
-
-def overlay(base: argparse.Namespace, override: argparse.Namespace) -> argparse.Namespace:
-    """``base`` with every flag present in ``override`` replaced (lists are extended)."""
-    merged = argparse.Namespace(**vars(base))
-    for key, value in vars(override).items():
-        current = getattr(merged, key, None)
-        setattr(merged, key, [*current, *value] if isinstance(current, list) else value)
-    return merged
-
-
-_NOT_IN_LINE = frozenset({"dry_run", "interactive"})
-
-
-def to_line(ns: argparse.Namespace, *, magic: str = "%%tfc_run") -> str:
-    """The ``%%tfc_run`` line that :func:`parse_line` reads back into ``ns``.
-
-    Only flags that differ from their defaults are written (``--dry-run`` and ``--interactive``
-    never are), quoted like a shell, in the order of :data:`OPTIONS`.
-    """
-    defaults = vars(defaults_namespace())
-    words = [magic]
-    for args, kwargs in OPTIONS:
-        flag = args[0]
-        dest = kwargs.get("dest") or flag.lstrip("-").replace("-", "_")
-        value = getattr(ns, dest, defaults.get(dest))
-        if dest in _NOT_IN_LINE or value == defaults.get(dest):
-            continue
-        action = kwargs.get("action")
-        if action in ("store_true", "store_false"):
-            words.append(flag)
-        elif action == "append":
-            words += [w for item in value or () for w in (flag, shlex.quote(str(item)))]
-        elif value == kwargs.get("const") and kwargs.get("nargs") == "?" and value == "":
-            words.append(flag)
-        else:
-            words += [flag, shlex.quote(str(value))]
-    return " ".join(words)

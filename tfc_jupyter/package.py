@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 from . import images, secretscan, vertex_request
+from .config import Settings, current_settings
 from .errors import SpecError
 from .files import UnsafeFile, file_kind, read_regular
 from .requirements import NO_DEPS_PREFIX, RESOLVER_OPTIONS
@@ -37,7 +38,6 @@ from .spec import JobSpec
 if TYPE_CHECKING:
     from .plan import Plan
 
-DEFAULT_LIMIT_MB = 500
 IGNORE_FILE = ".tfcignore"
 APT_FILE = "apt.txt"
 RUNTIME_PATH = "/opt/tfc"
@@ -193,15 +193,10 @@ def human_size(n: float) -> str:
     return f"{n:.1f} GB"
 
 
-def limit_bytes() -> int:
-    """The context size limit: ``TFC_MAX_CONTEXT_MB`` (default 500) megabytes."""
-    raw = os.environ.get("TFC_MAX_CONTEXT_MB", "").strip()
-    try:
-        return int(float(raw) * 1_000_000) if raw else DEFAULT_LIMIT_MB * 1_000_000
-    except ValueError:
-        raise SpecError(
-            f"TFC_MAX_CONTEXT_MB={raw!r} is not a number", "set it to megabytes, e.g. 2000"
-        ) from None
+def limit_bytes(settings: Settings | None = None) -> int:
+    """The context size limit: the ``max_context_mb`` setting (``TFC_MAX_CONTEXT_MB``,
+    default 500) in bytes."""
+    return int((settings or current_settings()).seconds("max_context_mb") * 1_000_000)
 
 
 _DIGESTS: dict[tuple[str, int, int, int], str] = {}
@@ -473,6 +468,7 @@ def make_context(
     base_dir: Path,
     check_limit: bool = True,
     auto_include: Sequence[str] = (),
+    limit: int | None = None,
 ) -> Context:
     """The build context of a job (see the module docstring).
 
@@ -523,7 +519,7 @@ def make_context(
     )
     context = Context(entries, text, parent, walker.left_out, n_declared, auto, auto_over)
     if check_limit:
-        check_size(context)
+        check_size(context, limit)
     return context
 
 

@@ -6,7 +6,6 @@ hands it to a backend. Nothing here imports IPython, tornado, TensorFlow or aipl
 
 from __future__ import annotations
 
-import argparse
 import ast
 import html
 import json
@@ -22,7 +21,7 @@ from .choose import choose
 from .config import Settings
 from .convert import Script, convert
 from .errors import SpecError
-from .options import spec_from_options
+from .options import JobOptions
 from .requirements import Requirements, unsatisfied
 from .spec import JobSpec, Strategy
 
@@ -38,6 +37,8 @@ class Plan:
     image_uri: str
     warnings: list[str] = field(default_factory=list)
     context: package.Context | None = None  # what goes into the image (None with --image)
+    options: JobOptions = field(default_factory=JobOptions)  # what the plan was made from
+    settings: Settings | None = None  # the effective defaults it was made with (limits ...)
 
     @property
     def requirements(self) -> list[str]:
@@ -336,7 +337,7 @@ def _locator(script: Script) -> Callable[[int], str]:
     return locate
 
 
-def make_plan(selection: Selection, ns: argparse.Namespace, settings: Settings) -> Plan:
+def make_plan(selection: Selection, ns: JobOptions, settings: Settings) -> Plan:
     """Convert the selected cells and build the validated JobSpec.
 
     Raises:
@@ -350,8 +351,8 @@ def make_plan(selection: Selection, ns: argparse.Namespace, settings: Settings) 
         extra_requirements=extra,
     )
     facts = codeinfo.analyse(script.text)
-    spec = spec_from_options(
-        ns, settings, name=job_name(selection), estimator=uses_estimator(script) or facts.estimator
+    spec = ns.to_spec(
+        settings, name=job_name(selection), estimator=uses_estimator(script) or facts.estimator
     )
     locate = _locator(script)
     choice = choose(spec, facts, locate)
@@ -380,6 +381,7 @@ def make_plan(selection: Selection, ns: argparse.Namespace, settings: Settings) 
             base_dir=selection.base_dir,
             check_limit=spec.backend.value != "local",  # local jobs build no image
             auto_include=found,
+            limit=package.limit_bytes(settings),
         )
     image_uri = images.planned_image_uri(spec, context)
     warnings = list(selection.warnings) + choice.warnings + _unattended(facts, locate)
@@ -406,4 +408,6 @@ def make_plan(selection: Selection, ns: argparse.Namespace, settings: Settings) 
         image_uri=image_uri,
         warnings=warnings,
         context=context,
+        options=ns,
+        settings=settings,
     )

@@ -39,6 +39,7 @@ from .watched import (
 )
 
 if TYPE_CHECKING:
+    from ..config import Settings
     from ..plan import Plan
 
 WATCH_FILE = "vertex.json"
@@ -61,6 +62,11 @@ class VertexBackend:
     def __init__(self, store: JobStore, *, settings: VertexSettings | None = None) -> None:
         self.store = store
         self.settings = settings or VertexSettings.load()
+
+    @classmethod
+    def from_settings(cls, store: JobStore, settings: Settings) -> VertexBackend:
+        """The backend for ``store``, with the settings' endpoints and patience."""
+        return cls(store, settings=VertexSettings.from_settings(settings))
 
     # -- the Backend protocol ---------------------------------------------------------------
     def check(self, spec: JobSpec) -> None:

@@ -105,21 +105,21 @@ class VertexSettings:
 
     @classmethod
     def load(cls, environ: Mapping[str, str] | None = None) -> VertexSettings:
-        """Endpoints from ``TFC_VERTEX_ENDPOINT`` / ``TFC_LOGGING_ENDPOINT`` or ``TfcConfig``
-        (IPython and jupyter_server config); timings from ``TFC_VERTEX_*`` seconds."""
-        env = os.environ if environ is None else environ
-        values: dict[str, Any] = _configured_endpoints(env)
-        values.update(
-            env_seconds(
-                env,
-                timeout_s="TFC_VERTEX_TIMEOUT",
-                retry_total_s="TFC_VERTEX_RETRY_TOTAL",
-                backoff_s="TFC_VERTEX_BACKOFF",
-                poll_s="TFC_VERTEX_POLL",
-                drain_s="TFC_VERTEX_DRAIN",
-            )
+        """From the effective settings (``TFC_VERTEX_*`` variables, ``c.TfcConfig``)."""
+        return cls.from_settings(configured(os.environ if environ is None else environ))
+
+    @classmethod
+    def from_settings(cls, settings: Any) -> VertexSettings:
+        """From a :class:`~tfc_jupyter.config.Settings` resolved once by the caller."""
+        return cls(
+            endpoint=settings.get("vertex_endpoint") or "",
+            logging_endpoint=settings.get("logging_endpoint") or "",
+            timeout_s=settings.seconds("vertex_timeout"),
+            retry_total_s=settings.seconds("vertex_retry_total"),
+            backoff_s=settings.seconds("vertex_backoff"),
+            poll_s=settings.seconds("vertex_poll"),
+            drain_s=settings.seconds("vertex_drain"),
         )
-        return cls(**values)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready (the watcher reads it from the job folder)."""
@@ -149,33 +149,6 @@ def configured(env: Mapping[str, str]) -> Any:
 
         shell = get_ipython()
     return load_settings(getattr(shell, "config", None), env)
-
-
-def env_seconds(env: Mapping[str, str], **variables: str) -> dict[str, float]:
-    """``{field: seconds}`` for each ``field=VARIABLE`` set in ``env``.
-
-    Raises:
-        BackendError: a value is not a number.
-    """
-    values = {}
-    for key, var in variables.items():
-        if env.get(var):
-            try:
-                values[key] = float(env[var])
-            except ValueError:
-                raise BackendError(
-                    f"{var}={env[var]!r} is not a number", f"set {var} to seconds, e.g. 30"
-                ) from None
-    return values
-
-
-def _configured_endpoints(env: Mapping[str, str]) -> dict[str, str]:
-    """``endpoint`` and ``logging_endpoint`` as configured (flags have none: config only)."""
-    settings = configured(env)
-    return {
-        "endpoint": settings.get("vertex_endpoint") or "",
-        "logging_endpoint": settings.get("logging_endpoint") or "",
-    }
 
 
 def is_loopback(endpoint: str) -> bool:

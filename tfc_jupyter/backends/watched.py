@@ -14,11 +14,16 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from ..errors import BackendError
 from ..records import JobRecord, JobState, JobStore
 from .watch_loop import read_outcome
+
+if TYPE_CHECKING:
+    from typing import Self
+
+    from ..config import Settings
 
 WATCHER_LOG = "supervisor.log"
 
@@ -151,8 +156,16 @@ class WatchedBackend:
 
     def __init__(self, store: JobStore, *, startup_timeout: float | None = None) -> None:
         self.store = store
-        env_timeout = os.environ.get("TFC_STARTUP_TIMEOUT")
-        self.startup_timeout = startup_timeout or float(env_timeout or 300)
+        if startup_timeout is None:
+            from ..config import current_settings
+
+            startup_timeout = current_settings().seconds("startup_timeout")
+        self.startup_timeout = startup_timeout
+
+    @classmethod
+    def from_settings(cls, store: JobStore, settings: Settings) -> Self:
+        """The backend for ``store``, with the settings' start-up time limit."""
+        return cls(store, startup_timeout=settings.seconds("startup_timeout"))
 
     def cleanup(self, record: JobRecord) -> None:
         """Remove every process or container of the job (its watcher is gone)."""

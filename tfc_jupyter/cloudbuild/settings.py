@@ -38,28 +38,24 @@ class CloudBuildSettings:
 
     @classmethod
     def load(cls, environ: Mapping[str, str] | None = None) -> CloudBuildSettings:
-        """Endpoints from ``TFC_CLOUDBUILD_ENDPOINT`` / ``TFC_STORAGE_ENDPOINT`` or TfcConfig;
-        ``TFC_CLOUDBUILD_LOCATION``; timings from ``TFC_CLOUDBUILD_*`` and ``TFC_BUILD_TIMEOUT``
-        seconds."""
-        env = os.environ if environ is None else environ
-        config = vertex_api.configured(env)
-        values: dict[str, Any] = {
-            "endpoint": config.get("cloudbuild_endpoint") or "",
-            "storage_endpoint": config.get("storage_endpoint") or "",
-            "location": env.get("TFC_CLOUDBUILD_LOCATION", "").strip(),
-        }
-        values.update(
-            vertex_api.env_seconds(
-                env,
-                timeout_s="TFC_CLOUDBUILD_TIMEOUT",
-                retry_total_s="TFC_CLOUDBUILD_RETRY_TOTAL",
-                backoff_s="TFC_CLOUDBUILD_BACKOFF",
-                poll_s="TFC_CLOUDBUILD_POLL",
-                build_timeout_s="TFC_BUILD_TIMEOUT",
-                queue_s="TFC_CLOUDBUILD_QUEUE",
-            )
+        """From the effective settings (``TFC_CLOUDBUILD_*``, ``TFC_BUILD_TIMEOUT``,
+        ``c.TfcConfig``)."""
+        return cls.from_settings(vertex_api.configured(os.environ if environ is None else environ))
+
+    @classmethod
+    def from_settings(cls, settings: Any) -> CloudBuildSettings:
+        """From a :class:`~tfc_jupyter.config.Settings` resolved once by the caller."""
+        return cls(
+            endpoint=settings.get("cloudbuild_endpoint") or "",
+            storage_endpoint=settings.get("storage_endpoint") or "",
+            location=(settings.get("cloudbuild_location") or "").strip(),
+            timeout_s=settings.seconds("cloudbuild_timeout"),
+            retry_total_s=settings.seconds("cloudbuild_retry_total"),
+            backoff_s=settings.seconds("cloudbuild_backoff"),
+            poll_s=settings.seconds("cloudbuild_poll"),
+            build_timeout_s=settings.seconds("build_timeout"),
+            queue_s=settings.seconds("cloudbuild_queue"),
         )
-        return cls(**values)
 
     def api_url(self) -> str:
         """Cloud Build's base URL."""

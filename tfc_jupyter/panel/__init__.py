@@ -8,14 +8,14 @@
 
 from __future__ import annotations
 
-import argparse
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .. import capture, options
+from .. import capture
 from ..config import Settings
 from ..errors import TfcError
+from ..options import JobOptions
 from ..records import JobStore
 from .memory import ChoiceMemory, ChoicesDisplay, newest, notebook_choices
 from .model import DEST_FIELD, Choices, PanelModel
@@ -40,8 +40,8 @@ def build_model(
     *,
     select: Callable[[], capture.Selection],
     store: JobStore,
-    base: argparse.Namespace | None = None,
-    given: argparse.Namespace | None = None,
+    base: JobOptions | None = None,
+    given: JobOptions | None = None,
     notebook: Path | None = None,
     remember: bool = True,
 ) -> PanelModel:
@@ -56,15 +56,15 @@ def build_model(
     says exactly what it wants.
     """
     memory = ChoiceMemory(store.path.parent / "panel_choices.json")
-    base = base if base is not None else options.defaults_namespace()
-    full = options.overlay(base, given) if given is not None else base
-    choices = Choices.from_namespace(base, settings)
+    base = base if base is not None else JobOptions()
+    full = given.over(base) if given is not None else base
+    choices = Choices.from_options(base, settings)
     if remember:
         choices = choices.merged(newest(_metadata_choices(notebook), memory.entry(notebook)))
     if given is not None:
-        now = Choices.from_namespace(full, settings).to_dict()
+        now = Choices.from_options(full, settings).to_dict()
         choices = choices.merged(
-            {DEST_FIELD[d]: now[DEST_FIELD[d]] for d in vars(given) if d in DEST_FIELD}
+            {DEST_FIELD[d]: now[DEST_FIELD[d]] for d in given.given if d in DEST_FIELD}
         )
     return PanelModel(
         settings,
@@ -82,8 +82,8 @@ def open_panel(
     *,
     select: Callable[[], capture.Selection],
     store: JobStore,
-    base: argparse.Namespace | None = None,
-    given: argparse.Namespace | None = None,
+    base: JobOptions | None = None,
+    given: JobOptions | None = None,
     notebook: Path | None = None,
     remember: bool = True,
 ) -> LaunchPanel:

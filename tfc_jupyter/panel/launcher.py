@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import jobs
+from ..client import Client
 from ..errors import TfcError
 from ..records import JobRecord, JobState, JobStore
 from .model import PanelModel
@@ -167,7 +168,7 @@ class Launcher:
             started = time.monotonic()
             self._set("submit", "running", f"to the {spec.backend.value} backend")
             with reporting(self._on_build):
-                job = jobs.launch(plan, store=self.store)
+                job = Client(self.model.settings, self.store).submit(plan)
             for stage in self.stages[1:3]:  # build, push: whatever the backend did not report
                 if stage.status == "running":
                     self._set(stage.name, "done")

@@ -1,16 +1,16 @@
 """The launch panel's model: the user's choices, their validation and the live summary.
 
 No widgets here, so every behaviour is testable in plain Python. The choices are turned into the
-very argparse namespace a ``%%tfc_run`` line gives (:meth:`Choices.apply`), and checked by the
-product's own code on every change: :func:`options.spec_from_options` and
-:func:`spec.check_runnable` (fast, per field), then :func:`plan.make_plan` on the notebook's cells
-(conversion, requirements files, warnings). The panel has no copy of the rules: a choice is
-"impossible" exactly when that code raises, and the reason shown is its one-line message.
+very :class:`~tfc_jupyter.options.JobOptions` a ``%%tfc_run`` line gives
+(:meth:`Choices.apply`), and checked by the product's own code on every change:
+:meth:`JobOptions.to_spec` and :func:`spec.check_runnable` (fast, per field), then
+:func:`plan.make_plan` on the notebook's cells (conversion, requirements files, warnings). The
+panel has no copy of the rules: a choice is "impossible" exactly when that code raises, and the
+reason shown is its one-line message.
 """
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import logging
 import re
@@ -20,11 +20,13 @@ from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
-from .. import catalog, options
+from .. import catalog
 from ..capture import Selection
+from ..client import Client
 from ..config import Settings
 from ..errors import TfcError
-from ..plan import Plan, make_plan
+from ..options import JobOptions
+from ..plan import Plan
 from ..spec import Backend, JobSpec, Strategy, check_runnable
 from .memory import ChoiceMemory, ChoicesDisplay
 
@@ -106,29 +108,29 @@ class Choices:
                 setattr(out, f.name, value.strip())
         return out
 
-    def apply(self, base: argparse.Namespace, settings: Settings) -> argparse.Namespace:
-        """``base`` (a parsed ``%%tfc_run`` line) with these choices as its flags.
+    def apply(self, base: JobOptions, settings: Settings) -> JobOptions:
+        """``base`` (a ``%%tfc_run`` line's options) with these choices as its options.
 
         A choice equal to the configured default becomes an absent flag, so the equivalent
         ``%%tfc_run`` line holds only what differs from the defaults.
         """
-        ns = argparse.Namespace(**vars(base))
-        ns.backend = None if self.backend == (settings.get("backend") or "local") else self.backend
-        ns.strategy = self.strategy or "auto"
-        ns.machine = self.machine or None
-        ns.gpu_type = self.gpu_type or None
-        ns.gpus = self.gpus or None
-        ns.tpu = self.tpu or None
-        ns.workers = self.workers
-        ns.worker_machine = self.worker_machine or None
-        ns.region = None if self.region in ("", settings.get("region")) else self.region
-        ns.project = None if self.project in ("", settings.get("project")) else self.project
-        ns.label = _split(self.labels, r"[,\s]+")
-        ns.requirements = _split(self.requirements, r"\s*,\s*")
-        return ns
+        return base.replace(
+            backend=None if self.backend == (settings.get("backend") or "local") else self.backend,
+            strategy=self.strategy or "auto",
+            machine=self.machine or None,
+            gpu_type=self.gpu_type or None,
+            gpus=self.gpus or None,
+            tpu=self.tpu or None,
+            workers=self.workers,
+            worker_machine=self.worker_machine or None,
+            region=None if self.region in ("", settings.get("region")) else self.region,
+            project=None if self.project in ("", settings.get("project")) else self.project,
+            label=tuple(_split(self.labels, r"[,\s]+")),
+            requirements=tuple(_split(self.requirements, r"\s*,\s*")),
+        )
 
     @classmethod
-    def from_namespace(cls, ns: argparse.Namespace, settings: Settings) -> Choices:
+    def from_options(cls, ns: JobOptions, settings: Settings) -> Choices:
         """The choices a parsed ``%%tfc_run`` line stands for (names normalized when known)."""
         strategy, machine, gpu_type = ns.strategy or "auto", ns.machine or "", ns.gpu_type or ""
         with contextlib.suppress(TfcError):  # kept as typed if unknown: validation flags it
@@ -229,15 +231,16 @@ class PanelModel:
         settings: Settings,
         *,
         select: Callable[[], Selection],
-        base: argparse.Namespace | None = None,
+        base: JobOptions | None = None,
         choices: Choices | None = None,
         notebook: Path | None = None,
         memory: ChoiceMemory | None = None,
         display: ChoicesDisplay | None = None,
     ) -> None:
         self.settings = settings
-        self.base = base if base is not None else options.defaults_namespace()
-        self.choices = choices or Choices.from_namespace(self.base, settings)
+        self.client = Client(settings)
+        self.base = base if base is not None else JobOptions()
+        self.choices = choices or Choices.from_options(self.base, settings)
         self.notebook = notebook
         self.memory = memory
         self.display = display
@@ -284,13 +287,13 @@ class PanelModel:
             except Exception as exc:  # a display publisher failing: the panel goes on
                 log.warning("cannot send the panel's choices to the notebook: %s", exc)
 
-    def namespace(self, choices: Choices | None = None) -> argparse.Namespace:
-        """The flags the choices stand for (what ``%%tfc_run`` would parse)."""
+    def job_options(self, choices: Choices | None = None) -> JobOptions:
+        """The options the choices stand for (what ``%%tfc_run`` would read)."""
         return (choices or self.choices).apply(self.base, self.settings)
 
     def line(self) -> str:
         """The equivalent ``%%tfc_run`` line: paste it and the panel is not needed."""
-        return options.to_line(self.namespace())
+        return self.job_options().to_line()
 
     # ----------------------------------------------------------------- validation
     def selection(self, *, fresh: bool = False) -> Selection:
@@ -307,8 +310,8 @@ class PanelModel:
         except OSError:
             return None
 
-    def _spec(self, ns: argparse.Namespace) -> JobSpec:
-        spec = options.spec_from_options(ns, self.settings)
+    def _spec(self, ns: JobOptions) -> JobSpec:
+        spec = ns.to_spec(self.settings)
         check_runnable(spec)
         return spec
 
@@ -318,14 +321,14 @@ class PanelModel:
         Raises:
             TfcError: the notebook, its conversion, or the choices cannot make a job.
         """
-        plan = make_plan(self.selection(fresh=fresh), self.namespace(), self.settings)
+        plan = self.client.plan(self.selection(fresh=fresh), self.job_options())
         check_runnable(plan.spec)
         return plan
 
     def validate(self) -> Check:
         """Run the real validation on the current choices."""
         try:
-            spec = self._spec(self.namespace())
+            spec = self._spec(self.job_options())
         except TfcError as exc:
             return Check(error=str(exc), field=_FIELD_OF.get(exc.field or ""))
         try:
@@ -339,8 +342,8 @@ class PanelModel:
 
     def _fine_without_requirements(self) -> bool:
         try:
-            ns = self.namespace(replace(self.choices, requirements=""))
-            make_plan(self.selection(), ns, self.settings)
+            ns = self.job_options(replace(self.choices, requirements=""))
+            self.client.plan(self.selection(), ns)
         except TfcError:
             return False
         return True
@@ -348,7 +351,7 @@ class PanelModel:
     def reason(self, name: str, value: Any) -> str | None:
         """Why setting choice ``name`` to ``value`` (the rest unchanged) cannot work, or None."""
         try:
-            self._spec(self.namespace(replace(self.choices, **{name: value})))
+            self._spec(self.job_options(replace(self.choices, **{name: value})))
         except TfcError as exc:
             error = str(exc)
             # The current error, from another choice, is not this value's fault.

@@ -9,93 +9,32 @@ and the same job records, so kernels and the server see each other's jobs.
 
 from __future__ import annotations
 
-import argparse
 import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from .. import __version__, capture, catalog, jobs, options
+from ..client import Client
 from ..config import Settings, load_settings
 from ..errors import SpecError, TfcError
-from ..plan import make_plan
+from ..options import JobOptions
 from ..records import JobRecord, JobState, JobStore
 
-# Flags the API does not take as options: the body names the notebook, the server never waits.
-_NOT_OPTIONS = {"notebook", "wait"}
 _REPLICA = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 LOG_CHUNK = 256 * 1024
 """Most bytes of one replica log returned by one logs request."""
 MAX_LIST = 500
 
 
-def _option_table() -> dict[str, tuple[str, dict[str, Any]]]:
-    """``{dest: (flag, argparse kwargs)}`` for every ``%%tfc_run`` flag the API accepts."""
-    table = {}
-    for names, kwargs in options.OPTIONS:
-        flag = names[0]
-        dest = kwargs.get("dest") or flag.lstrip("-").replace("-", "_")
-        if dest not in _NOT_OPTIONS:
-            table[dest] = (flag, kwargs)
-    return table
-
-
-def _words(key: str, value: Any, flag: str, kwargs: Mapping[str, Any]) -> list[str]:
-    """The command-line words for one option value, or a SpecError naming the option."""
-    action, nargs = kwargs.get("action"), kwargs.get("nargs")
-    if value is None or (value is False and action != "store_true"):
-        return []
-    if action == "store_true":
-        if not isinstance(value, bool):
-            raise SpecError(f"option {key!r} must be true or false", f"send {key}: true", field=key)
-        return [flag] if value else []
-    values = value if action == "append" and isinstance(value, list) else [value]
-    words: list[str] = []
-    for item in values:
-        if item is True and nargs == "?":
-            words.append(flag)  # e.g. {"tpu": true}: the flag's own default
-        elif isinstance(item, bool) or not isinstance(item, (str, int, float)):
-            kind = "a list of strings" if action == "append" else "a string or a number"
-            raise SpecError(
-                f"option {key!r} must be {kind}", "see GET /tfc-jupyter/defaults", field=key
-            )
-        else:
-            words += [flag, str(item)]
-    return words
-
-
-def parse_options(raw: Any) -> argparse.Namespace:
-    """Request ``options`` (``{"workers": 1, "machine": "CPU", ...}``) as parsed flags.
-
-    Each option is checked on its own, by the same parser as ``%%tfc_run``, so an error names it.
+def parse_options(raw: Any) -> JobOptions:
+    """Request ``options`` (``{"workers": 1, "machine": "CPU", ...}``) as typed options,
+    each checked on its own so an error names it (:meth:`JobOptions.from_json`).
 
     Raises:
         SpecError: not an object, an unknown option or a bad value (``field`` is the option).
     """
-    if raw is None:
-        raw = {}
-    if not isinstance(raw, Mapping):
-        raise SpecError(
-            "'options' must be a JSON object", 'send {"workers": 1, ...}', field="options"
-        )
-    table = _option_table()
-    merged = argparse.Namespace()
-    for key, value in raw.items():
-        if key not in table:
-            raise SpecError(
-                f"unknown option {key!r}",
-                f"use one of: {', '.join(sorted(table))}",
-                field=str(key),
-            )
-        flag, kwargs = table[key]
-        try:
-            parsed = options.parser(suppress_defaults=True).parse_args(
-                _words(key, value, flag, kwargs)
-            )
-        except SpecError as exc:
-            raise SpecError(exc.message, exc.hint, field=key) from None
-        merged = options.overlay(merged, parsed)
-    return merged
+    return JobOptions.from_json(raw)
 
 
 def job_dict(record: JobRecord) -> dict[str, Any]:
@@ -155,10 +94,13 @@ class JobService:
         self._settings = settings
 
     # ---------------------------------------------------------------- helpers
-    def store(self, settings: Settings | None = None) -> JobStore:
+    def client(self) -> Client:
+        """The one way in, with the settings as they are now (read anew for each request)."""
+        return Client(self._settings())
+
+    def store(self) -> JobStore:
         """The job-record store kernels use too (``TFC_JUPYTER_HOME`` or the Jupyter data dir)."""
-        settings = settings or self._settings()
-        return jobs.store_for(settings.get("home"))
+        return self.client().store
 
     def _record(self, store: JobStore, job_id: str) -> JobRecord:
         """The record, brought up to date by its backend when it is still running."""
@@ -210,11 +152,11 @@ class JobService:
             )
         return path
 
-    def _confine(self, ns: Any, base: Path) -> None:
+    def _confine(self, ns: JobOptions, base: Path) -> None:
         """Requirements files and ``include`` paths of a request stay inside the root folder
         (the CLI and the magic may name any file of their user; a web request may not)."""
         for key, flag in (("requirements", "requirements"), ("include", "include")):
-            for item in getattr(ns, key, None) or []:
+            for item in getattr(ns, key):
                 target = (base / str(item)).resolve()
                 if not target.is_relative_to(self.root_dir):
                     raise SpecError(
@@ -257,12 +199,12 @@ class JobService:
         Returns ``(201, {"job", "plan"})``, or ``(200, {"dry_run": true, "plan", "text",
         "script"})`` when ``options.dry_run`` is true.
         """
-        request_ns = parse_options(body.get("options"))
+        request = parse_options(body.get("options"))
         selection = self._selection(body)
-        self._confine(request_ns, selection.base_dir)
-        ns = options.overlay(options.parse_line(selection.magic_line), request_ns)
-        settings = self._settings()
-        plan = make_plan(selection, ns, settings)
+        self._confine(request, selection.base_dir)
+        ns = request.over(JobOptions.from_line(selection.magic_line))
+        client = self.client()
+        plan = client.plan(selection, ns)
         if ns.dry_run:
             return 200, {
                 "dry_run": True,
@@ -270,9 +212,8 @@ class JobService:
                 "text": plan.to_text(script=False),
                 "script": plan.script.text,
             }
-        store = self.store(settings)
-        job = jobs.launch(plan, store=store)
-        return 201, {"job": job_dict(store.get(job.id)), "plan": plan.summary()}
+        job = client.submit(plan)
+        return 201, {"job": job_dict(client.store.get(job.id)), "plan": plan.summary()}
 
     def list_jobs(
         self, *, limit: int = 50, state: str | None = None, backend: str | None = None
@@ -360,24 +301,26 @@ class JobService:
         from ..spec import Backend, Strategy
 
         settings = self._settings()
-        table = _option_table()
         return {
             "version": __version__,
-            "settings": {k: {"value": v, "source": src} for k, v, src in _raw_rows(settings)},
+            "settings": settings.to_dict(),
             "backends": [b.value for b in Backend],
             "strategies": [s.value for s in Strategy],
             "options": [
                 {
-                    "name": dest,
-                    "flag": flag,
-                    "help": str(kwargs.get("help", "")).replace("%%", "%"),
-                    "repeatable": kwargs.get("action") == "append",
-                    "boolean": kwargs.get("action") == "store_true",
+                    "name": f.name,
+                    "flag": f.option,
+                    "help": f.flag.help.replace("%%", "%"),
+                    "repeatable": f.kind == "list",
+                    "boolean": f.kind == "switch",
+                    "kind": f.kind,
+                    "default": list(f.default) if f.kind == "list" else f.default,
                 }
-                for dest, (flag, kwargs) in table.items()
+                for f in options.FIELDS
+                if f.flag.in_json
             ],
             "root_dir": str(self.root_dir),
-            "jobs_home": str(self.store(settings).path.parent),
+            "jobs_home": str(Client(settings).store.path.parent),
         }
 
 
@@ -411,13 +354,6 @@ def _checked_model(model: Any) -> Mapping[str, Any]:
             field="notebook",
         )
     return dict(model)
-
-
-def _raw_rows(settings: Settings) -> list[tuple[str, Any, str]]:
-    return [
-        (k, settings.values.get(k), settings.sources.get(k, "default"))
-        for k, _, _ in settings.rows()
-    ]
 
 
 def _read_log(path: Path, offset: int, limit: int, final: bool) -> tuple[str, int, int]:

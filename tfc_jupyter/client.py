@@ -1,0 +1,125 @@
+"""One way in: the :class:`Client` every front end calls.
+
+The magics, the CLI, the REST server, the launch panel and Python code each parse their input
+into :class:`~tfc_jupyter.options.JobOptions` (and a notebook selection), call one method here,
+and render the result. The settings and the job store are resolved once, when the client is
+made, so ``c.TfcConfig.home`` or ``TFC_JUPYTER_HOME`` mean the same store everywhere.
+
+Example::
+
+    from tfc_jupyter import Client, JobOptions
+    client = Client()
+    plan = client.plan_notebook("train.ipynb", JobOptions.of(workers=1))
+    job = client.submit(plan)
+    job.wait(timeout=600)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from .config import Settings, current_settings
+from .errors import TfcError
+from .options import JobOptions
+
+if TYPE_CHECKING:  # the core is imported when it is used, never at %load_ext
+    from .capture import Selection
+    from .jobs import Job
+    from .plan import Plan
+    from .records import JobRecord, JobState, JobStore
+
+
+class Client:
+    """Plan, submit, get, list, logs and cancel, with the settings and store resolved once.
+
+    Args:
+        settings: the effective defaults (default: this process's, with the running IPython
+            shell's ``c.TfcConfig`` when there is one).
+        store: the job records (default: the store under the settings' ``home``).
+    """
+
+    def __init__(self, settings: Settings | None = None, store: JobStore | None = None) -> None:
+        self.settings = settings if settings is not None else current_settings()
+        self._store = store
+
+    @property
+    def store(self) -> JobStore:
+        """The job records (opened on first use: planning needs none)."""
+        if self._store is None:
+            from .jobs import store_for
+
+            self._store = store_for(self.settings.get("home"))
+        return self._store
+
+    # ---------------------------------------------------------------- planning
+    def plan(self, selection: Selection, options: JobOptions | None = None) -> Plan:
+        """Plan a job from selected cells and options (a dry run: nothing starts).
+
+        Raises:
+            TfcError: a conversion, requirements or option problem, with the fix.
+        """
+        from .plan import make_plan
+
+        return make_plan(selection, options or JobOptions(), self.settings)
+
+    def plan_notebook(
+        self,
+        path: str | Path,
+        options: JobOptions | None = None,
+        *,
+        cell: int | None = None,
+        how: str = "command line",
+    ) -> Plan:
+        """Plan a saved notebook's job: its ``%%tfc_run`` cell (the first, or number
+        ``cell``) and the cells above it, the cell's own flags with ``options`` over them."""
+        from . import capture
+
+        file = Path(path)
+        if not file.is_file():
+            raise TfcError(f"notebook {str(file)!r} not found", "pass the path of an .ipynb file")
+        nb = capture.read_notebook(file)
+        selection = capture.select_cells(nb, path=file.resolve(), how=how, cell_number=cell)
+        line = JobOptions.from_line(selection.magic_line)
+        return self.plan(selection, (options or JobOptions()).over(line))
+
+    # ---------------------------------------------------------------- jobs
+    def submit(self, plan: Plan) -> Job:
+        """Launch a planned job on its backend; returns at once with its :class:`Job`."""
+        from .jobs import launch
+
+        return launch(plan, store=self.store)
+
+    def job(self, job_id: str) -> Job:
+        """The handle of a job: its id or a unique prefix of it."""
+        from .jobs import Job
+
+        return Job(job_id, self.store, self.settings)
+
+    def get(self, job_id: str) -> JobRecord:
+        """A job's record, brought up to date by its backend when it is still running."""
+        return self.job(job_id).record()
+
+    def list(
+        self,
+        limit: int | None = 20,
+        *,
+        backend: str | None = None,
+        states: Iterable[JobState] | None = None,
+    ) -> list[JobRecord]:
+        """Recent jobs, newest first; unfinished jobs on this machine are checked for life."""
+        from .jobs import refreshed
+
+        records = self.store.list(
+            limit=limit, backend=backend, states=list(states) if states else None
+        )
+        return refreshed(records, self.store, self.settings)
+
+    def logs(self, job_id: str, replica: str | None = None) -> str:
+        """Everything a job's replicas printed so far."""
+        return self.job(job_id).logs(replica)
+
+    def cancel(self, job_id: str) -> JobRecord:
+        """Stop every process (or Vertex AI replica) of a job."""
+        return self.job(job_id).cancel()

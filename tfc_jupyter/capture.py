@@ -22,7 +22,7 @@ from typing import Any
 
 from .convert import SKIP_TAGS, Cell
 from .errors import CaptureError
-from .files import UnsafeFile, read_regular
+from .files import UnsafeFile, read_regular, write_private
 
 NOTEBOOK_LIMIT = 512_000_000  # bytes: notebooks with large outputs are still notebooks
 
@@ -158,9 +158,7 @@ def colab_notebook(cwd: Path | None = None) -> Path | None:
     import json
 
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(nb, fh)
+        write_private(path, json.dumps(nb))
     except OSError:
         return None
     return path.resolve()

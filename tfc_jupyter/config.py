@@ -20,6 +20,7 @@ from traitlets import Float, TraitType, Unicode
 from traitlets.config import Config, Configurable
 
 from .errors import SpecError
+from .tables import table
 
 
 class TfcConfig(Configurable):
@@ -217,10 +218,7 @@ class Settings:
     def to_text(self) -> str:
         """An aligned table, as ``%tfc_config`` prints it."""
         rows = [("setting", "value", "from"), *self.rows()]
-        widths = [max(len(r[i]) for r in rows) for i in range(3)]
-        return "\n".join(
-            "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows
-        )
+        return table(rows)
 
 
 def _section(config: Config | None) -> dict[str, Any]:

@@ -1,16 +1,22 @@
-"""Reading files a user names (notebooks, requirements, apt.txt, ignore files): safely.
+"""Files: reading the ones a user names safely, writing our own owner-only.
 
 A FIFO, a device (``/dev/zero``) or a socket is refused, never read: reading one hangs or never
 ends. Every read has a size bound. Errors are one line naming the file and the fix.
+
+What the product writes for a job (scripts, launch files, logs, outcomes, requests) may hold
+what the user's code printed or the job's variables: :func:`write_private` and
+:func:`open_private` create it owner-only (0600) whatever the umask.
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import shutil
 import stat
 from pathlib import Path
+from typing import IO, Any
 
 from .errors import TfcError
 
@@ -44,6 +50,30 @@ def human(n: int) -> str:
     if n >= 1_000_000:
         return f"{n / 1_000_000:.0f} MB"
     return f"{n / 1000:.0f} KB" if n >= 1000 else f"{n} bytes"
+
+
+def write_private(path: Path, text: str, *, atomic: bool = False) -> None:
+    """Write ``text`` to ``path``, owner-only (0600). ``atomic``: through a temporary file
+    beside it, so a reader sees the old content or the new, never half of it."""
+    target = path.with_name(f".{path.name}.tmp") if atomic else path
+    fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0), 0o600)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        if atomic:
+            os.replace(target, path)
+    except BaseException:
+        if atomic:
+            with contextlib.suppress(OSError):
+                os.unlink(target)
+        raise
+
+
+def open_private(path: Path, mode: str = "ab", **kwargs: Any) -> IO[Any]:
+    """Open ``path`` to append (``"ab"`` or ``"a"``), creating it owner-only (0600) whatever the
+    umask: job logs may hold what the user's code printed."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    return os.fdopen(fd, mode, **kwargs)
 
 
 def mount_of(path: Path | str) -> Path:

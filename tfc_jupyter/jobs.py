@@ -23,9 +23,11 @@ from . import backends
 from .backends import Backend
 from .config import Settings
 from .errors import BackendError, JobConflict, TfcError
-from .files import disk_full, is_disk_full
+from .files import disk_full, is_disk_full, write_private
+from .logs import LogTail
 from .plan import Plan
 from .records import JobRecord, JobState, JobStore, default_home, new_job_id
+from .tables import table
 
 POLL_S = 0.2  # how often a follower reads the job's record (its state)
 LOG_POLL_S = 0.05  # how often it reads the log files: a print shows within about this
@@ -48,12 +50,6 @@ def backend_for(name: str, store: JobStore, settings: Settings | None = None) ->
     return backends.get(name, store, settings)
 
 
-def _write(path: Path, text: str) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        fh.write(text)
-
-
 def job_dir_files(plan: Plan) -> dict[str, str]:
     """What the job folder holds at launch: script, source map, requirements, spec."""
     return {
@@ -70,7 +66,7 @@ def write_job_dir(plan: Plan, job_dir: Path) -> None:
     for sub in ("logs", "status", "errors"):
         (job_dir / sub).mkdir(mode=0o700)
     for name, text in job_dir_files(plan).items():
-        _write(job_dir / name, text)
+        write_private(job_dir / name, text)
 
 
 def launch(plan: Plan, *, store: JobStore | None = None) -> Job:
@@ -137,42 +133,6 @@ def _folder_error(exc: OSError, job_dir: Path, plan: Plan) -> TfcError:
 
 
 _LOG_ROOM = 1 << 20  # logs and status files a short job writes at start
-
-
-class LogTail:
-    """Follows every replica log of a job folder from an offset, line by line."""
-
-    def __init__(self, log_dir: Path) -> None:
-        self.log_dir = log_dir
-        self.offsets: dict[str, int] = {}
-        self.partial: dict[str, bytes] = {}
-
-    def replicas(self) -> list[str]:
-        """Replica names with a log so far (chief first)."""
-        names = [p.stem for p in self.log_dir.glob("*.log") if p.stem != "supervisor"]
-        order = {"chief": 0, "worker": 1, "ps": 2, "evaluator": 3}
-        return sorted(names, key=lambda n: (order.get(n.split("-")[0], 9), n))
-
-    def read(self, *, final: bool = False) -> list[tuple[str, str]]:
-        """New complete lines as ``(replica, line)``; ``final`` also flushes partial lines."""
-        out = []
-        for name in self.replicas():
-            path = self.log_dir / f"{name}.log"
-            try:
-                with open(path, "rb") as fh:
-                    fh.seek(self.offsets.get(name, 0))
-                    data = fh.read()
-            except OSError:
-                continue
-            self.offsets[name] = self.offsets.get(name, 0) + len(data)
-            data = self.partial.pop(name, b"") + data
-            *lines, rest = data.split(b"\n")
-            if rest and final:
-                lines.append(rest)
-            elif rest:
-                self.partial[name] = rest
-            out += [(name, line.decode("utf-8", errors="replace").rstrip("\r")) for line in lines]
-        return out
 
 
 class Job:
@@ -318,7 +278,4 @@ def jobs_table(records: list[JobRecord]) -> str:
         created = time.strftime("%Y-%m-%d %H:%M", time.localtime(rec.created_at))
         error = (rec.error or "")[:60] if rec.state is not JobState.SUCCEEDED else ""
         rows.append((rec.id, rec.backend, rec.state.value, f"{rec.elapsed:.0f}s", created, error))
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    return "\n".join(
-        "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows
-    )
+    return table(rows)

@@ -20,6 +20,7 @@ from .config import load_settings
 from .convert import RULES
 from .errors import TfcError
 from .options import JobOptions, magic_decorate
+from .tables import table
 
 if TYPE_CHECKING:  # plan pulls in packaging code: imported when a cell runs, not at load
     from .client import Client
@@ -287,10 +288,7 @@ def machines_table() -> str:
                 f"{m.price_per_hour:.2f}",
             )
         )
-    widths = [max(len(r[i]) for r in rows) for i in range(6)]
-    text = "\n".join(
-        "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows
-    )
+    text = table(rows)
     return text + f"\n(approximate us-central1 list prices, {PRICES_AS_OF})"
 
 

@@ -23,10 +23,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..files import open_private
 from ..records import JobState
 from .docker import JOB_LABEL, REPLICA_LABEL
 from .watch_loop import JobWatcher, ReplicaState, describe_failure
-from .watched import open_private
 
 GRACE_S = 3
 POLL_S = 0.25

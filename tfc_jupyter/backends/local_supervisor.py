@@ -27,9 +27,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..files import open_private
 from ..records import JobState
 from .watch_loop import JobWatcher, ReplicaState
-from .watched import open_private, started_at
+from .watched import started_at
 
 GRACE_S = 3.0
 POLL_S = 0.1

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import vertex_request
 from ..errors import BackendError
+from ..files import write_private
 from ..records import JobRecord, JobState, JobStore
 from ..spec import JobSpec
 from . import vertex_api
@@ -108,7 +109,7 @@ class VertexBackend:
             image, built = result.uri, {"built": result.built, "pushed": result.pushed}
         body = vertex_request.custom_job_body(spec, image)  # what the dry run shows
         job_dir = Path(record.job_dir)
-        _write_private(job_dir / "vertex_request.json", json.dumps(body, indent=2))
+        write_private(job_dir / "vertex_request.json", json.dumps(body, indent=2))
         counter = RetryCount()
         job = self._create(spec, body, counter)
         resource = str(job.name)
@@ -124,7 +125,7 @@ class VertexBackend:
             "timeout_s": spec.timeout_s,
             "settings": self.settings.to_dict(),
         }
-        _write_private(job_dir / WATCH_FILE, json.dumps(watch, indent=1))
+        write_private(job_dir / WATCH_FILE, json.dumps(watch, indent=1))
         handle = {
             "resource_name": resource,
             "vertex_job_id": vertex_id,
@@ -305,12 +306,6 @@ def _summary(job: Any, spec: JobSpec) -> dict[str, Any]:
         "error": job.error.message or None,
         "console_url": vertex_request.console_url(spec, vertex_id),
     }
-
-
-def _write_private(path: Path, text: str) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        fh.write(text)
 
 
 def stop_watcher(record: JobRecord) -> None:

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
+from ..files import write_private
 from ..records import JobState, JobStore, JobStoreError
 
 Outcome = tuple[JobState, str | None, str | None]  # state, error, notebook location
@@ -147,12 +148,8 @@ def write_outcome(
 ) -> None:
     """Keep how the job ended in its folder until the record takes it (owner-only, atomic)."""
     data = {"state": state.value, "error": error, "location": location, "exit_codes": codes}
-    tmp = job_dir / f".{OUTCOME_FILE}.tmp"
     with contextlib.suppress(OSError):
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(data, fh)
-        os.replace(tmp, job_dir / OUTCOME_FILE)
+        write_private(job_dir / OUTCOME_FILE, json.dumps(data), atomic=True)
 
 
 def read_outcome(job_dir: Path) -> dict[str, Any] | None:

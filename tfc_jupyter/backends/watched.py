@@ -14,9 +14,10 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import BackendError
+from ..files import open_private, write_private
 from ..records import JobRecord, JobState, JobStore
 from .watch_loop import read_outcome
 
@@ -28,18 +29,9 @@ if TYPE_CHECKING:
 WATCHER_LOG = "supervisor.log"
 
 
-def open_private(path: Path, mode: str = "ab", **kwargs: Any) -> IO[Any]:
-    """Open ``path`` to append (``"ab"`` or ``"a"``), creating it owner-only (0600) whatever the
-    umask: job logs may hold what the user's code printed."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-    return os.fdopen(fd, mode, **kwargs)
-
-
 def write_launch(job_dir: Path, launch: dict[str, Any]) -> None:
     """Write the watcher's instructions, ``launch.json``, owner-only (it holds the job's env)."""
-    fd = os.open(job_dir / "launch.json", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as fh:
-        json.dump(launch, fh, indent=1)
+    write_private(job_dir / "launch.json", json.dumps(launch, indent=1))
 
 
 def start_watcher(module: str, job_dir: Path, env: dict[str, str], what: str = "watcher") -> int:

@@ -9,7 +9,7 @@ one ended, is ignored: a double click never launches twice.
 
 :class:`JobWatch` follows one job from a daemon thread: its record (state, elapsed time, error,
 Vertex console and TensorBoard links) and the new lines of every replica's log
-(:class:`jobs.LogTail`), kept in bounded buffers. It stops when the job has ended and its last
+(:class:`logs.LogTail`), kept in bounded buffers. It stops when the job has ended and its last
 lines are read, or when :meth:`JobWatch.stop` is called (the panel closed).
 """
 
@@ -27,6 +27,7 @@ from typing import Any
 from .. import jobs
 from ..client import Client
 from ..errors import TfcError
+from ..logs import LogTail
 from ..records import JobRecord, JobState, JobStore
 from .model import PanelModel
 
@@ -222,7 +223,7 @@ class JobWatch:
         self.error: str | None = None
         self.cancel_error: str | None = None
         self.cancelling = False
-        self._tail = jobs.LogTail(Path(self.record.log_dir))
+        self._tail = LogTail(Path(self.record.log_dir))
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._ended = False

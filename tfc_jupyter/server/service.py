@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from .. import __version__, capture, catalog, jobs, options
+from .. import __version__, capture, catalog, jobs, logs, options
 from ..client import Client
 from ..config import Settings, load_settings
 from ..errors import SpecError, TfcError
@@ -60,7 +60,7 @@ def job_dict(record: JobRecord) -> dict[str, Any]:
         elapsed=round(record.elapsed, 3),
         terminal=record.state.is_terminal(),
         replica_count=replicas,
-        replicas=jobs.LogTail(Path(record.log_dir)).replicas() if record.log_dir else [],
+        replicas=logs.replicas(Path(record.log_dir)) if record.log_dir else [],
         cost_per_hour=rate,
         cost_estimate=round(rate * record.elapsed / 3600, 4) if billed else 0.0,
         billed=billed,
@@ -250,8 +250,7 @@ class JobService:
         """
         store = self.store()
         record = self._record(store, job_id)
-        tail = jobs.LogTail(Path(record.log_dir))
-        replicas = tail.replicas()
+        replicas = logs.replicas(Path(record.log_dir))
         name = replica or (replicas[0] if replicas else "chief")
         if not _REPLICA.match(name):
             raise SpecError(
@@ -263,9 +262,16 @@ class JobService:
             raise SpecError("offset must be 0 or more", "send ?offset=0", field="offset")
         if not 1 <= limit <= 4 * LOG_CHUNK:
             raise SpecError("limit must be 1 to 1048576 bytes", "leave it out", field="limit")
-        text, next_offset, size = _read_log(
-            Path(record.log_dir) / f"{name}.log", offset, limit, record.state.is_terminal()
-        )
+        try:
+            data, size = logs.read_chunk(
+                Path(record.log_dir) / f"{name}.log",
+                offset,
+                limit,
+                final=record.state.is_terminal(),
+            )
+        except logs.OffsetPastEnd as exc:
+            raise SpecError(str(exc), "start again from offset 0", field="offset") from None
+        text, next_offset = data.decode("utf-8", errors="replace"), offset + len(data)
         return {
             "job_id": record.id,
             "replica": name,
@@ -354,44 +360,3 @@ def _checked_model(model: Any) -> Mapping[str, Any]:
             field="notebook",
         )
     return dict(model)
-
-
-def _read_log(path: Path, offset: int, limit: int, final: bool) -> tuple[str, int, int]:
-    """``(text, next offset, file size)``: whole lines only, unless the job has ended."""
-    try:
-        with open(path, "rb") as fh:
-            size = fh.seek(0, 2)
-            if offset > size:
-                raise SpecError(
-                    f"offset {offset} is past the end of the log ({size} bytes)",
-                    "start again from offset 0",
-                    field="offset",
-                )
-            fh.seek(offset)
-            data = fh.read(limit)
-    except FileNotFoundError:
-        if offset:
-            raise SpecError(
-                "that replica has no log yet", "start from offset 0", field="offset"
-            ) from None
-        return "", 0, 0
-    end = offset + len(data)
-    if not (final and end == size):
-        cut = data.rfind(b"\n") + 1
-        if cut:
-            data = data[:cut]
-        elif len(data) == limit:  # one long line: cut at a UTF-8 character boundary
-            data = _utf8_prefix(data)
-        else:
-            data = b""  # a partial last line: wait for the rest
-    return data.decode("utf-8", errors="replace"), offset + len(data), size
-
-
-def _utf8_prefix(data: bytes) -> bytes:
-    """``data`` less a multi-byte character cut at its end (unchanged if that leaves nothing)."""
-    end = len(data)
-    while end and (data[end - 1] & 0xC0) == 0x80:  # continuation bytes
-        end -= 1
-    if end and data[end - 1] >= 0xC0:  # the lead byte of the cut character
-        end -= 1
-    return data[:end] or data

@@ -1,0 +1,95 @@
+"""Reading a job's replica logs: the one reader behind the cell, the CLI, the panel and the API.
+
+Every replica writes ``<job_dir>/logs/<replica>.log``. :func:`read_chunk` reads one log from a
+byte offset, whole lines only (so a line being written is never cut), with a size bound;
+:class:`LogTail` follows every replica's log with it, line by line.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+CHUNK = 1 << 20
+"""Most bytes one read takes from one log."""
+_ORDER = {"chief": 0, "worker": 1, "ps": 2, "evaluator": 3}
+
+
+class OffsetPastEnd(ValueError):
+    """The offset asked for is past the end of the log (the caller names the fix)."""
+
+
+def read_chunk(path: Path, offset: int, limit: int = CHUNK, *, final: bool) -> tuple[bytes, int]:
+    """``(data, size)``: at most ``limit`` bytes of the log from ``offset``, cut after its last
+    complete line (``final``: the job has ended, the last line is complete as it is). A single
+    line longer than ``limit`` is cut at a UTF-8 character boundary. A missing log is empty.
+
+    Raises:
+        OffsetPastEnd: ``offset`` is past the end of the file.
+    """
+    try:
+        with open(path, "rb") as fh:
+            size = fh.seek(0, 2)
+            if offset > size:
+                raise OffsetPastEnd(f"offset {offset} is past the end of the log ({size} bytes)")
+            fh.seek(offset)
+            data = fh.read(limit)
+    except FileNotFoundError:
+        if offset:
+            raise OffsetPastEnd("that replica has no log yet") from None
+        return b"", 0
+    if not (final and offset + len(data) == size):
+        cut = data.rfind(b"\n") + 1
+        if cut:
+            data = data[:cut]
+        elif len(data) == limit:  # one long line: cut at a UTF-8 character boundary
+            data = _utf8_prefix(data)
+        else:
+            data = b""  # a partial last line: wait for the rest
+    return data, size
+
+
+def _utf8_prefix(data: bytes) -> bytes:
+    """``data`` less a multi-byte character cut at its end (unchanged if that leaves nothing)."""
+    end = len(data)
+    while end and (data[end - 1] & 0xC0) == 0x80:  # continuation bytes
+        end -= 1
+    if end and data[end - 1] >= 0xC0:  # the lead byte of the cut character
+        end -= 1
+    return data[:end] or data
+
+
+def replicas(log_dir: Path) -> list[str]:
+    """Replica names with a log so far (chief first; the watcher's own log is not one)."""
+    names = [p.stem for p in log_dir.glob("*.log") if p.stem != "supervisor"]
+    return sorted(names, key=lambda n: (_ORDER.get(n.split("-")[0], 9), n))
+
+
+class LogTail:
+    """Follows every replica log of a job folder from an offset, line by line."""
+
+    def __init__(self, log_dir: Path) -> None:
+        self.log_dir = log_dir
+        self.offsets: dict[str, int] = {}
+
+    def replicas(self) -> list[str]:
+        """Replica names with a log so far (chief first)."""
+        return replicas(self.log_dir)
+
+    def read(self, *, final: bool = False) -> list[tuple[str, str]]:
+        """New complete lines as ``(replica, line)``; ``final`` also takes unfinished last
+        lines (the job has ended)."""
+        out: list[tuple[str, str]] = []
+        for name in self.replicas():
+            offset = self.offsets.get(name, 0)
+            while True:
+                try:
+                    data, size = read_chunk(self.log_dir / f"{name}.log", offset, final=final)
+                except (OSError, OffsetPastEnd):  # replaced or truncated: nothing to add
+                    break
+                offset += len(data)
+                text = data.decode("utf-8", errors="replace")
+                out += [(name, line.rstrip("\r")) for line in text.splitlines()]
+                if not data or offset >= size:
+                    break
+            self.offsets[name] = offset
+        return out

@@ -45,8 +45,9 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 from jobutil import plan_for  # noqa: E402
 
-from tfc_jupyter import build, package  # noqa: E402
-from tfc_jupyter.build import Progress, ensure_image, reporting  # noqa: E402
+from tfc_jupyter.image import Progress, ensure_image, reporting  # noqa: E402
+from tfc_jupyter.image import context as package  # noqa: E402
+from tfc_jupyter.image import docker as build  # noqa: E402
 
 TFC_PYTHON = ROOT / "benchmarks" / ".venv-tfc" / "bin" / "python"
 CHILD_TIMEOUT_S = 900
@@ -201,7 +202,7 @@ def main(argv: list[str] | None = None) -> int:
         os.environ["TFC_JUPYTER_HOME"] = str(Path(tmp) / "home")
         folder = make_folder(Path(tmp), parent)
         apparent, files = folder_bytes(folder)
-        context = package.from_plan(plan_for(folder / "train.ipynb"))
+        context = plan_for(folder / "train.ipynb").context
         venv_bytes, venv_files = folder_bytes(folder / ".venv")
         print(
             f"\nfolder: {package.human_size(apparent)} in {files} files (data/train.bin 1 GB "
@@ -212,7 +213,7 @@ def main(argv: list[str] | None = None) -> int:
             f"files (nothing declared)"
         )
         try:
-            package.from_plan(plan_for(folder / "train.ipynb", "--include ."))
+            plan_for(folder / "train.ipynb", "--include .")
         except package.ContextTooLarge as exc:
             print(f"ours with --include . (the whole folder, declared): {exc}")
         if not registry:

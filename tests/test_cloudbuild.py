@@ -32,10 +32,9 @@ from gcp_server import GcpServer, api_disabled, permission_denied
 from jobutil import plan_for, write_notebook
 from vertex_server import Fault, VertexServer
 
-from tfc_jupyter import cloudbuild, package
 from tfc_jupyter.backends.vertex import VertexBackend, stop_watcher
-from tfc_jupyter.build import BuildError, Progress, ensure_image, reporting
 from tfc_jupyter.errors import BackendError, SpecError, TfcError
+from tfc_jupyter.image import BuildError, Progress, cloudbuild, ensure_image, reporting
 from tfc_jupyter.jobs import launch, store_for
 from tfc_jupyter.plan import Plan
 from tfc_jupyter.records import JobState
@@ -119,7 +118,7 @@ def creates(server: GcpServer) -> list[Any]:
 
 def check_tarball(server: GcpServer, plan: Plan) -> None:
     """The uploaded tarball is exactly the build context, and no planted secret is in it."""
-    context = package.from_plan(plan)
+    context = plan.context
     obj = server.object(BUCKET, f"tfc-jupyter/{context.tag}.tar.gz")
     assert obj is not None, sorted(server.objects[BUCKET])
     tar = gzip.decompress(obj.data)
@@ -166,7 +165,7 @@ def test_builds_with_cloud_build_when_no_engine_answers(gcp: GcpServer, tmp_path
     assert log is not None and log.data.decode().rstrip().endswith("DONE")
 
     steps = [e for e in events if e.phase == "build" and e.total]
-    total = len(dockerfile_instructions(package.from_plan(plan).dockerfile))
+    total = len(dockerfile_instructions(plan.context.dockerfile))
     assert [e.step for e in steps] == list(range(1, total + 1)), steps
     assert all(e.total == total for e in steps)
     assert [e.phase for e in events][-1] == "done" and any(e.phase == "push" for e in events)
@@ -271,7 +270,7 @@ def test_a_vertex_job_launches_with_its_image_from_cloud_build(
 def test_a_failing_build_names_the_step_in_one_line(gcp: GcpServer, tmp_path: Path) -> None:
     nb = project(tmp_path / "nb")
     plan = plan_for(nb, flags())
-    instructions = dockerfile_instructions(package.from_plan(plan).dockerfile)
+    instructions = dockerfile_instructions(plan.context.dockerfile)
     gcp.fail_next_build(3, "E: Unable to locate package nope")
     events: list[Progress] = []
     with reporting(events.append), pytest.raises(BuildError) as info:
@@ -464,7 +463,7 @@ def test_settings_endpoints_and_bucket_names(tfc_env: Path) -> None:
 
 def test_the_tarball_is_reproducible(tmp_path: Path, tfc_env: Path) -> None:
     plan = plan_for(project(tmp_path / "nb"), flags())
-    context = package.from_plan(plan)
+    context = plan.context
     first, size, md5 = cloudbuild.tarball(context)
     second, _, md5_again = cloudbuild.tarball(context)
     assert md5 == md5_again and size == len(first.read()) and first.read() == b""
@@ -513,8 +512,8 @@ def test_load_ext_imports_no_cloud_build() -> None:
         "import sys\n"
         "from IPython.core.interactiveshell import InteractiveShell\n"
         "InteractiveShell.instance().run_line_magic('load_ext', 'tfc_jupyter')\n"
-        "print(sorted(m for m in sys.modules if m.startswith(('tfc_jupyter.cloudbuild', "
-        "'tfc_jupyter.build', 'requests', 'google.auth', 'google.api_core'))))\n"
+        "print(sorted(m for m in sys.modules if m.startswith(('tfc_jupyter.image.cloudbuild', "
+        "'tfc_jupyter.image.docker', 'requests', 'google.auth', 'google.api_core'))))\n"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr

@@ -21,8 +21,8 @@ from tfc_jupyter.backends.local import LocalBackend
 from tfc_jupyter.capture import read_notebook, select_cells
 from tfc_jupyter.convert import Cell, Script, convert
 from tfc_jupyter.errors import BackendError, CaptureError, ConversionError, ConversionErrors
+from tfc_jupyter.image.context import dockerfile
 from tfc_jupyter.jobs import store_for
-from tfc_jupyter.package import dockerfile
 
 
 def script_of(*sources: str) -> Script:

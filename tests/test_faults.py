@@ -44,8 +44,8 @@ from faultinfra import (
 )
 from jobutil import JOB_DEADLINE_S, job_pids, plan_for, wait_gone, wait_state, write_notebook
 
-from tfc_jupyter.build import BuildError
 from tfc_jupyter.errors import TfcError
+from tfc_jupyter.image import BuildError
 from tfc_jupyter.jobs import Job, launch, store_for
 from tfc_jupyter.records import JobState
 

@@ -18,10 +18,20 @@ from typing import Any
 import pytest
 from jobutil import plan_for, write_notebook
 
-from tfc_jupyter import build, images, options, package
-from tfc_jupyter.build import BuildError, LineProgress, Progress, ensure_image, reporting
+from tfc_jupyter import options
 from tfc_jupyter.errors import BackendError, MissingDependency, SpecError
-from tfc_jupyter.package import SecretInFile
+from tfc_jupyter.image import (
+    BuildError,
+    ImageResult,
+    LineProgress,
+    Progress,
+    ensure_image,
+    reporting,
+)
+from tfc_jupyter.image import context as package
+from tfc_jupyter.image import docker as build
+from tfc_jupyter.image import names as images
+from tfc_jupyter.image.context import SecretInFile
 from tfc_jupyter.plan import Plan
 from tfc_jupyter.spec import ImageSettings, JobSpec
 
@@ -358,7 +368,7 @@ class _CountingApi:
         return getattr(self._api, name)
 
 
-def _quiet_ensure(plan: Plan, client: Any, *, push: bool = False) -> build.ImageResult:
+def _quiet_ensure(plan: Plan, client: Any, *, push: bool = False) -> ImageResult:
     events: list[Progress] = []
     with reporting(events.append):
         result = ensure_image(plan, push=push, client=client)

@@ -8,11 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from tfc_jupyter import catalog, images, options
+from tfc_jupyter import catalog, options
 from tfc_jupyter.capture import Selection, read_notebook, select_cells
 from tfc_jupyter.config import Settings
 from tfc_jupyter.convert import Cell
 from tfc_jupyter.errors import ConversionError, RequirementsError
+from tfc_jupyter.image import names as images
 from tfc_jupyter.plan import Plan, job_name, make_plan
 from tfc_jupyter.spec import Strategy
 

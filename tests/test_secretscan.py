@@ -15,7 +15,7 @@ from jobutil import plan_for, write_notebook
 from secret_corpus import ARCHIVE_FORMS, AWS_SECRET, CLEAN, CONTENT_FORMS, NAME_FORMS, SA
 
 from tfc_jupyter import secretscan
-from tfc_jupyter.package import SecretInFile
+from tfc_jupyter.image.context import SecretInFile
 
 ITEMS = [
     "content forms are found at their line",

@@ -36,7 +36,7 @@ from tornado.httpclient import HTTPClientError, HTTPResponse
 
 from tfc_jupyter import cli, jobs
 from tfc_jupyter.errors import SpecError, TfcError
-from tfc_jupyter.package import SecretInFile, secret_reason
+from tfc_jupyter.image.context import SecretInFile, secret_reason
 from tfc_jupyter.panel.memory import ChoiceMemory
 from tfc_jupyter.records import JobState
 from tfc_jupyter.server import handlers
@@ -313,7 +313,7 @@ def test_no_secret_in_any_build_context(tmp_path: Path, tfc_env: Path, layout: s
 def test_no_secret_in_the_image_layers(
     tmp_path: Path, tfc_env: Path, docker_client: Any, tf_parent_image: str
 ) -> None:
-    from tfc_jupyter.build import ensure_image, reporting
+    from tfc_jupyter.image import ensure_image, reporting
 
     root = tmp_path / "corpus"
     declared = []

@@ -27,9 +27,10 @@ from vertex_server import Fault, VertexServer
 
 from tfc_jupyter import vertex_request
 from tfc_jupyter.backends.vertex import VertexBackend, stop_watcher
-from tfc_jupyter.backends.vertex_api import QuotaError, VertexSettings, credentials, is_loopback
+from tfc_jupyter.backends.vertex_api import VertexSettings
 from tfc_jupyter.catalog import Machine
 from tfc_jupyter.errors import BackendError, MissingDependency, TfcError
+from tfc_jupyter.gcloud import QuotaError, credentials, is_loopback
 from tfc_jupyter.jobs import Job, launch, store_for
 from tfc_jupyter.plan import Plan
 from tfc_jupyter.records import JobRecord, JobState

@@ -328,7 +328,7 @@ def _follow_in_cell(job: Any, raise_on_failure: bool = True) -> Any:
 
 def _build_progress(shell: Any) -> Any:
     """Image build/push progress: an updating bar in a notebook, lines in a terminal."""
-    from .build import LineProgress, reporting
+    from .image import LineProgress, reporting
 
     if type(shell).__name__ != "ZMQInteractiveShell":
         return reporting(LineProgress(sys.stdout))

@@ -15,12 +15,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import catalog, codeinfo, images, needs, package, vertex_request
+from . import catalog, codeinfo, needs, vertex_request
 from .capture import Selection
 from .choose import choose
 from .config import Settings
 from .convert import Script, convert
 from .errors import SpecError
+from .image import context as package
+from .image import names as images
 from .options import JobOptions
 from .requirements import Requirements, unsatisfied
 from .spec import JobSpec, Strategy
@@ -383,7 +385,7 @@ def make_plan(selection: Selection, ns: JobOptions, settings: Settings) -> Plan:
             auto_include=found,
             limit=package.limit_bytes(settings),
         )
-    image_uri = images.planned_image_uri(spec, context)
+    image_uri = images.planned_image_uri(spec, context.tag if context else None)
     warnings = list(selection.warnings) + choice.warnings + _unattended(facts, locate)
     warnings += need_warnings
     if builds and context is not None:

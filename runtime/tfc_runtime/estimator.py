@@ -15,13 +15,14 @@ import re
 from collections.abc import Mapping, MutableMapping
 from typing import Any
 
+from tfc_runtime.built import current_strategy
 from tfc_runtime.cluster import (
     ClusterInfo,
     cluster_info,
     ensure_tf_config,
     tf_config_from_cluster_spec,
 )
-from tfc_runtime.strategy import _say, _warn, current_strategy
+from tfc_runtime.strategy import _say, _warn
 
 #: Core counts a model replica may span (TPUConfig's rule).
 CORES_PER_REPLICA = (1, 2, 4, 8, 16, 32, 64, 128)
@@ -147,7 +148,7 @@ def run_config(**overrides: Any) -> Any:
     _check_checkpoints(overrides, _distributed(info, os.environ))
     kwargs = dict(overrides)
     if kwargs.get("model_dir") is None:
-        from tfc_runtime import model_dir
+        from tfc_runtime.paths import model_dir
 
         kwargs["model_dir"] = model_dir()
     how = _distribution(kwargs)
@@ -297,7 +298,7 @@ def tpu_run_config(*, resolver: Any = None, tpu_config: Any = None, **overrides:
         tpu_config = _tpu_config(resolver=resolver)
     kwargs = dict(overrides)
     if kwargs.get("model_dir") is None:
-        from tfc_runtime import model_dir
+        from tfc_runtime.paths import model_dir
 
         kwargs["model_dir"] = model_dir()
     config = api.RunConfig(cluster=resolver, tpu_config=tpu_config, **kwargs)

@@ -11,12 +11,12 @@ import sys
 from collections.abc import Mapping, MutableMapping
 from typing import Any
 
+from tfc_runtime.built import set_current
 from tfc_runtime.cluster import ClusterInfo, cluster_info
 
 STRATEGIES = ("auto", "one_device", "mirrored", "multi_worker_mirrored", "tpu", "none")
 
 # The strategy build_strategy made last (None: none built, or "none" asked for).
-_current: Any = None
 
 
 def _say(message: str) -> None:
@@ -158,7 +158,6 @@ def build_strategy(name: str, *, gpus: int | None = None) -> Any:
     Returns the ``tf.distribute.Strategy``, or None for ``none`` (TensorFlow is then not even
     imported). Unknown names raise ValueError listing the valid ones.
     """
-    global _current
     key = _check_name(name)
     if key == "auto" and parameter_server_cluster(cluster_info()):
         _say(
@@ -167,14 +166,14 @@ def build_strategy(name: str, *, gpus: int | None = None) -> Any:
         )
         key = "none"
     if key == "none":
-        _current = None
+        set_current(None)
         if "tensorflow" in sys.modules:  # drop an earlier default; never import TF for "none"
             sys.modules["tensorflow"].distribute.experimental_set_strategy(None)
         return None
     if key == "auto":
         strategy = _build_auto(gpus)
         if strategy is None:
-            _current = None
+            set_current(None)
             return None
     elif key == "one_device":
         strategy = _build_one_device(gpus)
@@ -187,13 +186,8 @@ def build_strategy(name: str, *, gpus: int | None = None) -> Any:
     import tensorflow as tf
 
     tf.distribute.experimental_set_strategy(strategy)
-    _current = strategy
+    set_current(strategy)
     return strategy
-
-
-def current_strategy() -> Any:
-    """The strategy build_strategy made last, or None."""
-    return _current
 
 
 def describe(strategy: Any) -> str:

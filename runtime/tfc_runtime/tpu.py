@@ -387,7 +387,7 @@ def tpu_strategy(resolver: Any = None, *, deadline_s: float | None = None) -> An
     one (initializing the TPU system again would wipe its memory). Uses
     ``tf.distribute.TPUStrategy``, or the experimental class on TensorFlow that lacks it.
     """
-    from tfc_runtime.strategy import current_strategy
+    from tfc_runtime.built import current_strategy
 
     built = current_strategy()
     if resolver is None and type(built).__name__.startswith("TPUStrategy"):

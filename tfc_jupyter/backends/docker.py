@@ -1,6 +1,6 @@
 """The docker backend: the job's image, run on this machine, as Vertex AI would run it.
 
-The image is the one Vertex AI would run (:func:`tfc_jupyter.build.ensure_image`: built only
+The image is the one Vertex AI would run (:func:`tfc_jupyter.image.ensure_image`: built only
 when its content is new). Chief, workers, parameter servers and evaluator run as containers with
 host networking and exactly the variables Vertex sets (``CLUSTER_SPEC``, ``TF_CONFIG``,
 ``AIP_*``, ``CLOUD_ML_JOB_ID``) on free loopback ports, and the container command Vertex runs
@@ -21,8 +21,10 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .. import build, vertex_request
+from .. import vertex_request
 from ..errors import BackendError
+from ..image import ensure_image
+from ..image.docker import docker_client
 from ..records import JobRecord
 from ..spec import JobSpec, check_runnable
 from .local import (
@@ -76,7 +78,7 @@ def container_env(spec: JobSpec, job_id: str, job_dir: Path) -> dict[str, str]:
 def remove_containers(job_id: str, client: Any = None) -> int:
     """Force-remove every container of a job (by label); how many there were."""
     try:
-        client = client or build.docker_client()
+        client = client or docker_client()
         found = client.containers.list(all=True, filters={"label": f"{JOB_LABEL}={job_id}"})
     except Exception:
         return 0
@@ -96,7 +98,7 @@ class DockerBackend(WatchedBackend):
         """Refuse TPU jobs, and say what is missing when there is no docker package or engine."""
         check_runnable(spec)  # TPU jobs: this machine has no TPU
         try:
-            build.docker_client("the docker backend")
+            docker_client("the docker backend")
         except BackendError as exc:
             raise BackendError(exc.message, f"{exc.hint}, or use --backend local") from None
 
@@ -104,7 +106,7 @@ class DockerBackend(WatchedBackend):
         """Build (or reuse) the image, write the launch file, start the detached watcher."""
         spec = plan.spec
         job_dir = Path(record.job_dir)
-        image = build.ensure_image(plan, push=False)
+        image = ensure_image(plan, push=False)
         base_env = container_env(spec, record.id, job_dir)
         replicas = cluster_env(spec, record.id, free_ports(spec.replica_count))
         n_gpus = local_gpu_count() if spec.chief.gpu_count else 0

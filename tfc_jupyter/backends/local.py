@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import vertex_request
 from ..errors import BackendError
-from ..images import local_tensorflow_version
+from ..image.names import local_tensorflow_version
 from ..records import JobRecord
 from ..requirements import TENSORFLOW_DISTRIBUTIONS, canonical_name, installed, unsatisfied
 from ..spec import JobSpec, check_runnable

@@ -11,7 +11,7 @@ outlives the kernel.
 
 Transient API errors are retried with backoff within a bounded time; authentication, permission,
 quota, not-found and invalid-argument errors stop at once with a one-line
-:class:`~tfc_jupyter.errors.BackendError` that says what to do (see :mod:`.vertex_api`).
+:class:`~tfc_jupyter.errors.BackendError` that says what to do (see :mod:`tfc_jupyter.gcloud`).
 """
 
 from __future__ import annotations
@@ -24,13 +24,14 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .. import vertex_request
+from .. import gcloud, vertex_request
 from ..errors import BackendError
 from ..files import write_private
+from ..gcloud import RetryCount
 from ..records import JobRecord, JobState, JobStore
 from ..spec import JobSpec
 from . import vertex_api
-from .vertex_api import RetryCount, VertexSettings
+from .vertex_api import VertexSettings
 from .watched import (
     WATCHER_LOG,
     alive,
@@ -80,10 +81,10 @@ class VertexBackend:
             )
         vertex_api.require_clients()
         if not spec.image.image:  # built here (an engine answers) or by Cloud Build (a bucket)
-            from .. import build
+            from ..image import docker
 
             try:
-                build.docker_client("building the job's image for Vertex AI")
+                docker.docker_client("building the job's image for Vertex AI")
             except BackendError as exc:
                 if not spec.image.build_bucket:
                     raise BackendError(
@@ -92,10 +93,10 @@ class VertexBackend:
                         "with Cloud Build, or pass --image with an image you built",
                         field="image",
                     ) from None
-                from .. import cloudbuild
+                from ..image import cloudbuild
 
                 cloudbuild.check(spec)
-        vertex_api.credentials(self.settings.api_endpoint(spec.region))
+        gcloud.credentials(self.settings.api_endpoint(spec.region))
 
     def submit(self, record: JobRecord, plan: Plan) -> None:
         """Create the CustomJob (retrying transient errors) and start the watcher."""
@@ -103,9 +104,9 @@ class VertexBackend:
         assert spec.project, "check() refuses a job without a project"
         image, built = spec.image.image, None
         if not image:
-            from .. import build
+            from ..image import ensure_image
 
-            result = build.ensure_image(plan, push=True)
+            result = ensure_image(plan, push=True)
             image, built = result.uri, {"built": result.built, "pushed": result.pushed}
         body = vertex_request.custom_job_body(spec, image)  # what the dry run shows
         job_dir = Path(record.job_dir)
@@ -236,7 +237,7 @@ class VertexBackend:
 
     # -- internals --------------------------------------------------------------------------
     def _call(self, spec: JobSpec, what: str, fn: Any, **kw: Any) -> Any:
-        return vertex_api.call(
+        return gcloud.call(
             fn,
             what=what,
             project=spec.project or "",

@@ -28,8 +28,9 @@ from typing import Any
 
 from ..errors import BackendError, TfcError
 from ..files import open_private
+from ..gcloud import call, explain
 from ..records import JobState, JobStore
-from .vertex_api import VertexSettings, call, explain, job_client, logging_client
+from .vertex_api import VertexSettings, job_client, logging_client
 
 LOOKBACK = timedelta(seconds=10)  # entries may arrive late: re-read this window, deduplicated
 _ROLES = {"0": "chief", "1": "worker", "2": "ps", "3": "evaluator"}

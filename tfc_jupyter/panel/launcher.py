@@ -2,10 +2,10 @@
 
 :class:`Launcher` runs the stages in a background thread so the kernel stays free: *convert*
 (re-read the saved notebook and plan it, :meth:`PanelModel.plan`), *build* and *push* (the image,
-followed through :func:`build.reporting` while the docker and Vertex backends make it; skipped for
-local jobs, which run in this kernel's environment, and when ``--image`` is given), *submit*
-(:func:`jobs.launch`). A click while a launch runs, or within :data:`DOUBLE_CLICK_S` after
-one ended, is ignored: a double click never launches twice.
+followed through :func:`tfc_jupyter.image.reporting` while the docker and Vertex backends make
+it; skipped for local jobs, which run in this kernel's environment, and when ``--image`` is
+given), *submit* (:meth:`Client.submit`). A click while a launch runs, or within
+:data:`DOUBLE_CLICK_S` after one ended, is ignored: a double click never launches twice.
 
 :class:`JobWatch` follows one job from a daemon thread: its record (state, elapsed time, error,
 Vertex console and TensorBoard links) and the new lines of every replica's log
@@ -127,7 +127,7 @@ class Launcher:
                 traceback.print_exc()
 
     def _on_build(self, event: Any) -> None:
-        """Image progress (``build.Progress``) from the docker and Vertex backends -> stages."""
+        """Image progress (``image.Progress``) from the docker and Vertex backends -> stages."""
         build, push = self.stage("build"), self.stage("push")
         fraction = event.step / event.total if event.total else None
         if event.phase in ("context", "build"):
@@ -149,7 +149,7 @@ class Launcher:
             self._set("submit", "running", event.message)
 
     def _run(self) -> None:
-        from ..build import reporting
+        from ..image import reporting
 
         try:
             started = time.monotonic()

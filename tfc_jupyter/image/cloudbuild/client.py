@@ -1,13 +1,13 @@
 """What every Cloud Build, Cloud Storage and registry request shares: an authorized session, the
-reply's error as a Google API error, and retried calls (:func:`vertex_api.call`)."""
+reply's error as a Google API error, and retried calls (:func:`gcloud.call`)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from ..backends import vertex_api
-from ..backends.vertex_api import Api
+from ... import gcloud
+from ...gcloud import Api
 from .settings import CloudBuildSettings, require
 
 T = TypeVar("T")
@@ -18,14 +18,14 @@ def session(endpoint: str) -> Any:
     require()
     from google.auth.transport.requests import AuthorizedSession
 
-    return AuthorizedSession(vertex_api.credentials(endpoint))
+    return AuthorizedSession(gcloud.credentials(endpoint))
 
 
 def call(
     settings: CloudBuildSettings, project: str, what: str, fn: Callable[[], T], api: Api, **kw: Any
 ) -> T:
-    """:func:`vertex_api.call` with Cloud Build's patience and location."""
-    return vertex_api.call(
+    """:func:`gcloud.call` with Cloud Build's patience and location."""
+    return gcloud.call(
         fn,
         what=what,
         project=project,
@@ -37,7 +37,7 @@ def call(
 
 
 def checked(reply: Any, ok: tuple[int, ...] = (200,)) -> Any:
-    """The reply, or the Google API error it carries (for :func:`vertex_api.explain`)."""
+    """The reply, or the Google API error it carries (for :func:`gcloud.explain`)."""
     if reply.status_code in ok:
         return reply
     from google.api_core import exceptions as gexc

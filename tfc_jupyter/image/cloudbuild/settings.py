@@ -8,9 +8,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..backends import vertex_api
-from ..errors import BackendError, MissingDependency, SpecError
-from ..spec import JobSpec
+from ... import gcloud
+from ...errors import BackendError, MissingDependency, SpecError
+from ...spec import JobSpec
 
 CLOUDBUILD_URL = "https://cloudbuild.googleapis.com"
 STORAGE_URL = "https://storage.googleapis.com"
@@ -40,7 +40,7 @@ class CloudBuildSettings:
     def load(cls, environ: Mapping[str, str] | None = None) -> CloudBuildSettings:
         """From the effective settings (``TFC_CLOUDBUILD_*``, ``TFC_BUILD_TIMEOUT``,
         ``c.TfcConfig``)."""
-        return cls.from_settings(vertex_api.configured(os.environ if environ is None else environ))
+        return cls.from_settings(gcloud.configured(os.environ if environ is None else environ))
 
     @classmethod
     def from_settings(cls, settings: Any) -> CloudBuildSettings:
@@ -65,7 +65,7 @@ class CloudBuildSettings:
         """Cloud Storage's base URL."""
         if self.storage_endpoint:
             return base_url(self.storage_endpoint)
-        if self.endpoint and vertex_api.is_loopback(self.endpoint):
+        if self.endpoint and gcloud.is_loopback(self.endpoint):
             return base_url(self.endpoint)
         return STORAGE_URL
 
@@ -74,7 +74,7 @@ def base_url(endpoint: str) -> str:
     """``host:port`` -> ``https://host:port`` (``http://`` on loopback); URLs stay."""
     if "//" in endpoint:
         return endpoint.rstrip("/")
-    scheme = "http" if vertex_api.is_loopback(endpoint) else "https"
+    scheme = "http" if gcloud.is_loopback(endpoint) else "https"
     return f"{scheme}://{endpoint.rstrip('/')}"
 
 
@@ -125,5 +125,5 @@ def check(spec: JobSpec, settings: CloudBuildSettings | None = None) -> None:
         )
     require()
     settings = settings or CloudBuildSettings.load()
-    vertex_api.credentials(settings.api_url())
-    vertex_api.credentials(settings.storage_url())
+    gcloud.credentials(settings.api_url())
+    gcloud.credentials(settings.storage_url())

@@ -11,10 +11,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from .. import build
-from ..backends.vertex_api import Api
-from ..build import BuildError, Progress, report
-from ..errors import BackendError
+from ...errors import BackendError
+from ...gcloud import Api
+from ..names import CONTENT_LABEL
+from ..progress import ANSI, LOG_TAIL, BuildError, Progress, build_error, report, short
 from . import client
 from .client import json_body
 from .settings import CloudBuildSettings
@@ -52,7 +52,7 @@ def build_request(
 ) -> dict[str, Any]:
     """The ``Build`` to create: pull the cache image (may fail), ``docker build``, push."""
     steps: list[dict[str, Any]] = []
-    args = ["build", "-t", uri, "--label", f"{build.CONTENT_LABEL}={content_tag}"]
+    args = ["build", "-t", uri, "--label", f"{CONTENT_LABEL}={content_tag}"]
     if cache_from:
         pull = {"id": "pull-cache", "name": DOCKER_BUILDER, "args": ["pull", cache_from]}
         steps.append({**pull, "allowFailure": True})
@@ -220,7 +220,7 @@ class BuildLog:
     def feed(self, lines: list[str]) -> None:
         """Take new log lines, reporting Dockerfile steps and the push."""
         for raw in lines:
-            line = build._ANSI.sub("", raw).rstrip("\r")
+            line = ANSI.sub("", raw).rstrip("\r")
             self.lines.append(line)
             m = _STEP_LINE.match(line)
             if m:
@@ -267,11 +267,11 @@ class BuildLog:
             lines = self.by_step.get(n, [])
             errors = [line.strip() for line in lines if _DOCKER_ERROR.match(line.strip())]
             message = errors[-1] if errors else detail
-            error = build._build_error(message, self.steps[n], lines + after)
+            error = build_error(message, self.steps[n], lines + after)
             return BuildError(
                 f"{error.message} (Cloud Build {build_id}, build step #{n})", error.hint, error.log
             )
-        tail = self.lines[-build.LOG_TAIL :]
+        tail = self.lines[-LOG_TAIL:]
         if tail:
             report(Progress("log", "\n".join(tail)))
         hints = {
@@ -284,7 +284,7 @@ class BuildLog:
         }
         where = f" at build step #{failed[0]}" if failed else ""
         return BuildError(
-            f"Cloud Build {build_id} failed{where} ({kind}): {build._short(detail)}",
+            f"Cloud Build {build_id} failed{where} ({kind}): {short(detail)}",
             hints.get(kind, "see the build log above and in the Cloud console"),
             tail,
         )

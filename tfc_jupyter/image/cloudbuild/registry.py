@@ -7,11 +7,10 @@ import re
 from typing import Any
 from urllib.parse import urlsplit
 
-from .. import build
-from ..backends import vertex_api
-from ..backends.vertex_api import Api
-from ..build import Progress, report
-from ..errors import BackendError
+from ... import gcloud
+from ...errors import BackendError
+from ...gcloud import Api
+from ..progress import Progress, report
 from . import client
 from .settings import CloudBuildSettings, base_url
 
@@ -43,7 +42,7 @@ def in_registry(uri: str, settings: CloudBuildSettings, *, project: str = "") ->
         return False
     url = f"{base_url(host)}/v2/{name}/manifests/{tag}"
     try:
-        auth = build.registry_auth(uri)
+        auth = gcloud.registry_auth(uri)
     except BackendError:  # Cloud Build pushes with its own account: building is still possible
         auth = None
     token = auth["password"] if auth else None
@@ -89,7 +88,7 @@ def _registry_token(reply: Any, name: str, token: str | None, timeout: float) ->
     if parts.scheme not in ("http", "https") or not parts.hostname:
         return None
     params.setdefault("scope", f"repository:{name}:pull")
-    secure = parts.scheme == "https" or vertex_api.is_loopback(realm)
+    secure = parts.scheme == "https" or gcloud.is_loopback(realm)
     auth = ("oauth2accesstoken", token) if token and secure else None  # never in clear text
     try:
         answer = requests.get(realm, params=params, auth=auth, timeout=timeout)

@@ -12,31 +12,28 @@ an ``apt.txt`` next to the notebook, requirements, runtime, declared files, the 
 change rebuilds one thin layer. Requirements are installed in a throw-away build stage: the pip
 CA bundle (``PIP_CERT``) and the requirements file never reach the image. The image tag is a hash
 of everything in the context, Dockerfile included, so an unchanged notebook names an image that
-already exists. Nothing here imports docker; :mod:`tfc_jupyter.build` builds and pushes.
+already exists. Nothing here imports docker; :mod:`.docker` and :mod:`.cloudbuild` build and push.
 """
 
 from __future__ import annotations
 
 import hashlib
 import io
-import json
 import os
 import re
 import tarfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO
+from typing import Any, BinaryIO
 
-from . import images, secretscan, vertex_request
-from .config import Settings, current_settings
-from .errors import SpecError
-from .files import UnsafeFile, file_kind, read_regular
-from .requirements import NO_DEPS_PREFIX, RESOLVER_OPTIONS
-from .spec import JobSpec
-
-if TYPE_CHECKING:
-    from .plan import Plan
+from .. import secretscan, vertex_request
+from ..config import Settings, current_settings
+from ..errors import SpecError
+from ..files import UnsafeFile, file_kind, read_regular
+from ..requirements import NO_DEPS_PREFIX, RESOLVER_OPTIONS
+from ..spec import JobSpec
+from . import names
 
 IGNORE_FILE = ".tfcignore"
 APT_FILE = "apt.txt"
@@ -168,7 +165,7 @@ _TOOL_STATE = frozenset(
 
 def _own_state(path: Path) -> bool:
     """True for tfc_jupyter's own home (job records, logs, launch files)."""
-    from .records import default_home
+    from ..records import default_home
 
     try:
         return path.resolve() == Path(default_home()).resolve()
@@ -442,7 +439,7 @@ def dockerfile(
 
 
 def _runtime_entries() -> list[Entry]:
-    root = images.RUNTIME_DIR
+    root = names.RUNTIME_DIR
     if not root.is_dir():  # installed wheel: the package sits next to tfc_jupyter
         import tfc_runtime
 
@@ -509,7 +506,7 @@ def make_context(
             entries.append(_generated(f"tfc/{name}", "".join(f"{r}\n" for r in lines).encode()))
     if ca is not None:
         entries.append(_on_disk("tfc/ca.crt", ca))
-    parent = images.parent_image(spec)
+    parent = names.parent_image(spec)
     text = dockerfile(
         parent,
         apt=_apt_packages(base_dir),
@@ -581,19 +578,4 @@ def check_size(context: Context, limit: int | None = None) -> None:
         f"leave big files out ({IGNORE_FILE} or fewer --include), read data from cloud storage "
         "in the job, or raise TFC_MAX_CONTEXT_MB",
         field="include",
-    )
-
-
-def from_plan(plan: Plan, *, check_limit: bool = True) -> Context:
-    """The build context of a planned job: the one the plan made (computed once, so the image
-    holds exactly what the plan listed, files found in the code included), else a new one."""
-    if plan.context is not None:
-        return plan.context
-    return make_context(
-        plan.spec,
-        script=plan.script.text,
-        source_map=json.dumps(plan.script.source_map_json(plan.selection.name)),
-        requirements=plan.requirements,
-        base_dir=plan.selection.base_dir,
-        check_limit=check_limit,
     )

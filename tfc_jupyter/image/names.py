@@ -1,23 +1,21 @@
 """Image naming: the parent image for a job, and the content-addressed name of its image.
 
-The tag is a hash of everything that goes into the image (:attr:`tfc_jupyter.package.Context.tag`),
-so an unchanged notebook maps to an image that already exists and nothing is rebuilt. Building and
-pushing are :mod:`tfc_jupyter.build`'s; planning only needs the name.
+The tag is a hash of everything that goes into the image (:attr:`.context.Context.tag`), so an
+unchanged notebook maps to an image that already exists and nothing is rebuilt. Building and
+pushing are :mod:`.docker`'s and :mod:`.cloudbuild`'s; planning only needs the name.
 """
 
 from __future__ import annotations
 
 from importlib import metadata
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from .spec import Backend, JobSpec
+from ..spec import Backend, JobSpec
 
-if TYPE_CHECKING:
-    from .package import Context
-
-RUNTIME_DIR = Path(__file__).resolve().parent.parent / "runtime" / "tfc_runtime"
+RUNTIME_DIR = Path(__file__).resolve().parents[2] / "runtime" / "tfc_runtime"
 REPOSITORY = "tfc-jupyter"
+CONTENT_LABEL = "org.tfc-jupyter.content"
+"""The image label holding the hash of the context it was built from."""
 
 
 def local_tensorflow_version() -> str | None:
@@ -95,10 +93,10 @@ def image_uri(spec: JobSpec, tag: str) -> str:
     return f"{image_repository(spec)}/{image_name(spec)}:{tag}"
 
 
-def planned_image_uri(spec: JobSpec, context: Context | None) -> str:
+def planned_image_uri(spec: JobSpec, tag: str | None) -> str:
     """The image the job runs: ``--image``, else repository/name:<hash of the build context>."""
     if spec.image.image:
         return spec.image.image
-    if context is None:
+    if tag is None:
         raise ValueError("a job without --image needs its build context to be named")
-    return image_uri(spec, context.tag)
+    return image_uri(spec, tag)

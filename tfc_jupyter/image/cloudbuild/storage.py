@@ -13,9 +13,9 @@ from dataclasses import replace
 from typing import IO, Any, TypeVar
 from urllib.parse import quote
 
-from .. import package
-from ..backends.vertex_api import Api
-from ..build import Progress, report
+from ...gcloud import Api
+from .. import context as package
+from ..progress import Progress, report
 from . import client
 from .client import checked, json_body
 from .settings import CloudBuildSettings

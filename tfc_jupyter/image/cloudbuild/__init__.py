@@ -1,6 +1,6 @@
 """Building the job's image with Google Cloud Build, when no Docker engine answers here.
 
-:func:`tfc_jupyter.build.ensure_image` comes here for a Vertex AI job with a build bucket
+:func:`tfc_jupyter.image.ensure_image` comes here for a Vertex AI job with a build bucket
 (``--build-bucket`` / ``c.TfcConfig.build_bucket``) on a machine with no Docker engine:
 
 1. the registry is asked whether it has the image already (``HEAD /v2/<name>/manifests/<tag>``
@@ -17,11 +17,11 @@
    (:mod:`.builds`);
 4. the build is polled until it ends, within a deadline (its timeout plus queueing time), and its
    log (``gs://BUCKET/log-<id>.txt``, read from a byte offset) becomes progress: each Dockerfile
-   step, then the push. A failed build raises :class:`~tfc_jupyter.build.BuildError` naming the
-   failing step, after the log's tail. Past the deadline, or on an interrupt, the build is
-   cancelled.
+   step, then the push. A failed build raises :class:`~tfc_jupyter.image.progress.BuildError`
+   naming the failing step, after the log's tail. Past the deadline, or on an interrupt, the build
+   is cancelled.
 
-API errors go through :func:`tfc_jupyter.backends.vertex_api.call` (:mod:`.client`): transient
+API errors go through :func:`tfc_jupyter.backends.gcloud.call` (:mod:`.client`): transient
 ones (429, 5xx, timeouts) are retried with backoff within a bounded total; auth, permission, quota
 and not-found errors stop with one line saying what to do. Endpoints (:mod:`.settings`):
 ``TFC_CLOUDBUILD_ENDPOINT`` / ``TFC_STORAGE_ENDPOINT`` (or ``c.TfcConfig.cloudbuild_endpoint`` /
@@ -34,9 +34,9 @@ from __future__ import annotations
 
 import time
 
-from .. import package
-from ..build import ImageResult, Progress, report
-from ..spec import JobSpec
+from ...spec import JobSpec
+from .. import context as package
+from ..progress import ImageResult, Progress, report
 from .builds import CloudBuilder
 from .registry import in_registry
 from .settings import CloudBuildSettings, bucket_name, check

@@ -1,0 +1,112 @@
+"""The shape of the code: no import circles, lazy imports included."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _modules(package: Path) -> dict[str, Path]:
+    base = package.parent
+    out = {}
+    for path in package.rglob("*.py"):
+        name = ".".join(path.relative_to(base).with_suffix("").parts)
+        out[name.removesuffix(".__init__")] = path
+    return out
+
+
+def _relative_imports(package: Path) -> list[tuple[str, str, list[str]]]:
+    """``(module, imported module, names)`` of every relative import, lazy ones included."""
+    mods = _modules(package)
+    out = []
+    for name, path in mods.items():
+        here = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.level:
+                parts = here.split(".")
+                base = ".".join([*parts[: len(parts) - node.level + 1], node.module or ""])
+                out.append((name, base.strip("."), [a.name for a in node.names]))
+    return out
+
+
+def _graph(package: Path) -> dict[str, set[str]]:
+    """Module -> the modules of the package it imports anywhere (functions and TYPE_CHECKING
+    blocks too: a circle through a lazy import is still a circle in the design)."""
+    mods = _modules(package)
+    graph: dict[str, set[str]] = {m: set() for m in mods}
+    for name, path in mods.items():
+        here = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        for node in ast.walk(ast.parse(path.read_text())):
+            targets: list[str] = []
+            if isinstance(node, ast.ImportFrom):
+                parts = here.split(".")
+                base = (
+                    ".".join([*parts[: len(parts) - node.level + 1], node.module or ""]).strip(".")
+                    if node.level
+                    else node.module or ""
+                )
+                subs = [f"{base}.{a.name}" for a in node.names if f"{base}.{a.name}" in mods]
+                targets = subs if len(subs) == len(node.names) else [base, *subs]
+            elif isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            graph[name] |= {t for t in targets if t in mods and t != name}
+    return graph
+
+
+def _circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected groups of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = []
+            while True:
+                w = stack.pop()
+                group.append(w)
+                if w == v:
+                    break
+            if len(group) > 1:
+                found.append(sorted(group))
+
+    for v in graph:
+        if v not in index:
+            visit(v)
+    return found
+
+
+@pytest.mark.parametrize("package", ["tfc_jupyter", "runtime/tfc_runtime"])
+def test_no_import_circles(package: str) -> None:
+    graph = _graph(ROOT / package)
+    assert len(graph) > 5
+    assert _circles(graph) == []
+
+
+def test_every_relative_import_names_a_module_of_ours() -> None:
+    """A lazy import inside a function is only run when it is needed: a module that moved
+    must not leave one behind that names a module no longer there."""
+    mods = _modules(ROOT / "tfc_jupyter")
+    wrong = [
+        (name, target)
+        for name, target, names in _relative_imports(ROOT / "tfc_jupyter")
+        if target not in mods and not all(f"{target}.{n}" in mods for n in names)
+    ]
+    assert wrong == []
+
+
+def test_the_circle_finder_finds_circles() -> None:
+    assert _circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]

@@ -1,0 +1,342 @@
+"""Google Cloud access, shared by Vertex AI and Cloud Build: credentials, errors that say what to
+do, and retries.
+
+The Google client libraries are imported only inside the functions that use them, so importing
+this module costs nothing.
+
+* :class:`Api`: a Google API as error messages name it (Vertex AI here; Cloud Build and Cloud
+  Storage in :mod:`tfc_jupyter.cloudbuild`).
+* :func:`credentials`: anonymous for a loopback endpoint (a local test server), else
+  application-default credentials.
+* :func:`explain`: any error from the clients -> retry or not, and a one-line
+  :class:`~tfc_jupyter.errors.BackendError` naming the fix, worded for the :class:`Api` called.
+* :func:`call`: one API call with exponential backoff on transient errors (429 without quota
+  wording, 5xx, timeouts, dropped connections), bounded in total time.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+import sys
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol, TypeVar
+from urllib.parse import urlsplit
+
+from .errors import BackendError, MissingDependency
+
+T = TypeVar("T")
+
+
+SCOPES = ["https://www.googleapis.com/auth/cloud-platform"]
+
+
+AUTH_HINT = (
+    "run `gcloud auth application-default login` (or set GOOGLE_APPLICATION_CREDENTIALS to a "
+    "service-account key file), then launch again"
+)
+
+
+# JobSpec fields and the flags that set them, for "fix the field" hints.
+_FLAGS = {
+    "machine_spec": "--machine / --gpus / --tpu",
+    "replica_count": "--workers",
+    "labels": "--label",
+    "service_account": "--service-account",
+    "network": "--network",
+    "tensorboard": "--tensorboard (with --base-output-dir and --service-account)",
+    "base_output_directory": "--base-output-dir",
+    "timeout": "--timeout",
+    "image_uri": "--image",
+    "display_name": "--name",
+}
+
+
+@dataclass(frozen=True)
+class Api:
+    """A Google API as error messages name it: title, service to enable, role to ask for."""
+
+    title: str
+    service: str
+    role: str
+    endpoint_var: str
+    not_found_hint: str = "check --project and --region (and the job id)"
+    quota_hint: str = "or ask for fewer or smaller machines, or another --region"
+
+
+VERTEX = Api(
+    "Vertex AI",
+    "aiplatform.googleapis.com",
+    "the Vertex AI User role (roles/aiplatform.user)",
+    "TFC_VERTEX_ENDPOINT",
+)
+
+
+class Patience(Protocol):
+    """How long :func:`call` keeps retrying (``VertexSettings``, Cloud Build's settings)."""
+
+    @property
+    def retry_total_s(self) -> float: ...  # all tries of one call
+
+    @property
+    def backoff_s(self) -> float: ...  # first wait; doubles up to 30 s
+
+
+class QuotaError(BackendError):
+    """Vertex AI refused the job for lack of quota (retrying does not help)."""
+
+    http_status = 429
+
+
+def configured(env: Mapping[str, str]) -> Any:
+    """The effective :class:`~tfc_jupyter.config.Settings`, the kernel's ipython_config.py
+    included when there is one (endpoints have no flags: config and environment only)."""
+    from .config import load_settings
+
+    shell = None
+    if "IPython" in sys.modules:
+        from IPython import get_ipython
+
+        shell = get_ipython()
+    return load_settings(getattr(shell, "config", None), env)
+
+
+def is_loopback(endpoint: str) -> bool:
+    """True for ``http://127.0.0.1:PORT``, ``localhost:PORT``, ``[::1]:PORT`` ..."""
+    host = urlsplit(endpoint if "//" in endpoint else f"//{endpoint}").hostname or ""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def credentials(endpoint: str) -> Any:
+    """Anonymous credentials for a loopback endpoint, else application-default ones."""
+    if is_loopback(endpoint):
+        from google.auth.credentials import AnonymousCredentials
+
+        return AnonymousCredentials()
+    import google.auth
+    import google.auth.exceptions
+
+    try:
+        creds, _ = google.auth.default(scopes=SCOPES)
+    except google.auth.exceptions.DefaultCredentialsError:
+        raise BackendError("no Google Cloud credentials were found", AUTH_HINT) from None
+    return creds
+
+
+# ------------------------------------------------------------------------------- errors
+def _field(exc: Any) -> tuple[str, str]:
+    """The field at fault and its problem, from a 400's details or Vertex's message."""
+    for detail in getattr(exc, "details", None) or []:
+        if isinstance(detail, dict):
+            for violation in detail.get("fieldViolations", []):
+                return violation.get("field", ""), violation.get("description", "")
+    text = str(getattr(exc, "message", exc))
+    m = re.search(r"Field: ([\w.\[\]'\"-]+); Message: ([^\t]+)", text)
+    if m:
+        return m.group(1), m.group(2).strip()
+    m = re.search(r"at '([\w.\[\]]+)'", text)
+    return (m.group(1) if m else ""), _message(exc)
+
+
+def _message(exc: Any) -> str:
+    """The server's own words, without the method and URL the client puts first."""
+    text = str(getattr(exc, "message", None) or exc)
+    text = re.sub(r"^(GET|POST|DELETE|PATCH|PUT) \S+: ", "", text)
+    return " ".join(text.split())[:400]
+
+
+def _reason(exc: Any) -> str:
+    reason = getattr(exc, "reason", None) or ""
+    for detail in getattr(exc, "details", None) or []:
+        if isinstance(detail, dict) and detail.get("reason"):
+            reason = reason or detail["reason"]
+    return str(reason)
+
+
+def _flag_for(field: str) -> str:
+    for key, flag in _FLAGS.items():
+        if key in field:
+            return f" ({flag})"
+    return ""
+
+
+def explain(
+    exc: BaseException, *, project: str, region: str, what: str, api: Api = VERTEX
+) -> tuple[bool, Exception]:
+    """``(transient, error)``: whether to retry, and the one-line error to raise otherwise.
+
+    ``what`` names the call ("creating the job") for the message; ``api`` the API called.
+    """
+    if isinstance(exc, BackendError):
+        return False, exc
+    import requests
+    from google.api_core import exceptions as gexc
+    from google.auth import exceptions as auth_exc
+
+    where = f"project {project}, region {region}"
+    if isinstance(exc, requests.exceptions.Timeout | gexc.DeadlineExceeded):
+        return True, BackendError(
+            f"{api.title} did not answer in time while {what}",
+            "try again later; check your network",
+        )
+    if isinstance(exc, requests.exceptions.ConnectionError | auth_exc.TransportError):
+        return True, BackendError(
+            f"could not reach Google Cloud while {what}: {_message(exc)}",
+            f"check your network (and {api.endpoint_var} if set)",
+        )
+    if isinstance(exc, auth_exc.GoogleAuthError):  # refresh failed, no credentials ...
+        return False, BackendError(f"Google Cloud credentials failed: {_message(exc)}", AUTH_HINT)
+    if not isinstance(exc, gexc.GoogleAPICallError):
+        return False, BackendError(
+            f"{what} failed: {type(exc).__name__}: {_message(exc)}",
+            "see the job's logs/supervisor.log; report it if it persists",
+        )
+    code, text = getattr(exc, "code", None), _message(exc)
+    if isinstance(exc, gexc.Unauthorized):  # 401 (Unauthenticated over gRPC)
+        return False, BackendError(f"{api.title} refused the credentials: {text}", AUTH_HINT)
+    if isinstance(exc, gexc.Forbidden):  # 403 (PermissionDenied over gRPC)
+        if _reason(exc) == "SERVICE_DISABLED" or re.search(r"has not been used|is disabled", text):
+            return False, BackendError(
+                f"the {api.title} API is not enabled in project {project}",
+                f"run `gcloud services enable {api.service} --project {project}` "
+                "(or enable it in the console), wait a minute, then launch again",
+            )
+        return False, BackendError(
+            f"permission denied in {where}: {text}",
+            f"ask for {api.role} in project {project}, or use --project with a project you can use",
+        )
+    if isinstance(exc, gexc.TooManyRequests):
+        details = str(getattr(exc, "details", ""))
+        if re.search(r"quota", text + details, re.IGNORECASE):
+            return False, QuotaError(
+                f"{api.title} quota exceeded in {where}: {text}",
+                "request more quota in the console "
+                f"(https://console.cloud.google.com/iam-admin/quotas?project={project}), "
+                + api.quota_hint,
+            )
+        return True, BackendError(
+            f"{api.title} is rate-limiting requests: {text}", "wait a minute and try again"
+        )
+    if code in (500, 502, 503, 504) or isinstance(exc, gexc.ServerError):
+        return True, BackendError(
+            f"{api.title} is unavailable ({code}): {text}",
+            "try again later (https://status.cloud.google.com)",
+        )
+    if isinstance(exc, gexc.NotFound):
+        return False, BackendError(f"not found in {where}: {text}", api.not_found_hint)
+    if isinstance(exc, gexc.ClientError):  # 400: INVALID_ARGUMENT, FAILED_PRECONDITION ...
+        field, problem = _field(exc)
+        if field:
+            return False, BackendError(
+                f"{api.title} rejected {field}: {problem}",
+                f"fix {field}{_flag_for(field)} and launch again",
+                field=field,
+            )
+        return False, BackendError(
+            f"{api.title} rejected the request: {text}",
+            "fix the job settings it names and launch again",
+        )
+    return False, BackendError(f"{what} failed ({code}): {text}", "try again later")
+
+
+@dataclass
+class RetryCount:
+    """How many times calls were retried (reported in the job record)."""
+
+    retries: int = 0
+
+
+def call(
+    fn: Callable[[], T],
+    *,
+    what: str,
+    project: str,
+    region: str,
+    settings: Patience,
+    counter: RetryCount | None = None,
+    before_retry: Callable[[], T | None] | None = None,
+    total_s: float | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+    api: Api = VERTEX,
+) -> T:
+    """Run ``fn``; retry transient errors with exponential backoff within ``total_s``.
+
+    ``before_retry`` runs before each retry and may return a result that ends the retries (the
+    create call uses it to adopt a job that a timed-out request created after all).
+
+    Raises:
+        BackendError: a permanent error, or the last transient one when time ran out.
+    """
+    budget = settings.retry_total_s if total_s is None else total_s
+    deadline = time.monotonic() + budget
+    wait = settings.backoff_s
+    tries = 0
+    while True:
+        tries += 1
+        try:
+            return fn()
+        except Exception as exc:
+            transient, error = explain(exc, project=project, region=region, what=what, api=api)
+            if not transient:
+                raise error from None
+            if time.monotonic() + wait > deadline:
+                assert isinstance(error, BackendError)
+                raise BackendError(
+                    f"{error.message} (gave up after {tries} tries in {budget:g} s)", error.hint
+                ) from None
+        sleep(wait)
+        wait = min(wait * 2, 30.0)
+        if counter is not None:
+            counter.retries += 1
+        if before_retry is not None:
+            adopted = _quietly(before_retry)
+            if adopted is not None:
+                return adopted
+
+
+def _quietly(fn: Callable[[], T | None]) -> T | None:
+    try:
+        return fn()
+    except Exception:  # the check before a retry is best effort; the retry itself reports
+        return None
+
+
+# ------------------------------------------------------------------------------- registries
+AR_HOSTS = ("-docker.pkg.dev", "gcr.io")
+"""Registries that take Google credentials (Artifact Registry, Container Registry)."""
+
+
+def registry_auth(uri: str) -> dict[str, str] | None:
+    """Push credentials: an OAuth token from application-default credentials for Artifact
+    Registry and gcr.io; None elsewhere (the engine's own login, ``~/.docker/config.json``).
+
+    The token goes to the engine with the push request only: never into a context or an image.
+    """
+    host = uri.split("/", 1)[0]
+    if not host.endswith(AR_HOSTS):
+        return None
+    try:
+        import google.auth
+        import google.auth.exceptions
+        from google.auth.transport.requests import Request
+    except ImportError:
+        raise MissingDependency("google-auth", "vertex", f"pushing to {host}") from None
+    try:
+        credentials, _ = google.auth.default(
+            scopes=["https://www.googleapis.com/auth/cloud-platform"]
+        )
+        credentials.refresh(Request())
+    except google.auth.exceptions.GoogleAuthError as exc:
+        raise BackendError(
+            f"cannot get credentials to push to {host}: {' '.join(str(exc).split())[:240]}",
+            "run `gcloud auth application-default login`, or set TFC_REGISTRY to a registry "
+            "you are logged in to",
+        ) from None
+    return {"username": "oauth2accesstoken", "password": str(credentials.token)}

@@ -1,0 +1,93 @@
+"""The job's image: what goes in it, what it is called, and how it is made.
+
+* :mod:`.context`: the build context, exactly what goes into the image (the plan makes it once).
+* :mod:`.names`: the parent image and the content-addressed name of the job's image.
+* :mod:`.docker`: the Docker engine here builds, finds, pushes and pulls.
+* :mod:`.cloudbuild`: Google Cloud Build builds and pushes when no engine answers.
+* :mod:`.progress`: what both share: progress events, the result, a failed build's one line.
+
+:func:`ensure_image` is what backends call. The image is named by the hash of its context, so
+nothing is built when an image of that content exists here, and nothing is pushed when the
+registry has it: resubmitting an unchanged notebook costs a hash and a lookup.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any
+
+from ..config import current_settings
+from ..errors import BackendError
+from .progress import BuildError, ImageResult, LineProgress, Progress, report, reporting
+
+if TYPE_CHECKING:
+    from ..plan import Plan
+
+__all__ = [
+    "BuildError",
+    "ImageResult",
+    "LineProgress",
+    "Progress",
+    "ensure_image",
+    "report",
+    "reporting",
+]
+
+
+def ensure_image(plan: Plan, *, push: bool, client: Any = None) -> ImageResult:
+    """Make the plan's image available: here (``push=False``, the docker backend) or in its
+    registry (``push=True``, Vertex AI). Builds only when no image of the same content exists;
+    pushes only when the registry lacks it. With no engine here, ``push=True`` and a build
+    bucket, Cloud Build builds and pushes it.
+
+    Raises:
+        MissingDependency, BackendError: no docker package, no engine (and what is missing).
+        BuildError: the build failed (one line; ``.log`` holds the tail).
+    """
+    from ..gcloud import registry_auth
+    from . import docker, names
+
+    started = time.monotonic()
+    spec = plan.spec
+    settings = plan.settings or current_settings()
+    deadline_s = settings.seconds("build_timeout")
+    if spec.image.image:  # the user's own image: nothing to build
+        result = ImageResult(uri=spec.image.image)
+        if not push:
+            docker.ensure_pulled(client or docker.docker_client(), spec.image.image)
+        return result
+    context = plan.context
+    if context is None:
+        raise ValueError("a job without --image is planned with its build context")
+    uri = names.image_uri(spec, context.tag)
+    result = ImageResult(uri=uri, tag=context.tag, context_bytes=context.size)
+    report(Progress("context", f"context {context.summary()}"))
+    if client is None:
+        try:
+            client = docker.docker_client("building the job's image")
+        except BackendError:
+            if push and spec.image.build_bucket:  # no engine here: Google Cloud Build builds it
+                from . import cloudbuild
+
+                cb = cloudbuild.CloudBuildSettings.from_settings(settings)
+                return cloudbuild.ensure_image(spec, context, uri, result, settings=cb)
+            raise docker.no_engine(spec.image.build_bucket, uri) from None
+    auth = registry_auth(uri) if push else None
+    if push and docker.in_registry(client, uri, auth):
+        report(Progress("done", f"{uri} is in the registry already: nothing to build or push"))
+        result.seconds = time.monotonic() - started
+        return result
+    local = docker.find_local(client, uri, context.tag)
+    if local is None:
+        report(Progress("build", f"building {uri}"))
+        result.steps = docker.build(client, context, uri, spec.image.cache_from, deadline_s)
+        result.built = True
+    elif uri not in local.tags:
+        local.tag(*uri.rsplit(":", 1))  # same content under another name: just name it
+    if push:
+        docker.push(client, uri, auth, deadline_s)
+        result.pushed = True
+    result.seconds = time.monotonic() - started
+    verb = "built" if result.built else "found here"
+    report(Progress("done", f"{uri} {verb}" + (" and pushed" if result.pushed else "")))
+    return result

@@ -56,7 +56,7 @@ def run_job(path: Path, home: Path, extra_flags: str = "") -> tuple[Job, JobReco
 
 def job_pids(record: JobRecord) -> list[int]:
     """The supervisor's and every replica's pid."""
-    pids = [record.handle.get("supervisor_pid")]
+    pids = [record.handle.get("watcher_pid")]
     pids += list((record.handle.get("replicas") or {}).values())
     return [int(p) for p in pids if p]
 

@@ -106,7 +106,7 @@ def test_two_workers_train_in_containers(
     assert record.handle["exit_codes"] == {"chief": 0, "worker-0": 0, "worker-1": 0}
     assert set(record.handle["containers"]) == {"chief", "worker-0", "worker-1"}
     assert _containers(docker_client, job.id) == []  # removed afterwards
-    assert wait_gone([record.handle["supervisor_pid"]]) == []
+    assert wait_gone([record.handle["watcher_pid"]]) == []
     launch_file = json.loads((Path(record.job_dir) / "launch.json").read_text())
     assert launch_file["command"][:3] == ["python", "-m", "tfc_runtime"]
 
@@ -183,7 +183,7 @@ def test_cancel_stops_and_removes_the_containers(
         assert record.state is JobState.CANCELLED
         assert time.monotonic() - started < 30
         assert _containers(docker_client, job.id) == []
-        assert wait_gone([record.handle["supervisor_pid"]]) == []
+        assert wait_gone([record.handle["watcher_pid"]]) == []
     finally:
         if not job.record().state.is_terminal():
             job.cancel()
@@ -237,8 +237,8 @@ def test_killed_watcher_marks_the_job_and_removes_its_containers(
     )
     job = launch(plan_for(nb), store=store_for(tmp_path / "home"))
     record = wait_state(job, {JobState.RUNNING}, timeout=120)
-    os.kill(record.handle["supervisor_pid"], signal.SIGKILL)
-    assert wait_gone([record.handle["supervisor_pid"]]) == []
+    os.kill(record.handle["watcher_pid"], signal.SIGKILL)
+    assert wait_gone([record.handle["watcher_pid"]]) == []
     time.sleep(2.5)
     final = Job(job.id, store_for(tmp_path / "home")).wait(timeout=30)
     assert final.state is JobState.FAILED

@@ -346,7 +346,7 @@ def _docker_notebook(folder: Path, parent: str, include: str = "") -> Path:
 def _failed_launch_leaves_a_clear_record(home: Path, exc: TfcError) -> Any:
     (record,) = store_for(home).list(limit=None)
     assert record.state is JobState.FAILED and record.error.startswith("launch failed: ")
-    assert "supervisor_pid" not in record.handle  # no watcher was started
+    assert "watcher_pid" not in record.handle  # no watcher was started
     text = str(exc)
     assert "\n" not in text and "Fix:" in text and "Traceback" not in text, text
     return record
@@ -462,7 +462,7 @@ def test_engine_gone_mid_build_and_kernel_killed_mid_build(
     records = {r.id: r for r in store_for(home).list(limit=None)}
     (gone,) = [r for r in records.values() if r.id != queued.id]
     assert gone.state is JobState.FAILED and gone.error.startswith("launch failed: ")
-    assert "supervisor_pid" not in gone.handle
+    assert "watcher_pid" not in gone.handle
     assert all(not p.is_running() for p in engine_procs)
     _summary(
         "docker engine",
@@ -625,7 +625,7 @@ def test_listing_notices_a_dead_supervisor(tmp_path: Path) -> None:
     while record.state is not JobState.RUNNING and time.monotonic() < deadline:
         time.sleep(0.2)
         record = store.get(job.id)
-    os.kill(int(record.handle["supervisor_pid"]), signals.SIGKILL)
+    os.kill(int(record.handle["watcher_pid"]), signals.SIGKILL)
     time.sleep(2.5)
     (listed,) = [r for r in jobs_mod.refreshed(store.list(limit=5), store) if r.id == job.id]
     assert listed.state is JobState.FAILED and "supervisor" in (listed.error or "")
@@ -651,7 +651,7 @@ def test_an_outcome_kept_in_the_job_folder_is_not_lost(tmp_path: Path) -> None:
     record = store.create(
         JobRecord(id="j-1", name="j", backend="local", job_dir=str(job_dir), log_dir=str(job_dir))
     )
-    store.transition("j-1", JobState.RUNNING, handle={"supervisor_pid": dead.pid, "replicas": {}})
+    store.transition("j-1", JobState.RUNNING, handle={"watcher_pid": dead.pid, "replicas": {}})
     write_outcome(job_dir, JobState.SUCCEEDED, None, None, {"chief": 0})
     time.sleep(2.2)
     record = LocalBackend(store).refresh(store.get("j-1"))

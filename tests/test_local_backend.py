@@ -268,7 +268,7 @@ def test_killed_supervisor_takes_its_replicas_and_marks_the_job(tmp_path: Path) 
 
     job = launch(plan_for(nb), store=store_for(tmp_path / "home"))
     record = wait_state(job, {JobState.RUNNING})
-    os.kill(record.handle["supervisor_pid"], signal.SIGKILL)
+    os.kill(record.handle["watcher_pid"], signal.SIGKILL)
     assert wait_gone(job_pids(record)) == []
     time.sleep(2.5)
     final = job.wait(timeout=30)

@@ -549,3 +549,9 @@ def test_processes_create_and_update_concurrently(tmp_path: Path) -> None:
                 {"pid": i},
             )
     assert records["counter"].handle["n"] == 200 + sum(bumps)  # no increment lost
+
+
+def test_an_older_records_watcher_pid_is_found(tmp_path: Path) -> None:
+    old = JobRecord(id="j-old", name="n", backend="local", handle={"supervisor_pid": 4242})
+    assert old.handle["watcher_pid"] == 4242
+    assert JobRecord.from_dict(old.to_dict()).handle["watcher_pid"] == 4242

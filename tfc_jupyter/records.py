@@ -134,6 +134,9 @@ class JobRecord:
 
     def __post_init__(self) -> None:
         self.state = JobState(self.state)
+        if "supervisor_pid" in self.handle and "watcher_pid" not in self.handle:
+            # records of versions before 0.2 named the local and docker watchers' pid so
+            self.handle = {**self.handle, "watcher_pid": self.handle["supervisor_pid"]}
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready copy (the state as its string value)."""

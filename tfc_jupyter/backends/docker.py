@@ -141,7 +141,7 @@ class DockerBackend(WatchedBackend):
             self.store,
             record.id,
             {
-                "supervisor_pid": pid,
+                "watcher_pid": pid,
                 "image": image.uri,
                 "image_built": image.built,
                 "containers": {},

@@ -98,7 +98,7 @@ class Watcher(JobWatcher[Replica]):
             )
             replica.pump.start()
         handle = {
-            "supervisor_pid": os.getpid(),
+            "watcher_pid": os.getpid(),
             "image": self.launch["image"],
             "containers": {r.name: r.container.id[:12] for r in self.replicas},
         }

@@ -278,7 +278,7 @@ class LocalBackend(WatchedBackend):
             what="supervisor",
         )
         handle: dict[str, Any] = {
-            "supervisor_pid": pid,
+            "watcher_pid": pid,
             "supervisor_started": started_at(pid),
             "replicas": {},
         }

@@ -93,7 +93,7 @@ class Supervisor(JobWatcher[Replica]):
             )
             log.close()
         handle = {
-            "supervisor_pid": os.getpid(),
+            "watcher_pid": os.getpid(),
             "supervisor_started": started_at(os.getpid()),
             "replicas": {r.name: r.proc.pid for r in self.replicas if r.proc},
             "replicas_started": {r.name: started_at(r.proc.pid) for r in self.replicas if r.proc},

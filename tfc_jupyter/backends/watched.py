@@ -138,7 +138,7 @@ def watcher_error(record: JobRecord, what: str) -> str:
 
 
 class WatchedBackend:
-    """``refresh`` and ``cancel`` for backends whose watcher pid is ``handle["supervisor_pid"]``.
+    """``refresh`` and ``cancel`` for backends whose watcher pid is ``handle["watcher_pid"]``.
 
     Subclasses set ``watcher`` (its name in messages) and implement :meth:`cleanup`, which
     removes what the job left behind (replica processes, containers) once its watcher is gone.
@@ -169,10 +169,10 @@ class WatchedBackend:
         image build): such a job would otherwise stay QUEUED for ever."""
         if record.state.is_terminal():
             return record
-        pid = record.handle.get("supervisor_pid")
+        pid = record.handle.get("watcher_pid")
         if not pid and record.state is JobState.QUEUED and launch_interrupted(record):
             fresh = self.store.get(record.id)
-            if fresh.state is JobState.QUEUED and not fresh.handle.get("supervisor_pid"):
+            if fresh.state is JobState.QUEUED and not fresh.handle.get("watcher_pid"):
                 return self.store.transition(
                     record.id,
                     JobState.FAILED,
@@ -207,7 +207,7 @@ class WatchedBackend:
         if record.state.is_terminal():
             return record
         self.store.transition(record.id, JobState.CANCELLING)
-        pid = record.handle.get("supervisor_pid")
+        pid = record.handle.get("watcher_pid")
         if pid and alive(pid) and same_process(pid, record.handle.get("supervisor_started")):
             os.kill(pid, signal.SIGTERM)
             deadline = time.monotonic() + timeout

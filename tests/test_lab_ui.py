@@ -1,10 +1,14 @@
 """The JupyterLab sidebar and launch button, in a real JupyterLab driven through Debian chromium.
 
-One scenario, as a user would go through it: open a notebook, edit a cell without saving, launch
-from the toolbar with one worker (a real 2-process local job), watch it in the sidebar until it
-succeeds, read the edited cell's output in the job's logs (chief and worker), then launch a
-second job from the command palette and cancel it from its detail view. Screenshots go to
-``artifacts/``; ``TFC_UPDATE_DOCS=1`` also copies the sidebar one to ``docs/sidebar.png``.
+One scenario, as a user would go through it: open a notebook whose ``%%tfc_run`` cell asks for
+one worker, edit a cell without saving, open the launch form from the toolbar: it shows the
+cell's flags, checks each change with the server's dry run as it is made (an impossible choice
+disables Launch), and a launch that fails opens it again with the values kept. Launch the
+1-worker job (a real 2-process local job), watch it in the sidebar until it succeeds, read the
+edited cell's output in the job's logs (chief and worker), then launch a second job from the
+command palette with 0 workers over the cell's 1, and cancel it from its detail view.
+Screenshots go to ``artifacts/``; ``TFC_UPDATE_DOCS=1`` also copies the sidebar one to
+``docs/sidebar.png``.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from tfc_jupyter.records import JobState
 pytestmark = pytest.mark.slow
 
 SAVED = "print('saved version of the cell')"
+RUN_CELL = "%%tfc_run --workers 1 --label team=ui\nprint('run cell')"
 JOB_MS = JOB_DEADLINE_S * 1000
 
 
@@ -56,6 +61,15 @@ def _accept(page: Any) -> None:
     page.locator(".jp-Dialog").wait_for(state="detached")
 
 
+def _checked(form: Any, state: str) -> None:
+    """Wait until the form's own dry run of its values says ``state`` (ok, error)."""
+    form.locator(f".tfc-CheckState[data-state='{state}']").wait_for(timeout=30_000)
+
+
+def _launch_enabled(page: Any) -> bool:
+    return bool(page.locator(".jp-Dialog .jp-mod-accept").is_enabled())
+
+
 def _job_row(page: Any, state: str) -> Any:
     return page.locator(f".tfc-Sidebar .tfc-JobRow[data-state='{state}']")
 
@@ -69,7 +83,7 @@ def test_launch_follow_and_cancel_from_jupyterlab(lab_server: LabServer, browser
 
 
 def _scenario(lab_server: LabServer, page: Any) -> None:
-    write_notebook(lab_server.root_dir / "ui.ipynb", SAVED)
+    write_notebook(lab_server.root_dir / "ui.ipynb", SAVED, RUN_CELL)
     # A user setting of the extension (schema/plugin.json): the form's default region.
     settings = Path(lab_server.env["JUPYTER_CONFIG_DIR"]) / "lab" / "user-settings" / "tfc-jupyter"
     settings.mkdir(parents=True, exist_ok=True)
@@ -88,18 +102,40 @@ def _scenario(lab_server: LabServer, page: Any) -> None:
     page.locator(".jp-mod-current.jp-mod-dirty, .lm-TabBar-tab.jp-mod-dirty").first.wait_for()
     assert marker not in (lab_server.root_dir / "ui.ipynb").read_text()
 
-    # Launch from the toolbar: one worker on this machine; preview the plan first.
+    # The form opens on the cell's own flags, and checks them with the server's dry run.
     page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .tfc-LaunchButton").first.click()
     form = _launch_dialog(page)
     assert "unsaved edits" in form.locator(".tfc-LiveNotice").inner_text()
     assert form.locator("select[name=backend]").input_value() == "local"
     assert form.locator("input[name=region]").input_value() == "europe-west4"
-    form.locator("input[name=workers]").fill("1")
-    form.locator(".tfc-PreviewButton").click()
+    assert form.locator("input[name=workers]").input_value() == "1"  # the cell's --workers 1
+    assert form.locator("input[name=labels]").input_value() == "team=ui"
+    assert form.locator("select[name=strategy]").input_value() == "auto"
+    _checked(form, "ok")
     preview = form.locator(".tfc-PlanPreview")
-    preview.wait_for()
     assert "multi_worker_mirrored" in preview.inner_text()
     assert "live notebook model" in preview.inner_text()
+    assert "--workers 1 --label team=ui" in preview.locator(".tfc-PlanLine").inner_text()
+    assert _launch_enabled(page)
+    # An impossible choice is refused as it is made, and Launch is disabled until it is undone.
+    form.locator("select[name=tpu]").select_option("v3-8")
+    _checked(form, "error")
+    assert "TPU" in form.locator(".tfc-Error").inner_text()
+    assert not _launch_enabled(page)
+    form.locator("select[name=tpu]").select_option("")
+    _checked(form, "ok")
+    # A launch that fails (Vertex AI without a project) opens the form again, values kept.
+    form.locator("select[name=backend]").select_option("vertex")
+    form.locator("input[name=project]").fill("")
+    _checked(form, "ok")  # a plan without a project is shown, with a warning
+    page.locator(".jp-Dialog .jp-mod-accept").click()
+    form = _launch_dialog(page)
+    form.locator(".tfc-LaunchError").wait_for(timeout=30_000)
+    assert "project" in form.locator(".tfc-LaunchError").inner_text()
+    assert form.locator("select[name=backend]").input_value() == "vertex"
+    assert form.locator("input[name=workers]").input_value() == "1"
+    form.locator("select[name=backend]").select_option("local")
+    _checked(form, "ok")
     screenshot(page, "lab-launch-form.png")
     _accept(page)
 
@@ -136,6 +172,9 @@ def _scenario(lab_server: LabServer, page: Any) -> None:
     page.locator(".lm-CommandPalette-item", has_text="Launch on ...").first.click()
     form = _launch_dialog(page)
     form.locator("select[name=strategy]").select_option("none")
+    form.locator("input[name=workers]").fill("0")  # 0 over the cell's --workers 1
+    _checked(form, "ok")
+    assert "worker(s)" not in form.locator(".tfc-PlanPreview").inner_text()
     _accept(page)
     running = page.locator(".tfc-JobDetail[data-state='running']")
     running.wait_for(timeout=JOB_MS)
@@ -152,7 +191,8 @@ def _scenario(lab_server: LabServer, page: Any) -> None:
     # The records agree, and the notebook file was never saved.
     records = store_for(lab_server.home).list(limit=None)
     assert [r.state for r in records] == [JobState.CANCELLED, JobState.SUCCEEDED]
-    assert records[1].spec["worker_count"] == 1
+    assert records[1].spec["worker_count"] == 1 and records[0].spec["worker_count"] == 0
+    assert records[1].spec["labels"] == {"team": "ui"}
     assert all(r.notebook == str(lab_server.root_dir / "ui.ipynb") for r in records)
     assert SAVED in (lab_server.root_dir / "ui.ipynb").read_text()
 

@@ -249,6 +249,29 @@ async def test_dry_run_of_the_saved_file_uses_its_tfc_run_flags(
     assert data["plan"]["spec"]["labels"] == {"team": "ml"}
 
 
+async def test_a_form_gets_the_cells_options_and_replaces_them(
+    jp_fetch: Fetch, notebook: Path
+) -> None:
+    """The launch form starts from the cell's own options (the plan says them, and the line),
+    and sends them all back with ``replace``: a 0, an empty list or "" (the default) replaces
+    the cell's value instead of leaving it."""
+    _, data = await _call(
+        jp_fetch, "POST", "jobs", body={"path": "train.ipynb", "options": {"dry_run": True}}
+    )
+    assert data["plan"]["options"] == {"workers": 2}
+    assert data["plan"]["line"] == "%%tfc_run --workers 2"
+    form = {"workers": 0, "label": [], "machine": "", "strategy": "", "dry_run": True}
+    status, data = await _call(
+        jp_fetch, "POST", "jobs", body={"path": "train.ipynb", "options": form, "replace": True}
+    )
+    assert status == 200, data
+    assert data["plan"]["spec"]["worker_count"] == 0 and data["plan"]["options"] == {}
+    status, data = await _call(
+        jp_fetch, "POST", "jobs", body={"path": "train.ipynb", "options": {}, "replace": "yes"}
+    )
+    assert status == 400 and data["field"] == "replace"
+
+
 # ---------------------------------------------------------------- error mapping
 @pytest.mark.parametrize(
     ("body", "field", "words"),

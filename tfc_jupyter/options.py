@@ -192,7 +192,7 @@ class JobOptions:
         """Options from a JSON object (``{"workers": 1, "machine": "CPU"}``), each value checked
         on its own so an error names it (``field``). Numbers are taken for text options,
         ``true`` for a flag that may go without a value (``{"tpu": true}``), ``null`` for
-        "not given".
+        "not given", ``""`` for a text option's default (given: it replaces a cell's value).
 
         Raises:
             SpecError: not an object, an unknown option or a value of the wrong type.
@@ -235,13 +235,15 @@ class JobOptions:
         return cls(**values, given=frozenset(values))
 
     # ------------------------------------------------------------------ combining
-    def over(self, base: JobOptions) -> JobOptions:
-        """``base`` with every option given here put over it (lists are extended): the CLI's
-        and the REST request's flags over the cell's own line."""
+    def over(self, base: JobOptions, *, replace: bool = False) -> JobOptions:
+        """``base`` with every option given here put over it: the CLI's and the REST request's
+        flags over the cell's own line. Lists are extended, or with ``replace`` replaced (a
+        form that shows the cell's options and sends them all back)."""
         values = {f.name: getattr(base, f.name) for f in FIELDS}
         for name in self.given:
             mine = getattr(self, name)
-            values[name] = (*values[name], *mine) if isinstance(mine, tuple) else mine
+            extend = isinstance(mine, tuple) and not replace
+            values[name] = (*values[name], *mine) if extend else mine
         return JobOptions(**values, given=base.given | self.given)
 
     def replace(self, **changes: Any) -> JobOptions:
@@ -261,12 +263,12 @@ class JobOptions:
         return " ".join(words)
 
     def to_json(self) -> dict[str, Any]:
-        """The options that differ from their defaults, JSON-ready (lists for repeated
-        flags); :meth:`from_json` reads it back."""
+        """The job's options that differ from their defaults, JSON-ready (lists for repeated
+        flags; ``dry_run`` is not part of the job); :meth:`from_json` reads it back."""
         out: dict[str, Any] = {}
         for f in FIELDS:
             value = getattr(self, f.name)
-            if f.flag.in_json and value != f.default:
+            if f.flag.in_json and f.flag.in_line and value != f.default:
                 out[f.name] = list(value) if isinstance(value, tuple) else value
         return out
 
@@ -343,6 +345,8 @@ class OptionField:
             return tuple(str(i) for i in items)
         if value is True and self.flag.const is not None:
             return self.flag.const
+        if value == "" and self.kind == "text" and self.flag.const != "":
+            return self.default  # "": the default, given (a form's "default" choice)
         if isinstance(value, bool) or not isinstance(value, (str, int, float)):
             raise SpecError(
                 f"{what} {key!r} must be a string or a number", f'send {key}: "..."', field=key

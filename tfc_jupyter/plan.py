@@ -80,6 +80,8 @@ class Plan:
             "warnings": self.warnings,
             "notes": self.script.notes,
             "vertex_request": self.vertex_request(),
+            "options": self.options.to_json(),
+            "line": self.options.to_line(),
         }
 
     # ------------------------------------------------------------------ rendering

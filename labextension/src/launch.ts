@@ -6,7 +6,7 @@ import { Dialog, Notification, showErrorMessage } from '@jupyterlab/apputils';
 import { NotebookPanel } from '@jupyterlab/notebook';
 
 import { createJob, getDefaults, getMachines } from './api';
-import { ILaunchValues, toOptions } from './components/LaunchForm';
+import { fromOptions, ILaunchValues, toOptions } from './components/LaunchForm';
 import { TfcApiError } from './request';
 import { ILaunchSettings } from './settings';
 import { ICreateJob, IDefaults, IJob, IJobOptions } from './types';
@@ -45,6 +45,9 @@ function message(error: unknown): string {
 
 /**
  * Ask where to run the notebook, then launch it; resolves to the job (null when not launched).
+ * The form starts from the cell's own `%%tfc_run` options (a first dry run says them), checks
+ * every change with the server's dry run, and sends exactly what it shows. A launch that fails
+ * opens the form again with the same values and the error.
  */
 export async function launchNotebook(
   panel: NotebookPanel,
@@ -60,41 +63,58 @@ export async function launchNotebook(
     return null;
   }
   const path = panel.context.path;
-  const request = (options: IJobOptions): ICreateJob => ({
+  const request = (options: IJobOptions, replace: boolean): ICreateJob => ({
     path,
     notebook: liveNotebook(panel),
     dirty: panel.context.model.dirty,
-    options
+    options,
+    replace
   });
-  const body = new LaunchDialogBody({
-    notebookName: panel.context.localPath.split('/').pop() ?? path,
-    dirty: panel.context.model.dirty,
-    defaults,
-    machines,
-    initial: initialValues(defaults, settings),
-    preview: async options => (await createJob(request({ ...options, dry_run: true }))).plan
-  });
-  const dialog = new Dialog({
-    title: 'Launch on ...',
-    body,
-    buttons: [Dialog.cancelButton(), Dialog.okButton({ label: 'Launch' })]
-  });
-  dialog.addClass('tfc-LaunchDialog');
-  const result = await dialog.launch();
-  if (!result.button.accept || !result.value) {
-    return null;
-  }
+  let initial = initialValues(defaults, settings);
+  let initialError: string | null = null;
   try {
-    const created = await createJob(request(toOptions(result.value)));
-    const job = created.job as IJob;
-    Notification.success(
-      `Launched ${job.id} on ${job.backend}` +
-        (panel.context.model.dirty ? ' (with the unsaved edits)' : ''),
-      { autoClose: 4000 }
-    );
-    return job;
+    const cell = (await createJob(request({ dry_run: true }, false))).plan;
+    initial = fromOptions(cell.options, String(cell.options.backend ?? ''), initial);
   } catch (error) {
-    await showErrorMessage('Launch failed', message(error));
-    return null;
+    initialError = message(error); // the cell as it is cannot make a job: say why, in the form
+  }
+  for (;;) {
+    const body = new LaunchDialogBody({
+      notebookName: panel.context.localPath.split('/').pop() ?? path,
+      dirty: panel.context.model.dirty,
+      defaults,
+      machines,
+      initial,
+      initialError,
+      preview: async options =>
+        (await createJob(request({ ...options, dry_run: true }, true))).plan
+    });
+    const dialog = new Dialog({
+      title: 'Launch on ...',
+      body,
+      buttons: [Dialog.cancelButton(), Dialog.okButton({ label: 'Launch' })]
+    });
+    dialog.addClass('tfc-LaunchDialog');
+    const result = await dialog.launch();
+    if (!result.button.accept || !result.value) {
+      return null;
+    }
+    initial = result.value;
+    if (!body.ok) {
+      initialError = 'The choices cannot make a job yet: see the message below, then Launch.';
+      continue; // Enter pressed while the choices were being checked, or wrong
+    }
+    try {
+      const created = await createJob(request(toOptions(result.value), true));
+      const job = created.job as IJob;
+      Notification.success(
+        `Launched ${job.id} on ${job.backend}` +
+          (panel.context.model.dirty ? ' (with the unsaved edits)' : ''),
+        { autoClose: 4000 }
+      );
+      return job;
+    } catch (error) {
+      initialError = `Launch failed: ${message(error)}`; // the form again, values kept
+    }
   }
 }

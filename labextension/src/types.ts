@@ -80,7 +80,7 @@ export interface IDefaults {
   options: { name: string; flag: string; help: string }[];
 }
 
-/** The options of a job: the %%tfc_run flags by name. */
+/** The options of a job: the %%tfc_run flags by name ("" for a text option: its default). */
 export interface IJobOptions {
   backend?: string;
   machine?: string;
@@ -109,6 +109,9 @@ export interface IPlan {
   warnings: string[];
   notes: string[];
   spec: { backend: string; worker_count: number; chief: IMachine; [key: string]: unknown };
+  /** The job's options (the cell's flags with the request's over them), and its line. */
+  options: { [key: string]: unknown };
+  line: string;
 }
 
 /** POST /jobs. */
@@ -118,6 +121,8 @@ export interface ICreateJob {
   dirty?: boolean;
   cell?: number;
   options: IJobOptions;
+  /** The options replace the cell's own values (lists too): a form that sends them all. */
+  replace?: boolean;
 }
 
 /** POST /jobs answers. */

@@ -38,8 +38,10 @@ export class LaunchDialogBody
   implements Dialog.IBodyWidget<ILaunchValues>
 {
   private values: ILaunchValues;
+  /** Whether the choices, as last checked, make a job (Launch is enabled only then). */
+  ok = false;
 
-  constructor(private readonly props: Omit<ILaunchFormProps, 'onChange'>) {
+  constructor(private readonly props: Omit<ILaunchFormProps, 'onChange' | 'onValidity'>) {
     super();
     this.values = props.initial;
     this.addClass('tfc-LaunchDialogBody');
@@ -49,7 +51,29 @@ export class LaunchDialogBody
     return this.values;
   }
 
+  /** Enable or disable the dialog's Launch button. */
+  private setValidity(ok: boolean): void {
+    this.ok = ok;
+    const accept = this.node
+      .closest('.jp-Dialog')
+      ?.querySelector<HTMLButtonElement>('.jp-mod-accept');
+    if (accept) {
+      accept.disabled = !ok;
+    }
+  }
+
+  protected onAfterAttach(msg: any): void {
+    super.onAfterAttach(msg);
+    this.setValidity(this.ok);
+  }
+
   protected render(): JSX.Element {
-    return <LaunchForm {...this.props} onChange={values => (this.values = values)} />;
+    return (
+      <LaunchForm
+        {...this.props}
+        onChange={values => (this.values = values)}
+        onValidity={ok => this.setValidity(ok)}
+      />
+    );
   }
 }

@@ -202,7 +202,10 @@ class JobService:
         request = parse_options(body.get("options"))
         selection = self._selection(body)
         self._confine(request, selection.base_dir)
-        ns = request.over(JobOptions.from_line(selection.magic_line))
+        replace = body.get("replace", False)
+        if not isinstance(replace, bool):
+            raise SpecError("'replace' must be true or false", "send replace: true", field="replace")
+        ns = request.over(JobOptions.from_line(selection.magic_line), replace=replace)
         client = self.client()
         plan = client.plan(selection, ns)
         if ns.dry_run:

@@ -20,41 +20,59 @@ export interface ILaunchValues {
   args: string;
 }
 
-/** The job options the form's values stand for (only what is set). */
+/**
+ * The job options the form's values stand for: every one of them, sent with `replace`, so what
+ * the form shows is exactly what runs (a 0, an empty list or "" replaces the cell's value).
+ */
 export function toOptions(values: ILaunchValues): IJobOptions {
-  const options: IJobOptions = { backend: values.backend, strategy: values.strategy };
-  const workers = parseInt(values.workers, 10);
-  if (workers > 0) {
-    options.workers = workers;
-  }
-  if (values.tpu) {
-    options.tpu = values.tpu;
-  } else {
-    const gpus = parseInt(values.gpus, 10);
-    if (gpus > 0) {
-      options.gpus = gpus;
-      if (values.gpu_type) {
-        options.gpu_type = values.gpu_type;
-      }
-    }
-    if (values.machine) {
-      options.machine = values.machine;
-    }
-  }
-  for (const key of ['region', 'project', 'name', 'args'] as const) {
-    if (values[key].trim()) {
-      options[key] = values[key].trim();
-    }
-  }
-  const labels = values.labels
-    .split(/[,\s]+/)
-    .map(l => l.trim())
-    .filter(Boolean);
-  if (labels.length) {
-    options.label = labels;
-  }
-  return options;
+  const count = (text: string): number => Math.max(0, parseInt(text, 10) || 0);
+  const tpu = values.tpu;
+  return {
+    backend: values.backend,
+    strategy: values.strategy,
+    workers: count(values.workers),
+    tpu,
+    machine: tpu ? '' : values.machine,
+    gpus: tpu ? 0 : count(values.gpus),
+    gpu_type: tpu || !count(values.gpus) ? '' : values.gpu_type,
+    region: values.region.trim(),
+    project: values.project.trim(),
+    name: values.name.trim(),
+    args: values.args.trim(),
+    label: values.labels
+      .split(/[,\s]+/)
+      .map(l => l.trim())
+      .filter(Boolean)
+  };
 }
+
+/** The form's values for a plan's options (the cell's `%%tfc_run` flags), else `fallback`. */
+export function fromOptions(
+  options: { [key: string]: unknown },
+  backend: string,
+  fallback: ILaunchValues
+): ILaunchValues {
+  const text = (key: string, other: string): string =>
+    options[key] === undefined || options[key] === null ? other : String(options[key]);
+  const labels = Array.isArray(options.label) ? options.label.map(String).join(', ') : '';
+  return {
+    backend: backend || fallback.backend,
+    machine: text('machine', fallback.machine),
+    workers: text('workers', fallback.workers),
+    gpus: text('gpus', fallback.gpus),
+    gpu_type: text('gpu_type', fallback.gpu_type),
+    tpu: text('tpu', fallback.tpu),
+    strategy: text('strategy', fallback.strategy),
+    region: text('region', fallback.region),
+    project: text('project', fallback.project),
+    name: text('name', fallback.name),
+    labels: labels || fallback.labels,
+    args: text('args', fallback.args)
+  };
+}
+
+/** How long the form waits after a change before it checks the choices (a dry run). */
+export const CHECK_DELAY_MS = 350;
 
 /** Props of {@link LaunchForm}. */
 export interface ILaunchFormProps {
@@ -63,8 +81,12 @@ export interface ILaunchFormProps {
   defaults: IDefaults;
   machines: IMachines;
   initial: ILaunchValues;
+  /** An error to show from the start (the launch that failed with these values). */
+  initialError?: string | null;
   /** Called with every change, so the dialog can read the values. */
   onChange: (values: ILaunchValues) => void;
+  /** Called when the choices become launchable or stop being so. */
+  onValidity?: (ok: boolean) => void;
   /** Plans the job without launching it. */
   preview: (options: IJobOptions) => Promise<IPlan>;
 }
@@ -74,8 +96,36 @@ export function LaunchForm(props: ILaunchFormProps): JSX.Element {
   const [values, setValues] = useState<ILaunchValues>(props.initial);
   const [plan, setPlan] = useState<IPlan | null>(null);
   const [error, setError] = useState<string | null>(null);
-  const [busy, setBusy] = useState(false);
+  const [launchError, setLaunchError] = useState<string | null>(props.initialError ?? null);
+  const [checking, setChecking] = useState(true);
+  const latest = useRef(0);
   const result = useRef<HTMLDivElement>(null);
+  const { onValidity, preview } = props;
+
+  // Every change is checked by the server's own dry run (the rules live there only); only the
+  // answer to the latest change counts.
+  useEffect(() => {
+    const ticket = ++latest.current;
+    setChecking(true);
+    onValidity?.(false);
+    const timer = setTimeout(async () => {
+      let next: IPlan | null = null;
+      let problem: string | null = null;
+      try {
+        next = await preview(toOptions(values));
+      } catch (e) {
+        problem = e instanceof TfcApiError ? e.text : String(e);
+      }
+      if (ticket !== latest.current) {
+        return;
+      }
+      setPlan(next);
+      setError(problem);
+      setChecking(false);
+      onValidity?.(next !== null);
+    }, CHECK_DELAY_MS);
+    return () => clearTimeout(timer);
+  }, [values]);
 
   useEffect(() => {
     if (result.current && typeof result.current.scrollIntoView === 'function') {
@@ -88,20 +138,8 @@ export function LaunchForm(props: ILaunchFormProps): JSX.Element {
   ) => {
     const next = { ...values, [key]: event.target.value };
     setValues(next);
-    setPlan(null);
+    setLaunchError(null);
     props.onChange(next);
-  };
-  const onPreview = async (): Promise<void> => {
-    setBusy(true);
-    setError(null);
-    try {
-      setPlan(await props.preview(toOptions(values)));
-    } catch (e) {
-      setPlan(null);
-      setError(e instanceof TfcApiError ? e.text : String(e));
-    } finally {
-      setBusy(false);
-    }
   };
   const defaultMachine = String(props.defaults.settings.machine?.value ?? 'CPU');
   return (
@@ -196,16 +234,17 @@ export function LaunchForm(props: ILaunchFormProps): JSX.Element {
         </label>
       </div>
       <div className="tfc-FormActions">
-        <button className="jp-Button jp-mod-styled tfc-PreviewButton" disabled={busy} onClick={onPreview}>
-          {busy ? 'Planning...' : 'Preview plan (dry run)'}
-        </button>
+        <span className="tfc-CheckState" data-state={checking ? 'checking' : error ? 'error' : 'ok'}>
+          {checking ? 'Checking...' : error ? 'Cannot launch as chosen' : 'Ready to launch'}
+        </span>
         <span className="tfc-Muted">
           prices as of {props.machines.prices_as_of}, an estimate
         </span>
       </div>
       <div ref={result}>
+        {launchError ? <div className="tfc-Error tfc-LaunchError">{launchError}</div> : null}
         {error ? <div className="tfc-Error">{error}</div> : null}
-        {plan ? <PlanPreview plan={plan} /> : null}
+        {plan && !error ? <PlanPreview plan={plan} /> : null}
       </div>
     </div>
   );

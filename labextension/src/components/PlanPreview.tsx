@@ -19,6 +19,9 @@ export function PlanPreview(props: { plan: IPlan }): JSX.Element {
         <b>{plan.strategy}</b> &middot; about ${plan.cost_per_hour.toFixed(2)}/h on Vertex AI
       </div>
       <div>requirements: {plan.requirements.join(', ') || 'none'}</div>
+      <div className="tfc-PlanLine">
+        as a cell: <code>{plan.line}</code>
+      </div>
       {plan.warnings.map(w => (
         <div key={w} className="tfc-Warning">
           {w}

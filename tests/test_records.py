@@ -271,6 +271,18 @@ def test_get_by_prefix(store: JobStore) -> None:
     assert store.get("train-20261121-110403-abcdef").error == "x"
 
 
+def test_get_by_the_short_id_the_sidebar_shows(store: JobStore) -> None:
+    """The end of an id (4 characters or more) names a job too, when no id starts with it."""
+    store.create(make("train-20261121-110403-25829a"))
+    store.create(make("train-20261121-110404-77829a"))
+    assert store.get("25829a").id == "train-20261121-110403-25829a"
+    with pytest.raises(JobConflict, match="several jobs"):
+        store.get("829a")
+    for bad in ("9a", "25829A", "%29a", "_5829a"):  # too short, case, LIKE's own characters
+        with pytest.raises(JobNotFound):
+            store.get(bad)
+
+
 def test_unknown_id_names_the_fix(store: JobStore) -> None:
     for bad in ("nope", "", "TRAIN", "%", "_"):
         with pytest.raises(JobNotFound) as info:

@@ -284,7 +284,8 @@ class JobStore:
         return JobRecord.from_dict(record.to_dict())
 
     def get(self, job_id: str) -> JobRecord:
-        """The record of ``job_id``, or of the one job whose id starts with it (like docker).
+        """The record of ``job_id``, or of the one job whose id starts with it (like docker), or
+        else ends with it (4 characters or more: the short ids the sidebar shows).
 
         Raises:
             JobNotFound: no job has that id or prefix.
@@ -401,10 +402,17 @@ class JobStore:
                 "SELECT id, record FROM jobs WHERE id >= ? AND id < ? ORDER BY id LIMIT 6",
                 (key, key + "\U0010ffff"),
             ).fetchall()
+            if not rows and len(key) >= 4:  # the id's end, as short ids are shown ("25829a")
+                escaped = key.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+                rows = conn.execute(
+                    "SELECT id, record FROM jobs WHERE id LIKE ? ESCAPE '\\' ORDER BY id LIMIT 6",
+                    (f"%{escaped}",),
+                ).fetchall()
+                rows = [r for r in rows if r[0].endswith(key)]  # LIKE ignores ASCII case
             if len(rows) > 1:
                 shown = ", ".join(r[0] for r in rows[:5]) + (" ..." if len(rows) > 5 else "")
                 raise JobConflict(
-                    f"Job id prefix {key!r} matches several jobs: {shown}",
+                    f"Job id {key!r} matches several jobs: {shown}",
                     "give more characters of the job id",
                 )
             row = rows[0] if rows else None

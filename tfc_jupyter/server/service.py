@@ -204,7 +204,9 @@ class JobService:
         self._confine(request, selection.base_dir)
         replace = body.get("replace", False)
         if not isinstance(replace, bool):
-            raise SpecError("'replace' must be true or false", "send replace: true", field="replace")
+            raise SpecError(
+                "'replace' must be true or false", "send replace: true", field="replace"
+            )
         ns = request.over(JobOptions.from_line(selection.magic_line), replace=replace)
         client = self.client()
         plan = client.plan(selection, ns)

@@ -236,7 +236,6 @@ def test_a_vertex_job_launches_with_its_image_from_cloud_build(
     """The Vertex backend on a machine with no engine: check passes with a bucket, submit builds
     through Cloud Build, the job runs the built image (as processes of a folder for that URI)."""
     nb = project(tmp_path / "nb", "print('trained on', os.environ.get('CLOUD_ML_JOB_ID'))")
-    plan = plan_for(nb, flags())
     with VertexServer(executor="process") as vertex:
         for name, value in {
             "TFC_VERTEX_ENDPOINT": vertex.url,
@@ -244,6 +243,7 @@ def test_a_vertex_job_launches_with_its_image_from_cloud_build(
             "TFC_VERTEX_DRAIN": "1",
         }.items():
             monkeypatch.setenv(name, value)
+        plan = plan_for(nb, flags())  # the settings are read once, with the plan
         folder = tmp_path / "image"
         folder.mkdir()
         (folder / "script.py").write_text(plan.script.text)

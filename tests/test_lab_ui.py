@@ -115,7 +115,8 @@ def _scenario(lab_server: LabServer, page: Any) -> None:
     preview = form.locator(".tfc-PlanPreview")
     assert "multi_worker_mirrored" in preview.inner_text()
     assert "live notebook model" in preview.inner_text()
-    assert "--workers 1 --label team=ui" in preview.locator(".tfc-PlanLine").inner_text()
+    line = preview.locator(".tfc-PlanLine").inner_text()
+    assert "--workers 1 " in line and "--label team=ui" in line and "--gpus" not in line
     assert _launch_enabled(page)
     # An impossible choice is refused as it is made, and Launch is disabled until it is undone.
     form.locator("select[name=tpu]").select_option("v3-8")

@@ -245,6 +245,11 @@ def test_json_takes_true_for_a_flag_without_value_and_numbers_for_text() -> None
         options.JobOptions.from_json([1])
 
 
+def test_no_gpus_is_one_value() -> None:
+    assert options.parse_line("--gpus 0") == options.JobOptions()
+    assert options.JobOptions.from_json({"gpus": 0}).to_line() == "%%tfc_run"
+
+
 def test_python_keywords_are_checked_too() -> None:
     assert options.JobOptions.of(workers=2, wait=False).to_line() == (
         "%%tfc_run --workers 2 --no-wait"

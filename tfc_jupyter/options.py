@@ -162,6 +162,10 @@ class JobOptions:
     )
     given: frozenset[str] = field(default=frozenset(), compare=False, repr=False)
 
+    def __post_init__(self) -> None:
+        if self.gpus == 0:  # no GPUs is no GPUs: one value, so the line says nothing of it
+            object.__setattr__(self, "gpus", None)
+
     # ------------------------------------------------------------------ readers
     @classmethod
     def from_words(cls, words: Sequence[str], *, prog: str = "%%tfc_run") -> JobOptions:

@@ -147,8 +147,8 @@ export function LaunchForm(props: ILaunchFormProps): JSX.Element {
       <p className="tfc-LiveNotice">
         Runs <b>{props.notebookName}</b> as it is in the editor now
         {props.dirty ? ', including its unsaved edits' : ''}: the notebook's content is sent
-        with the launch, saved or not. Values here replace the flags of its{' '}
-        <code>%%tfc_run</code> line.
+        with the launch, saved or not. The form starts from its <code>%%tfc_run</code> line;
+        what it shows is what runs.
       </p>
       <div className="tfc-FormGrid">
         <label>

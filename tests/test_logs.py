@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tfc_jupyter.logs import LogTail, OffsetPastEnd, read_chunk, replicas
+from tfc_jupyter.logs import LogTail, Merger, OffsetPastEnd, is_noise, label, read_chunk, replicas
 
 
 def test_whole_lines_only_until_the_job_ends(tmp_path: Path) -> None:
@@ -45,3 +45,50 @@ def test_more_than_one_chunk_is_read_in_one_go(tmp_path: Path) -> None:
     lines = [f"line {i:07d}" for i in range(200_000)]  # about 2.6 MB: three chunks
     (tmp_path / "chief.log").write_text("\n".join(lines) + "\n")
     assert [line for _, line in LogTail(tmp_path).read()] == lines
+
+
+@pytest.mark.parametrize(
+    ("line", "noise"),
+    [
+        (
+            "WARNING: All log messages before absl::InitializeLog() is called are written to",
+            True,
+        ),
+        (
+            "I0000 00:00:1795467289.817563       1 port.cc:153] oneDNN custom operations are on.",
+            True,
+        ),
+        ("W0000 00:00:1795467291.327088   25448 dataset.cc:997] Input of GeneratorDatasetOp", True),
+        ("2024-01-02 10:11:12.123456: I tensorflow/core/util/port.cc:113] oneDNN custom", True),
+        ("2024-01-02 10:11:12.123456: W tensorflow/compiler/tf2tensorrt/utils/py_utils.cc", True),
+        ("[tfc_runtime] task chief:0 of 2 workers (TF_CONFIG), strategy MultiWorkerMirrored", True),
+        ("[tfc_runtime] job failed at cell 2, line 3: ValueError: bad", True),
+        # what the user should see: their prints, Python warnings, errors, our warnings
+        ("Epoch 1/3", False),
+        (
+            "E0000 00:00:1795467289.817563       1 cuda_dnn.cc:8310] Could not create cudnn handle",
+            False,
+        ),
+        ("WARNING:tensorflow:AutoGraph could not transform <function <lambda>>", False),
+        ("[tfc_runtime] warning: 2 GPUs asked for, 0 found", False),
+        ("I0000 is my user id", False),
+    ],
+)
+def test_what_is_chatter(line: str, noise: bool) -> None:
+    assert is_noise(line) is noise
+
+
+def test_a_line_every_replica_prints_is_shown_once() -> None:
+    merger = Merger(replicas=2, hold_s=1.0)
+    assert merger.add("chief", "epoch 1 loss 0.5", 0.0) == []  # waits for the worker
+    assert merger.add("chief", "chief only", 0.1) == []
+    assert merger.add("worker-0", "epoch 1 loss 0.5", 0.2) == [
+        (["chief", "worker-0"], "epoch 1 loss 0.5")
+    ]
+    assert merger.ready(0.5) == []  # the chief's own line may still be printed by the worker
+    assert merger.ready(1.2) == [(["chief"], "chief only")]
+    assert merger.add("worker-0", "late", 2.0) == []
+    assert merger.ready(2.1, final=True) == [(["worker-0"], "late")]
+    assert Merger(replicas=1).add("chief", "at once", 0.0) == [(["chief"], "at once")]
+    assert label(["worker-1", "chief", "worker-0"]) == "chief, worker-0, worker-1"
+    assert label(["worker-2", "chief", "worker-0", "worker-1"]) == "chief +3"

@@ -310,3 +310,65 @@ def test_combinations_of_real_flags(ip: Any, session: Path) -> None:
 
     check()
     assert seen["plan"] > 0 and seen["error"] > 0, seen
+
+
+# ---------------------------------------------------------------- what a running job shows
+SAME = (
+    "import sys, tfc_runtime\n"
+    "print('I0000 00:00:1795467289.817563       1 port.cc:153] oneDNN custom operations are on.')\n"
+    "print('WARNING: All log messages before absl::InitializeLog() is called are written to "
+    "STDERR', file=sys.stderr)\n"
+    "print('epoch 1 loss 0.5', flush=True)\n"
+    "print('I am', 'chief' if tfc_runtime.is_chief() else 'the worker', flush=True)\n"
+)
+
+
+def _run_job_cell(ip: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, line: str, body: str):  # type: ignore[no-untyped-def]
+    nb = tmp_path / "job.ipynb"
+    import nbformat
+
+    notebook = nbformat.v4.new_notebook()
+    notebook.cells = [nbformat.v4.new_code_cell(f"%%tfc_run {line}\n{body}")]
+    nbformat.write(notebook, nb)
+    monkeypatch.setenv("JPY_SESSION_NAME", str(nb))
+    with capture_output() as cap:
+        result = ip.run_cell(f"%%tfc_run {line}\n{body}")
+    return result, cap.stdout
+
+
+@pytest.mark.slow
+def test_the_cell_shows_what_the_code_printed_once(
+    ip: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """TensorFlow's C++ chatter and the runtime's start-up line are not shown; a line both
+    replicas print is shown once, naming both; each replica's own lines as they are."""
+    result, out = _run_job_cell(ip, tmp_path, monkeypatch, "--workers 1 --strategy none", SAME)
+    assert result.error_in_exec is None, out
+    lines = out.splitlines()
+    assert "[chief, worker-0] epoch 1 loss 0.5" in lines, out
+    assert "[chief] I am chief" in lines and "[worker-0] I am the worker" in lines, out
+    assert "oneDNN" not in out and "absl::InitializeLog" not in out, out
+    assert "[tfc_runtime] task" not in out, out
+    result, out = _run_job_cell(
+        ip, tmp_path, monkeypatch, "--workers 1 --strategy none --verbose", SAME
+    )
+    assert "oneDNN" in out and "[worker-0] epoch 1 loss 0.5" in out, out
+
+
+@pytest.mark.slow
+def test_a_failed_job_is_shown_once_and_is_not_a_usage_error(
+    ip: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tfc_jupyter.magics import JobFailed
+
+    body = "import json\nvalue = json.loads('{bad')"
+    result, out = _run_job_cell(ip, tmp_path, monkeypatch, "--strategy none", body)
+    assert isinstance(result.error_in_exec, JobFailed), out  # the cell ends in error
+    rendered = "\n".join(result.error_in_exec._render_traceback_())
+    assert (
+        "failed\x1b[0m: chief exited with status 1 at cell 1, line 3: JSONDecodeError" in rendered
+    )
+    assert "UsageError" not in out and "[tfc_runtime] job failed" not in out, out
+    # the job's own traceback (its last lines), then the one line: not six times, as before
+    assert out.count("Expecting property name") == 2, out
+    assert out.splitlines()[-2].startswith("\x1b[31mJob "), out

@@ -45,7 +45,7 @@ def _run(client: Client, plan: Plan) -> int:
         print(job.id)
         return 0
     try:
-        record = job.follow()
+        record = job.follow(verbose=plan.options.verbose)
     except KeyboardInterrupt:
         record = job.cancel()
     print(job.summary_line(), file=sys.stderr)
@@ -97,6 +97,12 @@ def build_parser() -> argparse.ArgumentParser:
     logs = sub.add_parser("logs", help="print a job's logs")
     logs.add_argument("job")
     logs.add_argument("--follow", "-f", action="store_true", help="follow until the job ends")
+    logs.add_argument(
+        "--verbose",
+        "-v",
+        action="store_true",
+        help="while following: TensorFlow's start-up chatter and every replica's copy too",
+    )
     cancel = sub.add_parser("cancel", help="stop every process of a job")
     cancel.add_argument("job")
     sub.add_parser("machines", help="list the machine catalog")
@@ -125,7 +131,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(jobs_table(records) if records else "No jobs yet.")
         elif args.command == "logs":
             if args.follow:
-                client.job(args.job).follow()
+                client.job(args.job).follow(verbose=args.verbose)
             else:
                 print(client.logs(args.job))
         elif args.command == "cancel":

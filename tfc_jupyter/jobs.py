@@ -24,7 +24,7 @@ from .backends import Backend
 from .config import Settings
 from .errors import BackendError, JobConflict, TfcError
 from .files import disk_full, is_disk_full, write_private
-from .logs import LogTail
+from .logs import LogTail, Merger, is_noise, label
 from .plan import Plan
 from .records import JobRecord, JobState, JobStore, default_home, new_job_id
 from .tables import table
@@ -171,11 +171,19 @@ class Job:
         timeout: float | None = None,
         skip_existing: bool = False,
         on_line: Callable[[str, str], None] | None = None,
+        verbose: bool = False,
     ) -> JobRecord:
-        """Print replica lines as they are written until the job ends (or ``timeout``)."""
+        """Print replica lines as they are written until the job ends (or ``timeout``).
+
+        What the user's code printed is shown; TensorFlow's C++ start-up chatter and the
+        runtime's status lines are not (``verbose`` shows them), and a line every replica
+        printed alike is shown once, with the replicas named. ``on_line`` instead receives
+        every ``(replica, line)`` as written. The log files keep every line.
+        """
         stream = out or sys.stdout
         rec = self.store.get(self.id)
         tail = LogTail(Path(rec.log_dir))
+        merger = Merger(_replica_count(rec) if not verbose else 1)
         if skip_existing:
             tail.read()
         deadline = None if timeout is None else time.monotonic() + timeout
@@ -185,13 +193,20 @@ class Job:
                 rec = self.record()
                 done = rec.state.is_terminal()
                 next_state = time.monotonic() + POLL_S
+            now = time.monotonic()
+            shown: list[tuple[list[str], str]] = []
             for replica, line in tail.read(final=done):
                 if on_line:
                     on_line(replica, line)
-                else:
-                    stream.write(f"[{replica}] {line}\n")
+                elif verbose or not is_noise(line):
+                    shown += merger.add(replica, line, now)
+            for names, line in shown + merger.ready(now, final=done):
+                stream.write(f"[{label(names)}] {line}\n")
             stream.flush()
             if done or (deadline is not None and time.monotonic() > deadline):
+                for names, line in merger.ready(now, final=True):
+                    stream.write(f"[{label(names)}] {line}\n")
+                stream.flush()
                 return rec
             time.sleep(LOG_POLL_S)
 
@@ -249,6 +264,16 @@ class Job:
             f"<b style='color:{color}'>{rec.state.value}</b> "
             f"({rec.elapsed:.1f} s){links}{error}</div>"
         )
+
+
+def _replica_count(record: JobRecord) -> int:
+    """How many replicas print (from the record's spec; 1 when it cannot say)."""
+    spec = record.spec or {}
+    try:
+        count = 1 + int(spec.get("worker_count") or 0) + int(spec.get("ps_count") or 0)
+        return count + (1 if spec.get("evaluator") else 0)
+    except (TypeError, ValueError):
+        return 1
 
 
 def refreshed(

@@ -7,6 +7,7 @@ byte offset, whole lines only (so a line being written is never cut), with a siz
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 CHUNK = 1 << 20
@@ -58,10 +59,14 @@ def _utf8_prefix(data: bytes) -> bytes:
     return data[:end] or data
 
 
+def in_order(names: list[str]) -> list[str]:
+    """Replica names chief first, then workers, parameter servers and the evaluator."""
+    return sorted(names, key=lambda n: (_ORDER.get(n.split("-")[0], 9), n))
+
+
 def replicas(log_dir: Path) -> list[str]:
     """Replica names with a log so far (chief first; the watcher's own log is not one)."""
-    names = [p.stem for p in log_dir.glob("*.log") if p.stem != "supervisor"]
-    return sorted(names, key=lambda n: (_ORDER.get(n.split("-")[0], 9), n))
+    return in_order([p.stem for p in log_dir.glob("*.log") if p.stem != "supervisor"])
 
 
 class LogTail:
@@ -93,3 +98,69 @@ class LogTail:
                     break
             self.offsets[name] = offset
         return out
+
+
+# ---------------------------------------------------------------------------- what is shown
+_NOISE = re.compile(
+    "|".join(
+        (
+            # TensorFlow's C++ logging (info and warnings): in Jupyter it goes to the server's
+            # terminal, never into the notebook, so the cell does not show it either.
+            r"^WARNING: All log messages before absl::InitializeLog\(\) is called are written",
+            r"^[IW]\d{4} \d\d:\d\d:\d+\.\d+\s+\d+ [\w.-]+:\d+\] ",
+            r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+: [IW] (tensorflow|external|xla)/",
+            # our own start-up line and the failure line (the cell says it once, at the end)
+            r"^\[tfc_runtime\] (task |job failed at )",
+        )
+    )
+)
+
+
+def is_noise(line: str) -> bool:
+    """True for a line the cell, the CLI and the panel hide unless asked (``--verbose``):
+    TensorFlow's C++ start-up and info logging, and the runtime's own status lines. The job's
+    log files keep every line."""
+    return bool(_NOISE.match(line))
+
+
+class Merger:
+    """Identical lines from several replicas, shown once with the replicas named (as Ray does
+    across its cluster); every replica's own lines as they come.
+
+    A line waits at most ``hold_s`` for the other replicas to print it too; with one replica
+    nothing waits.
+    """
+
+    def __init__(self, replicas: int, hold_s: float = 1.0) -> None:
+        self.replicas = replicas
+        self.hold_s = hold_s
+        self._pending: list[tuple[str, list[str], float]] = []
+
+    def add(self, replica: str, line: str, now: float) -> list[tuple[list[str], str]]:
+        """Take one line; returns what is ready to show, in order, as ``(replicas, line)``."""
+        if self.replicas <= 1:
+            return [([replica], line)]
+        for text, names, _ in self._pending:
+            if text == line and replica not in names:
+                names.append(replica)
+                break
+        else:
+            self._pending.append((line, [replica], now))
+        return self.ready(now)
+
+    def ready(self, now: float, *, final: bool = False) -> list[tuple[list[str], str]]:
+        """The lines whose wait is over (every one with ``final``)."""
+        out = []
+        while self._pending:
+            text, names, since = self._pending[0]
+            if not (final or len(names) >= self.replicas or now - since >= self.hold_s):
+                break
+            self._pending.pop(0)
+            out.append((names, text))
+        return out
+
+
+def label(replicas: list[str]) -> str:
+    """``chief``, ``chief, worker-0``; four or more: ``chief +3``."""
+    names = in_order(replicas)
+    return ", ".join(names) if len(names) <= 3 else f"{names[0]} +{len(names) - 1}"

@@ -152,7 +152,7 @@ class TfcMagics(Magics):
         if not args.wait:
             print(f"Not waiting: %tfc_logs {job.id} --follow (or job.follow()) shows the logs.")
             return job
-        return _follow_in_cell(job)
+        return _follow_in_cell(job, verbose=args.verbose)
 
     @line_magic
     def tfc_panel(self, line: str) -> None:
@@ -217,12 +217,15 @@ class TfcMagics(Magics):
 
     @line_magic
     def tfc_logs(self, line: str) -> None:
-        """Print a job's logs: %tfc_logs JOB [--follow] [--replica NAME]."""
-        args = _job_args(line, "%tfc_logs JOB [--follow] [--replica NAME]", follow=True)
+        """Print a job's logs: %tfc_logs JOB [--follow [--verbose]] [--replica NAME].
+
+        Printed logs are every line the replicas wrote; following them hides TensorFlow's
+        start-up chatter and shows a line all replicas print once (--verbose shows all)."""
+        args = _job_args(line, "%tfc_logs JOB [--follow [--verbose]] [--replica NAME]", follow=True)
         try:
             job = self._job(args.job)
             if args.follow:
-                _follow_in_cell(job, raise_on_failure=False)
+                _follow_in_cell(job, raise_on_failure=False, verbose=args.verbose)
             else:
                 text = job.logs(args.replica)
                 print(text or f"{job.id} has printed nothing yet")
@@ -303,6 +306,7 @@ def _job_args(line: str, usage: str, follow: bool = False) -> Any:
     p.add_argument("job")
     if follow:
         p.add_argument("--follow", "-f", action="store_true")
+        p.add_argument("--verbose", "-v", action="store_true")
         p.add_argument("--replica", default=None)
     try:
         return p.parse_args(shlex.split(line))
@@ -310,19 +314,41 @@ def _job_args(line: str, usage: str, follow: bool = False) -> Any:
         raise UsageError(f"{exc}. Usage: {usage}") from None
 
 
-def _follow_in_cell(job: Any, raise_on_failure: bool = True) -> Any:
-    """Stream the job's logs into the cell until it ends; Ctrl-C (interrupt) cancels it."""
+class JobFailed(Exception):
+    """A job the cell launched failed: the cell ends in error (Run All stops there), shown as
+    one line naming the replica, the cell and line and the error, not as a traceback (the
+    job's own traceback is in the lines above it)."""
+
+    def __init__(self, job_id: str, error: str | None) -> None:
+        super().__init__(f"job {job_id} failed: {error or 'no reason recorded'}")
+        self.job_id = job_id
+        self.error = error or "no reason recorded"
+
+    def _render_traceback_(self) -> list[str]:
+        """What IPython shows instead of a traceback."""
+        return [
+            f"\x1b[31mJob {self.job_id} failed\x1b[0m: {self.error}",
+            f"Every line it printed: %tfc_logs {self.job_id}",
+        ]
+
+
+def _follow_in_cell(job: Any, raise_on_failure: bool = True, verbose: bool = False) -> Any:
+    """Stream the job's logs into the cell until it ends; Ctrl-C (interrupt) cancels it. A
+    failed job is shown once (:class:`JobFailed`); a cancelled one is not an error."""
     from .records import JobState
 
     try:
-        rec = job.follow()
+        rec = job.follow(verbose=verbose)
     except KeyboardInterrupt:
         rec = job.cancel()
         print(f"Interrupted: {rec.id} {rec.state.value}.")
         return job
+    if rec.state is JobState.FAILED:
+        if raise_on_failure:
+            raise JobFailed(rec.id, rec.error)
+        print(f"{rec.id} failed: {rec.error}")
+        return job
     print(job.summary_line())
-    if rec.state is JobState.FAILED and raise_on_failure:
-        raise UsageError(f"job {rec.id} failed: {rec.error}")
     return job
 
 

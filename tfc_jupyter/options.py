@@ -148,6 +148,13 @@ class JobOptions:
         name="--no-wait",
         in_json=False,
     )
+    verbose: bool = _opt(
+        False,
+        "Show every log line: TensorFlow's start-up chatter, the runtime's status lines, and "
+        "each replica's copy of a line all replicas print (the job's log files keep them all).",
+        in_line=False,
+        in_json=False,
+    )
     dry_run: bool = _opt(
         False,
         "Show the plan (cells, script, pools, cost, Vertex request); launch nothing.",

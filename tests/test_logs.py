@@ -63,6 +63,11 @@ def test_more_than_one_chunk_is_read_in_one_go(tmp_path: Path) -> None:
         ("2024-01-02 10:11:12.123456: W tensorflow/compiler/tf2tensorrt/utils/py_utils.cc", True),
         ("[tfc_runtime] task chief:0 of 2 workers (TF_CONFIG), strategy MultiWorkerMirrored", True),
         ("[tfc_runtime] job failed at cell 2, line 3: ValueError: bad", True),
+        (
+            "To enable the following instructions: AVX2 FMA, in other operations, rebuild "
+            "TensorFlow with the appropriate compiler flags.",
+            True,
+        ),
         # what the user should see: their prints, Python warnings, errors, our warnings
         ("Epoch 1/3", False),
         (

@@ -109,6 +109,7 @@ _NOISE = re.compile(
             r"^WARNING: All log messages before absl::InitializeLog\(\) is called are written",
             r"^[IW]\d{4} \d\d:\d\d:\d+\.\d+\s+\d+ [\w.-]+:\d+\] ",
             r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+: [IW] (tensorflow|external|xla)/",
+            r"^To enable the following instructions: .* rebuild TensorFlow with the appropriate",
             # our own start-up line and the failure line (the cell says it once, at the end)
             r"^\[tfc_runtime\] (task |job failed at )",
         )

@@ -153,6 +153,16 @@ def _scenario(lab_server: LabServer, page: Any) -> None:
         timeout=30_000,
     )
     assert marker in chief_log.inner_text()
+    # TensorFlow's start-up chatter is left out, until asked for.
+    assert "absl::InitializeLog" not in chief_log.inner_text()
+    assert "[tfc_runtime] task" not in chief_log.inner_text()
+    page.locator(".tfc-VerboseToggle input").first.check()
+    page.wait_for_function(
+        "() => document.querySelector(\".tfc-LogText[data-replica='chief']\")"
+        "?.innerText.includes('absl::InitializeLog')",
+        timeout=30_000,
+    )
+    page.locator(".tfc-VerboseToggle input").first.uncheck()
     page.locator(".tfc-ReplicaTab[data-replica='worker-0']").click()
     page.wait_for_function(
         "m => document.querySelector(\".tfc-LogText[data-replica='worker-0']\")"

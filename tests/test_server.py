@@ -123,7 +123,9 @@ async def _sleep(seconds: float) -> None:
     await asyncio.sleep(seconds)
 
 
-async def _all_logs(fetch: Fetch, job_id: str, replica: str, limit: int = 64) -> tuple[str, int]:
+async def _all_logs(
+    fetch: Fetch, job_id: str, replica: str, limit: int = 64, quiet: bool = False
+) -> tuple[str, int]:
     """Follow a replica's log from offset 0 in small chunks, as the UI does; (text, calls)."""
     text, offset, calls = "", 0, 0
     while calls < 10_000:  # a bound: the job has ended, its logs are finite
@@ -133,7 +135,8 @@ async def _all_logs(fetch: Fetch, job_id: str, replica: str, limit: int = 64) ->
             "jobs",
             job_id,
             "logs",
-            params={"replica": replica, "offset": offset, "limit": limit},
+            params={"replica": replica, "offset": offset, "limit": limit}
+            | ({"quiet": "1"} if quiet else {}),
         )
         assert status == 200, chunk
         assert chunk["offset"] == offset
@@ -490,7 +493,8 @@ async def test_a_job_launched_through_the_api_runs_and_is_in_the_shared_records(
     jp_fetch: Fetch, notebook: Path, tfc_home: Path, cleanup: None
 ) -> None:
     lines = "\n".join(f"print('line {i:03d} ' + 'x' * 40)" for i in range(30))
-    model = _model("print('hello from the live model')", lines)
+    chatter = "WARNING: All log messages before absl::InitializeLog() is called are written"
+    model = _model(f"print('hello from the live model')\nprint({chatter!r})", lines)
     status, data = await _call(
         jp_fetch,
         "POST",
@@ -520,6 +524,11 @@ async def test_a_job_launched_through_the_api_runs_and_is_in_the_shared_records(
     assert (
         text == jobs.Job(job["id"], jobs.store_for(tfc_home)).logs().replace("[chief] ", "") + "\n"
     )
+    assert chatter in text and "[tfc_runtime] task" in text
+    # The sidebar asks for the logs without TensorFlow's chatter and the runtime's status lines.
+    quiet, _ = await _all_logs(jp_fetch, job["id"], "chief", limit=65536, quiet=True)
+    assert chatter not in quiet and "[tfc_runtime] task" not in quiet
+    assert "hello from the live model" in quiet and "line 029" in quiet
     # The job shows in the list; a finished job cannot be cancelled.
     status, listed = await _call(jp_fetch, "GET", "jobs", params={"state": "succeeded"})
     assert [j["id"] for j in listed["jobs"]] == [job["id"]]

@@ -27,9 +27,17 @@ export function createJob(body: ICreateJob): Promise<ICreated> {
   return requestAPI<ICreated>('jobs', { method: 'POST', body: JSON.stringify(body) });
 }
 
-/** A replica's log from a byte offset. */
-export function readLogs(id: string, replica: string, offset: number): Promise<ILogChunk> {
+/** A replica's log from a byte offset (`quiet`: without TensorFlow's start-up chatter). */
+export function readLogs(
+  id: string,
+  replica: string,
+  offset: number,
+  quiet = false
+): Promise<ILogChunk> {
   const query = new URLSearchParams({ replica, offset: String(offset) });
+  if (quiet) {
+    query.set('quiet', '1');
+  }
   return requestAPI<ILogChunk>(`jobs/${encodeURIComponent(id)}/logs?${query}`);
 }
 

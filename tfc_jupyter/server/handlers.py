@@ -169,6 +169,7 @@ class LogsHandler(TfcHandler):
             replica=self.get_query_argument("replica", None) or None,
             offset=self.int_arg("offset", 0),
             limit=self.int_arg("limit", 256 * 1024),
+            quiet=self.get_query_argument("quiet", "") in ("1", "true"),
         )
         self.reply(result)
 

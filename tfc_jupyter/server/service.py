@@ -246,12 +246,20 @@ class JobService:
         return job_dict(self._record(store, job_id))
 
     def logs(
-        self, job_id: str, *, replica: str | None = None, offset: int = 0, limit: int = LOG_CHUNK
+        self,
+        job_id: str,
+        *,
+        replica: str | None = None,
+        offset: int = 0,
+        limit: int = LOG_CHUNK,
+        quiet: bool = False,
     ) -> dict[str, Any]:
         """A replica's log from byte ``offset``: whole lines, at most ``limit`` bytes.
 
         Follow a job by calling again with ``offset=next_offset`` until ``terminal`` is true
-        and ``more`` is false.
+        and ``more`` is false. ``quiet`` leaves TensorFlow's start-up chatter and the runtime's
+        status lines out of ``text`` (the offsets still count every byte of the file); a line
+        longer than ``limit``, which comes in pieces, is passed as it is.
         """
         store = self.store()
         record = self._record(store, job_id)
@@ -277,6 +285,10 @@ class JobService:
         except logs.OffsetPastEnd as exc:
             raise SpecError(str(exc), "start again from offset 0", field="offset") from None
         text, next_offset = data.decode("utf-8", errors="replace"), offset + len(data)
+        if quiet:
+            text = "".join(
+                line for line in text.splitlines(keepends=True) if not logs.is_noise(line)
+            )
         return {
             "job_id": record.id,
             "replica": name,

@@ -14,6 +14,7 @@ export function JobDetail(props: { jobId: string }): JSX.Element {
   const [replica, setReplica] = useState('chief');
   const [error, setError] = useState<string | null>(null);
   const [cancelling, setCancelling] = useState(false);
+  const [verbose, setVerbose] = useState(false);
 
   usePoll(
     async () => {
@@ -102,7 +103,15 @@ export function JobDetail(props: { jobId: string }): JSX.Element {
           </button>
         ))}
       </div>
-      <LogView jobId={job.id} replica={replica} />
+      <label className="tfc-VerboseToggle">
+        <input
+          type="checkbox"
+          checked={verbose}
+          onChange={event => setVerbose(event.target.checked)}
+        />{' '}
+        Show TensorFlow's start-up lines
+      </label>
+      <LogView jobId={job.id} replica={replica} verbose={verbose} />
     </div>
   );
 }

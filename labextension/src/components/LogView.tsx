@@ -7,14 +7,22 @@ import { TfcApiError } from '../request';
 /** The most characters kept on screen; older text is dropped from the top. */
 const MAX_CHARS = 2_000_000;
 
-/** One replica's log, followed from the start until the job ends. */
-export function LogView(props: { jobId: string; replica: string }): JSX.Element {
+/**
+ * One replica's log, followed from the start until the job ends; unless `verbose`, without
+ * TensorFlow's start-up chatter and the runtime's status lines (the server leaves them out).
+ */
+export function LogView(props: {
+  jobId: string;
+  replica: string;
+  verbose?: boolean;
+}): JSX.Element {
   const [text, setText] = useState('');
   const [error, setError] = useState<string | null>(null);
   const [done, setDone] = useState(false);
   const offset = useRef(0);
   const pre = useRef<HTMLPreElement>(null);
-  const key = `${props.jobId}/${props.replica}`;
+  const quiet = !props.verbose;
+  const key = `${props.jobId}/${props.replica}/${quiet ? 'quiet' : 'all'}`;
   const shown = useRef(key);
 
   useEffect(() => {
@@ -29,11 +37,11 @@ export function LogView(props: { jobId: string; replica: string }): JSX.Element 
       if (shown.current !== key) {
         return false; // another replica is shown now
       }
-      let chunk = await readLogs(props.jobId, props.replica, offset.current);
+      let chunk = await readLogs(props.jobId, props.replica, offset.current, quiet);
       let added = chunk.text;
       while (chunk.more) {
         offset.current = chunk.next_offset;
-        chunk = await readLogs(props.jobId, props.replica, offset.current);
+        chunk = await readLogs(props.jobId, props.replica, offset.current, quiet);
         added += chunk.text;
       }
       if (shown.current !== key) {

@@ -9,7 +9,7 @@ import pytest
 from tfc_jupyter import catalog, options
 from tfc_jupyter.config import Settings
 from tfc_jupyter.errors import SpecError
-from tfc_jupyter.spec import Backend, JobSpec, Strategy
+from tfc_jupyter.spec import BackendName, JobSpec, Strategy
 
 
 def _spec(line: str, settings: Settings) -> JobSpec:
@@ -29,7 +29,7 @@ def test_empty_line_is_the_defaults(settings: Settings) -> None:
     assert ns == options.JobOptions() and ns.given == frozenset()
     spec = _spec("", settings)
     assert spec.chief == catalog.lookup("CPU") and spec.worker_count == 0
-    assert spec.backend is Backend.LOCAL and spec.region == "us-central1"
+    assert spec.backend is BackendName.LOCAL and spec.region == "us-central1"
     assert spec.resolved_strategy() is Strategy.NONE  # one device: as in Jupyter
 
 
@@ -146,7 +146,7 @@ def test_everything_else_reaches_the_spec(settings: Settings) -> None:
     assert (spec.region, spec.project, spec.backend) == (
         "europe-west4",
         "my-proj-1",
-        Backend.VERTEX,
+        BackendName.VERTEX,
     )
     assert spec.image.image == "gcr.io/p/i:1" and spec.image.cache_from == "gcr.io/p/i:0"
     assert spec.image.parent_image == "tensorflow/tensorflow:2.15.0"
@@ -170,13 +170,13 @@ def test_settings_fill_what_flags_leave_out(tfc_env: object) -> None:
         }
     )
     spec = _spec("", settings)
-    assert spec.chief.name == "T4_1X" and spec.backend is Backend.VERTEX
+    assert spec.chief.name == "T4_1X" and spec.backend is BackendName.VERTEX
     assert (spec.region, spec.project) == ("europe-west4", "cfg-proj-1")
     assert spec.image.build_bucket == "cfg-bucket" and spec.image.registry
     assert spec.service_account and spec.base_output_dir == "gs://cfg/out"
     overridden = _spec("--gpus 2 --region us-east1 --backend local", settings)
     assert overridden.chief.accelerator_count == 2 and overridden.region == "us-east1"
-    assert overridden.backend is Backend.LOCAL
+    assert overridden.backend is BackendName.LOCAL
     tpu_default = _spec("", Settings(values={"machine": "TPU"}))
     assert tpu_default.chief.is_tpu
 

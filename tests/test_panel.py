@@ -29,7 +29,7 @@ from tfc_jupyter.panel import PanelModel, build_model
 from tfc_jupyter.panel.launcher import DOUBLE_CLICK_S, JobWatch, Launcher
 from tfc_jupyter.panel.memory import MIME_TYPE, ChoiceMemory, ChoicesDisplay
 from tfc_jupyter.records import JobState
-from tfc_jupyter.spec import Backend, Strategy
+from tfc_jupyter.spec import BackendName, Strategy
 
 pytestmark = pytest.mark.usefixtures("tfc_env")
 
@@ -89,7 +89,7 @@ def watches() -> Iterator[list[JobWatch]]:
 def test_every_choice_comes_from_the_catalog(tmp_path: Path, settings: Settings) -> None:
     model = _model(tmp_path, settings, QUICK)
     values = {name: [o.value for o in model.options(name)] for name in ("backend", "strategy")}
-    assert values["backend"] == [b.value for b in Backend]
+    assert values["backend"] == [b.value for b in BackendName]
     assert values["strategy"] == [s.value for s in Strategy]
     machines = [o.value for o in model.options("machine")]
     presets = [m.name for m in catalog.catalog_rows() if not m.is_tpu]

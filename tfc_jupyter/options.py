@@ -27,7 +27,7 @@ from typing import Any, TypeVar
 from . import catalog
 from .config import Settings
 from .errors import SpecError
-from .spec import Backend, ImageSettings, JobSpec, parse_duration, parse_labels
+from .spec import BackendName, ImageSettings, JobSpec, parse_duration, parse_labels
 
 F = TypeVar("F", bound=Callable[..., Any])
 HELP_HINT = "see %%tfc_run? (or tfc-jupyter plan --help) for the flags"
@@ -519,7 +519,7 @@ def to_spec(
         chief=chief,
         worker=worker,
         worker_count=ns.workers,
-        backend=Backend.parse(ns.backend or settings.get("backend") or "local"),
+        backend=BackendName.parse(ns.backend or settings.get("backend") or "local"),
         image=ImageSettings(
             image=ns.image,
             parent_image=ns.parent_image,

@@ -49,7 +49,7 @@ class Strategy(str, Enum):
             ) from None
 
 
-class Backend(str, Enum):
+class BackendName(str, Enum):
     """Where a job runs."""
 
     LOCAL = "local"
@@ -57,7 +57,7 @@ class Backend(str, Enum):
     VERTEX = "vertex"
 
     @classmethod
-    def parse(cls, text: str) -> Backend:
+    def parse(cls, text: str) -> BackendName:
         """``local``, ``docker`` or ``vertex`` (any case)."""
         try:
             return cls(str(text).strip().lower())
@@ -156,7 +156,7 @@ class JobSpec:
     chief: Machine = field(default_factory=lambda: _default_chief())
     worker: Machine | None = None
     worker_count: int = 0
-    backend: Backend = Backend.LOCAL
+    backend: BackendName = BackendName.LOCAL
     image: ImageSettings = field(default_factory=ImageSettings)
     requirements: tuple[str, ...] = ()
     entry_args: tuple[str, ...] = ()
@@ -184,8 +184,8 @@ class JobSpec:
         # Accept plain strings for the enums, so callers (CLI, REST) can pass JSON values.
         if not isinstance(self.strategy, Strategy):
             object.__setattr__(self, "strategy", Strategy.parse(str(self.strategy)))
-        if not isinstance(self.backend, Backend):
-            object.__setattr__(self, "backend", Backend.parse(str(self.backend)))
+        if not isinstance(self.backend, BackendName):
+            object.__setattr__(self, "backend", BackendName.parse(str(self.backend)))
         if self.worker_count and self.worker is None:
             object.__setattr__(self, "worker", self.chief)
         if self.ps_count and self.ps_machine is None:
@@ -447,7 +447,7 @@ def _check_ps_and_evaluator(spec: JobSpec) -> None:
 
 def check_runnable(spec: JobSpec) -> None:
     """Refuse, before launch, what the chosen backend cannot run (dry runs skip this)."""
-    if spec.backend in (Backend.LOCAL, Backend.DOCKER) and spec.chief.is_tpu:
+    if spec.backend in (BackendName.LOCAL, BackendName.DOCKER) and spec.chief.is_tpu:
         raise SpecError(
             f"the {spec.backend.value} backend cannot run TPU jobs: this machine has no TPU",
             "use --backend vertex to run it, or --dry-run to see the plan",

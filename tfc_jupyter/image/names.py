@@ -10,7 +10,7 @@ from __future__ import annotations
 from importlib import metadata
 from pathlib import Path
 
-from ..spec import Backend, JobSpec
+from ..spec import BackendName, JobSpec
 
 RUNTIME_DIR = Path(__file__).resolve().parents[2] / "runtime" / "tfc_runtime"
 REPOSITORY = "tfc-jupyter"
@@ -76,7 +76,7 @@ def image_repository(spec: JobSpec) -> str:
     """
     if spec.image.registry:
         return spec.image.registry.rstrip("/")
-    if spec.backend is Backend.DOCKER and not spec.project:
+    if spec.backend is BackendName.DOCKER and not spec.project:
         return REPOSITORY
     project = spec.project or "PROJECT"
     return f"{spec.region}-docker.pkg.dev/{project}/{REPOSITORY}"

@@ -27,7 +27,7 @@ from ..config import Settings
 from ..errors import TfcError
 from ..options import JobOptions
 from ..plan import Plan
-from ..spec import Backend, JobSpec, Strategy, check_runnable
+from ..spec import BackendName, JobSpec, Strategy, check_runnable
 from .memory import ChoiceMemory, ChoicesDisplay
 
 log = logging.getLogger(__name__)
@@ -364,7 +364,7 @@ class PanelModel:
         rows: list[tuple[Any, str]]
         default_machine = self.settings.get("machine") or "CPU"
         if name == "backend":
-            rows = [(b.value, b.value) for b in Backend]
+            rows = [(b.value, b.value) for b in BackendName]
         elif name == "strategy":
             rows = [
                 (s.value, f"{s.value} (tfc.run's rules)" if s is Strategy.AUTO else s.value)

@@ -321,13 +321,13 @@ class JobService:
 
     def defaults(self) -> dict[str, Any]:
         """The effective defaults (and where each came from), and the options a job takes."""
-        from ..spec import Backend, Strategy
+        from ..spec import BackendName, Strategy
 
         settings = self._settings()
         return {
             "version": __version__,
             "settings": settings.to_dict(),
-            "backends": [b.value for b in Backend],
+            "backends": [b.value for b in BackendName],
             "strategies": [s.value for s in Strategy],
             "options": [
                 {

@@ -160,7 +160,7 @@ def test_summary_shows_strategy_pools_cost_and_the_equivalent_line(
         ("chief", 1, "T4_1X"),
         ("worker", 2, "T4_1X"),
     ]
-    assert summary["cost_per_hour"] == pytest.approx(3 * t4.price_per_hour)
+    assert summary["cost_per_hour"] == pytest.approx(3 * t4.price_per_hour) and summary["billed"]
     line = summary["line"]
     assert line == "%%tfc_run --gpus 1 --gpu-type T4 --workers 2 --backend vertex --label team=ml"
     # Pasted into a cell, the line makes the very same job.
@@ -173,6 +173,12 @@ def test_summary_shows_strategy_pools_cost_and_the_equivalent_line(
     assert any("no Google Cloud project" in w for w in summary["warnings"])
     model.update(gpus=3)
     assert model.summary() is None  # no summary for a job that cannot be made
+    # On this machine a job costs nothing, and says so (the Vertex AI price only as an aside).
+    model.update(backend="local", gpus=0, gpu_type="", workers=0, machine="A100_8X")
+    local = model.summary()
+    assert local is not None and not local["billed"] and local["cost_per_hour"] == 0.0
+    assert [p["cost_per_hour"] for p in local["pools"]] == [0.0]
+    assert local["vertex_cost_per_hour"] == pytest.approx(catalog.PRESETS["A100_8X"].price_per_hour)
 
 
 def test_defaults_come_from_the_same_configuration_as_the_magic(

@@ -419,20 +419,23 @@ class PanelModel:
                 saved = time.strftime("%H:%M:%S", time.localtime(mtime))
             except OSError:
                 pass
+        billed = spec.backend is BackendName.VERTEX  # this machine costs nothing
         return {
             "backend": spec.backend.value,
             "strategy": strategy,
+            "billed": billed,
             "pools": [
                 {
                     "role": role,
                     "replicas": n,
                     "machine": m.name,
                     "describe": m.describe(),
-                    "cost_per_hour": round(m.price_per_hour * n, 4),
+                    "cost_per_hour": round(m.price_per_hour * n, 4) if billed else 0.0,
                 }
                 for role, n, m in plan.pools()
             ],
-            "cost_per_hour": spec.cost_per_hour(),
+            "cost_per_hour": spec.cost_per_hour() if billed else 0.0,
+            "vertex_cost_per_hour": spec.cost_per_hour(),
             "line": self.line(),
             "notebook": plan.selection.name,
             "found_by": plan.selection.how,

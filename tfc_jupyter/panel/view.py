@@ -222,12 +222,26 @@ class LaunchPanel:
         summary = self.model.summary()
         if summary is None:
             return "<i>The summary appears when the choices make a valid job.</i>"
+
+        def price(pool: dict[str, Any]) -> str:
+            return f"${pool['cost_per_hour']:,.2f}/h" if summary["billed"] else "this machine"
+
         pools = "".join(
             f"<tr><td>{_esc(p['role'])} × {p['replicas']}</td><td><b>{_esc(p['machine'])}</b>"
             f"<br><small>{_esc(p['describe'])}</small></td>"
-            f"<td style='text-align:right'>${p['cost_per_hour']:,.2f}/h</td></tr>"
+            f"<td style='text-align:right'>{price(p)}</td></tr>"
             for p in summary["pools"]
         )
+        if summary["billed"]:
+            cost = (
+                f"<b>About ${summary['cost_per_hour']:,.2f} per hour</b> "
+                f"<small>(list prices {catalog.PRICES_AS_OF}, an estimate)</small>"
+            )
+        else:
+            cost = (
+                "<b>Runs on this machine: nothing to pay</b> <small>(on Vertex AI, about "
+                f"${summary['vertex_cost_per_hour']:,.2f} per hour)</small>"
+            )
         warnings = "".join(
             f"<div style='color:#9a6700'>⚠ {_esc(x)}</div>" for x in summary["warnings"]
         )
@@ -238,8 +252,7 @@ class LaunchPanel:
             f"<div><b>Strategy</b> {_esc(summary['strategy'])} &middot; "
             f"<b>backend</b> {_esc(summary['backend'])}</div>"
             f"<table style='margin:4px 0'>{pools}</table>"
-            f"<div><b>About ${summary['cost_per_hour']:,.2f} per hour</b> "
-            f"<small>(list prices {catalog.PRICES_AS_OF}, an estimate)</small></div>"
+            f"<div class='tfc-cost'>{cost}</div>"
             f"<div><b>Job</b> cells {_esc(cells)} of {_esc(summary['notebook'])}{_esc(saved)}"
             f" &middot; requirements: <code>{_esc(reqs)}</code></div>{warnings}"
             f"<div style='margin-top:4px'><b>Same as</b> <code class='tfc-line' "

@@ -1,9 +1,8 @@
 """The launch panel, driven in Python: its model, launcher, watch, memory, widgets and magics.
 
 Jobs are real local jobs (small scripts, strategy ``none`` so TensorFlow is not imported); every
-wait has a deadline. The memory: the choices' display output (what the labextension writes into
-the notebook's metadata) with a recorder and in a real kernel (nbclient). The browser tests are
-tests/test_panel_browser.py.
+wait has a deadline. The memory: the panel's output holding its line, with a recorder and in a
+real kernel (nbclient), saved and read back. The browser tests are tests/test_panel_browser.py.
 """
 
 from __future__ import annotations
@@ -12,7 +11,6 @@ import json
 import subprocess
 import sys
 import textwrap
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -27,7 +25,7 @@ from tfc_jupyter.errors import TfcError
 from tfc_jupyter.jobs import Job, launch, store_for
 from tfc_jupyter.panel import PanelModel, build_model
 from tfc_jupyter.panel.launcher import DOUBLE_CLICK_S, JobWatch, Launcher
-from tfc_jupyter.panel.memory import MIME_TYPE, ChoiceMemory, ChoicesDisplay
+from tfc_jupyter.panel.memory import MIME_TYPE, ChoicesDisplay
 from tfc_jupyter.records import JobState
 from tfc_jupyter.spec import BackendName, Strategy
 
@@ -54,8 +52,7 @@ def _model(
     def select() -> capture.Selection:
         return capture.select_cells(capture.read_notebook(nb), path=nb, how="test")
 
-    store = kwargs.pop("store", None) or store_for(tmp_path / "home")
-    return build_model(settings, select=select, store=store, notebook=nb, **kwargs)
+    return build_model(settings, select=select, notebook=nb, **kwargs)
 
 
 def _spec_error(line: str, settings: Settings) -> str:
@@ -211,86 +208,52 @@ def test_options_to_line_reads_back(settings: Settings) -> None:
 
 
 # ---------------------------------------------------------------- pre-filling and memory
-def test_choices_are_remembered_for_the_notebook_across_restarts(
+def _save_with_output(path: Path, bundle: dict[str, Any]) -> None:
+    """Save the notebook as a frontend does after the panel showed ``bundle``: with the output."""
+    import nbformat
+
+    nb = nbformat.read(path, as_version=4)
+    nb.cells[0].outputs = [nbformat.v4.new_output("display_data", data=bundle)]
+    nbformat.write(nb, path)
+
+
+def test_choices_are_remembered_in_the_panels_saved_output(
     tmp_path: Path, settings: Settings
 ) -> None:
     model = _model(tmp_path, settings, QUICK)
+    sent = _Published()
+    model.display = ChoicesDisplay(model.notebook, publish=sent)
+    model.display.show(model.line())
     model.update(workers=1, strategy="none", labels="team=ml")
-    # A new kernel (a new model over the same files) finds them again.
-    again = _model(tmp_path, settings, QUICK)
+    line = "%%tfc_run --workers 1 --strategy none --label team=ml"
+    assert sent[-1][0][MIME_TYPE]["line"] == line
+    # Not saved yet: a new kernel (a new model over the same file) does not know them.
+    assert _model(tmp_path, settings, QUICK).choices.workers == 0
+    # Saved with the notebook: a new kernel's panel starts from them.
+    nb = write_notebook(tmp_path / "demo.ipynb", QUICK)
+    _save_with_output(nb, sent[-1][0])
+    again = build_model(settings, select=lambda: _select(nb.resolve()), notebook=nb.resolve())
     assert (again.choices.workers, again.choices.strategy, again.choices.labels) == (
         1,
         "none",
         "team=ml",
     )
+    assert again.line() == line
     assert _model(tmp_path, settings, QUICK, name="other").choices.workers == 0
-    memory = ChoiceMemory(tmp_path / "home" / "panel_choices.json")
-    saved = json.loads(memory.path.read_text())
-    assert list(saved) == [str((tmp_path / "demo.ipynb").resolve())]
-    assert memory.path.stat().st_mode & 0o077 == 0
     # Flags given now win over memory; the cell's own --interactive flags replace it.
     given = options.JobOptions.from_words(["--workers", "3"])
-    assert _model(tmp_path, settings, QUICK, given=given).choices.workers == 3
-    assert _model(tmp_path, settings, QUICK, given=given).choices.strategy == "none"
+    remembered = build_model(
+        settings, select=lambda: _select(nb.resolve()), notebook=nb.resolve(), given=given
+    )
+    assert (remembered.choices.workers, remembered.choices.strategy) == (3, "none")
     cell = options.parse_line("--gpus 1")
-    fresh = _model(tmp_path, settings, QUICK, base=cell, remember=False)
+    fresh = build_model(
+        settings, select=lambda: _select(nb), notebook=nb, base=cell, remember=False
+    )
     assert (fresh.choices.workers, fresh.choices.gpus, fresh.choices.strategy) == (0, 1, "auto")
-    # A damaged memory file is ignored, then replaced.
-    memory.path.write_text("{not json")
-    assert _model(tmp_path, settings, QUICK).choices.workers == 0
-
-
-def test_notebook_metadata_gives_defaults_and_memory_wins(
-    tmp_path: Path, settings: Settings
-) -> None:
-    import nbformat
-
-    nb_path = write_notebook(tmp_path / "shared.ipynb", QUICK)
-    nb = nbformat.read(nb_path, as_version=4)
-    nb.metadata["tfc_jupyter"] = {"panel": {"workers": 2, "strategy": "none", "gpus": "bad"}}
-    nbformat.write(nb, nb_path)
-    store = store_for(tmp_path / "home")
-
-    def select() -> capture.Selection:
-        return capture.select_cells(capture.read_notebook(nb_path), path=nb_path, how="test")
-
-    model = build_model(settings, select=select, store=store, notebook=nb_path.resolve())
-    assert (model.choices.workers, model.choices.strategy, model.choices.gpus) == (2, "none", 0)
-    model.update(workers=1)
-    model = build_model(settings, select=select, store=store, notebook=nb_path.resolve())
-    assert model.choices.workers == 1
-
-
-def _write_metadata(path: Path, panel: dict[str, Any]) -> None:
-    import nbformat
-
-    nb = nbformat.read(path, as_version=4)
-    nb.metadata["tfc_jupyter"] = {"panel": panel}
-    nbformat.write(nb, path)
-
-
-def test_saved_notebook_metadata_is_the_memory_and_this_machine_the_fallback(
-    tmp_path: Path, settings: Settings
-) -> None:
-    nb = write_notebook(tmp_path / "demo.ipynb", QUICK).resolve()
-    store = store_for(tmp_path / "home")
-    memory = ChoiceMemory(tmp_path / "home" / "panel_choices.json")
-    memory.save(nb, {"workers": 1, "region": "us-east1"}, saved_at=1000.0)
-
-    def start(saved_at: float) -> tuple[int, str]:
-        _write_metadata(nb, {"workers": 2, "region": "europe-west4", "saved_at": saved_at})
-        model = build_model(settings, select=lambda: _select(nb), store=store, notebook=nb)
-        return model.choices.workers, model.choices.region
-
-    # Written by the frontend (saved_at) after this machine's file: the notebook wins.
-    assert start(2000.0) == (2, "europe-west4")
-    # The same moment (one change, both written): the notebook wins.
-    assert start(1000.0) == (2, "europe-west4")
-    # A notebook not saved since, or a frontend without the labextension: this machine's file.
-    assert start(500.0) == (1, "us-east1")
-    # Nothing remembered here (another machine, a fresh home): the notebook's.
-    memory.path.unlink()
-    assert start(500.0) == (2, "europe-west4")
+    # A line edited into nonsense is ignored.
+    _save_with_output(nb, {MIME_TYPE: {"version": 2, "notebook": None, "line": "%%tfc_run --x"}})
+    assert build_model(settings, select=lambda: _select(nb), notebook=nb).choices.workers == 0
 
 
 def _select(nb: Path) -> capture.Selection:
@@ -304,7 +267,7 @@ class _Published(list[tuple[dict[str, Any], str, bool]]):
         self.append((json.loads(json.dumps(bundle)), display_id, update))
 
 
-def test_choice_changes_update_one_display_with_the_choices(
+def test_choice_changes_update_one_display_with_the_line(
     tmp_path: Path, settings: Settings
 ) -> None:
     from tfc_jupyter.panel.view import LaunchPanel
@@ -314,31 +277,24 @@ def test_choice_changes_update_one_display_with_the_choices(
     sent = _Published()
     model.display = ChoicesDisplay(model.notebook, publish=sent)
     model.update(workers=5)
-    assert sent == []  # not displayed yet: nothing to update (the file still remembers)
+    assert sent == []  # not displayed yet: nothing to update
     panel = LaunchPanel(model, store_for(tmp_path / "home"))
     try:
-        model.display.show()  # as LaunchPanel._ipython_display_ does, after the widget
+        model.display.show(model.line())  # as LaunchPanel._ipython_display_ does
         (bundle, display_id, update), *_ = sent
         assert display_id.startswith("tfc-panel-choices-") and update is False
-        assert bundle[MIME_TYPE] == {"version": 1, "notebook": str(model.notebook), "panel": None}
-        assert bundle["text/plain"] == "tfc_jupyter panel choices: none made yet"
-
-        before = time.time()
+        assert bundle[MIME_TYPE] == {
+            "version": 2,
+            "notebook": str(model.notebook),
+            "line": "%%tfc_run --workers 5",
+        }
         panel.controls["workers"].value = 2
         panel.controls["region"].value = "europe-west4"
         panel.controls["region"].value = "europe-west4"  # unchanged: nothing sent
         assert [(i, u) for _, i, u in sent] == [(display_id, False), *[(display_id, True)] * 2]
-        data = sent[-1][0][MIME_TYPE]
-        saved_at = data["panel"].pop("saved_at")
-        assert before <= saved_at <= time.time()
-        assert data["panel"] == {**model.choices.to_dict(), "workers": 2, "region": "europe-west4"}
-        assert sent[-1][0]["text/plain"] == (
-            "tfc_jupyter panel choices: backend=local, strategy=auto, workers=2, "
-            "region=europe-west4"
-        )
-        # The machine's file holds the same choices at the same moment (ties go to the notebook).
-        entry = ChoiceMemory(tmp_path / "home" / "panel_choices.json").entry(model.notebook)
-        assert entry == (model.choices.to_dict(), saved_at)
+        line = "%%tfc_run --workers 2 --region europe-west4"
+        assert sent[-1][0][MIME_TYPE]["line"] == line
+        assert sent[-1][0]["text/plain"] == f"tfc_jupyter launch panel: {line}"
         # A broken publisher never breaks the panel.
         model.display = ChoicesDisplay(model.notebook, publish=_fail)
         model.display.shown = True
@@ -356,12 +312,12 @@ NB_CHANGE = "c = _tfc_panel.controls\nc['workers'].value = 2\nc['region'].value 
 
 
 @pytest.mark.slow
-def test_kernel_sends_the_choices_in_place_and_nbconvert_shows_text(
-    tmp_path: Path, tfc_env: Path, monkeypatch: pytest.MonkeyPatch
+def test_kernel_keeps_the_line_in_one_output_that_a_save_keeps(
+    tmp_path: Path, tfc_env: Path, monkeypatch: pytest.MonkeyPatch, settings: Settings
 ) -> None:
-    """A real kernel (nbclient): %tfc_panel shows one choices output with a display_id; a change
-    made in another cell updates that output (update_display_data), no new output piles up;
-    the executed notebook is valid and nbconvert shows the text/plain line."""
+    """A real kernel (nbclient): %tfc_panel shows one output with a display_id; a change made in
+    another cell updates that output (update_display_data), no new output piles up; saved, the
+    notebook is valid, nbconvert shows the text/plain line, and a new panel starts from it."""
     import nbformat
     from nbclient import NotebookClient
     from nbconvert import HTMLExporter, MarkdownExporter
@@ -383,39 +339,28 @@ def test_kernel_sends_the_choices_in_place_and_nbconvert_shows_text(
     Client(nb, timeout=DEADLINE_S, resources={"metadata": {"path": str(tmp_path)}}).execute()
 
     (cell, kind, display_id, data), *updates = messages
-    assert (cell, kind, data["panel"]) == (1, "display_data", None)
-    assert data["notebook"] == str(path.resolve()) and display_id
+    assert (cell, kind) == (1, "display_data") and display_id
+    assert data["notebook"] == str(path.resolve())
     assert [(c, k, i) for c, k, i, _ in updates] == [(3, "update_display_data", display_id)] * 2
-    assert updates[-1][3]["panel"]["workers"] == 2
-    assert updates[-1][3]["panel"]["region"] == "europe-west4"
-    # Updated in place: the panel's cell holds one choices output, with the last choices.
+    line = "%%tfc_run --workers 2 --region europe-west4"
+    assert updates[-1][3]["line"] == line
+    # Updated in place: the panel's cell holds one output, with the last line.
     ours = [o for c in nb.cells for o in c.get("outputs", []) if MIME_TYPE in o.get("data", {})]
     assert len(ours) == 1 and ours[0] in nb.cells[1].outputs
-    assert ours[0].data[MIME_TYPE]["panel"]["region"] == "europe-west4"
+    assert ours[0].data[MIME_TYPE]["line"] == line
     assert nb.cells[3].outputs == [] and nb.cells[4].outputs[0].text == "end\n"
-    # The kernel never writes the notebook file; the executed notebook stays valid and readable.
-    assert "tfc_jupyter" not in nbformat.read(path, as_version=4).metadata
+    # The kernel never writes the notebook file; saved (as a frontend saves), it is valid ...
+    assert ours[0] not in nbformat.read(path, as_version=4).cells[1].outputs
     nbformat.validate(nb)
-    text = "tfc_jupyter panel choices: backend=local, strategy=auto, workers=2, region=europe-west4"
+    nbformat.write(nb, path)
+    text = f"tfc_jupyter launch panel: {line}"
     assert ours[0].data["text/plain"] == text
     for exporter in (HTMLExporter(), MarkdownExporter()):
         body, _ = exporter.from_notebook_node(nb)
         assert text in body
-
-
-def test_concurrent_saves_lose_no_notebook(tmp_path: Path) -> None:
-    memory = ChoiceMemory(tmp_path / "panel_choices.json")
-
-    def save(i: int) -> None:
-        for k in range(5):
-            memory.save(tmp_path / f"nb{i}.ipynb", {"workers": k})
-
-    threads = [threading.Thread(target=save, args=(i,)) for i in range(8)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(30)
-    assert all(memory.load(tmp_path / f"nb{i}.ipynb") == {"workers": 4} for i in range(8))
+    # ... and the next panel for it, in any kernel, starts from the saved line.
+    again = build_model(settings, select=lambda: _select(path), notebook=path)
+    assert (again.choices.workers, again.choices.region) == (2, "europe-west4")
 
 
 # ---------------------------------------------------------------- launch
@@ -558,7 +503,7 @@ def test_reopened_panel_lists_earlier_jobs_and_attaches(
     from tfc_jupyter.panel.view import LaunchPanel
 
     store = store_for(home)
-    panel = LaunchPanel(_model(tmp_path, settings, STEPS, store=store), store)
+    panel = LaunchPanel(_model(tmp_path, settings, STEPS), store)
     try:
         listed = dict((v, k) for k, v in panel.jobs.options)
         assert listed[job_id].startswith(f"• {job_id} · local · ")
@@ -579,7 +524,7 @@ def test_widgets_show_choices_reasons_and_block_launch(tmp_path: Path, settings:
     from tfc_jupyter.panel.view import LaunchPanel
 
     store = store_for(tmp_path / "home")
-    panel = LaunchPanel(_model(tmp_path, settings, QUICK, store=store), store)
+    panel = LaunchPanel(_model(tmp_path, settings, QUICK), store)
     try:
         assert not panel.launch_button.disabled
         assert "<code class='tfc-line'" in panel.summary.value
@@ -606,7 +551,7 @@ def test_widgets_double_click_launch_watch_and_close(
     from tfc_jupyter.panel.view import LaunchPanel
 
     store = store_for(tmp_path / "home")
-    panel = LaunchPanel(_model(tmp_path, settings, STEPS, store=store), store)
+    panel = LaunchPanel(_model(tmp_path, settings, STEPS), store)
     try:
         panel.controls["strategy"].value = "none"
         panel.controls["workers"].value = 1
@@ -644,7 +589,7 @@ def test_closing_the_panel_stops_watching_but_not_the_job(
 
     job = launch(plan_for(nb), store=store)
     try:
-        panel = LaunchPanel(_model(tmp_path, settings, SLEEPY, store=store), store)
+        panel = LaunchPanel(_model(tmp_path, settings, SLEEPY), store)
         watch = panel.attach(job)
         _wait(lambda: "started" in watch.text(), DEADLINE_S, "the job to print")
         panel.close()

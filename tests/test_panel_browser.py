@@ -4,8 +4,9 @@ Open a notebook, run it (the last cell is ``%tfc_panel``), pick one worker in th
 click Launch, and see the job succeed with both replicas' logs in the panel. The screenshot is
 kept as ``artifacts/panel.png`` (the README's ``docs/panel.png`` is a copy of one).
 
-And the panel's memory: choices made in the panel land in the live notebook's metadata (through
-the labextension), a save from the UI stores them, and a fresh kernel's panel starts from them.
+And the panel's memory: choices made in the panel are its output's ``%%tfc_run`` line, a save
+from the UI stores it with the notebook (no unsaved edit overwritten, no "File Changed"), and a
+fresh kernel's panel starts from it.
 """
 
 from __future__ import annotations
@@ -112,11 +113,10 @@ def test_pick_launch_and_watch_a_job_in_the_panel(lab_server: LabServer, browser
 
 # The notebook in view (a notebook opened by an earlier test may be restored in a hidden tab).
 NB = ".jp-NotebookPanel:not(.lm-mod-hidden)"
-# The current notebook's live model: its metadata, whether it has unsaved changes, cell 1's text.
+# The current notebook's live model: whether it has unsaved changes, cell 1's text.
 _LIVE = """() => {
   const model = window.jupyterapp.shell.currentWidget.context.model;
-  return {meta: model.getMetadata('tfc_jupyter') || null, dirty: model.dirty,
-          cell1: model.sharedModel.cells[1].getSource()};
+  return {dirty: model.dirty, cell1: model.sharedModel.cells[1].getSource()};
 }"""
 
 
@@ -133,7 +133,7 @@ def _run_to_panel(page: Any) -> None:
     page.wait_for_selector(f"{NB} .tfc-panel .tfc-summary code.tfc-line", timeout=60_000)
 
 
-def test_choices_are_kept_in_the_notebook_metadata(
+def test_choices_are_kept_in_the_panels_saved_output(
     lab_server: LabServer, browser_page: Any
 ) -> None:
     page, name = browser_page, "panel_memory.ipynb"
@@ -141,32 +141,31 @@ def test_choices_are_kept_in_the_notebook_metadata(
     write_notebook(path, "%load_ext tfc_jupyter", "x = 1", "%tfc_panel")
     open_notebook(page, lab_server, name)
     _run_to_panel(page)
-    assert page.evaluate(_LIVE)["meta"] is None  # opening the panel chooses nothing
 
-    # An unsaved edit elsewhere in the notebook: the choices must not overwrite it.
+    # An unsaved edit elsewhere in the notebook: the panel's memory must not overwrite it.
     page.evaluate(
         "() => window.jupyterapp.shell.currentWidget.content.widgets[1]"
         ".model.sharedModel.setSource('x = 41')"
     )
     _pick(page, "workers", "2")
     _pick(page, "region", "europe-west4")
+    line = "%%tfc_run --workers 2 --region europe-west4"
     summary = f"{NB} .tfc-summary"
     page.wait_for_function(
         f"() => document.querySelector({json.dumps(summary)}).innerText"
         ".includes('--workers 2 --region europe-west4')"
     )
+    note = page.locator(f"{NB} .tfc-PanelChoices")
     page.wait_for_function(
-        f"() => {{ const m = ({_LIVE})().meta;"
-        " return !!(m && m.panel && m.panel.workers === 2"
-        " && m.panel.region === 'europe-west4'); }",
+        "l => [...document.querySelectorAll('.tfc-PanelChoices')].some(n => n.innerText"
+        ".includes(l))",
+        arg=line,
         timeout=15_000,
     )
+    assert note.count() == 1  # one output, updated in place
     live = page.evaluate(_LIVE)
     assert live["dirty"] and live["cell1"] == "x = 41"
-    assert "tfc_jupyter" not in json.loads(path.read_text())["metadata"]  # not on disk yet
-    note = page.locator(f"{NB} .tfc-PanelChoices")
-    assert note.count() == 1  # one output, updated in place
-    assert "kept in this notebook" in note.inner_text()
+    assert line not in path.read_text()  # not on disk before a save
 
     # Save from the UI (Ctrl+S, the notebook focused): no "File Changed" dialog, all on disk.
     page.locator(f"{NB} .jp-Cell .jp-InputPrompt").first.click()
@@ -174,19 +173,14 @@ def test_choices_are_kept_in_the_notebook_metadata(
     page.wait_for_function(f"() => !({_LIVE})().dirty", timeout=15_000)
     assert page.locator(".jp-Dialog").count() == 0
     saved = nbformat.read(path, as_version=4)
-    panel = saved.metadata["tfc_jupyter"]["panel"]
-    assert (panel["workers"], panel["region"], panel["backend"]) == (2, "europe-west4", "local")
-    assert isinstance(panel["saved_at"], float) and panel["saved_at"] <= time.time()
-    assert saved.cells[1].source == "x = 41"  # the unsaved edit, saved with them
-    assert saved.metadata.kernelspec.name  # the rest of the metadata kept
+    assert saved.cells[1].source == "x = 41"  # the unsaved edit, saved with it
+    assert "tfc_jupyter" not in saved.metadata  # nothing but the output
     ours = [o for c in saved.cells for o in c.get("outputs", []) if MIME in o.get("data", {})]
-    assert len(ours) == 1 and ours[0].data[MIME]["panel"] == panel  # one output, in place
+    assert len(ours) == 1 and ours[0].data[MIME]["line"] == line  # one output, in place
 
-    # A fresh kernel, and no copy on this machine: the panel starts from the notebook's metadata.
-    (lab_server.home / "panel_choices.json").unlink()
+    # A fresh kernel: the panel starts from the line saved with the notebook.
     restart_kernel(page, name)
     _run_to_panel(page)
     assert page.locator(f"{NB} .tfc-panel .tfc-workers input").input_value() == "2"
     assert page.locator(f"{NB} .tfc-panel .tfc-region input").input_value() == "europe-west4"
-    assert "--workers 2 --region europe-west4" in _text(page, summary)
-    assert page.evaluate(_LIVE)["meta"]["panel"] == panel  # starting from them writes nothing
+    assert line in _text(page, summary)

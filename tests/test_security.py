@@ -37,7 +37,6 @@ from tornado.httpclient import HTTPClientError, HTTPResponse
 from tfc_jupyter import cli, jobs
 from tfc_jupyter.errors import SpecError, TfcError
 from tfc_jupyter.image.context import SecretInFile, secret_reason
-from tfc_jupyter.panel.memory import ChoiceMemory
 from tfc_jupyter.records import JobState
 from tfc_jupyter.server import handlers
 from tfc_jupyter.server.service import JobService
@@ -662,7 +661,6 @@ def test_job_folders_logs_and_records_are_owner_only(tmp_path: Path, tfc_env: Pa
         bad = write_notebook(tmp_path / "bad.ipynb", "%%tfc_run --strategy none\n1 / 0")
         _, first = run_job(ok, home)
         _, second = run_job(bad, home)
-        ChoiceMemory(home / "panel_choices.json").save(ok, {"workers": 1})
     finally:
         os.umask(old)
     assert (first.state, second.state) == (JobState.SUCCEEDED, JobState.FAILED)

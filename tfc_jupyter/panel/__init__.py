@@ -2,7 +2,7 @@
 
 - :mod:`.model`: the choices, their validation by the product's own code, the live summary;
 - :mod:`.launcher`: launching in stages (one job per click) and watching a job's state and logs;
-- :mod:`.memory`: the last choices made for each notebook (its metadata, and a fallback file);
+- :mod:`.memory`: the last choices made for a notebook, as a line in the panel's saved output;
 - :mod:`.view`: the ipywidgets, imported only when a panel opens (``%load_ext`` imports none).
 """
 
@@ -17,21 +17,23 @@ from ..config import Settings
 from ..errors import TfcError
 from ..options import JobOptions
 from ..records import JobStore
-from .memory import ChoiceMemory, ChoicesDisplay, newest, notebook_choices
+from .memory import ChoicesDisplay, saved_line
 from .model import DEST_FIELD, Choices, PanelModel
 
 if TYPE_CHECKING:
     from .view import LaunchPanel
 
-__all__ = ["ChoiceMemory", "Choices", "ChoicesDisplay", "PanelModel", "build_model", "open_panel"]
+__all__ = ["Choices", "ChoicesDisplay", "PanelModel", "build_model", "open_panel"]
 
 
-def _metadata_choices(notebook: Path | None) -> dict[str, object] | None:
+def _remembered(notebook: Path | None) -> JobOptions | None:
+    """The options of the line the notebook's saved panel output holds, if any."""
     if notebook is None:
         return None
     try:
-        return notebook_choices(capture.read_notebook(notebook))
-    except TfcError:
+        line = saved_line(capture.read_notebook(notebook))
+        return JobOptions.from_line(line.removeprefix("%%tfc_run")) if line else None
+    except TfcError:  # an unreadable notebook, or a line edited into nonsense: start afresh
         return None
 
 
@@ -39,30 +41,26 @@ def build_model(
     settings: Settings,
     *,
     select: Callable[[], capture.Selection],
-    store: JobStore,
     base: JobOptions | None = None,
     given: JobOptions | None = None,
     notebook: Path | None = None,
     remember: bool = True,
 ) -> PanelModel:
-    """The model a new panel starts from; the choices made in it are remembered in the notebook's
-    metadata (through the frontend, see :mod:`.memory`) and next to ``store``.
+    """The model a new panel starts from; its choices are remembered as the ``%%tfc_run``
+    line in the panel's own output, saved with the notebook (see :mod:`.memory`).
 
-    Pre-filled, first wins: the flags ``given`` now (only those present in the namespace); with
-    ``remember``, the choices last made for this notebook (the saved notebook's
-    ``metadata.tfc_jupyter.panel``, or this machine's ``panel_choices.json`` when newer); then
-    ``base`` (a parsed ``%%tfc_run`` line); then the configured defaults.
-    ``%%tfc_run --interactive`` passes its flags as ``base`` and ``remember=False``: the cell
-    says exactly what it wants.
+    Pre-filled, first wins: the flags ``given`` now; with ``remember``, the line of the last
+    panel saved in the notebook; then ``base`` (the cell's ``%%tfc_run`` line); then the
+    configured defaults. ``%%tfc_run --interactive`` passes its flags as ``base`` and
+    ``remember=False``: the cell says exactly what it wants.
     """
-    memory = ChoiceMemory(store.path.parent / "panel_choices.json")
     base = base if base is not None else JobOptions()
+    remembered = _remembered(notebook) if remember else None
+    start = remembered if remembered is not None else base  # the whole line the panel showed
+    choices = Choices.from_options(start, settings)
     full = given.over(base) if given is not None else base
-    choices = Choices.from_options(base, settings)
-    if remember:
-        choices = choices.merged(newest(_metadata_choices(notebook), memory.entry(notebook)))
     if given is not None:
-        now = Choices.from_options(full, settings).to_dict()
+        now = Choices.from_options(given.over(start), settings).to_dict()
         choices = choices.merged(
             {DEST_FIELD[d]: now[DEST_FIELD[d]] for d in given.given if d in DEST_FIELD}
         )
@@ -72,7 +70,6 @@ def build_model(
         base=full,
         choices=choices,
         notebook=notebook,
-        memory=memory,
         display=ChoicesDisplay(notebook),
     )
 
@@ -87,13 +84,13 @@ def open_panel(
     notebook: Path | None = None,
     remember: bool = True,
 ) -> LaunchPanel:
-    """A new panel (display it); arguments as :func:`build_model`."""
+    """A new panel (display it); arguments as :func:`build_model`, and the job records the
+    panel launches into and lists."""
     from .view import LaunchPanel
 
     model = build_model(
         settings,
         select=select,
-        store=store,
         base=base,
         given=given,
         notebook=notebook,

@@ -28,7 +28,7 @@ from ..errors import TfcError
 from ..options import JobOptions
 from ..plan import Plan
 from ..spec import BackendName, JobSpec, Strategy, check_runnable
-from .memory import ChoiceMemory, ChoicesDisplay
+from .memory import ChoicesDisplay
 
 log = logging.getLogger(__name__)
 
@@ -91,11 +91,11 @@ class Choices:
     requirements: str = ""
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form (the panel's memory)."""
+        """JSON-ready form."""
         return asdict(self)
 
     def merged(self, data: Mapping[str, Any] | None) -> Choices:
-        """A copy with the known, well-typed keys of ``data`` applied (memory is untrusted)."""
+        """A copy with the known, well-typed keys of ``data`` applied."""
         out = replace(self)
         for f in fields(self):
             if data is None or f.name not in data:
@@ -221,9 +221,8 @@ class PanelModel:
         select: returns the job's cells (re-read from the saved notebook when called).
         base: the parsed ``%%tfc_run`` line the panel starts from (other flags pass through).
         choices: the initial choices (default: those of ``base``).
-        notebook: the notebook file, the key of the panel's memory.
-        memory: where choices are remembered on this machine (None: not there).
-        display: the output that carries them into the notebook's metadata (None: not there).
+        notebook: the notebook file the panel runs.
+        display: the panel's output that remembers its line in the notebook (None: none).
     """
 
     def __init__(
@@ -234,7 +233,6 @@ class PanelModel:
         base: JobOptions | None = None,
         choices: Choices | None = None,
         notebook: Path | None = None,
-        memory: ChoiceMemory | None = None,
         display: ChoicesDisplay | None = None,
     ) -> None:
         self.settings = settings
@@ -242,9 +240,7 @@ class PanelModel:
         self.base = base if base is not None else JobOptions()
         self.choices = choices or Choices.from_options(self.base, settings)
         self.notebook = notebook
-        self.memory = memory
         self.display = display
-        self._remembered: dict[str, Any] | None = None
         self._select = select
         self._selection: Selection | None = None
         self._stamp: float | None = None
@@ -269,23 +265,14 @@ class PanelModel:
         return self.check
 
     def remember(self) -> None:
-        """Save the choices for this notebook: into its metadata through the display (the
-        frontend writes them), and next to the job records. A failure never breaks the panel;
-        choices already remembered by this panel are not saved again (their time stays)."""
-        choices, saved_at = self.choices.to_dict(), round(time.time(), 3)
-        if choices == self._remembered:
+        """Put the choices' ``%%tfc_run`` line into the panel's output, which the notebook
+        saves (see :mod:`.memory`). A failure never breaks the panel."""
+        if self.display is None:
             return
-        self._remembered = choices
-        if self.memory is not None:
-            try:
-                self.memory.save(self.notebook, choices, saved_at=saved_at)
-            except OSError as exc:
-                log.warning("cannot remember the panel's choices: %s", exc)
-        if self.display is not None:
-            try:
-                self.display.update(choices, saved_at)
-            except Exception as exc:  # a display publisher failing: the panel goes on
-                log.warning("cannot send the panel's choices to the notebook: %s", exc)
+        try:
+            self.display.update(self.line())
+        except Exception as exc:  # a display publisher failing: the panel goes on
+            log.warning("cannot show the panel's choices in the notebook: %s", exc)
 
     def job_options(self, choices: Choices | None = None) -> JobOptions:
         """The options the choices stand for (what ``%%tfc_run`` would read)."""

@@ -157,9 +157,9 @@ class LaunchPanel:
 
         display(self.widget)
         if self.model.display is not None:
-            # One more output, updated in place with the choices: the labextension copies them
-            # into the notebook's metadata (see panel/memory.py).
-            self.model.display.show()
+            # One more output, updated in place with the choices' line: saved with the
+            # notebook, it is the panel's memory (see panel/memory.py).
+            self.model.display.show(self.model.line() if self.model.check.ok else None)
 
     def close(self) -> None:
         """Stop watching (the job goes on) and close the widgets."""

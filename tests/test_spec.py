@@ -11,7 +11,7 @@ from tfc_jupyter.catalog import lookup, tpu_machine
 from tfc_jupyter.errors import SpecError
 from tfc_jupyter.spec import (
     MAX_LABELS,
-    Backend,
+    BackendName,
     ImageSettings,
     JobSpec,
     Strategy,
@@ -193,7 +193,7 @@ def test_other_fields() -> None:
 
 def test_strings_are_accepted_for_enums() -> None:
     spec = JobSpec(strategy="MultiWorkerMirroredStrategy", backend="Vertex", worker_count=1)  # type: ignore[arg-type]
-    assert spec.strategy is Strategy.MULTI_WORKER_MIRRORED and spec.backend is Backend.VERTEX
+    assert spec.strategy is Strategy.MULTI_WORKER_MIRRORED and spec.backend is BackendName.VERTEX
     with pytest.raises(SpecError, match="local, docker or vertex"):
         JobSpec(backend="kubernetes")  # type: ignore[arg-type]
 
@@ -244,7 +244,7 @@ def test_parse_labels() -> None:
 # ---------------------------------------------------------------- round trip, frozen
 ROUND_TRIP = [
     JobSpec(),
-    JobSpec(chief=V3, backend=Backend.VERTEX, project="my-project-1", timeout_s=3600),
+    JobSpec(chief=V3, backend=BackendName.VERTEX, project="my-project-1", timeout_s=3600),
     JobSpec(
         name="resnet run.2",
         chief=lookup("A100_1X"),
@@ -295,8 +295,8 @@ def test_labels_are_sorted_and_deduplicated() -> None:
 
 
 def test_check_runnable_refuses_tpu_on_this_machine() -> None:
-    for backend in (Backend.LOCAL, Backend.DOCKER):
+    for backend in (BackendName.LOCAL, BackendName.DOCKER):
         with pytest.raises(SpecError, match="--backend vertex"):
             check_runnable(JobSpec(chief=V3, backend=backend))
-    check_runnable(JobSpec(chief=V3, backend=Backend.VERTEX))
+    check_runnable(JobSpec(chief=V3, backend=BackendName.VERTEX))
     check_runnable(JobSpec(chief=T4, worker_count=1))

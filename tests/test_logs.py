@@ -63,6 +63,10 @@ def test_more_than_one_chunk_is_read_in_one_go(tmp_path: Path) -> None:
         ("2024-01-02 10:11:12.123456: W tensorflow/compiler/tf2tensorrt/utils/py_utils.cc", True),
         ("[tfc_runtime] task chief:0 of 2 workers (TF_CONFIG), strategy MultiWorkerMirrored", True),
         ("[tfc_runtime] job failed at cell 2, line 3: ValueError: bad", True),
+        ("[tfc_runtime] multi-worker job: TF_USE_LEGACY_KERAS=1, tf.keras is tf-keras", True),
+        ("[tfc_runtime] cannot start the job: no TF_CONFIG", False),
+        ("[tfc_runtime] !pip install x exited with status 1", False),
+        ("[tfc_runtime] connecting to the TPU (deadline 600 s)", False),
         (
             "To enable the following instructions: AVX2 FMA, in other operations, rebuild "
             "TensorFlow with the appropriate compiler flags.",
@@ -95,5 +99,13 @@ def test_a_line_every_replica_prints_is_shown_once() -> None:
     assert merger.add("worker-0", "late", 2.0) == []
     assert merger.ready(2.1, final=True) == [(["worker-0"], "late")]
     assert Merger(replicas=1).add("chief", "at once", 0.0) == [(["chief"], "at once")]
+    # Keras' epoch line, each replica with its own clock: alike, shown once (the chief's).
+    keras = Merger(replicas=2)
+    keras.add("chief", "25/25 - 1s - loss: 1.9832 - 756ms/epoch - 30ms/step", 0.0)
+    assert keras.add("worker-0", "25/25 - 1s - loss: 1.9832 - 748ms/epoch - 31ms/step", 0.1) == [
+        (["chief", "worker-0"], "25/25 - 1s - loss: 1.9832 - 756ms/epoch - 30ms/step")
+    ]
+    keras.add("chief", "25/25 - 0s - loss: 0.1682", 0.2)  # another loss is another line
+    assert keras.add("worker-0", "25/25 - 0s - loss: 0.1700", 0.3) == []
     assert label(["worker-1", "chief", "worker-0"]) == "chief, worker-0, worker-1"
     assert label(["worker-2", "chief", "worker-0", "worker-1"]) == "chief +3"

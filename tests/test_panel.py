@@ -421,6 +421,10 @@ def test_launch_stages_then_watch_to_success_per_replica(
         lines = [x for x in watch.lines[replica] if x.startswith("line")]
         assert lines == [f"line {i}" for i in range(6)]
     assert "[worker-0] line 5" in watch.text()
+    # The runtime's start-up line is kept, and shown only when asked for.
+    assert "[chief] [tfc_runtime] task" in watch.text(verbose=True)
+    assert "[tfc_runtime] task" not in watch.text(verbose=False)
+    assert "[tfc_runtime] task" not in watch.text("chief", verbose=False)
     # Lines arrived while the job ran, not all at the end.
     assert any(state is JobState.RUNNING and 0 < n < 6 for state, n in snapshots), snapshots
     assert watch.record.elapsed > 1.5

@@ -110,8 +110,9 @@ _NOISE = re.compile(
             r"^[IW]\d{4} \d\d:\d\d:\d+\.\d+\s+\d+ [\w.-]+:\d+\] ",
             r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+: [IW] (tensorflow|external|xla)/",
             r"^To enable the following instructions: .* rebuild TensorFlow with the appropriate",
-            # our own start-up line and the failure line (the cell says it once, at the end)
-            r"^\[tfc_runtime\] (task |job failed at )",
+            # the runtime's status lines (its warnings, refusals, waits and failed commands are
+            # kept; a failure is said once, at the end)
+            r"^\[tfc_runtime\] (?!warning:|cannot |!)(?!.*\bdeadline\b)",
         )
     )
 )
@@ -124,9 +125,19 @@ def is_noise(line: str) -> bool:
     return bool(_NOISE.match(line))
 
 
+_TIMING = re.compile(r"\b\d+(\.\d+)?(ms|us|µs|s)(/(epoch|step|sample))?\b")
+
+
+def _alike(line: str) -> str:
+    """A line less its timings (``756ms/epoch``, ``1s``): Keras prints the same epoch line on
+    every replica, but each with its own clock."""
+    return _TIMING.sub("#", line)
+
+
 class Merger:
-    """Identical lines from several replicas, shown once with the replicas named (as Ray does
-    across its cluster); every replica's own lines as they come.
+    """Lines alike from several replicas, shown once with the replicas named (as Ray does
+    across its cluster); every replica's own lines as they come. Lines that differ only in
+    their timings (Keras' ``- 756ms/epoch``) are alike; the first replica's is shown.
 
     A line waits at most ``hold_s`` for the other replicas to print it too; with one replica
     nothing waits.
@@ -135,25 +146,26 @@ class Merger:
     def __init__(self, replicas: int, hold_s: float = 1.0) -> None:
         self.replicas = replicas
         self.hold_s = hold_s
-        self._pending: list[tuple[str, list[str], float]] = []
+        self._pending: list[tuple[str, str, list[str], float]] = []
 
     def add(self, replica: str, line: str, now: float) -> list[tuple[list[str], str]]:
         """Take one line; returns what is ready to show, in order, as ``(replicas, line)``."""
         if self.replicas <= 1:
             return [([replica], line)]
-        for text, names, _ in self._pending:
-            if text == line and replica not in names:
+        key = _alike(line)
+        for alike, _, names, _ in self._pending:
+            if alike == key and replica not in names:
                 names.append(replica)
                 break
         else:
-            self._pending.append((line, [replica], now))
+            self._pending.append((key, line, [replica], now))
         return self.ready(now)
 
     def ready(self, now: float, *, final: bool = False) -> list[tuple[list[str], str]]:
         """The lines whose wait is over (every one with ``final``)."""
         out = []
         while self._pending:
-            text, names, since = self._pending[0]
+            _, text, names, since = self._pending[0]
             if not (final or len(names) >= self.replicas or now - since >= self.hold_s):
                 break
             self._pending.pop(0)

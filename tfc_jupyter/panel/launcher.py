@@ -27,7 +27,7 @@ from typing import Any
 from .. import jobs
 from ..client import Client
 from ..errors import TfcError
-from ..logs import LogTail
+from ..logs import LogTail, is_noise
 from ..records import JobRecord, JobState, JobStore
 from .model import PanelModel
 
@@ -306,11 +306,16 @@ class JobWatch:
         self._notify()
         return record
 
-    def text(self, replica: str | None = None) -> str:
-        """The kept lines of one replica, or of all of them (prefixed) when None."""
+    def text(self, replica: str | None = None, *, verbose: bool = True) -> str:
+        """The kept lines of one replica, or of all of them (prefixed) when None; unless
+        ``verbose``, without TensorFlow's start-up chatter and the runtime's status lines."""
         if replica is None:
-            return "\n".join(self.merged)
-        return "\n".join(self.lines.get(replica, ()))
+            kept = [
+                line for line in self.merged if verbose or not is_noise(line.split("] ", 1)[-1])
+            ]
+        else:
+            kept = [line for line in self.lines.get(replica, ()) if verbose or not is_noise(line)]
+        return "\n".join(kept)
 
     @property
     def state(self) -> JobState:

@@ -84,6 +84,11 @@ class LaunchPanel:
         self.replicas = w.ToggleButtons(options=["all"], value="all").add_class("tfc-replicas")
         self.replicas.observe(lambda _: self._render_watch(), names="value")
         self.log = w.HTML().add_class("tfc-log")
+        self.verbose = w.Checkbox(
+            value=False, description="TensorFlow's start-up lines", indent=False
+        )
+        self.verbose.add_class("tfc-verbose")
+        self.verbose.observe(lambda _: self._render_watch(), names="value")
         self.jobs = w.Dropdown(
             description="Earlier jobs", style=_STYLE, layout=w.Layout(width="70%")
         )
@@ -107,7 +112,7 @@ class LaunchPanel:
                 w.HBox([self.launch_button, self.progress, self.stages]),
                 self.message,
                 w.HBox([self.state, self.cancel_button]),
-                self.replicas,
+                w.HBox([self.replicas, self.verbose]),
                 self.log,
                 w.HBox([self.jobs, self.attach_button, refresh]),
             ],
@@ -347,7 +352,7 @@ class LaunchPanel:
                 self.replicas.options = names
                 self.replicas.value = current if current in names else "all"
             replica = None if self.replicas.value == "all" else self.replicas.value
-            lines = watch.text(replica).split("\n")[-VIEW_LINES:]
+            lines = watch.text(replica, verbose=self.verbose.value).split("\n")[-VIEW_LINES:]
             body = _esc("\n".join(lines)) or "(no output yet)"
             self.log.value = (
                 "<div style='max-height:320px;overflow:auto;display:flex;"

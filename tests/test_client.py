@@ -77,3 +77,21 @@ def test_a_handle_made_without_a_store_uses_the_shells_home(
         assert Job("cfg-1").store.path == home / "jobs.sqlite"
     finally:
         del shell.config.TfcConfig["home"]
+
+
+def test_a_dry_run_says_what_the_run_would_refuse(tmp_path: Path) -> None:
+    """Plan and run give the same verdict: a TPU on this machine is refused by both."""
+    from tfc_jupyter.errors import TfcError
+
+    nb = write_notebook(tmp_path / "tpu.ipynb", "%%tfc_run --tpu v3-8\nprint(1)")
+    client = Client(_settings(tmp_path / "home"))
+    plan = client.plan_notebook(nb)
+    assert plan.refused is not None and "TPU" in str(plan.refused)
+    refused = plan.summary()["refused"]
+    assert refused is not None and refused["message"] == plan.refused.message
+    assert "!! Launching it would stop here: " in plan.to_text(script=False)
+    with pytest.raises(TfcError) as info:
+        client.submit(plan)
+    assert str(info.value) == str(plan.refused)  # the very same words
+    assert client.list() == []
+    assert client.plan_notebook(nb, JobOptions.of(tpu="")).refused is None

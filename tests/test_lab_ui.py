@@ -125,17 +125,32 @@ def _scenario(lab_server: LabServer, page: Any) -> None:
     assert not _launch_enabled(page)
     form.locator("select[name=tpu]").select_option("")
     _checked(form, "ok")
-    # A launch that fails (Vertex AI without a project) opens the form again, values kept.
+    # What the run would refuse, the form says as it is chosen: Vertex AI with no project.
     form.locator("select[name=backend]").select_option("vertex")
     form.locator("input[name=project]").fill("")
-    _checked(form, "ok")  # a plan without a project is shown, with a warning
-    page.locator(".jp-Dialog .jp-mod-accept").click()
-    form = _launch_dialog(page)
-    form.locator(".tfc-LaunchError").wait_for(timeout=30_000)
-    assert "project" in form.locator(".tfc-LaunchError").inner_text()
-    assert form.locator("select[name=backend]").input_value() == "vertex"
-    assert form.locator("input[name=workers]").input_value() == "1"
+    _checked(form, "error")
+    assert "project" in form.locator(".tfc-Error").inner_text()
+    assert not _launch_enabled(page)
     form.locator("select[name=backend]").select_option("local")
+    _checked(form, "ok")
+    # A launch that fails all the same (the job home broken behind its back) opens the form
+    # again, with the values kept and the error.
+    jobs_dir = lab_server.home / "jobs"
+    aside = lab_server.home / "jobs.aside"
+    if jobs_dir.exists():
+        jobs_dir.rename(aside)
+    jobs_dir.write_text("not a folder")
+    try:
+        page.locator(".jp-Dialog .jp-mod-accept").click()
+        form = _launch_dialog(page)
+        form.locator(".tfc-LaunchError").wait_for(timeout=30_000)
+        assert "Launch failed" in form.locator(".tfc-LaunchError").inner_text()
+    finally:
+        jobs_dir.unlink()
+        if aside.exists():
+            aside.rename(jobs_dir)
+    assert form.locator("input[name=workers]").input_value() == "1"
+    assert form.locator("input[name=labels]").input_value() == "team=ui"
     _checked(form, "ok")
     screenshot(page, "lab-launch-form.png")
     _accept(page)

@@ -18,6 +18,7 @@ from jobutil import job_pids, run_job, wait_gone, wait_state, write_notebook
 
 from tfc_jupyter.backends.local import (
     LocalBackend,
+    check_gpus,
     check_requirements,
     cluster_env,
     free_ports,
@@ -274,3 +275,17 @@ def test_killed_supervisor_takes_its_replicas_and_marks_the_job(tmp_path: Path) 
     final = job.wait(timeout=30)
     assert final.state is JobState.FAILED
     assert "supervisor" in (final.error or "")
+
+
+def test_gpus_asked_for_on_a_machine_without_any_are_refused() -> None:
+    from tfc_jupyter import catalog
+    from tfc_jupyter.spec import JobSpec
+
+    spec = JobSpec(chief=catalog.gpu_machine("T4", 1))
+    with pytest.raises(BackendError) as info:
+        check_gpus(spec, available=0)
+    text = str(info.value)
+    assert "1 GPU(s) per machine asked for, and this machine has none" in text
+    assert "drop --gpus" in text and info.value.field == "gpus"
+    check_gpus(spec, available=1)
+    check_gpus(JobSpec(chief=catalog.lookup("CPU")), available=0)

@@ -124,6 +124,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(json.dumps(plan.summary(), indent=2))
             else:
                 print(plan.to_text(script=not args.no_script))
+            if plan.refused is not None:  # the same verdict as `run`, on stderr
+                print(f"tfc-jupyter: launching it would stop here: {plan.refused}", file=sys.stderr)
         elif args.command == "run":
             return _run(client, _plan(client, args, extra))
         elif args.command == "jobs":

@@ -55,14 +55,29 @@ class Client:
 
     # ---------------------------------------------------------------- planning
     def plan(self, selection: Selection, options: JobOptions | None = None) -> Plan:
-        """Plan a job from selected cells and options (a dry run: nothing starts).
+        """Plan a job from selected cells and options (a dry run: nothing starts), with the
+        backend's verdict (``plan.refused``: what launching it would say), so a dry run and a
+        run say the same thing.
 
         Raises:
             TfcError: a conversion, requirements or option problem, with the fix.
         """
         from .plan import make_plan
 
-        return make_plan(selection, options or JobOptions(), self.settings)
+        plan = make_plan(selection, options or JobOptions(), self.settings)
+        plan.refused = self.verdict(plan)
+        return plan
+
+    def verdict(self, plan: Plan) -> TfcError | None:
+        """What the plan's backend says before launching it: None, or its refusal (this
+        machine has no GPU, no Docker engine answers, no Google Cloud project ...)."""
+        from .jobs import backend_for
+
+        try:
+            backend_for(plan.spec.backend.value, self.store, self.settings).check(plan.spec)
+        except TfcError as exc:
+            return exc
+        return None
 
     def plan_notebook(
         self,

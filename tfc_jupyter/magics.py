@@ -123,7 +123,7 @@ class TfcMagics(Magics):
                 return self._open_panel(select, notebook, base=args, remember=False)
             plan = self.plan(line, cell, args)
             if args.dry_run:
-                _show(plan)
+                _show(plan)  # with the backend's verdict, as launching it would say
                 self.shell.user_ns["_tfc_plan"] = plan  # type: ignore[union-attr]
                 return None
             return self._launch(plan, args)

@@ -20,7 +20,7 @@ from .capture import Selection
 from .choose import choose
 from .config import Settings
 from .convert import Script, convert
-from .errors import SpecError
+from .errors import SpecError, TfcError
 from .image import context as package
 from .image import names as images
 from .options import JobOptions
@@ -41,6 +41,7 @@ class Plan:
     context: package.Context | None = None  # what goes into the image (None with --image)
     options: JobOptions = field(default_factory=JobOptions)  # what the plan was made from
     settings: Settings | None = None  # the effective defaults it was made with (limits ...)
+    refused: TfcError | None = None  # the backend's verdict: what launching it would say
 
     @property
     def requirements(self) -> list[str]:
@@ -82,6 +83,7 @@ class Plan:
             "vertex_request": self.vertex_request(),
             "options": self.options.to_json(),
             "line": self.options.to_line(),
+            "refused": self.refused.to_dict() if self.refused else None,
         }
 
     # ------------------------------------------------------------------ rendering
@@ -105,6 +107,8 @@ class Plan:
         """The dry run as plain text (CLI, terminal IPython)."""
         spec = self.spec
         out = [f"Plan for {self.selection.name!r} (found by {self.selection.how})"]
+        if self.refused is not None:
+            out.append(f"!! Launching it would stop here: {self.refused}")
         out += [f"! {w}" for w in self.warnings]
         out.append(
             f"cells: {', '.join(map(str, self.script.cells)) or 'none'}"
@@ -139,6 +143,11 @@ class Plan:
         esc = html.escape
         spec = self.spec
         warn = "".join(f"<div style='color:#b35900'>&#9888; {esc(w)}</div>" for w in self.warnings)
+        if self.refused is not None:
+            warn = (
+                "<div style='color:#cf222e'><b>Launching it would stop here:</b> "
+                f"{esc(str(self.refused))}</div>{warn}"
+            )
         pools = "".join(f"<li><code>{esc(line.strip())}</code></li>" for line in self._pool_lines())
         notes = "".join(f"<li>{esc(n)}</li>" for n in self.script.notes)
         reqs = esc(", ".join(self.requirements) or "none")

@@ -112,6 +112,8 @@ export interface IPlan {
   /** The job's options (the cell's flags with the request's over them), and its line. */
   options: { [key: string]: unknown };
   line: string;
+  /** What launching it would say (the backend's verdict), null when it would start. */
+  refused: { message: string; hint: string | null; field: string | null } | null;
 }
 
 /** POST /jobs. */

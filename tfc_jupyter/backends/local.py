@@ -158,6 +158,23 @@ def check_capacity(spec: JobSpec, cores: int | None = None, free_gb: float | Non
         )
 
 
+def check_gpus(spec: JobSpec, available: int | None = None) -> None:
+    """Refuse GPUs asked for on a machine that has none (the job would train on the CPU, slowly
+    and without a word)."""
+    asked = max(m.gpu_count for m in (spec.chief, spec.worker or spec.chief))
+    if not asked:
+        return
+    found = local_gpu_count() if available is None else available
+    if found == 0:
+        raise BackendError(
+            f"{asked} GPU(s) per machine asked for, and this machine has none (nvidia-smi "
+            "lists no GPU, or CUDA_VISIBLE_DEVICES hides them)",
+            "drop --gpus (and --gpu-type) to train on this machine's CPU, or use "
+            "--backend vertex for GPUs",
+            field="gpus",
+        )
+
+
 def check_estimator_tensorflow(spec: JobSpec, tf_version: str | None = None) -> None:
     """Refuse an Estimator job when this environment's TensorFlow (>= 2.16) has no tf.estimator."""
     if not spec.estimator:
@@ -190,6 +207,7 @@ class LocalBackend(WatchedBackend):
         """Refuse before launch what this machine cannot run, naming the fix."""
         check_runnable(spec)
         check_capacity(spec)
+        check_gpus(spec)
         check_estimator_tensorflow(spec)
         missing = check_requirements(list(spec.requirements))
         tensorflow = [m for m in missing if canonical_name(m) in TENSORFLOW_DISTRIBUTIONS]

@@ -325,6 +325,9 @@ class PanelModel:
             if field is None and self.choices.requirements and self._fine_without_requirements():
                 field = "requirements"  # a requirements file given here, not the notebook
             return Check(error=str(exc), field=field, spec=spec)
+        if plan.refused is not None:  # what Launch would meet: said now, as the run says it
+            refused = plan.refused
+            return Check(error=str(refused), field=_FIELD_OF.get(refused.field or ""), spec=spec)
         return Check(spec=plan.spec, plan=plan)
 
     def _fine_without_requirements(self) -> bool:

@@ -113,6 +113,12 @@ export function LaunchForm(props: ILaunchFormProps): JSX.Element {
       let problem: string | null = null;
       try {
         next = await preview(toOptions(values));
+        if (next.refused) {
+          // what Launch would meet, said now: the dry run and the run give the same verdict
+          const { message, hint } = next.refused;
+          problem = hint ? `${message}. Fix: ${hint}` : message;
+          next = null;
+        }
       } catch (e) {
         problem = e instanceof TfcApiError ? e.text : String(e);
       }

@@ -105,8 +105,9 @@ def test_every_choice_comes_from_the_catalog(tmp_path: Path, settings: Settings)
 
 
 def test_impossible_choices_are_flagged_as_the_user_picks(
-    tmp_path: Path, settings: Settings
+    tmp_path: Path, settings: Settings, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1,2,3,4,5,6,7")  # GPUs, as on a GPU machine
     model = _model(tmp_path, settings, QUICK)
     assert model.check.ok and model.check.error is None
 
@@ -141,7 +142,9 @@ def test_impossible_choices_are_flagged_as_the_user_picks(
     check = model.update(region="europe-west4", requirements="missing.txt")
     assert check.field == "requirements" and "missing.txt" in (check.error or "")
     check = model.update(requirements="")
-    assert check.ok, check.error
+    # What is left is what launching would refuse, said now, in the launch's words.
+    assert check.field == "project" and model.summary() is not None
+    assert (check.error or "").startswith("a Vertex AI job needs a Google Cloud project")
 
 
 def test_summary_shows_strategy_pools_cost_and_the_equivalent_line(
@@ -445,10 +448,11 @@ def test_failures_are_shown_in_place_at_their_stage(tmp_path: Path, settings: Se
     write_notebook(tmp_path / "demo.ipynb", "x = 1")
     assert model.update(strategy="none").ok
 
-    # A requirement this kernel lacks: the local backend refuses at submit, nothing runs.
+    # A requirement this kernel lacks: flagged before launch in the local backend's words,
+    # and if launched anyway, refused at submit; nothing runs.
     model = _model(tmp_path, settings, "%pip install no-such-package-tfc==1.0\n" + QUICK)
     model.update(strategy="none")
-    assert model.check.ok
+    assert not model.check.ok and "lacks: no-such-package-tfc==1.0" in (model.check.error or "")
     launcher = Launcher(model, store_for(tmp_path / "home"))
     time.sleep(DOUBLE_CLICK_S)
     launcher.click()
@@ -456,6 +460,7 @@ def test_failures_are_shown_in_place_at_their_stage(tmp_path: Path, settings: Se
     assert [s.status for s in launcher.stages] == ["done", "skipped", "skipped", "failed"]
     assert launcher.error is not None
     assert "lacks: no-such-package-tfc==1.0" in launcher.error and "Fix:" in launcher.error
+    assert launcher.error == model.check.error  # the same words before and at launch
     assert "\n" not in launcher.error and not store_for(tmp_path / "home").list()
 
 
@@ -540,8 +545,10 @@ def test_widgets_show_choices_reasons_and_block_launch(tmp_path: Path, settings:
         local = dict(panel.controls["backend"].options)
         assert any(label.startswith("✗ local") for label in local)
         panel.controls["backend"].value = "vertex"
-        assert not panel.launch_button.disabled and panel.errors["backend"].value == ""
+        assert panel.errors["backend"].value == ""  # Vertex AI takes the TPU ...
         assert "tpu (auto)" in panel.summary.value and "--tpu v5e-4" in panel.summary.value
+        # ... and launching it needs a project: said before Launch, as the launch would say it
+        assert panel.launch_button.disabled and "project" in (panel.model.check.error or "")
         panel.controls["workers"].value = 1
         assert panel.launch_button.disabled and panel.errors["workers"].value
     finally:

@@ -327,7 +327,8 @@ class PanelModel:
             return Check(error=str(exc), field=field, spec=spec)
         if plan.refused is not None:  # what Launch would meet: said now, as the run says it
             refused = plan.refused
-            return Check(error=str(refused), field=_FIELD_OF.get(refused.field or ""), spec=spec)
+            field = _FIELD_OF.get(refused.field or "")
+            return Check(error=str(refused), field=field, spec=spec, plan=plan)
         return Check(spec=plan.spec, plan=plan)
 
     def _fine_without_requirements(self) -> bool:

@@ -3,11 +3,11 @@
 Over every ``.ipynb`` in ``../shared/corpus/`` beside the project root (override with
 ``--corpus``) and ``notebooks/``:
 
-* **speed**: ours is read + select the cells + ``tfc_jupyter.convert.convert`` (what ``%%tfc_run``
-  and ``tfc-jupyter plan`` do); nbconvert's is ``nbformat.read`` + ``PythonExporter()``'s
-  ``from_notebook_node`` (one exporter, reused). Same process, both imported and run once first
-  (warm), timed notebook by notebook over the notebooks both convert, median of ``--passes``
-  (default 3) passes, alternating which goes first.
+* **speed**: ours is read + select the cells + ``tfc_jupyter.notebook.convert.convert`` (what
+  ``%%tfc_run`` and ``tfc-jupyter plan`` do); nbconvert's is ``nbformat.read`` +
+  ``PythonExporter()``'s ``from_notebook_node`` (one exporter, reused). Same process, both
+  imported and run once first (warm), timed notebook by notebook over the notebooks both
+  convert, median of ``--passes`` (default 3) passes, alternating which goes first.
 * **result**, without running corpus code: each script is compiled, and a script that still calls
   ``get_ipython()`` (without importing it) would stop at that line with a NameError under plain
   ``python``. Conversions we refuse with our one-line error (``cell 4, line 2: the magic %store
@@ -39,9 +39,9 @@ from pathlib import Path
 import nbformat
 from nbconvert import PythonExporter
 
-from tfc_jupyter import capture, needs
-from tfc_jupyter.convert import convert
 from tfc_jupyter.errors import TfcError
+from tfc_jupyter.notebook import capture, needs
+from tfc_jupyter.notebook.convert import convert
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT.parent / "shared" / "corpus"  # ../shared/corpus from the project root

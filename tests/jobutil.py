@@ -11,9 +11,11 @@ from pathlib import Path
 import nbformat
 import psutil
 
-from tfc_jupyter import capture, config, options
+from tfc_jupyter import config
+from tfc_jupyter.job import options
+from tfc_jupyter.job.plan import Plan, make_plan
 from tfc_jupyter.jobs import Job, launch, store_for
-from tfc_jupyter.plan import Plan, make_plan
+from tfc_jupyter.notebook import capture
 from tfc_jupyter.records import JobRecord, JobState
 
 JOB_DEADLINE_S = 150

@@ -37,15 +37,16 @@ from IPython.core.error import UsageError
 from IPython.utils.capture import capture_output
 from jobutil import JOB_DEADLINE_S, plan_for, write_notebook
 
-from tfc_jupyter import catalog, cli, jobs
+from tfc_jupyter import cli, jobs
 from tfc_jupyter.backends.local import check_capacity
-from tfc_jupyter.capture import read_notebook
-from tfc_jupyter.catalog import lookup
 from tfc_jupyter.errors import BackendError, CaptureError, ConversionError, SpecError, TfcError
+from tfc_jupyter.job import catalog
+from tfc_jupyter.job.catalog import lookup
+from tfc_jupyter.job.spec import JobSpec
+from tfc_jupyter.notebook.capture import read_notebook
+from tfc_jupyter.notebook.requirements import Requirements
 from tfc_jupyter.records import JobState
-from tfc_jupyter.requirements import Requirements
 from tfc_jupyter.server.service import JobService
-from tfc_jupyter.spec import JobSpec
 
 ITEMS = [
     "broken and hostile notebooks get one line",

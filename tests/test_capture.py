@@ -8,9 +8,9 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from tfc_jupyter import capture
-from tfc_jupyter.convert import convert
 from tfc_jupyter.errors import CaptureError
+from tfc_jupyter.notebook import capture
+from tfc_jupyter.notebook.convert import convert
 
 pytestmark = pytest.mark.usefixtures("tfc_env")
 

@@ -83,7 +83,7 @@ def test_renamed_untitled_is_found_through_the_server(lab_server: LabServer) -> 
 
 
 def test_vscode_names_its_notebook(tmp_path: Path) -> None:
-    from tfc_jupyter.capture import find_notebook
+    from tfc_jupyter.notebook.capture import find_notebook
 
     nb = tmp_path / "from_vscode.ipynb"
     nb.write_text("{}")
@@ -97,7 +97,7 @@ def test_colab_gives_its_live_notebook(tmp_path: Path, monkeypatch: pytest.Monke
     import sys
     import types
 
-    from tfc_jupyter.capture import find_notebook, read_notebook, select_cells
+    from tfc_jupyter.notebook.capture import find_notebook, read_notebook, select_cells
 
     nb = {
         "cells": [{"cell_type": "code", "metadata": {}, "outputs": [], "source": "x = 1"}],
@@ -124,6 +124,6 @@ def test_colab_gives_its_live_notebook(tmp_path: Path, monkeypatch: pytest.Monke
     assert path.name == ".MNIST demo.ipynb" and oct(path.stat().st_mode & 0o777) == "0o600"
     selection = select_cells(read_notebook(path), path=path, how=how)
     assert [c.source for c in selection.cells] == ["x = 1"]
-    from tfc_jupyter.plan import job_name
+    from tfc_jupyter.job.plan import job_name
 
     assert job_name(selection) == "MNIST demo"

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from tfc_jupyter import catalog
-from tfc_jupyter.catalog import Machine, gpu_machine, lookup, normalize_gpu_type, tpu_machine
 from tfc_jupyter.errors import SpecError
+from tfc_jupyter.job import catalog
+from tfc_jupyter.job.catalog import Machine, gpu_machine, lookup, normalize_gpu_type, tpu_machine
 
 # tfc.run's COMMON_MACHINE_CONFIGS (reference/vertex_and_tfc_facts.md):
 # name -> (machine type, vCPUs, GB, accelerator enum, count)

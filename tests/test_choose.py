@@ -6,11 +6,11 @@ import textwrap
 
 import pytest
 
-from tfc_jupyter.catalog import lookup
-from tfc_jupyter.choose import choose
-from tfc_jupyter.codeinfo import analyse
 from tfc_jupyter.errors import SpecError
-from tfc_jupyter.spec import JobSpec, Strategy
+from tfc_jupyter.job.catalog import lookup
+from tfc_jupyter.job.choose import choose
+from tfc_jupyter.job.spec import JobSpec, Strategy
+from tfc_jupyter.notebook.codeinfo import analyse
 
 FIT = """\
 import tensorflow as tf

@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from tfc_jupyter import catalog, cli
+from tfc_jupyter import cli
 from tfc_jupyter.config import KEYS
+from tfc_jupyter.job import catalog
 
 pytestmark = pytest.mark.usefixtures("tfc_env")
 

@@ -12,8 +12,8 @@ import tfc_jupyter
 from tfc_jupyter.client import Client
 from tfc_jupyter.config import Settings, load_settings
 from tfc_jupyter.errors import SpecError
+from tfc_jupyter.job.options import JobOptions
 from tfc_jupyter.jobs import Job
-from tfc_jupyter.options import JobOptions
 from tfc_jupyter.records import JobState
 
 

@@ -6,7 +6,7 @@ import textwrap
 
 import pytest
 
-from tfc_jupyter.codeinfo import analyse
+from tfc_jupyter.notebook.codeinfo import analyse
 
 
 def facts(src: str):  # type: ignore[no-untyped-def]

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from traitlets.config import Config
 
-from tfc_jupyter import options
 from tfc_jupyter.config import KEYS, TfcConfig, load_settings, server_config
 from tfc_jupyter.errors import SpecError
+from tfc_jupyter.job import options
 
 pytestmark = pytest.mark.usefixtures("tfc_env")
 

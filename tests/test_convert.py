@@ -15,8 +15,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from jobutil import run_plain
 
-from tfc_jupyter.convert import RULES, Cell, Script, convert
 from tfc_jupyter.errors import ConversionError
+from tfc_jupyter.notebook.convert import RULES, Cell, Script, convert
 
 
 def _script(*sources: str, **kwargs: object) -> Script:

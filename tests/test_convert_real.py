@@ -18,11 +18,11 @@ import pytest
 from jobutil import plan_for, run_plain, write_notebook
 
 from tfc_jupyter.backends.local import LocalBackend
-from tfc_jupyter.capture import read_notebook, select_cells
-from tfc_jupyter.convert import Cell, Script, convert
 from tfc_jupyter.errors import BackendError, CaptureError, ConversionError, ConversionErrors
 from tfc_jupyter.image.context import dockerfile
 from tfc_jupyter.jobs import store_for
+from tfc_jupyter.notebook.capture import read_notebook, select_cells
+from tfc_jupyter.notebook.convert import Cell, Script, convert
 
 
 def script_of(*sources: str) -> Script:

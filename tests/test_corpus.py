@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from tfc_jupyter.capture import read_notebook, select_cells
-from tfc_jupyter.convert import convert
 from tfc_jupyter.errors import TfcError
+from tfc_jupyter.notebook.capture import read_notebook, select_cells
+from tfc_jupyter.notebook.convert import convert
 
 # ../shared/corpus from the project root, wherever the clone is.
 CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus"

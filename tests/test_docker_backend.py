@@ -19,11 +19,11 @@ import pytest
 from jobutil import plan_for, run_job, wait_gone, wait_state, write_notebook
 
 from tfc_jupyter.backends.docker import JOB_LABEL, DockerBackend, container_env
-from tfc_jupyter.catalog import tpu_machine
 from tfc_jupyter.errors import BackendError, SpecError
+from tfc_jupyter.job.catalog import tpu_machine
+from tfc_jupyter.job.spec import JobSpec
 from tfc_jupyter.jobs import Job, launch, store_for
 from tfc_jupyter.records import JobState
-from tfc_jupyter.spec import JobSpec
 
 MODEL_CELL = """\
 import numpy as np

@@ -24,11 +24,11 @@ from tfc_jupyter.backends.local import (
     free_ports,
     gpu_split,
 )
-from tfc_jupyter.catalog import lookup, tpu_machine
 from tfc_jupyter.errors import BackendError, SpecError
+from tfc_jupyter.job.catalog import lookup, tpu_machine
+from tfc_jupyter.job.spec import JobSpec
 from tfc_jupyter.jobs import Job, store_for
 from tfc_jupyter.records import JobState
-from tfc_jupyter.spec import JobSpec
 
 SRC = Path(__file__).resolve().parents[1]
 
@@ -278,8 +278,8 @@ def test_killed_supervisor_takes_its_replicas_and_marks_the_job(tmp_path: Path) 
 
 
 def test_gpus_asked_for_on_a_machine_without_any_are_refused() -> None:
-    from tfc_jupyter import catalog
-    from tfc_jupyter.spec import JobSpec
+    from tfc_jupyter.job import catalog
+    from tfc_jupyter.job.spec import JobSpec
 
     spec = JobSpec(chief=catalog.gpu_machine("T4", 1))
     with pytest.raises(BackendError) as info:

@@ -19,10 +19,10 @@ from hypothesis import strategies as st
 from IPython.core.error import UsageError
 from IPython.utils.capture import capture_output
 
-from tfc_jupyter import catalog, options
 from tfc_jupyter.config import KEYS
-from tfc_jupyter.convert import RULES
-from tfc_jupyter.spec import Strategy
+from tfc_jupyter.job import catalog, options
+from tfc_jupyter.job.spec import Strategy
+from tfc_jupyter.notebook.convert import RULES
 
 pytestmark = pytest.mark.usefixtures("tfc_env")
 

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from jobutil import plan_for, write_notebook
 
-from tfc_jupyter import needs
 from tfc_jupyter.image import context as package
 from tfc_jupyter.image.context import SecretInFile
+from tfc_jupyter.notebook import needs
 
 
 def test_imports_the_image_lacks_are_pinned(tmp_path: Path) -> None:

@@ -6,10 +6,10 @@ import argparse
 
 import pytest
 
-from tfc_jupyter import catalog, options
 from tfc_jupyter.config import Settings
 from tfc_jupyter.errors import SpecError
-from tfc_jupyter.spec import BackendName, JobSpec, Strategy
+from tfc_jupyter.job import catalog, options
+from tfc_jupyter.job.spec import BackendName, JobSpec, Strategy
 
 
 def _spec(line: str, settings: Settings) -> JobSpec:

@@ -18,7 +18,6 @@ from typing import Any
 import pytest
 from jobutil import plan_for, write_notebook
 
-from tfc_jupyter import options
 from tfc_jupyter.errors import BackendError, MissingDependency, SpecError
 from tfc_jupyter.image import (
     BuildError,
@@ -32,8 +31,9 @@ from tfc_jupyter.image import context as package
 from tfc_jupyter.image import docker as build
 from tfc_jupyter.image import names as images
 from tfc_jupyter.image.context import SecretInFile
-from tfc_jupyter.plan import Plan
-from tfc_jupyter.spec import ImageSettings, JobSpec
+from tfc_jupyter.job import options
+from tfc_jupyter.job.plan import Plan
+from tfc_jupyter.job.spec import ImageSettings, JobSpec
 
 BODY = "%%tfc_run {flags}\nprint('rows', len(open('data/train.csv').read().splitlines()))\n"
 PEM = "-----BEGIN RSA PRIVATE KEY-----\nPLANTED-{kind}\n-----END RSA PRIVATE KEY-----\n"

@@ -19,15 +19,16 @@ from typing import Any
 import pytest
 from jobutil import job_pids, wait_gone, write_notebook
 
-from tfc_jupyter import capture, catalog, options
 from tfc_jupyter.config import Settings, load_settings
 from tfc_jupyter.errors import TfcError
+from tfc_jupyter.job import catalog, options
+from tfc_jupyter.job.spec import BackendName, Strategy
 from tfc_jupyter.jobs import Job, launch, store_for
+from tfc_jupyter.notebook import capture
 from tfc_jupyter.panel import PanelModel, build_model
 from tfc_jupyter.panel.launcher import DOUBLE_CLICK_S, JobWatch, Launcher
 from tfc_jupyter.panel.memory import MIME_TYPE, ChoicesDisplay
 from tfc_jupyter.records import JobState
-from tfc_jupyter.spec import BackendName, Strategy
 
 pytestmark = pytest.mark.usefixtures("tfc_env")
 
@@ -58,7 +59,7 @@ def _model(
 def _spec_error(line: str, settings: Settings) -> str:
     """The error the magic's own validation gives for a %%tfc_run line."""
     with pytest.raises(TfcError) as info:
-        from tfc_jupyter.spec import check_runnable
+        from tfc_jupyter.job.spec import check_runnable
 
         check_runnable(options.to_spec(options.parse_line(line), settings))
     return str(info.value)

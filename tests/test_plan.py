@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from tfc_jupyter import catalog, options
-from tfc_jupyter.capture import Selection, read_notebook, select_cells
 from tfc_jupyter.config import Settings
-from tfc_jupyter.convert import Cell
 from tfc_jupyter.errors import ConversionError, RequirementsError
 from tfc_jupyter.image import names as images
-from tfc_jupyter.plan import Plan, job_name, make_plan
-from tfc_jupyter.spec import Strategy
+from tfc_jupyter.job import catalog, options
+from tfc_jupyter.job.plan import Plan, job_name, make_plan
+from tfc_jupyter.job.spec import Strategy
+from tfc_jupyter.notebook.capture import Selection, read_notebook, select_cells
+from tfc_jupyter.notebook.convert import Cell
 
 RUN_LINE = "--workers 1 --dry-run"
 RUN_BODY = "result = build()\nprint(json.dumps(result))"
@@ -176,7 +176,7 @@ def test_the_core_imports_no_frontend() -> None:
     import subprocess
 
     code = (
-        "import sys, tfc_jupyter.plan, tfc_jupyter.cli\n"
+        "import sys, tfc_jupyter.job.plan, tfc_jupyter.cli\n"
         "heavy = ('IPython', 'tornado', 'ipywidgets', 'tensorflow')\n"
         "heavy = [m for m in heavy if m in sys.modules]\n"
         "print(heavy)"

@@ -12,13 +12,13 @@ from pathlib import Path
 import pytest
 from jobutil import plan_for
 
-from tfc_jupyter import options
-from tfc_jupyter.capture import Selection
 from tfc_jupyter.config import Settings
-from tfc_jupyter.convert import Cell, convert
 from tfc_jupyter.image import names as images
-from tfc_jupyter.plan import Plan, make_plan, uses_estimator
-from tfc_jupyter.spec import JobSpec, Strategy
+from tfc_jupyter.job import options
+from tfc_jupyter.job.plan import Plan, make_plan, uses_estimator
+from tfc_jupyter.job.spec import JobSpec, Strategy
+from tfc_jupyter.notebook.capture import Selection
+from tfc_jupyter.notebook.convert import Cell, convert
 
 ROOT = Path(__file__).resolve().parents[1]
 TPU_NOTEBOOK = ROOT / "notebooks" / "tpu_keras.ipynb"

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from tfc_jupyter.convert import Cell, convert
 from tfc_jupyter.errors import ConversionError, RequirementsError
-from tfc_jupyter.requirements import (
+from tfc_jupyter.notebook.convert import Cell, convert
+from tfc_jupyter.notebook.requirements import (
     Requirements,
     canonical_name,
     parse_pip_args,

@@ -37,10 +37,10 @@ from tornado.httpclient import HTTPClientError, HTTPResponse
 from tfc_jupyter import cli, jobs
 from tfc_jupyter.errors import SpecError, TfcError
 from tfc_jupyter.image.context import SecretInFile, secret_reason
+from tfc_jupyter.job.spec import ImageSettings, JobSpec
 from tfc_jupyter.records import JobState
 from tfc_jupyter.server import handlers
 from tfc_jupyter.server.service import JobService
-from tfc_jupyter.spec import ImageSettings, JobSpec
 
 pytest_plugins = ("pytest_jupyter.jupyter_server",)
 

@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-from tfc_jupyter.catalog import lookup, tpu_machine
 from tfc_jupyter.errors import SpecError
-from tfc_jupyter.spec import (
+from tfc_jupyter.job.catalog import lookup, tpu_machine
+from tfc_jupyter.job.spec import (
     MAX_LABELS,
     BackendName,
     ImageSettings,

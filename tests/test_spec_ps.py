@@ -9,16 +9,16 @@ from typing import Any
 import pytest
 from vertex_validate import validate
 
-from tfc_jupyter import options
 from tfc_jupyter.backends.local import LocalBackend, check_estimator_tensorflow, cluster_env
-from tfc_jupyter.capture import Selection
-from tfc_jupyter.catalog import lookup, tpu_machine
 from tfc_jupyter.config import Settings
-from tfc_jupyter.convert import Cell
 from tfc_jupyter.errors import BackendError, SpecError
+from tfc_jupyter.job import options
+from tfc_jupyter.job.catalog import lookup, tpu_machine
+from tfc_jupyter.job.plan import make_plan
+from tfc_jupyter.job.spec import JobSpec, Strategy
 from tfc_jupyter.jobs import store_for
-from tfc_jupyter.plan import make_plan
-from tfc_jupyter.spec import JobSpec, Strategy
+from tfc_jupyter.notebook.capture import Selection
+from tfc_jupyter.notebook.convert import Cell
 
 CPU, T4 = lookup("CPU"), lookup("T4_1X")
 ESTIMATOR_CELL = "import tensorflow as tf\nconfig = tf.estimator.RunConfig()\n"

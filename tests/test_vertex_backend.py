@@ -25,14 +25,14 @@ from google.cloud.aiplatform_v1.types import CustomJob
 from jobutil import JOB_DEADLINE_S, plan_for, wait_state, write_notebook
 from vertex_server import Fault, VertexServer
 
-from tfc_jupyter import vertex_request
 from tfc_jupyter.backends.vertex import VertexBackend, stop_watcher
 from tfc_jupyter.backends.vertex_api import VertexSettings
-from tfc_jupyter.catalog import Machine
 from tfc_jupyter.errors import BackendError, MissingDependency, TfcError
 from tfc_jupyter.gcloud import QuotaError, credentials, is_loopback
+from tfc_jupyter.job import vertex_request
+from tfc_jupyter.job.catalog import Machine
+from tfc_jupyter.job.plan import Plan
 from tfc_jupyter.jobs import Job, launch, store_for
-from tfc_jupyter.plan import Plan
 from tfc_jupyter.records import JobRecord, JobState
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
-from tfc_jupyter import options, vertex_request
-from tfc_jupyter.capture import Selection
 from tfc_jupyter.config import Settings
-from tfc_jupyter.convert import Cell
-from tfc_jupyter.plan import make_plan
+from tfc_jupyter.job import options, vertex_request
+from tfc_jupyter.job.plan import make_plan
+from tfc_jupyter.notebook.capture import Selection
+from tfc_jupyter.notebook.convert import Cell
 
 types = pytest.importorskip("google.cloud.aiplatform_v1.types")
 

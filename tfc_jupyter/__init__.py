@@ -19,7 +19,7 @@ def __getattr__(name: str) -> Any:
 
         return Client
     if name == "JobOptions":
-        from .options import JobOptions
+        from .job.options import JobOptions
 
         return JobOptions
     raise AttributeError(f"module 'tfc_jupyter' has no attribute {name!r}")

@@ -22,9 +22,9 @@ from typing import NoReturn
 from . import __version__
 from .client import Client
 from .errors import TfcError
+from .job.options import JobOptions
+from .job.plan import Plan
 from .jobs import jobs_table
-from .options import JobOptions
-from .plan import Plan
 
 
 def _plan(client: Client, args: argparse.Namespace, extra: list[str]) -> Plan:

@@ -1,7 +1,7 @@
 """One way in: the :class:`Client` every front end calls.
 
 The magics, the CLI, the REST server, the launch panel and Python code each parse their input
-into :class:`~tfc_jupyter.options.JobOptions` (and a notebook selection), call one method here,
+into :class:`~tfc_jupyter.job.options.JobOptions` (and a notebook selection), call one method here,
 and render the result. The settings and the job store are resolved once, when the client is
 made, so ``c.TfcConfig.home`` or ``TFC_JUPYTER_HOME`` mean the same store everywhere.
 
@@ -22,12 +22,12 @@ from typing import TYPE_CHECKING
 
 from .config import Settings, current_settings
 from .errors import TfcError
-from .options import JobOptions
+from .job.options import JobOptions
 
 if TYPE_CHECKING:  # the core is imported when it is used, never at %load_ext
-    from .capture import Selection
+    from .job.plan import Plan
     from .jobs import Job
-    from .plan import Plan
+    from .notebook.capture import Selection
     from .records import JobRecord, JobState, JobStore
 
 
@@ -62,7 +62,7 @@ class Client:
         Raises:
             TfcError: a conversion, requirements or option problem, with the fix.
         """
-        from .plan import make_plan
+        from .job.plan import make_plan
 
         plan = make_plan(selection, options or JobOptions(), self.settings)
         plan.refused = self.verdict(plan)
@@ -89,7 +89,7 @@ class Client:
     ) -> Plan:
         """Plan a saved notebook's job: its ``%%tfc_run`` cell (the first, or number
         ``cell``) and the cells above it, the cell's own flags with ``options`` over them."""
-        from . import capture
+        from .notebook import capture
 
         file = Path(path)
         if not file.is_file():

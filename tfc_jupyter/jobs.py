@@ -24,8 +24,8 @@ from .backends import Backend
 from .config import Settings
 from .errors import BackendError, JobConflict, TfcError
 from .files import disk_full, is_disk_full, write_private
+from .job.plan import Plan
 from .logs import LogTail, Merger, is_noise, label
-from .plan import Plan
 from .records import JobRecord, JobState, JobStore, default_home, new_job_id
 from .tables import table
 

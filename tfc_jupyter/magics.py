@@ -1,6 +1,6 @@
 """IPython magics: ``%%tfc_run``, ``%tfc_panel``, ``%tfc_config``, ``%tfc_machines``.
 
-The magics only parse input and call the core (:mod:`tfc_jupyter.plan`); every TfcError is shown
+The magics only parse input and call the core (:mod:`tfc_jupyter.job.plan`); every TfcError is shown
 as one ``UsageError`` line, never a traceback.
 """
 
@@ -14,17 +14,17 @@ from typing import TYPE_CHECKING, Any
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 
-from . import capture
-from .catalog import PRICES_AS_OF, catalog_rows
 from .config import load_settings
-from .convert import RULES
 from .errors import TfcError
-from .options import JobOptions, magic_decorate
+from .job.catalog import PRICES_AS_OF, catalog_rows
+from .job.options import JobOptions, magic_decorate
+from .notebook import capture
+from .notebook.convert import RULES
 from .tables import table
 
 if TYPE_CHECKING:  # plan pulls in packaging code: imported when a cell runs, not at load
     from .client import Client
-    from .plan import Plan
+    from .job.plan import Plan
 
 _RULES_TEXT = "\n".join(f"    {what}: {effect}" for what, effect in RULES)
 

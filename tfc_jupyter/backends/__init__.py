@@ -16,9 +16,9 @@ from ..errors import BackendError
 
 if TYPE_CHECKING:
     from ..config import Settings
-    from ..plan import Plan
+    from ..job.plan import Plan
+    from ..job.spec import JobSpec
     from ..records import JobRecord, JobStore
-    from ..spec import JobSpec
 
 
 REGISTRY: dict[str, str] = {

@@ -21,12 +21,12 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .. import vertex_request
 from ..errors import BackendError
 from ..image import ensure_image
 from ..image.docker import docker_client
+from ..job import vertex_request
+from ..job.spec import JobSpec, check_runnable
 from ..records import JobRecord
-from ..spec import JobSpec, check_runnable
 from .local import (
     RUNTIME_PARENT,
     cluster_env,
@@ -44,7 +44,7 @@ from .watched import (
 )
 
 if TYPE_CHECKING:
-    from ..plan import Plan
+    from ..job.plan import Plan
 
 JOB_LABEL = "org.tfc-jupyter.job"
 REPLICA_LABEL = "org.tfc-jupyter.replica"

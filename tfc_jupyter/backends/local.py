@@ -19,12 +19,12 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .. import vertex_request
 from ..errors import BackendError
 from ..image.names import local_tensorflow_version
+from ..job import vertex_request
+from ..job.spec import JobSpec, check_runnable
+from ..notebook.requirements import TENSORFLOW_DISTRIBUTIONS, canonical_name, installed, unsatisfied
 from ..records import JobRecord
-from ..requirements import TENSORFLOW_DISTRIBUTIONS, canonical_name, installed, unsatisfied
-from ..spec import JobSpec, check_runnable
 from .watched import (
     WatchedBackend,
     mark_pending,
@@ -36,7 +36,7 @@ from .watched import (
 )
 
 if TYPE_CHECKING:
-    from ..plan import Plan
+    from ..job.plan import Plan
 
 RUNTIME_PARENT = Path(__file__).resolve().parents[2] / "runtime"
 _DROP_ENV = ("JPY_", "PYDEVD_", "VSCODE_", "KERNEL_")

@@ -2,7 +2,7 @@
 
 ``submit`` finds the job's image (``--image``, or the content-addressed image built and pushed by
 :mod:`tfc_jupyter.build`), creates the CustomJob with exactly the body a dry run shows
-(:func:`tfc_jupyter.vertex_request.custom_job_body`) through
+(:func:`tfc_jupyter.job.vertex_request.custom_job_body`) through
 google-cloud-aiplatform's ``JobServiceClient`` over REST, records the console link (and the
 TensorBoard link when one is set), and starts a detached watcher (:mod:`.vertex_watcher`) that
 polls the job's state and copies its Cloud Logging entries into ``<job_dir>/logs/<replica>.log``.
@@ -24,12 +24,13 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .. import gcloud, vertex_request
+from .. import gcloud
 from ..errors import BackendError
 from ..files import write_private
 from ..gcloud import RetryCount
+from ..job import vertex_request
+from ..job.spec import JobSpec
 from ..records import JobRecord, JobState, JobStore
-from ..spec import JobSpec
 from . import vertex_api
 from .vertex_api import VertexSettings
 from .watched import (
@@ -42,7 +43,7 @@ from .watched import (
 
 if TYPE_CHECKING:
     from ..config import Settings
-    from ..plan import Plan
+    from ..job.plan import Plan
 
 WATCH_FILE = "vertex.json"
 MAX_WATCHER_STARTS = 4

@@ -21,7 +21,7 @@ from ..errors import BackendError
 from .progress import BuildError, ImageResult, LineProgress, Progress, report, reporting
 
 if TYPE_CHECKING:
-    from ..plan import Plan
+    from ..job.plan import Plan
 
 __all__ = [
     "BuildError",

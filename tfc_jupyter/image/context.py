@@ -27,12 +27,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from .. import secretscan, vertex_request
+from .. import secretscan
 from ..config import Settings, current_settings
 from ..errors import SpecError
 from ..files import UnsafeFile, file_kind, read_regular
-from ..requirements import NO_DEPS_PREFIX, RESOLVER_OPTIONS
-from ..spec import JobSpec
+from ..job import vertex_request
+from ..job.spec import JobSpec
+from ..notebook.requirements import NO_DEPS_PREFIX, RESOLVER_OPTIONS
 from . import names
 
 IGNORE_FILE = ".tfcignore"
@@ -470,7 +471,7 @@ def make_context(
     """The build context of a job (see the module docstring).
 
     ``auto_include``: notebook-relative paths planning found the code reads (see
-    :mod:`tfc_jupyter.needs`); they join the declared files while together they stay under
+    :mod:`tfc_jupyter.notebook.needs`); they join the declared files while together they stay under
     :data:`AUTO_LIMIT_MB`, with the same exclusions (secrets never go in).
 
     Raises:

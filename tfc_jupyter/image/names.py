@@ -10,7 +10,7 @@ from __future__ import annotations
 from importlib import metadata
 from pathlib import Path
 
-from ..spec import BackendName, JobSpec
+from ..job.spec import BackendName, JobSpec
 
 RUNTIME_DIR = Path(__file__).resolve().parents[2] / "runtime" / "tfc_runtime"
 REPOSITORY = "tfc-jupyter"

@@ -12,10 +12,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .. import capture
 from ..config import Settings
 from ..errors import TfcError
-from ..options import JobOptions
+from ..job.options import JobOptions
+from ..notebook import capture
 from ..records import JobStore
 from .memory import ChoicesDisplay, saved_line
 from .model import DEST_FIELD, Choices, PanelModel

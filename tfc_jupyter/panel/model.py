@@ -1,7 +1,7 @@
 """The launch panel's model: the user's choices, their validation and the live summary.
 
 No widgets here, so every behaviour is testable in plain Python. The choices are turned into the
-very :class:`~tfc_jupyter.options.JobOptions` a ``%%tfc_run`` line gives
+very :class:`~tfc_jupyter.job.options.JobOptions` a ``%%tfc_run`` line gives
 (:meth:`Choices.apply`), and checked by the product's own code on every change:
 :meth:`JobOptions.to_spec` and :func:`spec.check_runnable` (fast, per field), then
 :func:`plan.make_plan` on the notebook's cells (conversion, requirements files, warnings). The
@@ -20,14 +20,14 @@ from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
-from .. import catalog
-from ..capture import Selection
 from ..client import Client
 from ..config import Settings
 from ..errors import TfcError
-from ..options import JobOptions
-from ..plan import Plan
-from ..spec import BackendName, JobSpec, Strategy, check_runnable
+from ..job import catalog
+from ..job.options import JobOptions
+from ..job.plan import Plan
+from ..job.spec import BackendName, JobSpec, Strategy, check_runnable
+from ..notebook.capture import Selection
 from .memory import ChoicesDisplay
 
 log = logging.getLogger(__name__)

@@ -15,10 +15,10 @@ from typing import Any
 
 import ipywidgets as w
 
-from .. import catalog
+from ..job import catalog
+from ..job.spec import MAX_WORKERS
 from ..jobs import Job
 from ..records import JobState, JobStore
-from ..spec import MAX_WORKERS
 from .launcher import JobWatch, Launcher
 from .model import REGIONS, PanelModel
 

@@ -3,8 +3,9 @@
 The REST handlers (:mod:`.handlers`) only move JSON between HTTP and a :class:`JobService`; every
 failure here is a :class:`~tfc_jupyter.errors.TfcError`, which the handlers map to HTTP in one
 place. Launching follows the same core path as ``%%tfc_run``: a Selection from
-:mod:`~tfc_jupyter.capture`, :func:`~tfc_jupyter.plan.make_plan`, :func:`~tfc_jupyter.jobs.launch`,
-and the same job records, so kernels and the server see each other's jobs.
+:mod:`~tfc_jupyter.notebook.capture`, :func:`~tfc_jupyter.job.plan.make_plan`,
+:func:`~tfc_jupyter.jobs.launch`, and the same job records, so kernels and the server see each
+other's jobs.
 """
 
 from __future__ import annotations
@@ -14,11 +15,13 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from .. import __version__, capture, catalog, jobs, logs, options
+from .. import __version__, jobs, logs
 from ..client import Client
 from ..config import Settings, load_settings
 from ..errors import SpecError, TfcError
-from ..options import JobOptions
+from ..job import catalog, options
+from ..job.options import JobOptions
+from ..notebook import capture
 from ..records import JobRecord, JobState, JobStore
 
 _REPLICA = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
@@ -70,7 +73,7 @@ def job_dict(record: JobRecord) -> dict[str, Any]:
 
 def _spec(data: Mapping[str, Any]) -> Any:
     """The record's JobSpec, or None when it cannot be rebuilt."""
-    from ..spec import JobSpec
+    from ..job.spec import JobSpec
 
     try:
         return JobSpec.from_dict(data)
@@ -321,7 +324,7 @@ class JobService:
 
     def defaults(self) -> dict[str, Any]:
         """The effective defaults (and where each came from), and the options a job takes."""
-        from ..spec import BackendName, Strategy
+        from ..job.spec import BackendName, Strategy
 
         settings = self._settings()
         return {

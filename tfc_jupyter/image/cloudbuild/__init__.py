@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import time
 
-from ...spec import JobSpec
+from ...job.spec import JobSpec
 from .. import context as package
 from ..progress import ImageResult, Progress, report
 from .builds import CloudBuilder

@@ -10,7 +10,7 @@ from typing import Any
 
 from ... import gcloud
 from ...errors import BackendError, MissingDependency, SpecError
-from ...spec import JobSpec
+from ...job.spec import JobSpec
 
 CLOUDBUILD_URL = "https://cloudbuild.googleapis.com"
 STORAGE_URL = "https://storage.googleapis.com"

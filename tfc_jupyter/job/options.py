@@ -10,7 +10,7 @@ metavar are declared on the field, and everything else is derived from that one 
 * :meth:`JobOptions.to_line` (the ``%%tfc_run`` line that reads back into the same options)
   and :meth:`JobOptions.to_json`;
 * :meth:`JobOptions.over` (later flags over a cell's own), :meth:`JobOptions.to_spec` (the one
-  place options become a :class:`~tfc_jupyter.spec.JobSpec`).
+  place options become a :class:`~tfc_jupyter.job.spec.JobSpec`).
 
 Nothing past these parsers sees an ``argparse.Namespace``.
 """
@@ -24,9 +24,9 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from ..config import Settings
+from ..errors import SpecError
 from . import catalog
-from .config import Settings
-from .errors import SpecError
 from .spec import BackendName, ImageSettings, JobSpec, parse_duration, parse_labels
 
 F = TypeVar("F", bound=Callable[..., Any])

@@ -14,7 +14,7 @@ import difflib
 import re
 from dataclasses import dataclass, replace
 
-from .errors import SpecError
+from ..errors import SpecError
 
 PRICES_AS_OF = "2026-11"
 

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .errors import ConversionError, ConversionErrors, RequirementsError
+from ..errors import ConversionError, ConversionErrors, RequirementsError
 from .requirements import Requirements, parse_pip_args, shell_pip_args
 
 SKIP_TAGS = frozenset({"tfc-skip", "tfc-local-only"})

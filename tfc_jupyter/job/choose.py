@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from .codeinfo import CodeFacts
-from .errors import SpecError
+from ..errors import SpecError
+from ..notebook.codeinfo import CodeFacts
 from .spec import JobSpec, Strategy
 
 Locate = Callable[[int], str]  # script line -> "cell 3, line 2"

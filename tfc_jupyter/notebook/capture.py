@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..errors import CaptureError
+from ..files import UnsafeFile, read_regular, write_private
 from .convert import SKIP_TAGS, Cell
-from .errors import CaptureError
-from .files import UnsafeFile, read_regular, write_private
 
 NOTEBOOK_LIMIT = 512_000_000  # bytes: notebooks with large outputs are still notebooks
 

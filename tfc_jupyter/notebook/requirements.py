@@ -12,8 +12,8 @@ import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .errors import RequirementsError
-from .files import UnsafeFile, read_regular
+from ..errors import RequirementsError
+from ..files import UnsafeFile, read_regular
 
 REQUIREMENTS_LIMIT = 1_000_000  # bytes: a requirements file is text, a few KB
 

@@ -13,8 +13,8 @@ from dataclasses import asdict, dataclass, field, replace
 from enum import Enum
 from typing import Any
 
+from ..errors import SpecError
 from .catalog import Machine
-from .errors import SpecError
 
 
 class Strategy(str, Enum):

@@ -15,16 +15,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import catalog, codeinfo, needs, vertex_request
-from .capture import Selection
+from ..config import Settings
+from ..errors import SpecError, TfcError
+from ..image import context as package
+from ..image import names as images
+from ..notebook import codeinfo, needs
+from ..notebook.capture import Selection
+from ..notebook.convert import Script, convert
+from ..notebook.requirements import Requirements, unsatisfied
+from . import catalog, vertex_request
 from .choose import choose
-from .config import Settings
-from .convert import Script, convert
-from .errors import SpecError, TfcError
-from .image import context as package
-from .image import names as images
 from .options import JobOptions
-from .requirements import Requirements, unsatisfied
 from .spec import JobSpec, Strategy
 
 

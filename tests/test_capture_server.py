@@ -70,7 +70,7 @@ def test_renamed_untitled_is_found_through_the_server(lab_server: LabServer) -> 
             time.sleep(0.2)
         text = _run_in_kernel(
             connection,
-            "import json, os\nfrom tfc_jupyter import capture, plan\n"
+            "import json, os\nfrom tfc_jupyter.notebook import capture\n"
             "path, how, warnings = capture.find_notebook()\n"
             "print(json.dumps([os.environ.get('JPY_SESSION_NAME'), str(path), how, warnings]))",
         )

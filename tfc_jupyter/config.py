@@ -317,11 +317,11 @@ def _typed(key: str, value: Any, source: str) -> Any:
     return number
 
 
-def current_settings() -> Settings:
+def current_settings(environ: Mapping[str, str] | None = None) -> Settings:
     """This process's settings: with the running IPython shell's ``c.TfcConfig`` when there is
-    one (IPython is never imported for it)."""
+    one (IPython is never imported for it); ``environ`` as :func:`load_settings`."""
     config = None
     ipython = sys.modules.get("IPython")
     if ipython is not None:
         config = getattr(ipython.get_ipython(), "config", None)
-    return load_settings(config)
+    return load_settings(config, environ)

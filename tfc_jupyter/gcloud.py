@@ -18,9 +18,8 @@ from __future__ import annotations
 
 import ipaddress
 import re
-import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 from urllib.parse import urlsplit
@@ -88,19 +87,6 @@ class QuotaError(BackendError):
     """Vertex AI refused the job for lack of quota (retrying does not help)."""
 
     http_status = 429
-
-
-def configured(env: Mapping[str, str]) -> Any:
-    """The effective :class:`~tfc_jupyter.config.Settings`, the kernel's ipython_config.py
-    included when there is one (endpoints have no flags: config and environment only)."""
-    from .config import load_settings
-
-    shell = None
-    if "IPython" in sys.modules:
-        from IPython import get_ipython
-
-        shell = get_ipython()
-    return load_settings(getattr(shell, "config", None), env)
 
 
 def is_loopback(endpoint: str) -> bool:

@@ -10,13 +10,13 @@ retries are Google Cloud's, in :mod:`tfc_jupyter.gcloud`.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from ..config import current_settings
 from ..errors import MissingDependency
-from ..gcloud import configured, credentials, is_loopback
+from ..gcloud import credentials, is_loopback
 
 
 @dataclass(frozen=True)
@@ -39,7 +39,7 @@ class VertexSettings:
     @classmethod
     def load(cls, environ: Mapping[str, str] | None = None) -> VertexSettings:
         """From the effective settings (``TFC_VERTEX_*`` variables, ``c.TfcConfig``)."""
-        return cls.from_settings(configured(os.environ if environ is None else environ))
+        return cls.from_settings(current_settings(environ))
 
     @classmethod
     def from_settings(cls, settings: Any) -> VertexSettings:

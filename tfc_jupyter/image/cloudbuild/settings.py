@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from ... import gcloud
+from ...config import current_settings
 from ...errors import BackendError, MissingDependency, SpecError
 from ...job.spec import JobSpec
 
@@ -40,7 +40,7 @@ class CloudBuildSettings:
     def load(cls, environ: Mapping[str, str] | None = None) -> CloudBuildSettings:
         """From the effective settings (``TFC_CLOUDBUILD_*``, ``TFC_BUILD_TIMEOUT``,
         ``c.TfcConfig``)."""
-        return cls.from_settings(gcloud.configured(os.environ if environ is None else environ))
+        return cls.from_settings(current_settings(environ))
 
     @classmethod
     def from_settings(cls, settings: Any) -> CloudBuildSettings:

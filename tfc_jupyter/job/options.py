@@ -199,7 +199,7 @@ class JobOptions:
         return cls.from_words(words)
 
     @classmethod
-    def from_json(cls, raw: Any, *, what: str = "option") -> JobOptions:
+    def from_json(cls, raw: Any) -> JobOptions:
         """Options from a JSON object (``{"workers": 1, "machine": "CPU"}``), each value checked
         on its own so an error names it (``field``). Numbers are taken for text options,
         ``true`` for a flag that may go without a value (``{"tpu": true}``), ``null`` for
@@ -214,35 +214,29 @@ class JobOptions:
             raise SpecError(
                 "'options' must be a JSON object", 'send {"workers": 1, ...}', field="options"
             )
-        table = {f.name: f for f in FIELDS if f.flag.in_json}
-        values: dict[str, Any] = {}
-        for key, value in raw.items():
-            spec = table.get(key) if isinstance(key, str) else None
-            if spec is None:
-                raise SpecError(
-                    f"unknown {what} {key!r}",
-                    f"use one of: {', '.join(sorted(table))}",
-                    field=str(key),
-                )
-            if value is not None:
-                values[key] = spec.coerce(value, what)
-        return cls(**values, given=frozenset(values))
+        return cls._checked(raw, {f.name: f for f in FIELDS if f.flag.in_json})
 
     @classmethod
     def of(cls, **kwargs: Any) -> JobOptions:
         """Options from Python keyword arguments (``JobOptions.of(workers=2)``), checked as
         :meth:`from_json` checks JSON; ``wait``, ``notebook`` and ``interactive`` are taken."""
-        table = {f.name: f for f in FIELDS}
+        return cls._checked(kwargs, {f.name: f for f in FIELDS})
+
+    @classmethod
+    def _checked(cls, raw: Mapping[Any, Any], table: Mapping[str, OptionField]) -> JobOptions:
+        """Options from ``{name: value}``: each name known to ``table``, each value coerced to
+        its option's type (a SpecError naming it otherwise); ``None`` is "not given"."""
         values: dict[str, Any] = {}
-        for key, value in kwargs.items():
-            if key not in table:
+        for key, value in raw.items():
+            spec = table.get(key) if isinstance(key, str) else None
+            if spec is None:
                 raise SpecError(
                     f"unknown option {key!r}",
                     f"use one of: {', '.join(sorted(table))}",
-                    field=key,
+                    field=str(key),
                 )
             if value is not None:
-                values[key] = table[key].coerce(value, "option")
+                values[key] = spec.coerce(value)
         return cls(**values, given=frozenset(values))
 
     # ------------------------------------------------------------------ combining
@@ -336,13 +330,13 @@ class OptionField:
             return [self.option]
         return [self.option, shlex.quote(str(value))]
 
-    def coerce(self, value: Any, what: str) -> Any:
+    def coerce(self, value: Any) -> Any:
         """A JSON or Python value as this option's type, or a SpecError naming it."""
         key = self.name
         if self.kind == "switch":
             if not isinstance(value, bool):
                 raise SpecError(
-                    f"{what} {key!r} must be true or false", f"send {key}: true", field=key
+                    f"option {key!r} must be true or false", f"send {key}: true", field=key
                 )
             return value
         if self.kind == "list":
@@ -351,7 +345,7 @@ class OptionField:
                 isinstance(i, (str, int, float)) and not isinstance(i, bool) for i in items
             ):
                 raise SpecError(
-                    f"{what} {key!r} must be a list of strings", f'send {key}: ["..."]', field=key
+                    f"option {key!r} must be a list of strings", f'send {key}: ["..."]', field=key
                 )
             return tuple(str(i) for i in items)
         if value is True and self.flag.const is not None:
@@ -360,13 +354,13 @@ class OptionField:
             return self.default  # "": the default, given (a form's "default" choice)
         if isinstance(value, bool) or not isinstance(value, (str, int, float)):
             raise SpecError(
-                f"{what} {key!r} must be a string or a number", f'send {key}: "..."', field=key
+                f"option {key!r} must be a string or a number", f'send {key}: "..."', field=key
             )
         if self.kind == "count":
             try:
                 return _count(str(value).strip())
             except argparse.ArgumentTypeError as exc:
-                raise SpecError(f"{what} {key!r}: {exc}", f"send {key}: 1", field=key) from None
+                raise SpecError(f"option {key!r}: {exc}", f"send {key}: 1", field=key) from None
         return str(value)
 
 

@@ -47,10 +47,11 @@ class Client:
     @property
     def store(self) -> JobStore:
         """The job records (opened on first use: planning needs none)."""
-        if self._store is None:
+        if self._store is None:  # the home these settings say (store_for would read them again)
             from .jobs import store_for
+            from .records import default_home
 
-            self._store = store_for(self.settings.get("home"))
+            self._store = store_for(self.settings.get("home") or default_home())
         return self._store
 
     # ---------------------------------------------------------------- planning

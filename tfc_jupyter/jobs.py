@@ -21,7 +21,7 @@ from typing import TextIO
 
 from . import backends
 from .backends import Backend
-from .config import Settings
+from .config import Settings, current_settings
 from .errors import BackendError, JobConflict, TfcError
 from .files import disk_full, is_disk_full, write_private
 from .job.plan import Plan
@@ -37,8 +37,6 @@ def store_for(home: str | Path | None = None) -> JobStore:
     """The job-record store under ``home`` (default: the configured home, ``c.TfcConfig.home``
     or ``TFC_JUPYTER_HOME``, else the Jupyter data dir)."""
     if not home:
-        from .config import current_settings
-
         home = current_settings().get("home")
     base = Path(home) if home else default_home()
     return JobStore(base / "jobs.sqlite")
@@ -144,12 +142,19 @@ class Job:
         self.store = store or store_for()
         self.settings = settings
         self.id = self.store.get(job_id).id
+        self._backend: Backend | None = None
+
+    def backend(self, name: str) -> Backend:
+        """The job's backend, made once (a follower asks for it at every poll)."""
+        if self._backend is None:
+            self._backend = backend_for(name, self.store, self.settings)
+        return self._backend
 
     def record(self) -> JobRecord:
         """The current record (refreshed by the backend, e.g. a dead supervisor noticed)."""
         rec = self.store.get(self.id)
         if not rec.state.is_terminal():
-            rec = backend_for(rec.backend, self.store, self.settings).refresh(rec)
+            rec = self.backend(rec.backend).refresh(rec)
         return rec
 
     @property
@@ -227,7 +232,7 @@ class Job:
                 f"job {self.id} already {rec.state.value}",
                 "nothing to cancel; %tfc_jobs lists running jobs",
             )
-        return backend_for(rec.backend, self.store, self.settings).cancel(rec)
+        return self.backend(rec.backend).cancel(rec)
 
     def summary_line(self) -> str:
         """``<id>: succeeded in 12.3 s`` or the failure with its notebook cell."""
@@ -283,10 +288,14 @@ def refreshed(
     check): a job whose supervisor died shows as failed, with why, and its replicas are
     stopped. Vertex AI jobs are shown as recorded (their watcher refreshes them)."""
     out = []
+    made: dict[str, Backend] = {}  # one backend per name, the settings read once
     for rec in records:
         if not rec.state.is_terminal() and rec.backend in ("local", "docker"):
             with contextlib.suppress(TfcError):
-                rec = backend_for(rec.backend, store, settings).refresh(rec)
+                if rec.backend not in made:
+                    settings = settings or current_settings()
+                    made[rec.backend] = backend_for(rec.backend, store, settings)
+                rec = made[rec.backend].refresh(rec)
         out.append(rec)
     return out
 

@@ -105,13 +105,14 @@ class JobService:
         """The job-record store kernels use too (``TFC_JUPYTER_HOME`` or the Jupyter data dir)."""
         return self.client().store
 
-    def _record(self, store: JobStore, job_id: str) -> JobRecord:
-        """The record, brought up to date by its backend when it is still running."""
-        record = store.get(job_id)
+    def _record(self, client: Client, job_id: str) -> JobRecord:
+        """The record, brought up to date by its backend when it is still running (with the
+        request's settings, read once)."""
+        record = client.store.get(job_id)
         if record.state.is_terminal():
             return record
         try:
-            return jobs.backend_for(record.backend, store).refresh(record)
+            return jobs.backend_for(record.backend, client.store, client.settings).refresh(record)
         except TfcError:  # a backend this server cannot reach: show what the record says
             return record
 
@@ -239,14 +240,13 @@ class JobService:
                     f"use one of: {', '.join(s.value for s in JobState)}",
                     field="state",
                 ) from None
-        store = self.store()
-        records = store.list(limit=limit, backend=backend or None, states=states)
-        return {"jobs": [job_dict(self._record(store, r.id)) for r in records]}
+        client = self.client()
+        records = client.store.list(limit=limit, backend=backend or None, states=states)
+        return {"jobs": [job_dict(self._record(client, r.id)) for r in records]}
 
     def get(self, job_id: str) -> dict[str, Any]:
         """One job (an id or a unique prefix)."""
-        store = self.store()
-        return job_dict(self._record(store, job_id))
+        return job_dict(self._record(self.client(), job_id))
 
     def logs(
         self,
@@ -264,8 +264,7 @@ class JobService:
         status lines out of ``text`` (the offsets still count every byte of the file); a line
         longer than ``limit``, which comes in pieces, is passed as it is.
         """
-        store = self.store()
-        record = self._record(store, job_id)
+        record = self._record(self.client(), job_id)
         replicas = logs.replicas(Path(record.log_dir))
         name = replica or (replicas[0] if replicas else "chief")
         if not _REPLICA.match(name):
@@ -307,9 +306,7 @@ class JobService:
 
     def cancel(self, job_id: str) -> dict[str, Any]:
         """Stop every process of a job (bounded wait); 409 when it has already ended."""
-        store = self.store()
-        record = jobs.Job(job_id, store).cancel()
-        return job_dict(record)
+        return job_dict(self.client().cancel(job_id))
 
     def machines(self) -> dict[str, Any]:
         """The machine catalog with prices, GPU and TPU types."""

@@ -66,7 +66,7 @@ class Client:
         from .job.plan import make_plan
 
         plan = make_plan(selection, options or JobOptions(), self.settings)
-        plan.refused = self.verdict(plan)
+        plan.refused, plan.checked = self.verdict(plan), True
         return plan
 
     def verdict(self, plan: Plan) -> TfcError | None:

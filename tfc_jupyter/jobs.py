@@ -75,7 +75,10 @@ def launch(plan: Plan, *, store: JobStore | None = None) -> Job:
     """
     store = store or store_for()
     backend = backend_for(plan.spec.backend.value, store, plan.settings)
-    backend.check(plan.spec)
+    if plan.refused is not None:  # the verdict the plan already holds (Client.plan)
+        raise plan.refused
+    if not plan.checked:
+        backend.check(plan.spec)
     job_id = new_job_id(plan.spec.name)
     job_dir = store.path.parent / "jobs" / job_id
     try:

@@ -43,6 +43,7 @@ class Plan:
     options: JobOptions = field(default_factory=JobOptions)  # what the plan was made from
     settings: Settings | None = None  # the effective defaults it was made with (limits ...)
     refused: TfcError | None = None  # the backend's verdict: what launching it would say
+    checked: bool = False  # the verdict was taken (Client.plan): launching does not ask again
 
     @property
     def requirements(self) -> list[str]:

@@ -24,6 +24,7 @@ from .tables import table
 
 if TYPE_CHECKING:  # plan pulls in packaging code: imported when a cell runs, not at load
     from .client import Client
+    from .config import Settings
     from .job.plan import Plan
 
 _RULES_TEXT = "\n".join(f"    {what}: {effect}" for what, effect in RULES)
@@ -58,11 +59,12 @@ def _with_doc(doc: str) -> Any:
 class TfcMagics(Magics):
     """The tfc_jupyter magics."""
 
-    def _client(self) -> Client:
-        """The one way in (:class:`~tfc_jupyter.client.Client`), with this shell's settings."""
+    def _client(self, settings: Settings | None = None) -> Client:
+        """The one way in (:class:`~tfc_jupyter.client.Client`), with this shell's settings
+        (read now, unless given)."""
         from .client import Client
 
-        return Client(load_settings(getattr(self.shell, "config", None)))
+        return Client(settings or load_settings(getattr(self.shell, "config", None)))
 
     def _find(self, explicit: str | None) -> tuple[Any, str, list[str]]:
         """The notebook of this kernel (see ``capture.find_notebook``)."""
@@ -134,7 +136,7 @@ class TfcMagics(Magics):
         for warning in plan.warnings:
             print(f"! {warning}")
         with _build_progress(self.shell):
-            job = self._client().submit(plan)
+            job = self._client(plan.settings).submit(plan)  # the settings it was planned with
         self.shell.user_ns["_tfc_job"] = job  # type: ignore[union-attr]
         spec = plan.spec
         workers = f" + {spec.worker_count} worker(s)" if spec.worker_count else ""

@@ -57,12 +57,12 @@ def _model(
 
 
 def _spec_error(line: str, settings: Settings) -> str:
-    """The error the magic's own validation gives for a %%tfc_run line."""
+    """The error the magic's own validation gives for a %%tfc_run line, in the panel's words."""
     with pytest.raises(TfcError) as info:
         from tfc_jupyter.job.spec import check_runnable
 
         check_runnable(options.to_spec(options.parse_line(line), settings))
-    return str(info.value)
+    return info.value.ui_text()
 
 
 def _wait(predicate: Any, timeout: float, what: str) -> None:
@@ -131,6 +131,7 @@ def test_impossible_choices_are_flagged_as_the_user_picks(
     check = model.update(backend="vertex", workers=2)
     assert check.field == "workers"
     assert check.error == _spec_error("--tpu v3-8 --backend vertex --workers 2", settings)
+    assert "set Workers to 0" in check.error and "--workers" not in check.error  # its words
     check = model.update(workers=0, strategy="mirrored")
     assert check.field == "strategy" and "cannot drive a TPU" in (check.error or "")
     check = model.update(tpu="", strategy="tpu")

@@ -7,6 +7,7 @@ kernels and the server share the job records under one ``TFC_JUPYTER_HOME``.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -301,7 +302,7 @@ async def test_bad_requests_are_400_naming_the_field(
     assert status == 400, data
     assert data["field"] == field, data
     assert words in data["message"], data
-    assert set(data) == {"error", "message", "hint", "field"}
+    assert set(data) == {"error", "message", "hint", "field", "ui_message", "ui_hint"}
 
 
 async def test_fifos_and_devices_are_refused_at_once(
@@ -577,3 +578,44 @@ def test_load_ext_imports_no_server_code() -> None:
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip().splitlines()[-1] == "[]"
+
+
+async def test_a_keras_jobs_metrics_and_plot_come_from_the_api(
+    jp_fetch: Fetch, notebook: Path, tfc_home: Path, cleanup: None
+) -> None:
+    """A real Keras fit launched through the API: its epochs, last metrics and plot (an SVG to
+    show as an image), the same numbers the job's own handle and the CLI's JSON give."""
+    fit = (
+        "import numpy as np, tensorflow as tf\n"
+        "x = np.linspace(0, 1, 64, dtype='float32').reshape(16, 4)\n"
+        "model = tf.keras.Sequential([tf.keras.Input((4,)), tf.keras.layers.Dense(1)])\n"
+        "model.compile('sgd', 'mse')\n"
+        "model.fit(x, x.sum(1), epochs=3, verbose=0)\n"
+        "model.save('api.keras')"
+    )
+    body = {"path": "train.ipynb", "notebook": _model(fit), "options": {"name": "fit-job"}}
+    status, data = await _call(jp_fetch, "POST", "jobs", body=body)
+    assert status == 201, data
+    job_id = data["job"]["id"]
+    final = await _wait_terminal(jp_fetch, job_id)
+    assert final["state"] == "succeeded", final
+    status, metrics = await _call(jp_fetch, "GET", "jobs", job_id, "metrics")
+    assert status == 200, metrics
+    assert [e["epoch"] for e in metrics["epochs"]] == [1, 2, 3] and metrics["names"] == ["loss"]
+    assert metrics["last"] == metrics["epochs"][-1]["metrics"] == final["last_metrics"]
+    assert metrics["model_dir"] == str(notebook.parent.resolve() / "api.keras")
+    assert metrics["terminal"] and metrics["svg"].startswith("<svg")
+    handle = jobs.Job(job_id, jobs.store_for(tfc_home))
+    assert [m["loss"] for m in handle.metrics] == [e["metrics"]["loss"] for e in metrics["epochs"]]
+    listed = subprocess.run(
+        [sys.executable, "-m", "tfc_jupyter.cli", "jobs", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "TFC_JUPYTER_HOME": str(tfc_home)},
+    )
+    assert listed.returncode == 0, listed.stderr
+    (row,) = [j for j in json.loads(listed.stdout) if j["id"] == job_id]
+    assert row["last_metrics"] == metrics["last"]
+    status, data = await _call(jp_fetch, "GET", "jobs", "no-such-job", "metrics")
+    assert status == 404, data

@@ -24,7 +24,7 @@ from .client import Client
 from .errors import TfcError
 from .job.options import JobOptions
 from .job.plan import Plan
-from .jobs import jobs_table
+from .jobs import job_dict, jobs_table
 
 
 def _plan(client: Client, args: argparse.Namespace, extra: list[str]) -> Plan:
@@ -94,6 +94,11 @@ def build_parser() -> argparse.ArgumentParser:
     _notebook_arguments(run)
     jobs = sub.add_parser("jobs", help="list recent jobs")
     jobs.add_argument("--limit", type=int, default=20)
+    jobs.add_argument(
+        "--json",
+        action="store_true",
+        help="print the jobs as JSON, as the jobs API gives them (with last_metrics)",
+    )
     logs = sub.add_parser("logs", help="print a job's logs")
     logs.add_argument("job")
     logs.add_argument("--follow", "-f", action="store_true", help="follow until the job ends")
@@ -130,7 +135,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _run(client, _plan(client, args, extra))
         elif args.command == "jobs":
             records = client.list(limit=args.limit)
-            print(jobs_table(records) if records else "No jobs yet.")
+            if args.json:
+                print(json.dumps([job_dict(r) for r in records], indent=2, default=str))
+            else:
+                print(jobs_table(records) if records else "No jobs yet.")
         elif args.command == "logs":
             if args.follow:
                 client.job(args.job).follow(verbose=args.verbose)

@@ -125,6 +125,11 @@ class TfcConfig(Configurable):
     cloudbuild_poll = Float(2.0, help="Seconds between looks at a build and its log.").tag(
         config=True
     )
+    cell_lines = Float(
+        200.0,
+        help="Most log lines a %%tfc_run cell shows: the first half as printed, then the latest "
+        "half in a window that scrolls (every line stays in the job's logs).",
+    ).tag(config=True)
     cloudbuild_queue = Float(
         900.0, help="Seconds a Cloud Build build may wait for a worker, on top of build_timeout."
     ).tag(config=True)
@@ -158,6 +163,7 @@ KEYS = (
     "cloudbuild_backoff",
     "cloudbuild_poll",
     "cloudbuild_queue",
+    "cell_lines",
 )
 """Every setting, in the order ``%tfc_config`` shows them (each a ``TfcConfig`` trait)."""
 # Environment variables, most specific first (every other key: TFC_<KEY>).

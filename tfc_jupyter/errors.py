@@ -31,13 +31,25 @@ class TfcError(Exception):
             text = f"{text.rstrip('.')}. Fix: {' '.join(self.hint.split())}"
         return text
 
+    def ui_text(self) -> str:
+        """``str(self)`` in the launch panel's and the form's words ("set Workers to 0" where
+        the magic says "drop --workers"; see :mod:`tfc_jupyter.words`)."""
+        from .words import ui_words
+
+        return ui_words(str(self))
+
     def to_dict(self) -> dict[str, str | None]:
-        """A JSON-ready form for the REST API and job records."""
+        """A JSON-ready form for the REST API and job records (``ui_message`` and ``ui_hint``:
+        the same in the UI's words)."""
+        from .words import ui_words
+
         return {
             "error": type(self).__name__,
             "message": self.message,
             "hint": self.hint,
             "field": self.field,
+            "ui_message": ui_words(self.message),
+            "ui_hint": ui_words(self.hint),
         }
 
 

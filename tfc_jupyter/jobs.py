@@ -15,11 +15,11 @@ import os
 import shutil
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
-from . import backends
+from . import backends, logs
 from .backends import Backend
 from .config import Settings, current_settings
 from .errors import BackendError, JobConflict, TfcError
@@ -27,6 +27,8 @@ from .files import disk_full, is_disk_full, write_private
 from .job.plan import Plan
 from .logs import LogTail, Merger, is_noise, label
 from .records import JobRecord, JobState, JobStore, default_home, new_job_id
+from .results import Results, job_results
+from .results import parse as parse_result
 from .tables import table
 
 POLL_S = 0.2  # how often a follower reads the job's record (its state)
@@ -172,6 +174,52 @@ class Job:
             f"[{r}] {line}" for r, line in tail.read(final=True) if replica in (None, r)
         )
 
+    def results(self) -> Results:
+        """What the job reported so far: Keras epochs, saved models, TensorBoard folders."""
+        return job_results(self.store.get(self.id).log_dir)
+
+    @property
+    def metrics(self) -> list[dict[str, Any]]:
+        """The chief's loss and metrics for each Keras epoch so far, one dict per epoch:
+        ``{"fit": 0, "epoch": 1, "loss": 0.31, "accuracy": 0.9, "val_loss": ...}`` (``fit``
+        counts the code's ``fit`` calls). ``pandas.DataFrame(job.metrics)`` tabulates them.
+        Empty for code that trains without ``fit``."""
+        return [
+            {"fit": e["fit"], "epoch": e["epoch"], **e["metrics"]} for e in self.results().epochs
+        ]
+
+    @property
+    def model_dir(self) -> str | None:
+        """Where the job saved its model: the path of its last ``model.save``, ``model.export``
+        or ``tf.saved_model.save``, else the job's ``AIP_MODEL_DIR`` (``--base-output-dir``),
+        else the job folder's ``model/`` when the code wrote there, else None."""
+        saved = self.results().model_dir
+        if saved:
+            return saved
+        rec = self.store.get(self.id)
+        base = (rec.spec or {}).get("base_output_dir")
+        if base:
+            return f"{str(base).rstrip('/')}/model/"
+        kept = Path(rec.job_dir) / "model" if rec.job_dir else None  # tfc_runtime.model_dir()
+        return str(kept) if kept is not None and kept.is_dir() and any(kept.iterdir()) else None
+
+    def load_model(self) -> Any:
+        """The model the job saved, loaded in this process: a ``.keras`` or ``.h5`` file with
+        the Keras the job saved it with, a SavedModel folder with ``tf.saved_model.load``.
+
+        Raises:
+            TfcError: the job saved no model, or it is not where this machine can read it.
+        """
+        from .results import load_saved
+
+        return load_saved(self.store.get(self.id), self.results(), self.model_dir)
+
+    def plot(self) -> str | None:
+        """The loss and metrics curves as an SVG image (None before the first epoch ends)."""
+        from .plot import svg
+
+        return svg(self.results(), done=self.record().state.is_terminal())
+
     def follow(
         self,
         *,
@@ -179,6 +227,7 @@ class Job:
         timeout: float | None = None,
         skip_existing: bool = False,
         on_line: Callable[[str, str], None] | None = None,
+        on_result: Callable[[dict[str, Any]], None] | None = None,
         verbose: bool = False,
     ) -> JobRecord:
         """Print replica lines as they are written until the job ends (or ``timeout``).
@@ -186,7 +235,9 @@ class Job:
         What the user's code printed is shown; TensorFlow's C++ start-up chatter and the
         runtime's status lines are not (``verbose`` shows them), and a line every replica
         printed alike is shown once, with the replicas named. ``on_line`` instead receives
-        every ``(replica, line)`` as written. The log files keep every line.
+        every ``(replica, line)`` as written; ``on_result`` receives each result the runtime
+        reports (a Keras epoch, a saved model; see :mod:`tfc_jupyter.results`). The log files
+        keep every line.
         """
         stream = out or sys.stdout
         rec = self.store.get(self.id)
@@ -204,6 +255,8 @@ class Job:
             now = time.monotonic()
             shown: list[tuple[list[str], str]] = []
             for replica, line in tail.read(final=done):
+                if on_result is not None and (event := parse_result(line)) is not None:
+                    on_result(event)
                 if on_line:
                     on_line(replica, line)
                 elif verbose or not is_noise(line):
@@ -249,6 +302,19 @@ class Job:
         rec = self.record()
         return f"<Job {rec.id} {rec.backend} {rec.state.value} {rec.elapsed:.1f}s>"
 
+    def _ipython_display_(self) -> None:
+        """In a notebook, an output that follows the job to its end (a ``--no-wait`` handle
+        does not stay "pending"); elsewhere its state now."""
+        from IPython import get_ipython
+        from IPython.display import display
+
+        from .cell import Following, in_notebook
+
+        if in_notebook(get_ipython()) and not self.record().state.is_terminal():
+            Following(self)
+        else:
+            display({"text/plain": repr(self), "text/html": self._repr_html_()}, raw=True)
+
     def _repr_html_(self) -> str:
         rec = self.record()
         color = {"succeeded": "#1a7f37", "failed": "#cf222e", "cancelled": "#6e7781"}.get(
@@ -272,6 +338,49 @@ class Job:
             f"<b style='color:{color}'>{rec.state.value}</b> "
             f"({rec.elapsed:.1f} s){links}{error}</div>"
         )
+
+
+def job_dict(record: JobRecord) -> dict[str, Any]:
+    """A job record as the API returns it, with elapsed time and cost estimate added.
+
+    ``cost_per_hour`` is the Vertex AI list price of the job's machines; ``cost_estimate`` is what
+    the job has cost so far: that rate times the elapsed time on Vertex AI, 0 on this machine.
+    ``last_metrics`` is the last Keras epoch's loss and metrics (None before one ends).
+    """
+    data = record.to_dict()
+    spec = _spec(record.spec)
+    if spec is not None:
+        rate, replicas = spec.cost_per_hour(), spec.replica_count
+    else:  # an older or foreign record: add up what it holds
+        worker = record.spec.get("worker") or {}
+        count = int(record.spec.get("worker_count") or 0)
+        rate = float((record.spec.get("chief") or {}).get("price_per_hour") or 0)
+        rate, replicas = (
+            round(rate + float(worker.get("price_per_hour") or 0) * count, 4),
+            1 + count,
+        )
+    billed = record.backend == "vertex"
+    data.update(
+        elapsed=round(record.elapsed, 3),
+        terminal=record.state.is_terminal(),
+        replica_count=replicas,
+        replicas=logs.replicas(Path(record.log_dir)) if record.log_dir else [],
+        cost_per_hour=rate,
+        cost_estimate=round(rate * record.elapsed / 3600, 4) if billed else 0.0,
+        billed=billed,
+        last_metrics=job_results(record.log_dir).last if record.log_dir else None,
+    )
+    return data
+
+
+def _spec(data: Mapping[str, Any]) -> Any:
+    """The record's JobSpec, or None when it cannot be rebuilt."""
+    from .job.spec import JobSpec
+
+    try:
+        return JobSpec.from_dict(data)
+    except Exception:
+        return None
 
 
 def _replica_count(record: JobRecord) -> int:
@@ -310,9 +419,13 @@ def iter_jobs(store: JobStore | None = None, limit: int | None = 50) -> Iterator
 
 def jobs_table(records: list[JobRecord]) -> str:
     """An aligned text table of jobs (``%tfc_jobs``, ``tfc-jupyter jobs``)."""
-    rows = [("id", "backend", "state", "elapsed", "created", "error")]
+    rows = [("id", "backend", "state", "elapsed", "created", "loss", "error")]
     for rec in records:
         created = time.strftime("%Y-%m-%d %H:%M", time.localtime(rec.created_at))
         error = (rec.error or "")[:60] if rec.state is not JobState.SUCCEEDED else ""
-        rows.append((rec.id, rec.backend, rec.state.value, f"{rec.elapsed:.0f}s", created, error))
+        last = job_results(rec.log_dir).last if rec.log_dir else None
+        loss = f"{last['loss']:.4g}" if last and "loss" in last else ""
+        rows.append(
+            (rec.id, rec.backend, rec.state.value, f"{rec.elapsed:.0f}s", created, loss, error)
+        )
     return table(rows)

@@ -1,4 +1,5 @@
-"""IPython magics: ``%%tfc_run``, ``%tfc_panel``, ``%tfc_config``, ``%tfc_machines``.
+"""IPython magics: ``%%tfc_run``, ``%tfc_panel``, ``%tfc_jobs``, ``%tfc_logs``, ``%tfc_attach``,
+``%tfc_cancel``, ``%tfc_tensorboard``, ``%tfc_config``, ``%tfc_machines``.
 
 The magics only parse input and call the core (:mod:`tfc_jupyter.job.plan`); every TfcError is shown
 as one ``UsageError`` line, never a traceback.
@@ -14,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 
+from . import cell
 from .config import load_settings
 from .errors import TfcError
 from .job.catalog import PRICES_AS_OF, catalog_rows
@@ -154,7 +156,8 @@ class TfcMagics(Magics):
         if not args.wait:
             print(f"Not waiting: %tfc_logs {job.id} --follow (or job.follow()) shows the logs.")
             return job
-        return _follow_in_cell(job, verbose=args.verbose)
+        lines = plan.settings.seconds("cell_lines") if plan.settings else None
+        return _follow_in_cell(job, verbose=args.verbose, shell=self.shell, lines=lines)
 
     @line_magic
     def tfc_panel(self, line: str) -> None:
@@ -227,7 +230,7 @@ class TfcMagics(Magics):
         try:
             job = self._job(args.job)
             if args.follow:
-                _follow_in_cell(job, raise_on_failure=False, verbose=args.verbose)
+                _follow_in_cell(job, raise_on_failure=False, verbose=args.verbose, shell=self.shell)
             else:
                 text = job.logs(args.replica)
                 print(text or f"{job.id} has printed nothing yet")
@@ -252,11 +255,29 @@ class TfcMagics(Magics):
             job = self._job(args.job)
             rec = job.record()
             print(f"{rec.id} on {rec.backend}: {rec.state.value} ({rec.elapsed:.1f} s)")
-            _follow_in_cell(job, raise_on_failure=False)
+            _follow_in_cell(job, raise_on_failure=False, shell=self.shell)
         except TfcError as exc:
             raise UsageError(str(exc)) from None
         self.shell.user_ns["_tfc_job"] = job  # type: ignore[union-attr]
         return job
+
+    @line_magic
+    def tfc_tensorboard(self, line: str) -> None:
+        """Serve a job's TensorBoard logs on this machine (127.0.0.1) and link to them:
+        %tfc_tensorboard JOB. The job's TensorBoard callbacks' folders are found by themselves;
+        tfc_runtime.tensorboard_dir() is the job folder's own."""
+        from IPython.display import HTML, display
+
+        from .tensorboard import serve
+
+        args = _job_args(line, "%tfc_tensorboard JOB")
+        try:
+            url = serve(self._job(args.job))
+        except TfcError as exc:
+            raise UsageError(str(exc)) from None
+        print(f"TensorBoard for {args.job}: {url}")
+        if cell.in_notebook(self.shell):
+            display(HTML(f"<a href='{url}' target='_blank' rel='noopener'>Open TensorBoard</a>"))
 
     def _job(self, job_id: str) -> Any:
         return self._client().job(job_id)
@@ -334,17 +355,37 @@ class JobFailed(Exception):
         ]
 
 
-def _follow_in_cell(job: Any, raise_on_failure: bool = True, verbose: bool = False) -> Any:
+def _follow_in_cell(
+    job: Any,
+    raise_on_failure: bool = True,
+    verbose: bool = False,
+    shell: Any = None,
+    lines: float | None = None,
+) -> Any:
     """Stream the job's logs into the cell until it ends; Ctrl-C (interrupt) cancels it. A
-    failed job is shown once (:class:`JobFailed`); a cancelled one is not an error."""
+    failed job is shown once (:class:`JobFailed`); a cancelled one is not an error.
+
+    In a notebook the cell also shows the chief's loss and metrics as a plot updated at each
+    epoch, and at most ``lines`` log lines (``c.TfcConfig.cell_lines``; see
+    :mod:`tfc_jupyter.cell`)."""
     from .records import JobState
 
+    out: Any = sys.stdout
+    plot: Any = None
+    if shell is not None and cell.in_notebook(shell):
+        limit = int(lines if lines is not None else load_settings(shell.config).get("cell_lines"))
+        out = cell.BoundedLog(sys.stdout, limit, job.id)
+        plot = cell.LivePlot()
     try:
-        rec = job.follow(verbose=verbose)
+        rec = job.follow(verbose=verbose, out=out, on_result=plot.add if plot else None)
     except KeyboardInterrupt:
         rec = job.cancel()
         print(f"Interrupted: {rec.id} {rec.state.value}.")
         return job
+    finally:
+        if plot is not None:
+            out.close()
+            plot.close()
     if rec.state is JobState.FAILED:
         if raise_on_failure:
             raise JobFailed(rec.id, rec.error)

@@ -17,7 +17,7 @@ import traceback
 from collections.abc import Sequence
 from types import TracebackType
 
-from tfc_runtime import crash, sourcemap
+from tfc_runtime import crash, results, sourcemap
 from tfc_runtime.cluster import ClusterInfo, cluster_info, ensure_tf_config
 from tfc_runtime.strategy import (
     STRATEGIES,
@@ -228,6 +228,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"[tfc_runtime] task {info.describe()}, strategy {describe(strategy)}")
     _mark_ready(info)
     crash.track_position(script, task, smap.describe)
+    if info.is_chief:
+        results.install()
     sys.argv = [args.script, *script_args]
     sys.path.insert(0, os.path.dirname(script))
     try:

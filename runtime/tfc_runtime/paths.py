@@ -33,8 +33,9 @@ def checkpoint_dir() -> str:
 
 
 def tensorboard_dir() -> str:
-    """Where to write TensorBoard logs (``AIP_TENSORBOARD_LOG_DIR`` on Vertex AI)."""
-    return _output_dir("AIP_TENSORBOARD_LOG_DIR", "logs")
+    """Where to write TensorBoard logs (``AIP_TENSORBOARD_LOG_DIR`` on Vertex AI; else
+    ``tensorboard/``, beside, not in, the job folder's own ``logs/``)."""
+    return _output_dir("AIP_TENSORBOARD_LOG_DIR", "tensorboard")
 
 
 def task_save_path(path: str) -> str:

@@ -44,8 +44,8 @@ def test_outside_a_job(clean_env: pytest.MonkeyPatch, tmp_path: Path) -> None:
     assert tfc_runtime.cluster().source == "none"
     assert tfc_runtime.model_dir() == str(tmp_path / "model")
     assert tfc_runtime.checkpoint_dir() == str(tmp_path / "checkpoints")
-    assert tfc_runtime.tensorboard_dir() == str(tmp_path / "logs")
-    assert all((tmp_path / d).is_dir() for d in ("model", "checkpoints", "logs"))
+    assert tfc_runtime.tensorboard_dir() == str(tmp_path / "tensorboard")
+    assert all((tmp_path / d).is_dir() for d in ("model", "checkpoints", "tensorboard"))
     assert tfc_runtime.task_save_path("out/model.keras") == "out/model.keras"
 
 
@@ -72,7 +72,7 @@ def test_dirs_from_job_dir_and_vertex(clean_env: pytest.MonkeyPatch, tmp_path: P
     assert tfc_runtime.model_dir() == "gs://bucket/base/model/"
     assert tfc_runtime.checkpoint_dir() == str(tmp_path / "ckpt")
     assert (tmp_path / "ckpt").is_dir()
-    assert tfc_runtime.tensorboard_dir() == str(tmp_path / "job" / "logs")
+    assert tfc_runtime.tensorboard_dir() == str(tmp_path / "job" / "tensorboard")
 
 
 def test_task_save_path_per_task(clean_env: pytest.MonkeyPatch) -> None:

@@ -29,6 +29,7 @@ from ..client import Client
 from ..errors import TfcError
 from ..logs import LogTail, is_noise
 from ..records import JobRecord, JobState, JobStore
+from ..results import Results
 from .model import PanelModel
 
 STAGES = ("convert", "build", "push", "submit")
@@ -49,9 +50,10 @@ class Stage:
 
 
 def _error_text(exc: BaseException) -> str:
-    """One line for the panel: a TfcError's message and fix, else the exception's type and text."""
+    """One line for the panel: a TfcError's message and fix (in the panel's words), else the
+    exception's type and text."""
     if isinstance(exc, TfcError):
-        return str(exc)
+        return exc.ui_text()
     return f"{type(exc).__name__}: {' '.join(str(exc).split())}"
 
 
@@ -219,6 +221,7 @@ class JobWatch:
         self.record: JobRecord = job.record()
         self.lines: dict[str, deque[str]] = {}
         self.merged: deque[str] = deque(maxlen=max_lines)
+        self.results = Results()  # the chief's Keras epochs, for the plot
         self.max_lines = max_lines
         self.error: str | None = None
         self.cancel_error: str | None = None
@@ -245,6 +248,7 @@ class JobWatch:
         done = self.record.state.is_terminal()
         lines = self._tail.read(final=done)
         for replica, line in lines:
+            self.results.add_line(line)
             self.lines.setdefault(replica, deque(maxlen=self.max_lines)).append(line)
             self.merged.append(f"[{replica}] {line}")
         for replica in self._tail.replicas():
@@ -298,7 +302,7 @@ class JobWatch:
         try:
             record = self.job.cancel()
         except TfcError as exc:
-            self.cancel_error = str(exc)
+            self.cancel_error = exc.ui_text()
             return None
         finally:
             self.cancelling = False

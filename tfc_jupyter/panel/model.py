@@ -317,18 +317,18 @@ class PanelModel:
         try:
             spec = self._spec(self.job_options())
         except TfcError as exc:
-            return Check(error=str(exc), field=_FIELD_OF.get(exc.field or ""))
+            return Check(error=exc.ui_text(), field=_FIELD_OF.get(exc.field or ""))
         try:
             plan = self.plan()
         except TfcError as exc:
             field = _FIELD_OF.get(exc.field or "")
             if field is None and self.choices.requirements and self._fine_without_requirements():
                 field = "requirements"  # a requirements file given here, not the notebook
-            return Check(error=str(exc), field=field, spec=spec)
+            return Check(error=exc.ui_text(), field=field, spec=spec)
         if plan.refused is not None:  # what Launch would meet: said now, as the run says it
             refused = plan.refused
             field = _FIELD_OF.get(refused.field or "")
-            return Check(error=str(refused), field=field, spec=spec, plan=plan)
+            return Check(error=refused.ui_text(), field=field, spec=spec, plan=plan)
         return Check(spec=plan.spec, plan=plan)
 
     def _fine_without_requirements(self) -> bool:
@@ -344,7 +344,7 @@ class PanelModel:
         try:
             self._spec(self.job_options(replace(self.choices, **{name: value})))
         except TfcError as exc:
-            error = str(exc)
+            error = exc.ui_text()
             # The current error, from another choice, is not this value's fault.
             return None if error == self.check.error and self.check.field != name else error
         return None

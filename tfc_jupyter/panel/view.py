@@ -9,6 +9,7 @@ them).
 
 from __future__ import annotations
 
+import base64
 import html
 import threading
 from typing import Any
@@ -18,6 +19,7 @@ import ipywidgets as w
 from ..job import catalog
 from ..job.spec import MAX_WORKERS
 from ..jobs import Job
+from ..plot import svg
 from ..records import JobState, JobStore
 from .launcher import JobWatch, Launcher
 from .model import REGIONS, PanelModel
@@ -45,6 +47,15 @@ _WIDE = w.Layout(width="100%")
 
 def _esc(text: Any) -> str:
     return html.escape(str(text))
+
+
+def _plot_html(watch: JobWatch) -> str:
+    """The job's loss and metrics curves as an image (nothing before the first epoch ends)."""
+    image = svg(watch.results, done=watch.record.state.is_terminal())
+    if image is None:
+        return ""
+    data = base64.b64encode(image.encode()).decode()
+    return f"<img alt='loss and metrics by epoch' src='data:image/svg+xml;base64,{data}'/>"
 
 
 def _close_tree(widget: Any) -> None:
@@ -84,6 +95,7 @@ class LaunchPanel:
         self.replicas = w.ToggleButtons(options=["all"], value="all").add_class("tfc-replicas")
         self.replicas.observe(lambda _: self._render_watch(), names="value")
         self.log = w.HTML().add_class("tfc-log")
+        self.plot = w.HTML().add_class("tfc-plot")
         self.verbose = w.Checkbox(
             value=False, description="TensorFlow's start-up lines", indent=False
         )
@@ -112,6 +124,7 @@ class LaunchPanel:
                 w.HBox([self.launch_button, self.progress, self.stages]),
                 self.message,
                 w.HBox([self.state, self.cancel_button]),
+                self.plot,
                 w.HBox([self.replicas, self.verbose]),
                 self.log,
                 w.HBox([self.jobs, self.attach_button, refresh]),
@@ -346,6 +359,7 @@ class LaunchPanel:
             if watch.ended and self._listed_end != rec.id:
                 self._listed_end = rec.id
                 self.refresh_jobs()  # the list shows how it ended
+            self.plot.value = _plot_html(watch)
             names = ["all", *watch.lines]
             if list(self.replicas.options) != names:
                 current = self.replicas.value

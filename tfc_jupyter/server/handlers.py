@@ -39,17 +39,23 @@ def error_body(exc: BaseException | None, status: int) -> tuple[int, dict[str, A
         if exc.args:
             with contextlib.suppress(TypeError, ValueError):
                 message = message % exc.args
-        return exc.status_code, {
-            "error": "HTTPError",
-            "message": message,
-            "hint": "",
-            "field": None,
-        }
-    return status if status >= 500 else 500, {
-        "error": "InternalError",
-        "message": "the server could not handle this request",
-        "hint": "see the Jupyter server's log for the details",
+        return exc.status_code, _body("HTTPError", message, "")
+    return status if status >= 500 else 500, _body(
+        "InternalError",
+        "the server could not handle this request",
+        "see the Jupyter server's log for the details",
+    )
+
+
+def _body(error: str, message: str, hint: str) -> dict[str, Any]:
+    """An error body of the same shape as :meth:`TfcError.to_dict` (nothing to translate)."""
+    return {
+        "error": error,
+        "message": message,
+        "hint": hint,
         "field": None,
+        "ui_message": message,
+        "ui_hint": hint,
     }
 
 
@@ -174,6 +180,15 @@ class LogsHandler(TfcHandler):
         self.reply(result)
 
 
+class MetricsHandler(TfcHandler):
+    """``GET``: what a job reported (Keras epochs, saved model) and its curves."""
+
+    @web.authenticated
+    async def get(self, job_id: str) -> None:
+        """The job's metrics by epoch, the last ones, its model folder and plot."""
+        self.reply(await self.call(self.service.metrics, job_id))
+
+
 class CancelHandler(TfcHandler):
     """``POST``: cancel a job."""
 
@@ -227,6 +242,7 @@ ROUTES: list[tuple[str, type[TfcHandler]]] = [
     ("jobs", JobsHandler),
     (f"jobs/{_JOB}", JobHandler),
     (f"jobs/{_JOB}/logs", LogsHandler),
+    (f"jobs/{_JOB}/metrics", MetricsHandler),
     (f"jobs/{_JOB}/cancel", CancelHandler),
     ("machines", MachinesHandler),
     ("defaults", DefaultsHandler),

@@ -21,6 +21,7 @@ from ..config import Settings, load_settings
 from ..errors import SpecError, TfcError
 from ..job import catalog, options
 from ..job.options import JobOptions
+from ..jobs import job_dict
 from ..notebook import capture
 from ..records import JobRecord, JobState, JobStore
 
@@ -38,47 +39,6 @@ def parse_options(raw: Any) -> JobOptions:
         SpecError: not an object, an unknown option or a bad value (``field`` is the option).
     """
     return JobOptions.from_json(raw)
-
-
-def job_dict(record: JobRecord) -> dict[str, Any]:
-    """A job record as the API returns it, with elapsed time and cost estimate added.
-
-    ``cost_per_hour`` is the Vertex AI list price of the job's machines; ``cost_estimate`` is what
-    the job has cost so far: that rate times the elapsed time on Vertex AI, 0 on this machine.
-    """
-    data = record.to_dict()
-    spec = _spec(record.spec)
-    if spec is not None:
-        rate, replicas = spec.cost_per_hour(), spec.replica_count
-    else:  # an older or foreign record: add up what it holds
-        worker = record.spec.get("worker") or {}
-        count = int(record.spec.get("worker_count") or 0)
-        rate = float((record.spec.get("chief") or {}).get("price_per_hour") or 0)
-        rate, replicas = (
-            round(rate + float(worker.get("price_per_hour") or 0) * count, 4),
-            1 + count,
-        )
-    billed = record.backend == "vertex"
-    data.update(
-        elapsed=round(record.elapsed, 3),
-        terminal=record.state.is_terminal(),
-        replica_count=replicas,
-        replicas=logs.replicas(Path(record.log_dir)) if record.log_dir else [],
-        cost_per_hour=rate,
-        cost_estimate=round(rate * record.elapsed / 3600, 4) if billed else 0.0,
-        billed=billed,
-    )
-    return data
-
-
-def _spec(data: Mapping[str, Any]) -> Any:
-    """The record's JobSpec, or None when it cannot be rebuilt."""
-    from ..job.spec import JobSpec
-
-    try:
-        return JobSpec.from_dict(data)
-    except Exception:
-        return None
 
 
 class JobService:
@@ -302,6 +262,24 @@ class JobService:
             "text": text,
             "state": record.state.value,
             "terminal": record.state.is_terminal(),
+        }
+
+    def metrics(self, job_id: str) -> dict[str, Any]:
+        """What the job reported: each Keras epoch's loss and metrics, the last ones, where it
+        saved its model, and the curves as an SVG image (``svg``: None before an epoch ends)."""
+        from ..plot import svg
+
+        client = self.client()
+        record = self._record(client, job_id)
+        job = client.job(record.id)
+        results = job.results()
+        return {
+            "job_id": record.id,
+            "state": record.state.value,
+            "terminal": record.state.is_terminal(),
+            **results.to_dict(),
+            "model_dir": job.model_dir,
+            "svg": svg(results, done=record.state.is_terminal()),
         }
 
     def cancel(self, job_id: str) -> dict[str, Any]:

@@ -1,0 +1,243 @@
+"""What the job's code trained and saved, reported as it happens, on every backend.
+
+When the code imports Keras (Keras 3 or tf-keras, directly or through ``tf.keras``), the
+runtime wraps ``Model.fit`` to add one callback on the chief that reports each epoch's logs
+(loss, metrics, validation metrics), and ``Model.save`` / ``Model.export`` /
+``tf.saved_model.save`` to report where a model was saved. A ``TensorBoard`` callback's log
+folder is reported too.
+
+Reports are lines on the job's own stdout, ``[tfc_runtime] result {json}``: they travel with the
+logs on every backend (local files, Docker, Cloud Logging) and the client reads them back from
+the chief's log (``tfc_jupyter.results``). The cell hides them like every runtime status line.
+Nothing here changes what the code computes: the callback only reads the logs Keras hands it.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.abc
+import importlib.machinery
+import json
+import math
+import os
+import sys
+import time
+from collections.abc import Callable, Sequence
+from types import ModuleType
+from typing import Any
+
+PREFIX = "[tfc_runtime] result "
+_FIT_CALLBACKS_ARG = 5  # fit(x, y, batch_size, epochs, verbose, callbacks, ...)
+_fits = 0
+
+
+def emit(event: dict[str, Any]) -> None:
+    """One report line on the process's own stdout (a ``redirect_stdout`` in the code, or a
+    ``%%capture`` cell, does not swallow it)."""
+    stream = sys.__stdout__ or sys.stdout
+    try:
+        stream.write(PREFIX + json.dumps(event, separators=(",", ":"), allow_nan=False) + "\n")
+        stream.flush()
+    except (OSError, ValueError):  # a closed stdout: reporting never breaks the job
+        pass
+
+
+def _number(value: Any) -> float | None:
+    """A finite float from a Keras log value (a tensor, numpy scalar or float), else None."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return number if math.isfinite(number) else None
+
+
+def _where(path: Any) -> str:
+    """A saved path as the job sees it: absolute on disk, as given for ``gs://`` and the like."""
+    text = os.fspath(path) if isinstance(path, (str, os.PathLike)) else str(path)
+    return text if "://" in text else os.path.abspath(text)
+
+
+def _recorder_class(keras: ModuleType) -> type:
+    """The recording callback, a subclass of this Keras' own ``Callback``."""
+
+    class TfcResults(keras.callbacks.Callback):  # type: ignore[name-defined]
+        """Reports each epoch's logs (the chief's); changes nothing in training."""
+
+        def __init__(self, fit: int) -> None:
+            super().__init__()
+            self.fit = fit
+
+        def on_train_begin(self, logs: Any = None) -> None:
+            params = getattr(self, "params", None) or {}
+            epochs = params.get("epochs")
+            emit({"event": "fit", "fit": self.fit, "epochs": epochs, "time": time.time()})
+
+        def on_epoch_end(self, epoch: int, logs: Any = None) -> None:
+            values = {str(k): _number(v) for k, v in (logs or {}).items()}
+            metrics = {k: v for k, v in values.items() if v is not None}
+            emit(
+                {
+                    "event": "epoch",
+                    "fit": self.fit,
+                    "epoch": int(epoch) + 1,
+                    "time": time.time(),
+                    "metrics": metrics,
+                }
+            )
+
+    return TfcResults
+
+
+def _with_recorder(keras: ModuleType, callbacks: Any, recorder_cls: type) -> Any:
+    """``callbacks`` plus a new recorder (a list or tuple; anything else is left as given)."""
+    global _fits
+    if callbacks is None:
+        callbacks = []
+    if not isinstance(callbacks, (list, tuple)):
+        return callbacks
+    for cb in callbacks:
+        tensorboard = getattr(keras.callbacks, "TensorBoard", None)
+        if tensorboard is not None and isinstance(cb, tensorboard):
+            emit({"event": "tensorboard", "log_dir": _where(cb.log_dir), "time": time.time()})
+    recorder = recorder_cls(_fits)
+    _fits += 1
+    return [*callbacks, recorder]
+
+
+def _wrap_fit(keras: ModuleType) -> None:
+    """``keras.Model.fit`` adds the recorder to the code's callbacks."""
+    model = keras.Model
+    original = model.fit
+    if getattr(original, "_tfc_wrapped", False):
+        return
+    recorder_cls = _recorder_class(keras)
+
+    @functools.wraps(original)
+    def fit(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if len(args) > _FIT_CALLBACKS_ARG:
+            args = (
+                *args[:_FIT_CALLBACKS_ARG],
+                _with_recorder(keras, args[_FIT_CALLBACKS_ARG], recorder_cls),
+                *args[_FIT_CALLBACKS_ARG + 1 :],
+            )
+        else:
+            kwargs["callbacks"] = _with_recorder(keras, kwargs.get("callbacks"), recorder_cls)
+        return original(self, *args, **kwargs)
+
+    fit._tfc_wrapped = True  # type: ignore[attr-defined]
+    model.fit = fit
+
+
+def _wrap_saver(owner: Any, name: str, path_of: Callable[..., Any], library: str) -> None:
+    """``owner.name(...)`` reports where it saved (and with which ``library``: ``keras``,
+    ``tf_keras`` or ``tensorflow``), once it returns."""
+    original = getattr(owner, name, None)
+    if original is None or getattr(original, "_tfc_wrapped", False):
+        return
+
+    @functools.wraps(original)
+    def save(*args: Any, **kwargs: Any) -> Any:
+        result = original(*args, **kwargs)
+        try:
+            path = path_of(*args, **kwargs)
+        except (IndexError, KeyError, TypeError):
+            path = None
+        if path is not None:
+            emit(
+                {
+                    "event": "saved",
+                    "path": _where(path),
+                    "how": name,
+                    "library": library,
+                    "time": time.time(),
+                }
+            )
+        return result
+
+    save._tfc_wrapped = True  # type: ignore[attr-defined]
+    setattr(owner, name, save)
+
+
+def _model_path(_self: Any, filepath: Any = None, *args: Any, **kwargs: Any) -> Any:
+    return filepath if filepath is not None else kwargs["filepath"]
+
+
+def _saved_model_path(_obj: Any, export_dir: Any = None, *args: Any, **kwargs: Any) -> Any:
+    return export_dir if export_dir is not None else kwargs["export_dir"]
+
+
+def _patch_keras(module: ModuleType) -> None:
+    """Wrap fit, save and export of this Keras (``keras`` or ``tf_keras``)."""
+    if not hasattr(module, "Model") or not hasattr(module, "callbacks"):
+        return
+    _wrap_fit(module)
+    _wrap_saver(module.Model, "save", _model_path, module.__name__)
+    if hasattr(module.Model, "export"):
+        _wrap_saver(module.Model, "export", _model_path, module.__name__)
+
+
+def _patch_tensorflow(module: ModuleType) -> None:
+    """Wrap ``tf.saved_model.save``."""
+    saved_model = getattr(module, "saved_model", None)
+    if saved_model is not None:
+        _wrap_saver(saved_model, "save", _saved_model_path, "tensorflow")
+
+
+_PATCHES: dict[str, Callable[[ModuleType], None]] = {
+    "keras": _patch_keras,
+    "tf_keras": _patch_keras,
+    "tensorflow": _patch_tensorflow,
+}
+
+
+class _Loader(importlib.abc.Loader):
+    """The module's own loader, then our patch (errors in the patch never fail the import)."""
+
+    def __init__(self, inner: importlib.abc.Loader, patch: Callable[[ModuleType], None]) -> None:
+        self.inner = inner
+        self.patch = patch
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType | None:
+        return self.inner.create_module(spec)
+
+    def exec_module(self, module: ModuleType) -> None:
+        self.inner.exec_module(module)
+        _safely(self.patch, module)
+
+
+class _Finder(importlib.abc.MetaPathFinder):
+    """Patches the Keras and TensorFlow packages as they are first imported."""
+
+    def find_spec(
+        self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
+    ) -> importlib.machinery.ModuleSpec | None:
+        patch = _PATCHES.get(fullname)
+        if patch is None:
+            return None
+        for finder in sys.meta_path:
+            if finder is self or not hasattr(finder, "find_spec"):
+                continue
+            spec = finder.find_spec(fullname, path, target)
+            if spec is not None:
+                if spec.loader is not None and hasattr(spec.loader, "exec_module"):
+                    spec.loader = _Loader(spec.loader, patch)
+                return spec
+        return None
+
+
+def _safely(patch: Callable[[ModuleType], None], module: ModuleType) -> None:
+    try:
+        patch(module)
+    except Exception as exc:  # a Keras we do not know: the job runs, unrecorded
+        print(f"[tfc_runtime] warning: metrics are not recorded ({exc})", file=sys.stderr)
+
+
+def install() -> None:
+    """Record the job's results from here on. Called on the chief only: its results are the
+    job's (the other replicas train the same model and print the same epochs)."""
+    if any(isinstance(f, _Finder) for f in sys.meta_path):
+        return
+    for name, patch in _PATCHES.items():  # imported already (by the strategy): patch now
+        if name in sys.modules:
+            _safely(patch, sys.modules[name])
+    sys.meta_path.insert(0, _Finder())

@@ -1,0 +1,105 @@
+"""Reading a job's reported results back from its chief's log, the plot, the UI's words.
+
+The lines written here are the runtime's report format (``tests/runtime/test_runtime_results.py``
+makes them with real Keras training); these tests are about reading them safely and once.
+"""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from tfc_jupyter.plot import svg
+from tfc_jupyter.results import PREFIX, Results, job_results, parse
+from tfc_jupyter.words import ui_words
+
+
+def _line(**event: object) -> str:
+    return PREFIX + json.dumps(event) + "\n"
+
+
+def _epoch(fit: int, epoch: int, **metrics: float) -> str:
+    return _line(event="epoch", fit=fit, epoch=epoch, time=1.0, metrics=metrics)
+
+
+def test_only_well_formed_reports_count() -> None:
+    assert parse("Epoch 1/3") is None
+    assert parse(PREFIX + "{not json") is None
+    assert parse(PREFIX + "[1, 2]") is None
+    assert parse(PREFIX + '{"no": "event"}') is None
+    results = Results()
+    assert results.add_line(_epoch(0, 1, loss=0.5, accuracy=0.7).strip())
+    # Values that are not finite numbers, and booleans, are dropped; names are strings.
+    bad = {"event": "epoch", "fit": 0, "epoch": 2, "metrics": {"loss": "nan", "ok": True, "x": 1}}
+    assert results.add(bad)
+    assert results.epochs[-1]["metrics"] == {"x": 1.0}
+    assert results.names == ["loss", "accuracy", "x"]
+    assert results.last == {"x": 1.0}
+    assert not results.add({"event": "saved", "path": 3})  # a path must be a string
+    assert results.model_dir is None
+
+
+def test_a_log_is_read_once_and_a_report_being_written_waits(tmp_path: Path) -> None:
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    chief = logs / "chief.log"
+    chief.write_text("hello\n" + _epoch(0, 1, loss=0.9) + _epoch(0, 2, loss=0.5)[:20])
+    assert [e["epoch"] for e in job_results(logs).epochs] == [1]
+    with chief.open("a") as f:  # the rest of the line, then a save
+        f.write(_epoch(0, 2, loss=0.5)[20:] + _line(event="saved", path="/m.keras", how="save"))
+    results = job_results(logs)
+    assert [e["epoch"] for e in results.epochs] == [1, 2] and results.last == {"loss": 0.5}
+    assert results.model_dir == "/m.keras"
+    # A copy: what the caller changes is not the cache.
+    results.epochs.clear()
+    assert len(job_results(logs).epochs) == 2
+    # A log replaced by a shorter one is read again from its start.
+    chief.write_text(_epoch(0, 1, loss=0.1))
+    assert job_results(logs).last in (None, {"loss": 0.1})
+    assert job_results(logs).last == {"loss": 0.1}
+    # The worker's log is not the job's: only the chief's is read.
+    (logs / "worker-0.log").write_text(_epoch(0, 1, loss=9.0))
+    assert job_results(logs).last == {"loss": 0.1}
+    assert job_results(tmp_path / "missing").epochs == []
+
+
+def test_the_plot_is_a_safe_svg_of_every_metric() -> None:
+    results = Results()
+    assert svg(results) is None  # nothing before the first epoch
+    hostile = "<script>alert(1)</script>"
+    for i in range(1, 4):
+        results.add(json.loads(_epoch(0, i, loss=1 / i, val_loss=1.2 / i)[len(PREFIX) :]))
+    for i in range(1, 4):
+        results.add({"event": "epoch", "fit": 1, "epoch": i, "metrics": {hostile: i / 10}})
+    results.add({"event": "fit", "fit": 1, "epochs": 3})
+    image = svg(results)
+    assert image is not None
+    root = ET.fromstring(image)  # well-formed XML
+    assert root.tag.endswith("svg")
+    assert "<script" not in image and "&lt;script&gt;" in image
+    texts = "".join(t.text or "" for t in root.iter() if t.tag.endswith("text"))
+    assert "loss" in texts and "metrics" in texts and "epoch 3/3" in texts
+    assert "epoch 3/3" not in (svg(results, done=True) or "")
+    # Two fit calls: a dashed line where the second starts.
+    assert image.count('stroke-dasharray="3,3"') == 2  # one per panel
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        ("drop --workers (the TPU's cores are the replicas)", "set Workers to 0 (the TPU's"),
+        ("add --gpus N", "set GPUs per machine"),
+        ("pass --project PROJECT_ID, or set GOOGLE_CLOUD_PROJECT", "set Project, or set"),
+        ("use --backend vertex for GPUs", "set Backend to vertex for GPUs"),
+        ("add --tpu v3-8 (or another TPU type)", "set TPU to v3-8 (or another"),
+        ("use --tpu for the chief and drop --workers", "set TPU for the chief and set Workers"),
+        ("--tpu and --gpus together", "TPU and GPUs per machine together"),
+        ("pass --include PATH to ship it anyway", "pass --include PATH to ship it anyway"),
+        ("no flags here", "no flags here"),
+    ],
+)
+def test_fixes_are_said_in_the_uis_words(text: str, words: str) -> None:
+    assert ui_words(text).startswith(words)

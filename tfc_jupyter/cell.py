@@ -1,0 +1,177 @@
+"""What a notebook cell shows while its job runs: the logs, bounded, and a live plot.
+
+A 150-epoch job prints hundreds of lines; a notebook that keeps them all grows slow to open and
+scroll. :class:`BoundedLog` passes the first half of ``cell_lines`` through as printed, then
+keeps the latest half in one output that is replaced as lines come (as Colab and VS Code bound
+theirs), saying how many lines are not shown and how to see them. :class:`LivePlot` draws the
+chief's loss and metrics (:mod:`tfc_jupyter.plot`) in one output, updated at each epoch.
+:class:`Following` keeps a ``--no-wait`` job's handle up to date in its own output.
+
+Everything here needs a notebook frontend (a ZMQ kernel); in a terminal the lines are printed.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from typing import Any, TextIO
+
+from .plot import svg
+from .results import Results
+
+UPDATE_S = 0.25
+"""Shortest time between two updates of one output (a fast loop prints thousands of lines)."""
+FOLLOW_POLL_S = 1.0
+"""How often a ``--no-wait`` handle's output reads the job's state."""
+FOLLOW_MAX_S = 7 * 24 * 3600.0
+"""Longest a handle's output follows a job (its own deadline: every wait has one)."""
+
+
+def in_notebook(shell: Any) -> bool:
+    """True in a kernel with a notebook frontend (outputs can be updated in place)."""
+    return type(shell).__name__ == "ZMQInteractiveShell"
+
+
+def _display(data: dict[str, str]) -> Any:
+    from IPython.display import display
+
+    return display(data, raw=True, display_id=True)
+
+
+class BoundedLog:
+    """A text stream for :meth:`Job.follow`: the first ``limit // 2`` lines are written to
+    ``out``, the latest ``limit // 2`` after them are shown in one output, replaced as they
+    come, with a line saying how many are not shown and what prints them all."""
+
+    def __init__(self, out: TextIO, limit: int, job_id: str) -> None:
+        self.out = out
+        self.head = max(1, limit // 2)
+        self.tail: deque[str] = deque(maxlen=max(1, limit - self.head))
+        self.job_id = job_id
+        self.count = 0
+        self._partial = ""
+        self._handle: Any = None
+        self._dirty = False
+        self._last = 0.0
+
+    def write(self, text: str) -> int:
+        """Take printed text (whole lines are counted; a partial line waits for its end)."""
+        lines = (self._partial + text).split("\n")
+        self._partial = lines.pop()
+        for line in lines:
+            self.count += 1
+            if self.count <= self.head:
+                self.out.write(line + "\n")
+            else:
+                self.tail.append(line)
+                self._dirty = True
+        return len(text)
+
+    def flush(self) -> None:
+        """Show what came (the window at most every :data:`UPDATE_S`)."""
+        self.out.flush()
+        if self._dirty and time.monotonic() - self._last >= UPDATE_S:
+            self._show()
+
+    def close(self) -> None:
+        """The job ended: show the last lines as they are."""
+        if self._partial:
+            self.write("\n")
+        self.out.flush()
+        if self._dirty:
+            self._show()
+
+    @property
+    def hidden(self) -> int:
+        """Lines neither passed through nor in the window."""
+        return max(0, self.count - self.head - len(self.tail))
+
+    def _show(self) -> None:
+        skipped = self.hidden
+        note = (
+            [
+                f"... {skipped} line{'s' * (skipped != 1)} not shown here: "
+                f"%tfc_logs {self.job_id} prints every line"
+            ]
+            if skipped
+            else []
+        )
+        data = {"text/plain": "\n".join([*note, *self.tail])}
+        if self._handle is None:
+            self._handle = _display(data)
+        else:
+            self._handle.update(data, raw=True)
+        self._dirty = False
+        self._last = time.monotonic()
+
+
+class LivePlot:
+    """The chief's loss and metrics by epoch, in one output made when the cell starts
+    (empty until the first epoch ends) and redrawn as epochs end."""
+
+    def __init__(self) -> None:
+        self.results = Results()
+        self._handle = _display({"text/plain": ""})
+        self._dirty = False
+        self._last = 0.0
+
+    def add(self, event: dict[str, Any]) -> None:
+        """One reported result (from :meth:`Job.follow`'s ``on_result``)."""
+        if self.results.add(event):
+            self._dirty = True
+            if time.monotonic() - self._last >= UPDATE_S:
+                self._show(done=False)
+
+    def close(self) -> None:
+        """The job ended: the final curves, without the epoch counter."""
+        if self.results.epochs:
+            self._show(done=True)
+
+    def _show(self, *, done: bool) -> None:
+        image = svg(self.results, done=done)
+        last = self.results.last or {}
+        text = ", ".join(f"{k} {v:.4g}" for k, v in last.items())
+        epoch = self.results.epochs[-1]["epoch"] if self.results.epochs else 0
+        data = {"text/plain": f"epoch {epoch}: {text}"}
+        if image:
+            data["image/svg+xml"] = image
+        self._handle.update(data, raw=True)
+        self._dirty = False
+        self._last = time.monotonic()
+
+
+class Following:
+    """A job handle's output that follows the job: re-drawn as its state changes, until it
+    ends (a background thread, polling every :data:`FOLLOW_POLL_S`, never past
+    :data:`FOLLOW_MAX_S`)."""
+
+    def __init__(self, job: Any) -> None:
+        """``job``: a :class:`tfc_jupyter.jobs.Job` (not imported here: it imports this)."""
+        self.job = job
+        self._handle = _display(self._data())
+        self._thread = threading.Thread(target=self._run, name=f"tfc-follow-{job.id}", daemon=True)
+        self._thread.start()
+
+    def _data(self) -> dict[str, str]:
+        return {"text/plain": repr(self.job), "text/html": self.job._repr_html_()}
+
+    def _run(self) -> None:
+        deadline = time.monotonic() + FOLLOW_MAX_S
+        shown = ""
+        while time.monotonic() < deadline:
+            try:
+                rec = self.job.record()
+                data = self._data()
+            except Exception:  # the store went away: the last output stays
+                return
+            if data["text/html"] != shown:
+                self._handle.update(data, raw=True)
+                shown = data["text/html"]
+            if rec.state.is_terminal():
+                return
+            time.sleep(FOLLOW_POLL_S)
+
+    def join(self, timeout: float) -> None:
+        """Wait for the thread to stop (tests)."""
+        self._thread.join(timeout)

@@ -1,0 +1,114 @@
+"""A job's loss and metrics curves as one small SVG image.
+
+The same picture is shown by the ``%%tfc_run`` cell, the launch panel and the JupyterLab sidebar
+(the jobs API sends it), drawn here without a plotting library: the kernel of a notebook that
+never imported matplotlib does not start to for a plot. Metric names come from the user's model;
+they are escaped, and the SVG holds no script, so it is safe as an ``<img>`` source.
+"""
+
+from __future__ import annotations
+
+from html import escape
+
+from .results import Results
+
+COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2")
+PANEL_W, PANEL_H = 320, 190
+_LEFT, _RIGHT, _TOP, _BOTTOM = 46, 10, 34, 26
+
+
+def _groups(names: list[str]) -> list[tuple[str, list[str]]]:
+    """Loss curves in one panel, every other metric in a second (each ``val_x`` beside ``x``)."""
+    losses = [n for n in names if "loss" in n]
+    others = [n for n in names if "loss" not in n]
+    return [(title, group) for title, group in (("loss", losses), ("metrics", others)) if group]
+
+
+def _fmt(value: float) -> str:
+    return f"{value:.3g}"
+
+
+def _panel(results: Results, title: str, names: list[str], x0: int) -> list[str]:
+    """One panel's SVG elements, its left edge at ``x0``."""
+    epochs = results.epochs
+    count = len(epochs)
+    values = [e["metrics"][n] for e in epochs for n in names if n in e["metrics"]]
+    low, high = min(values), max(values)
+    if high - low < 1e-12:
+        low, high = low - 0.5, high + 0.5
+    w, h = PANEL_W - _LEFT - _RIGHT, PANEL_H - _TOP - _BOTTOM
+    left, top = x0 + _LEFT, _TOP
+
+    def x(i: int) -> float:
+        return left + (w * i / (count - 1) if count > 1 else w / 2)
+
+    def y(v: float) -> float:
+        return top + h * (high - v) / (high - low)
+
+    out = [
+        f'<text x="{x0 + 8}" y="14" font-weight="bold">{escape(title)}</text>',
+        f'<rect x="{left}" y="{top}" width="{w}" height="{h}" fill="none" stroke="#bbb"/>',
+        f'<text x="{left - 4}" y="{top + 4}" text-anchor="end">{_fmt(high)}</text>',
+        f'<text x="{left - 4}" y="{top + h}" text-anchor="end">{_fmt(low)}</text>',
+        f'<text x="{left}" y="{top + h + 16}">1</text>',
+        f'<text x="{left + w}" y="{top + h + 16}" text-anchor="end">epoch {count}</text>',
+    ]
+    for i in range(1, count):  # a new fit() call starts: a dashed line
+        if epochs[i]["fit"] != epochs[i - 1]["fit"]:
+            xi = x(i) - (w / (count - 1)) / 2
+            out.append(
+                f'<line x1="{xi:.1f}" y1="{top}" x2="{xi:.1f}" y2="{top + h}" '
+                'stroke="#ccc" stroke-dasharray="3,3"/>'
+            )
+    bases = [n for n in names if not n.startswith("val_")]
+    bases += [n[4:] for n in names if n.startswith("val_") and n[4:] not in bases]
+    legend_x = x0 + 8
+    for name in names:
+        base = name[4:] if name.startswith("val_") else name
+        color = COLORS[bases.index(base) % len(COLORS)]
+        dash = ' stroke-dasharray="5,3"' if name.startswith("val_") else ""
+        points = [
+            (x(i), y(e["metrics"][name])) for i, e in enumerate(epochs) if name in e["metrics"]
+        ]
+        if len(points) == 1:
+            px, py = points[0]
+            out.append(f'<circle cx="{px:.1f}" cy="{py:.1f}" r="2.5" fill="{color}"/>')
+        elif points:
+            path = " ".join(f"{px:.1f},{py:.1f}" for px, py in points)
+            out.append(
+                f'<polyline points="{path}" fill="none" stroke="{color}" stroke-width="1.6"{dash}/>'
+            )
+        last = epochs[-1]["metrics"].get(name)
+        label = f"{name} {_fmt(last)}" if last is not None else name
+        out.append(f'<text x="{legend_x}" y="27" fill="{color}">{escape(label[:40])}</text>')
+        legend_x += 8 + 6 * min(len(label), 40)
+    return out
+
+
+def svg(results: Results, *, done: bool = False) -> str | None:
+    """The curves of every reported metric by epoch (None before the first epoch ends).
+
+    Loss and validation loss share one panel, other metrics the next; ``val_`` curves are
+    dashed in their metric's color, and a dashed vertical line marks each new ``fit`` call.
+    """
+    if not results.epochs:
+        return None
+    groups = _groups(results.names)
+    width = PANEL_W * len(groups)
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{PANEL_H}" '
+        f'viewBox="0 0 {width} {PANEL_H}" font-family="sans-serif" font-size="10" '
+        'class="tfc-plot">',
+        f'<rect width="{width}" height="{PANEL_H}" fill="white"/>',
+    ]
+    for i, (title, names) in enumerate(groups):
+        parts += _panel(results, title, names, PANEL_W * i)
+    if not done and results.fits and isinstance(results.fits[-1].get("epochs"), int):
+        total = results.fits[-1]["epochs"]
+        current = results.epochs[-1]["epoch"]
+        parts.append(
+            f'<text x="{width - 8}" y="14" text-anchor="end" fill="#666">'
+            f"epoch {current}/{total}</text>"
+        )
+    parts.append("</svg>")
+    return "".join(parts)

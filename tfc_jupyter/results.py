@@ -1,0 +1,223 @@
+"""What a job trained and saved, read back from its chief's log.
+
+Inside the job the runtime (``tfc_runtime.results``) reports each Keras epoch's loss and
+metrics, every saved model and a TensorBoard callback's folder as ``[tfc_runtime] result {json}``
+lines on the chief's stdout. Those lines reach ``<job_dir>/logs/chief.log`` on every backend, so
+reading them back needs nothing else: :func:`job_results` reads a job's (only the bytes added since
+the last read), and :class:`Results` collects them as they come, for the live plot.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import math
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .errors import SpecError
+from .logs import read_chunk, replicas
+
+if TYPE_CHECKING:
+    from .records import JobRecord
+
+PREFIX = "[tfc_runtime] result "
+"""The start of a report line (the runtime's ``tfc_runtime.results.PREFIX``)."""
+MAX_EPOCHS = 100_000
+"""Most epochs kept for one job (a report past it is dropped, never the job)."""
+_MAX_NAME = 100
+_MAX_METRICS = 50
+
+
+def parse(line: str) -> dict[str, Any] | None:
+    """The report in a log line, or None (not a report, or one that is not well formed)."""
+    if not line.startswith(PREFIX):
+        return None
+    try:
+        event = json.loads(line[len(PREFIX) :])
+    except ValueError:
+        return None
+    return event if isinstance(event, dict) and isinstance(event.get("event"), str) else None
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value) if math.isfinite(value) else None
+
+
+@dataclass
+class Results:
+    """A job's reported results: epochs (with their ``fit`` call), saved models, TensorBoard
+    folders. Empty for code that trains without ``fit`` (a custom loop) or saves nothing."""
+
+    epochs: list[dict[str, Any]] = field(default_factory=list)
+    fits: list[dict[str, Any]] = field(default_factory=list)
+    saved: list[str] = field(default_factory=list)
+    saved_with: list[dict[str, str]] = field(default_factory=list)
+    tensorboard: list[str] = field(default_factory=list)
+
+    def add(self, event: dict[str, Any]) -> bool:
+        """Take one report; True when it changed what a plot shows (a new epoch)."""
+        kind = event.get("event")
+        if kind == "epoch" and len(self.epochs) < MAX_EPOCHS:
+            raw = event.get("metrics")
+            metrics = {
+                str(k)[:_MAX_NAME]: number
+                for k, v in (raw.items() if isinstance(raw, dict) else ())
+                if (number := _number(v)) is not None
+            }
+            self.epochs.append(
+                {
+                    "fit": _int(event.get("fit")),
+                    "epoch": _int(event.get("epoch")),
+                    "time": _number(event.get("time")),
+                    "metrics": dict(list(metrics.items())[:_MAX_METRICS]),
+                }
+            )
+            return True
+        if kind == "fit":
+            self.fits.append({"fit": _int(event.get("fit")), "epochs": event.get("epochs")})
+        elif kind == "saved" and isinstance(event.get("path"), str):
+            self.saved.append(event["path"])
+            self.saved_with.append({k: str(event.get(k) or "") for k in ("path", "how", "library")})
+        elif (
+            kind == "tensorboard"
+            and isinstance(event.get("log_dir"), str)
+            and event["log_dir"] not in self.tensorboard
+        ):
+            self.tensorboard.append(event["log_dir"])
+        return False
+
+    def add_line(self, line: str) -> bool:
+        """Take a log line (anything but a report is ignored); True for a new epoch."""
+        event = parse(line)
+        return self.add(event) if event is not None else False
+
+    @property
+    def names(self) -> list[str]:
+        """Every metric reported, in the order first seen (``loss``, ``accuracy``, ...)."""
+        seen: dict[str, None] = {}
+        for epoch in self.epochs:
+            seen.update(dict.fromkeys(epoch["metrics"]))
+        return list(seen)
+
+    @property
+    def last(self) -> dict[str, float] | None:
+        """The last epoch's metrics (None before the first epoch ends)."""
+        return dict(self.epochs[-1]["metrics"]) if self.epochs else None
+
+    @property
+    def model_dir(self) -> str | None:
+        """Where the code last saved a model (as the job saw the path), else None."""
+        return self.saved[-1] if self.saved else None
+
+    def copy(self) -> Results:
+        """A copy the caller may keep (the cached one keeps growing)."""
+        return Results(
+            [dict(e) for e in self.epochs],
+            list(self.fits),
+            list(self.saved),
+            list(self.saved_with),
+            list(self.tensorboard),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready: names, epochs, last, model_dir, saved and tensorboard."""
+        return {
+            "names": self.names,
+            "epochs": self.epochs,
+            "last": self.last,
+            "model_dir": self.model_dir,
+            "saved": self.saved,
+            "tensorboard": self.tensorboard,
+        }
+
+
+def _int(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+class _Reader:
+    """One log read from where the last read stopped (whole lines only)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.offset = 0
+        self.results = Results()
+
+    def read(self) -> Results:
+        while True:
+            try:  # complete lines only: a report being written is read next time
+                data, size = read_chunk(self.path, self.offset, final=False)
+            except (OSError, ValueError):  # replaced or truncated: read it again from the start
+                self.offset, self.results = 0, Results()
+                return self.results
+            self.offset += len(data)
+            for line in data.decode("utf-8", errors="replace").splitlines():
+                self.results.add_line(line)
+            if not data or self.offset >= size:
+                return self.results
+
+
+_CACHE: OrderedDict[Path, _Reader] = OrderedDict()
+_CACHE_SIZE = 256
+_LOCK = threading.Lock()
+
+
+def chief_log(log_dir: Path) -> Path | None:
+    """The log of the replica whose results are the job's (the chief), if it has one yet."""
+    names = replicas(log_dir)
+    return log_dir / f"{names[0]}.log" if names else None
+
+
+def job_results(log_dir: str | Path) -> Results:
+    """A job's results so far, from its log folder. Each log is read once: later calls read
+    only what was added (the jobs API lists many jobs at every poll). A copy is returned."""
+    path = chief_log(Path(log_dir))
+    if path is None:
+        return Results()
+    with _LOCK:
+        reader = _CACHE.pop(path, None) or _Reader(path)
+        _CACHE[path] = reader
+        while len(_CACHE) > _CACHE_SIZE:
+            _CACHE.popitem(last=False)
+        return reader.read().copy()
+
+
+def load_saved(record: JobRecord, results: Results, model_dir: str | None) -> Any:
+    """Load the model a job saved (see :meth:`tfc_jupyter.jobs.Job.load_model`).
+
+    Raises:
+        TfcError: the job saved no model, or it is not where this machine can read it.
+    """
+    if not model_dir:
+        raise SpecError(
+            f"job {record.id} saved no model",
+            "save it in the notebook, e.g. model.save('model.keras') or "
+            "model.save(os.path.join(tfc_runtime.model_dir(), 'model.keras'))",
+        )
+    library = next(
+        (s["library"] for s in reversed(results.saved_with) if s["path"] == model_dir), ""
+    )
+    if "://" not in model_dir and not Path(model_dir).exists():
+        where = {
+            "docker": "inside its container, which is gone",
+            "vertex": "on the Vertex AI machine",
+        }.get(record.backend, "and it is no longer there")
+        raise SpecError(
+            f"job {record.id} saved its model at {model_dir} {where}",
+            "save it under tfc_runtime.model_dir() (kept in the job folder on this machine, "
+            "in --base-output-dir on Vertex AI)",
+        )
+    if model_dir.endswith((".keras", ".h5")):
+        keras = importlib.import_module("tf_keras" if library == "tf_keras" else "keras")
+        return keras.models.load_model(model_dir)
+    if library == "tf_keras":
+        return importlib.import_module("tf_keras").models.load_model(model_dir)
+    import tensorflow as tf
+
+    return tf.saved_model.load(model_dir)

@@ -1,0 +1,95 @@
+"""Errors in the UI's own words: "set Workers to 0" in the panel and the form, where the magic
+says "drop --workers".
+
+Every error names its fix once, in flags (the magic and the CLI take flags). :func:`ui_words`
+says the same fix with the names the launch panel and the JupyterLab form show; a flag with no
+control there (``--include``, ``--build-bucket`` ...) is left as the flag, which is what a user
+would then type on the cell.
+"""
+
+from __future__ import annotations
+
+import re
+
+LABELS = {
+    "--backend": "Backend",
+    "--strategy": "Strategy",
+    "--machine": "Chief machine",
+    "--gpu-type": "GPU type",
+    "--gpus": "GPUs per machine",
+    "--tpu": "TPU",
+    "--workers": "Workers",
+    "--worker-machine": "Worker machine",
+    "--region": "Region",
+    "--project": "Project",
+    "--label": "Labels",
+    "--requirements": "Requirements",
+    "--name": "Job name",
+    "--args": "Script arguments",
+}
+"""Flag -> the label of its control in the panel and the form."""
+DROPPED = {
+    "--workers": "set Workers to 0",
+    "--gpus": "set GPUs per machine to 0",
+    "--gpu-type": "set GPU type to none",
+    "--tpu": "set TPU to none",
+    "--strategy": "set Strategy to auto",
+    "--machine": "set Chief machine back to CPU",
+}
+"""What dropping a flag is in the UI (a control has no "absent"; it has a neutral value)."""
+
+_FLAG = r"--[a-z][a-z-]*"
+_DROP = re.compile(rf"\b(?:drop|remove|leave out) ({_FLAG})")
+_SET = re.compile(rf"\b(?:add|pass|use|ask for|give|set) ({_FLAG})(?: ([^\s,;:)]+))?")
+_BARE = re.compile(rf"(?<![\w-])({_FLAG})(?: ([^\s,;:)]+))?")
+_PLACEHOLDER = re.compile(r"^[A-Z][A-Z_]*$|^N$")
+_WORDS = {"or", "and", "for", "to", "with", "the", "a", "in", "on", "instead", "too", "only"}
+
+
+def _value(raw: str | None) -> str | None:
+    """A value worth saying: not a placeholder (``N``, ``PROJECT_ID``), not another flag."""
+    if raw is None or _PLACEHOLDER.match(raw) or raw.startswith("-") or raw in _WORDS:
+        return None
+    return raw
+
+
+def _rest(match: re.Match[str]) -> str:
+    """The word after a flag that is not its value (kept), or nothing for a placeholder."""
+    word = match.group(2)
+    return "" if word is None or _PLACEHOLDER.match(word) else f" {word}"
+
+
+def _drop(match: re.Match[str]) -> str:
+    flag = match.group(1)
+    if flag in DROPPED:
+        return DROPPED[flag]
+    return f"clear {LABELS[flag]}" if flag in LABELS else match.group(0)
+
+
+def _set(match: re.Match[str]) -> str:
+    flag, value = match.group(1), _value(match.group(2))
+    if flag not in LABELS:
+        return match.group(0)
+    if value is None:
+        return f"set {LABELS[flag]}{_rest(match)}"
+    return f"set {LABELS[flag]} to {value}"
+
+
+def _bare(match: re.Match[str]) -> str:
+    flag, value = match.group(1), _value(match.group(2))
+    if flag not in LABELS:
+        return match.group(0)
+    if value is None:
+        return f"{LABELS[flag]}{_rest(match)}"
+    return f"{LABELS[flag]} {value}"
+
+
+def ui_words(text: str) -> str:
+    """``text`` with each flag said as the panel and the form say it: ``drop --workers`` ->
+    ``set Workers to 0``, ``pass --project PROJECT_ID`` -> ``set Project``, ``--tpu v3-8`` ->
+    ``TPU v3-8``."""
+    if "--" not in text:
+        return text
+    text = _DROP.sub(_drop, text)
+    text = _SET.sub(_set, text)
+    return _BARE.sub(_bare, text)

@@ -11,6 +11,21 @@ export const NAMESPACE = 'tfc-jupyter';
 /** The command that enables the server extension, shown when it is missing. */
 export const ENABLE_COMMAND = 'jupyter server extension enable tfc_jupyter';
 
+/**
+ * An error and its fix as the UI says them: `ui_message`/`ui_hint` when the server gives them
+ * (the UI's own words: "set Workers to 0"), else `message`/`hint` (the magic's: "drop --workers").
+ */
+export function errorText(body: {
+  message: string;
+  hint?: string | null;
+  ui_message?: string | null;
+  ui_hint?: string | null;
+}): string {
+  const message = body.ui_message || body.message;
+  const hint = body.ui_hint || body.hint;
+  return hint ? `${message}. Fix: ${hint}` : message;
+}
+
 /** An error answer of the jobs API (or no answer at all). */
 export class TfcApiError extends Error {
   constructor(
@@ -18,7 +33,9 @@ export class TfcApiError extends Error {
     readonly status: number,
     readonly error: string = 'Error',
     readonly hint: string = '',
-    readonly field: string | null = null
+    readonly field: string | null = null,
+    /** The message and the fix in the UI's own words, when the server gives them. */
+    readonly ui: { message?: string | null; hint?: string | null } = {}
   ) {
     super(message);
     this.name = 'TfcApiError';
@@ -29,9 +46,14 @@ export class TfcApiError extends Error {
     return this.error === 'ServerExtensionMissing';
   }
 
-  /** Message and fix, one line. */
+  /** Message and fix, one line, in the UI's words when the server gave them. */
   get text(): string {
-    return this.hint ? `${this.message}. Fix: ${this.hint}` : this.message;
+    return errorText({
+      message: this.message,
+      hint: this.hint,
+      ui_message: this.ui.message,
+      ui_hint: this.ui.hint
+    });
   }
 }
 
@@ -75,6 +97,7 @@ export async function requestAPI<T>(endPoint: string, init: RequestInit = {}): P
     response.status,
     (data && data.error) || 'HTTPError',
     (data && data.hint) || '',
-    (data && data.field) || null
+    (data && data.field) || null,
+    { message: data && data.ui_message, hint: data && data.ui_hint }
   );
 }

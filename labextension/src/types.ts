@@ -97,6 +97,15 @@ export interface IJobOptions {
   dry_run?: boolean;
 }
 
+/** Why launching would fail; `ui_message`/`ui_hint` say it in the UI's words (not flags). */
+export interface IRefusal {
+  message: string;
+  hint: string | null;
+  field: string | null;
+  ui_message?: string | null;
+  ui_hint?: string | null;
+}
+
 /** The plan summary of a dry run or a launch. */
 export interface IPlan {
   notebook: string | null;
@@ -113,7 +122,7 @@ export interface IPlan {
   options: { [key: string]: unknown };
   line: string;
   /** What launching it would say (the backend's verdict), null when it would start. */
-  refused: { message: string; hint: string | null; field: string | null } | null;
+  refused: IRefusal | null;
 }
 
 /** POST /jobs. */

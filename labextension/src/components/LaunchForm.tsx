@@ -1,6 +1,6 @@
 import React, { useEffect, useRef, useState } from 'react';
 
-import { TfcApiError } from '../request';
+import { errorText, TfcApiError } from '../request';
 import { IDefaults, IJobOptions, IMachines, IPlan } from '../types';
 import { PlanPreview } from './PlanPreview';
 
@@ -114,9 +114,9 @@ export function LaunchForm(props: ILaunchFormProps): JSX.Element {
       try {
         next = await preview(toOptions(values));
         if (next.refused) {
-          // what Launch would meet, said now: the dry run and the run give the same verdict
-          const { message, hint } = next.refused;
-          problem = hint ? `${message}. Fix: ${hint}` : message;
+          // what Launch would meet, said now (in the UI's words when the server has them): the
+          // dry run and the run give the same verdict
+          problem = errorText(next.refused);
           next = null;
         }
       } catch (e) {

@@ -7,6 +7,9 @@ disables Launch), and a launch that fails opens it again with the values kept. L
 1-worker job (a real 2-process local job), watch it in the sidebar until it succeeds, read the
 edited cell's output in the job's logs (chief and worker), then launch a second job from the
 command palette with 0 workers over the cell's 1, and cancel it from its detail view.
+All along, each detail view's state agrees with its sidebar row (one store feeds both) and Cancel
+is disabled once a job has ended; the rows show start time and notebook, newest first, and filter;
+tab titles are the job's name and short id; the supervisor tab shows only when its log has text.
 Screenshots go to ``artifacts/``; ``TFC_UPDATE_DOCS=1`` also copies the sidebar one to
 ``docs/sidebar.png``.
 """
@@ -16,6 +19,7 @@ from __future__ import annotations
 import os
 import secrets
 import shutil
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -74,6 +78,45 @@ def _job_row(page: Any, state: str) -> Any:
     return page.locator(f".tfc-Sidebar .tfc-JobRow[data-state='{state}']")
 
 
+# Records, on every change of the page, each moment a detail view and the sidebar row of its job
+# show different states, or a detail view of an ended job has Cancel enabled.
+_WATCH_AGREEMENT = """() => {
+  window.tfcDisagreements = [];
+  const ended = ['succeeded', 'failed', 'cancelled'];
+  const check = () => {
+    for (const detail of document.querySelectorAll('.tfc-JobDetail[data-job-id]')) {
+      const id = detail.dataset.jobId;
+      const row = document.querySelector(`.tfc-JobRow[data-job-id="${id}"]`);
+      const state = detail.dataset.state;
+      if (row && row.dataset.state !== state) {
+        window.tfcDisagreements.push(`${id}: detail ${state}, row ${row.dataset.state}`);
+      }
+      const cancel = detail.querySelector('.tfc-CancelButton');
+      if (cancel && ended.includes(detail.dataset.state) && !cancel.disabled) {
+        window.tfcDisagreements.push(`${id}: ${detail.dataset.state} with Cancel enabled`);
+      }
+    }
+  };
+  new MutationObserver(check).observe(document.body, {
+    subtree: true, childList: true, attributes: true, attributeFilter: ['data-state', 'disabled']
+  });
+}"""
+
+
+def _start_text(created_at: float) -> str:
+    """The sidebar's start time of a job: ``14:02`` today, else ``Nov 23 14:02`` (local time)."""
+    when, now = time.localtime(created_at), time.localtime()
+    clock = time.strftime("%H:%M", when)
+    if when[:3] == now[:3]:
+        return clock
+    return f"{time.strftime('%b', when)} {when.tm_mday} {clock}"
+
+
+def _tab(page: Any, job_id: str) -> Any:
+    """The main-area tab of a job's detail view (its tooltip holds the full id)."""
+    return page.locator(f".lm-DockPanel-tabBar .lm-TabBar-tab[title*='{job_id}']")
+
+
 def test_launch_follow_and_cancel_from_jupyterlab(lab_server: LabServer, browser_page: Any) -> None:
     try:
         _scenario(lab_server, browser_page)
@@ -95,6 +138,7 @@ def _scenario(lab_server: LabServer, page: Any) -> None:
     assert loaded == [True, True], (
         "the tfc-jupyter labextension is not built or installed: run `bash scripts/bootstrap.sh`"
     )
+    page.evaluate(_WATCH_AGREEMENT)
 
     # Edit the cell, do not save.
     marker = f"EDITED-{secrets.token_hex(4)}"
@@ -187,6 +231,16 @@ def _scenario(lab_server: LabServer, page: Any) -> None:
     )
     row = _job_row(page, "succeeded").first.inner_text()
     assert "local" in row and "$0.00 local" in row and " s" in row
+    first = store_for(lab_server.home).list(limit=1)[0]
+    succeeded = page.locator(f".tfc-JobDetail[data-job-id='{first.id}']")
+    assert succeeded.get_attribute("data-state") == "succeeded"
+    assert succeeded.locator(".tfc-CancelButton").is_disabled()
+    # The tab says the job's name and short id (not the id cut from the left); its tooltip, the id.
+    assert _tab(page, first.id).inner_text().strip() == f"{first.name} · {first.id[-6:]}"
+    # The watcher's own log is empty: no supervisor tab.
+    supervisor_log = Path(first.log_dir) / "supervisor.log"
+    assert not supervisor_log.exists() or supervisor_log.stat().st_size == 0
+    assert succeeded.locator(".tfc-ReplicaTab").all_inner_texts() == ["chief", "worker-0"]
     screenshot(page, "lab-job-succeeded.png")
 
     # A second job, from the command palette, that runs until it is cancelled.
@@ -210,9 +264,30 @@ def _scenario(lab_server: LabServer, page: Any) -> None:
         timeout=JOB_MS,
     )
     _job_row(page, "running").wait_for()
+    running_id = running.get_attribute("data-job-id")
+    assert running_id and running_id != first.id
+    assert running.locator(".tfc-CancelButton").is_enabled()
+    assert _tab(page, running_id).inner_text().strip().endswith(f" · {running_id[-6:]}")
+    # When the watcher has something to say (here: a line in its log, as it writes on trouble),
+    # the supervisor tab shows it.
+    assert running.locator(".tfc-ReplicaTab[data-replica='supervisor']").count() == 0
+    watcher_note = f"watcher note {secrets.token_hex(4)}"
+    running_record = store_for(lab_server.home).get(running_id)
+    with open(Path(running_record.log_dir) / "supervisor.log", "a") as log:
+        log.write(watcher_note + "\n")
+    running.locator(".tfc-ReplicaTab[data-replica='supervisor']").click(timeout=15_000)
+    page.wait_for_function(
+        "m => document.querySelector(\".tfc-LogText[data-replica='supervisor']\")"
+        "?.innerText.includes(m)",
+        arg=watcher_note,
+        timeout=15_000,
+    )
     running.locator(".tfc-CancelButton").click()
     page.locator(".tfc-JobDetail[data-state='cancelled']").wait_for(timeout=60_000)
     _job_row(page, "cancelled").wait_for(timeout=10_000)
+    cancelled = page.locator(f".tfc-JobDetail[data-job-id='{running_id}']")
+    assert cancelled.get_attribute("data-state") == "cancelled"
+    assert cancelled.locator(".tfc-CancelButton").is_disabled()
 
     # The records agree, and the notebook file was never saved.
     records = store_for(lab_server.home).list(limit=None)
@@ -221,6 +296,36 @@ def _scenario(lab_server: LabServer, page: Any) -> None:
     assert records[1].spec["labels"] == {"team": "ui"}
     assert all(r.notebook == str(lab_server.root_dir / "ui.ipynb") for r in records)
     assert SAVED in (lab_server.root_dir / "ui.ipynb").read_text()
+
+    # The rows: newest first, each with its start time and notebook; the filter narrows them.
+    rows = page.locator(".tfc-Sidebar .tfc-JobRow")
+    assert [rows.nth(i).get_attribute("data-job-id") for i in range(rows.count())] == [
+        r.id for r in records
+    ]
+    for record in records:
+        meta = page.locator(f".tfc-JobRow[data-job-id='{record.id}']").inner_text()
+        assert _start_text(record.created_at) in meta and "ui.ipynb" in meta, meta
+    search = page.locator(".tfc-Sidebar .tfc-JobFilter-input")
+    for words, expected in (
+        ("cancelled", [records[0].id]),
+        (records[1].id[-6:], [records[1].id]),
+        ("UI.ipynb local", [r.id for r in records]),
+        ("local succeeded", [records[1].id]),
+    ):
+        search.fill(words)
+        page.wait_for_function(
+            "n => document.querySelectorAll('.tfc-Sidebar .tfc-JobRow').length === n",
+            arg=len(expected),
+            timeout=5_000,
+        )
+        shown = [rows.nth(i).get_attribute("data-job-id") for i in range(rows.count())]
+        assert shown == expected, (words, shown)
+    search.fill("no-such-job")
+    page.locator(".tfc-Sidebar .tfc-NoMatch").wait_for(timeout=5_000)
+    search.fill("")
+    rows.nth(len(records) - 1).wait_for(timeout=5_000)
+    # Not once did a detail view and the sidebar disagree, or an ended job offer Cancel.
+    assert page.evaluate("() => window.tfcDisagreements") == []
 
     # The picture for the README: both jobs in the sidebar, the succeeded one's logs open.
     _job_row(page, "succeeded").first.click()

@@ -8,7 +8,8 @@ import {
   IDefaults,
   IJob,
   ILogChunk,
-  IMachines
+  IMachines,
+  IMetrics
 } from './types';
 
 /** Recent jobs, newest first (launched here or by kernels). */
@@ -32,13 +33,22 @@ export function readLogs(
   id: string,
   replica: string,
   offset: number,
-  quiet = false
+  quiet = false,
+  limit?: number
 ): Promise<ILogChunk> {
   const query = new URLSearchParams({ replica, offset: String(offset) });
   if (quiet) {
     query.set('quiet', '1');
   }
+  if (limit !== undefined) {
+    query.set('limit', String(limit));
+  }
   return requestAPI<ILogChunk>(`jobs/${encodeURIComponent(id)}/logs?${query}`);
+}
+
+/** The chief's per-epoch metrics and their plot (SVG). */
+export function getMetrics(id: string): Promise<IMetrics> {
+  return requestAPI<IMetrics>(`jobs/${encodeURIComponent(id)}/metrics`);
 }
 
 /** Cancel a job. */

@@ -35,3 +35,78 @@ export function costTitle(job: IJob): string {
 export function formatCreated(job: IJob): string {
   return new Date(job.created_at * 1000).toLocaleString();
 }
+
+const MONTHS = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'];
+
+/**
+ * When the job started, short, as local time: `14:02` today, `Nov 23 14:02` another day of this
+ * year, `Nov 23 2025 14:02` before.
+ */
+export function formatStart(job: IJob, now: Date = new Date()): string {
+  const when = new Date(job.created_at * 1000);
+  const pad = (n: number): string => String(n).padStart(2, '0');
+  const time = `${pad(when.getHours())}:${pad(when.getMinutes())}`;
+  if (when.toDateString() === now.toDateString()) {
+    return time;
+  }
+  const day = `${MONTHS[when.getMonth()]} ${when.getDate()}`;
+  return when.getFullYear() === now.getFullYear() ? `${day} ${time}` : `${day} ${when.getFullYear()} ${time}`;
+}
+
+/** The file name of a path (`/home/me/train.ipynb` -> `train.ipynb`). */
+export function basename(path: string): string {
+  return path.split(/[\\/]/).pop() || path;
+}
+
+/** The short id shown in titles: the id's last 6 characters (`%tfc_attach` accepts it). */
+export function shortId(id: string): string {
+  return id.slice(-6);
+}
+
+/** A job's tab title: its name and short id (`quickstart · a1b2c3`). */
+export function jobTitle(job: IJob): string {
+  return `${job.name} · ${shortId(job.id)}`;
+}
+
+/** A metric value, short: 3 significant digits (`0.035`, `12.3`, `1.5e-5`). */
+export function formatMetric(value: number): string {
+  if (!Number.isFinite(value)) {
+    return String(value);
+  }
+  const size = Math.abs(value);
+  if (size !== 0 && (size < 1e-3 || size >= 1e5)) {
+    return value.toExponential(1);
+  }
+  return String(Number(value.toPrecision(3)));
+}
+
+/** The metric the sidebar shows: the loss, else the first one; null when there is none. */
+export function headlineMetric(
+  metrics: { [name: string]: number } | null | undefined
+): string | null {
+  if (!metrics) {
+    return null;
+  }
+  const name = 'loss' in metrics ? 'loss' : Object.keys(metrics).sort()[0];
+  return name === undefined ? null : `${name} ${formatMetric(metrics[name])}`;
+}
+
+/** Every metric, `loss 0.035 · accuracy 0.98`, the loss first. */
+export function formatMetrics(metrics: { [name: string]: number }): string {
+  const names = Object.keys(metrics).sort((a, b) =>
+    a === 'loss' ? -1 : b === 'loss' ? 1 : a.localeCompare(b)
+  );
+  return names.map(name => `${name} ${formatMetric(metrics[name])}`).join(' · ');
+}
+
+/** What a job is matched on by the sidebar's filter: name, id, notebook, state, backend. */
+export function matchesFilter(job: IJob, filter: string): boolean {
+  const text = [job.name, job.id, job.notebook ?? '', job.state, job.backend]
+    .join(' ')
+    .toLowerCase();
+  return filter
+    .toLowerCase()
+    .split(/\s+/)
+    .filter(Boolean)
+    .every(word => text.includes(word));
+}

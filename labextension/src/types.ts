@@ -36,6 +36,29 @@ export interface IJob {
   tensorboard_url: string | null;
   job_dir: string;
   spec: { resolved_strategy?: string; worker_count?: number; [key: string]: unknown };
+  /** The chief's metrics at its last epoch (`{"loss": 0.03, ...}`), when it has recorded any. */
+  last_metrics?: { [name: string]: number } | null;
+}
+
+/** One epoch's metrics as the chief recorded them (`fit`: which `fit` call, from 0). */
+export interface IEpochMetrics {
+  fit: number;
+  epoch: number;
+  time: number;
+  metrics: { [name: string]: number };
+}
+
+/** GET jobs/{id}/metrics: the chief's per-epoch metrics, and a plot of them (SVG). */
+export interface IMetrics {
+  job_id: string;
+  state: JobState;
+  terminal: boolean;
+  names: string[];
+  epochs: IEpochMetrics[];
+  last: { [name: string]: number } | null;
+  model_dir: string | null;
+  /** A standalone SVG image of the curves, drawn by the server; null before the first epoch. */
+  svg: string | null;
 }
 
 /** A piece of one replica's log. */

@@ -7,6 +7,8 @@ import React from 'react';
 import { JobDetail } from './components/JobDetail';
 import { ILaunchFormProps, ILaunchValues, LaunchForm } from './components/LaunchForm';
 import { IJobsPanelProps, JobsPanel } from './components/JobsPanel';
+import { jobTitle, shortId } from './format';
+import { JobStore } from './store';
 
 /** The left sidebar of jobs. */
 export class JobsSidebar extends ReactWidget {
@@ -20,15 +22,49 @@ export class JobsSidebar extends ReactWidget {
   }
 }
 
-/** The content of a job's main-area tab. */
+/**
+ * The content of a job's main-area tab. Its title is the job's name and short id (`quickstart ·
+ * a1b2c3`), its tooltip the full id, both kept from the store (the tab's host copies them).
+ */
 export class JobDetailWidget extends ReactWidget {
-  constructor(readonly jobId: string) {
+  private readonly unsubscribe: () => void;
+
+  constructor(
+    readonly jobId: string,
+    private readonly store: JobStore
+  ) {
     super();
     this.addClass('tfc-JobDetailWidget');
+    this.title.label = `job · ${shortId(jobId)}`;
+    this.title.caption = jobId;
+    this.unsubscribe = store.subscribe(() => this.updateTitle());
+    this.updateTitle();
+  }
+
+  dispose(): void {
+    if (!this.isDisposed) {
+      this.unsubscribe();
+    }
+    super.dispose();
+  }
+
+  private updateTitle(): void {
+    const job = this.store.job(this.jobId);
+    if (!job) {
+      return;
+    }
+    const label = jobTitle(job);
+    const caption = `${job.name} (${job.state})\nid ${job.id}${job.notebook ? `\nnotebook ${job.notebook}` : ''}`;
+    if (this.title.label !== label) {
+      this.title.label = label;
+    }
+    if (this.title.caption !== caption) {
+      this.title.caption = caption;
+    }
   }
 
   protected render(): JSX.Element {
-    return <JobDetail jobId={this.jobId} />;
+    return <JobDetail jobId={this.jobId} store={this.store} />;
   }
 }
 

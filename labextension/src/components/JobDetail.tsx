@@ -1,36 +1,31 @@
-import React, { useState } from 'react';
+import React, { useEffect, useState } from 'react';
 
-import { cancelJob, getJob } from '../api';
+import { cancelJob } from '../api';
 import { costTitle, formatCost, formatCreated, formatElapsed } from '../format';
-import { usePoll } from '../hooks';
 import { TfcApiError } from '../request';
-import { IJob } from '../types';
+import { JobStore, useJobStore } from '../store';
 import { LogView } from './LogView';
+import { MetricsView } from './MetricsView';
 import { StateBadge } from './StateBadge';
 
-/** A job: its state, links, cancel, and per-replica logs that follow. */
-export function JobDetail(props: { jobId: string }): JSX.Element {
-  const [job, setJob] = useState<IJob | null>(null);
+/**
+ * A job: its state, links, cancel, its training curves, and per-replica logs that follow. The
+ * state comes from the extension's one {@link JobStore}, the one the sidebar shows.
+ */
+export function JobDetail(props: { jobId: string; store: JobStore }): JSX.Element {
+  const { store, jobId } = props;
+  useJobStore(store);
+  useEffect(() => store.watch(jobId), [store, jobId]);
   const [replica, setReplica] = useState('chief');
   const [error, setError] = useState<string | null>(null);
   const [cancelling, setCancelling] = useState(false);
   const [verbose, setVerbose] = useState(false);
-
-  usePoll(
-    async () => {
-      const current = await getJob(props.jobId);
-      setJob(current);
-      return !current.terminal;
-    },
-    2000,
-    [props.jobId],
-    e => setError(e instanceof TfcApiError ? e.text : String(e))
-  );
+  const job = store.job(jobId);
 
   const onCancel = async (): Promise<void> => {
     setCancelling(true);
     try {
-      setJob(await cancelJob(props.jobId));
+      store.put(await cancelJob(jobId));
       setError(null);
     } catch (e) {
       setError(e instanceof TfcApiError ? e.text : String(e));
@@ -40,9 +35,15 @@ export function JobDetail(props: { jobId: string }): JSX.Element {
   };
 
   if (!job) {
-    return <div className="tfc-JobDetail">{error ?? 'Loading...'}</div>;
+    const problem = store.jobError(jobId);
+    return <div className="tfc-JobDetail">{problem ? problem.text : 'Loading...'}</div>;
   }
-  const replicas = [...(job.replicas.length ? job.replicas : ['chief']), 'supervisor'];
+  // The watcher's own log only when it has something to say (it is usually empty).
+  const replicas = [
+    ...(job.replicas.length ? job.replicas : ['chief']),
+    ...(store.supervisorBytes(jobId) > 0 ? ['supervisor'] : [])
+  ];
+  const shownReplica = replicas.includes(replica) ? replica : replicas[0];
   const workers = job.spec.worker_count ? ` + ${job.spec.worker_count} worker(s)` : '';
   return (
     <div className="tfc-JobDetail" data-job-id={job.id} data-state={job.state}>
@@ -51,7 +52,8 @@ export function JobDetail(props: { jobId: string }): JSX.Element {
         <StateBadge state={job.state} />
         <button
           className="jp-Button jp-mod-styled jp-mod-warn tfc-CancelButton"
-          disabled={job.terminal || cancelling}
+          disabled={job.terminal || job.state === 'cancelling' || cancelling}
+          title={job.terminal ? `the job has ended (${job.state})` : 'stop every replica of the job'}
           onClick={onCancel}
         >
           {cancelling ? 'Cancelling...' : 'Cancel job'}
@@ -89,13 +91,14 @@ export function JobDetail(props: { jobId: string }): JSX.Element {
         ) : null}
       </div>
       {error ? <div className="tfc-Error">{error}</div> : null}
+      <MetricsView metrics={store.metrics(jobId)} last={job.last_metrics} />
       <div className="tfc-ReplicaTabs" role="tablist">
         {replicas.map(name => (
           <button
             key={name}
             role="tab"
-            aria-selected={name === replica}
-            className={`tfc-ReplicaTab${name === replica ? ' tfc-mod-active' : ''}`}
+            aria-selected={name === shownReplica}
+            className={`tfc-ReplicaTab${name === shownReplica ? ' tfc-mod-active' : ''}`}
             data-replica={name}
             onClick={() => setReplica(name)}
           >
@@ -111,7 +114,7 @@ export function JobDetail(props: { jobId: string }): JSX.Element {
         />{' '}
         Show TensorFlow's start-up lines
       </label>
-      <LogView jobId={job.id} replica={replica} verbose={verbose} />
+      <LogView jobId={job.id} replica={shownReplica} verbose={verbose} />
     </div>
   );
 }

@@ -1,18 +1,31 @@
 import React from 'react';
 
-import { costTitle, formatCost, formatElapsed } from '../format';
+import {
+  basename,
+  costTitle,
+  formatCost,
+  formatCreated,
+  formatElapsed,
+  formatStart,
+  headlineMetric,
+  shortId
+} from '../format';
 import { IJob } from '../types';
 import { StateBadge } from './StateBadge';
 
-/** One job in the sidebar list: name and id, state, backend, elapsed time, cost. */
+/**
+ * One job in the sidebar list: name and state; when it started, its notebook and its last loss;
+ * backend, elapsed time, cost and short id.
+ */
 export function JobRow(props: { job: IJob; onOpen: (job: IJob) => void }): JSX.Element {
   const { job } = props;
+  const metric = headlineMetric(job.last_metrics);
   return (
     <li
       className="tfc-JobRow"
       data-job-id={job.id}
       data-state={job.state}
-      title={`${job.id}\nclick for logs and details`}
+      title={`${job.id}\n${job.notebook ?? '(no notebook)'}\nclick for logs and details`}
       onClick={() => props.onOpen(job)}
     >
       <div className="tfc-JobRow-top">
@@ -20,12 +33,23 @@ export function JobRow(props: { job: IJob; onOpen: (job: IJob) => void }): JSX.E
         <StateBadge state={job.state} />
       </div>
       <div className="tfc-JobRow-meta">
+        <span className="tfc-JobRow-start" title={`started ${formatCreated(job)}`}>
+          {formatStart(job)}
+        </span>
+        <span className="tfc-JobRow-notebook">
+          {job.notebook ? basename(job.notebook) : '(no notebook)'}
+        </span>
+        {metric ? <span className="tfc-JobRow-metric">{metric}</span> : null}
+      </div>
+      <div className="tfc-JobRow-meta">
         <span className="tfc-JobRow-backend">{job.backend}</span>
         <span className="tfc-JobRow-elapsed">{formatElapsed(job.elapsed)}</span>
         <span className="tfc-JobRow-cost" title={costTitle(job)}>
           {formatCost(job)}
         </span>
-        <span className="tfc-JobRow-id">{job.id.slice(-6)}</span>
+        <span className="tfc-JobRow-id" title="the short id: %tfc_attach takes it">
+          {shortId(job.id)}
+        </span>
       </div>
       {job.error && job.state === 'failed' ? (
         <div className="tfc-JobRow-error">{job.error}</div>

@@ -1,39 +1,28 @@
 import React, { useState } from 'react';
 
-import { listJobs } from '../api';
-import { usePoll } from '../hooks';
-import { TfcApiError } from '../request';
+import { matchesFilter } from '../format';
+import { JobStore, useJobStore } from '../store';
 import { IJob } from '../types';
 import { JobRow } from './JobRow';
 import { ServerMissing } from './ServerMissing';
 
 /** Props of {@link JobsPanel}. */
 export interface IJobsPanelProps {
+  /** The jobs, as the one poller of the extension has them. */
+  store: JobStore;
   /** Open a job's detail view. */
   onOpen: (job: IJob) => void;
   /** Open the launch form for the current notebook. */
   onLaunch: () => void;
-  /** Seconds between refreshes. */
-  refreshSeconds: number;
 }
 
-/** The sidebar: every job (launched here or by kernels), refreshed while it is shown. */
+/** The sidebar: every job (launched here or by kernels), newest first, with a filter. */
 export function JobsPanel(props: IJobsPanelProps): JSX.Element {
-  const [jobs, setJobs] = useState<IJob[] | null>(null);
-  const [error, setError] = useState<TfcApiError | null>(null);
-
-  usePoll(
-    async () => {
-      try {
-        setJobs(await listJobs());
-        setError(null);
-      } catch (e) {
-        setError(e instanceof TfcApiError ? e : new TfcApiError(String(e), 0));
-      }
-    },
-    props.refreshSeconds * 1000,
-    [props.refreshSeconds]
-  );
+  const { store } = props;
+  useJobStore(store);
+  const [filter, setFilter] = useState('');
+  const jobs = store.jobs;
+  const error = store.error;
 
   let body: JSX.Element;
   if (error && error.serverMissing) {
@@ -48,12 +37,35 @@ export function JobsPanel(props: IJobsPanelProps): JSX.Element {
       </p>
     );
   } else {
+    const shown = jobs.filter(job => matchesFilter(job, filter));
     body = (
-      <ul className="tfc-JobList">
-        {jobs.map(job => (
-          <JobRow key={job.id} job={job} onOpen={props.onOpen} />
-        ))}
-      </ul>
+      <>
+        <div className="tfc-JobFilter">
+          <input
+            type="search"
+            className="jp-mod-styled tfc-JobFilter-input"
+            placeholder="Filter jobs"
+            title="Show the jobs whose name, id, notebook, state or backend hold every word"
+            aria-label="Filter jobs"
+            value={filter}
+            onChange={event => setFilter(event.target.value)}
+          />
+          {filter ? (
+            <span className="tfc-Muted tfc-JobFilter-count">
+              {shown.length} of {jobs.length}
+            </span>
+          ) : null}
+        </div>
+        {shown.length ? (
+          <ul className="tfc-JobList">
+            {shown.map(job => (
+              <JobRow key={job.id} job={job} onOpen={props.onOpen} />
+            ))}
+          </ul>
+        ) : (
+          <p className="tfc-Muted tfc-NoMatch">No job matches "{filter}".</p>
+        )}
+      </>
     );
   }
   return (

@@ -10,6 +10,7 @@ import { ICommandPalette, MainAreaWidget, WidgetTracker } from '@jupyterlab/appu
 
 import { CommandIDs } from '../commands';
 import { tfcIcon } from '../icons';
+import { JobStore } from '../store';
 import { JobDetailWidget, JobsSidebar } from '../widgets';
 
 /** The sidebar, the "open job" command and restoring open job tabs. */
@@ -26,10 +27,13 @@ export const jobsPlugin: JupyterFrontEndPlugin<void> = {
     const tracker = new WidgetTracker<MainAreaWidget<JobDetailWidget>>({
       namespace: 'tfc-jupyter-job'
     });
+    // The one poller of job state: the sidebar, the detail tabs and their titles read it.
+    const store = new JobStore(2000);
+    store.start();
     const sidebar = new JobsSidebar({
+      store,
       onOpen: job => void app.commands.execute(CommandIDs.openJob, { id: job.id }),
-      onLaunch: () => void app.commands.execute(CommandIDs.launch),
-      refreshSeconds: 2
+      onLaunch: () => void app.commands.execute(CommandIDs.launch)
     });
     sidebar.id = 'tfc-jupyter-jobs';
     sidebar.title.icon = tfcIcon;
@@ -45,10 +49,8 @@ export const jobsPlugin: JupyterFrontEndPlugin<void> = {
           app.shell.activateById(open.id);
           return open;
         }
-        const widget = new MainAreaWidget({ content: new JobDetailWidget(id) });
+        const widget = new MainAreaWidget({ content: new JobDetailWidget(id, store) });
         widget.id = `tfc-job-${id}`;
-        widget.title.label = id.length > 28 ? `…${id.slice(-26)}` : id;
-        widget.title.caption = id;
         widget.title.icon = tfcIcon;
         widget.title.closable = true;
         void tracker.add(widget);

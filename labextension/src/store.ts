@@ -120,10 +120,6 @@ export class JobStore {
   /** A job as an answer of the API gave it (a cancel): every view shows it now. */
   put(job: IJob): void {
     this._store(job);
-    if (this._jobs) {
-      const others = this._jobs.filter(j => j.id !== job.id);
-      this._jobs = sortJobs([job, ...others]);
-    }
     this._changed();
     void this.refresh();
   }
@@ -180,9 +176,9 @@ export class JobStore {
   /** One round: the list, then each watched job; listeners are told once, at the end. */
   private async _poll(): Promise<void> {
     try {
-      const jobs = await listJobs(this.limit);
-      jobs.forEach(job => this._store(job));
-      this._jobs = sortJobs(jobs);
+      const jobs = sortJobs(await listJobs(this.limit)).map(job => this._latest(job));
+      this._jobs = jobs;
+      jobs.forEach(job => this._byId.set(job.id, job));
       this._error = null;
     } catch (e) {
       this._error = asApiError(e);
@@ -245,8 +241,22 @@ export class JobStore {
     entry.final = ended && complete;
   }
 
-  private _store(job: IJob): void {
+  /** The latest answer about a job, for every view: the list's row is replaced too. */
+  private _store(answer: IJob): void {
+    const job = this._latest(answer);
     this._byId.set(job.id, job);
+    if (this._jobs?.some(j => j.id === job.id)) {
+      this._jobs = this._jobs.map(j => (j.id === job.id ? job : j));
+    }
+  }
+
+  /**
+   * The answer, unless it is older than what is known: an answer asked for before a cancel can
+   * arrive after it, and an ended job never runs again.
+   */
+  private _latest(answer: IJob): IJob {
+    const known = this._byId.get(answer.id);
+    return known && known.terminal && !answer.terminal ? known : answer;
   }
 
   private _changed(): void {

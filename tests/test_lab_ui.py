@@ -10,8 +10,10 @@ command palette with 0 workers over the cell's 1, and cancel it from its detail 
 All along, each detail view's state agrees with its sidebar row (one store feeds both) and Cancel
 is disabled once a job has ended; the rows show start time and notebook, newest first, and filter;
 tab titles are the job's name and short id; the supervisor tab shows only when its log has text.
-Screenshots go to ``artifacts/``; ``TFC_UPDATE_DOCS=1`` also copies the sidebar one to
-``docs/sidebar.png``.
+A third job, a Keras ``fit``, shows its curves (the server's SVG) in its detail view while it
+trains, and its last loss in the sidebar.
+Screenshots go to ``artifacts/``; ``TFC_UPDATE_DOCS=1`` also copies the sidebar one (after the
+third job) to ``docs/sidebar.png``.
 """
 
 from __future__ import annotations
@@ -327,10 +329,107 @@ def _scenario(lab_server: LabServer, page: Any) -> None:
     # Not once did a detail view and the sidebar disagree, or an ended job offer Cancel.
     assert page.evaluate("() => window.tfcDisagreements") == []
 
-    # The picture for the README: both jobs in the sidebar, the succeeded one's logs open.
+    # Both jobs in the sidebar, the succeeded one's logs open.
     _job_row(page, "succeeded").first.click()
     page.locator(".tfc-JobDetail[data-state='succeeded'] .tfc-LogText").first.wait_for()
     page.locator(".Toastify__toast").first.wait_for(state="detached", timeout=15_000)
+    screenshot(page, "lab-jobs.png")
+
+
+# A Keras `fit` whose epochs take a while (the sleep), so the plot can be seen growing.
+FIT_CELL = """%%tfc_run
+import time
+import numpy as np
+import tensorflow as tf
+x = np.random.default_rng(0).normal(size=(256, 4)).astype("float32")
+y = (x.sum(axis=1, keepdims=True) > 0).astype("float32")
+model = tf.keras.Sequential([
+    tf.keras.Input((4,)),
+    tf.keras.layers.Dense(8, activation="relu"),
+    tf.keras.layers.Dense(1, activation="sigmoid"),
+])
+model.compile(optimizer="adam", loss="binary_crossentropy", metrics=["accuracy"])
+pause = tf.keras.callbacks.LambdaCallback(on_epoch_end=lambda epoch, logs: time.sleep(1.5))
+model.fit(x, y, epochs=8, batch_size=32, verbose=2, callbacks=[pause])
+"""
+
+# While the job's detail view says "running", note each plot image it shows; true once it has
+# ended.
+_PLOTS_WHILE_RUNNING = """(id) => {
+  const detail = document.querySelector(`.tfc-JobDetail[data-job-id="${id}"]`);
+  const img = detail && detail.querySelector('img.tfc-MetricsPlot');
+  window.tfcPlots = window.tfcPlots || [];
+  if (img && detail.dataset.state === 'running' && !window.tfcPlots.includes(img.src)) {
+    window.tfcPlots.push(img.src);
+  }
+  return !!detail && ['succeeded', 'failed', 'cancelled'].includes(detail.dataset.state);
+}"""
+
+
+def _metric(value: float) -> str:
+    """A metric as the sidebar and the detail view write it: 3 significant digits."""
+    return f"{float(f'{value:.3g}'):g}"
+
+
+def test_the_job_detail_plots_the_metrics_as_it_trains(
+    lab_server: LabServer, browser_page: Any
+) -> None:
+    page = browser_page
+    try:
+        _plot_scenario(lab_server, page)
+    except Exception:
+        screenshot(page, "lab-plot-failure.png")
+        raise
+
+
+def _plot_scenario(lab_server: LabServer, page: Any) -> None:
+    write_notebook(lab_server.root_dir / "fit.ipynb", FIT_CELL)
+    # A fresh workspace (the server remembers the earlier test's tabs).
+    page.goto(f"{lab_server.url}lab?reset&token={lab_server.token}")
+    page.locator(".jp-LabShell").wait_for()
+    page.wait_for_function("() => window.jupyterapp?.hasPlugin('tfc-jupyter:jobs')")
+    lab_command(page, "tfc-jupyter:show-jobs")
+    page.evaluate(_WATCH_AGREEMENT)
+    created = lab_server.api("POST", "tfc-jupyter/jobs", {"path": "fit.ipynb", "options": {}})
+    job_id = created["job"]["id"]
+    lab_command(page, "tfc-jupyter:open-job", {"id": job_id})
+    detail = page.locator(f".tfc-JobDetail[data-job-id='{job_id}']")
+    detail.wait_for()
+    page.wait_for_function(_PLOTS_WHILE_RUNNING, arg=job_id, polling=200, timeout=JOB_MS)
+    assert detail.get_attribute("data-state") == "succeeded", store_for(lab_server.home).get(job_id)
+    # The plot was shown while it trained, and redrawn as epochs came.
+    assert len(page.evaluate("() => window.tfcPlots")) >= 2
+    # It is the server's SVG, as an image; the last metrics are written beside it.
+    metrics = lab_server.api("GET", f"tfc-jupyter/jobs/{job_id}/metrics")
+    assert metrics["terminal"] and len(metrics["epochs"]) == 8 and metrics["svg"]
+    plot = detail.locator("img.tfc-MetricsPlot")
+    plot.wait_for()
+    page.wait_for_function(
+        "([id, svg]) => {"
+        "  const img = document.querySelector(`.tfc-JobDetail[data-job-id='${id}'] img`);"
+        "  const text = img && new TextDecoder().decode("
+        "    Uint8Array.from(atob(img.src.split(',')[1]), c => c.charCodeAt(0)));"
+        "  return text === svg && img.naturalWidth > 0;"
+        "}",
+        arg=[job_id, metrics["svg"]],
+        timeout=10_000,
+    )
+    assert plot.get_attribute("src").startswith("data:image/svg+xml;base64,")
+    last = metrics["last"]
+    values = detail.locator(".tfc-MetricsLast-values").inner_text()
+    assert f"loss {_metric(last['loss'])}" in values
+    assert f"accuracy {_metric(last['accuracy'])}" in values
+    assert "epoch 8" in detail.locator(".tfc-MetricsLast").inner_text()
+    # The sidebar's row gives the last loss too (the job dict's last_metrics).
+    row = page.locator(f".tfc-Sidebar .tfc-JobRow[data-job-id='{job_id}']")
+    row.locator(".tfc-JobRow-metric", has_text=f"loss {_metric(last['loss'])}").wait_for(
+        timeout=10_000
+    )
+    assert "fit.ipynb" in row.inner_text()
+    assert page.evaluate("() => window.tfcDisagreements") == []
+    # The picture for the README: the sidebar's jobs, this one's curves and log.
+    page.locator(".Toastify__toast").first.wait_for(state="detached", timeout=15_000)
+    detail.locator(".tfc-Following").wait_for(state="detached", timeout=10_000)
     shot = screenshot(page, "lab-sidebar.png")
     if os.environ.get("TFC_UPDATE_DOCS") == "1":
         (ROOT / "docs").mkdir(exist_ok=True)

@@ -425,7 +425,9 @@ def test_launch_stages_then_watch_to_success_per_replica(
     for replica in ("chief", "worker-0"):
         lines = [x for x in watch.lines[replica] if x.startswith("line")]
         assert lines == [f"line {i}" for i in range(6)]
-    assert "[worker-0] line 5" in watch.text()
+    # All replicas: a line both printed alike once, the replicas named (each kept as printed).
+    assert "[chief, worker-0] line 5" in watch.text(verbose=False)
+    assert "[worker-0] line 5" in watch.text(verbose=True)
     # The runtime's start-up line is kept, and shown only when asked for.
     assert "[chief] [tfc_runtime] task" in watch.text(verbose=True)
     assert "[tfc_runtime] task" not in watch.text(verbose=False)

@@ -2,7 +2,8 @@
 
 Open a notebook, run it (the last cell is ``%tfc_panel``), pick one worker in the panel, double
 click Launch, and see the job succeed with both replicas' logs in the panel. The screenshot is
-kept as ``artifacts/panel.png`` (the README's ``docs/panel.png`` is a copy of one).
+kept as ``artifacts/panel.png``; ``TFC_UPDATE_DOCS=1`` also copies it to the README's
+``docs/panel.png``. The job ends with a Keras ``fit``: its loss curve shows in the panel.
 
 And the panel's memory: choices made in the panel are its output's ``%%tfc_run`` line, a save
 from the UI stores it with the notebook (no unsaved edit overwritten, no "File Changed"), and a
@@ -12,12 +13,14 @@ fresh kernel's panel starts from it.
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import time
 from typing import Any
 
 import nbformat
 import pytest
-from browser import LabServer, lab_command, open_notebook, restart_kernel, screenshot
+from browser import ROOT, LabServer, lab_command, open_notebook, restart_kernel, screenshot
 from jobutil import write_notebook
 
 from tfc_jupyter.jobs import store_for
@@ -35,6 +38,14 @@ total = strategy.reduce(tf.distribute.ReduceOp.SUM, per_replica, axis=None)
 mwms = isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy)
 print("MultiWorkerMirrored:", mwms, "replicas in sync:", strategy.num_replicas_in_sync)
 print("sum over replicas:", float(total))
+
+import numpy as np
+
+with strategy.scope():
+    model = tf.keras.Sequential([tf.keras.Input((4,)), tf.keras.layers.Dense(1)])
+    model.compile(tf.keras.optimizers.SGD(0.05), "mse")
+x = np.linspace(0, 1, 64, dtype="float32").reshape(16, 4)
+model.fit(x, x.sum(1), epochs=5, batch_size=8, verbose=2)
 """
 JOB_DEADLINE_MS = 180_000
 
@@ -75,20 +86,27 @@ def test_pick_launch_and_watch_a_job_in_the_panel(lab_server: LabServer, browser
         timeout=JOB_DEADLINE_MS,
     )
     page.wait_for_function(
-        "() => document.querySelector('.tfc-log').innerText.includes('[worker-0] sum over')",
+        "() => document.querySelector('.tfc-log').innerText.includes('[chief, worker-0] sum over')",
         timeout=30_000,
     )
-    page.set_viewport_size({"width": 1280, "height": 1400})  # the whole panel in view
+    # The chief's loss by epoch, drawn in the panel (an image, not markup from the job).
+    plot = page.locator(".tfc-plot img")
+    plot.wait_for(timeout=30_000)
+    assert str(plot.get_attribute("src")).startswith("data:image/svg+xml;base64,")
+    page.set_viewport_size({"width": 1280, "height": 1600})  # the whole panel in view
     page.locator(".tfc-panel").scroll_into_view_if_needed()
     time.sleep(0.5)  # let the last render settle for the screenshot
-    screenshot(page.locator(".tfc-panel"), "panel.png")
+    shot = screenshot(page.locator(".tfc-panel"), "panel.png")
+    if os.environ.get("TFC_UPDATE_DOCS") == "1":
+        shutil.copyfile(shot, ROOT / "docs" / "panel.png")
 
     state = _text(page, ".tfc-job-state").strip()
     log = _text(page, ".tfc-log")
     assert state == "succeeded", f"{_text(page, '.tfc-state')}\n{log}"
-    for replica in ("chief", "worker-0"):
-        assert f"[{replica}] MultiWorkerMirrored: True replicas in sync: 2" in log
-        assert f"[{replica}] sum over replicas: 2.0" in log
+    # A line both replicas printed alike is shown once, the replicas named.
+    assert "[chief, worker-0] MultiWorkerMirrored: True replicas in sync: 2" in log
+    assert "[chief, worker-0] sum over replicas: 2.0" in log
+    assert "[worker-0] sum over" not in log
     stages = _text(page, ".tfc-stages")
     assert "✓ convert" in stages and "– build" in stages and "✓ submit" in stages
 

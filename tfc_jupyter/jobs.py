@@ -242,7 +242,7 @@ class Job:
         stream = out or sys.stdout
         rec = self.store.get(self.id)
         tail = LogTail(Path(rec.log_dir))
-        merger = Merger(_replica_count(rec) if not verbose else 1)
+        merger = Merger(replica_count(rec) if not verbose else 1)
         if skip_existing:
             tail.read()
         deadline = None if timeout is None else time.monotonic() + timeout
@@ -383,7 +383,7 @@ def _spec(data: Mapping[str, Any]) -> Any:
         return None
 
 
-def _replica_count(record: JobRecord) -> int:
+def replica_count(record: JobRecord) -> int:
     """How many replicas print (from the record's spec; 1 when it cannot say)."""
     spec = record.spec or {}
     try:

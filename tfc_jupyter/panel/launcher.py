@@ -27,7 +27,7 @@ from typing import Any
 from .. import jobs
 from ..client import Client
 from ..errors import TfcError
-from ..logs import LogTail, is_noise
+from ..logs import LogTail, Merger, is_noise, label
 from ..records import JobRecord, JobState, JobStore
 from ..results import Results
 from .model import PanelModel
@@ -222,6 +222,9 @@ class JobWatch:
         self.lines: dict[str, deque[str]] = {}
         self.merged: deque[str] = deque(maxlen=max_lines)
         self.results = Results()  # the chief's Keras epochs, for the plot
+        # The "all" view: a line every replica printed alike once, the replicas named.
+        self.shown: deque[str] = deque(maxlen=max_lines)
+        self._merger = Merger(jobs.replica_count(self.record))
         self.max_lines = max_lines
         self.error: str | None = None
         self.cancel_error: str | None = None
@@ -247,10 +250,16 @@ class JobWatch:
         self.record = self.job.record()
         done = self.record.state.is_terminal()
         lines = self._tail.read(final=done)
+        now = time.monotonic()
+        shown: list[tuple[list[str], str]] = []
         for replica, line in lines:
             self.results.add_line(line)
             self.lines.setdefault(replica, deque(maxlen=self.max_lines)).append(line)
             self.merged.append(f"[{replica}] {line}")
+            if not is_noise(line):
+                shown += self._merger.add(replica, line, now)
+        for names, line in shown + self._merger.ready(now, final=done):
+            self.shown.append(f"[{label(names)}] {line}")
         for replica in self._tail.replicas():
             self.lines.setdefault(replica, deque(maxlen=self.max_lines))
         self._ended = done
@@ -312,11 +321,10 @@ class JobWatch:
 
     def text(self, replica: str | None = None, *, verbose: bool = True) -> str:
         """The kept lines of one replica, or of all of them (prefixed) when None; unless
-        ``verbose``, without TensorFlow's start-up chatter and the runtime's status lines."""
+        ``verbose``, without TensorFlow's start-up chatter and the runtime's status lines, and
+        (all of them) a line the replicas printed alike once, as ``[chief, worker-0] ...``."""
         if replica is None:
-            kept = [
-                line for line in self.merged if verbose or not is_noise(line.split("] ", 1)[-1])
-            ]
+            kept = list(self.merged if verbose else self.shown)
         else:
             kept = [line for line in self.lines.get(replica, ()) if verbose or not is_noise(line)]
         return "\n".join(kept)

@@ -63,8 +63,11 @@ def test_check_refuses_tpu_and_says_what_is_missing(
 
 
 def test_container_env_is_vertex_s(tmp_path: Path) -> None:
-    spec = JobSpec(backend="docker", base_output_dir="gs://b/run", name="train")
+    spec = JobSpec(
+        backend="docker", base_output_dir="gs://b/run", name="train", env=(("MODE", "fast"),)
+    )
     env = container_env(spec, "job-1", tmp_path)
+    assert env["MODE"] == "fast"  # --env
     assert env["AIP_MODEL_DIR"] == "gs://b/run/model/"
     assert env["AIP_CHECKPOINT_DIR"] == "gs://b/run/checkpoints/"
     assert env["AIP_TENSORBOARD_LOG_DIR"] == "gs://b/run/logs/"

@@ -113,8 +113,27 @@ def test_multiworker_fit_trains_for_real(tmp_path: Path) -> None:
             float(x) for x in re.search(rf"\[{replica}\] loss (\S+) (\S+)", logs).groups()
         )
         assert math.isfinite(last) and last < first
+    # The chief alone reports its epochs (the worker trains the same model).
+    assert [m["epoch"] for m in job.metrics] == [1, 2]
+    worker_log = (Path(record.log_dir) / "worker-0.log").read_text()
+    assert "[tfc_runtime] result" not in worker_log
     assert record.handle["exit_codes"] == {"chief": 0, "worker-0": 0}
     assert wait_gone(job_pids(record)) == []
+
+
+@pytest.mark.slow
+def test_env_reaches_every_replica(tmp_path: Path) -> None:
+    nb = write_notebook(
+        tmp_path / "env.ipynb",
+        "%%tfc_run --workers 1 --strategy none --env MODE=fast --env 'GREETING=hello, world'\n"
+        "import os\n"
+        "print('env', os.environ['MODE'], '|', os.environ['GREETING'])",
+    )
+    job, record = run_job(nb, tmp_path / "home")
+    assert record.state is JobState.SUCCEEDED, job.logs()
+    for replica in ("chief", "worker-0"):
+        assert f"[{replica}] env fast | hello, world" in job.logs(), job.logs()
+    assert record.spec["env"] == {"MODE": "fast", "GREETING": "hello, world"}
 
 
 @pytest.mark.slow

@@ -49,6 +49,7 @@ ITEMS = [
     "no secret or tool state in any build context",
     "no secret in the image layers",
     "every planted secret stops the plan, quoted nowhere",
+    "a secret passed as --env is refused, quoted nowhere",
     "plan --json and the dry run list the build context",
     "user strings reach no shell",
     "strings that are not code never run",
@@ -775,3 +776,52 @@ def test_every_planted_secret_stops_the_plan(
     assert where in text and "Fix:" in text and "\n" not in text, (form, text)
     for token in re.findall(rb"[A-Za-z0-9_/+.-]{16,}", data):
         assert token.decode("latin-1") not in text, (form, token)
+
+
+@pytest.mark.parametrize(
+    ("form", "content", "line"),
+    [f for f in CONTENT_FORMS if isinstance(f[1], str)],
+    ids=lambda v: str(v)[:40],
+)
+@pytest.mark.item("a secret passed as --env is refused, quoted nowhere")
+def test_a_secret_value_in_env_is_refused(form: str, content: str, line: int) -> None:
+    """--env is written into the job's request, records and dry run: a value that holds a
+    secret stops the plan with one line naming the variable and Secret Manager, never the value."""
+    from tfc_jupyter.job.options import JobOptions, to_spec
+
+    with pytest.raises(SpecError) as info:
+        to_spec(JobOptions.of(env=(f"DATA={content}",)), _settings())
+    text = str(info.value)
+    assert "--env DATA holds what looks like a secret" in text and "Secret Manager" in text
+    assert "\n" not in text and info.value.field == "env"
+    for token in re.findall(r"[A-Za-z0-9_/+.-]{16,}", content):
+        assert token not in text, (form, token)
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "AWS_SECRET_ACCESS_KEY",
+        "GITHUB_TOKEN",
+        "HF_TOKEN",
+        "WANDB_API_KEY",
+        "DB_PASSWORD",
+        "GOOGLE_APPLICATION_CREDENTIALS",
+        "PRIVATE_KEY",
+        "SLACK_SIGNING_KEY",
+    ],
+)
+@pytest.mark.item("a secret passed as --env is refused, quoted nowhere")
+def test_a_secret_name_in_env_is_refused_through_the_magic_line(name: str) -> None:
+    from tfc_jupyter.job.options import JobOptions, to_spec
+
+    with pytest.raises(SpecError) as info:
+        to_spec(JobOptions.from_line(f"--env {name}=harmless-looking"), _settings())
+    assert f"--env {name} looks like a secret" in str(info.value)
+    assert "harmless-looking" not in str(info.value)
+
+
+def _settings() -> Any:
+    from tfc_jupyter.config import load_settings
+
+    return load_settings(environ={}, include_server=False)

@@ -17,6 +17,7 @@ from tfc_jupyter.job.spec import (
     Strategy,
     check_runnable,
     parse_duration,
+    parse_env,
     parse_labels,
 )
 
@@ -300,3 +301,36 @@ def test_check_runnable_refuses_tpu_on_this_machine() -> None:
             check_runnable(JobSpec(chief=V3, backend=backend))
     check_runnable(JobSpec(chief=V3, backend=BackendName.VERTEX))
     check_runnable(JobSpec(chief=T4, worker_count=1))
+
+
+@pytest.mark.parametrize(
+    ("env", "words"),
+    [
+        ({"1BAD": "x"}, "not a variable name"),
+        ({"A-B": "x"}, "not a variable name"),
+        ({"TF_CONFIG": "{}"}, "set by the job itself"),
+        ({"TFC_JOB_DIR": "/tmp"}, "set by the job itself"),
+        ({"AIP_MODEL_DIR": "gs://b"}, "set by the job itself"),
+        ({"CLUSTER_SPEC": "{}"}, "set by the job itself"),
+        ({"HF_TOKEN": "x"}, "looks like a secret"),
+        ({"DB_PASSWORD": "x"}, "looks like a secret"),
+        ({"OPENAI_API_KEY": "x"}, "looks like a secret"),
+        ({"MY_SECRET": "x"}, "looks like a secret"),
+        ({"BASIC_AUTH": "x"}, "looks like a secret"),
+        ({"NOTE": "x\0y"}, "NUL"),
+        ({"NOTE": "x" * 40000}, "40000 characters"),
+        ({f"V{i}": "1" for i in range(101)}, "101 --env variables"),
+    ],
+)
+def test_env_is_checked_as_the_job_would_need(env: dict[str, str], words: str) -> None:
+    with pytest.raises(SpecError) as info:
+        JobSpec(env=tuple(env.items()))
+    assert words in str(info.value) and info.value.field == "env"
+
+
+def test_env_round_trips_and_keeps_values_as_given() -> None:
+    spec = JobSpec(env=parse_env(["MODE=fast", "GREETING= hi = there ", "AUTHOR=ada"]))
+    assert dict(spec.env) == {"MODE": "fast", "GREETING": " hi = there ", "AUTHOR": "ada"}
+    assert JobSpec.from_dict(json.loads(json.dumps(spec.to_dict()))).env == spec.env
+    with pytest.raises(SpecError, match="has no '='"):
+        parse_env(["MODE"])

@@ -140,3 +140,18 @@ def test_console_url_and_endpoint(settings: Settings) -> None:
     assert vertex_request.endpoint(spec) == "europe-west4-aiplatform.googleapis.com"
     url = vertex_request.console_url(spec, "123")
     assert "locations/europe-west4" in url and "project=my-proj-1" in url
+
+
+def test_env_reaches_every_pool_as_given(settings: Settings) -> None:
+    """--env goes into each pool's containerSpec.env, beside the job's own variables, and the
+    dry run shows it (the real client parses it)."""
+    job, request = _job(
+        settings, "--workers 1 --env MODE=fast --env 'GREETING=hello, world=1' --dry-run"
+    )
+    for pool in job.job_spec.worker_pool_specs:
+        env = {e.name: e.value for e in pool.container_spec.env}
+        assert env["MODE"] == "fast" and env["GREETING"] == "hello, world=1"
+        assert env["PYTHONUNBUFFERED"] == "1"
+    assert {"name": "MODE", "value": "fast"} in (
+        request["body"]["jobSpec"]["workerPoolSpecs"][0]["containerSpec"]["env"]
+    )

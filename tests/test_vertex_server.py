@@ -496,6 +496,12 @@ def test_job_level_rules() -> None:
     ]
     assert fields(network="default") == ["job_spec.network"]
     assert fields(serviceAccount="me@example.com") == ["job_spec.service_account"]
+    with_env = {**one, "containerSpec": {"imageUri": "i", "env": [{"name": "MODE", "value": "x"}]}}
+    assert fields(workerPoolSpecs=[with_env]) == []
+    bad_env = {**one, "containerSpec": {"imageUri": "i", "env": [{"name": "1 X", "value": "x"}]}}
+    assert fields(workerPoolSpecs=[bad_env]) == [
+        "job_spec.worker_pool_specs[0].container_spec.env[0].name"
+    ]
 
 
 def test_filter_parser() -> None:

@@ -181,6 +181,11 @@ def _pools(pools: list[dict[str, Any]]) -> Problems:
         container = pool.get("containerSpec")
         if container is not None and not container.get("imageUri"):
             out.append((f"{at}.container_spec.image_uri", "Required field is not set."))
+        for k, var in enumerate((container or {}).get("env") or []):
+            if not _ENV_NAME.fullmatch(var.get("name") or ""):
+                out.append(
+                    (f"{at}.container_spec.env[{k}].name", "Must be a valid environment name.")
+                )
         if container is None and pool.get("pythonPackageSpec") is None:
             out.append(
                 (f"{at}.container_spec", "A container_spec or python_package_spec is required.")
@@ -192,6 +197,9 @@ def _pools(pools: list[dict[str, Any]]) -> Problems:
     if tpu and any(p for p in pools[1:]):
         out.append(("job_spec.worker_pool_specs", "A TPU job uses the first worker pool only."))
     return out
+
+
+_ENV_NAME = re.compile(r"[-._a-zA-Z][-._a-zA-Z0-9]*")  # Kubernetes' rule, which Vertex AI applies
 
 
 def validate(body: dict[str, Any]) -> Problems:

@@ -54,6 +54,7 @@ def container_env(spec: JobSpec, job_id: str, job_dir: Path) -> dict[str, str]:
     """The variables every replica gets besides its cluster ones (as on Vertex, plus the job
     folder for the runtime's markers)."""
     env = {
+        **dict(spec.env),  # --env
         "TFC_JOB_NAME": spec.name,
         "TFC_JOB_ID": job_id,
         "TFC_JOB_DIR": str(job_dir),

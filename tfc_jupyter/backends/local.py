@@ -241,7 +241,8 @@ class LocalBackend(WatchedBackend):
         # cloud keys) reaches the replicas through the supervisor's process, never the disk.
         inherited = {k: v for k, v in os.environ.items() if not k.startswith(_DROP_ENV)}
         job_env: dict[str, str] = {
-            "TF_CPP_MIN_LOG_LEVEL": inherited.get("TF_CPP_MIN_LOG_LEVEL", "1")
+            "TF_CPP_MIN_LOG_LEVEL": inherited.get("TF_CPP_MIN_LOG_LEVEL", "1"),
+            **dict(spec.env),  # --env (never a name the job sets: the spec refuses those)
         }
         if inherited.get("MPLBACKEND", "").startswith("module://"):
             job_env["MPLBACKEND"] = "Agg"

@@ -27,7 +27,14 @@ from typing import Any, TypeVar
 from ..config import Settings
 from ..errors import SpecError
 from . import catalog
-from .spec import BackendName, ImageSettings, JobSpec, parse_duration, parse_labels
+from .spec import (
+    BackendName,
+    ImageSettings,
+    JobSpec,
+    parse_duration,
+    parse_env,
+    parse_labels,
+)
 
 F = TypeVar("F", bound=Callable[..., Any])
 HELP_HINT = "see %%tfc_run? (or tfc-jupyter plan --help) for the flags"
@@ -112,6 +119,12 @@ class JobOptions:
         None, "Job display name (default: the notebook's name).", metavar="NAME"
     )
     label: tuple[str, ...] = _opt((), "Job label; repeat for more.", metavar="KEY=VALUE")
+    env: tuple[str, ...] = _opt(
+        (),
+        "An environment variable for every replica; repeat for more. Not for secrets (they "
+        "are refused): use Secret Manager.",
+        metavar="NAME=VALUE",
+    )
     args: str = _opt(
         "", "Arguments passed to the script (sys.argv), split like a shell.", metavar="STRING"
     )
@@ -525,6 +538,7 @@ def to_spec(
         requirements=requirements,
         entry_args=entry_args,
         labels=parse_labels(list(ns.label)),
+        env=parse_env(list(ns.env)),
         service_account=ns.service_account or settings.get("service_account"),
         region=ns.region or settings.get("region") or "us-central1",
         project=ns.project or settings.get("project"),

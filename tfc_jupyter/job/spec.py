@@ -143,6 +143,73 @@ def parse_labels(items: Iterable[str] | Mapping[str, str]) -> tuple[tuple[str, s
     return tuple(sorted(pairs.items()))
 
 
+def parse_env(items: Iterable[str] | Mapping[str, str]) -> tuple[tuple[str, str], ...]:
+    """``["MODE=fast", "SEED=1"]`` or a mapping -> sorted pairs (validated by JobSpec; a value
+    keeps its spaces and may hold '=')."""
+    if isinstance(items, Mapping):
+        return tuple(sorted((str(k), str(v)) for k, v in items.items()))
+    pairs: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise SpecError(
+                f"--env {item!r} has no '='", "write variables as --env NAME=VALUE", field="env"
+            )
+        pairs[key.strip()] = value
+    return tuple(sorted(pairs.items()))
+
+
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
+_ENV_OURS = ("TFC_", "AIP_", "CLOUD_ML_", "CLUSTER_SPEC", "TF_CONFIG", "TF_KERAS_RUNNING_REMOTELY")
+_ENV_SECRET = re.compile(
+    r"(?i)secret|passw(or)?d|passphrase|token|api_?key|private_?key|credential|access_?key|"
+    r"(^|_)auth(_|$)|session_?key|signing_?key"
+)
+MAX_ENV = 100
+_SECRET_FIX = (
+    "keep secrets out of the job's request, records and image: store it in Secret Manager and "
+    "read it in the code (google-cloud-secret-manager) as the job's --service-account"
+)
+
+
+def _check_env(env: tuple[tuple[str, str], ...]) -> None:
+    """Names a process can have, none the job sets itself, and nothing that looks secret (by
+    name, or by value through the secret scanner): ``--env`` is written into the job's
+    request, its records and its dry run."""
+    from ..secretscan import scan_text
+
+    if len(env) > MAX_ENV:
+        raise SpecError(f"{len(env)} --env variables given", f"use at most {MAX_ENV}", field="env")
+    for name, value in env:
+        if not _ENV_NAME.fullmatch(name):
+            raise SpecError(
+                f"--env name {name!r} is not a variable name",
+                "use letters, digits and '_', not starting with a digit",
+                field="env",
+            )
+        if name.startswith(_ENV_OURS):
+            raise SpecError(
+                f"--env {name} is set by the job itself (its cluster and folders)",
+                "choose another name",
+                field="env",
+            )
+        if _ENV_SECRET.search(name):
+            raise SpecError(f"--env {name} looks like a secret", _SECRET_FIX, field="env")
+        found = scan_text(value)
+        if found is not None:
+            raise SpecError(
+                f"--env {name} holds what looks like a secret ({found.what})",
+                _SECRET_FIX,
+                field="env",
+            )
+        if "\0" in value or len(value) > 32768:
+            raise SpecError(
+                f"--env {name} has a value of {len(value)} characters or a NUL",
+                "pass at most 32768 characters, no NUL",
+                field="env",
+            )
+
+
 @dataclass(frozen=True)
 class JobSpec:
     """The whole job: strategy, machines, backend, image, requirements and Vertex settings.
@@ -161,6 +228,7 @@ class JobSpec:
     requirements: tuple[str, ...] = ()
     entry_args: tuple[str, ...] = ()
     labels: tuple[tuple[str, str], ...] = ()
+    env: tuple[tuple[str, str], ...] = ()
     service_account: str | None = None
     region: str = "us-central1"
     project: str | None = None
@@ -195,6 +263,7 @@ class JobSpec:
         object.__setattr__(self, "requirements", tuple(self.requirements))
         object.__setattr__(self, "entry_args", tuple(self.entry_args))
         object.__setattr__(self, "labels", tuple(sorted(dict(self.labels).items())))
+        object.__setattr__(self, "env", tuple(sorted(dict(self.env).items())))
         _validate(self)
 
     # ----------------------------------------------------------------- derived values
@@ -242,6 +311,7 @@ class JobSpec:
         data["resolved_strategy"] = self.resolved_strategy().value
         data["backend"] = self.backend.value
         data["labels"] = dict(self.labels)
+        data["env"] = dict(self.env)
         data["chief"] = self.chief.to_dict()
         data["worker"] = self.worker.to_dict() if self.worker else None
         for key in ("ps_machine", "evaluator_machine"):
@@ -262,6 +332,8 @@ class JobSpec:
             values["image"] = ImageSettings(**values["image"])
         if "labels" in values:
             values["labels"] = parse_labels(values["labels"])
+        if "env" in values:
+            values["env"] = parse_env(values["env"])
         return cls(**values)
 
 
@@ -324,6 +396,7 @@ def _validate(spec: JobSpec) -> None:
     chief, worker, n = spec.chief, spec.worker, spec.worker_count
     strategy = spec.strategy
     _validate_image(spec.image)
+    _check_env(spec.env)
     if not _NAME.fullmatch(spec.name):
         raise SpecError(
             f"job name {spec.name!r} is not allowed",

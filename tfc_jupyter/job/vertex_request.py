@@ -63,6 +63,7 @@ def container_args(spec: JobSpec) -> list[str]:
 
 def _pool(spec: JobSpec, machine: Machine, replicas: int, image_uri: str) -> dict[str, Any]:
     env = [{"name": "TFC_JOB_NAME", "value": spec.name}, {"name": "PYTHONUNBUFFERED", "value": "1"}]
+    env += [{"name": name, "value": value} for name, value in spec.env]  # --env
     pool: dict[str, Any] = {
         "machineSpec": _machine_spec(machine),
         "replicaCount": str(replicas),

@@ -8,6 +8,7 @@ Vertex's own format ("List of found errors: 1.Field: ...; Message: ...").
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -282,6 +283,73 @@ def validate(body: dict[str, Any]) -> Problems:
     timeout = spec.get("scheduling", {}).get("timeout")
     if timeout is not None and float(timeout.rstrip("s") or 0) <= 0:
         out.append(("job_spec.scheduling.timeout", "The timeout must be positive."))
+    out += _scheduling(spec)
+    resource = spec.get("persistentResourceId", "")
+    if resource and not _PERSISTENT.fullmatch(resource):
+        out.append(("job_spec.persistent_resource_id", "Invalid persistent resource id."))
+    return out
+
+
+_FLEX_GPUS = {"NVIDIA_L4", "NVIDIA_TESLA_A100", "NVIDIA_A100_80GB", "NVIDIA_H100_80GB"}
+_PERSISTENT = re.compile(r"[a-z][a-z0-9-]{4,61}[a-z0-9]")
+_RESERVATION = re.compile(r"projects/[^/]+/zones/[^/]+/reservations/[^/]+")
+_DISK_TYPES = {"pd-ssd", "pd-standard", "hyperdisk-balanced"}
+
+
+def _scheduling(spec: dict[str, Any]) -> Problems:
+    """Flex-start (Dynamic Workload Scheduler), reservations and boot disks, as Vertex AI's
+    documentation states their rules."""
+    out: Problems = []
+    when = spec.get("scheduling", {})
+    pools = [p for p in spec.get("workerPoolSpecs", []) if p]
+    if when.get("strategy") == "FLEX_START":
+        machines = {json.dumps(p.get("machineSpec", {}), sort_keys=True) for p in pools}
+        if len(machines) > 1:
+            out.append(
+                ("job_spec.worker_pool_specs", "Flex-start needs the same machine in every pool.")
+            )
+        for i, pool in enumerate(pools):
+            if pool.get("machineSpec", {}).get("acceleratorType") not in _FLEX_GPUS:
+                out.append(
+                    (
+                        f"job_spec.worker_pool_specs[{i}].machine_spec.accelerator_type",
+                        "Flex-start supports L4, A100, H100, H200 and B200 GPUs only.",
+                    )
+                )
+        timeout = float(str(when.get("timeout", "604800s")).rstrip("s") or 0)
+        if timeout > 7 * 86400:
+            out.append(("job_spec.scheduling.timeout", "Flex-start jobs run at most 7 days."))
+    elif "maxWaitDuration" in when:
+        out.append(("job_spec.scheduling.max_wait_duration", "Only for the FLEX_START strategy."))
+    for i, pool in enumerate(pools):
+        affinity = pool.get("machineSpec", {}).get("reservationAffinity")
+        if affinity:
+            kind = affinity.get("reservationAffinityType")
+            if when.get("strategy") in ("SPOT", "FLEX_START"):
+                out.append(
+                    (
+                        f"job_spec.worker_pool_specs[{i}].machine_spec.reservation_affinity",
+                        "Reservations cannot be used with Spot VMs or flex-start.",
+                    )
+                )
+            values = affinity.get("values", [])
+            if kind == "SPECIFIC_RESERVATION" and (
+                affinity.get("key") != "compute.googleapis.com/reservation-name"
+                or len(values) != 1
+                or not _RESERVATION.fullmatch(values[0])
+            ):
+                out.append(
+                    (
+                        f"job_spec.worker_pool_specs[{i}].machine_spec.reservation_affinity",
+                        "A specific reservation needs the key "
+                        "compute.googleapis.com/reservation-name and one reservation name.",
+                    )
+                )
+        disk = pool.get("diskSpec") or {}
+        if disk.get("bootDiskType", "pd-ssd") not in _DISK_TYPES:
+            out.append(
+                (f"job_spec.worker_pool_specs[{i}].disk_spec.boot_disk_type", "Invalid type.")
+            )
     return out
 
 

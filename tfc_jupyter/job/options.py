@@ -147,6 +147,35 @@ class JobOptions:
     )
     timeout: str | None = _opt(None, "Job time limit: 90m, 2h, 1d.", metavar="DURATION")
     spot: bool = _opt(False, "Use Spot VMs on Vertex AI (cheaper).")
+    flex_start: str | None = _opt(
+        None,
+        "Vertex AI flex-start (Dynamic Workload Scheduler): the job waits for its L4, A100 or "
+        "H100 GPUs, at most MAX_WAIT (default 1d; 0: no limit).",
+        metavar="MAX_WAIT",
+        const="",
+    )
+    restart_on_worker_restart: bool = _opt(
+        False, "Vertex AI: restart the whole job when a worker restarts."
+    )
+    reservation: str | None = _opt(
+        None,
+        "Vertex AI: run on reserved capacity: any, or projects/P/zones/Z/reservations/NAME.",
+        metavar="RESERVATION",
+    )
+    persistent_resource: str | None = _opt(
+        None, "Vertex AI: run on this persistent resource (its id).", metavar="ID"
+    )
+    boot_disk_type: str | None = _opt(
+        None,
+        "Vertex AI boot disk: pd-ssd (default), pd-standard, hyperdisk-balanced.",
+        metavar="TYPE",
+    )
+    boot_disk_size: int | None = _opt(
+        None, "Vertex AI boot disk size in GB (100 to 64000; default 100).", metavar="GB"
+    )
+    web_access: bool = _opt(
+        False, "Vertex AI: an interactive shell into the running job, from the console."
+    )
     base_output_dir: str | None = _opt(
         None, "Model, checkpoints and TensorBoard logs go under it.", metavar="GS_URI"
     )
@@ -543,10 +572,44 @@ def to_spec(
         region=ns.region or settings.get("region") or "us-central1",
         project=ns.project or settings.get("project"),
         timeout_s=timeout,
-        scheduling="spot" if ns.spot else "standard",
+        scheduling=_scheduling(ns),
+        max_wait_s=_max_wait(ns.flex_start),
+        restart_on_worker_restart=ns.restart_on_worker_restart,
+        reservation=ns.reservation,
+        persistent_resource=ns.persistent_resource,
+        boot_disk_type=ns.boot_disk_type or "pd-ssd",
+        boot_disk_gb=ns.boot_disk_size if ns.boot_disk_size is not None else 100,
+        web_access=ns.web_access,
         base_output_dir=ns.base_output_dir or settings.get("base_output_dir"),
         tensorboard=ns.tensorboard,
         network=ns.network,
         estimator=estimator,
         **_ps_and_evaluator(ns),
     )
+
+
+def _scheduling(ns: JobOptions) -> str:
+    """standard, spot or flex_start (one of them)."""
+    if ns.spot and ns.flex_start is not None:
+        raise SpecError(
+            "--spot and --flex-start together: a job is scheduled one way",
+            "drop one of them",
+            field="scheduling",
+        )
+    return "spot" if ns.spot else "flex_start" if ns.flex_start is not None else "standard"
+
+
+def _max_wait(text: str | None) -> int | None:
+    """``--flex-start MAX_WAIT`` in seconds: None for Vertex AI's default, 0 for no limit."""
+    if text is None or not text.strip():
+        return None
+    if text.strip() == "0":
+        return 0
+    try:
+        return parse_duration(text)
+    except SpecError:
+        raise SpecError(
+            f"--flex-start {text!r} is not a maximum wait",
+            "write it like 2h or 1d (0: no limit), at most 30 days",
+            field="max_wait_s",
+        ) from None

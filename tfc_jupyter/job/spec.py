@@ -15,6 +15,7 @@ from typing import Any
 
 from ..errors import SpecError
 from .catalog import Machine
+from .scheduling import check_vertex_settings
 
 
 class Strategy(str, Enum):
@@ -234,6 +235,13 @@ class JobSpec:
     project: str | None = None
     timeout_s: int | None = None
     scheduling: str = "standard"
+    max_wait_s: int | None = None  # flex-start: how long to wait for the machines (0: no limit)
+    restart_on_worker_restart: bool = False
+    reservation: str | None = None  # "any", or projects/P/zones/Z/reservations/NAME
+    persistent_resource: str | None = None
+    boot_disk_type: str = "pd-ssd"
+    boot_disk_gb: int = 100
+    web_access: bool = False
     base_output_dir: str | None = None
     tensorboard: str | None = None
     network: str | None = None
@@ -474,6 +482,7 @@ def _validate(spec: JobSpec) -> None:
     if spec.timeout_s is not None:
         parse_duration(spec.timeout_s)
     _check_labels(spec.labels)
+    check_vertex_settings(spec)
 
 
 def _check_ps_and_evaluator(spec: JobSpec) -> None:

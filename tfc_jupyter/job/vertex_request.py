@@ -9,13 +9,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from . import scheduling
 from .catalog import Machine
 from .spec import JobSpec
 
 SCRIPT = "script.py"
 SOURCE_MAP = "script.map.json"
 WORKDIR = "/app"
-BOOT_DISK = {"bootDiskType": "pd-ssd", "bootDiskSizeGb": 100}
 
 
 def parent_path(spec: JobSpec) -> str:
@@ -64,8 +64,12 @@ def container_args(spec: JobSpec) -> list[str]:
 def _pool(spec: JobSpec, machine: Machine, replicas: int, image_uri: str) -> dict[str, Any]:
     env = [{"name": "TFC_JOB_NAME", "value": spec.name}, {"name": "PYTHONUNBUFFERED", "value": "1"}]
     env += [{"name": name, "value": value} for name, value in spec.env]  # --env
+    machine_spec = _machine_spec(machine)
+    affinity = scheduling.reservation_affinity(spec)
+    if affinity is not None:
+        machine_spec["reservationAffinity"] = affinity
     pool: dict[str, Any] = {
-        "machineSpec": _machine_spec(machine),
+        "machineSpec": machine_spec,
         "replicaCount": str(replicas),
         "containerSpec": {
             "imageUri": image_uri,
@@ -75,7 +79,7 @@ def _pool(spec: JobSpec, machine: Machine, replicas: int, image_uri: str) -> dic
         },
     }
     if not machine.is_tpu:
-        pool["diskSpec"] = dict(BOOT_DISK)
+        pool["diskSpec"] = scheduling.disk_spec(spec)
     return pool
 
 
@@ -102,15 +106,21 @@ def custom_job_body(
 ) -> dict[str, Any]:
     """The ``CustomJob`` resource the job is created with."""
     job_spec: dict[str, Any] = {"workerPoolSpecs": worker_pools(spec, image_uri)}
-    scheduling: dict[str, Any] = {}
+    when: dict[str, Any] = {}
     if spec.timeout_s:
-        scheduling["timeout"] = f"{spec.timeout_s}s"
+        when["timeout"] = f"{spec.timeout_s}s"
     if spec.scheduling != "standard":
-        scheduling["strategy"] = spec.scheduling.upper()
-    if spec.replica_count > 1:
-        scheduling["restartJobOnWorkerRestart"] = False
-    if scheduling:
-        job_spec["scheduling"] = scheduling
+        when["strategy"] = spec.scheduling.upper()
+    if spec.max_wait_s is not None:
+        when["maxWaitDuration"] = f"{spec.max_wait_s}s"
+    if spec.replica_count > 1 or spec.restart_on_worker_restart:
+        when["restartJobOnWorkerRestart"] = spec.restart_on_worker_restart
+    if when:
+        job_spec["scheduling"] = when
+    if spec.persistent_resource:
+        job_spec["persistentResourceId"] = spec.persistent_resource
+    if spec.web_access:
+        job_spec["enableWebAccess"] = True
     if spec.service_account:
         job_spec["serviceAccount"] = spec.service_account
     if spec.network:

@@ -1,0 +1,179 @@
+"""Where and when a Vertex AI job runs: flex-start, restarts, reservations, persistent
+resources, boot disks and web access, each checked as Vertex AI checks it.
+
+These settings exist on Vertex AI only; on this machine or in Docker a job asking for one is
+refused (it would silently mean nothing). See :func:`check_vertex_settings`, called by
+``JobSpec``'s validation, and :mod:`tfc_jupyter.job.vertex_request` for the request fields.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from ..errors import SpecError
+
+JobSpec = Any  # a tfc_jupyter.job.spec.JobSpec (which imports this module to validate)
+
+FLEX_START_GPUS = ("NVIDIA_L4", "NVIDIA_TESLA_A100", "NVIDIA_A100_80GB", "NVIDIA_H100_80GB")
+"""Accelerators Vertex AI's Dynamic Workload Scheduler (flex-start) takes (L4, A100, H100)."""
+FLEX_START_MAX_TIMEOUT_S = 7 * 86400
+BOOT_DISK_TYPES = ("pd-ssd", "pd-standard", "hyperdisk-balanced")
+BOOT_DISK_GB = (100, 64000)
+RESERVATION_KEY = "compute.googleapis.com/reservation-name"
+_RESERVATION = re.compile(
+    r"projects/[a-z][a-z0-9-]{4,28}[a-z0-9]/zones/[a-z]+-[a-z]+\d+-[a-z]"
+    r"/reservations/[a-z]([-a-z0-9]{0,61}[a-z0-9])?"
+)
+_PERSISTENT = re.compile(r"[a-z][a-z0-9-]{4,61}[a-z0-9]")
+
+FLAGS = {
+    "max_wait_s": "--flex-start",
+    "restart_on_worker_restart": "--restart-on-worker-restart",
+    "reservation": "--reservation",
+    "persistent_resource": "--persistent-resource",
+    "boot_disk_type": "--boot-disk-type",
+    "boot_disk_gb": "--boot-disk-size",
+    "web_access": "--web-access",
+}
+"""JobSpec field -> the flag that sets it (all Vertex AI only)."""
+DEFAULTS = {
+    "max_wait_s": None,
+    "restart_on_worker_restart": False,
+    "reservation": None,
+    "persistent_resource": None,
+    "boot_disk_type": "pd-ssd",
+    "boot_disk_gb": 100,
+    "web_access": False,
+}
+
+
+def _given(spec: JobSpec) -> list[tuple[str, str]]:
+    """``(field, flag)`` of the Vertex-only settings this spec changes from their defaults."""
+    given = [(k, FLAGS[k]) for k, default in DEFAULTS.items() if getattr(spec, k) != default]
+    if spec.scheduling == "flex_start" and spec.max_wait_s is None:
+        given.insert(0, ("scheduling", "--flex-start"))
+    return given
+
+
+def _pools(spec: JobSpec) -> list[tuple[str, object]]:
+    """``(role, machine)`` of every pool the job has."""
+    pools: list[tuple[str, object]] = [("chief", spec.chief)]
+    if spec.worker_count and spec.worker is not None:
+        pools.append(("workers", spec.worker))
+    if spec.ps_count and spec.ps_machine is not None:
+        pools.append(("parameter servers", spec.ps_machine))
+    if spec.evaluator and spec.evaluator_machine is not None:
+        pools.append(("evaluator", spec.evaluator_machine))
+    return pools
+
+
+def check_vertex_settings(spec: JobSpec) -> None:
+    """Refuse a Vertex-only setting off Vertex AI, and each one Vertex AI would refuse.
+
+    Raises:
+        SpecError: with the flag at fault and the fix.
+    """
+    given = _given(spec)
+    if not given:
+        return
+    if spec.backend.value != "vertex":
+        field, flag = given[0]
+        raise SpecError(
+            f"{flag} is a Vertex AI setting; on the {spec.backend.value} backend it would "
+            "mean nothing",
+            f"drop {flag}, or use --backend vertex",
+            field=field,
+        )
+    if spec.scheduling == "flex_start":
+        _check_flex_start(spec)
+    if spec.max_wait_s is not None and spec.scheduling != "flex_start":
+        raise SpecError(
+            "a maximum wait is flex-start's", "use --flex-start MAX_WAIT", field="max_wait_s"
+        )
+    if spec.reservation is not None:
+        if spec.scheduling != "standard":
+            raise SpecError(
+                f"--reservation with {spec.scheduling.replace('_', '-')} scheduling: a "
+                "reservation is capacity you hold, Spot and flex-start take other capacity",
+                "drop --spot / --flex-start, or drop --reservation",
+                field="reservation",
+            )
+        if spec.reservation != "any" and not _RESERVATION.fullmatch(spec.reservation):
+            raise SpecError(
+                f"--reservation {spec.reservation!r} is not a reservation",
+                "write any (any matching reservation), or "
+                "projects/PROJECT/zones/ZONE/reservations/NAME",
+                field="reservation",
+            )
+    if spec.persistent_resource is not None and not _PERSISTENT.fullmatch(spec.persistent_resource):
+        raise SpecError(
+            f"--persistent-resource {spec.persistent_resource!r} is not a persistent resource id",
+            "use its id: 6-63 of a-z 0-9 -, starting with a letter",
+            field="persistent_resource",
+        )
+    _check_disk(spec)
+
+
+def _check_flex_start(spec: JobSpec) -> None:
+    pools = _pools(spec)
+    for role, machine in pools:
+        accelerator = getattr(machine, "accelerator_type", None)
+        if accelerator not in FLEX_START_GPUS:
+            raise SpecError(
+                f"flex-start schedules L4, A100 and H100 GPUs; the {role} have "
+                f"{accelerator or 'no GPU'}",
+                "use --gpu-type L4, A100 or H100 (or a machine with them), or drop --flex-start",
+                field="scheduling",
+            )
+    if len({getattr(m, "machine_type", None) for _, m in pools}) > 1:
+        raise SpecError(
+            "flex-start needs the same machine in every pool",
+            "drop --worker-machine / --ps-machine (or give them the chief's), or drop --flex-start",
+            field="scheduling",
+        )
+    if spec.timeout_s is not None and spec.timeout_s > FLEX_START_MAX_TIMEOUT_S:
+        raise SpecError(
+            "a flex-start job runs at most 7 days", "use --timeout 7d or less", field="timeout"
+        )
+
+
+def _check_disk(spec: JobSpec) -> None:
+    disk_set = (spec.boot_disk_type, spec.boot_disk_gb) != ("pd-ssd", 100)
+    if disk_set and spec.chief.is_tpu:
+        raise SpecError(
+            "a TPU host has its own boot disk",
+            "drop --boot-disk-type and --boot-disk-size",
+            field="boot_disk_gb",
+        )
+    if spec.boot_disk_type not in BOOT_DISK_TYPES:
+        raise SpecError(
+            f"--boot-disk-type {spec.boot_disk_type!r} is not a boot disk type",
+            f"use one of {', '.join(BOOT_DISK_TYPES)}",
+            field="boot_disk_type",
+        )
+    low, high = BOOT_DISK_GB
+    if not low <= spec.boot_disk_gb <= high:
+        raise SpecError(
+            f"--boot-disk-size {spec.boot_disk_gb} is out of range",
+            f"use {low} to {high} (GB)",
+            field="boot_disk_gb",
+        )
+
+
+def disk_spec(spec: JobSpec) -> dict[str, object]:
+    """A pool's ``diskSpec``."""
+    return {"bootDiskType": spec.boot_disk_type, "bootDiskSizeGb": spec.boot_disk_gb}
+
+
+def reservation_affinity(spec: JobSpec) -> dict[str, object] | None:
+    """A pool's ``machineSpec.reservationAffinity`` (None: Vertex AI's default)."""
+    if spec.reservation is None:
+        return None
+    if spec.reservation == "any":
+        return {"reservationAffinityType": "ANY_RESERVATION"}
+    return {
+        "reservationAffinityType": "SPECIFIC_RESERVATION",
+        "key": RESERVATION_KEY,
+        "values": [spec.reservation],
+    }

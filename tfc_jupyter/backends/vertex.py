@@ -81,7 +81,11 @@ class VertexBackend:
                 field="project",
             )
         vertex_api.require_clients()
-        if not spec.image.image:  # built here (an engine answers) or by Cloud Build (a bucket)
+        if spec.route == "package":  # nothing to build: the package goes to the bucket
+            from ..image import cloudbuild
+
+            gcloud.credentials(cloudbuild.CloudBuildSettings.load().storage_url())
+        elif not spec.image.image:  # built here (an engine answers) or by Cloud Build
             from ..image import docker
 
             try:
@@ -103,13 +107,17 @@ class VertexBackend:
         """Create the CustomJob (retrying transient errors) and start the watcher."""
         spec = plan.spec
         assert spec.project, "check() refuses a job without a project"
-        image, built = spec.image.image, None
-        if not image:
+        image, package_uri = spec.image.image, plan.package_uri
+        built: dict[str, Any] | None = None
+        if plan.package is not None and package_uri:  # the package route: upload, build nothing
+            image = plan.image_uri
+            built = {"package": package_uri, "uploaded": self._upload(plan)}
+        elif not image:
             from ..image import ensure_image
 
             result = ensure_image(plan, push=True)
             image, built = result.uri, {"built": result.built, "pushed": result.pushed}
-        body = vertex_request.custom_job_body(spec, image)  # what the dry run shows
+        body = vertex_request.custom_job_body(spec, image, package_uri=package_uri)  # as shown
         job_dir = Path(record.job_dir)
         write_private(job_dir / "vertex_request.json", json.dumps(body, indent=2))
         counter = RetryCount()
@@ -147,6 +155,24 @@ class VertexBackend:
             else None,
         )
         self._start_watcher(record.id, job_dir)
+
+    def _upload(self, plan: Plan) -> bool:
+        """Put the job's package in the build bucket, unless it is there (same bytes);
+        True when it was uploaded."""
+        from ..image import wheel
+        from ..image.cloudbuild import CloudBuildSettings
+        from ..image.cloudbuild.storage import Storage
+
+        spec, package = plan.spec, plan.package
+        assert package is not None and spec.project and spec.image.build_bucket
+        settings = (
+            CloudBuildSettings.from_settings(plan.settings)
+            if plan.settings
+            else CloudBuildSettings.load()
+        )
+        bucket = spec.image.build_bucket.removeprefix("gs://").rstrip("/")
+        storage = Storage(spec.project, bucket, settings)
+        return storage.put(package.object_name(), package.data, wheel.CONTENT_TYPE)
 
     def refresh(self, record: JobRecord) -> JobRecord:
         """Restart a watcher that died before the job ended (it resumes where it stopped)."""

@@ -16,7 +16,7 @@ from google.api_core import exceptions as gexc
 from google.auth.credentials import AnonymousCredentials
 from google.auth.exceptions import GoogleAuthError
 from google.cloud import aiplatform
-from google.cloud.aiplatform_v1 import JobServiceClient
+from google.cloud.aiplatform_v1 import CustomJob, JobServiceClient
 from google.cloud.logging_v2 import Client as LoggingClient
 from vertex_server import Fault, VertexServer, parse_filter
 from vertex_validate import validate
@@ -54,6 +54,38 @@ def pool(
             "env": [{"name": "TFC_JOB_NAME", "value": "env-test"}],
         },
     }
+
+
+EXECUTOR = "us-docker.pkg.dev/vertex-ai/training/tf-cpu.2-17.py310:latest"
+BUCKET = "tfc-pkg-test"
+
+
+def package_pool(
+    replicas: int = 1,
+    uris: tuple[str, ...] = (f"gs://{BUCKET}/tfc-jupyter/packages/abc/mypkg-1.0-py3-none-any.whl",),
+    module: str = "mypkg.task",
+    image: str = EXECUTOR,
+    args: tuple[str, ...] = ("--strategy", "auto"),
+) -> dict[str, Any]:
+    """A python_package_spec worker pool in the REST (camelCase) form the client sends."""
+    return {
+        "machineSpec": {"machineType": "n1-standard-4"},
+        "replicaCount": str(replicas),
+        "diskSpec": {"bootDiskType": "pd-ssd", "bootDiskSizeGb": 100},
+        "pythonPackageSpec": {
+            "executorImageUri": image,
+            "packageUris": list(uris),
+            "pythonModule": module,
+            "args": list(args),
+            "env": [{"name": "TFC_JOB_NAME", "value": "pkg-test"}],
+        },
+    }
+
+
+def package_job(name: str, *pools: dict[str, Any], **job_spec: Any) -> CustomJob:
+    """A CustomJob from its REST JSON (as the tfc_jupyter client builds it)."""
+    body = {"displayName": name, "jobSpec": {"workerPoolSpecs": list(pools), **job_spec}}
+    return CustomJob.from_json(json.dumps(body))
 
 
 @pytest.fixture
@@ -496,6 +528,59 @@ def test_job_level_rules() -> None:
     ]
     assert fields(network="default") == ["job_spec.network"]
     assert fields(serviceAccount="me@example.com") == ["job_spec.service_account"]
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        ({"executorImageUri": ""}, "python_package_spec.executor_image_uri"),
+        ({"executorImageUri": "gcr.io/me/trainer:1"}, "python_package_spec.executor_image_uri"),
+        (
+            {"executorImageUri": "us-docker.pkg.dev/vertex-ai/training/tf-cpu.2-17.py310:1"},
+            "python_package_spec.executor_image_uri",
+        ),
+        ({"packageUris": []}, "python_package_spec.package_uris"),
+        ({"packageUris": ["https://example.com/p.whl"]}, "python_package_spec.package_uris[0]"),
+        ({"packageUris": ["gs://bucket-only"]}, "python_package_spec.package_uris[0]"),
+        ({"pythonModule": ""}, "python_package_spec.python_module"),
+        ({"pythonModule": "my-pkg.task"}, "python_package_spec.python_module"),
+        ({"env": [{"name": "1BAD", "value": "x"}]}, "python_package_spec.env[0].name"),
+    ],
+)
+def test_package_specs_vertex_refuses(
+    server: VertexServer, change: dict[str, Any], field: str
+) -> None:
+    spec = package_pool()
+    spec["pythonPackageSpec"].update(change)
+    with pytest.raises(gexc.BadRequest) as info:
+        client(server).create_custom_job(parent=PARENT, custom_job=package_job("p", spec))
+    at = f"job_spec.worker_pool_specs[0].{field}"
+    assert f"Field: {at}; Message:" in info.value.message
+    assert info.value.details[0]["fieldViolations"][0]["field"] == at
+    assert not server.jobs
+
+
+def test_package_spec_rules() -> None:
+    def fields(*pools: dict[str, Any]) -> list[str]:
+        return [f for f, _ in validate({"displayName": "x", "jobSpec": {"workerPoolSpecs": pools}})]
+
+    assert fields(package_pool()) == []
+    assert fields(package_pool(), package_pool(replicas=2)) == []
+    for region in ("europe", "asia"):
+        assert fields(package_pool(image=EXECUTOR.replace("us-", f"{region}-"))) == []
+    both = {**package_pool(), "containerSpec": {"imageUri": "i"}}
+    assert fields(both) == ["job_spec.worker_pool_specs[0].python_package_spec"]
+    neither = {k: v for k, v in package_pool().items() if k != "pythonPackageSpec"}
+    assert fields(neither) == ["job_spec.worker_pool_specs[0].container_spec"]
+    bad_env = {
+        "machineSpec": {"machineType": "n1-standard-4"},
+        "replicaCount": "1",
+        "containerSpec": {"imageUri": "i", "env": [{"name": "A-B"}, {"value": "v"}]},
+    }
+    assert fields(bad_env) == [
+        "job_spec.worker_pool_specs[0].container_spec.env[0].name",
+        "job_spec.worker_pool_specs[0].container_spec.env[1].name",
+    ]
 
 
 def test_filter_parser() -> None:

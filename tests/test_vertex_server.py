@@ -858,7 +858,14 @@ def test_filter_parser() -> None:
 def test_standalone_server_serves_and_stops(tmp_path: Path) -> None:
     here = Path(__file__).resolve().parent
     proc = subprocess.Popen(
-        [sys.executable, str(here / "vertex_server.py"), "--executor", "process"],
+        [
+            sys.executable,
+            str(here / "vertex_server.py"),
+            "--executor",
+            "process",
+            "--storage-url",
+            "http://127.0.0.1:9",
+        ],
         stdout=subprocess.PIPE,
         text=True,
     )

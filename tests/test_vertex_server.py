@@ -795,6 +795,42 @@ def test_unregistered_executor_image_fails_like_a_failed_pull(
     )
 
 
+@pytest.mark.slow
+def test_package_job_in_docker_runs_in_the_executor_image(docker_client: Any) -> None:
+    """The Docker route: the unpacked wheel copied into a container of the executor image (the
+    small offline Debian image tagged as a prebuilt training image for this test)."""
+    import uuid
+
+    from dockerinfra import BASE_IMAGE
+
+    try:
+        base = docker_client.images.get(BASE_IMAGE)
+    except Exception:
+        pytest.skip(f"the engine has no {BASE_IMAGE} (scripts/docker_services.sh makes it)")
+    repository = f"us-docker.pkg.dev/vertex-ai/training/tfc-test-pkg-{uuid.uuid4().hex[:8]}"
+    base.tag(repository, "latest")
+    task = TASK_MODULE.replace("import image_tool\n", "").replace("image_tool.NAME", "None")
+    try:
+        with GcpServer(buckets=(BUCKET,)) as gcp, VertexServer(executor="docker") as server:
+            server.storage_url = gcp.url
+            uri = upload(gcp, wheel(task=task))
+            c = client(server)
+            spec = package_pool(uris=(uri,), image=f"{repository}:latest")
+            job = c.create_custom_job(parent=PARENT, custom_job=package_job("dock", spec))
+            done = wait_job(job.name, c, timeout=120)
+            job_id = job.name.rsplit("/", 1)[1]
+            lines = by_task(server, job_id)
+            assert done.state.name == "JOB_STATE_SUCCEEDED", (done.error.message, lines)
+            assert {r.kind for r in server.job(job_id).replicas.values()} == {"docker"}
+            chief = lines["workerpool0-0"]
+            assert printed(chief, "ARGV") == ["--strategy", "auto"]
+            env = printed(chief, "ENV")
+            assert env["CLOUD_ML_JOB_ID"] == job_id and env["TFC_JOB_NAME"] == "pkg-test"
+            assert printed(chief, "WHERE")["module"] == "/tfc-packages/mypkg/task.py"
+    finally:
+        docker_client.images.remove(f"{repository}:latest")
+
+
 def test_install_wheels_unpacks_pure_wheels_only(tmp_path: Path) -> None:
     def write(file: tuple[str, bytes]) -> Path:
         path = tmp_path / file[0]
@@ -828,7 +864,14 @@ def test_filter_parser() -> None:
 def test_standalone_server_serves_and_stops(tmp_path: Path) -> None:
     here = Path(__file__).resolve().parent
     proc = subprocess.Popen(
-        [sys.executable, str(here / "vertex_server.py"), "--executor", "process"],
+        [
+            sys.executable,
+            str(here / "vertex_server.py"),
+            "--executor",
+            "process",
+            "--storage-url",
+            "http://127.0.0.1:9",
+        ],
         stdout=subprocess.PIPE,
         text=True,
     )

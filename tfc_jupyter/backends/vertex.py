@@ -122,7 +122,7 @@ class VertexBackend:
         write_private(job_dir / "vertex_request.json", json.dumps(body, indent=2))
         counter = RetryCount()
         job = self._create(spec, body, counter)
-        resource = str(job.name)
+        resource = str(job["name"])
         vertex_id = resource.rsplit("/", 1)[-1]
         watch = {
             "job_id": record.id,
@@ -131,7 +131,7 @@ class VertexBackend:
             "vertex_job_id": vertex_id,
             "project": spec.project,
             "region": spec.region,
-            "created": job.create_time.isoformat() if job.create_time else None,
+            "created": job.get("createTime"),
             "timeout_s": spec.timeout_s,
             "settings": self.settings.to_dict(),
         }
@@ -147,7 +147,7 @@ class VertexBackend:
         }
         self.store.transition(
             record.id,
-            JobState.from_vertex(job.state.name),
+            JobState.from_vertex(str(job.get("state") or "JOB_STATE_QUEUED")),
             handle=handle,
             console_url=vertex_request.console_url(spec, vertex_id),
             tensorboard_url=tensorboard_url(spec.tensorboard, vertex_id)
@@ -273,36 +273,35 @@ class VertexBackend:
             **kw,
         )
 
-    def _create(self, spec: JobSpec, body: dict[str, Any], counter: RetryCount) -> Any:
-        from google.cloud.aiplatform_v1.types import CustomJob
-
-        client = vertex_api.job_client(self.settings, spec.region)
-        parent = vertex_request.parent_path(spec)
-        job = CustomJob.from_json(json.dumps(body))
+    def _create(self, spec: JobSpec, body: dict[str, Any], counter: RetryCount) -> dict[str, Any]:
+        """Create the CustomJob over Vertex AI's REST API, as the aiplatform client would send
+        it (the body is already its JSON), without importing aiplatform: that import alone
+        takes seconds, and launching is where the user waits. Errors are Google API errors,
+        explained and retried as the client's are; a timed-out create is looked up before it
+        is retried, so a job is never created twice."""
+        session = vertex_api.rest_session(self.settings, spec.region)
+        url = f"{vertex_api.rest_url(self.settings, spec.region)}/v1/"
+        url += f"{vertex_request.parent_path(spec)}/customJobs"
+        timeout = self.settings.timeout_s
         since = datetime.now(timezone.utc) - timedelta(minutes=2)  # clock skew
         flt = f'display_name="{body["displayName"]}" AND create_time>="{since:%Y-%m-%dT%H:%M:%SZ}"'
         known = {r.handle.get("resource_name") for r in self.store.list(backend="vertex")}
 
-        def adopt() -> Any:
+        def create() -> dict[str, Any]:
+            reply = session.post(url, json=body, timeout=timeout)
+            return dict(vertex_api.checked(reply).json())
+
+        def adopt() -> dict[str, Any] | None:
             """A job that an earlier, timed-out try created after all (so: no duplicate)."""
-            pager = client.list_custom_jobs(
-                request={"parent": parent, "filter": flt}, timeout=self.settings.timeout_s
-            )
-            for found in pager:
-                same = found.job_spec == job.job_spec and dict(found.labels) == dict(job.labels)
-                if same and found.name not in known:
-                    return found
+            reply = session.get(url, params={"filter": flt}, timeout=timeout)
+            for found in vertex_api.checked(reply).json().get("customJobs", []):
+                if found.get("name") in known:
+                    continue
+                if vertex_api.same_job(found, body):
+                    return dict(found)
             return None
 
-        return self._call(
-            spec,
-            "creating the job",
-            lambda: client.create_custom_job(
-                parent=parent, custom_job=job, timeout=self.settings.timeout_s
-            ),
-            counter=counter,
-            before_retry=adopt,
-        )
+        return self._call(spec, "creating the job", create, counter=counter, before_retry=adopt)
 
     def _start_watcher(self, job_id: str, job_dir: Path) -> None:
         pid = start_watcher(

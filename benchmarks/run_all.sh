@@ -10,7 +10,7 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 bash scripts/bootstrap.sh
 date -u +"%Y-%m-%d %H:%M UTC on $(nproc) cores, $(uname -m)"
-for bench in bench_load bench_convert bench_local_job bench_logs bench_images; do
+for bench in bench_load bench_convert bench_local_job bench_logs bench_package bench_images; do
   echo
   echo "== benchmarks/$bench.py"
   if [ "$bench" = bench_images ] && [ -z "${TFC_TEST_REGISTRY:-}" ]; then

@@ -2,22 +2,26 @@
 
 from __future__ import annotations
 
+import io
 import json
 import subprocess
 import sys
 import time
 import urllib.request
+import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from gcp_server import GcpServer
 from google.api_core import exceptions as gexc
 from google.auth.credentials import AnonymousCredentials
 from google.auth.exceptions import GoogleAuthError
 from google.cloud import aiplatform
-from google.cloud.aiplatform_v1 import JobServiceClient
+from google.cloud.aiplatform_v1 import CustomJob, JobServiceClient
 from google.cloud.logging_v2 import Client as LoggingClient
+from vertex_runner import AutoExecutor, InstallError, ProcessExecutor, install_wheels
 from vertex_server import Fault, VertexServer, parse_filter
 from vertex_validate import validate
 
@@ -56,6 +60,73 @@ def pool(
     }
 
 
+EXECUTOR = "us-docker.pkg.dev/vertex-ai/training/tf-cpu.2-17.py310:latest"
+BUCKET = "tfc-pkg-test"
+
+
+def package_pool(
+    replicas: int = 1,
+    uris: tuple[str, ...] = (f"gs://{BUCKET}/tfc-jupyter/packages/abc/mypkg-1.0-py3-none-any.whl",),
+    module: str = "mypkg.task",
+    image: str = EXECUTOR,
+    args: tuple[str, ...] = ("--strategy", "auto"),
+) -> dict[str, Any]:
+    """A python_package_spec worker pool in the REST (camelCase) form the client sends."""
+    return {
+        "machineSpec": {"machineType": "n1-standard-4"},
+        "replicaCount": str(replicas),
+        "diskSpec": {"bootDiskType": "pd-ssd", "bootDiskSizeGb": 100},
+        "pythonPackageSpec": {
+            "executorImageUri": image,
+            "packageUris": list(uris),
+            "pythonModule": module,
+            "args": list(args),
+            "env": [{"name": "TFC_JOB_NAME", "value": "pkg-test"}],
+        },
+    }
+
+
+TASK_MODULE = """\
+import json, os, sys
+import image_tool
+keys = ["CLUSTER_SPEC", "TF_CONFIG", "CLOUD_ML_JOB_ID", "AIP_MODEL_DIR", "TFC_JOB_NAME"]
+print("ENV " + json.dumps({k: os.environ.get(k) for k in keys}), flush=True)
+print("ARGV " + json.dumps(sys.argv[1:]), flush=True)
+print("WHERE " + json.dumps({"cwd": os.getcwd(), "module": __file__, "tool": image_tool.NAME}))
+print("to stderr", file=sys.stderr, flush=True)
+"""
+
+
+def wheel(
+    name: str = "mypkg",
+    requires: tuple[str, ...] = (),
+    tags: str = "py3-none-any",
+    task: str = TASK_MODULE,
+) -> tuple[str, bytes]:
+    """A pure-Python wheel built by hand: ``(file name, bytes)``."""
+    info = f"{name}-1.0.dist-info"
+    files = {
+        f"{name}/__init__.py": "",
+        f"{name}/task.py": task,
+        f"{info}/METADATA": "Metadata-Version: 2.1\n"
+        f"Name: {name}\nVersion: 1.0\n" + "".join(f"Requires-Dist: {r}\n" for r in requires),
+        f"{info}/WHEEL": "Wheel-Version: 1.0\nGenerator: hand\nRoot-Is-Purelib: true\n"
+        f"Tag: {tags}\n",
+    }
+    files[f"{info}/RECORD"] = "".join(f"{n},,\n" for n in files) + f"{info}/RECORD,,\n"
+    data = io.BytesIO()
+    with zipfile.ZipFile(data, "w") as archive:
+        for path, text in files.items():
+            archive.writestr(path, text)
+    return f"{name}-1.0-{tags}.whl", data.getvalue()
+
+
+def package_job(name: str, *pools: dict[str, Any], **job_spec: Any) -> CustomJob:
+    """A CustomJob from its REST JSON (as the tfc_jupyter client builds it)."""
+    body = {"displayName": name, "jobSpec": {"workerPoolSpecs": list(pools), **job_spec}}
+    return CustomJob.from_json(json.dumps(body))
+
+
 @pytest.fixture
 def server(vertex_server: VertexServer, tmp_path: Path) -> VertexServer:
     """The test server with a folder image ``test/env:1`` that prints its environment."""
@@ -64,6 +135,46 @@ def server(vertex_server: VertexServer, tmp_path: Path) -> VertexServer:
     (image / "main.py").write_text(ENV_SCRIPT)
     vertex_server.add_image("test/env:1", image)
     return vertex_server
+
+
+@pytest.fixture
+def gcp(server: VertexServer, tmp_path: Path) -> Iterator[GcpServer]:
+    """A Cloud Storage server with the bucket ``BUCKET``, known to ``server`` as its storage
+    endpoint; ``server`` also gets the executor image ``EXECUTOR`` as a folder with a module."""
+    storage = GcpServer(buckets=(BUCKET,)).start()
+    server.storage_url = storage.url
+    image = tmp_path / "executor"
+    image.mkdir()
+    (image / "image_tool.py").write_text("NAME = 'from the executor image'\n")
+    server.add_image(EXECUTOR, image)
+    try:
+        yield storage
+    finally:
+        storage.stop()
+
+
+def upload(
+    gcp: GcpServer, file: tuple[str, bytes], folder: str = "tfc-jupyter/packages/abc"
+) -> str:
+    """Store a package in the bucket; its gs:// URI."""
+    name, data = file
+    gcp.put(BUCKET, f"{folder}/{name}", data, "application/octet-stream")
+    return f"gs://{BUCKET}/{folder}/{name}"
+
+
+def by_task(server: VertexServer, job_id: str) -> dict[str, list[Any]]:
+    """The job's log entries by task name ("" for the service's own)."""
+    out: dict[str, list[Any]] = {}
+    for entry in entries(server, job_id):
+        out.setdefault(entry.resource.labels.get("task_name", ""), []).append(entry)
+    return out
+
+
+def printed(lines: list[Any], tag: str) -> Any:
+    """The JSON a replica printed after ``tag``."""
+    return json.loads(
+        next(str(e.payload)[len(tag) + 1 :] for e in lines if str(e.payload).startswith(tag + " "))
+    )
 
 
 @pytest.fixture
@@ -504,6 +615,243 @@ def test_job_level_rules() -> None:
     ]
 
 
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        ({"executorImageUri": ""}, "python_package_spec.executor_image_uri"),
+        ({"executorImageUri": "gcr.io/me/trainer:1"}, "python_package_spec.executor_image_uri"),
+        (
+            {"executorImageUri": "us-docker.pkg.dev/vertex-ai/training/tf-cpu.2-17.py310:1"},
+            "python_package_spec.executor_image_uri",
+        ),
+        ({"packageUris": []}, "python_package_spec.package_uris"),
+        ({"packageUris": ["https://example.com/p.whl"]}, "python_package_spec.package_uris[0]"),
+        ({"packageUris": ["gs://bucket-only"]}, "python_package_spec.package_uris[0]"),
+        ({"pythonModule": ""}, "python_package_spec.python_module"),
+        ({"pythonModule": "my-pkg.task"}, "python_package_spec.python_module"),
+        ({"env": [{"name": "1BAD", "value": "x"}]}, "python_package_spec.env[0].name"),
+    ],
+)
+def test_package_specs_vertex_refuses(
+    server: VertexServer, change: dict[str, Any], field: str
+) -> None:
+    spec = package_pool()
+    spec["pythonPackageSpec"].update(change)
+    with pytest.raises(gexc.BadRequest) as info:
+        client(server).create_custom_job(parent=PARENT, custom_job=package_job("p", spec))
+    at = f"job_spec.worker_pool_specs[0].{field}"
+    assert f"Field: {at}; Message:" in info.value.message
+    assert info.value.details[0]["fieldViolations"][0]["field"] == at
+    assert not server.jobs
+
+
+def test_package_spec_rules() -> None:
+    def fields(*pools: dict[str, Any]) -> list[str]:
+        return [f for f, _ in validate({"displayName": "x", "jobSpec": {"workerPoolSpecs": pools}})]
+
+    assert fields(package_pool()) == []
+    assert fields(package_pool(), package_pool(replicas=2)) == []
+    for region in ("europe", "asia"):
+        assert fields(package_pool(image=EXECUTOR.replace("us-", f"{region}-"))) == []
+    both = {**package_pool(), "containerSpec": {"imageUri": "i"}}
+    assert fields(both) == ["job_spec.worker_pool_specs[0].python_package_spec"]
+    neither = {k: v for k, v in package_pool().items() if k != "pythonPackageSpec"}
+    assert fields(neither) == ["job_spec.worker_pool_specs[0].container_spec"]
+    bad_env = {
+        "machineSpec": {"machineType": "n1-standard-4"},
+        "replicaCount": "1",
+        "containerSpec": {"imageUri": "i", "env": [{"name": "A-B"}, {"value": "v"}]},
+    }
+    assert fields(bad_env) == [
+        "job_spec.worker_pool_specs[0].container_spec.env[0].name",
+        "job_spec.worker_pool_specs[0].container_spec.env[1].name",
+    ]
+
+
+def test_package_job_runs_to_success(server: VertexServer, gcp: GcpServer) -> None:
+    # Requirements this interpreter has (and an extra's, which pip skips) install nothing more.
+    uri = upload(gcp, wheel(requires=("packaging>=20", 'nothing-here>=1; extra == "dev"')))
+    c = client(server)
+    spec = package_pool(uris=(uri,), args=("--strategy", "auto", "--source-map", "m.json"))
+    job = c.create_custom_job(parent=PARENT, custom_job=package_job("pkg", spec))
+    done = wait_job(job.name, c)
+    job_id = job.name.rsplit("/", 1)[1]
+    lines = by_task(server, job_id)
+    assert done.state.name == "JOB_STATE_SUCCEEDED", (done.error.message, lines)
+    assert sorted(t for t in lines if t) == ["workerpool0-0"]
+    chief = lines["workerpool0-0"]
+    texts = [str(e.payload) for e in chief]
+    assert texts[:3] == [
+        f"Downloading the package: {uri}",
+        f"Installing the package: {uri}",
+        "Running command: python3 -m mypkg.task --strategy auto --source-map m.json",
+    ]
+    assert printed(chief, "ARGV") == ["--strategy", "auto", "--source-map", "m.json"]
+    env = printed(chief, "ENV")
+    assert env["CLOUD_ML_JOB_ID"] == job_id and env["TFC_JOB_NAME"] == "pkg-test"
+    assert json.loads(env["CLUSTER_SPEC"])["task"] == {
+        "type": "workerpool0",
+        "index": 0,
+        "trial": "",
+    }
+    assert env["TF_CONFIG"] is None and env["AIP_MODEL_DIR"] is None
+    where = printed(chief, "WHERE")
+    assert where["tool"] == "from the executor image"  # the image folder is on PYTHONPATH too
+    assert Path(where["cwd"]).name == "work" and Path(where["module"]).parent.parent.name == "site"
+    assert Path(where["cwd"]).parent == Path(where["module"]).parent.parent.parent  # one replica's
+    assert [e.severity for e in chief if e.payload == "to stderr"] == ["ERROR"]
+    got = gcp.received("GET", r"/storage/v1/b/")
+    assert [(r.path, r.query) for r in got] == [
+        (
+            f"/storage/v1/b/{BUCKET}/o/tfc-jupyter%2Fpackages%2Fabc%2Fmypkg-1.0-py3-none-any.whl",
+            {"alt": ["media"]},
+        )
+    ]
+    assert not Path(where["cwd"]).exists()  # the replica's folders go with the job
+
+
+def test_two_replica_package_job_gets_tf_config(server: VertexServer, gcp: GcpServer) -> None:
+    uri = upload(gcp, wheel())
+    c = client(server)
+    spec = {"baseOutputDirectory": {"outputUriPrefix": "gs://bucket/run"}}
+    body = package_job("pkg2", package_pool(uris=(uri,)), package_pool(uris=(uri,)), **spec)
+    job = c.create_custom_job(parent=PARENT, custom_job=body)
+    done = wait_job(job.name, c)
+    lines = by_task(server, job.name.rsplit("/", 1)[1])
+    assert done.state.name == "JOB_STATE_SUCCEEDED", (done.error.message, lines)
+    chief, worker = printed(lines["workerpool0-0"], "ENV"), printed(lines["workerpool1-0"], "ENV")
+    for env, role in ((chief, "chief"), (worker, "worker")):
+        tf_config = json.loads(env["TF_CONFIG"])
+        assert sorted(tf_config["cluster"]) == ["chief", "worker"]
+        assert tf_config["task"] == {"type": role, "index": 0, "trial": ""}
+        assert env["AIP_MODEL_DIR"] == "gs://bucket/run/model/"
+    assert json.loads(worker["CLUSTER_SPEC"])["task"]["type"] == "workerpool1"
+    folders = {printed(lines[t], "WHERE")["cwd"] for t in ("workerpool0-0", "workerpool1-0")}
+    assert len(folders) == 2  # each replica installs into its own folder
+    assert len(gcp.received("GET", r"/storage/v1/b/")) == 2  # each replica downloads
+
+
+def test_missing_package_fails_the_job_naming_it(server: VertexServer, gcp: GcpServer) -> None:
+    uri = f"gs://{BUCKET}/tfc-jupyter/packages/none/mypkg-1.0-py3-none-any.whl"
+    c = client(server)
+    job = c.create_custom_job(
+        parent=PARENT, custom_job=package_job("gone", package_pool(uris=(uri,)))
+    )
+    done = wait_job(job.name, c)
+    assert done.state.name == "JOB_STATE_FAILED"
+    assert "The replica workerpool0-0 exited with a non-zero status of 1" in done.error.message
+    assert uri in done.error.message and "No such object" in done.error.message
+    lines = by_task(server, job.name.rsplit("/", 1)[1])
+    errors = [str(e.payload) for e in lines["workerpool0-0"] if e.severity == "ERROR"]
+    assert errors == [
+        f"Unable to download {uri}: 404 No such object: {BUCKET}/{uri.split('/', 3)[3]}"
+    ]
+    assert any(uri in str(e.payload) for e in lines[""] if e.severity == "ERROR")
+
+
+def test_package_job_without_a_storage_endpoint_fails(server: VertexServer) -> None:
+    server.add_image(EXECUTOR, Path(__file__).parent)
+    c = client(server)
+    job = c.create_custom_job(parent=PARENT, custom_job=package_job("nowhere", package_pool()))
+    done = wait_job(job.name, c)
+    assert done.state.name == "JOB_STATE_FAILED" and "storage_url" in done.error.message
+
+
+@pytest.mark.parametrize(
+    ("package", "why"),
+    [
+        (wheel(tags="cp311-cp311-manylinux_2_17_x86_64"), "not a pure Python wheel"),
+        (wheel(requires=("surely-not-installed-xyz>=1",)), "surely-not-installed-xyz>=1"),
+        (wheel(requires=("packaging>=999",)), "packaging>=999"),
+        (("mypkg-1.0.tar.gz", b"sdist"), "pure wheels"),
+    ],
+)
+def test_packages_this_server_cannot_install_fail_the_job(
+    server: VertexServer, gcp: GcpServer, package: tuple[str, bytes], why: str
+) -> None:
+    uri = upload(gcp, package)
+    c = client(server)
+    job = c.create_custom_job(
+        parent=PARENT, custom_job=package_job("bad", package_pool(uris=(uri,)))
+    )
+    done = wait_job(job.name, c)
+    assert done.state.name == "JOB_STATE_FAILED" and why in done.error.message
+    assert "workerpool0-0 exited with a non-zero status of 1" in done.error.message
+
+
+def test_unregistered_executor_image_fails_like_a_failed_pull(
+    server: VertexServer, gcp: GcpServer
+) -> None:
+    uri = upload(gcp, wheel())
+    image = EXECUTOR.replace("tf-cpu.2-17.py310", "tf-gpu.2-17.py310")
+    spec = package_pool(uris=(uri,), image=image)
+    c = client(server)
+    server.executor = AutoExecutor(ProcessExecutor(server.images), None)  # no Docker to pull
+    job = c.create_custom_job(parent=PARENT, custom_job=package_job("img", spec))
+    done = wait_job(job.name, c)
+    assert (
+        done.state.name == "JOB_STATE_FAILED"
+        and f"Unable to pull image {image}" in done.error.message
+    )
+
+
+@pytest.mark.slow
+def test_package_job_in_docker_runs_in_the_executor_image(docker_client: Any) -> None:
+    """The Docker route: the unpacked wheel copied into a container of the executor image (the
+    small offline Debian image tagged as a prebuilt training image for this test)."""
+    import uuid
+
+    from dockerinfra import BASE_IMAGE
+
+    try:
+        base = docker_client.images.get(BASE_IMAGE)
+    except Exception:
+        pytest.skip(f"the engine has no {BASE_IMAGE} (scripts/docker_services.sh makes it)")
+    repository = f"us-docker.pkg.dev/vertex-ai/training/tfc-test-pkg-{uuid.uuid4().hex[:8]}"
+    base.tag(repository, "latest")
+    task = TASK_MODULE.replace("import image_tool\n", "").replace("image_tool.NAME", "None")
+    try:
+        with GcpServer(buckets=(BUCKET,)) as gcp, VertexServer(executor="docker") as server:
+            server.storage_url = gcp.url
+            uri = upload(gcp, wheel(task=task))
+            c = client(server)
+            spec = package_pool(uris=(uri,), image=f"{repository}:latest")
+            job = c.create_custom_job(parent=PARENT, custom_job=package_job("dock", spec))
+            done = wait_job(job.name, c, timeout=120)
+            job_id = job.name.rsplit("/", 1)[1]
+            lines = by_task(server, job_id)
+            assert done.state.name == "JOB_STATE_SUCCEEDED", (done.error.message, lines)
+            assert {r.kind for r in server.job(job_id).replicas.values()} == {"docker"}
+            chief = lines["workerpool0-0"]
+            assert printed(chief, "ARGV") == ["--strategy", "auto"]
+            env = printed(chief, "ENV")
+            assert env["CLOUD_ML_JOB_ID"] == job_id and env["TFC_JOB_NAME"] == "pkg-test"
+            assert printed(chief, "WHERE")["module"] == "/tfc-packages/mypkg/task.py"
+    finally:
+        docker_client.images.remove(f"{repository}:latest")
+
+
+def test_install_wheels_unpacks_pure_wheels_only(tmp_path: Path) -> None:
+    def write(file: tuple[str, bytes]) -> Path:
+        path = tmp_path / file[0]
+        path.write_bytes(file[1])
+        return path
+
+    dep = write(wheel("helper", task="VALUE = 1\n"))
+    main = write(wheel(requires=("helper==1.0",)))  # met by the other wheel given
+    install_wheels([main, dep], tmp_path / "site")
+    assert (tmp_path / "site" / "mypkg" / "task.py").read_text() == TASK_MODULE
+    assert (tmp_path / "site" / "helper-1.0.dist-info" / "METADATA").exists()
+    with pytest.raises(InstallError, match="helper==2"):
+        install_wheels([write(wheel(requires=("helper==2",))), dep], tmp_path / "site2")
+    evil = io.BytesIO()
+    with zipfile.ZipFile(evil, "w") as archive:
+        archive.writestr("../outside.py", "")
+    with pytest.raises(InstallError, match="outside its folder"):
+        install_wheels([write(("evil-1.0-py3-none-any.whl", evil.getvalue()))], tmp_path / "s3")
+    assert not (tmp_path / "outside.py").exists()
+
+
 def test_filter_parser() -> None:
     terms = parse_filter('resource.type="ml_job" AND timestamp>="2024-01-01T00:00:00Z" AND x:y')
     assert terms == [
@@ -516,7 +864,14 @@ def test_filter_parser() -> None:
 def test_standalone_server_serves_and_stops(tmp_path: Path) -> None:
     here = Path(__file__).resolve().parent
     proc = subprocess.Popen(
-        [sys.executable, str(here / "vertex_server.py"), "--executor", "process"],
+        [
+            sys.executable,
+            str(here / "vertex_server.py"),
+            "--executor",
+            "process",
+            "--storage-url",
+            "http://127.0.0.1:9",
+        ],
         stdout=subprocess.PIPE,
         text=True,
     )

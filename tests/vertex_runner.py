@@ -11,6 +11,24 @@ Two executors:
   a folder registered for the image (``python`` is this interpreter). Used by standalone runs on
   machines without Docker; the test command provides Docker, so CI runs containers.
 
+The package route (a pool with ``pythonPackageSpec`` instead of ``containerSpec``): for each
+replica, :class:`JobRun` downloads every ``packageUris`` object from the fake Cloud Storage
+(``storage_url``, ``GET /storage/v1/b/B/o/N?alt=media``; loopback only) into the replica's own
+folder, then the executor installs and runs them with the pool's ``env`` plus the variables above:
+
+* :class:`ProcessExecutor` (the ``executorImageUri`` registered as a folder): the wheels unpacked
+  into ``FOLDER/site`` (:func:`install_wheels`: pure ``py3-none-any`` wheels only, and every
+  ``Requires-Dist`` already installed in this interpreter or among the wheels, as there is no
+  package index), then ``python -m MODULE ARGS`` in a fresh ``FOLDER/work`` with ``PYTHONPATH`` =
+  ``FOLDER/site`` then the image's folder;
+* :class:`DockerExecutor`: the same unpacked folder copied into a container of the executor image
+  at ``/tfc-packages`` (``PYTHONPATH``), running ``python -m MODULE ARGS`` (``python3`` when the
+  image has no ``python``) in the image's working directory.
+
+A package that cannot be downloaded (a missing object) or installed fails the job as Vertex does
+when the replica's setup exits 1: a line in the replica's log, the reason (and the URI) in the
+job's error.
+
 Every output line becomes a Cloud Logging entry (``resource.type="ml_job"``, ``task_name``
 ``workerpool0-0`` ...) in :class:`LogStore`, and :class:`JobRun` moves the job through QUEUED,
 PENDING, RUNNING to SUCCEEDED, FAILED or CANCELLED.
@@ -19,28 +37,173 @@ PENDING, RUNNING to SUCCEEDED, FAILED or CANCELLED.
 from __future__ import annotations
 
 import contextlib
+import email.parser
+import io
 import itertools
 import json
 import os
+import re
+import shlex
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tarfile
+import tempfile
 import threading
 import time
+import urllib.error
+import urllib.request
+import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Protocol
+from urllib.parse import quote, urlsplit
 
 OnLine = Callable[[str, str], None]  # (text, severity)
 _ROLES = {0: "chief", 1: "worker", 2: "ps", 3: "evaluator"}
 _TERMINAL = {"JOB_STATE_SUCCEEDED", "JOB_STATE_FAILED", "JOB_STATE_CANCELLED"}
+PACKAGES_IN_CONTAINER = "/tfc-packages"
 
 
 class StartError(Exception):
     """A replica could not be started (its image cannot be found or pulled ...)."""
+
+
+class InstallError(StartError):
+    """A replica's Python package could not be downloaded or installed (on Vertex AI the
+    replica's setup step exits 1; here the replica is not started)."""
+
+
+# ------------------------------------------------------------------------------- packages
+_LOOPBACK = ("127.0.0.1", "localhost", "::1")
+_WHEEL = re.compile(
+    r"^(?P<name>[A-Za-z0-9_.]+)-(?P<version>[A-Za-z0-9_.!+]+)(-\d[\w.]*)?"
+    r"-(?P<py>[\w.]+)-(?P<abi>[\w.]+)-(?P<plat>[\w.]+)\.whl$"
+)
+
+
+def _canonical(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def download(storage_url: str | None, uri: str, dest: Path) -> Path:
+    """Fetch ``gs://bucket/object`` from the fake Cloud Storage's JSON API (``?alt=media``) into
+    ``dest`` (keeping the object's base name); raise :class:`InstallError` naming ``uri``.
+
+    Only a loopback ``storage_url`` is asked, without proxies: the server reaches no network."""
+    bucket, _, name = uri.removeprefix("gs://").partition("/")
+    if not storage_url:
+        raise InstallError(
+            f"Unable to download {uri}: the test server knows no Cloud Storage endpoint "
+            "(VertexServer.storage_url / --storage-url)."
+        )
+    if urlsplit(storage_url).hostname not in _LOOPBACK:
+        raise InstallError(
+            f"Unable to download {uri}: {storage_url} is not a loopback address and the test "
+            "server reaches no network."
+        )
+    url = (
+        f"{storage_url.rstrip('/')}/storage/v1/b/{quote(bucket, safe='')}"
+        f"/o/{quote(name, safe='')}?alt=media"
+    )
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    try:
+        with opener.open(url, timeout=30) as reply:
+            data = reply.read()
+    except urllib.error.HTTPError as exc:
+        try:
+            why = json.loads(exc.read())["error"]["message"]
+        except Exception:
+            why = exc.reason
+        raise InstallError(f"Unable to download {uri}: {exc.code} {why}") from None
+    except OSError as exc:
+        raise InstallError(f"Unable to download {uri}: {exc}") from None
+    dest.mkdir(parents=True, exist_ok=True)
+    path = dest / (name.rsplit("/", 1)[-1] or "package")
+    path.write_bytes(data)
+    return path
+
+
+def _wheel_requirements(archive: zipfile.ZipFile, wheel: str) -> list[str]:
+    metadata = [n for n in archive.namelist() if re.fullmatch(r"[^/]+\.dist-info/METADATA", n)]
+    if len(metadata) != 1:
+        raise InstallError(f"{wheel} is not a valid wheel: it has no .dist-info/METADATA.")
+    message = email.parser.Parser().parsestr(archive.read(metadata[0]).decode("utf-8", "replace"))
+    return list(message.get_all("Requires-Dist") or [])
+
+
+def _unmet(requirement: str, given: dict[str, str]) -> bool:
+    """Whether a ``Requires-Dist`` line is neither among ``given`` wheels (name -> version) nor
+    installed in this interpreter (markers that do not apply here count as met)."""
+    from importlib import metadata
+
+    from packaging.requirements import Requirement
+
+    req = Requirement(requirement)
+    if req.marker is not None and not req.marker.evaluate({"extra": ""}):
+        return False
+    name = _canonical(req.name)
+    version = given.get(name)
+    if version is None:
+        try:
+            version = metadata.version(req.name)
+        except metadata.PackageNotFoundError:
+            return True
+    return not req.specifier.contains(version, prereleases=True)
+
+
+def install_wheels(wheels: list[Path], site: Path, *, check_requires: bool = True) -> None:
+    """What ``pip install`` does with pure wheels, without an index: unpack each archive into
+    ``site`` (``*.data/purelib`` and ``platlib`` moved to the top, other data dropped).
+
+    Refuses (:class:`InstallError`) anything but a ``py3-none-any`` wheel, a member outside the
+    folder, and with ``check_requires`` a ``Requires-Dist`` that neither another of ``wheels``
+    nor this interpreter provides (the test machine has no package index to fetch it from)."""
+    parsed = []
+    for wheel in wheels:
+        m = _WHEEL.fullmatch(wheel.name)
+        if not m:
+            raise InstallError(
+                f"{wheel.name} is not a wheel: this test server installs pure wheels "
+                "(NAME-VERSION-py3-none-any.whl) only."
+            )
+        if "py3" not in m["py"].split(".") or m["abi"] != "none" or m["plat"] != "any":
+            raise InstallError(
+                f"{wheel.name} is not a pure Python wheel (py3-none-any): "
+                f"{m['py']}-{m['abi']}-{m['plat']} cannot be installed here."
+            )
+        parsed.append((wheel, m))
+    given = {_canonical(m["name"]): m["version"] for _, m in parsed}
+    site.mkdir(parents=True, exist_ok=True)
+    for wheel, _ in parsed:
+        try:
+            archive = zipfile.ZipFile(wheel)
+        except zipfile.BadZipFile:
+            raise InstallError(f"{wheel.name} is not a valid wheel: not a zip archive.") from None
+        with archive:
+            for member in archive.namelist():
+                parts = Path(member).parts
+                if member.startswith("/") or ".." in parts or (parts and ":" in parts[0]):
+                    raise InstallError(f"{wheel.name} holds a file outside its folder: {member}")
+            if check_requires:
+                unmet = [r for r in _wheel_requirements(archive, wheel.name) if _unmet(r, given)]
+                if unmet:
+                    raise InstallError(
+                        f"{wheel.name} requires {', '.join(unmet)}, not installed in the "
+                        "executor image; this test server has no package index to fetch it from."
+                    )
+            else:
+                _wheel_requirements(archive, wheel.name)
+            archive.extractall(site)
+    for data in site.glob("*.data"):
+        for scheme in ("purelib", "platlib"):
+            if (data / scheme).is_dir():
+                shutil.copytree(data / scheme, site, dirs_exist_ok=True)
+        shutil.rmtree(data, ignore_errors=True)
 
 
 def free_port() -> int:
@@ -144,6 +307,22 @@ class Executor(Protocol):
         """Start one replica; raise :class:`StartError` when it cannot start."""
         ...
 
+    def start_package(
+        self,
+        name: str,
+        image: str,
+        wheels: list[Path],
+        module: str,
+        args: list[str],
+        env: dict[str, str],
+        on_line: OnLine,
+        folder: Path,
+    ) -> Running:
+        """Start one replica of a ``pythonPackageSpec`` pool: install ``wheels`` (downloaded
+        into ``folder``, the replica's own) and run ``python -m MODULE ARGS`` in ``image``;
+        raise :class:`StartError` (:class:`InstallError`) when it cannot start."""
+        ...
+
 
 def _pump(chunks: Any, severity: str, on_line: OnLine) -> None:
     """Split a stream of byte chunks into lines for ``on_line``."""
@@ -211,25 +390,61 @@ class ProcessExecutor:
             raise StartError(f"image {image} has no entrypoint known to the process executor")
         if argv[0] in ("python", "python3"):
             argv[0] = sys.executable
-        keep = ("PATH", "HOME", "LANG", "LC_ALL", "SSL_CERT_FILE", "TMPDIR")
-        full = {k: os.environ[k] for k in keep if k in os.environ}
-        full.update({"PYTHONPATH": str(folder), "TF_CPP_MIN_LOG_LEVEL": "1", **env})
-        proc = subprocess.Popen(
-            argv,
-            cwd=folder,
-            env=full,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            start_new_session=True,
-        )
-        assert proc.stdout is not None and proc.stderr is not None
-        out, err = proc.stdout, proc.stderr
-        readers = _threads(
-            lambda: _pump(iter(lambda: out.read1(65536), b""), "INFO", on_line),
-            lambda: _pump(iter(lambda: err.read1(65536), b""), "ERROR", on_line),
-        )
-        return _Process(proc, readers)
+        return _spawn(argv, folder, [folder], env, on_line)
+
+    def start_package(
+        self,
+        name: str,
+        image: str,
+        wheels: list[Path],
+        module: str,
+        args: list[str],
+        env: dict[str, str],
+        on_line: OnLine,
+        folder: Path,
+    ) -> Running:
+        """Unpack ``wheels`` into ``folder/site`` (:func:`install_wheels`), then run
+        ``python -m MODULE ARGS`` in a fresh ``folder/work`` with ``PYTHONPATH`` = the site
+        folder, then the image's folder."""
+        image_folder = self.images.get(image)
+        if image_folder is None:
+            raise StartError(f"Unable to pull image {image}: not found")
+        site, work = folder / "site", folder / "work"
+        install_wheels(wheels, site)
+        work.mkdir(parents=True, exist_ok=True)
+        on_line(_running(module, args), "INFO")
+        argv = [sys.executable, "-m", module, *args]
+        return _spawn(argv, work, [site, image_folder], env, on_line)
+
+
+def _running(module: str, args: list[str]) -> str:
+    return "Running command: " + shlex.join(["python3", "-m", module, *args])
+
+
+def _spawn(
+    argv: list[str], cwd: Path, path: list[Path], env: dict[str, str], on_line: OnLine
+) -> _Process:
+    """A process in its own session with a minimal environment, its output read into lines."""
+    keep = ("PATH", "HOME", "LANG", "LC_ALL", "SSL_CERT_FILE", "TMPDIR")
+    full = {k: os.environ[k] for k in keep if k in os.environ}
+    pythonpath = os.pathsep.join(str(p) for p in path)
+    full.update({"PYTHONPATH": pythonpath, "TF_CPP_MIN_LOG_LEVEL": "1", **env})
+    proc = subprocess.Popen(
+        argv,
+        cwd=cwd,
+        env=full,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    out, err = proc.stdout, proc.stderr
+    readers = _threads(
+        lambda: _pump(iter(lambda: out.read1(65536), b""), "INFO", on_line),
+        lambda: _pump(iter(lambda: err.read1(65536), b""), "ERROR", on_line),
+    )
+    return _Process(proc, readers)
 
 
 @dataclass
@@ -278,6 +493,51 @@ class DockerExecutor:
         on_line: OnLine,
     ) -> Running:
         """``docker run --network host --entrypoint COMMAND IMAGE ARGS`` with ``env``."""
+        return self._run(name, image, command, args, env, on_line)
+
+    def start_package(
+        self,
+        name: str,
+        image: str,
+        wheels: list[Path],
+        module: str,
+        args: list[str],
+        env: dict[str, str],
+        on_line: OnLine,
+        folder: Path,
+    ) -> Running:
+        """A container of the executor image with the wheels unpacked (:func:`install_wheels`,
+        as ``pip install --no-deps`` would: the image's own packages are what it has) and
+        copied in at ``/tfc-packages``, running ``python -m MODULE ARGS`` (``python3`` when the
+        image has no ``python``) in the image's working directory with ``PYTHONPATH`` set to it.
+        """
+        site = folder / "site"
+        install_wheels(wheels, site, check_requires=False)
+        tree = io.BytesIO()
+        with tarfile.open(fileobj=tree, mode="w") as tar:
+            tar.add(site, arcname=PACKAGES_IN_CONTAINER.strip("/"))
+        script = (
+            'PY="$(command -v python || command -v python3)" && '
+            f'exec "$PY" -m {module} "$@"'  # module: a validated dotted name
+        )
+        env = {"PYTHONPATH": PACKAGES_IN_CONTAINER, **env}
+        on_line(_running(module, args), "INFO")
+        return self._run(
+            name, image, ["sh", "-c", script, "sh"], args, env, on_line, tree.getvalue()
+        )
+
+    def _run(
+        self,
+        name: str,
+        image: str,
+        command: list[str],
+        args: list[str],
+        env: dict[str, str],
+        on_line: OnLine,
+        files: bytes | None = None,
+    ) -> Running:
+        """Create the container (``files``: a tar archive copied to ``/`` first), start it, read
+        its output."""
         import docker.errors
 
         try:
@@ -285,18 +545,27 @@ class DockerExecutor:
                 self.client.images.get(image)
             except docker.errors.ImageNotFound:
                 self.client.images.pull(image)
-            container = self.client.containers.run(
+        except docker.errors.DockerException as exc:
+            raise StartError(f"Unable to pull image {image}: {exc}") from None
+        container = None
+        try:
+            container = self.client.containers.create(
                 image,
                 entrypoint=command or None,
                 command=args or None,
                 environment=env,
                 network_mode="host",
-                detach=True,
                 name=name,
                 labels={"tfc-vertex-test": "1"},
             )
+            if files is not None:
+                container.put_archive("/", files)
+            container.start()
         except docker.errors.DockerException as exc:
-            raise StartError(f"Unable to pull image {image}: {exc}") from None
+            if container is not None:
+                with contextlib.suppress(Exception):
+                    container.remove(force=True)
+            raise StartError(f"Unable to start a container of {image}: {exc}") from None
 
         def stream(stdout: bool) -> Callable[[], None]:
             chunks = container.logs(stdout=stdout, stderr=not stdout, stream=True, follow=True)
@@ -323,8 +592,25 @@ class AutoExecutor:
         on_line: OnLine,
     ) -> Running:
         """Start one replica with the executor that has its image."""
-        use = self.docker if self.docker and image not in self.process.images else self.process
-        return use.start(name, image, command, args, env, on_line)
+        return self._pick(image).start(name, image, command, args, env, on_line)
+
+    def start_package(
+        self,
+        name: str,
+        image: str,
+        wheels: list[Path],
+        module: str,
+        args: list[str],
+        env: dict[str, str],
+        on_line: OnLine,
+        folder: Path,
+    ) -> Running:
+        """Start one package replica with the executor that has its executor image."""
+        use = self._pick(image)
+        return use.start_package(name, image, wheels, module, args, env, on_line, folder)
+
+    def _pick(self, image: str) -> ProcessExecutor | DockerExecutor:
+        return self.docker if self.docker and image not in self.process.images else self.process
 
 
 def docker_executor() -> DockerExecutor | None:
@@ -391,6 +677,8 @@ class JobRun:
     logs: LogStore
     provision_delay: float = 0.1
     fail_with: str | None = None
+    storage_url: str | None = None  # the fake Cloud Storage that package URIs are read from
+    workdir: Path | None = None  # package replicas' folders (made on demand, removed at the end)
     lock: threading.Lock = field(default_factory=threading.Lock)
     cancel_requested: threading.Event = field(default_factory=threading.Event)
     replicas: dict[str, Running] = field(default_factory=dict)
@@ -447,6 +735,8 @@ class JobRun:
                 replica.kill()
             for replica in self.replicas.values():
                 replica.finish(10)
+            if self.workdir is not None:
+                shutil.rmtree(self.workdir, ignore_errors=True)
 
     def _lifecycle(self) -> None:
         if self._sleep(self.provision_delay):
@@ -464,27 +754,62 @@ class JobRun:
         spec = self.resource["jobSpec"]
         pools = spec["workerPoolSpecs"]
         for task, pool, env in vertex_env(self.resource, self.job_id):
-            container = pools[pool].get("containerSpec", {})
-            env = {**{e["name"]: e.get("value", "") for e in container.get("env", [])}, **env}
+            package = pools[pool].get("pythonPackageSpec")
+            spec_env = (package or pools[pool].get("containerSpec", {})).get("env", [])
+            env = {**{e["name"]: e.get("value", "") for e in spec_env}, **env}
 
             def on_line(text: str, severity: str, task: str = task) -> None:
                 self.logs.add(self.project, self.job_id, task, text, severity)
 
             try:
-                self.replicas[task] = self.executor.start(
-                    f"vertex-{self.job_id}-{task}",
-                    container["imageUri"],
-                    list(container.get("command", [])),
-                    list(container.get("args", [])),
-                    env,
-                    on_line,
+                if package is not None:
+                    self.replicas[task] = self._start_package(task, package, env, on_line)
+                else:
+                    container = pools[pool]["containerSpec"]
+                    self.replicas[task] = self.executor.start(
+                        f"vertex-{self.job_id}-{task}",
+                        container["imageUri"],
+                        list(container.get("command", [])),
+                        list(container.get("args", [])),
+                        env,
+                        on_line,
+                    )
+            except InstallError as exc:  # the replica's setup fails: it exits 1 on Vertex AI
+                on_line(str(exc), "ERROR")
+                message = (
+                    f"The replica {task} exited with a non-zero status of 1. \n"
+                    f"Termination reason: Error. \n{exc}"
                 )
+                self._service(f"Job failed. {message.splitlines()[0]} {exc}", "ERROR")
+                return self._set("JOB_STATE_FAILED", message, 3)
             except StartError as exc:
                 self._service(str(exc), "ERROR")
                 return self._set("JOB_STATE_FAILED", str(exc), 3)
         self._set("JOB_STATE_RUNNING")
         self._service("Job is running.")
         self._watch(float(str(spec.get("scheduling", {}).get("timeout", "0s")).rstrip("s")))
+
+    def _start_package(
+        self, task: str, package: dict[str, Any], env: dict[str, str], on_line: OnLine
+    ) -> Running:
+        """Download the replica's packages into its own folder, then start it (the executor
+        installs them and runs ``python -m MODULE ARGS``), logging the steps as Vertex does."""
+        assert self.executor is not None
+        if self.workdir is None:
+            self.workdir = Path(tempfile.mkdtemp(prefix=f"vertex-{self.job_id}-"))
+        folder = self.workdir / task
+        wheels = []
+        for i, uri in enumerate(package["packageUris"]):
+            on_line(f"Downloading the package: {uri}", "INFO")
+            wheels.append(download(self.storage_url, uri, folder / "packages" / str(i)))
+        for uri in package["packageUris"]:
+            on_line(f"Installing the package: {uri}", "INFO")
+        module, args = package["pythonModule"], list(package.get("args", []))
+        start = getattr(self.executor, "start_package", None)
+        if start is None:
+            raise StartError(f"The {self.executor.name} executor cannot run python_package_spec.")
+        name = f"vertex-{self.job_id}-{task}"
+        return start(name, package["executorImageUri"], wheels, module, args, env, on_line, folder)
 
     def _watch(self, timeout: float) -> None:
         started = time.monotonic()

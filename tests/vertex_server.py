@@ -14,9 +14,16 @@ Faults are injected on request (:class:`Fault`: 429, 503, slow responses, auth a
 and each accepted job runs for real (:mod:`vertex_runner`: Docker containers, or local processes
 when no Docker engine answers). It serves on 127.0.0.1 only.
 
+Pools may be ``containerSpec`` or ``pythonPackageSpec`` (the package route: Vertex downloads the
+``packageUris`` wheels, installs them in a container of ``executorImageUri`` and runs ``python -m
+pythonModule args``). The packages are read from a fake Cloud Storage, ``tests/gcp_server.py``:
+``VertexServer(storage_url=gcp.url)``, or ``server.storage_url = gcp.url`` before the job is
+created; without Docker, register the executor image as a folder, ``server.add_image(
+"us-docker.pkg.dev/vertex-ai/training/tf-cpu.2-17.py310:latest", folder)``.
+
 Standalone: ``python tests/vertex_server.py [--port N] [--executor auto|docker|process]
-[--image URI=FOLDER ...]``; ``POST /_control/faults`` (a JSON list of faults) and
-``GET /_control/requests`` drive it from outside.
+[--image URI=FOLDER ...] [--storage-url URL]``; ``POST /_control/faults`` (a JSON list of faults)
+and ``GET /_control/requests`` drive it from outside.
 """
 
 from __future__ import annotations
@@ -335,6 +342,9 @@ class VertexServer(FakeServer):
         images: image URI -> folder, for the process executor.
         provision_delay: seconds in each of QUEUED and PENDING.
         log_delay: Cloud Logging's ingestion delay, in seconds.
+        storage_url: the Cloud Storage JSON API endpoint (``GcpServer.url``) that the packages of
+            ``pythonPackageSpec`` pools are downloaded from; a loopback URL only. Also settable
+            after start (``server.storage_url = gcp.url``); a job reads it when created.
     """
 
     handler_attr = "vertex"
@@ -346,8 +356,10 @@ class VertexServer(FakeServer):
         images: dict[str, Path] | None = None,
         provision_delay: float = 0.1,
         log_delay: float = 0.0,
+        storage_url: str | None = None,
     ) -> None:
         self.images: dict[str, Path] = dict(images or {})
+        self.storage_url = storage_url
         self.executor = self._executor(executor)
         self.provision_delay = provision_delay
         self.logs = LogStore(log_delay)
@@ -377,7 +389,9 @@ class VertexServer(FakeServer):
             self.failing_jobs.append(message)
 
     def add_image(self, uri: str, folder: Path) -> None:
-        """Register a folder as the contents of an image (for the process executor)."""
+        """Register a folder as the contents of an image (for the process executor): a
+        container image's files, or a ``pythonPackageSpec`` executor image's own modules (on
+        ``PYTHONPATH`` after the installed packages)."""
         self.images[uri] = Path(folder)
 
     def job(self, job_id: str) -> JobRun:
@@ -467,7 +481,15 @@ class VertexServer(FakeServer):
         )
         with self._lock:
             fail_with = self.failing_jobs.pop(0) if self.failing_jobs else None
-        run = JobRun(resource, project, self.executor, self.logs, self.provision_delay, fail_with)
+        run = JobRun(
+            resource,
+            project,
+            self.executor,
+            self.logs,
+            self.provision_delay,
+            fail_with,
+            storage_url=self.storage_url,
+        )
         self.jobs[job_id] = run
         run.start()
         return run.snapshot()
@@ -578,10 +600,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--executor", default="auto", choices=("auto", "docker", "process"))
     parser.add_argument("--image", action="append", default=[], metavar="URI=FOLDER")
     parser.add_argument("--provision-delay", type=float, default=0.5)
+    parser.add_argument(
+        "--storage-url",
+        default=None,
+        metavar="URL",
+        help="the Cloud Storage endpoint package jobs download from (tests/gcp_server.py's URL)",
+    )
     args = parser.parse_args(argv)
     images = {k: Path(v) for k, _, v in (item.partition("=") for item in args.image)}
     server = VertexServer(
-        executor=args.executor, images=images, provision_delay=args.provision_delay
+        executor=args.executor,
+        images=images,
+        provision_delay=args.provision_delay,
+        storage_url=args.storage_url,
     ).start(args.port)
     signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
     kind = server.executor.name

@@ -4,6 +4,12 @@ Written from Vertex AI's documentation, independently of tfc_jupyter's catalog (
 would make the checks agree with our own mistakes). :func:`validate` takes the parsed request
 and returns ``(field, message)`` pairs; the server answers 400 INVALID_ARGUMENT with them in
 Vertex's own format ("List of found errors: 1.Field: ...; Message: ...").
+
+A worker pool runs either a ``containerSpec`` (any image) or a ``pythonPackageSpec`` (the package
+route: ``executorImageUri``, one of Vertex AI's prebuilt training images
+``{us,europe,asia}-docker.pkg.dev/vertex-ai/training/NAME:latest``; ``packageUris``, at least one
+``gs://bucket/object``; ``pythonModule``, a dotted module name), never both. The ``env`` of either
+holds C-identifier names only.
 """
 
 from __future__ import annotations
@@ -44,6 +50,13 @@ _LABEL_VALUE = re.compile(r"^[a-z0-9_-]{0,63}$")
 _SERVICE_ACCOUNT = re.compile(r"^[a-z0-9.:_-]+@[a-z0-9.:-]+\.gserviceaccount\.com$")
 _NETWORK = re.compile(r"^projects/\d+/global/networks/[a-z]([-a-z0-9]*[a-z0-9])?$")
 _TENSORBOARD = re.compile(r"^projects/[^/]+/locations/[^/]+/tensorboards/[^/]+$")
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# Vertex AI's prebuilt training containers, the executors of python_package_spec pools.
+PREBUILT_TRAINING_IMAGE = re.compile(
+    r"^(us|europe|asia)-docker\.pkg\.dev/vertex-ai/training/[a-z0-9._-]+:latest$"
+)
+_GS_OBJECT = re.compile(r"^gs://[a-z0-9][a-z0-9._-]{1,220}[a-z0-9]/[^\r\n]+$")
+_MODULE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 
 Problems = list[tuple[str, str]]
 
@@ -153,6 +166,58 @@ def _machine(at: str, spec: dict[str, Any], pool_index: int, replicas: int) -> P
     return out
 
 
+def _env(at: str, env: list[dict[str, Any]]) -> Problems:
+    """Environment variable names: C identifiers, as Kubernetes (and Vertex) require."""
+    out: Problems = []
+    for i, var in enumerate(env):
+        name = var.get("name", "")
+        if not name:
+            out.append((f"{at}.env[{i}].name", "Required field is not set."))
+        elif not _ENV_NAME.fullmatch(name):
+            out.append(
+                (
+                    f"{at}.env[{i}].name",
+                    f'"{name}" is not a valid environment variable name: it must start with a '
+                    "letter or '_' and hold only letters, digits and '_'.",
+                )
+            )
+    return out
+
+
+def _package(at: str, spec: dict[str, Any]) -> Problems:
+    """A python_package_spec: a prebuilt executor image, gs:// packages, a module to run."""
+    out: Problems = []
+    image = spec.get("executorImageUri", "")
+    if not image:
+        out.append((f"{at}.executor_image_uri", "Required field is not set."))
+    elif not PREBUILT_TRAINING_IMAGE.fullmatch(image):
+        out.append(
+            (
+                f"{at}.executor_image_uri",
+                f'"{image}" is not a Vertex AI prebuilt training container: python_package_spec '
+                "runs in one of us-, europe- or asia-docker.pkg.dev/vertex-ai/training/*:latest.",
+            )
+        )
+    uris = spec.get("packageUris", [])
+    if not uris:
+        out.append((f"{at}.package_uris", "At least one package URI is required."))
+    for i, uri in enumerate(uris):
+        if not _GS_OBJECT.fullmatch(uri):
+            out.append(
+                (
+                    f"{at}.package_uris[{i}]",
+                    f'"{uri}" is not a Cloud Storage object: package URIs look like '
+                    "gs://bucket/path/package.whl.",
+                )
+            )
+    module = spec.get("pythonModule", "")
+    if not module:
+        out.append((f"{at}.python_module", "Required field is not set."))
+    elif not _MODULE.fullmatch(module):
+        out.append((f"{at}.python_module", f'"{module}" is not a Python module name.'))
+    return out + _env(at, spec.get("env", []))
+
+
 def _pools(pools: list[dict[str, Any]]) -> Problems:
     out: Problems = []
     if not pools or not pools[0]:
@@ -180,6 +245,7 @@ def _pools(pools: list[dict[str, Any]]) -> Problems:
         tpu = tpu or machine.get("machineType", "") in TPU_V5E_TOPOLOGY
         out += _machine(f"{at}.machine_spec", machine, i, replicas)
         container = pool.get("containerSpec")
+        package = pool.get("pythonPackageSpec")
         if container is not None and not container.get("imageUri"):
             out.append((f"{at}.container_spec.image_uri", "Required field is not set."))
         for k, var in enumerate((container or {}).get("env") or []):
@@ -187,10 +253,21 @@ def _pools(pools: list[dict[str, Any]]) -> Problems:
                 out.append(
                     (f"{at}.container_spec.env[{k}].name", "Must be a valid environment name.")
                 )
-        if container is None and pool.get("pythonPackageSpec") is None:
+        if container is None and package is None:
             out.append(
                 (f"{at}.container_spec", "A container_spec or python_package_spec is required.")
             )
+        elif container is not None and package is not None:
+            out.append(
+                (
+                    f"{at}.python_package_spec",
+                    "Only one of container_spec and python_package_spec may be set.",
+                )
+            )
+        if container is not None:
+            out += _env(f"{at}.container_spec", container.get("env", []))
+        if package is not None:
+            out += _package(f"{at}.python_package_spec", package)
         disk = pool.get("diskSpec") or {}
         size = int(disk.get("bootDiskSizeGb", 100) or 100)
         if not 100 <= size <= 64000:
@@ -198,9 +275,6 @@ def _pools(pools: list[dict[str, Any]]) -> Problems:
     if tpu and any(p for p in pools[1:]):
         out.append(("job_spec.worker_pool_specs", "A TPU job uses the first worker pool only."))
     return out
-
-
-_ENV_NAME = re.compile(r"[-._a-zA-Z][-._a-zA-Z0-9]*")  # Kubernetes' rule, which Vertex AI applies
 
 
 def validate(body: dict[str, Any]) -> Problems:

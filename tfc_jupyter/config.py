@@ -125,6 +125,12 @@ class TfcConfig(Configurable):
     cloudbuild_poll = Float(2.0, help="Seconds between looks at a build and its log.").tag(
         config=True
     )
+    prebuilt_images = Unicode(
+        "",
+        help="Vertex AI prebuilt training images newer than tfc_jupyter's list, for the package "
+        "route: VERSION[-gpu]=URI, comma separated (2.21=us-docker.pkg.dev/vertex-ai/training/"
+        "tf-cpu.2-21.py311:latest).",
+    ).tag(config=True)
     cell_lines = Float(
         200.0,
         help="Most log lines a %%tfc_run cell shows: the first half as printed, then the latest "
@@ -163,6 +169,7 @@ KEYS = (
     "cloudbuild_backoff",
     "cloudbuild_poll",
     "cloudbuild_queue",
+    "prebuilt_images",
     "cell_lines",
 )
 """Every setting, in the order ``%tfc_config`` shows them (each a ``TfcConfig`` trait)."""

@@ -81,7 +81,11 @@ class VertexBackend:
                 field="project",
             )
         vertex_api.require_clients()
-        if not spec.image.image:  # built here (an engine answers) or by Cloud Build (a bucket)
+        if spec.route == "package":  # nothing to build: the package goes to the bucket
+            from ..image import cloudbuild
+
+            gcloud.credentials(cloudbuild.CloudBuildSettings.load().storage_url())
+        elif not spec.image.image:  # built here (an engine answers) or by Cloud Build
             from ..image import docker
 
             try:
@@ -103,18 +107,22 @@ class VertexBackend:
         """Create the CustomJob (retrying transient errors) and start the watcher."""
         spec = plan.spec
         assert spec.project, "check() refuses a job without a project"
-        image, built = spec.image.image, None
-        if not image:
+        image, package_uri = spec.image.image, plan.package_uri
+        built: dict[str, Any] | None = None
+        if plan.package is not None and package_uri:  # the package route: upload, build nothing
+            image = plan.image_uri
+            built = {"package": package_uri, "uploaded": self._upload(plan)}
+        elif not image:
             from ..image import ensure_image
 
             result = ensure_image(plan, push=True)
             image, built = result.uri, {"built": result.built, "pushed": result.pushed}
-        body = vertex_request.custom_job_body(spec, image)  # what the dry run shows
+        body = vertex_request.custom_job_body(spec, image, package_uri=package_uri)  # as shown
         job_dir = Path(record.job_dir)
         write_private(job_dir / "vertex_request.json", json.dumps(body, indent=2))
         counter = RetryCount()
         job = self._create(spec, body, counter)
-        resource = str(job.name)
+        resource = str(job["name"])
         vertex_id = resource.rsplit("/", 1)[-1]
         watch = {
             "job_id": record.id,
@@ -123,7 +131,7 @@ class VertexBackend:
             "vertex_job_id": vertex_id,
             "project": spec.project,
             "region": spec.region,
-            "created": job.create_time.isoformat() if job.create_time else None,
+            "created": job.get("createTime"),
             "timeout_s": spec.timeout_s,
             "settings": self.settings.to_dict(),
         }
@@ -139,7 +147,7 @@ class VertexBackend:
         }
         self.store.transition(
             record.id,
-            JobState.from_vertex(job.state.name),
+            JobState.from_vertex(str(job.get("state") or "JOB_STATE_QUEUED")),
             handle=handle,
             console_url=vertex_request.console_url(spec, vertex_id),
             tensorboard_url=tensorboard_url(spec.tensorboard, vertex_id)
@@ -147,6 +155,24 @@ class VertexBackend:
             else None,
         )
         self._start_watcher(record.id, job_dir)
+
+    def _upload(self, plan: Plan) -> bool:
+        """Put the job's package in the build bucket, unless it is there (same bytes);
+        True when it was uploaded."""
+        from ..image import wheel
+        from ..image.cloudbuild import CloudBuildSettings
+        from ..image.cloudbuild.storage import Storage
+
+        spec, package = plan.spec, plan.package
+        assert package is not None and spec.project and spec.image.build_bucket
+        settings = (
+            CloudBuildSettings.from_settings(plan.settings)
+            if plan.settings
+            else CloudBuildSettings.load()
+        )
+        bucket = spec.image.build_bucket.removeprefix("gs://").rstrip("/")
+        storage = Storage(spec.project, bucket, settings)
+        return storage.put(package.object_name(), package.data, wheel.CONTENT_TYPE)
 
     def refresh(self, record: JobRecord) -> JobRecord:
         """Restart a watcher that died before the job ended (it resumes where it stopped)."""
@@ -247,36 +273,35 @@ class VertexBackend:
             **kw,
         )
 
-    def _create(self, spec: JobSpec, body: dict[str, Any], counter: RetryCount) -> Any:
-        from google.cloud.aiplatform_v1.types import CustomJob
-
-        client = vertex_api.job_client(self.settings, spec.region)
-        parent = vertex_request.parent_path(spec)
-        job = CustomJob.from_json(json.dumps(body))
+    def _create(self, spec: JobSpec, body: dict[str, Any], counter: RetryCount) -> dict[str, Any]:
+        """Create the CustomJob over Vertex AI's REST API, as the aiplatform client would send
+        it (the body is already its JSON), without importing aiplatform: that import alone
+        takes seconds, and launching is where the user waits. Errors are Google API errors,
+        explained and retried as the client's are; a timed-out create is looked up before it
+        is retried, so a job is never created twice."""
+        session = vertex_api.rest_session(self.settings, spec.region)
+        url = f"{vertex_api.rest_url(self.settings, spec.region)}/v1/"
+        url += f"{vertex_request.parent_path(spec)}/customJobs"
+        timeout = self.settings.timeout_s
         since = datetime.now(timezone.utc) - timedelta(minutes=2)  # clock skew
         flt = f'display_name="{body["displayName"]}" AND create_time>="{since:%Y-%m-%dT%H:%M:%SZ}"'
         known = {r.handle.get("resource_name") for r in self.store.list(backend="vertex")}
 
-        def adopt() -> Any:
+        def create() -> dict[str, Any]:
+            reply = session.post(url, json=body, timeout=timeout)
+            return dict(vertex_api.checked(reply).json())
+
+        def adopt() -> dict[str, Any] | None:
             """A job that an earlier, timed-out try created after all (so: no duplicate)."""
-            pager = client.list_custom_jobs(
-                request={"parent": parent, "filter": flt}, timeout=self.settings.timeout_s
-            )
-            for found in pager:
-                same = found.job_spec == job.job_spec and dict(found.labels) == dict(job.labels)
-                if same and found.name not in known:
-                    return found
+            reply = session.get(url, params={"filter": flt}, timeout=timeout)
+            for found in vertex_api.checked(reply).json().get("customJobs", []):
+                if found.get("name") in known:
+                    continue
+                if vertex_api.same_job(found, body):
+                    return dict(found)
             return None
 
-        return self._call(
-            spec,
-            "creating the job",
-            lambda: client.create_custom_job(
-                parent=parent, custom_job=job, timeout=self.settings.timeout_s
-            ),
-            counter=counter,
-            before_retry=adopt,
-        )
+        return self._call(spec, "creating the job", create, counter=counter, before_retry=adopt)
 
     def _start_watcher(self, job_id: str, job_dir: Path) -> None:
         pid = start_watcher(

@@ -10,6 +10,7 @@ retries are Google Cloud's, in :mod:`tfc_jupyter.gcloud`.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -115,3 +116,40 @@ def logging_client(settings: VertexSettings, project: str) -> Any:
         _use_grpc=False,
         client_options={"api_endpoint": endpoint},
     )
+
+
+def rest_url(settings: VertexSettings, region: str) -> str:
+    """Vertex AI's REST base URL for ``region`` (``http://`` on loopback)."""
+    endpoint = settings.api_endpoint(region)
+    if "//" in endpoint:
+        return endpoint.rstrip("/")
+    return f"{'http' if is_loopback(endpoint) else 'https'}://{endpoint.rstrip('/')}"
+
+
+def rest_session(settings: VertexSettings, region: str) -> Any:
+    """An authorized ``requests`` session for Vertex AI's REST API (anonymous on loopback):
+    google-auth only, no aiplatform import."""
+    require_clients()
+    from google.auth.transport.requests import AuthorizedSession
+
+    return AuthorizedSession(credentials(settings.api_endpoint(region)))
+
+
+def checked(reply: Any) -> Any:
+    """The reply, or the Google API error it carries (the same exception class the aiplatform
+    client raises over REST, so :func:`tfc_jupyter.gcloud.explain` reads it alike)."""
+    if reply.status_code == 200:
+        return reply
+    from google.api_core import exceptions as gexc
+
+    raise gexc.from_http_response(reply)
+
+
+def same_job(found: Mapping[str, Any], body: Mapping[str, Any]) -> bool:
+    """Whether a listed CustomJob is the one ``body`` creates (its spec and labels), compared
+    as the protos they are (defaults filled in, int64 as text): only when a create timed out."""
+    from google.cloud.aiplatform_v1.types import CustomJob
+
+    mine = CustomJob.from_json(json.dumps(dict(body)))
+    theirs = CustomJob.from_json(json.dumps(dict(found)), ignore_unknown_fields=True)
+    return bool(theirs.job_spec == mine.job_spec and dict(theirs.labels) == dict(mine.labels))

@@ -139,6 +139,12 @@ class JobOptions:
         "repeat for more. Secrets are always left out; .tfcignore applies.",
         metavar="PATH",
     )
+    route: str = _opt(
+        "auto",
+        "Vertex AI: how the code gets there: auto (a package on a prebuilt TensorFlow image "
+        "when nothing needs building, else an image), package, or image.",
+        metavar="ROUTE",
+    )
     image: str | None = _opt(None, "Use this image; build nothing.", metavar="URI")
     parent_image: str | None = _opt(None, "Base image of the build.", metavar="URI")
     cache_from: str | None = _opt(None, "Image to use as build cache.", metavar="URI")

@@ -19,6 +19,7 @@ from ..config import Settings
 from ..errors import SpecError, TfcError
 from ..image import context as package
 from ..image import names as images
+from ..image import wheel
 from ..notebook import codeinfo, needs
 from ..notebook.capture import Selection
 from ..notebook.convert import Script, convert
@@ -26,6 +27,7 @@ from ..notebook.requirements import Requirements, unsatisfied
 from . import catalog, vertex_request
 from .choose import choose
 from .options import JobOptions
+from .route import Route, choose_route
 from .spec import JobSpec, Strategy
 
 
@@ -42,6 +44,8 @@ class Plan:
     context: package.Context | None = None  # what goes into the image (None with --image)
     options: JobOptions = field(default_factory=JobOptions)  # what the plan was made from
     settings: Settings | None = None  # the effective defaults it was made with (limits ...)
+    route: Route | None = None  # Vertex AI: a package on a prebuilt image, or an image
+    package: wheel.JobPackage | None = None  # the package route's wheel
     refused: TfcError | None = None  # the backend's verdict: what launching it would say
     checked: bool = False  # the verdict was taken (Client.plan): launching does not ask again
 
@@ -50,9 +54,18 @@ class Plan:
         """The job's requirement lines (notebook pip lines merged with files)."""
         return list(self.script.requirements.lines)
 
+    @property
+    def package_uri(self) -> str | None:
+        """Where the package route puts the job's package (None: an image runs the job)."""
+        if self.package is None or not self.spec.image.build_bucket:
+            return None
+        return self.package.uri(self.spec.image.build_bucket)
+
     def vertex_request(self) -> dict[str, Any]:
         """The exact CustomJob create request (method, url, body)."""
-        return vertex_request.custom_job_request(self.spec, self.image_uri)
+        return vertex_request.custom_job_request(
+            self.spec, self.image_uri, package_uri=self.package_uri
+        )
 
     def pools(self) -> list[tuple[str, int, catalog.Machine]]:
         """``(role, replicas, machine)`` for each worker pool."""
@@ -80,6 +93,13 @@ class Plan:
             "image": self.image_uri,
             "parent_image": self.parent_image,
             "context": self.context.to_dict() if self.context else None,
+            "route": {
+                "kind": self.route.kind,
+                "reason": self.route.reason,
+                "package": self.package_uri,
+            }
+            if self.route
+            else None,
             "warnings": self.warnings,
             "notes": self.script.notes,
             "vertex_request": self.vertex_request(),
@@ -128,7 +148,15 @@ class Plan:
             f"(list prices {catalog.PRICES_AS_OF}, an estimate)"
         )
         out.append("requirements: " + (", ".join(self.requirements) or "none"))
-        out.append(f"image: {self.image_uri}  (parent {self.parent_image})")
+        if self.route is not None:
+            out.append(f"route: {self.route.kind} ({self.route.reason})")
+        if self.package is not None:
+            out.append(
+                f"package: {self.package_uri}  ({package.human_size(len(self.package.data))}) "
+                f"on {self.image_uri}"
+            )
+        else:
+            out.append(f"image: {self.image_uri}  (parent {self.parent_image})")
         if self.context is not None:
             out.append(f"image context: {self.context.summary(limit=None)}")
             out += self.context.listing()
@@ -161,7 +189,13 @@ class Plan:
             f" &middot; strategy <b>{esc(self._strategy_line())}</b>"
             f" &middot; about <b>${spec.cost_per_hour():,.2f}/h</b></div>"
             f"<ul>{pools}</ul><div>requirements: <code>{reqs}</code></div>"
-            f"<div>image: <code>{esc(self.image_uri)}</code></div>"
+            + (
+                f"<div>route: <b>{esc(self.route.kind)}</b> ({esc(self.route.reason)})</div>"
+                if self.route
+                else ""
+            )
+            + f"<div>{'executor image' if self.package else 'image'}: "
+            f"<code>{esc(self.image_uri)}</code></div>"
             + (
                 f"<details><summary>conversion notes ({len(self.script.notes)})</summary>"
                 f"<ul>{notes}</ul></details>"
@@ -399,6 +433,20 @@ def make_plan(selection: Selection, ns: JobOptions, settings: Settings) -> Plan:
             limit=package.limit_bytes(settings),
         )
     image_uri = images.planned_image_uri(spec, context.tag if context else None)
+    route = choose_route(
+        spec,
+        list(script.requirements.lines),
+        selection.base_dir,
+        asked=ns.route,
+        tf_version=images.local_tensorflow_version(),
+        extra_images=settings.get("prebuilt_images"),
+    )
+    job_package = None
+    if route is not None:
+        spec = spec.evolve(route=route.kind)
+        if route.kind == "package" and route.executor and context:
+            job_package = wheel.build(context, list(script.requirements.lines))
+            image_uri = parent = route.executor.uri
     warnings = list(selection.warnings) + choice.warnings + _unattended(facts, locate)
     warnings += need_warnings
     if builds and context is not None:
@@ -425,4 +473,6 @@ def make_plan(selection: Selection, ns: JobOptions, settings: Settings) -> Plan:
         context=context,
         options=ns,
         settings=settings,
+        route=route,
+        package=job_package,
     )

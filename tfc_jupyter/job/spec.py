@@ -253,6 +253,7 @@ class JobSpec:
     # Set by planning from what the code does (see choose.py); empty: the rules below.
     decided_strategy: str = ""
     strategy_reason: str = ""
+    route: str = ""  # Vertex AI, set by planning: "package" (prebuilt image) or "image"
     legacy_keras: bool = False  # Keras fit under MultiWorkerMirroredStrategy: tf-keras
     serve: bool = False  # the code's ParameterServerStrategy: workers and ps serve
 

@@ -14,6 +14,7 @@ from .catalog import Machine
 from .spec import JobSpec
 
 SCRIPT = "script.py"
+PACKAGE_MODULE = "tfc_job.task"  # the package route's entry point (tfc_jupyter.image.wheel)
 SOURCE_MAP = "script.map.json"
 WORKDIR = "/app"
 
@@ -61,30 +62,41 @@ def container_args(spec: JobSpec) -> list[str]:
     return runtime_args(spec, SCRIPT, SOURCE_MAP)
 
 
-def _pool(spec: JobSpec, machine: Machine, replicas: int, image_uri: str) -> dict[str, Any]:
+def _pool(
+    spec: JobSpec, machine: Machine, replicas: int, image_uri: str, package_uri: str | None
+) -> dict[str, Any]:
     env = [{"name": "TFC_JOB_NAME", "value": spec.name}, {"name": "PYTHONUNBUFFERED", "value": "1"}]
     env += [{"name": name, "value": value} for name, value in spec.env]  # --env
     machine_spec = _machine_spec(machine)
     affinity = scheduling.reservation_affinity(spec)
     if affinity is not None:
         machine_spec["reservationAffinity"] = affinity
-    pool: dict[str, Any] = {
-        "machineSpec": machine_spec,
-        "replicaCount": str(replicas),
-        "containerSpec": {
+    pool: dict[str, Any] = {"machineSpec": machine_spec, "replicaCount": str(replicas)}
+    if package_uri:  # the package route: the code as a package on a prebuilt image
+        pool["pythonPackageSpec"] = {
+            "executorImageUri": image_uri,
+            "packageUris": [package_uri],
+            "pythonModule": PACKAGE_MODULE,
+            "args": container_args(spec),
+            "env": env,
+        }
+    else:
+        pool["containerSpec"] = {
             "imageUri": image_uri,
             "command": ["python", "-m", "tfc_runtime"],
             "args": container_args(spec),
             "env": env,
-        },
-    }
+        }
     if not machine.is_tpu:
         pool["diskSpec"] = scheduling.disk_spec(spec)
     return pool
 
 
-def worker_pools(spec: JobSpec, image_uri: str) -> list[dict[str, Any]]:
-    """Pools by position: 0 chief, 1 workers, 2 parameter servers, 3 evaluator.
+def worker_pools(
+    spec: JobSpec, image_uri: str, package_uri: str | None = None
+) -> list[dict[str, Any]]:
+    """Pools by position: 0 chief, 1 workers, 2 parameter servers, 3 evaluator (each runs the
+    image, or with ``package_uri`` that package on the prebuilt image ``image_uri``).
 
     Position is meaning on Vertex AI (TF_CONFIG names tasks by it): an unused pool before a used
     one stays as ``{}``, unused pools at the end are left out.
@@ -95,17 +107,20 @@ def worker_pools(spec: JobSpec, image_uri: str) -> list[dict[str, Any]]:
         (spec.ps_machine, spec.ps_count),
         (spec.evaluator_machine, int(spec.evaluator)),
     ]
-    pools = [_pool(spec, m, n, image_uri) if m is not None and n else {} for m, n in wanted]
+    pools = [
+        _pool(spec, m, n, image_uri, package_uri) if m is not None and n else {} for m, n in wanted
+    ]
     while pools and not pools[-1]:
         pools.pop()
     return pools
 
 
 def custom_job_body(
-    spec: JobSpec, image_uri: str, display_name: str | None = None
+    spec: JobSpec, image_uri: str, display_name: str | None = None, package_uri: str | None = None
 ) -> dict[str, Any]:
-    """The ``CustomJob`` resource the job is created with."""
-    job_spec: dict[str, Any] = {"workerPoolSpecs": worker_pools(spec, image_uri)}
+    """The ``CustomJob`` resource the job is created with (``package_uri``: the package route,
+    ``image_uri`` then the prebuilt image it runs on)."""
+    job_spec: dict[str, Any] = {"workerPoolSpecs": worker_pools(spec, image_uri, package_uri)}
     when: dict[str, Any] = {}
     if spec.timeout_s:
         when["timeout"] = f"{spec.timeout_s}s"
@@ -138,11 +153,11 @@ def custom_job_body(
 
 
 def custom_job_request(
-    spec: JobSpec, image_uri: str, display_name: str | None = None
+    spec: JobSpec, image_uri: str, display_name: str | None = None, package_uri: str | None = None
 ) -> dict[str, Any]:
     """Method, URL and body of the create request, as a dry run shows it."""
     return {
         "method": "POST",
         "url": f"https://{endpoint(spec)}/v1/{parent_path(spec)}/customJobs",
-        "body": custom_job_body(spec, image_uri, display_name),
+        "body": custom_job_body(spec, image_uri, display_name, package_uri),
     }

@@ -93,6 +93,38 @@ class Storage:
             source["generation"] = str(meta["generation"])
         return source
 
+    def put(self, name: str, data: bytes, content_type: str) -> bool:
+        """Put ``data`` at ``name`` in the bucket unless the same bytes are there (its MD5);
+        True when it was uploaded."""
+        where = f"gs://{self.bucket}/{name}"
+        md5 = base64.b64encode(hashlib.md5(data, usedforsecurity=False).digest()).decode()
+        url = self.object_url(self.bucket, name)
+
+        def look() -> Any:
+            return json_body(self.session.get(url, timeout=self.settings.timeout_s), missing=True)
+
+        meta = self.call(f"looking up {where}", look)
+        if meta and meta.get("md5Hash") == md5:
+            report(
+                Progress("package", f"{where} is there already ({package.human_size(len(data))})")
+            )
+            return False
+
+        def send() -> Any:
+            return json_body(
+                self.session.post(
+                    f"{self.settings.storage_url()}/upload/storage/v1/b/{self.bucket}/o",
+                    params={"uploadType": "media", "name": name},
+                    data=data,
+                    headers={"Content-Type": content_type},
+                    timeout=max(self.settings.timeout_s, len(data) / 1e6),
+                )
+            )
+
+        report(Progress("package", f"uploading {package.human_size(len(data))} to {where}"))
+        self.call(f"uploading the job's package to {where}", send)
+        return True
+
 
 class LogReader:
     """Reads a build's log object from a byte offset: only what is new each time."""

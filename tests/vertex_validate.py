@@ -248,11 +248,6 @@ def _pools(pools: list[dict[str, Any]]) -> Problems:
         package = pool.get("pythonPackageSpec")
         if container is not None and not container.get("imageUri"):
             out.append((f"{at}.container_spec.image_uri", "Required field is not set."))
-        for k, var in enumerate((container or {}).get("env") or []):
-            if not _ENV_NAME.fullmatch(var.get("name") or ""):
-                out.append(
-                    (f"{at}.container_spec.env[{k}].name", "Must be a valid environment name.")
-                )
         if container is None and package is None:
             out.append(
                 (f"{at}.container_spec", "A container_spec or python_package_spec is required.")

@@ -12,9 +12,6 @@ from tfc_jupyter.job.catalog import Machine, gpu_machine, lookup, normalize_gpu_
 # name -> (machine type, vCPUs, GB, accelerator enum, count)
 TFC_RUN_NAMES = {
     "CPU": ("n1-standard-4", 4, 15, None, 0),
-    "K80_1X": ("n1-standard-8", 8, 30, "NVIDIA_TESLA_K80", 1),
-    "K80_4X": ("n1-standard-16", 16, 60, "NVIDIA_TESLA_K80", 4),
-    "K80_8X": ("n1-standard-32", 32, 120, "NVIDIA_TESLA_K80", 8),
     "P100_1X": ("n1-standard-8", 8, 30, "NVIDIA_TESLA_P100", 1),
     "P100_4X": ("n1-standard-16", 16, 60, "NVIDIA_TESLA_P100", 4),
     "P4_1X": ("n1-standard-8", 8, 30, "NVIDIA_TESLA_P4", 1),
@@ -57,6 +54,31 @@ def test_every_tfc_run_name_exists_with_its_shape(name: str) -> None:
         assert (m.machine_type, m.vcpus, m.memory_gb) == (machine_type, vcpus, memory)
         assert (m.accelerator_type, m.accelerator_count, m.gpu_count) == (accel, count, count)
         assert not m.is_tpu
+
+
+@pytest.mark.parametrize("name", ["K80_1X", "K80_4X", "K80_8X", "k80_1x"])
+def test_tfc_runs_k80_names_are_refused_with_what_to_use(name: str) -> None:
+    """K80 reached end of support: tfc.run's K80 names say so, with the date and the fix."""
+    with pytest.raises(SpecError) as info:
+        lookup(name)
+    text = str(info.value)
+    assert "K80 GPUs reached end of support on Google Cloud on 2024-05-01" in text
+    assert "Fix: use --gpu-type T4" in text and info.value.field == "gpu_type"
+    with pytest.raises(SpecError, match="end of support"):
+        gpu_machine("nvidia-tesla-k80", 1)
+
+
+def test_legacy_gpus_run_when_named_and_are_not_offered() -> None:
+    assert lookup("P100_1X").accelerator_type == "NVIDIA_TESLA_P100"
+    assert gpu_machine("P4", 2).accelerator_count == 2
+    listed = {m.accelerator_type for m in catalog.catalog_rows()}
+    assert not {"NVIDIA_TESLA_P4", "NVIDIA_TESLA_P100", "NVIDIA_TESLA_K80"} & listed
+    assert "NVIDIA_TESLA_P100" in {m.accelerator_type for m in catalog.catalog_rows(legacy=True)}
+    assert catalog.OFFERED_GPU_TYPES == ("V100", "T4", "A100", "A100_80GB", "L4", "H100")
+    # An impossible count suggests only GPUs that are offered.
+    with pytest.raises(SpecError) as info:
+        gpu_machine("T4", 8)
+    assert "K80" not in str(info.value) and "P4" not in str(info.value)
 
 
 def test_tfc_run_tpu_name_is_a_v3_8_host() -> None:

@@ -93,7 +93,7 @@ def test_every_choice_comes_from_the_catalog(tmp_path: Path, settings: Settings)
     presets = [m.name for m in catalog.catalog_rows() if not m.is_tpu]
     assert machines[0] == "" and machines[1 : 1 + len(presets)] == presets
     assert "n1-standard-16" in machines and not any(v.startswith("TPU") for v in machines)
-    assert [o.value for o in model.options("gpu_type")][1:] == list(catalog.GPU_TYPES)
+    assert [o.value for o in model.options("gpu_type")][1:] == list(catalog.OFFERED_GPU_TYPES)
     assert [o.value for o in model.options("tpu")][1:] == list(catalog.TPU_TYPES)
     assert [o.value for o in model.options("gpus")] == [0, 1, 2, 4, 8]
     assert [o.value for o in model.options("worker_machine")][1:] == machines[1:]
@@ -118,7 +118,8 @@ def test_impossible_choices_are_flagged_as_the_user_picks(
     assert not check.ok and check.field == "gpus"
     assert check.error == _spec_error("--gpus 8 --gpu-type P4", settings)
     marked = {o.value: o.reason for o in model.options("gpu_type")}
-    assert marked["K80"] is None and marked["V100"] is None  # both offer 8
+    assert marked["V100"] is None and "P4" in marked  # V100 offers 8; P4 shown as it is named
+    assert "K80" not in marked and "P100" not in marked  # retired, and legacy not named
     assert marked["T4"] == _spec_error("--gpus 8 --gpu-type T4", settings)
 
     check = model.update(gpus=0, gpu_type="", tpu="v3-8")

@@ -157,7 +157,7 @@ def test_parent_images(settings: Settings) -> None:
     assert parent("").startswith("tensorflow/tensorflow:") and not parent("").endswith("-gpu")
     assert parent("--gpus 1").endswith("-gpu")
     assert parent("--workers 1 --machine CPU --worker-machine T4_1X").endswith("-gpu")
-    assert "tf-tpu" in parent("--tpu")
+    assert parent("--tpu") == images.TPU_BASE  # with the TPU-VM wheel and libtpu on it
     assert parent("--parent-image python:3.11") == "python:3.11"
     spec = options.to_spec(options.parse_line(""), settings)
     assert images.parent_image(spec, "2.15.1") == "tensorflow/tensorflow:2.15.1"

@@ -77,17 +77,40 @@ def test_estimator_jobs_get_tensorflow_2_15_and_say_so(settings: Settings) -> No
     assert not plain.spec.estimator and "2.15.1" not in plain.parent_image
 
 
-def test_tpu_jobs_get_the_tpu_vm_image(settings: Settings) -> None:
-    plan = _plan(settings, "x = 1", "--tpu v3-8 --region europe-west4")
-    expected = "europe-docker.pkg.dev/vertex-ai/training/tf-tpu.2-15.cp310:latest"
-    assert plan.parent_image == expected
-    assert any("TPU-VM image" in note for note in plan.script.notes)
-    assert not [w for w in plan.warnings if "v5e" in w]
-    assert images.tpu_parent_image("us-central1").startswith("us-docker.pkg.dev/")
-    v5e = _plan(settings, "x = 1", "--tpu v5e-4")
-    assert any("no prebuilt TensorFlow image for TPU v5e" in w for w in v5e.warnings)
-    own = _plan(settings, "x = 1", "--tpu v5e-4 --parent-image my/tpu-image:1")
-    assert own.parent_image == "my/tpu-image:1" and not own.warnings
+def test_tpu_jobs_get_an_image_built_with_tensorflows_tpu_wheel_and_libtpu(
+    settings: Settings,
+) -> None:
+    """Vertex AI's prebuilt TPU images may be gone and there is none for v5e: the image is built
+    as Vertex AI's TPU guide builds one, and the plan says so."""
+    plan = _plan(settings, "x = 1", "--tpu v3-8 --backend vertex --region europe-west4")
+    assert plan.parent_image == images.TPU_BASE == "python:3.10-slim"
+    assert plan.context is not None
+    lines = plan.context.dockerfile.splitlines()
+    version, wheel, libtpu = images.TPU_BUILDS["2.15"]
+    assert lines[:3] == [
+        "FROM python:3.10-slim AS system",
+        f"RUN python3 -m pip install --no-cache-dir {wheel}",
+        f"ADD {libtpu} /lib/libtpu.so",
+    ]
+    assert wheel.endswith(
+        "tensorflow-2.15.0-cp310-cp310-manylinux_2_17_x86_64.manylinux2014_x86_64.whl"
+    )
+    assert "PJRT" not in plan.context.dockerfile and "NEXT_PLUGGABLE" not in plan.context.dockerfile
+    (note,) = [n for n in plan.script.notes if n.startswith("TPU job")]
+    assert f"TensorFlow {version}'s TPU-VM wheel and libtpu 1.9.0" in note
+    assert "--parent-image" in note and not [w for w in plan.warnings if "TPU" in w]
+    # v5e: the PJRT runtime's variables too.
+    v5e = _plan(settings, "x = 1", "--tpu v5e-4 --backend vertex")
+    assert v5e.context is not None
+    assert (
+        "ENV NEXT_PLUGGABLE_DEVICE_USE_C_API=true TF_PLUGGABLE_DEVICE_LIBRARY_PATH=/lib/libtpu.so"
+        in v5e.context.dockerfile.splitlines()
+    )
+    assert any("the PJRT runtime v5e needs" in n for n in v5e.script.notes)
+    # A TPU-ready image of the user's: built on as it is, nothing added.
+    own = _plan(settings, "x = 1", "--tpu v5e-4 --backend vertex --parent-image my/tpu-image:1")
+    assert own.parent_image == "my/tpu-image:1"
+    assert own.context is not None and "libtpu" not in own.context.dockerfile
 
 
 def test_tpu_notebook_dry_run_shows_the_vertex_request(tfc_env: Path) -> None:

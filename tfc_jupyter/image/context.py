@@ -393,10 +393,17 @@ def _pip_options(lines: list[str]) -> str:
 
 
 def dockerfile(
-    parent: str, *, apt: list[str], requirements: list[str], ca: bool, declared: bool
+    parent: str,
+    *,
+    apt: list[str],
+    requirements: list[str],
+    ca: bool,
+    declared: bool,
+    system: Sequence[str] = (),
 ) -> str:
-    """The Dockerfile: layers from least to most often changed (see the module docstring)."""
-    lines = [f"FROM {parent} AS system"]
+    """The Dockerfile: layers from least to most often changed (see the module docstring);
+    ``system``: lines that make the parent a TensorFlow image (a TPU job's)."""
+    lines = [f"FROM {parent} AS system", *system]
     if apt:
         lines.append(
             "RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y "
@@ -514,6 +521,7 @@ def make_context(
         requirements=reqs,
         ca=ca is not None,
         declared=n_declared > 0,
+        system=names.tpu_steps(spec),
     )
     context = Context(entries, text, parent, walker.left_out, n_declared, auto, auto_over)
     if check_limit:

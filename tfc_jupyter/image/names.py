@@ -31,35 +31,71 @@ def local_tensorflow_version() -> str | None:
 #: The last TensorFlow with tf.estimator (RunConfig, TPUConfig): Estimator jobs run on it.
 ESTIMATOR_TF = "2.15.1"
 # TPU jobs: Vertex AI runs TPUs as TPU VMs, which need TensorFlow's TPU-VM build and libtpu in
-# the image (a tensorflow/tensorflow image has neither). The newest Vertex AI prebuilt training
-# image with them is TensorFlow 2.15 for TPU v2/v3 (Vertex publishes none for TF >= 2.16, and
-# none for v5e: a v5e job should pass --parent-image with TensorFlow's TPU-VM wheel and
-# libtpu.so). 2.15 also keeps TPUEstimator for Estimator code. Regional copies: us, europe, asia.
-TPU_IMAGE = "{region}-docker.pkg.dev/vertex-ai/training/tf-tpu.2-15.cp310:latest"
+# the image (a tensorflow/tensorflow image has neither). Vertex AI's prebuilt TPU images may be
+# past their end of availability, and there is none for v5e, so the image is built as Vertex AI's
+# TPU guide ("Training with TPU accelerators") builds a custom TPU container: Python 3.10, the
+# TPU-VM wheel of TensorFlow, libtpu.so in /lib, and for v5e the PJRT runtime's variables.
+TPU_BASE = "python:3.10-slim"
+TPU_BUILDS: dict[str, tuple[str, str, str]] = {
+    "2.15": (
+        "2.15.0",
+        "https://storage.googleapis.com/cloud-tpu-tpuvm-artifacts/tensorflow/tf-2.15.0/"
+        "tensorflow-2.15.0-cp310-cp310-manylinux_2_17_x86_64.manylinux2014_x86_64.whl",
+        "https://storage.googleapis.com/cloud-tpu-tpuvm-artifacts/libtpu/1.9.0/libtpu.so",
+    ),
+}
+"""TensorFlow minor -> (version, its TPU-VM wheel, the libtpu it goes with), as listed in
+Vertex AI's TPU guide (2026-11). 2.15 also keeps TPUEstimator for Estimator code."""
 TPU_IMAGE_TF = "2.15"
+TPU_PJRT_ENV = {
+    "NEXT_PLUGGABLE_DEVICE_USE_C_API": "true",
+    "TF_PLUGGABLE_DEVICE_LIBRARY_PATH": "/lib/libtpu.so",
+}
+"""TPU v5e runs TensorFlow through the PJRT runtime (Cloud TPU's runtimes guide)."""
+
+
+def tpu_steps(spec: JobSpec) -> list[str]:
+    """The Dockerfile lines that make a TPU image on :data:`TPU_BASE` (none with
+    ``--parent-image``, which is then a TPU-ready image of the user's)."""
+    if not spec.chief.is_tpu or spec.image.parent_image:
+        return []
+    _, wheel, libtpu = TPU_BUILDS[TPU_IMAGE_TF]
+    lines = [
+        f"RUN python3 -m pip install --no-cache-dir {wheel}",
+        f"ADD {libtpu} /lib/libtpu.so",
+    ]
+    if spec.chief.tpu_topology:  # v5e
+        lines.append("ENV " + " ".join(f"{k}={v}" for k, v in TPU_PJRT_ENV.items()))
+    return lines
+
+
+def tpu_image_note(spec: JobSpec) -> str:
+    """What the plan says about a TPU job's image."""
+    version, _, libtpu = TPU_BUILDS[TPU_IMAGE_TF]
+    libtpu_version = libtpu.rsplit("/", 2)[-2]
+    pjrt = ", with the PJRT runtime v5e needs" if spec.chief.tpu_topology else ""
+    return (
+        f"TPU job: the image is built on {TPU_BASE} with TensorFlow {version}'s TPU-VM wheel and "
+        f"libtpu {libtpu_version}{pjrt}, as Vertex AI's TPU guide builds one (its prebuilt TPU "
+        "images may be past their end of availability, and there is none for v5e); "
+        "--parent-image with a TPU-ready image of yours skips this"
+    )
 
 
 def _version_tuple(version: str) -> tuple[int, ...]:
     return tuple(int(x) for x in version.split(".")[:2] if x.isdigit())
 
 
-def tpu_parent_image(region: str) -> str:
-    """The TPU-VM TensorFlow image (see ``TPU_IMAGE``), from the registry nearest ``region``."""
-    prefix = region.split("-", 1)[0]
-    where = {"europe": "europe", "asia": "asia", "australia": "asia", "me": "europe"}
-    return TPU_IMAGE.format(region=where.get(prefix, "us"))
-
-
 def parent_image(spec: JobSpec, tf_version: str | None = None) -> str:
     """The base image: ``--parent-image``, else TensorFlow's image for the version and device.
 
-    TPU jobs get the TPU-VM image (``TPU_IMAGE``); Estimator jobs TensorFlow 2.15 (the last with
-    tf.estimator) unless this machine's TensorFlow is older.
+    TPU jobs are built on ``TPU_BASE`` (see :func:`tpu_steps`); Estimator jobs get TensorFlow 2.15
+    (the last with tf.estimator) unless this machine's TensorFlow is older.
     """
     if spec.image.parent_image:
         return spec.image.parent_image
     if spec.chief.is_tpu:
-        return tpu_parent_image(spec.region)
+        return TPU_BASE
     version = tf_version or local_tensorflow_version() or "latest"
     version = ".".join(version.split(".")[:3]) if version != "latest" else version
     if spec.estimator and (version == "latest" or _version_tuple(version) > (2, 15)):

@@ -152,6 +152,21 @@ TPUS: dict[str, tuple[str, str | None, int, str | None, float]] = {
 TPU_TYPES = tuple(TPUS)
 GPU_TYPES = tuple(GPUS)
 
+# Accelerators past their time. A retired one is refused with the closest current choice; a
+# legacy one still runs when named, but is not offered (listings, the panel, the form).
+RETIRED: dict[str, tuple[str, str, str]] = {
+    "K80": (
+        "2024-05-01",
+        "https://cloud.google.com/compute/docs/eol/k80-eol",
+        "T4",  # the same n1 shapes, a newer GPU
+    ),
+}
+"""GPU -> (end of support, announcement, what to use instead)."""
+LEGACY = ("P4", "P100")
+"""Pascal GPUs (2016): still accepted by Vertex AI when named, no longer offered here."""
+OFFERED_GPU_TYPES = tuple(g for g in GPUS if g not in RETIRED and g not in LEGACY)
+"""The GPU types listings offer."""
+
 
 def _machine_family(machine_type: str) -> str:
     for family in ("a2-highgpu", "a2-ultragpu", "a3-highgpu", "g2"):
@@ -186,6 +201,14 @@ def gpu_machine(gpu: str, count: int, machine_type: str | None = None) -> Machin
         SpecError: the count is impossible for that GPU or machine type, with the fix.
     """
     gpu = normalize_gpu_type(gpu)
+    if gpu in RETIRED:
+        ended, notice, instead = RETIRED[gpu]
+        raise SpecError(
+            f"{gpu} GPUs reached end of support on Google Cloud on {ended} ({notice}); Vertex AI "
+            "no longer runs them",
+            f"use --gpu-type {instead} (the same machine shapes) or L4",
+            field="gpu_type",
+        )
     enum, gpu_price, allowed = GPUS[gpu]
     chosen = machine_type
     if machine_type is None:
@@ -194,7 +217,11 @@ def gpu_machine(gpu: str, count: int, machine_type: str | None = None) -> Machin
     counts = allowed.get(family)
     if machine_type is None or counts is None or count not in counts:
         options = "; ".join(f"{fam}: {', '.join(map(str, c))}" for fam, c in allowed.items())
-        alts = [g for g, (_, _, a) in GPUS.items() if any(count in c for c in a.values())]
+        alts = [
+            g
+            for g, (_, _, a) in GPUS.items()
+            if g in OFFERED_GPU_TYPES and any(count in c for c in a.values())
+        ]
         also = f", or another GPU type that offers {count} ({', '.join(alts)})" if alts else ""
         where = f" on {chosen}" if chosen and counts is None else ""
         raise SpecError(
@@ -256,6 +283,8 @@ def _presets() -> dict[str, Machine]:
     vcpus, mem, price = MACHINE_TYPES["n1-standard-4"]
     table["CPU"] = Machine("CPU", "n1-standard-4", vcpus=vcpus, memory_gb=mem, price_per_hour=price)
     for gpu, (_, _, allowed) in GPUS.items():
+        if gpu in RETIRED:  # named, it is refused with what to use instead
+            continue
         for counts in allowed.values():
             for n in counts:
                 if n in (1, 4, 8) or gpu in _FIXED_FOR_COUNT:
@@ -314,6 +343,8 @@ def lookup(name: str) -> Machine:
     raise _unknown_machine(key)
 
 
-def catalog_rows() -> list[Machine]:
-    """Every preset, for listings (``%tfc_machines``, the panel, the REST catalog)."""
-    return list(PRESETS.values())
+def catalog_rows(*, legacy: bool = False) -> list[Machine]:
+    """Every preset offered, for listings (``%tfc_machines``, the panel, the REST catalog);
+    ``legacy`` adds the P4 and P100 ones (still runnable when named)."""
+    legacy_enums = {GPUS[g][0] for g in LEGACY}
+    return [m for m in PRESETS.values() if legacy or m.accelerator_type not in legacy_enums]

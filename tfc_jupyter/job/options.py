@@ -79,7 +79,7 @@ class JobOptions:
     )
     gpus: int | None = _opt(None, "GPUs per machine (chief and workers).", metavar="N")
     gpu_type: str | None = _opt(
-        None, f"GPU type: {', '.join(catalog.GPU_TYPES)} (default T4).", metavar="TYPE"
+        None, f"GPU type: {', '.join(catalog.OFFERED_GPU_TYPES)} (default T4).", metavar="TYPE"
     )
     machine: str | None = _opt(
         None,

@@ -257,15 +257,7 @@ def _image_notes(spec: JobSpec, parent: str, notes: list[str]) -> list[str]:
     if spec.image.parent_image:
         return warnings
     if spec.chief.is_tpu:
-        notes.append(
-            f"TPU job: parent image {parent}, Vertex AI's TensorFlow {images.TPU_IMAGE_TF} "
-            "TPU-VM image (TensorFlow's TPU build with libtpu; the newest prebuilt one)"
-        )
-        if spec.chief.tpu_topology:
-            warnings.append(
-                "Vertex AI has no prebuilt TensorFlow image for TPU v5e: pass --parent-image "
-                "with TensorFlow's TPU-VM wheel and libtpu.so (see the README)"
-            )
+        notes.append(images.tpu_image_note(spec))
     elif spec.estimator:
         notes.append(
             f"uses tf.estimator, which TensorFlow removed in 2.16: the job runs on parent "

@@ -129,35 +129,31 @@ def parse_duration(text: str | int | float | None) -> int | None:
     return seconds
 
 
-def parse_labels(items: Iterable[str] | Mapping[str, str]) -> tuple[tuple[str, str], ...]:
-    """``["team=ml", "run=1"]`` or a mapping -> sorted pairs (validated by JobSpec)."""
+def _pairs(
+    items: Iterable[str] | Mapping[str, str], *, flag: str, example: str, field: str, strip: bool
+) -> tuple[tuple[str, str], ...]:
+    """``["k=v", ...]`` or a mapping -> sorted ``(key, value)`` pairs, the last of a key
+    winning; a value keeps what follows the first '=' (stripped when ``strip``)."""
     if isinstance(items, Mapping):
         return tuple(sorted((str(k), str(v)) for k, v in items.items()))
     pairs: dict[str, str] = {}
     for item in items:
         key, sep, value = item.partition("=")
         if not sep:
-            raise SpecError(
-                f"label {item!r} has no '='", "write labels as --label key=value", field="labels"
-            )
-        pairs[key.strip()] = value.strip()
+            raise SpecError(f"{flag} {item!r} has no '='", f"write {flag} {example}", field=field)
+        pairs[key.strip()] = value.strip() if strip else value
     return tuple(sorted(pairs.items()))
+
+
+def parse_labels(items: Iterable[str] | Mapping[str, str]) -> tuple[tuple[str, str], ...]:
+    """``["team=ml", "run=1"]`` or a mapping -> sorted pairs (validated by JobSpec)."""
+    return _pairs(items, flag="--label", example="key=value", field="labels", strip=True)
 
 
 def parse_env(items: Iterable[str] | Mapping[str, str]) -> tuple[tuple[str, str], ...]:
     """``["MODE=fast", "SEED=1"]`` or a mapping -> sorted pairs (validated by JobSpec; a value
     keeps its spaces and may hold '=')."""
-    if isinstance(items, Mapping):
-        return tuple(sorted((str(k), str(v)) for k, v in items.items()))
-    pairs: dict[str, str] = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep:
-            raise SpecError(
-                f"--env {item!r} has no '='", "write variables as --env NAME=VALUE", field="env"
-            )
-        pairs[key.strip()] = value
-    return tuple(sorted(pairs.items()))
+    return _pairs(items, flag="--env", example="NAME=VALUE", field="env", strip=False)
 
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")

@@ -363,13 +363,21 @@ class PanelModel:
             ]
         elif name in ("machine", "worker_machine"):
             first = f"default ({default_machine})" if name == "machine" else "same as the chief"
+            machines = list(self.machines)
+            named = getattr(self.choices, name)
+            if named and named not in {m.name for m in machines}:  # a legacy one, named
+                with contextlib.suppress(TfcError):
+                    machines.append(catalog.lookup(named))
             rows = [("", first)] + [
                 (m.name, f"{m.name} · {m.describe()} · {_price(m.price_per_hour)}")
-                for m in self.machines
+                for m in machines
             ]
         elif name == "gpu_type":
             rows = [("", "default (the machine's, else T4)")] + [
-                (g, f"{g} · ${price:.2f} per GPU-hour") for g, (_, price, _) in catalog.GPUS.items()
+                (g, f"{g} · ${price:.2f} per GPU-hour")
+                for g, (_, price, _) in catalog.GPUS.items()
+                if g in catalog.OFFERED_GPU_TYPES
+                or g == self.choices.gpu_type  # a legacy one named
             ]
         elif name == "gpus":
             counts = sorted({n for _, _, a in catalog.GPUS.values() for c in a.values() for n in c})

@@ -292,7 +292,7 @@ class JobService:
             "machines": [
                 {**m.to_dict(), "description": m.describe()} for m in catalog.catalog_rows()
             ],
-            "gpu_types": list(catalog.GPU_TYPES),
+            "gpu_types": list(catalog.OFFERED_GPU_TYPES),
             "tpu_types": list(catalog.TPU_TYPES),
             "prices_as_of": catalog.PRICES_AS_OF,
         }

@@ -116,6 +116,32 @@ def credentials(endpoint: str) -> Any:
     return creds
 
 
+def base_url(endpoint: str) -> str:
+    """``host:port`` -> ``https://host:port`` (``http://`` on loopback); URLs stay."""
+    if "//" in endpoint:
+        return endpoint.rstrip("/")
+    scheme = "http" if is_loopback(endpoint) else "https"
+    return f"{scheme}://{endpoint.rstrip('/')}"
+
+
+def authorized_session(endpoint: str) -> Any:
+    """A ``requests`` session authorized for ``endpoint`` (anonymous on loopback); the caller
+    checks first that google-auth is installed."""
+    from google.auth.transport.requests import AuthorizedSession
+
+    return AuthorizedSession(credentials(endpoint))
+
+
+def checked(reply: Any, ok: tuple[int, ...] = (200,)) -> Any:
+    """The reply, or the Google API error it carries: the exception class the client libraries
+    raise over REST, so :func:`explain` reads both alike."""
+    if reply.status_code in ok:
+        return reply
+    from google.api_core import exceptions as gexc
+
+    raise gexc.from_http_response(reply)
+
+
 # ------------------------------------------------------------------------------- errors
 def _field(exc: Any) -> tuple[str, str]:
     """The field at fault and its problem, from a 400's details or Vertex's message."""

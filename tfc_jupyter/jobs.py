@@ -193,15 +193,7 @@ class Job:
         """Where the job saved its model: the path of its last ``model.save``, ``model.export``
         or ``tf.saved_model.save``, else the job's ``AIP_MODEL_DIR`` (``--base-output-dir``),
         else the job folder's ``model/`` when the code wrote there, else None."""
-        saved = self.results().model_dir
-        if saved:
-            return saved
-        rec = self.store.get(self.id)
-        base = (rec.spec or {}).get("base_output_dir")
-        if base:
-            return f"{str(base).rstrip('/')}/model/"
-        kept = Path(rec.job_dir) / "model" if rec.job_dir else None  # tfc_runtime.model_dir()
-        return str(kept) if kept is not None and kept.is_dir() and any(kept.iterdir()) else None
+        return model_dir(self.store.get(self.id), self.results())
 
     def load_model(self) -> Any:
         """The model the job saved, loaded in this process: a ``.keras`` or ``.h5`` file with
@@ -212,7 +204,8 @@ class Job:
         """
         from .results import load_saved
 
-        return load_saved(self.store.get(self.id), self.results(), self.model_dir)
+        rec, results = self.store.get(self.id), self.results()
+        return load_saved(rec, results, model_dir(rec, results))
 
     def plot(self) -> str | None:
         """The loss and metrics curves as an SVG image (None before the first epoch ends)."""
@@ -338,6 +331,17 @@ class Job:
             f"<b style='color:{color}'>{rec.state.value}</b> "
             f"({rec.elapsed:.1f} s){links}{error}</div>"
         )
+
+
+def model_dir(rec: JobRecord, results: Results) -> str | None:
+    """Where a job saved its model (see :attr:`Job.model_dir`), from its record and results."""
+    if results.model_dir:
+        return results.model_dir
+    base = (rec.spec or {}).get("base_output_dir")
+    if base:
+        return f"{str(base).rstrip('/')}/model/"
+    kept = Path(rec.job_dir) / "model" if rec.job_dir else None  # tfc_runtime.model_dir()
+    return str(kept) if kept is not None and kept.is_dir() and any(kept.iterdir()) else None
 
 
 def job_dict(record: JobRecord) -> dict[str, Any]:

@@ -52,8 +52,9 @@ def serve(job: Job, *, start_s: float = START_S) -> str:
     running = _SERVERS.get(job.id)
     if running is not None and running[0].poll() is None:
         return running[1]
-    here = [d for d in log_dirs(job) if "://" not in d and Path(d).is_dir()]
-    remote = [d for d in log_dirs(job) if "://" in d]
+    found = log_dirs(job)
+    here = [d for d in found if "://" not in d and Path(d).is_dir()]
+    remote = [d for d in found if "://" in d]
     if not here:
         where = f"; its cloud folder {remote[0]} opens with tensorboard --logdir" if remote else ""
         raise SpecError(

@@ -160,7 +160,7 @@ class VertexBackend:
         """Put the job's package in the build bucket, unless it is there (same bytes);
         True when it was uploaded."""
         from ..image import wheel
-        from ..image.cloudbuild import CloudBuildSettings
+        from ..image.cloudbuild import CloudBuildSettings, bucket_name
         from ..image.cloudbuild.storage import Storage
 
         spec, package = plan.spec, plan.package
@@ -170,8 +170,7 @@ class VertexBackend:
             if plan.settings
             else CloudBuildSettings.load()
         )
-        bucket = spec.image.build_bucket.removeprefix("gs://").rstrip("/")
-        storage = Storage(spec.project, bucket, settings)
+        storage = Storage(spec.project, bucket_name(spec.image.build_bucket), settings)
         return storage.put(package.object_name(), package.data, wheel.CONTENT_TYPE)
 
     def refresh(self, record: JobRecord) -> JobRecord:
@@ -289,12 +288,12 @@ class VertexBackend:
 
         def create() -> dict[str, Any]:
             reply = session.post(url, json=body, timeout=timeout)
-            return dict(vertex_api.checked(reply).json())
+            return dict(gcloud.checked(reply).json())
 
         def adopt() -> dict[str, Any] | None:
             """A job that an earlier, timed-out try created after all (so: no duplicate)."""
             reply = session.get(url, params={"filter": flt}, timeout=timeout)
-            for found in vertex_api.checked(reply).json().get("customJobs", []):
+            for found in gcloud.checked(reply).json().get("customJobs", []):
                 if found.get("name") in known:
                     continue
                 if vertex_api.same_job(found, body):

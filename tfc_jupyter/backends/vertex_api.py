@@ -17,7 +17,7 @@ from typing import Any
 
 from ..config import current_settings
 from ..errors import MissingDependency
-from ..gcloud import credentials, is_loopback
+from ..gcloud import authorized_session, base_url, credentials, is_loopback
 
 
 @dataclass(frozen=True)
@@ -120,29 +120,14 @@ def logging_client(settings: VertexSettings, project: str) -> Any:
 
 def rest_url(settings: VertexSettings, region: str) -> str:
     """Vertex AI's REST base URL for ``region`` (``http://`` on loopback)."""
-    endpoint = settings.api_endpoint(region)
-    if "//" in endpoint:
-        return endpoint.rstrip("/")
-    return f"{'http' if is_loopback(endpoint) else 'https'}://{endpoint.rstrip('/')}"
+    return base_url(settings.api_endpoint(region))
 
 
 def rest_session(settings: VertexSettings, region: str) -> Any:
     """An authorized ``requests`` session for Vertex AI's REST API (anonymous on loopback):
     google-auth only, no aiplatform import."""
     require_clients()
-    from google.auth.transport.requests import AuthorizedSession
-
-    return AuthorizedSession(credentials(settings.api_endpoint(region)))
-
-
-def checked(reply: Any) -> Any:
-    """The reply, or the Google API error it carries (the same exception class the aiplatform
-    client raises over REST, so :func:`tfc_jupyter.gcloud.explain` reads it alike)."""
-    if reply.status_code == 200:
-        return reply
-    from google.api_core import exceptions as gexc
-
-    raise gexc.from_http_response(reply)
+    return authorized_session(settings.api_endpoint(region))
 
 
 def same_job(found: Mapping[str, Any], body: Mapping[str, Any]) -> bool:

@@ -268,17 +268,17 @@ class JobService:
         """What the job reported: each Keras epoch's loss and metrics, the last ones, where it
         saved its model, and the curves as an SVG image (``svg``: None before an epoch ends)."""
         from ..plot import svg
+        from ..results import job_results
 
         client = self.client()
         record = self._record(client, job_id)
-        job = client.job(record.id)
-        results = job.results()
+        results = job_results(record.log_dir)
         return {
             "job_id": record.id,
             "state": record.state.value,
             "terminal": record.state.is_terminal(),
             **results.to_dict(),
-            "model_dir": job.model_dir,
+            "model_dir": jobs.model_dir(record, results),
             "svg": svg(results, done=record.state.is_terminal()),
         }
 

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from ... import gcloud
-from ...gcloud import Api
+from ...gcloud import Api, checked
 from .settings import CloudBuildSettings, require
 
 T = TypeVar("T")
@@ -16,9 +16,7 @@ T = TypeVar("T")
 def session(endpoint: str) -> Any:
     """An ``AuthorizedSession`` for ``endpoint`` (anonymous on loopback)."""
     require()
-    from google.auth.transport.requests import AuthorizedSession
-
-    return AuthorizedSession(gcloud.credentials(endpoint))
+    return gcloud.authorized_session(endpoint)
 
 
 def call(
@@ -34,15 +32,6 @@ def call(
         api=api,
         **kw,
     )
-
-
-def checked(reply: Any, ok: tuple[int, ...] = (200,)) -> Any:
-    """The reply, or the Google API error it carries (for :func:`gcloud.explain`)."""
-    if reply.status_code in ok:
-        return reply
-    from google.api_core import exceptions as gexc
-
-    raise gexc.from_http_response(reply)
 
 
 def json_body(reply: Any, *, missing: bool = False) -> Any:

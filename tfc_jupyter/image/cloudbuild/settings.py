@@ -10,6 +10,7 @@ from typing import Any
 from ... import gcloud
 from ...config import current_settings
 from ...errors import BackendError, MissingDependency, SpecError
+from ...gcloud import base_url
 from ...job.spec import JobSpec
 
 CLOUDBUILD_URL = "https://cloudbuild.googleapis.com"
@@ -68,14 +69,6 @@ class CloudBuildSettings:
         if self.endpoint and gcloud.is_loopback(self.endpoint):
             return base_url(self.endpoint)
         return STORAGE_URL
-
-
-def base_url(endpoint: str) -> str:
-    """``host:port`` -> ``https://host:port`` (``http://`` on loopback); URLs stay."""
-    if "//" in endpoint:
-        return endpoint.rstrip("/")
-    scheme = "http" if gcloud.is_loopback(endpoint) else "https"
-    return f"{scheme}://{endpoint.rstrip('/')}"
 
 
 def bucket_name(value: str | None) -> str:

@@ -59,33 +59,15 @@ class Storage:
         name = f"{OBJECT_PREFIX}{context.tag}.tar.gz"
         where = f"gs://{self.bucket}/{name}"
         fh, size, md5 = tarball(context)
-        url = self.object_url(self.bucket, name)
 
-        def look() -> Any:
-            reply = self.session.get(url, timeout=self.settings.timeout_s)
-            return json_body(reply, missing=True)
+        def body() -> Any:
+            fh.seek(0)
+            return _Reading(fh, size, where)
 
         try:
-            meta = self.call(f"looking up {where}", look)
-            if meta and meta.get("md5Hash") == md5:
-                human = package.human_size(size)
-                report(Progress("context", f"{where} is there already ({human})"))
-            else:
-
-                def send() -> dict[str, Any]:
-                    fh.seek(0)
-                    return json_body(
-                        self.session.post(
-                            f"{self.settings.storage_url()}/upload/storage/v1/b/{self.bucket}/o",
-                            params={"uploadType": "media", "name": name},
-                            data=_Reading(fh, size, where),
-                            headers={"Content-Type": "application/gzip"},
-                            timeout=max(self.settings.timeout_s, size / 1e6),  # >= 1 MB/s
-                        )
-                    )
-
-                report(Progress("context", f"uploading {package.human_size(size)} to {where}"))
-                meta = self.call(f"uploading the build context to {where}", send)
+            meta, _ = self._put_once(
+                name, md5, size, body, "application/gzip", "context", "the build context"
+            )
         finally:
             fh.close()
         source = {"bucket": self.bucket, "object": name}
@@ -96,8 +78,25 @@ class Storage:
     def put(self, name: str, data: bytes, content_type: str) -> bool:
         """Put ``data`` at ``name`` in the bucket unless the same bytes are there (its MD5);
         True when it was uploaded."""
-        where = f"gs://{self.bucket}/{name}"
         md5 = base64.b64encode(hashlib.md5(data, usedforsecurity=False).digest()).decode()
+        _, sent = self._put_once(
+            name, md5, len(data), lambda: data, content_type, "package", "the job's package"
+        )
+        return sent
+
+    def _put_once(
+        self,
+        name: str,
+        md5: str,
+        size: int,
+        body: Callable[[], Any],
+        content_type: str,
+        phase: str,
+        what: str,
+    ) -> tuple[Any, bool]:
+        """Look the object up; upload ``body()`` unless the same bytes (``md5``) are there.
+        Returns its metadata and whether it was uploaded; progress is reported as ``phase``."""
+        where = f"gs://{self.bucket}/{name}"
         url = self.object_url(self.bucket, name)
 
         def look() -> Any:
@@ -105,25 +104,22 @@ class Storage:
 
         meta = self.call(f"looking up {where}", look)
         if meta and meta.get("md5Hash") == md5:
-            report(
-                Progress("package", f"{where} is there already ({package.human_size(len(data))})")
-            )
-            return False
+            report(Progress(phase, f"{where} is there already ({package.human_size(size)})"))
+            return meta, False
 
         def send() -> Any:
             return json_body(
                 self.session.post(
                     f"{self.settings.storage_url()}/upload/storage/v1/b/{self.bucket}/o",
                     params={"uploadType": "media", "name": name},
-                    data=data,
+                    data=body(),
                     headers={"Content-Type": content_type},
-                    timeout=max(self.settings.timeout_s, len(data) / 1e6),
+                    timeout=max(self.settings.timeout_s, size / 1e6),  # >= 1 MB/s
                 )
             )
 
-        report(Progress("package", f"uploading {package.human_size(len(data))} to {where}"))
-        self.call(f"uploading the job's package to {where}", send)
-        return True
+        report(Progress(phase, f"uploading {package.human_size(size)} to {where}"))
+        return self.call(f"uploading {what} to {where}", send), True
 
 
 class LogReader:

@@ -33,8 +33,16 @@ MODERN_GPUS = {
     "A100_80GB_8X": ("a2-ultragpu-8g", "NVIDIA_A100_80GB", 8),
     "L4_1X": ("g2-standard-8", "NVIDIA_L4", 1),
     "L4_8X": ("g2-standard-96", "NVIDIA_L4", 8),
+    "H100_1X": ("a3-highgpu-1g", "NVIDIA_H100_80GB", 1),
+    "H100_2X": ("a3-highgpu-2g", "NVIDIA_H100_80GB", 2),
+    "H100_4X": ("a3-highgpu-4g", "NVIDIA_H100_80GB", 4),
     "H100_8X": ("a3-highgpu-8g", "NVIDIA_H100_80GB", 8),
+    "H100_MEGA_8X": ("a3-megagpu-8g", "NVIDIA_H100_MEGA_80GB", 8),
+    "H200_8X": ("a3-ultragpu-8g", "NVIDIA_H200_141GB", 8),
+    "B200_8X": ("a4-highgpu-8g", "NVIDIA_B200", 8),
 }
+# Machines with no verified list price here: a plan says "price not listed" for them.
+UNPRICED = {"H100_1X", "H100_2X", "H100_4X", "H100_MEGA_8X", "H200_8X", "B200_8X"}
 
 # TPU name -> (machine type, accelerator enum, count, topology)
 TPUS = {
@@ -74,7 +82,9 @@ def test_legacy_gpus_run_when_named_and_are_not_offered() -> None:
     listed = {m.accelerator_type for m in catalog.catalog_rows()}
     assert not {"NVIDIA_TESLA_P4", "NVIDIA_TESLA_P100", "NVIDIA_TESLA_K80"} & listed
     assert "NVIDIA_TESLA_P100" in {m.accelerator_type for m in catalog.catalog_rows(legacy=True)}
-    assert catalog.OFFERED_GPU_TYPES == ("V100", "T4", "A100", "A100_80GB", "L4", "H100")
+    assert catalog.OFFERED_GPU_TYPES == (
+        "V100", "T4", "A100", "A100_80GB", "L4", "H100", "H100_MEGA", "H200", "B200"
+    )  # fmt: skip
     # An impossible count suggests only GPUs that are offered.
     with pytest.raises(SpecError) as info:
         gpu_machine("T4", 8)
@@ -115,8 +125,33 @@ def test_tpu_hosts(tpu: str) -> None:
     assert tpu_machine(tpu.upper().replace("-", "_")) == m
 
 
-def test_v5litepod_spelling_is_v5e() -> None:
+def test_v5litepod_and_topology_spellings_are_v5e() -> None:
     assert tpu_machine("v5litepod-4") == tpu_machine("v5e-4")
+    assert tpu_machine("v5e-2x2") == tpu_machine("v5e-4")
+    assert tpu_machine("v5e-2x4") == tpu_machine("v5e-8") == lookup("TPU_V5E_2X4")
+    assert tpu_machine("v5e-1x1") == tpu_machine("v5e-1")
+
+
+@pytest.mark.parametrize(
+    ("tpu", "words", "fix"),
+    [
+        ("v6e-8", "TensorFlow has no v6e build", "--tpu v5e-8"),
+        ("v5p-8", "not v5p", "--tpu v5e-8"),
+        ("v4-8", "not v4", "--tpu v5e-8"),
+        ("v5e-16", "several TPU hosts", "--tpu v5e-8"),
+        ("v5e-4x4", "several TPU hosts", "--tpu v5e-8"),
+        ("v5litepod-32", "several TPU hosts", "--tpu v5e-8"),
+        ("v3-32", "several TPU hosts", "--tpu v3-8"),
+        ("v2-512", "several TPU hosts", "--tpu v2-8"),
+        ("v5e-3", "unknown TPU type", "v5e-2x2"),
+        ("v9", "unknown TPU type", "v5e-8"),
+    ],
+)
+def test_tpus_vertex_does_not_offer_here_say_why(tpu: str, words: str, fix: str) -> None:
+    with pytest.raises(SpecError) as info:
+        tpu_machine(tpu)
+    text = str(info.value)
+    assert words in text and fix in text.split("Fix:", 1)[1] and info.value.field == "tpu", text
 
 
 def test_every_accelerator_is_a_vertex_enum() -> None:
@@ -127,12 +162,77 @@ def test_every_accelerator_is_a_vertex_enum() -> None:
             assert m.accelerator_type in AcceleratorType.__members__, m
 
 
-def test_every_row_knows_size_and_price() -> None:
+def test_every_row_knows_its_size_and_a_price_or_says_it_has_none() -> None:
     for m in catalog.catalog_rows():
         assert m.machine_type in catalog.MACHINE_TYPES
         assert m.vcpus > 0 and m.memory_gb > 0, m
-        assert m.price_per_hour > 0, m
+        if m.name in UNPRICED:
+            assert m.price_per_hour is None, m
+        else:
+            assert m.price_per_hour is not None and m.price_per_hour > 0, m
         assert m.describe().startswith(m.machine_type)
+    assert catalog.price_text(None) == "price not listed"
+    assert catalog.price_text(12.5) == "$12.50/h"
+    # a sum is unknown as soon as a counted part is, and a part counted 0 times does not count
+    assert catalog.total_price((1.0, 1), (None, 2)) is None
+    assert catalog.total_price((1.0, 1), (None, 0)) == 1.0
+    assert catalog.total_price((1.5, 2), (0.25, 4)) == 4.0
+
+
+@pytest.mark.parametrize(
+    ("spelling", "short"),
+    [
+        ("nvidia-h100-mega-80gb", "H100_MEGA"),
+        ("NVIDIA_H100_MEGA_80GB", "H100_MEGA"),
+        ("h100-mega", "H100_MEGA"),
+        ("nvidia-h200-141gb", "H200"),
+        ("H200", "H200"),
+        ("NVIDIA_B200", "B200"),
+        ("nvidia-h100-80gb", "H100"),
+    ],
+)
+def test_new_gpu_spellings(spelling: str, short: str) -> None:
+    """Compute Engine's names (nvidia-h200-141gb) and Vertex AI's enums both reach the GPU."""
+    assert normalize_gpu_type(spelling) == short
+
+
+@pytest.mark.parametrize("name", ["GB200_4X", "a4x-highgpu-4g", "gb200"])
+def test_gb200_on_arm_is_refused_with_what_to_use(name: str) -> None:
+    with pytest.raises(SpecError) as info:
+        lookup(name) if name != "gb200" else gpu_machine(name, 4)
+    text = str(info.value)
+    assert "ARM" in text and "Fix: use --gpu-type B200" in text and "\n" not in text
+
+
+def test_legacy_gpus_carry_their_dates() -> None:
+    p100, p4 = lookup("P100_1X"), lookup("P4_1X")
+    note = catalog.legacy_note(p100)
+    assert note is not None
+    assert "2016 Pascal GPU" in note and "since 2017" in note
+    assert f"no end-of-support date announced as of {catalog.LEGACY_CHECKED}" in note
+    assert "since 2018" in str(catalog.legacy_note(p4))
+    assert (
+        catalog.legacy_note(lookup("T4_1X")) is None and catalog.legacy_note(lookup("CPU")) is None
+    )
+
+
+@pytest.mark.parametrize(
+    ("name", "scheduling", "reservation", "words"),
+    [
+        ("H100_1X", "standard", None, "only as Spot or flex-start"),
+        ("H100_4X", "standard", None, "only as Spot or flex-start"),
+        ("H200_8X", "standard", None, "recommends reserved capacity"),
+        ("B200_8X", "standard", None, "recommends reserved capacity"),
+        ("H100_1X", "spot", None, None),
+        ("H200_8X", "flex_start", None, None),
+        ("B200_8X", "standard", "any", None),
+        ("H100_8X", "standard", None, None),
+        ("T4_1X", "standard", None, None),
+    ],
+)
+def test_capacity_notes(name: str, scheduling: str, reservation: str | None, words: str) -> None:
+    note = catalog.capacity_note(lookup(name), scheduling=scheduling, reservation=reservation)
+    assert (note is None) if words is None else (note is not None and words in note), note
 
 
 def test_price_counts_the_gpus() -> None:
@@ -146,7 +246,13 @@ def test_price_counts_the_gpus() -> None:
 
 @pytest.mark.parametrize(
     ("gpu", "count", "allowed"),
-    [("T4", 8, "1, 2, 4"), ("H100", 1, "8"), ("T4", 3, "1, 2, 4"), ("V100", 3, "1, 2, 4, 8")],
+    [
+        ("T4", 8, "1, 2, 4"),
+        ("H200", 4, "8"),
+        ("T4", 3, "1, 2, 4"),
+        ("V100", 3, "1, 2, 4, 8"),
+        ("H100", 3, "1, 2, 4, 8"),
+    ],
 )
 def test_impossible_gpu_counts_name_the_allowed_ones(gpu: str, count: int, allowed: str) -> None:
     with pytest.raises(SpecError) as info:
@@ -204,7 +310,7 @@ def test_tpu_host_types_are_asked_for_with_tpu() -> None:
         with pytest.raises(SpecError, match="--tpu"):
             lookup(raw)
     with pytest.raises(SpecError, match="v2-8, v3-8"):
-        tpu_machine("v4-8")
+        tpu_machine("v7-8")
 
 
 @pytest.mark.parametrize(

@@ -208,6 +208,8 @@ def test_tfc_machines_lists_the_catalog(ip: Any) -> None:
     assert names == {m.name for m in catalog.catalog_rows()}
     assert {"CPU", "T4_1X", "V100_8X", "A100_80GB_1X", "H100_8X", "TPU", "TPU_V5E_4"} <= names
     assert "ct5lp-hightpu-4t" in cap.stdout and "TPU 2x2" in cap.stdout
+    h200 = next(line for line in cap.stdout.splitlines() if line.startswith("H200_8X "))
+    assert h200.split()[-1] == "-" and "no verified list price" in cap.stdout.splitlines()[-1]
 
 
 # ---------------------------------------------------------------- every argument string

@@ -83,7 +83,7 @@ def test_gpu_flags(
     [
         ("--gpus 3", "1, 2, 4"),
         ("--gpus 8", "1, 2, 4"),
-        ("--gpus 1 --gpu-type H100", "a3-highgpu: 8"),
+        ("--gpus 1 --gpu-type H200", "a3-ultragpu: 8"),
         ("--machine A100_1X --gpus 2", "drop --gpus"),
         ("--gpu-type T4", "add --gpus N"),
         ("--machine T4_1Y", "did you mean T4_1X?"),

@@ -205,3 +205,44 @@ def test_keras3_fit_under_multiworker_is_refused_before_launch(tmp_path: Path) -
         "%%tfc_run --workers 1\nmodel.fit([[1.0]], [[1.0]])",
     )
     assert any(r.startswith("tf-keras") for r in plan_for(ok).requirements)
+
+
+@pytest.mark.parametrize(
+    ("line", "words"),
+    [
+        ("--machine H200_8X", "Vertex AI recommends reserved capacity for a3-ultragpu-8g"),
+        ("--machine B200_8X --workers 1", "Vertex AI recommends reserved capacity for a4-highgpu"),
+        ("--gpus 1 --gpu-type H100", "offers a3-highgpu-1g only as Spot or flex-start"),
+        ("--machine P100_1X", "P100 is a 2016 Pascal GPU (on Google Cloud since 2017"),
+        ("--gpus 2 --gpu-type P4", "P4 is a 2016 Pascal GPU (on Google Cloud since 2018"),
+    ],
+)
+def test_vertex_plans_warn_of_legacy_gpus_and_scarce_capacity(
+    settings: Settings, line: str, words: str
+) -> None:
+    sel = Selection(cells=[Cell(1, "print('hi')")], notebook=None, how="test")
+    vertex = "--backend vertex --project my-proj-1 "
+    plan = make_plan(sel, options.parse_line(vertex + line), settings)
+    assert [w for w in plan.warnings if words in w], plan.warnings
+    assert sum(words in w for w in plan.warnings) == 1  # said once, however many pools
+    # Held capacity answers the capacity warning; on this machine neither applies.
+    if "capacity" in words or "Spot" in words:
+        held = make_plan(sel, options.parse_line(vertex + line + " --spot"), settings)
+        assert not [w for w in held.warnings if "Spot" in w or "capacity" in w], held.warnings
+    local = make_plan(sel, options.parse_line(line), settings)
+    assert not [w for w in local.warnings if words in w]
+
+
+def test_a_machine_without_a_listed_price_says_so(settings: Settings) -> None:
+    """No verified list price: the plan shows none and links the pricing page, not $0."""
+    sel = Selection(cells=[Cell(1, "print('hi')")], notebook=None, how="test")
+    line = "--backend vertex --project my-proj-1 --machine H200_8X --workers 1 --worker-machine CPU"
+    plan = make_plan(sel, options.parse_line(line), settings)
+    assert plan.spec.cost_per_hour() is None
+    text = plan.to_text(script=False)
+    assert "pool 0 chief x1: H200_8X" in text and "(price not listed)" in text
+    assert "estimated cost: none; no verified list price for H200_8X" in text
+    assert catalog.PRICING_URL in text and "$0.00" not in text
+    assert catalog.PRICING_URL in plan._repr_html_()
+    assert plan.summary()["cost_per_hour"] is None
+    json.dumps(plan.summary())  # null in JSON

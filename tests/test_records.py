@@ -567,3 +567,39 @@ def test_an_older_records_watcher_pid_is_found(tmp_path: Path) -> None:
     old = JobRecord(id="j-old", name="n", backend="local", handle={"supervisor_pid": 4242})
     assert old.handle["watcher_pid"] == 4242
     assert JobRecord.from_dict(old.to_dict()).handle["watcher_pid"] == 4242
+
+
+def test_job_dict_costs_priced_unpriced_and_foreign_records(tmp_path: Path) -> None:
+    """The jobs API's cost: the list price times time on Vertex AI; null where a machine has no
+    verified price (never a made-up $0); an older record without a spec adds up what it holds."""
+    from tfc_jupyter import jobs
+    from tfc_jupyter.config import load_settings
+    from tfc_jupyter.job import catalog, options
+    from tfc_jupyter.job.spec import JobSpec
+
+    def record(spec: dict[str, Any], backend: str = "vertex") -> JobRecord:
+        now = time.time()
+        return JobRecord(
+            id="j1", name="n", backend=backend, spec=spec, created_at=now - 7200,
+            started_at=now - 3600, log_dir=str(tmp_path),
+        )  # fmt: skip
+
+    def spec_of(line: str) -> dict[str, Any]:
+        built = options.to_spec(
+            options.parse_line(line), load_settings(environ={}, include_server=False)
+        )
+        assert isinstance(built, JobSpec)
+        return built.to_dict()
+
+    t4 = catalog.lookup("T4_1X").price_per_hour
+    priced = jobs.job_dict(record(spec_of("--backend vertex --machine T4_1X --workers 1")))
+    assert priced["cost_per_hour"] == pytest.approx(2 * t4)
+    assert priced["cost_estimate"] == pytest.approx(2 * t4 * priced["elapsed"] / 3600, rel=1e-3)
+    unpriced = jobs.job_dict(record(spec_of("--backend vertex --machine H200_8X")))
+    assert unpriced["cost_per_hour"] is None and unpriced["cost_estimate"] is None
+    local = jobs.job_dict(record(spec_of("--machine H200_8X"), backend="local"))
+    assert local["cost_per_hour"] is None and local["cost_estimate"] == 0.0
+    # A record whose spec no longer rebuilds: the stored prices, the worker priced as the chief.
+    foreign = {"chief": {"price_per_hour": 1.5}, "worker_count": 2, "strategy": "nonsense"}
+    assert jobs.job_dict(record(foreign))["cost_per_hour"] == pytest.approx(4.5)
+    assert jobs.job_dict(record({"chief": {"price_per_hour": None}}))["cost_per_hour"] is None

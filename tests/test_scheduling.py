@@ -56,6 +56,10 @@ def test_flex_start_waits_for_its_gpus(settings: Settings) -> None:
     )
     body = _request(settings, "--gpus 8 --gpu-type H100 --flex-start 0")
     assert body["jobSpec"]["scheduling"]["maxWaitDuration"] == "0s"
+    # H200 and B200 too, as Vertex AI's Dynamic Workload Scheduler guide lists them.
+    for machine in ("H200_8X", "B200_8X", "H100_MEGA_8X", "H100_1X"):
+        body = _request(settings, f"--machine {machine} --flex-start 2h")
+        assert body["jobSpec"]["scheduling"]["strategy"] == "FLEX_START", machine
 
 
 @pytest.mark.parametrize(

@@ -180,6 +180,10 @@ async def test_machines_lists_the_catalog_with_prices(jp_fetch: Fetch) -> None:
     assert by_name["CPU"]["price_per_hour"] > 0 and by_name["CPU"]["description"]
     assert "T4" in data["gpu_types"] and "v3-8" in data["tpu_types"]
     assert data["prices_as_of"]
+    # A machine without a verified list price is listed with null, not a made-up number.
+    assert by_name["H200_8X"]["price_per_hour"] is None and "H200" in data["gpu_types"]
+    assert data["pricing_url"].startswith("https://cloud.google.com/vertex-ai/pricing")
+    assert "P100" not in data["gpu_types"] and "P100_1X" not in by_name
 
 
 async def test_openapi_documents_every_route(jp_fetch: Fetch) -> None:

@@ -499,6 +499,22 @@ def test_slow_response_still_does_the_work(server: VertexServer) -> None:
         ({"machineType": "ct5lp-hightpu-4t", "tpuTopology": "2x4"}, "tpu_topology"),
         (
             {
+                "machineType": "a3-ultragpu-8g",
+                "acceleratorType": "NVIDIA_H100_80GB",
+                "acceleratorCount": 8,
+            },
+            "accelerator_count",
+        ),
+        (
+            {
+                "machineType": "a4-highgpu-8g",
+                "acceleratorType": "NVIDIA_B200",
+                "acceleratorCount": 4,
+            },
+            "accelerator_count",
+        ),
+        (
+            {
                 "machineType": "ct5lp-hightpu-1t",
                 "tpuTopology": "1x1",
                 "acceleratorType": "TPU_V5_LITEPOD",
@@ -550,6 +566,22 @@ def test_machine_shapes_vertex_refuses(machine_spec: dict[str, Any], field: str)
         },
         {"machineType": "cloud-tpu", "acceleratorType": "TPU_V2", "acceleratorCount": 8},
         {"machineType": "ct5lp-hightpu-8t", "tpuTopology": "2x4"},
+        {
+            "machineType": "a3-highgpu-2g",
+            "acceleratorType": "NVIDIA_H100_80GB",
+            "acceleratorCount": 2,
+        },
+        {
+            "machineType": "a3-megagpu-8g",
+            "acceleratorType": "NVIDIA_H100_MEGA_80GB",
+            "acceleratorCount": 8,
+        },
+        {
+            "machineType": "a3-ultragpu-8g",
+            "acceleratorType": "NVIDIA_H200_141GB",
+            "acceleratorCount": 8,
+        },
+        {"machineType": "a4-highgpu-8g", "acceleratorType": "NVIDIA_B200", "acceleratorCount": 8},
     ],
 )
 def test_machine_shapes_vertex_accepts(machine_spec: dict[str, Any]) -> None:

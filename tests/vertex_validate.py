@@ -31,7 +31,8 @@ MACHINE_TYPES: set[str] = (
     | {"a2-megagpu-16g"}
     | {f"a2-ultragpu-{n}g" for n in (1, 2, 4, 8)}
     | {f"g2-standard-{n}" for n in (4, 8, 12, 16, 24, 32, 48, 96)}
-    | {"a3-highgpu-8g", "a3-megagpu-8g", "cloud-tpu"}
+    | {f"a3-highgpu-{n}g" for n in (1, 2, 4, 8)}
+    | {"a3-megagpu-8g", "a3-ultragpu-8g", "a4-highgpu-8g", "a4x-highgpu-4g", "cloud-tpu"}
     | {f"ct5lp-hightpu-{n}t" for n in (1, 4, 8)}
 )
 # GPUs on n1 machines and the counts each allows.
@@ -71,11 +72,14 @@ def built_in_gpus(machine_type: str) -> tuple[str, int] | None:
         return "NVIDIA_A100_80GB", int(m.group(1))
     if m := re.fullmatch(r"g2-standard-(\d+)", machine_type):
         return "NVIDIA_L4", _G2_L4[int(m.group(1))]
-    if machine_type == "a3-highgpu-8g":
-        return "NVIDIA_H100_80GB", 8
-    if machine_type == "a3-megagpu-8g":
-        return "NVIDIA_H100_MEGA_80GB", 8
-    return None
+    if m := re.fullmatch(r"a3-highgpu-(\d+)g", machine_type):
+        return "NVIDIA_H100_80GB", int(m.group(1))
+    return {
+        "a3-megagpu-8g": ("NVIDIA_H100_MEGA_80GB", 8),
+        "a3-ultragpu-8g": ("NVIDIA_H200_141GB", 8),
+        "a4-highgpu-8g": ("NVIDIA_B200", 8),
+        "a4x-highgpu-4g": ("NVIDIA_GB200", 4),
+    }.get(machine_type)
 
 
 def _machine(at: str, spec: dict[str, Any], pool_index: int, replicas: int) -> Problems:
@@ -359,7 +363,15 @@ def validate(body: dict[str, Any]) -> Problems:
     return out
 
 
-_FLEX_GPUS = {"NVIDIA_L4", "NVIDIA_TESLA_A100", "NVIDIA_A100_80GB", "NVIDIA_H100_80GB"}
+_FLEX_GPUS = {
+    "NVIDIA_L4",
+    "NVIDIA_TESLA_A100",
+    "NVIDIA_A100_80GB",
+    "NVIDIA_H100_80GB",
+    "NVIDIA_H100_MEGA_80GB",
+    "NVIDIA_H200_141GB",
+    "NVIDIA_B200",
+}
 _PERSISTENT = re.compile(r"[a-z][a-z0-9-]{4,61}[a-z0-9]")
 _RESERVATION = re.compile(r"projects/[^/]+/zones/[^/]+/reservations/[^/]+")
 _DISK_TYPES = {"pd-ssd", "pd-standard", "hyperdisk-balanced"}

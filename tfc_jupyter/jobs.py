@@ -24,6 +24,7 @@ from .backends import Backend
 from .config import Settings, current_settings
 from .errors import BackendError, JobConflict, TfcError
 from .files import disk_full, is_disk_full, write_private
+from .job import catalog
 from .job.plan import Plan
 from .logs import LogTail, Merger, is_noise, label
 from .records import JobRecord, JobState, JobStore, default_home, new_job_id
@@ -347,8 +348,9 @@ def model_dir(rec: JobRecord, results: Results) -> str | None:
 def job_dict(record: JobRecord) -> dict[str, Any]:
     """A job record as the API returns it, with elapsed time and cost estimate added.
 
-    ``cost_per_hour`` is the Vertex AI list price of the job's machines; ``cost_estimate`` is what
-    the job has cost so far: that rate times the elapsed time on Vertex AI, 0 on this machine.
+    ``cost_per_hour`` is the Vertex AI list price of the job's machines (None when one has no
+    listed price); ``cost_estimate`` is what the job has cost so far: that rate times the elapsed
+    time on Vertex AI (None without a rate), 0 on this machine.
     ``last_metrics`` is the last Keras epoch's loss and metrics (None before one ends).
     """
     data = record.to_dict()
@@ -358,9 +360,12 @@ def job_dict(record: JobRecord) -> dict[str, Any]:
     else:  # an older or foreign record: add up what it holds
         worker = record.spec.get("worker") or {}
         count = int(record.spec.get("worker_count") or 0)
-        rate = float((record.spec.get("chief") or {}).get("price_per_hour") or 0)
+        chief = record.spec.get("chief") or {}
         rate, replicas = (
-            round(rate + float(worker.get("price_per_hour") or 0) * count, 4),
+            catalog.total_price(
+                (_number(chief.get("price_per_hour")), 1),
+                (_number(worker.get("price_per_hour", chief.get("price_per_hour"))), count),
+            ),
             1 + count,
         )
     billed = record.backend == "vertex"
@@ -370,11 +375,18 @@ def job_dict(record: JobRecord) -> dict[str, Any]:
         replica_count=replicas,
         replicas=logs.replicas(Path(record.log_dir)) if record.log_dir else [],
         cost_per_hour=rate,
-        cost_estimate=round(rate * record.elapsed / 3600, 4) if billed else 0.0,
+        cost_estimate=(
+            (None if rate is None else round(rate * record.elapsed / 3600, 4)) if billed else 0.0
+        ),
         billed=billed,
         last_metrics=job_results(record.log_dir).last if record.log_dir else None,
     )
     return data
+
+
+def _number(value: Any) -> float | None:
+    """A stored price: a number, or None (not listed, or missing from an older record)."""
+    return float(value) if isinstance(value, int | float) else None
 
 
 def _spec(data: Mapping[str, Any]) -> Any:

@@ -18,7 +18,7 @@ from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from . import cell
 from .config import load_settings
 from .errors import TfcError
-from .job.catalog import PRICES_AS_OF, catalog_rows
+from .job.catalog import PRICES_AS_OF, PRICING_URL, catalog_rows
 from .job.options import JobOptions, magic_decorate
 from .notebook import capture
 from .notebook.convert import RULES
@@ -311,11 +311,14 @@ def machines_table() -> str:
                 acc,
                 str(m.vcpus),
                 f"{m.memory_gb:g}",
-                f"{m.price_per_hour:.2f}",
+                "-" if m.price_per_hour is None else f"{m.price_per_hour:.2f}",
             )
         )
     text = table(rows)
-    return text + f"\n(approximate us-central1 list prices, {PRICES_AS_OF})"
+    return text + (
+        f"\n(approximate us-central1 list prices, {PRICES_AS_OF}; -: no verified list price, "
+        f"see {PRICING_URL})"
+    )
 
 
 def _job_args(line: str, usage: str, follow: bool = False) -> Any:

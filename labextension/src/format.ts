@@ -15,17 +15,30 @@ export function formatElapsed(seconds: number): string {
   return `${Math.floor(s / 3600)} h ${String(Math.floor((s % 3600) / 60)).padStart(2, '0')} min`;
 }
 
+/** What the catalog says of a machine without a verified list price. */
+export const NOT_LISTED = 'price not listed';
+
+/** `$1.23/h`, or "price not listed" (the server sends null for such machines). */
+export function formatRate(rate: number | null): string {
+  return rate === null ? NOT_LISTED : `$${rate.toFixed(2)}/h`;
+}
+
 /** The cost so far: dollars on Vertex AI; on this machine, free (with the Vertex rate). */
 export function formatCost(job: IJob): string {
   if (job.billed) {
-    return `$${job.cost_estimate.toFixed(2)}`;
+    return job.cost_estimate === null ? NOT_LISTED : `$${job.cost_estimate.toFixed(2)}`;
   }
   return '$0.00 local';
 }
 
 /** The hover text of the cost. */
 export function costTitle(job: IJob): string {
-  const rate = `$${job.cost_per_hour.toFixed(2)}/h`;
+  const rate = formatRate(job.cost_per_hour);
+  if (job.cost_per_hour === null) {
+    return job.billed
+      ? 'a machine of this job has no verified list price: see Vertex AI pricing'
+      : `runs on this machine; the same machines on Vertex AI: ${rate}`;
+  }
   return job.billed
     ? `estimated from list prices: ${rate} x elapsed time`
     : `runs on this machine; the same machines on Vertex AI: about ${rate}`;

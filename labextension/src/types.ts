@@ -27,8 +27,9 @@ export interface IJob {
   replica_count: number;
   /** Replicas with a log so far, chief first. */
   replicas: string[];
-  cost_per_hour: number;
-  cost_estimate: number;
+  /** null: a machine of the job has no verified list price */
+  cost_per_hour: number | null;
+  cost_estimate: number | null;
   billed: boolean;
   error: string | null;
   error_location: string | null;
@@ -81,7 +82,8 @@ export interface IMachine {
   machine_type: string;
   accelerator_type: string | null;
   accelerator_count: number;
-  price_per_hour: number;
+  /** null: no verified list price */
+  price_per_hour: number | null;
   tpu_topology: string | null;
   description: string;
 }
@@ -92,6 +94,7 @@ export interface IMachines {
   gpu_types: string[];
   tpu_types: string[];
   prices_as_of: string;
+  pricing_url: string;
 }
 
 /** GET /defaults. */
@@ -136,7 +139,7 @@ export interface IPlan {
   cells: number[];
   skipped_cells: number[];
   strategy: string;
-  cost_per_hour: number;
+  cost_per_hour: number | null;
   requirements: string[];
   warnings: string[];
   notes: string[];

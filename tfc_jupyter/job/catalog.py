@@ -1,11 +1,14 @@
 """The machine catalog: every machine a job can ask for, with what it holds and costs.
 
 Names follow tfc.run's ``COMMON_MACHINE_CONFIGS`` (``CPU``, ``T4_1X``, ``V100_4X``, ``TPU`` ...)
-and extend them with today's Vertex AI machines (A100, A100 80GB, L4, H100, TPU v2/v3/v5e).
-Raw Vertex machine types (``n1-standard-8``, ``a2-highgpu-1g``) are accepted too.
+and extend them with today's Vertex AI machines (A100, A100 80GB, L4, H100, H100 Mega, H200,
+B200, TPU v2/v3/v5e). Raw Vertex machine types (``n1-standard-8``, ``a2-highgpu-1g``) are
+accepted too.
 
 Prices are approximate Vertex AI custom-training list prices per hour in us-central1 (machine
-plus accelerators), for the estimated cost a plan shows; they are not a quote.
+plus accelerators), for the estimated cost a plan shows; they are not a quote. A machine whose
+list price was not verified has the price ``None``: plans say "price not listed" and link
+:data:`PRICING_URL` rather than show a number nobody checked.
 """
 
 from __future__ import annotations
@@ -17,6 +20,25 @@ from dataclasses import dataclass, replace
 from ..errors import SpecError
 
 PRICES_AS_OF = "2026-11"
+PRICING_URL = "https://cloud.google.com/vertex-ai/pricing#custom-trained_models"
+NOT_LISTED = "price not listed"
+
+
+def price_text(value: float | None, unit: str = "/h") -> str:
+    """``$1.23/h``, or "price not listed" for machines without a verified list price."""
+    return NOT_LISTED if value is None else f"${value:,.2f}{unit}"
+
+
+def total_price(*parts: tuple[float | None, int]) -> float | None:
+    """The sum of ``price x count`` parts; None when a counted part has no listed price."""
+    total = 0.0
+    for price, count in parts:
+        if count <= 0:
+            continue
+        if price is None:
+            return None
+        total += price * count
+    return round(total, 4)
 
 
 @dataclass(frozen=True)
@@ -29,7 +51,7 @@ class Machine:
     accelerator_count: int = 0
     vcpus: int = 0
     memory_gb: float = 0.0
-    price_per_hour: float = 0.0
+    price_per_hour: float | None = None  # None: no verified list price (see PRICING_URL)
     tpu_topology: str | None = None
 
     @property
@@ -82,8 +104,8 @@ class Machine:
         return cls(**{k: data[k] for k in cls.__dataclass_fields__ if k in data})  # type: ignore[arg-type]
 
 
-# machine type -> (vCPUs, memory GB, price per hour without accelerators)
-MACHINE_TYPES: dict[str, tuple[int, float, float]] = {
+# machine type -> (vCPUs, memory GB, price per hour without accelerators; None: not listed here)
+MACHINE_TYPES: dict[str, tuple[int, float, float | None]] = {
     "n1-standard-4": (4, 15, 0.2185),
     "n1-standard-8": (8, 30, 0.4370),
     "n1-standard-16": (16, 60, 0.8741),
@@ -109,15 +131,21 @@ MACHINE_TYPES: dict[str, tuple[int, float, float]] = {
     "g2-standard-24": (24, 96, 0.9978),
     "g2-standard-48": (48, 192, 1.9956),
     "g2-standard-96": (96, 384, 3.9913),
+    "a3-highgpu-1g": (26, 234, None),
+    "a3-highgpu-2g": (52, 468, None),
+    "a3-highgpu-4g": (104, 936, None),
     "a3-highgpu-8g": (208, 1872, 28.9000),
+    "a3-megagpu-8g": (208, 1872, None),
+    "a3-ultragpu-8g": (224, 2952, None),
+    "a4-highgpu-8g": (224, 3968, None),
     "cloud-tpu": (96, 340, 0.0),
     "ct5lp-hightpu-1t": (24, 48, 1.3800),
     "ct5lp-hightpu-4t": (112, 192, 5.5200),
     "ct5lp-hightpu-8t": (224, 384, 11.0400),
 }
 
-# short GPU name -> (Vertex enum, price per GPU-hour, {machine family: allowed counts})
-GPUS: dict[str, tuple[str, float, dict[str, tuple[int, ...]]]] = {
+# short GPU name -> (Vertex enum, price per GPU-hour or None, {machine family: allowed counts})
+GPUS: dict[str, tuple[str, float | None, dict[str, tuple[int, ...]]]] = {
     "K80": ("NVIDIA_TESLA_K80", 0.5175, {"n1": (1, 2, 4, 8)}),
     "P4": ("NVIDIA_TESLA_P4", 0.6900, {"n1": (1, 2, 4)}),
     "P100": ("NVIDIA_TESLA_P100", 1.6790, {"n1": (1, 2, 4)}),
@@ -126,7 +154,10 @@ GPUS: dict[str, tuple[str, float, dict[str, tuple[int, ...]]]] = {
     "A100": ("NVIDIA_TESLA_A100", 3.3720, {"a2-highgpu": (1, 2, 4, 8)}),
     "A100_80GB": ("NVIDIA_A100_80GB", 4.5180, {"a2-ultragpu": (1, 2, 4, 8)}),
     "L4": ("NVIDIA_L4", 0.6440, {"g2": (1, 2, 4, 8)}),
-    "H100": ("NVIDIA_H100_80GB", 9.0125, {"a3-highgpu": (8,)}),
+    "H100": ("NVIDIA_H100_80GB", 9.0125, {"a3-highgpu": (1, 2, 4, 8)}),
+    "H100_MEGA": ("NVIDIA_H100_MEGA_80GB", None, {"a3-megagpu": (8,)}),
+    "H200": ("NVIDIA_H200_141GB", None, {"a3-ultragpu": (8,)}),
+    "B200": ("NVIDIA_B200", None, {"a4-highgpu": (8,)}),
 }
 GPU_BY_ENUM = {enum: short for short, (enum, _, _) in GPUS.items()}
 
@@ -136,7 +167,10 @@ _FIXED_FOR_COUNT = {
     "A100": {n: f"a2-highgpu-{n}g" for n in (1, 2, 4, 8)},
     "A100_80GB": {n: f"a2-ultragpu-{n}g" for n in (1, 2, 4, 8)},
     "L4": {1: "g2-standard-8", 2: "g2-standard-24", 4: "g2-standard-48", 8: "g2-standard-96"},
-    "H100": {8: "a3-highgpu-8g"},
+    "H100": {n: f"a3-highgpu-{n}g" for n in (1, 2, 4, 8)},
+    "H100_MEGA": {8: "a3-megagpu-8g"},
+    "H200": {8: "a3-ultragpu-8g"},
+    "B200": {8: "a4-highgpu-8g"},
 }
 # Machine types whose accelerators are built in: type -> (GPU short name, count)
 _BUILT_IN = {mt: (gpu, n) for gpu, table in _FIXED_FOR_COUNT.items() for n, mt in table.items()}
@@ -162,14 +196,72 @@ RETIRED: dict[str, tuple[str, str, str]] = {
     ),
 }
 """GPU -> (end of support, announcement, what to use instead)."""
-LEGACY = ("P4", "P100")
-"""Pascal GPUs (2016): still accepted by Vertex AI when named, no longer offered here."""
+LEGACY: dict[str, tuple[str, str]] = {
+    "P4": ("2016", "2018"),
+    "P100": ("2016", "2017"),
+}
+"""Pascal GPUs -> (year NVIDIA released it, year Google Cloud first offered it). Google Cloud
+lists both as generally available with no end-of-support date (checked :data:`LEGACY_CHECKED`):
+they run when named, are not offered, and a plan that uses one says so."""
+LEGACY_CHECKED = "2026-11"
 OFFERED_GPU_TYPES = tuple(g for g in GPUS if g not in RETIRED and g not in LEGACY)
 """The GPU types listings offer."""
+ARM_GPUS = {"GB200": ("NVIDIA_GB200", "a4x-highgpu-4g")}  # GPU -> (Vertex enum, machine type)
+"""Vertex AI machines on ARM hosts: TensorFlow's images and Vertex AI's prebuilt training
+containers are x86, so a job there could not start; refused with what to use instead."""
+SCARCE: dict[str, str] = {
+    **{f"a3-highgpu-{n}g": "spot_or_flex" for n in (1, 2, 4)},
+    **dict.fromkeys(("a3-megagpu-8g", "a3-ultragpu-8g", "a4-highgpu-8g"), "reserved"),
+}
+"""Machine types Google Cloud hands out mostly (or only) as held capacity: ``spot_or_flex``
+ones only as Spot or flex-start VMs (Compute Engine's rule for A3 High with 1, 2 or 4 GPUs);
+for ``reserved`` ones Vertex AI recommends reservations (its guide for A3 and A4 capacity)."""
+
+
+def capacity_note(machine: Machine, *, scheduling: str, reservation: str | None) -> str | None:
+    """A plan warning for a scarce machine asked for as plain on-demand capacity, else None."""
+    kind = SCARCE.get(machine.machine_type)
+    if kind is None or reservation or scheduling in ("spot", "flex_start"):
+        return None
+    if kind == "spot_or_flex":
+        return (
+            f"Google Cloud offers {machine.machine_type} only as Spot or flex-start capacity: "
+            "add --spot or --flex-start (or use H100_8X)"
+        )
+    return (
+        f"Vertex AI recommends reserved capacity for {machine.machine_type}: without "
+        "--reservation, --spot or --flex-start the job may wait long in the queue"
+    )
+
+
+def _arm_refusal(gpu: str) -> SpecError:
+    machine_type = ARM_GPUS[gpu][1]
+    return SpecError(
+        f"{gpu} GPUs come on {machine_type}, an ARM machine; TensorFlow's images and Vertex AI's "
+        "training containers are x86, so the job could not start there",
+        "use --gpu-type B200 (a4-highgpu-8g) or H200",
+        field="gpu_type",
+    )
+
+
+def legacy_note(machine: Machine) -> str | None:
+    """A plan warning for a job on a legacy GPU, with its dates and what is newer; else None."""
+    short = GPU_BY_ENUM.get(machine.accelerator_type or "")
+    if short not in LEGACY:
+        return None
+    released, on_cloud = LEGACY[short]
+    return (
+        f"{short} is a {released} Pascal GPU (on Google Cloud since {on_cloud}; no end-of-support "
+        f"date announced as of {LEGACY_CHECKED}), no longer offered here: T4 or L4 is newer "
+        "and costs less per hour"
+    )
+
+
+_FAMILIES = ("a2-highgpu", "a2-ultragpu", "a3-highgpu", "a3-megagpu", "a3-ultragpu", "a4-highgpu")
 
 
 def _machine_family(machine_type: str) -> str:
-    for family in ("a2-highgpu", "a2-ultragpu", "a3-highgpu", "g2"):
+    for family in _FAMILIES:
         if machine_type.startswith(family):
             return family
     return machine_type.split("-", 1)[0]
@@ -184,12 +276,16 @@ def normalize_gpu_type(text: str) -> str:
     if key in ("A100_80G", "A100_80", "A100_80GB"):
         return "A100_80GB"
     if key.startswith("H100"):
-        return "H100"
+        return "H100_MEGA" if "MEGA" in key else "H100"
+    if key.startswith("H200"):
+        return "H200"
+    if key in ARM_GPUS:
+        raise _arm_refusal(key)
     choices = difflib.get_close_matches(key, list(GPUS), n=1, cutoff=0.5)
     hint = f"did you mean {choices[0]}? " if choices else ""
     raise SpecError(
         f"unknown GPU type {text!r}",
-        f"{hint}use one of {', '.join(GPUS)}",
+        f"{hint}use one of {', '.join(OFFERED_GPU_TYPES)}",
         field="gpu_type",
     )
 
@@ -249,21 +345,74 @@ def gpu_machine(gpu: str, count: int, machine_type: str | None = None) -> Machin
         accelerator_count=count,
         vcpus=vcpus,
         memory_gb=mem,
-        price_per_hour=round(price + gpu_price * count, 4),
+        price_per_hour=_price(price, gpu_price, count),
+    )
+
+
+def _price(host: float | None, each: float | None, count: int) -> float | None:
+    """Host plus ``count`` accelerators, or None when either has no verified price."""
+    return total_price((host, 1), (each, count))
+
+
+_TPU_OTHERS = {
+    "v4": "Vertex AI custom jobs offer TPU v2, v3 and v5e hosts, not v4",
+    "v5p": "Vertex AI custom jobs offer TPU v2, v3 and v5e hosts, not v5p",
+    "v6e": "TPU v6e on Vertex AI runs JAX and PyTorch; TensorFlow has no v6e build",
+}
+_V5E_BY_TOPOLOGY = {topology: key for key, (_, _, _, topology, _) in TPUS.items() if topology}
+
+
+def _tpu_key(tpu: str) -> str:
+    """``v5e-4``, ``V5E_4``, ``tpu-v5e-4``, ``v5litepod-4`` and ``v5e-2x2`` -> ``v5e-4``."""
+    key = tpu.strip().lower().replace("_", "-").removeprefix("tpu-")
+    key = re.sub(r"^v5litepod-", "v5e-", key)
+    shape = re.fullmatch(r"v5e-(\d+x\d+)", key)
+    if shape and shape.group(1) in _V5E_BY_TOPOLOGY:
+        key = _V5E_BY_TOPOLOGY[shape.group(1)]
+    return key
+
+
+def _tpu_refusal(key: str, text: str) -> SpecError:
+    """Why ``key`` is not a TPU this catalog offers, with the closest one that is."""
+    version, _, size = key.partition("-")
+    if version in _TPU_OTHERS:
+        return SpecError(
+            f"{text!r}: {_TPU_OTHERS[version]}",
+            "use --tpu v5e-8 (or v5e-4, v5e-1; TensorFlow 2.15+) or v3-8",
+            field="tpu",
+        )
+    chips = size.split("x")
+    if version in ("v2", "v3", "v5e") and all(c.isdigit() for c in chips) and size:
+        count = 1
+        for c in chips:
+            count *= int(c)
+        largest = "v5e-8" if version == "v5e" else f"{version}-8"
+        if count > 8:
+            return SpecError(
+                f"{text!r} is a slice of several TPU hosts; Vertex AI custom jobs here run on one "
+                "host, where TPUStrategy finds its TPU with TPUClusterResolver(tpu='local')",
+                f"use --tpu {largest}, the largest single-host slice",
+                field="tpu",
+            )
+    return SpecError(
+        f"unknown TPU type {text!r}",
+        f"use one of {', '.join(TPUS)} (Vertex AI custom jobs offer these single-host TPUs; "
+        "v5e also by topology: v5e-1x1, v5e-2x2, v5e-2x4)",
+        field="tpu",
     )
 
 
 def tpu_machine(tpu: str) -> Machine:
-    """The TPU host for ``v2-8``, ``v3-8``, ``v5e-1``, ``v5e-4`` or ``v5e-8``."""
-    key = tpu.lower().replace("_", "-").removeprefix("tpu-")
-    if key in ("v5litepod-1", "v5litepod-4", "v5litepod-8"):
-        key = "v5e-" + key.rsplit("-", 1)[1]
+    """The TPU host for ``v2-8``, ``v3-8``, ``v5e-1``, ``v5e-4`` or ``v5e-8`` (also spelled by
+    v5e topology, ``v5e-2x2``, or as ``v5litepod-4``).
+
+    Raises:
+        SpecError: a TPU Vertex AI does not offer here (v4, v5p, v6e, multi-host slices), why,
+            and the closest one it does.
+    """
+    key = _tpu_key(tpu)
     if key not in TPUS:
-        raise SpecError(
-            f"unknown TPU type {tpu!r}",
-            f"use one of {', '.join(TPUS)} (Vertex AI custom jobs offer these single-host TPUs)",
-            field="tpu",
-        )
+        raise _tpu_refusal(key, tpu)
     machine_type, accel, count, topology, tpu_price = TPUS[key]
     vcpus, mem, host_price = MACHINE_TYPES[machine_type]
     return Machine(
@@ -273,7 +422,7 @@ def tpu_machine(tpu: str) -> Machine:
         accelerator_count=count,
         vcpus=vcpus,
         memory_gb=mem,
-        price_per_hour=round(host_price + tpu_price, 4),
+        price_per_hour=_price(host_price, tpu_price, 1),
         tpu_topology=topology,
     )
 
@@ -328,6 +477,9 @@ def lookup(name: str) -> Machine:
     if shape and shape.group(1) in GPUS:  # V100_2X: a count the presets do not list
         return gpu_machine(shape.group(1), int(shape.group(2)))
     lower = key.lower()
+    for gpu, (_, machine_type) in ARM_GPUS.items():
+        if (shape and shape.group(1) == gpu) or lower == machine_type:
+            raise _arm_refusal(gpu)
     if lower in MACHINE_TYPES:
         if lower in _BUILT_IN:
             gpu, n = _BUILT_IN[lower]

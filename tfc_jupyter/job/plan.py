@@ -114,7 +114,7 @@ class Plan:
         for role, n, machine in self.pools():
             lines.append(
                 f"  pool {_POOL_OF[role]} {role} x{n}: {machine.name} = {machine.describe()}"
-                f"  (${machine.price_per_hour * n:,.2f}/h)"
+                f"  ({catalog.price_text(catalog.total_price((machine.price_per_hour, n)))})"
             )
         return lines
 
@@ -143,10 +143,7 @@ class Plan:
         out.append(f"backend: {spec.backend.value}   strategy: {self._strategy_line()}")
         out.append("worker pools:")
         out += self._pool_lines()
-        out.append(
-            f"estimated cost: ${spec.cost_per_hour():,.2f} per hour "
-            f"(list prices {catalog.PRICES_AS_OF}, an estimate)"
-        )
+        out.append(_cost_line(spec.cost_per_hour(), self.pools()))
         out.append("requirements: " + (", ".join(self.requirements) or "none"))
         if self.route is not None:
             out.append(f"route: {self.route.kind} ({self.route.reason})")
@@ -187,7 +184,7 @@ class Plan:
             f"<div>cells {esc(', '.join(map(str, self.script.cells)))}"
             f" &middot; backend <b>{esc(spec.backend.value)}</b>"
             f" &middot; strategy <b>{esc(self._strategy_line())}</b>"
-            f" &middot; about <b>${spec.cost_per_hour():,.2f}/h</b></div>"
+            f" &middot; {_cost_html(spec.cost_per_hour())}</div>"
             f"<ul>{pools}</ul><div>requirements: <code>{reqs}</code></div>"
             + (
                 f"<div>route: <b>{esc(self.route.kind)}</b> ({esc(self.route.reason)})</div>"
@@ -210,6 +207,45 @@ class Plan:
 
 
 _POOL_OF = {"chief": 0, "worker": 1, "ps": 2, "evaluator": 3}  # Vertex AI pool positions
+
+
+def _cost_line(rate: float | None, pools: list[tuple[str, int, catalog.Machine]]) -> str:
+    if rate is None:
+        unpriced = sorted({m.name for _, _, m in pools if m.price_per_hour is None})
+        return (
+            f"estimated cost: none; no verified list price for {', '.join(unpriced)} "
+            f"(see {catalog.PRICING_URL})"
+        )
+    return (
+        f"estimated cost: ${rate:,.2f} per hour (list prices {catalog.PRICES_AS_OF}, an estimate)"
+    )
+
+
+def _machine_notes(spec: JobSpec) -> list[str]:
+    """Warnings on the machines of a Vertex AI job: legacy GPUs, capacity sold as reserved."""
+    machines = [spec.chief, spec.worker if spec.worker_count else None]
+    machines += [spec.ps_machine if spec.ps_count else None]
+    machines += [spec.evaluator_machine if spec.evaluator else None]
+    notes: list[str] = []
+    for machine in dict.fromkeys(m for m in machines if m is not None):
+        for note in (
+            catalog.legacy_note(machine),
+            catalog.capacity_note(
+                machine, scheduling=spec.scheduling, reservation=spec.reservation
+            ),
+        ):
+            if note and note not in notes:
+                notes.append(note)
+    return notes
+
+
+def _cost_html(rate: float | None) -> str:
+    if rate is None:
+        link = f"<a href='{catalog.PRICING_URL}' target='_blank' rel='noopener'>"
+        return f"{link}{catalog.NOT_LISTED}</a>"
+    return f"about <b>${rate:,.2f}/h</b>"
+
+
 _TF_NAMES = {"tensorflow", "tf"}
 
 
@@ -455,6 +491,8 @@ def make_plan(selection: Selection, ns: JobOptions, settings: Settings) -> Plan:
         warnings.append(f"left out of the image: {package.left_out_text(context.left_out)}")
     if spec.backend.value == "vertex" and not spec.project:
         warnings.append("no Google Cloud project set: pass --project or set GOOGLE_CLOUD_PROJECT")
+    if spec.backend.value == "vertex":
+        warnings += _machine_notes(spec)
     return Plan(
         spec=spec,
         selection=selection,

@@ -15,8 +15,17 @@ from ..errors import SpecError
 
 JobSpec = Any  # a tfc_jupyter.job.spec.JobSpec (which imports this module to validate)
 
-FLEX_START_GPUS = ("NVIDIA_L4", "NVIDIA_TESLA_A100", "NVIDIA_A100_80GB", "NVIDIA_H100_80GB")
-"""Accelerators Vertex AI's Dynamic Workload Scheduler (flex-start) takes (L4, A100, H100)."""
+FLEX_START_GPUS = (
+    "NVIDIA_L4",
+    "NVIDIA_TESLA_A100",
+    "NVIDIA_A100_80GB",
+    "NVIDIA_H100_80GB",
+    "NVIDIA_H100_MEGA_80GB",
+    "NVIDIA_H200_141GB",
+    "NVIDIA_B200",
+)
+"""Accelerators Vertex AI's Dynamic Workload Scheduler (flex-start) takes: L4, A100, H100, H200
+and B200, as its guide lists them (the H100 Mega is an H100)."""
 FLEX_START_MAX_TIMEOUT_S = 7 * 86400
 BOOT_DISK_TYPES = ("pd-ssd", "pd-standard", "hyperdisk-balanced")
 BOOT_DISK_GB = (100, 64000)
@@ -121,9 +130,10 @@ def _check_flex_start(spec: JobSpec) -> None:
         accelerator = getattr(machine, "accelerator_type", None)
         if accelerator not in FLEX_START_GPUS:
             raise SpecError(
-                f"flex-start schedules L4, A100 and H100 GPUs; the {role} have "
+                f"flex-start schedules L4, A100, H100, H200 and B200 GPUs; the {role} have "
                 f"{accelerator or 'no GPU'}",
-                "use --gpu-type L4, A100 or H100 (or a machine with them), or drop --flex-start",
+                "use --gpu-type L4, A100, H100, H200 or B200 (or a machine with them), or drop "
+                "--flex-start",
                 field="scheduling",
             )
     if len({getattr(m, "machine_type", None) for _, m in pools}) > 1:

@@ -14,7 +14,7 @@ from enum import Enum
 from typing import Any
 
 from ..errors import SpecError
-from .catalog import Machine
+from .catalog import Machine, total_price
 from .scheduling import check_vertex_settings
 
 
@@ -294,16 +294,17 @@ class JobSpec:
         """Processes in the job: the chief, its workers, parameter servers and evaluator."""
         return 1 + self.worker_count + self.ps_count + int(self.evaluator)
 
-    def cost_per_hour(self) -> float:
-        """Estimated list price per hour of all machines (see ``catalog.PRICES_AS_OF``)."""
-        total = self.chief.price_per_hour
+    def cost_per_hour(self) -> float | None:
+        """Estimated list price per hour of all machines (see ``catalog.PRICES_AS_OF``); None
+        when one of them has no listed price."""
+        parts = [(self.chief.price_per_hour, 1)]
         if self.worker is not None:
-            total += self.worker.price_per_hour * self.worker_count
+            parts.append((self.worker.price_per_hour, self.worker_count))
         if self.ps_machine is not None:
-            total += self.ps_machine.price_per_hour * self.ps_count
+            parts.append((self.ps_machine.price_per_hour, self.ps_count))
         if self.evaluator and self.evaluator_machine is not None:
-            total += self.evaluator_machine.price_per_hour
-        return round(total, 4)
+            parts.append((self.evaluator_machine.price_per_hour, 1))
+        return total_price(*parts)
 
     def evolve(self, **changes: Any) -> JobSpec:
         """A copy with some fields changed (validated again)."""

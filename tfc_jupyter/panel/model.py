@@ -209,8 +209,8 @@ def _machines() -> list[catalog.Machine]:
     return rows
 
 
-def _price(value: float) -> str:
-    return f"${value:,.2f}/h"
+def _price(value: float | None) -> str:
+    return catalog.price_text(value)
 
 
 class PanelModel:
@@ -374,7 +374,7 @@ class PanelModel:
             ]
         elif name == "gpu_type":
             rows = [("", "default (the machine's, else T4)")] + [
-                (g, f"{g} · ${price:.2f} per GPU-hour")
+                (g, f"{g} · {catalog.price_text(price, ' per GPU-hour')}")
                 for g, (_, price, _) in catalog.GPUS.items()
                 if g in catalog.OFFERED_GPU_TYPES
                 or g == self.choices.gpu_type  # a legacy one named
@@ -429,7 +429,9 @@ class PanelModel:
                     "replicas": n,
                     "machine": m.name,
                     "describe": m.describe(),
-                    "cost_per_hour": round(m.price_per_hour * n, 4) if billed else 0.0,
+                    "cost_per_hour": (
+                        catalog.total_price((m.price_per_hour, n)) if billed else 0.0
+                    ),
                 }
                 for role, n, m in plan.pools()
             ],

@@ -49,6 +49,11 @@ def _esc(text: Any) -> str:
     return html.escape(str(text))
 
 
+def _about(rate: float | None) -> str:
+    """ "about $1.23 per hour", or "price not listed"."""
+    return catalog.NOT_LISTED if rate is None else f"about ${rate:,.2f} per hour"
+
+
 def _plot_html(watch: JobWatch) -> str:
     """The job's loss and metrics curves as an image (nothing before the first epoch ends)."""
     image = svg(watch.results, done=watch.record.state.is_terminal())
@@ -242,7 +247,9 @@ class LaunchPanel:
             return "<i>The summary appears when the choices make a valid job.</i>"
 
         def price(pool: dict[str, Any]) -> str:
-            return f"${pool['cost_per_hour']:,.2f}/h" if summary["billed"] else "this machine"
+            return (
+                catalog.price_text(pool["cost_per_hour"]) if summary["billed"] else "this machine"
+            )
 
         pools = "".join(
             f"<tr><td>{_esc(p['role'])} × {p['replicas']}</td><td><b>{_esc(p['machine'])}</b>"
@@ -250,15 +257,21 @@ class LaunchPanel:
             f"<td style='text-align:right'>{price(p)}</td></tr>"
             for p in summary["pools"]
         )
-        if summary["billed"]:
+        vertex_rate = summary["vertex_cost_per_hour"]
+        if summary["billed"] and vertex_rate is None:
+            cost = (
+                f"<b>Cost: {catalog.NOT_LISTED}</b> <small>(see <a href='{catalog.PRICING_URL}' "
+                "target='_blank' rel='noopener'>Vertex AI pricing</a>)</small>"
+            )
+        elif summary["billed"]:
             cost = (
                 f"<b>About ${summary['cost_per_hour']:,.2f} per hour</b> "
                 f"<small>(list prices {catalog.PRICES_AS_OF}, an estimate)</small>"
             )
         else:
             cost = (
-                "<b>Runs on this machine: nothing to pay</b> <small>(on Vertex AI, about "
-                f"${summary['vertex_cost_per_hour']:,.2f} per hour)</small>"
+                "<b>Runs on this machine: nothing to pay</b> <small>(on Vertex AI, "
+                f"{_about(vertex_rate)})</small>"
             )
         warnings = "".join(
             f"<div style='color:#9a6700'>⚠ {_esc(x)}</div>" for x in summary["warnings"]

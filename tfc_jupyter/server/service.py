@@ -295,6 +295,7 @@ class JobService:
             "gpu_types": list(catalog.OFFERED_GPU_TYPES),
             "tpu_types": list(catalog.TPU_TYPES),
             "prices_as_of": catalog.PRICES_AS_OF,
+            "pricing_url": catalog.PRICING_URL,
         }
 
     def defaults(self) -> dict[str, Any]:

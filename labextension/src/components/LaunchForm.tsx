@@ -1,5 +1,6 @@
 import React, { useEffect, useRef, useState } from 'react';
 
+import { formatRate } from '../format';
 import { errorText, TfcApiError } from '../request';
 import { IDefaults, IJobOptions, IMachines, IPlan } from '../types';
 import { PlanPreview } from './PlanPreview';
@@ -173,7 +174,7 @@ export function LaunchForm(props: ILaunchFormProps): JSX.Element {
             <option value="">default ({defaultMachine})</option>
             {props.machines.machines.map(m => (
               <option key={m.name} value={m.name} title={m.description}>
-                {m.name} (${m.price_per_hour.toFixed(2)}/h)
+                {m.name} ({formatRate(m.price_per_hour)})
               </option>
             ))}
           </select>

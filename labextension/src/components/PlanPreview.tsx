@@ -1,5 +1,6 @@
 import React from 'react';
 
+import { formatRate, NOT_LISTED } from '../format';
 import { IPlan } from '../types';
 
 /** The result of a dry run: what would run, where, and what it costs. */
@@ -16,7 +17,10 @@ export function PlanPreview(props: { plan: IPlan }): JSX.Element {
       <div>
         {plan.spec.backend}: chief {chief.name}
         {plan.spec.worker_count ? ` + ${plan.spec.worker_count} worker(s)` : ''} &middot; strategy{' '}
-        <b>{plan.strategy}</b> &middot; about ${plan.cost_per_hour.toFixed(2)}/h on Vertex AI
+        <b>{plan.strategy}</b> &middot;{' '}
+        {plan.cost_per_hour === null
+          ? `${NOT_LISTED} on Vertex AI`
+          : `about ${formatRate(plan.cost_per_hour)} on Vertex AI`}
       </div>
       <div>requirements: {plan.requirements.join(', ') || 'none'}</div>
       <div className="tfc-PlanLine">

@@ -44,10 +44,12 @@ def file_kind(path: Path) -> str | None:
 
 
 def human_size(n: float) -> str:
-    """A size as people read it: ``12 B``, ``3.4 KB``, ``340 KB``, ``1.2 GB`` (powers of 1000)."""
+    """A size as people read it: ``12 B``, ``3.4 KB``, ``340 KB``, ``1 MB``, ``1.2 GB`` (powers
+    of 1000)."""
     for unit in ("B", "KB", "MB", "GB"):
         if n < 1000 or unit == "GB":
-            return f"{n:.0f} {unit}" if unit == "B" or n >= 100 else f"{n:.1f} {unit}"
+            whole = unit == "B" or n >= 100
+            return f"{n:.0f} {unit}" if whole else f"{n:.1f}".removesuffix(".0") + f" {unit}"
         n /= 1000
     return f"{n:.1f} GB"
 

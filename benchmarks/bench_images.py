@@ -45,6 +45,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 from jobutil import plan_for  # noqa: E402
 
+from tfc_jupyter.files import human_size  # noqa: E402
 from tfc_jupyter.image import Progress, ensure_image, reporting  # noqa: E402
 from tfc_jupyter.image import context as package  # noqa: E402
 from tfc_jupyter.image import docker as build  # noqa: E402
@@ -205,11 +206,11 @@ def main(argv: list[str] | None = None) -> int:
         context = plan_for(folder / "train.ipynb").context
         venv_bytes, venv_files = folder_bytes(folder / ".venv")
         print(
-            f"\nfolder: {package.human_size(apparent)} in {files} files (data/train.bin 1 GB "
-            f"sparse, .venv {package.human_size(venv_bytes)} in {venv_files} files)"
+            f"\nfolder: {human_size(apparent)} in {files} files (data/train.bin 1 GB "
+            f"sparse, .venv {human_size(venv_bytes)} in {venv_files} files)"
         )
         print(
-            f"our context: {package.human_size(context.size)} in {len(context.entries) + 1} "
+            f"our context: {human_size(context.size)} in {len(context.entries) + 1} "
             f"files (nothing declared)"
         )
         try:
@@ -235,7 +236,7 @@ def main(argv: list[str] | None = None) -> int:
         changed = our_submission(folder / "train.ipynb", client)
         print(
             f"ours, one-line change: {changed['seconds']:.2f} s, rebuilt {changed['rebuilt']}, "
-            f"pushed {package.human_size(changed['pushed_bytes'])}"
+            f"pushed {human_size(changed['pushed_bytes'])}"
         )
         for result in (first, changed):
             client.images.remove(result["uri"], force=True)
@@ -247,8 +248,8 @@ def main(argv: list[str] | None = None) -> int:
         for entry in tfc:
             print(
                 f"tfc.run, {entry['run']}: {entry['seconds']:.2f} s (packing alone "
-                f"{entry['pack_seconds']:.2f} s, tar.gz {package.human_size(entry['tar_gz_bytes'])}"
-                f", {package.human_size(apparent)} uncompressed), new tag {entry['uri'][-8:]}"
+                f"{entry['pack_seconds']:.2f} s, tar.gz {human_size(entry['tar_gz_bytes'])}"
+                f", {human_size(apparent)} uncompressed), new tag {entry['uri'][-8:]}"
             )
     return 0
 

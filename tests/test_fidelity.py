@@ -22,6 +22,7 @@ import pytest
 from jobutil import plan_for, run_job
 
 from tfc_jupyter.records import JobState
+from tfc_jupyter.results import job_results
 
 FIDELITY = Path(__file__).resolve().parent / "fidelity"
 KERNEL_TIMEOUT_S = 180
@@ -73,7 +74,15 @@ CASES = [
     Case("reads_files"),
     Case("estimator_free_keras_functional"),
     Case("own_ps_strategy", workers="same", flags="--workers 2 --ps 1"),
+    Case("metrics_custom_loop"),
 ]
+# Cases whose printed epochs are their Keras metrics: job.metrics must hold the same numbers.
+_PRINTED_EPOCH = {
+    "metrics_custom_loop": re.compile(
+        r"Epoch (?P<epoch>\d+), Train accuracy: (?P<train_accuracy>\S+), "
+        r"Test loss: (?P<test_loss>\S+), Test accuracy: (?P<test_accuracy>\S+)$"
+    )
+}
 
 
 def notebook_from_percent(source: str) -> nbformat.NotebookNode:
@@ -160,6 +169,12 @@ def test_job_prints_what_jupyter_prints(case: Case, tmp_path: Path) -> None:
     _, record = run_job(path, tmp_path / "home")
     assert record.state is JobState.SUCCEEDED, record.error
     assert job_stdout(Path(record.job_dir)) == expected
+    if case.name in _PRINTED_EPOCH:  # a custom loop's metrics come back as its epochs
+        printed = [m.groupdict() for ln in expected if (m := _PRINTED_EPOCH[case.name].match(ln))]
+        epochs = job_results(record.log_dir).epochs
+        assert [e["epoch"] for e in epochs] == [int(p.pop("epoch")) for p in printed]
+        for epoch, seen in zip(epochs, printed, strict=True):
+            assert epoch["metrics"] == pytest.approx({k: float(v) for k, v in seen.items()})
 
     if case.workers is None:
         return

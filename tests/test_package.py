@@ -212,7 +212,7 @@ def test_size_limit_names_the_largest_files(
         plan_for(nb)
     text = str(info.value)
     assert "\n" not in text
-    assert "over the 1.0 MB limit; largest files: data/huge.bin 3.0 MB" in text
+    assert "over the 1 MB limit; largest files: data/huge.bin 3 MB" in text
     assert "Fix: leave big files out (.tfcignore or fewer --include)" in text
     plan_for(nb, "--backend local")  # the local backend builds no image: no limit
 

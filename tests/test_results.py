@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tfc_jupyter.plot import svg
-from tfc_jupyter.results import PREFIX, Results, job_results, parse
+from tfc_jupyter.results import LOOP, PREFIX, Results, job_results, loss_name, parse
 from tfc_jupyter.words import ui_words
 
 
@@ -40,6 +40,47 @@ def test_only_well_formed_reports_count() -> None:
     assert results.last == {"x": 1.0}
     assert not results.add({"event": "saved", "path": 3})  # a path must be a string
     assert results.model_dir is None
+
+
+def test_a_custom_loops_rounds_become_epochs(tmp_path: Path) -> None:
+    """Each metric's Nth round joins the Nth loop epoch, made when first seen; bad rounds are
+    dropped; what job_results hands out is a copy the cache never changes under it."""
+    log = tmp_path / "chief.log"
+    lines = [
+        _line(event="metric", name="train_loss", round=1, value=2.5, time=1.0),
+        _line(event="metric", name="train_accuracy", round=1, value=0.5, time=1.1),
+        _line(event="metric", name="train_loss", round=2, value=1.25, time=2.0),
+        _line(event="metric", name="train_loss", round=0, value=9.0),  # no round 0
+        _line(event="metric", name="test_loss", round=2, value="nan"),  # not a number
+        _line(event="metric", name=7, round=3, value=1.0),  # a name must be a string
+    ]
+    log.write_text("".join(lines[:3]))
+    first = job_results(tmp_path)
+    assert [(e["fit"], e["epoch"]) for e in first.epochs] == [(LOOP, 1), (LOOP, 2)]
+    assert first.epochs[0]["metrics"] == {"train_loss": 2.5, "train_accuracy": 0.5}
+    assert first.last == {"train_loss": 1.25}
+    with log.open("a") as out:
+        out.write("".join(lines[3:]))
+        out.write(_line(event="metric", name="train_accuracy", round=2, value=0.75))
+    again = job_results(tmp_path)
+    assert again.last == {"train_loss": 1.25, "train_accuracy": 0.75}
+    assert first.last == {"train_loss": 1.25}  # the earlier copy is unchanged
+    assert again.names == ["train_loss", "train_accuracy"]
+    assert "<svg" in (svg(again) or "")
+
+
+@pytest.mark.parametrize(
+    ("names", "loss"),
+    [
+        (["accuracy", "loss", "val_loss"], "loss"),
+        (["test_loss", "train_loss", "train_accuracy"], "train_loss"),
+        (["val_loss", "test_loss"], "test_loss"),
+        (["accuracy"], None),
+        ([], None),
+    ],
+)
+def test_the_loss_a_listing_shows(names: list[str], loss: str | None) -> None:
+    assert loss_name(names) == loss
 
 
 def test_a_log_is_read_once_and_a_report_being_written_waits(tmp_path: Path) -> None:

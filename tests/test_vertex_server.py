@@ -830,7 +830,9 @@ def test_unregistered_executor_image_fails_like_a_failed_pull(
 @pytest.mark.slow
 def test_package_job_in_docker_runs_in_the_executor_image(docker_client: Any) -> None:
     """The Docker route: the unpacked wheel copied into a container of the executor image (the
-    small offline Debian image tagged as a prebuilt training image for this test)."""
+    small offline Debian image tagged as a prebuilt training image for this test). Its
+    ``Requires-Dist`` are checked against what that image's Python has, markers evaluated as
+    that Python would: a requirement it lacks fails the job as a replica's setup fails."""
     import uuid
 
     from dockerinfra import BASE_IMAGE
@@ -845,7 +847,8 @@ def test_package_job_in_docker_runs_in_the_executor_image(docker_client: Any) ->
     try:
         with GcpServer(buckets=(BUCKET,)) as gcp, VertexServer(executor="docker") as server:
             server.storage_url = gcp.url
-            uri = upload(gcp, wheel(task=task))
+            # a requirement whose marker is false for the image's Python 3 needs nothing
+            uri = upload(gcp, wheel(task=task, requires=("absent-pkg; python_version < '3'",)))
             c = client(server)
             spec = package_pool(uris=(uri,), image=f"{repository}:latest")
             job = c.create_custom_job(parent=PARENT, custom_job=package_job("dock", spec))
@@ -859,6 +862,14 @@ def test_package_job_in_docker_runs_in_the_executor_image(docker_client: Any) ->
             env = printed(chief, "ENV")
             assert env["CLOUD_ML_JOB_ID"] == job_id and env["TFC_JOB_NAME"] == "pkg-test"
             assert printed(chief, "WHERE")["module"] == "/tfc-packages/mypkg/task.py"
+            lacking = upload(gcp, wheel("needy", task=task, requires=("absent-pkg>=1",)))
+            spec = package_pool(uris=(lacking,), image=f"{repository}:latest", module="needy.task")
+            job = c.create_custom_job(parent=PARENT, custom_job=package_job("lack", spec))
+            done = wait_job(job.name, c, timeout=120)
+            assert done.state.name == "JOB_STATE_FAILED"
+            assert "requires absent-pkg>=1, not installed in the executor image" in (
+                done.error.message
+            )
     finally:
         docker_client.images.remove(f"{repository}:latest")
 

@@ -67,6 +67,22 @@ OnLine = Callable[[str, str], None]  # (text, severity)
 _ROLES = {0: "chief", 1: "worker", 2: "ps", 3: "evaluator"}
 _TERMINAL = {"JOB_STATE_SUCCEEDED", "JOB_STATE_FAILED", "JOB_STATE_CANCELLED"}
 PACKAGES_IN_CONTAINER = "/tfc-packages"
+_PY = 'PY="$(command -v python || command -v python3)"'  # the image's Python, in sh
+_INSTALLED = """\
+import importlib.metadata as m, json, os, platform, sys
+dists = {d.metadata["Name"]: d.version for d in m.distributions() if d.metadata["Name"]}
+environment = {
+    "python_version": "%d.%d" % sys.version_info[:2],
+    "python_full_version": platform.python_version(),
+    "sys_platform": sys.platform,
+    "platform_machine": platform.machine(),
+    "platform_system": platform.system(),
+    "os_name": os.name,
+    "implementation_name": sys.implementation.name,
+    "platform_python_implementation": platform.python_implementation(),
+}
+print(json.dumps({"dists": dists, "environment": environment}))
+"""  # the image's distributions and marker environment, as one JSON line
 
 
 class StartError(Exception):
@@ -136,19 +152,34 @@ def _wheel_requirements(archive: zipfile.ZipFile, wheel: str) -> list[str]:
     return list(message.get_all("Requires-Dist") or [])
 
 
-def _unmet(requirement: str, given: dict[str, str]) -> bool:
+@dataclass(frozen=True)
+class Installed:
+    """What an executor image has: distributions (canonical name -> version) and the marker
+    environment of its Python (``python_version``, ``sys_platform`` ...)."""
+
+    dists: dict[str, str]
+    environment: dict[str, str]
+
+
+def _unmet(requirement: str, given: dict[str, str], image: Installed | None = None) -> bool:
     """Whether a ``Requires-Dist`` line is neither among ``given`` wheels (name -> version) nor
-    installed in this interpreter (markers that do not apply here count as met)."""
+    installed: in ``image`` when given, else in this interpreter (markers that do not apply
+    there count as met)."""
     from importlib import metadata
 
     from packaging.requirements import Requirement
 
     req = Requirement(requirement)
-    if req.marker is not None and not req.marker.evaluate({"extra": ""}):
+    environment = {**(image.environment if image else {}), "extra": ""}
+    if req.marker is not None and not req.marker.evaluate(environment):
         return False
     name = _canonical(req.name)
     version = given.get(name)
-    if version is None:
+    if version is None and image is not None:
+        version = image.dists.get(name)
+        if version is None:
+            return True
+    elif version is None:
         try:
             version = metadata.version(req.name)
         except metadata.PackageNotFoundError:
@@ -156,13 +187,14 @@ def _unmet(requirement: str, given: dict[str, str]) -> bool:
     return not req.specifier.contains(version, prereleases=True)
 
 
-def install_wheels(wheels: list[Path], site: Path, *, check_requires: bool = True) -> None:
+def install_wheels(wheels: list[Path], site: Path, *, image: Installed | None = None) -> None:
     """What ``pip install`` does with pure wheels, without an index: unpack each archive into
     ``site`` (``*.data/purelib`` and ``platlib`` moved to the top, other data dropped).
 
     Refuses (:class:`InstallError`) anything but a ``py3-none-any`` wheel, a member outside the
-    folder, and with ``check_requires`` a ``Requires-Dist`` that neither another of ``wheels``
-    nor this interpreter provides (the test machine has no package index to fetch it from)."""
+    folder, and a ``Requires-Dist`` that neither another of ``wheels`` nor the Python that will
+    run them (``image``'s, else this interpreter) provides: the test machine has no package
+    index to fetch it from."""
     parsed = []
     for wheel in wheels:
         m = _WHEEL.fullmatch(wheel.name)
@@ -189,15 +221,13 @@ def install_wheels(wheels: list[Path], site: Path, *, check_requires: bool = Tru
                 parts = Path(member).parts
                 if member.startswith("/") or ".." in parts or (parts and ":" in parts[0]):
                     raise InstallError(f"{wheel.name} holds a file outside its folder: {member}")
-            if check_requires:
-                unmet = [r for r in _wheel_requirements(archive, wheel.name) if _unmet(r, given)]
-                if unmet:
-                    raise InstallError(
-                        f"{wheel.name} requires {', '.join(unmet)}, not installed in the "
-                        "executor image; this test server has no package index to fetch it from."
-                    )
-            else:
-                _wheel_requirements(archive, wheel.name)
+            requires = _wheel_requirements(archive, wheel.name)
+            unmet = [r for r in requires if _unmet(r, given, image)]
+            if unmet:
+                raise InstallError(
+                    f"{wheel.name} requires {', '.join(unmet)}, not installed in the "
+                    "executor image; this test server has no package index to fetch it from."
+                )
             archive.extractall(site)
     for data in site.glob("*.data"):
         for scheme in ("purelib", "platlib"):
@@ -482,6 +512,7 @@ class DockerExecutor:
 
     def __init__(self, client: Any) -> None:
         self.client = client
+        self._installed: dict[str, Installed] = {}
 
     def start(
         self,
@@ -507,24 +538,54 @@ class DockerExecutor:
         folder: Path,
     ) -> Running:
         """A container of the executor image with the wheels unpacked (:func:`install_wheels`,
-        as ``pip install --no-deps`` would: the image's own packages are what it has) and
-        copied in at ``/tfc-packages``, running ``python -m MODULE ARGS`` (``python3`` when the
-        image has no ``python``) in the image's working directory with ``PYTHONPATH`` set to it.
-        """
+        each ``Requires-Dist`` checked against what the image's Python has, :meth:`installed`)
+        and copied in at ``/tfc-packages``, running ``python -m MODULE ARGS`` (``python3`` when
+        the image has no ``python``) in the image's working directory with ``PYTHONPATH`` set to
+        it."""
         site = folder / "site"
-        install_wheels(wheels, site, check_requires=False)
+        install_wheels(wheels, site, image=self.installed(image))
         tree = io.BytesIO()
         with tarfile.open(fileobj=tree, mode="w") as tar:
             tar.add(site, arcname=PACKAGES_IN_CONTAINER.strip("/"))
-        script = (
-            'PY="$(command -v python || command -v python3)" && '
-            f'exec "$PY" -m {module} "$@"'  # module: a validated dotted name
-        )
+        script = _PY + f' && exec "$PY" -m {module} "$@"'  # module: a validated dotted name
         env = {"PYTHONPATH": PACKAGES_IN_CONTAINER, **env}
         on_line(_running(module, args), "INFO")
         return self._run(
             name, image, ["sh", "-c", script, "sh"], args, env, on_line, tree.getvalue()
         )
+
+    def installed(self, image: str) -> Installed:
+        """The distributions and marker environment of the image's Python (asked once per
+        image, in a throwaway container without a network)."""
+        if image not in self._installed:
+            import docker.errors
+
+            self._pull(image)
+            try:
+                out = self.client.containers.run(
+                    image,
+                    entrypoint=["sh", "-c", _PY + ' && exec "$PY" -c "$0"', _INSTALLED],
+                    network_mode="none",
+                    remove=True,
+                    labels={"tfc-vertex-test": "1"},
+                )
+                data = json.loads(out.decode().strip().splitlines()[-1])
+            except (docker.errors.DockerException, ValueError, IndexError) as exc:
+                raise StartError(f"Unable to read the packages of {image}: {exc}") from None
+            dists = {_canonical(k): v for k, v in data["dists"].items()}
+            self._installed[image] = Installed(dists, data["environment"])
+        return self._installed[image]
+
+    def _pull(self, image: str) -> None:
+        import docker.errors
+
+        try:
+            try:
+                self.client.images.get(image)
+            except docker.errors.ImageNotFound:
+                self.client.images.pull(image)
+        except docker.errors.DockerException as exc:
+            raise StartError(f"Unable to pull image {image}: {exc}") from None
 
     def _run(
         self,
@@ -540,13 +601,7 @@ class DockerExecutor:
         its output."""
         import docker.errors
 
-        try:
-            try:
-                self.client.images.get(image)
-            except docker.errors.ImageNotFound:
-                self.client.images.pull(image)
-        except docker.errors.DockerException as exc:
-            raise StartError(f"Unable to pull image {image}: {exc}") from None
+        self._pull(image)
         container = None
         try:
             container = self.client.containers.create(

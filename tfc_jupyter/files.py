@@ -43,13 +43,15 @@ def file_kind(path: Path) -> str | None:
     return None if stat.S_ISREG(mode) else KIND.get(stat.S_IFMT(mode), "not a regular file")
 
 
-def human(n: int) -> str:
-    """``2 MB``-style size (bytes under 1 KB, GB over 1 GB)."""
-    if n >= 1_000_000_000:
-        return f"{n / 1_000_000_000:.1f} GB"
-    if n >= 1_000_000:
-        return f"{n / 1_000_000:.0f} MB"
-    return f"{n / 1000:.0f} KB" if n >= 1000 else f"{n} bytes"
+def human_size(n: float) -> str:
+    """A size as people read it: ``12 B``, ``3.4 KB``, ``340 KB``, ``1 MB``, ``1.2 GB`` (powers
+    of 1000)."""
+    for unit in ("B", "KB", "MB", "GB"):
+        if n < 1000 or unit == "GB":
+            whole = unit == "B" or n >= 100
+            return f"{n:.0f} {unit}" if whole else f"{n:.1f}".removesuffix(".0") + f" {unit}"
+        n /= 1000
+    return f"{n:.1f} GB"
 
 
 def write_private(path: Path, text: str, *, atomic: bool = False) -> None:
@@ -98,10 +100,10 @@ def disk_full(path: Path | str, need: int | None = None) -> str:
     """``the disk at /home (holding /home/me/x) is full: 12 KB free, about 2 MB needed``."""
     mount = mount_of(path)
     try:
-        free = f"{human(shutil.disk_usage(mount).free)} free"
+        free = f"{human_size(shutil.disk_usage(mount).free)} free"
     except OSError:
         free = "free space unknown"
-    needed = f", about {human(need)} needed" if need else ""
+    needed = f", about {human_size(need)} needed" if need else ""
     return f"the disk at {mount} (holding {path}) is full: {free}{needed}"
 
 
@@ -132,7 +134,7 @@ def read_regular(path: Path | str, limit: int, what: str = "file") -> bytes:
             total += len(chunk)
             if total > limit:
                 raise UnsafeFile(
-                    f"{what} {str(path)!r} is over {human(limit)}",
+                    f"{what} {str(path)!r} is over {human_size(limit)}",
                     "name a smaller file (is it the right one?)",
                 )
         return b"".join(chunks)

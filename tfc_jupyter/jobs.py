@@ -28,7 +28,7 @@ from .job import catalog
 from .job.plan import Plan
 from .logs import LogTail, Merger, is_noise, label
 from .records import JobRecord, JobState, JobStore, default_home, new_job_id
-from .results import Results, job_results
+from .results import Results, job_results, loss_name
 from .results import parse as parse_result
 from .tables import table
 
@@ -183,8 +183,10 @@ class Job:
     def metrics(self) -> list[dict[str, Any]]:
         """The chief's loss and metrics for each Keras epoch so far, one dict per epoch:
         ``{"fit": 0, "epoch": 1, "loss": 0.31, "accuracy": 0.9, "val_loss": ...}`` (``fit``
-        counts the code's ``fit`` calls). ``pandas.DataFrame(job.metrics)`` tabulates them.
-        Empty for code that trains without ``fit``."""
+        counts the code's ``fit`` calls). A custom training loop's epochs have ``fit`` -1 and
+        its Keras metrics' values at each reset (``{"fit": -1, "epoch": 1, "train_loss": ...}``).
+        ``pandas.DataFrame(job.metrics)`` tabulates them. Empty for code that keeps no Keras
+        metrics."""
         return [
             {"fit": e["fit"], "epoch": e["epoch"], **e["metrics"]} for e in self.results().epochs
         ]
@@ -440,7 +442,8 @@ def jobs_table(records: list[JobRecord]) -> str:
         created = time.strftime("%Y-%m-%d %H:%M", time.localtime(rec.created_at))
         error = (rec.error or "")[:60] if rec.state is not JobState.SUCCEEDED else ""
         last = job_results(rec.log_dir).last if rec.log_dir else None
-        loss = f"{last['loss']:.4g}" if last and "loss" in last else ""
+        name = loss_name(list(last)) if last else None
+        loss = f"{last[name]:.4g}" if last and name else ""
         rows.append(
             (rec.id, rec.backend, rec.state.value, f"{rec.elapsed:.0f}s", created, loss, error)
         )

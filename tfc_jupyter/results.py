@@ -1,8 +1,9 @@
 """What a job trained and saved, read back from its chief's log.
 
 Inside the job the runtime (``tfc_runtime.results``) reports each Keras epoch's loss and
-metrics, every saved model and a TensorBoard callback's folder as ``[tfc_runtime] result {json}``
-lines on the chief's stdout. Those lines reach ``<job_dir>/logs/chief.log`` on every backend, so
+metrics, each round of a custom loop's Keras metrics (their values when the code resets them),
+every saved model and a TensorBoard callback's folder as ``[tfc_runtime] result {json}`` lines on
+the chief's stdout. Those lines reach ``<job_dir>/logs/chief.log`` on every backend, so
 reading them back needs nothing else: :func:`job_results` reads a job's (only the bytes added since
 the last read), and :class:`Results` collects them as they come, for the live plot.
 """
@@ -30,6 +31,9 @@ MAX_EPOCHS = 100_000
 """Most epochs kept for one job (a report past it is dropped, never the job)."""
 _MAX_NAME = 100
 _MAX_METRICS = 50
+LOOP = -1
+"""The ``fit`` number of a custom loop's epochs (rounds of its metrics), as opposed to the 0, 1,
+... of the code's ``fit`` calls."""
 
 
 def parse(line: str) -> dict[str, Any] | None:
@@ -51,18 +55,42 @@ def _number(value: Any) -> float | None:
 
 @dataclass
 class Results:
-    """A job's reported results: epochs (with their ``fit`` call), saved models, TensorBoard
-    folders. Empty for code that trains without ``fit`` (a custom loop) or saves nothing."""
+    """A job's reported results: epochs (with their ``fit`` call, or :data:`LOOP` for a custom
+    loop's rounds), saved models, TensorBoard folders. No epochs for code that keeps no Keras
+    metrics."""
 
     epochs: list[dict[str, Any]] = field(default_factory=list)
     fits: list[dict[str, Any]] = field(default_factory=list)
     saved: list[str] = field(default_factory=list)
     saved_with: list[dict[str, str]] = field(default_factory=list)
     tensorboard: list[str] = field(default_factory=list)
+    _loop_rows: dict[int, dict[str, Any]] = field(default_factory=dict, repr=False)
+
+    def _loop_round(self, event: dict[str, Any]) -> bool:
+        """A custom loop's metric round: into that round's epoch row (made when first seen)."""
+        name, value, number = (
+            event.get("name"),
+            _number(event.get("value")),
+            _int(event.get("round")),
+        )
+        if not isinstance(name, str) or value is None or number < 1:
+            return False
+        row = self._loop_rows.get(number)
+        if row is None:
+            if len(self.epochs) >= MAX_EPOCHS:
+                return False
+            row = {"fit": LOOP, "epoch": number, "time": _number(event.get("time")), "metrics": {}}
+            self._loop_rows[number] = row
+            self.epochs.append(row)
+        if len(row["metrics"]) < _MAX_METRICS or name[:_MAX_NAME] in row["metrics"]:
+            row["metrics"][name[:_MAX_NAME]] = value
+        return True
 
     def add(self, event: dict[str, Any]) -> bool:
-        """Take one report; True when it changed what a plot shows (a new epoch)."""
+        """Take one report; True when it changed what a plot shows (a new epoch or round)."""
         kind = event.get("event")
+        if kind == "metric":
+            return self._loop_round(event)
         if kind == "epoch" and len(self.epochs) < MAX_EPOCHS:
             raw = event.get("metrics")
             metrics = {
@@ -117,12 +145,15 @@ class Results:
 
     def copy(self) -> Results:
         """A copy the caller may keep (the cached one keeps growing)."""
+        epochs = [{**e, "metrics": dict(e["metrics"])} for e in self.epochs]
+        rows = {e["epoch"]: e for e in epochs if e["fit"] == LOOP}
         return Results(
-            [dict(e) for e in self.epochs],
+            epochs,
             list(self.fits),
             list(self.saved),
             list(self.saved_with),
             list(self.tensorboard),
+            rows,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -135,6 +166,19 @@ class Results:
             "saved": self.saved,
             "tensorboard": self.tensorboard,
         }
+
+
+_HELD_OUT = ("val_", "test_", "eval_", "valid_", "validation_")
+
+
+def loss_name(names: list[str]) -> str | None:
+    """The loss among metric names: ``loss`` (Keras ``fit``), else a custom loop's training loss
+    (``train_loss``, not ``test_loss``), else any name ending in ``loss``; None without one."""
+    if "loss" in names:
+        return "loss"
+    losses = sorted(n for n in names if n.endswith("loss"))
+    trained = [n for n in losses if not n.startswith(_HELD_OUT)]
+    return next(iter(trained or losses), None)
 
 
 def _int(value: Any) -> int:

@@ -93,6 +93,16 @@ export function formatMetric(value: number): string {
   return String(Number(value.toPrecision(3)));
 }
 
+/**
+ * The loss among a job's metrics (tfc_jupyter/results.py, `loss_name`): `loss`, else a training
+ * loss of a custom loop (`train_loss`), else any loss; undefined when none is.
+ */
+export function lossName(names: string[]): string | undefined {
+  const losses = names.filter(n => n.endsWith('loss')).sort();
+  const held = /^(val|test|eval|valid|validation)_/;
+  return names.includes('loss') ? 'loss' : losses.find(n => !held.test(n)) ?? losses[0];
+}
+
 /** The metric the sidebar shows: the loss, else the first one; null when there is none. */
 export function headlineMetric(
   metrics: { [name: string]: number } | null | undefined
@@ -100,7 +110,7 @@ export function headlineMetric(
   if (!metrics) {
     return null;
   }
-  const name = 'loss' in metrics ? 'loss' : Object.keys(metrics).sort()[0];
+  const name = lossName(Object.keys(metrics)) ?? Object.keys(metrics).sort()[0];
   return name === undefined ? null : `${name} ${formatMetric(metrics[name])}`;
 }
 

@@ -235,11 +235,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         runpy.run_path(script, run_name="__main__")
     except SystemExit:
+        results.finish()
         raise
     except Exception as exc:
         sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__  # out of any %%capture
         _write_error(report_failure(exc, script, smap))
         return 1
+    results.finish()  # the custom loop's last round
     return 0
 
 

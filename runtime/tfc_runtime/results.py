@@ -6,6 +6,15 @@ runtime wraps ``Model.fit`` to add one callback on the chief that reports each e
 ``tf.saved_model.save`` to report where a model was saved. A ``TensorBoard`` callback's log
 folder is reported too.
 
+Custom training loops (``tf.GradientTape``, ``strategy.run``) keep their numbers in Keras
+metrics (``tf.keras.metrics.Mean(name="train_loss")``) that the code resets once an epoch,
+as TensorFlow's guides do. When the code itself resets such a metric (not Keras inside
+``fit``), its value just before the reset is reported as that metric's next round; a metric
+reset before anything was added to it (a loop that resets at the start of each epoch) reports
+nothing then, and its last round is reported when the script ends (:func:`finish`). Metrics of
+a multi-worker (collective) strategy are left alone: reading one is a collective every worker
+would have to join.
+
 Reports are lines on the job's own stdout, ``[tfc_runtime] result {json}``: they travel with the
 logs on every backend (local files, Docker, Cloud Logging) and the client reads them back from
 the chief's log (``tfc_jupyter.results``). The cell hides them like every runtime status line.
@@ -14,6 +23,7 @@ Nothing here changes what the code computes: the callback only reads the logs Ke
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib.abc
 import importlib.machinery
@@ -22,6 +32,7 @@ import math
 import os
 import sys
 import time
+import weakref
 from collections.abc import Callable, Sequence
 from types import ModuleType
 from typing import Any
@@ -29,6 +40,10 @@ from typing import Any
 PREFIX = "[tfc_runtime] result "
 _FIT_CALLBACKS_ARG = 5  # fit(x, y, batch_size, epochs, verbose, callbacks, ...)
 _fits = 0
+_INTERNAL = frozenset({"keras", "tf_keras", "tensorflow", "tfc_runtime"})
+"""Packages whose metric resets are their own business (``fit``, ``evaluate``, ...)."""
+_rounds: dict[str, int] = {}  # metric name -> rounds reported
+_loop_metrics: Any = weakref.WeakSet()  # metrics the code has reset: their last round at finish
 
 
 def emit(event: dict[str, Any]) -> None:
@@ -166,11 +181,102 @@ def _saved_model_path(_obj: Any, export_dir: Any = None, *args: Any, **kwargs: A
     return export_dir if export_dir is not None else kwargs["export_dir"]
 
 
+def _from_the_code() -> bool:
+    """Whether the function that called our wrapper is the job's code, not Keras or TF."""
+    caller = sys._getframe(2).f_globals.get("__name__") or ""
+    return caller.partition(".")[0] not in _INTERNAL
+
+
+def _collective(metric: Any) -> bool:
+    """Whether the metric's variables belong to a multi-worker (collective) strategy."""
+    for variable in getattr(metric, "variables", ()):
+        for held in (variable, getattr(variable, "_value", None)):
+            kind = type(getattr(held, "_distribute_strategy", None)).__name__
+            if "MultiWorker" in kind or "Collective" in kind:
+                return True
+    return False
+
+
+def _round_value(metric: Any) -> float | None:
+    """The metric's value for the round that ends now, or None: nothing added since its last
+    reset (every state variable still zero), not a scalar, traced code, or a collective."""
+    tf = sys.modules.get("tensorflow")
+    if tf is not None and not tf.executing_eagerly():
+        return None
+    if _collective(metric):
+        return None
+    import numpy as np
+
+    def held(variable: Any) -> Any:  # a TF 2.15 SyncOnReadVariable has no usable __array__
+        return variable.numpy() if hasattr(variable, "numpy") else np.asarray(variable)
+
+    if all(not np.any(held(v)) for v in metric.variables):
+        return None
+    return _number(metric.result())
+
+
+def _report_round(metric: Any) -> None:
+    """Report a metric's round, if it has one (never fails the code's reset)."""
+    try:
+        value = _round_value(metric)
+        name = str(getattr(metric, "name", "") or type(metric).__name__)
+    except Exception:  # a metric we cannot read: its reset goes on unreported
+        return
+    if value is None:
+        return
+    _rounds[name] = _rounds.get(name, 0) + 1
+    emit({"event": "metric", "name": name, "round": _rounds[name], "value": value,
+          "time": time.time()})  # fmt: skip
+
+
+def _wrap_reset(cls: type, method: str) -> None:
+    """``cls.method`` (a metric's ``reset_state`` / ``reset_states``), when the job's code calls
+    it, first reports the round that ends."""
+    original = cls.__dict__.get(method)
+    if original is None or getattr(original, "_tfc_wrapped", False):
+        return
+
+    @functools.wraps(original)
+    def reset(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if _from_the_code():
+            with contextlib.suppress(TypeError):  # not weakly referable: no last round
+                _loop_metrics.add(self)
+            _report_round(self)
+        return original(self, *args, **kwargs)
+
+    reset._tfc_wrapped = True  # type: ignore[attr-defined]
+    setattr(cls, method, reset)
+
+
+def _wrap_metrics(module: ModuleType) -> None:
+    """Every Metric class of this Keras reports its rounds (see the module's docstring)."""
+    base = getattr(getattr(module, "metrics", None), "Metric", None)
+    if base is None:
+        return
+    todo, seen = [base], set()
+    while todo:
+        cls = todo.pop()
+        if cls in seen:
+            continue
+        seen.add(cls)
+        todo.extend(cls.__subclasses__())
+        for method in ("reset_state", "reset_states"):
+            _wrap_reset(cls, method)
+
+
+def finish() -> None:
+    """The script ended: report each loop metric's last round (one the code did not reset)."""
+    for metric in list(_loop_metrics):
+        _report_round(metric)
+
+
 def _patch_keras(module: ModuleType) -> None:
-    """Wrap fit, save and export of this Keras (``keras`` or ``tf_keras``)."""
+    """Wrap fit, save and export of this Keras (``keras`` or ``tf_keras``), and its metrics'
+    resets."""
     if not hasattr(module, "Model") or not hasattr(module, "callbacks"):
         return
     _wrap_fit(module)
+    _wrap_metrics(module)
     _wrap_saver(module.Model, "save", _model_path, module.__name__)
     if hasattr(module.Model, "export"):
         _wrap_saver(module.Model, "export", _model_path, module.__name__)

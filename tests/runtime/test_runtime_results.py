@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from runtime_helpers import job_env, run_runtime
 
-from tfc_jupyter.results import Results, parse
+from tfc_jupyter.results import LOOP, Results, loss_name, parse
 
 pytestmark = pytest.mark.slow
 
@@ -88,3 +89,43 @@ def test_tf_keras_is_recorded_with_its_own_callback_class(tmp_path: Path) -> Non
     assert results.saved_with == [
         {"path": str(tmp_path / "legacy.h5"), "how": "save", "library": "tf_keras"}
     ]
+
+
+# A custom loop as TensorFlow's guides write one (tests/runtime/custom_loop_job.py).
+CUSTOM_LOOP = (Path(__file__).parent / "custom_loop_job.py").read_text()
+
+
+def _loop_job(tmp_path: Path, strategy: str, when: str) -> tuple[list[Any], Results]:
+    (tmp_path / "train.py").write_text(CUSTOM_LOOP)
+    env = job_env(LOOP_STRATEGY=strategy, LOOP_RESET=when)
+    done = run_runtime(["--strategy", "none", "train.py"], tmp_path, env)
+    assert done.returncode == 0, done.stderr
+    printed = json.loads(next(x for x in done.stdout.splitlines() if x.startswith("PRINTED "))[8:])
+    return printed, _results(done.stdout)
+
+
+@pytest.mark.parametrize(
+    ("strategy", "when"),
+    [("default", "end"), ("default", "start"), ("mirrored", "end"), ("mirrored", "start")],
+)
+def test_a_custom_loops_metrics_are_its_epochs(tmp_path: Path, strategy: str, when: str) -> None:
+    """Each round of the loop's metrics is an epoch, with the numbers the code printed, whether
+    it resets them at the end of an epoch or the start of the next (the last one then at the
+    end of the script). TensorFlow 2.15's Keras (reset_states): tests/tf215/test_custom_loop.py.
+    """
+    printed, results = _loop_job(tmp_path, strategy, when)
+    loop = [e for e in results.epochs if e["fit"] == LOOP]
+    assert [e["epoch"] for e in loop] == [1, 2, 3]
+    for row, seen in zip(loop, printed, strict=True):
+        assert row["metrics"] == pytest.approx(seen)
+    # fit's epoch is there too, as fit 0: its resets inside Keras reported no loop round
+    assert [(e["fit"], e["epoch"]) for e in results.epochs if e["fit"] != LOOP] == [(0, 1)]
+    assert loss_name(list(loop[-1]["metrics"])) == "train_loss" and "loss" in results.names
+
+
+def test_a_multi_worker_loops_metrics_are_left_alone(tmp_path: Path) -> None:
+    """Reading a metric of a collective strategy is a collective every worker must join: the
+    chief alone must never read one, so such a loop reports no rounds (and runs as written)."""
+    printed, results = _loop_job(tmp_path, "multi_worker", "end")
+    assert len(printed) == 3
+    assert [e["fit"] for e in results.epochs] == [0]

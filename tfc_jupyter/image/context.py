@@ -30,7 +30,7 @@ from typing import Any, BinaryIO
 from .. import secretscan
 from ..config import Settings, current_settings
 from ..errors import SpecError
-from ..files import UnsafeFile, file_kind, read_regular
+from ..files import UnsafeFile, file_kind, human_size, read_regular
 from ..job import vertex_request
 from ..job.spec import JobSpec
 from ..notebook.requirements import NO_DEPS_PREFIX, RESOLVER_OPTIONS
@@ -180,15 +180,6 @@ def _arcname(entry: Entry) -> str:
 
 class ContextTooLarge(SpecError):
     """The declared files make a build context over the size limit."""
-
-
-def human_size(n: float) -> str:
-    """``1.2 GB``, ``340 KB``, ``12 B``."""
-    for unit in ("B", "KB", "MB", "GB"):
-        if n < 1000 or unit == "GB":
-            return f"{n:.0f} {unit}" if unit == "B" or n >= 100 else f"{n:.1f} {unit}"
-        n /= 1000
-    return f"{n:.1f} GB"
 
 
 def limit_bytes(settings: Settings | None = None) -> int:

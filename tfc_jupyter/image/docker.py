@@ -18,9 +18,9 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from ..errors import BackendError, MissingDependency
-from ..files import human
+from ..files import human_size
 from ..gcloud import registry_auth
-from .context import Context, human_size
+from .context import Context
 from .names import CONTENT_LABEL
 from .progress import ANSI, LOG_TAIL, BuildError, Progress, build_error, report, short
 
@@ -162,7 +162,7 @@ def engine_room(client: Any, need: int) -> str:
     except Exception:  # the engine is the one in trouble: say what we know
         root = ""
     where = f" at {root}" if root else ""
-    return f"the engine's disk{where} is full; the build context alone is {human(need)}"
+    return f"the engine's disk{where} is full; the build context alone is {human_size(need)}"
 
 
 def engine_stream(

@@ -17,6 +17,7 @@ from typing import Any
 
 from ..config import Settings
 from ..errors import SpecError, TfcError
+from ..files import human_size
 from ..image import context as package
 from ..image import names as images
 from ..image import wheel
@@ -149,7 +150,7 @@ class Plan:
             out.append(f"route: {self.route.kind} ({self.route.reason})")
         if self.package is not None:
             out.append(
-                f"package: {self.package_uri}  ({package.human_size(len(self.package.data))}) "
+                f"package: {self.package_uri}  ({human_size(len(self.package.data))}) "
                 f"on {self.image_uri}"
             )
         else:
@@ -382,7 +383,7 @@ def _found_files_notes(context: package.Context, notes: list[str]) -> list[str]:
         return []
     size, paths = context.auto_over
     return [
-        f"the code reads {', '.join(paths)} ({package.human_size(size)}), over the "
+        f"the code reads {', '.join(paths)} ({human_size(size)}), over the "
         f"{package.AUTO_LIMIT_MB} MB the plan takes into an image unasked. Fix: read it from a "
         "bucket (gs://...), or pass --include PATH to ship it anyway"
     ]

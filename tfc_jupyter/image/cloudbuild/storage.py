@@ -13,6 +13,7 @@ from dataclasses import replace
 from typing import IO, Any, TypeVar
 from urllib.parse import quote
 
+from ...files import human_size
 from ...gcloud import Api
 from .. import context as package
 from ..progress import Progress, report
@@ -104,7 +105,7 @@ class Storage:
 
         meta = self.call(f"looking up {where}", look)
         if meta and meta.get("md5Hash") == md5:
-            report(Progress(phase, f"{where} is there already ({package.human_size(size)})"))
+            report(Progress(phase, f"{where} is there already ({human_size(size)})"))
             return meta, False
 
         def send() -> Any:
@@ -118,7 +119,7 @@ class Storage:
                 )
             )
 
-        report(Progress(phase, f"uploading {package.human_size(size)} to {where}"))
+        report(Progress(phase, f"uploading {human_size(size)} to {where}"))
         return self.call(f"uploading {what} to {where}", send), True
 
 
@@ -190,7 +191,7 @@ class _Reading:
         tenth = self.sent * 10 // max(self.size, 1)
         if data and tenth != self._tenth:
             self._tenth = tenth
-            sent, total = package.human_size(self.sent), package.human_size(self.size)
+            sent, total = human_size(self.sent), human_size(self.size)
             message = f"uploading {sent} / {total} to {self.where}"
             report(Progress("context", message, self.sent, self.size))
         return data

@@ -121,3 +121,42 @@ def _predicted(train: Any) -> str:
             if "PREDICT " in line:
                 return line.split("PREDICT ", 1)[1]
     raise AssertionError("the job printed no predictions")
+
+
+def test_a_failed_job_links_its_cell_to_the_line_that_failed(
+    tmp_path: Path, tfc_env: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The cell of a failed job shows where it failed as a link (JupyterLab's extension renders
+    it: tests/test_lab_ui.py), with the line as saved, besides the one-line error."""
+    from nbclient import NotebookClient
+
+    from tfc_jupyter.cell import LINK_MIME
+
+    path = write_notebook(
+        tmp_path / "fails.ipynb",
+        "%load_ext tfc_jupyter",
+        "total = 1\nparts = 0\nshare = total / parts",
+        "%%tfc_run\nprint('never here')",
+    )
+    monkeypatch.setenv("JPY_SESSION_NAME", str(path))
+    nb = nbformat.read(path, as_version=4)
+    client = NotebookClient(
+        nb,
+        timeout=JOB_DEADLINE_S,
+        allow_errors=True,
+        resources={"metadata": {"path": str(tmp_path)}},
+    )
+    client.execute()
+    run = nb.cells[2]
+    links = [o.data[LINK_MIME] for o in run.outputs if LINK_MIME in o.get("data", {})]
+    assert links == [
+        {
+            "version": 1,
+            "cell": 2,
+            "line": 3,
+            "code": "share = total / parts",
+            "text": "cell 2, line 3",
+        }
+    ]
+    errors = [o for o in run.outputs if o.output_type == "error"]
+    assert len(errors) == 1 and "ZeroDivisionError" in "".join(errors[0].traceback)

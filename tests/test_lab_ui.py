@@ -436,6 +436,58 @@ def _plot_scenario(lab_server: LabServer, page: Any) -> None:
         shutil.copyfile(shot, ROOT / "docs" / "sidebar.png")
 
 
+# A cell that fails only in the job (TFC_REMOTE is set there), so Run All reaches the run cell.
+FAILS_IN_THE_JOB = (
+    "import os\nremote = os.environ.get('TFC_REMOTE')\nshare = 1 / (0 if remote else 1)"
+)
+_AT_THE_FAILING_LINE = """() => {
+  const notebook = window.jupyterapp.shell.currentWidget.content;
+  const cell = notebook.activeCell;
+  if (!cell || !cell.editor) { return false; }
+  const lines = cell.model.sharedModel.getSource().split('\\n');
+  const line = lines[cell.editor.getCursorPosition().line];
+  return notebook.mode === 'edit' && line === 'share = 1 / (0 if remote else 1)'
+    ? notebook.activeCellIndex : false;
+}"""
+
+
+def test_a_failed_job_links_to_the_cell_that_failed(
+    lab_server: LabServer, browser_page: Any
+) -> None:
+    """Run All; the job fails at cell 2, line 3; its cell shows "Go to cell 2, line 3". A cell
+    added above since moves the failing one down: the link still selects it (found by the line
+    it saved), in edit mode with the cursor on that line."""
+    page = browser_page
+    try:
+        write_notebook(
+            lab_server.root_dir / "fails.ipynb",
+            "%load_ext tfc_jupyter",
+            FAILS_IN_THE_JOB,
+            "%%tfc_run\nprint('never here')",
+        )
+        page.goto(f"{lab_server.url}lab?reset&token={lab_server.token}")
+        page.locator(".jp-LabShell").wait_for()
+        open_notebook(page, lab_server, "fails.ipynb")
+        lab_command(page, "notebook:run-all-cells")
+        link = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .tfc-CellLink a")
+        link.wait_for(timeout=JOB_MS)
+        assert link.inner_text() == "Go to cell 2, line 3"
+        page.evaluate(
+            "() => { window.jupyterapp.shell.currentWidget.content.activeCellIndex = 0; }"
+        )
+        lab_command(page, "notebook:insert-cell-above")
+        page.evaluate(
+            "() => { window.jupyterapp.shell.currentWidget.content.activeCellIndex = 3; }"
+        )
+        link.click()
+        index = page.wait_for_function(_AT_THE_FAILING_LINE, timeout=10_000).json_value()
+        assert index == 2  # the failing cell, one down from where the job saw it
+        screenshot(page, "lab-failure-link.png")
+    except Exception:
+        screenshot(page, "lab-failure-link-failure.png")
+        raise
+
+
 @pytest.fixture(scope="module")
 def lab_without_server_extension(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabServer]:
     """JupyterLab with our labextension but with the tfc_jupyter server extension turned off."""

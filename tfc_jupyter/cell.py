@@ -6,15 +6,19 @@ keeps the latest half in one output that is replaced as lines come (as Colab and
 theirs), saying how many lines are not shown and how to see them. :class:`LivePlot` draws the
 chief's loss and metrics (:mod:`tfc_jupyter.plot`) in one output, updated at each epoch.
 :class:`Following` keeps a ``--no-wait`` job's handle up to date in its own output.
+:func:`failure_link` is where a failed job's cell points to the notebook cell that failed.
 
 Everything here needs a notebook frontend (a ZMQ kernel); in a terminal the lines are printed.
 """
 
 from __future__ import annotations
 
+import contextlib
+import re
 import threading
 import time
 from collections import deque
+from pathlib import Path
 from typing import Any, TextIO
 
 from .plot import svg
@@ -26,6 +30,33 @@ FOLLOW_POLL_S = 1.0
 """How often a ``--no-wait`` handle's output reads the job's state."""
 FOLLOW_MAX_S = 7 * 24 * 3600.0
 """Longest a handle's output follows a job (its own deadline: every wait has one)."""
+LINK_MIME = "application/vnd.tfc-jupyter.cell-link+json"
+"""The MIME type of :func:`failure_link`'s output (labextension/src/celllink.ts renders it)."""
+_LOCATION = re.compile(r"cell (\d+), line (\d+)")
+_MAX_CODE = 500
+
+
+def failure_link(location: str | None, notebook: str | None) -> dict[str, Any] | None:
+    """The output that links a failed job's cell to where it failed, ``cell 7, line 3`` of the
+    notebook it was captured from: JupyterLab (with this package's extension) shows "Go to cell
+    7, line 3", which selects that cell and puts the cursor on the line; other frontends show
+    the text. The line's text as saved goes along, so a cell moved since is still found. None
+    for a job captured elsewhere (the kernel's history, a script) or failing outside a cell."""
+    match = _LOCATION.fullmatch(location or "")
+    if match is None or not notebook:
+        return None
+    number, line = int(match.group(1)), int(match.group(2))
+    code = ""
+    with contextlib.suppress(Exception):  # the notebook moved or broke since: the number alone
+        from .notebook.capture import read_notebook
+
+        cells = read_notebook(Path(notebook)).cells
+        if 1 <= number <= len(cells):
+            lines = str(cells[number - 1].source).split("\n")
+            code = lines[line - 1][:_MAX_CODE] if 1 <= line <= len(lines) else ""
+    text = f"cell {number}, line {line}"
+    link = {"version": 1, "cell": number, "line": line, "code": code, "text": text}
+    return {"text/plain": f"The job failed at {text}.", LINK_MIME: link}
 
 
 def in_notebook(shell: Any) -> bool:

@@ -390,6 +390,11 @@ def _follow_in_cell(
             out.close()
             plot.close()
     if rec.state is JobState.FAILED:
+        link = cell.failure_link(rec.error_location, rec.notebook) if plot is not None else None
+        if link is not None:
+            from IPython.display import display
+
+            display(link, raw=True)
         if raise_on_failure:
             raise JobFailed(rec.id, rec.error)
         print(f"{rec.id} failed: {rec.error}")

@@ -1,8 +1,9 @@
 /**
  * tfc_jupyter's JupyterLab extension: only wires the plugins.
  */
+import { cellLinkPlugin } from './plugins/celllink';
 import { choicesPlugin } from './plugins/choices';
 import { jobsPlugin } from './plugins/jobs';
 import { launchPlugin } from './plugins/launch';
 
-export default [launchPlugin, jobsPlugin, choicesPlugin];
+export default [launchPlugin, jobsPlugin, choicesPlugin, cellLinkPlugin];

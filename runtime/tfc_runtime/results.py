@@ -18,7 +18,8 @@ would have to join.
 Reports are lines on the job's own stdout, ``[tfc_runtime] result {json}``: they travel with the
 logs on every backend (local files, Docker, Cloud Logging) and the client reads them back from
 the chief's log (``tfc_jupyter.results``). The cell hides them like every runtime status line.
-Nothing here changes what the code computes: the callback only reads the logs Keras hands it.
+Nothing here changes what the code computes: the callback only reads the logs Keras hands it,
+and a reset only reads the metric's value first.
 """
 
 from __future__ import annotations

@@ -28,7 +28,7 @@ from .job import catalog
 from .job.plan import Plan
 from .logs import LogTail, Merger, is_noise, label
 from .records import JobRecord, JobState, JobStore, default_home, new_job_id
-from .results import Results, job_results, loss_name
+from .results import Results, finite_number, job_results, loss_name
 from .results import parse as parse_result
 from .tables import table
 
@@ -365,8 +365,8 @@ def job_dict(record: JobRecord) -> dict[str, Any]:
         chief = record.spec.get("chief") or {}
         rate, replicas = (
             catalog.total_price(
-                (_number(chief.get("price_per_hour")), 1),
-                (_number(worker.get("price_per_hour", chief.get("price_per_hour"))), count),
+                (finite_number(chief.get("price_per_hour")), 1),
+                (finite_number(worker.get("price_per_hour", chief.get("price_per_hour"))), count),
             ),
             1 + count,
         )
@@ -384,11 +384,6 @@ def job_dict(record: JobRecord) -> dict[str, Any]:
         last_metrics=job_results(record.log_dir).last if record.log_dir else None,
     )
     return data
-
-
-def _number(value: Any) -> float | None:
-    """A stored price: a number, or None (not listed, or missing from an older record)."""
-    return float(value) if isinstance(value, int | float) else None
 
 
 def _spec(data: Mapping[str, Any]) -> Any:

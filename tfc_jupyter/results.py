@@ -47,7 +47,8 @@ def parse(line: str) -> dict[str, Any] | None:
     return event if isinstance(event, dict) and isinstance(event.get("event"), str) else None
 
 
-def _number(value: Any) -> float | None:
+def finite_number(value: Any) -> float | None:
+    """A JSON number as a float; None for anything else (a string, a bool, NaN, infinity)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
     return float(value) if math.isfinite(value) else None
@@ -70,7 +71,7 @@ class Results:
         """A custom loop's metric round: into that round's epoch row (made when first seen)."""
         name, value, number = (
             event.get("name"),
-            _number(event.get("value")),
+            finite_number(event.get("value")),
             _int(event.get("round")),
         )
         if not isinstance(name, str) or value is None or number < 1:
@@ -79,7 +80,12 @@ class Results:
         if row is None:
             if len(self.epochs) >= MAX_EPOCHS:
                 return False
-            row = {"fit": LOOP, "epoch": number, "time": _number(event.get("time")), "metrics": {}}
+            row = {
+                "fit": LOOP,
+                "epoch": number,
+                "time": finite_number(event.get("time")),
+                "metrics": {},
+            }
             self._loop_rows[number] = row
             self.epochs.append(row)
         if len(row["metrics"]) < _MAX_METRICS or name[:_MAX_NAME] in row["metrics"]:
@@ -96,13 +102,13 @@ class Results:
             metrics = {
                 str(k)[:_MAX_NAME]: number
                 for k, v in (raw.items() if isinstance(raw, dict) else ())
-                if (number := _number(v)) is not None
+                if (number := finite_number(v)) is not None
             }
             self.epochs.append(
                 {
                     "fit": _int(event.get("fit")),
                     "epoch": _int(event.get("epoch")),
-                    "time": _number(event.get("time")),
+                    "time": finite_number(event.get("time")),
                     "metrics": dict(list(metrics.items())[:_MAX_METRICS]),
                 }
             )

@@ -69,15 +69,8 @@ class Plan:
         )
 
     def pools(self) -> list[tuple[str, int, catalog.Machine]]:
-        """``(role, replicas, machine)`` for each worker pool."""
-        rows = [("chief", 1, self.spec.chief)]
-        if self.spec.worker_count:
-            rows.append(("worker", self.spec.worker_count, self.spec.worker or self.spec.chief))
-        if self.spec.ps_count and self.spec.ps_machine:
-            rows.append(("ps", self.spec.ps_count, self.spec.ps_machine))
-        if self.spec.evaluator and self.spec.evaluator_machine:
-            rows.append(("evaluator", 1, self.spec.evaluator_machine))
-        return rows
+        """``(role, replicas, machine)`` for each worker pool (:meth:`JobSpec.pools`)."""
+        return self.spec.pools()
 
     def summary(self) -> dict[str, Any]:
         """JSON-ready summary (CLI ``--json``, REST API, panel)."""
@@ -224,11 +217,8 @@ def _cost_line(rate: float | None, pools: list[tuple[str, int, catalog.Machine]]
 
 def _machine_notes(spec: JobSpec) -> list[str]:
     """Warnings on the machines of a Vertex AI job: legacy GPUs, capacity sold as reserved."""
-    machines = [spec.chief, spec.worker if spec.worker_count else None]
-    machines += [spec.ps_machine if spec.ps_count else None]
-    machines += [spec.evaluator_machine if spec.evaluator else None]
     notes: list[str] = []
-    for machine in dict.fromkeys(m for m in machines if m is not None):
+    for machine in dict.fromkeys(m for _, _, m in spec.pools()):
         for note in (
             catalog.legacy_note(machine),
             catalog.capacity_note(

@@ -65,16 +65,12 @@ def _given(spec: JobSpec) -> list[tuple[str, str]]:
     return given
 
 
+_ROLE_WORDS = {"worker": "workers", "ps": "parameter servers"}
+
+
 def _pools(spec: JobSpec) -> list[tuple[str, object]]:
-    """``(role, machine)`` of every pool the job has."""
-    pools: list[tuple[str, object]] = [("chief", spec.chief)]
-    if spec.worker_count and spec.worker is not None:
-        pools.append(("workers", spec.worker))
-    if spec.ps_count and spec.ps_machine is not None:
-        pools.append(("parameter servers", spec.ps_machine))
-    if spec.evaluator and spec.evaluator_machine is not None:
-        pools.append(("evaluator", spec.evaluator_machine))
-    return pools
+    """``(role in words, machine)`` of every pool the job has (``JobSpec.pools``)."""
+    return [(_ROLE_WORDS.get(role, role), machine) for role, _, machine in spec.pools()]
 
 
 def check_vertex_settings(spec: JobSpec) -> None:

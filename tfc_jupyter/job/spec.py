@@ -294,17 +294,22 @@ class JobSpec:
         """Processes in the job: the chief, its workers, parameter servers and evaluator."""
         return 1 + self.worker_count + self.ps_count + int(self.evaluator)
 
+    def pools(self) -> list[tuple[str, int, Machine]]:
+        """``(role, replicas, machine)`` of each worker pool the job has: ``chief``, then
+        ``worker``, ``ps`` and ``evaluator`` when it has them (their machines are set then)."""
+        rows: list[tuple[str, int, Machine | None]] = [("chief", 1, self.chief)]
+        if self.worker_count:
+            rows.append(("worker", self.worker_count, self.worker))
+        if self.ps_count:
+            rows.append(("ps", self.ps_count, self.ps_machine))
+        if self.evaluator:
+            rows.append(("evaluator", 1, self.evaluator_machine))
+        return [(role, n, m) for role, n, m in rows if m is not None]
+
     def cost_per_hour(self) -> float | None:
         """Estimated list price per hour of all machines (see ``catalog.PRICES_AS_OF``); None
         when one of them has no listed price."""
-        parts = [(self.chief.price_per_hour, 1)]
-        if self.worker is not None:
-            parts.append((self.worker.price_per_hour, self.worker_count))
-        if self.ps_machine is not None:
-            parts.append((self.ps_machine.price_per_hour, self.ps_count))
-        if self.evaluator and self.evaluator_machine is not None:
-            parts.append((self.evaluator_machine.price_per_hour, 1))
-        return total_price(*parts)
+        return total_price(*((m.price_per_hour, n) for _, n, m in self.pools()))
 
     def evolve(self, **changes: Any) -> JobSpec:
         """A copy with some fields changed (validated again)."""

@@ -209,10 +209,6 @@ def _machines() -> list[catalog.Machine]:
     return rows
 
 
-def _price(value: float | None) -> str:
-    return catalog.price_text(value)
-
-
 class PanelModel:
     """Choices, validation, options with reasons, summary and memory for one panel.
 
@@ -369,7 +365,7 @@ class PanelModel:
                 with contextlib.suppress(TfcError):
                     machines.append(catalog.lookup(named))
             rows = [("", first)] + [
-                (m.name, f"{m.name} · {m.describe()} · {_price(m.price_per_hour)}")
+                (m.name, f"{m.name} · {m.describe()} · {catalog.price_text(m.price_per_hour)}")
                 for m in machines
             ]
         elif name == "gpu_type":
@@ -386,7 +382,9 @@ class PanelModel:
             rows = [("", "none")]
             for key in catalog.TPU_TYPES:
                 m = catalog.tpu_machine(key)
-                rows.append((key, f"{key} · {m.describe()} · {_price(m.price_per_hour)}"))
+                rows.append(
+                    (key, f"{key} · {m.describe()} · {catalog.price_text(m.price_per_hour)}")
+                )
         else:
             raise KeyError(f"no options for {name!r}")
         current = getattr(self.choices, name)

@@ -15,6 +15,8 @@ echo "[test] mypy"
 mypy
 echo "[test] check_auth"
 python scripts/check_auth.py  # every handler of the jobs API is @tornado.web.authenticated
+echo "[test] labextension: lint, types, jest"
+(cd labextension && jlpm install --immutable && jlpm lint:check && jlpm types:check && jlpm test)
 # Browser tests need Debian chromium (installed when missing; they skip without it).
 bash scripts/browser_deps.sh
 # The Docker tests' engine and registry (installed and started when missing; stopped on exit,

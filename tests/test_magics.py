@@ -374,3 +374,20 @@ def test_a_failed_job_is_shown_once_and_is_not_a_usage_error(
     # the job's own traceback (its last lines), then the one line: not six times, as before
     assert out.count("Expecting property name") == 2, out
     assert out.splitlines()[-2].startswith("\x1b[31mJob "), out
+
+
+def test_line_magic_runs_a_script_with_its_arguments(
+    ip: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``%tfc_run train.py [flags] -- args``: the script runs as itself, and follows in the cell."""
+    (tmp_path / "train.py").write_text("import sys\nprint('ARGS', sys.argv[1:])\n")
+    monkeypatch.chdir(tmp_path)
+    with capture_output() as cap:
+        ip.run_line_magic("tfc_run", "train.py --name from-line -- --epochs 3 'a b'")
+    assert "[chief] ARGS ['--epochs', '3', 'a b']" in cap.stdout
+    job = ip.user_ns["_tfc_job"]
+    assert job.record().name == "from-line" and job.state.value == "succeeded"
+    with pytest.raises(UsageError, match=r"names the file to run first. Fix:"):
+        ip.run_line_magic("tfc_run", "--workers 1")
+    with pytest.raises(UsageError, match=r"entry point 'nope.py' not found. Fix:"):
+        ip.run_line_magic("tfc_run", "nope.py")

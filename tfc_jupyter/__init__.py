@@ -2,6 +2,10 @@
 
 ``%load_ext tfc_jupyter`` registers the magics and imports nothing heavy: no TensorFlow,
 aiplatform, docker or nbconvert.
+
+``import tfc_jupyter as tfc`` is a drop-in for ``import tensorflow_cloud as tfc``: ``tfc.run``,
+``tfc.remote``, ``tfc.MachineConfig``, ``tfc.AcceleratorType``, ``tfc.COMMON_MACHINE_CONFIGS``
+and ``tfc.DockerConfig`` (see :mod:`tfc_jupyter.run_api`).
 """
 
 from __future__ import annotations
@@ -9,20 +13,30 @@ from __future__ import annotations
 from typing import Any
 
 __version__ = "0.1.0"
-__all__ = ["Client", "JobOptions", "__version__"]
+_LAZY = {
+    "Client": "client",
+    "JobOptions": "job.options",
+    "run": "run_api",
+    "remote": "run_api",
+    "RunResult": "run_api",
+    "MachineConfig": "tfc_types",
+    "AcceleratorType": "tfc_types",
+    "COMMON_MACHINE_CONFIGS": "tfc_types",
+    "DockerConfig": "tfc_types",
+    "is_tpu_config": "tfc_types",
+}
+__all__ = sorted([*_LAZY, "__version__"])
 
 
 def __getattr__(name: str) -> Any:
-    """``tfc_jupyter.Client`` and ``tfc_jupyter.JobOptions``, imported when first used."""
-    if name == "Client":
-        from .client import Client
+    """The public API (``Client``, ``JobOptions``, ``run`` and tfc.run's types), imported
+    when first used: loading the extension imports none of it."""
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'tfc_jupyter' has no attribute {name!r}")
+    import importlib
 
-        return Client
-    if name == "JobOptions":
-        from .job.options import JobOptions
-
-        return JobOptions
-    raise AttributeError(f"module 'tfc_jupyter' has no attribute {name!r}")
+    return getattr(importlib.import_module(f".{module}", __name__), name)
 
 
 def load_ipython_extension(ipython: Any) -> None:

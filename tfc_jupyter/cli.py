@@ -1,7 +1,8 @@
 """``tfc-jupyter``: the same core as the magics, for terminals and CI.
 
-    tfc-jupyter plan NOTEBOOK.ipynb [--cell N] [--json] [job flags ...]
-    tfc-jupyter run NOTEBOOK.ipynb [--cell N] [job flags ...]   (waits, streams logs)
+    tfc-jupyter plan NOTEBOOK.ipynb|SCRIPT.py [--cell N] [--json] [job flags ...] [-- ARGS]
+    tfc-jupyter run NOTEBOOK.ipynb|SCRIPT.py [--cell N] [job flags ...] [-- ARGS]
+                                             (waits, streams logs; ARGS: the script's sys.argv)
     tfc-jupyter jobs [--limit N]
     tfc-jupyter logs JOB [--follow]
     tfc-jupyter cancel JOB
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
 from collections.abc import Sequence
 from typing import NoReturn
@@ -27,10 +29,24 @@ from .job.plan import Plan
 from .jobs import job_dict, jobs_table
 
 
-def _plan(client: Client, args: argparse.Namespace, extra: list[str]) -> Plan:
-    """The plan of the notebook's cell, its line's flags with ``extra`` over them."""
-    given = JobOptions.from_words(extra, prog="tfc-jupyter plan")
-    return client.plan_notebook(args.notebook_file, given, cell=args.cell)
+def split_script_args(words: Sequence[str]) -> tuple[list[str], list[str]]:
+    """``(job flags, script arguments)``: everything after the first ``--`` is the script's."""
+    words = list(words)
+    if "--" in words:
+        k = words.index("--")
+        return words[:k], words[k + 1 :]
+    return words, []
+
+
+def _plan(
+    client: Client, args: argparse.Namespace, flags: list[str], script_args: list[str]
+) -> Plan:
+    """The plan of the notebook's cell (or the script), its line's flags with ``flags`` over
+    them; ``script_args`` (the words after ``--``) are the script's arguments."""
+    given = JobOptions.from_words(flags, prog="tfc-jupyter plan")
+    if script_args:  # after --: the script's own words, over any --args
+        given = JobOptions.of(args=shlex.join(script_args)).over(given)
+    return client.plan_file(args.notebook_file, given, cell=args.cell)
 
 
 def _run(client: Client, plan: Plan) -> int:
@@ -60,7 +76,12 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _notebook_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("notebook_file", metavar="NOTEBOOK")
+    parser.add_argument(
+        "notebook_file",
+        metavar="NOTEBOOK|SCRIPT",
+        help="a notebook (.ipynb: its %%%%tfc_run cell and the cells above) or a Python script "
+        "(.py: run as it is, words after -- as its arguments)",
+    )
     parser.add_argument(
         "--cell",
         type=int,
@@ -80,7 +101,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     plan = sub.add_parser(
         "plan",
-        help="show what a notebook's job would run, launch nothing",
+        help="show what a notebook's (or script's) job would run, launch nothing",
         epilog="Job flags: as %%tfc_run; they override the cell's own flags.",
     )
     _notebook_arguments(plan)
@@ -88,7 +109,7 @@ def build_parser() -> argparse.ArgumentParser:
     plan.add_argument("--no-script", action="store_true", help="leave the script out")
     run = sub.add_parser(
         "run",
-        help="launch a notebook's job and follow it to the end",
+        help="launch a notebook's (or script's) job and follow it to the end",
         epilog="Job flags: as %%tfc_run; they override the cell's own flags.",
     )
     _notebook_arguments(run)
@@ -118,13 +139,16 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``tfc-jupyter`` command."""
     parser = build_parser()
-    args, extra = parser.parse_known_args(argv)
+    words, script_args = split_script_args(sys.argv[1:] if argv is None else argv)
+    args, extra = parser.parse_known_args(words)
     try:
+        if script_args and args.command not in ("plan", "run"):
+            parser.error(f"unrecognized arguments: -- {' '.join(script_args)}")
         if args.command not in ("plan", "run") and extra:
             parser.error(f"unrecognized arguments: {' '.join(extra)}")
         client = Client()
         if args.command == "plan":
-            plan = _plan(client, args, extra)
+            plan = _plan(client, args, extra, script_args)
             if args.json:
                 print(json.dumps(plan.summary(), indent=2))
             else:
@@ -132,7 +156,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             if plan.refused is not None:  # the same verdict as `run`, on stderr
                 print(f"tfc-jupyter: launching it would stop here: {plan.refused}", file=sys.stderr)
         elif args.command == "run":
-            return _run(client, _plan(client, args, extra))
+            return _run(client, _plan(client, args, extra, script_args))
         elif args.command == "jobs":
             records = client.list(limit=args.limit)
             if args.json:

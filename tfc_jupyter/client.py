@@ -100,6 +100,47 @@ class Client:
         line = JobOptions.from_line(selection.magic_line)
         return self.plan(selection, (options or JobOptions()).over(line))
 
+    def plan_script(
+        self, path: str | Path, options: JobOptions | None = None, *, how: str = "entry point"
+    ) -> Plan:
+        """Plan a ``.py`` entry point's job: the script as it is, run from its own folder (its
+        modules and the files it reads beside it), ``options.args`` as its ``sys.argv``."""
+        from .notebook import capture
+
+        file = Path(path)
+        if not file.is_file():
+            raise TfcError(
+                f"entry point {str(file)!r} not found", "pass the path of a .py or .ipynb file"
+            )
+        return self.plan(capture.read_script(file.resolve(), how=how), options)
+
+    def plan_file(
+        self,
+        path: str | Path,
+        options: JobOptions | None = None,
+        *,
+        cell: int | None = None,
+        how: str = "command line",
+    ) -> Plan:
+        """Plan an entry point: a notebook (see :meth:`plan_notebook`) or a ``.py`` script
+        (see :meth:`plan_script`), told apart by its suffix (or, without one, its content)."""
+        from .notebook import capture
+
+        file = Path(path)
+        if not file.is_file():
+            raise TfcError(
+                f"entry point {str(file)!r} not found", "pass the path of a .py or .ipynb file"
+            )
+        if capture.is_notebook_file(file):
+            return self.plan_notebook(file, options, cell=cell, how=how)
+        if cell is not None:
+            raise TfcError(
+                f"--cell {cell} names a notebook cell, and {file.name} is a script",
+                "drop --cell (a script runs whole)",
+                field="cell",
+            )
+        return self.plan_script(file, options, how=how)
+
     # ---------------------------------------------------------------- jobs
     def submit(self, plan: Plan) -> Job:
         """Launch a planned job on its backend; returns at once with its :class:`Job`."""

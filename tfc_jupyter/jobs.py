@@ -55,7 +55,7 @@ def job_dir_files(plan: Plan) -> dict[str, str]:
     """What the job folder holds at launch: script, source map, requirements, spec."""
     return {
         "script.py": plan.script.text,
-        "script.map.json": json.dumps(plan.script.source_map_json(plan.selection.name)),
+        "script.map.json": plan.source_map_text(),
         "requirements.txt": "".join(f"{r}\n" for r in plan.requirements),
         "job.json": json.dumps(plan.summary(), indent=2, default=str),
     }

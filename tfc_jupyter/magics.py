@@ -13,7 +13,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
-from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
+from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class
 
 from . import cell
 from .config import load_settings
@@ -46,6 +46,12 @@ Examples::
     %%tfc_run --workers 1                  # chief + 1 worker on this machine
     %%tfc_run --backend vertex --workers 2 --gpus 1 --gpu-type T4
     %%tfc_run --tpu v3-8 --dry-run
+
+As a line magic, it runs a script or notebook file instead (a ``.py`` runs as it is, from its
+folder; words after ``--`` are its arguments)::
+
+    %tfc_run train.py --workers 1 -- --epochs 3
+    %tfc_run other.ipynb --dry-run
 """
 
 
@@ -114,8 +120,10 @@ class TfcMagics(Magics):
 
     @magic_decorate
     @_with_doc(_tfc_run_doc())
-    @cell_magic
-    def tfc_run(self, line: str, cell: str) -> Any:
+    @line_cell_magic
+    def tfc_run(self, line: str, cell: str | None = None) -> Any:
+        if cell is None:  # %tfc_run FILE [flags] [-- args]: a script or notebook file
+            return self._run_file(line)
         if os.environ.get("TFC_REMOTE") == "1":  # inside a job: the cell is plain code
             self.shell.run_cell(cell)  # type: ignore[union-attr]
             return None
@@ -128,6 +136,39 @@ class TfcMagics(Magics):
             plan = self.plan(line, cell, args)
             if args.dry_run:
                 _show(plan)  # with the backend's verdict, as launching it would say
+                self.shell.user_ns["_tfc_plan"] = plan  # type: ignore[union-attr]
+                return None
+            return self._launch(plan, args)
+        except TfcError as exc:
+            raise UsageError(str(exc)) from None
+
+    def _run_file(self, line: str) -> Any:
+        """``%tfc_run FILE [flags] [-- args]``: plan and launch a ``.py`` or ``.ipynb`` file."""
+        if os.environ.get("TFC_REMOTE") == "1":  # inside a job: launching is the launcher's
+            return None
+        from .cli import split_script_args
+
+        try:
+            words = shlex.split(line)
+        except ValueError as exc:
+            raise UsageError(f"cannot split the line: {exc}. Fix: check the quotes") from None
+        flags, script_args = split_script_args(words)
+        if not flags or flags[0].startswith("-"):
+            raise UsageError(
+                "%tfc_run names the file to run first. Fix: %tfc_run train.py [flags] "
+                "[-- args], or use %%tfc_run as a cell magic for this notebook"
+            )
+        path, flag_words = flags[0], flags[1:]
+        try:
+            args = JobOptions.from_words(flag_words, prog="%tfc_run")
+        except TfcError as exc:
+            raise UsageError(str(exc)) from None
+        if script_args:
+            args = JobOptions.of(args=shlex.join(script_args)).over(args)
+        try:
+            plan = self._client().plan_file(path, args, how="%tfc_run")
+            if args.dry_run:
+                _show(plan)
                 self.shell.user_ns["_tfc_plan"] = plan  # type: ignore[union-attr]
                 return None
             return self._launch(plan, args)

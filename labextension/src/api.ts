@@ -25,7 +25,10 @@ export function getJob(id: string): Promise<IJob> {
 
 /** Launch (or, with options.dry_run, plan) a job. */
 export function createJob(body: ICreateJob): Promise<ICreated> {
-  return requestAPI<ICreated>('jobs', { method: 'POST', body: JSON.stringify(body) });
+  return requestAPI<ICreated>('jobs', {
+    method: 'POST',
+    body: JSON.stringify(body)
+  });
 }
 
 /** A replica's log from a byte offset (`quiet`: without TensorFlow's start-up chatter). */
@@ -53,7 +56,9 @@ export function getMetrics(id: string): Promise<IMetrics> {
 
 /** Cancel a job. */
 export function cancelJob(id: string): Promise<IJob> {
-  return requestAPI<IJob>(`jobs/${encodeURIComponent(id)}/cancel`, { method: 'POST' });
+  return requestAPI<IJob>(`jobs/${encodeURIComponent(id)}/cancel`, {
+    method: 'POST'
+  });
 }
 
 /** The machine catalog. */

@@ -7,7 +7,11 @@
  * number when its line there still reads as saved, else by the first cell whose line does (cells
  * added or moved since), else by its number.
  */
-import { INotebookTracker, Notebook, NotebookPanel } from '@jupyterlab/notebook';
+import {
+  INotebookTracker,
+  Notebook,
+  NotebookPanel
+} from '@jupyterlab/notebook';
 import { IRenderMime } from '@jupyterlab/rendermime';
 import { JSONObject } from '@lumino/coreutils';
 import { Widget } from '@lumino/widgets';
@@ -34,7 +38,12 @@ export function linkOf(data: unknown): ICellLink | null {
     return null;
   }
   const { cell, line, code, text } = data;
-  if (typeof cell !== 'number' || typeof line !== 'number' || cell < 1 || line < 1) {
+  if (
+    typeof cell !== 'number' ||
+    typeof line !== 'number' ||
+    cell < 1 ||
+    line < 1
+  ) {
     return null;
   }
   return {

@@ -18,7 +18,11 @@ function isObject(value: unknown): value is JSONObject {
 
 /** The remembered `%%tfc_run` line of a bundle this version understands, else null. */
 export function lineOf(data: unknown): string | null {
-  if (!isObject(data) || data.version !== VERSION || typeof data.line !== 'string') {
+  if (
+    !isObject(data) ||
+    data.version !== VERSION ||
+    typeof data.line !== 'string'
+  ) {
     return null;
   }
   return data.line;
@@ -36,7 +40,8 @@ class ChoicesRenderer extends Widget implements IRenderMime.IRenderer {
     this.node.textContent = line
       ? `Launch panel: ${line} (remembered in this output, saved with the notebook)`
       : '';
-    this.node.title = "tfc_jupyter's launch panel remembers its choices in this output";
+    this.node.title =
+      "tfc_jupyter's launch panel remembers its choices in this output";
     return Promise.resolve();
   }
 }

@@ -26,7 +26,9 @@ export function formatRate(rate: number | null): string {
 /** The cost so far: dollars on Vertex AI; on this machine, free (with the Vertex rate). */
 export function formatCost(job: IJob): string {
   if (job.billed) {
-    return job.cost_estimate === null ? NOT_LISTED : `$${job.cost_estimate.toFixed(2)}`;
+    return job.cost_estimate === null
+      ? NOT_LISTED
+      : `$${job.cost_estimate.toFixed(2)}`;
   }
   return '$0.00 local';
 }
@@ -49,7 +51,20 @@ export function formatCreated(job: IJob): string {
   return new Date(job.created_at * 1000).toLocaleString();
 }
 
-const MONTHS = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'];
+const MONTHS = [
+  'Jan',
+  'Feb',
+  'Mar',
+  'Apr',
+  'May',
+  'Jun',
+  'Jul',
+  'Aug',
+  'Sep',
+  'Oct',
+  'Nov',
+  'Dec'
+];
 
 /**
  * When the job started, short, as local time: `14:02` today, `Nov 23 14:02` another day of this
@@ -63,7 +78,9 @@ export function formatStart(job: IJob, now: Date = new Date()): string {
     return time;
   }
   const day = `${MONTHS[when.getMonth()]} ${when.getDate()}`;
-  return when.getFullYear() === now.getFullYear() ? `${day} ${time}` : `${day} ${when.getFullYear()} ${time}`;
+  return when.getFullYear() === now.getFullYear()
+    ? `${day} ${time}`
+    : `${day} ${when.getFullYear()} ${time}`;
 }
 
 /** The file name of a path (`/home/me/train.ipynb` -> `train.ipynb`). */
@@ -100,7 +117,9 @@ export function formatMetric(value: number): string {
 export function lossName(names: string[]): string | undefined {
   const losses = names.filter(n => n.endsWith('loss')).sort();
   const held = /^(val|test|eval|valid|validation)_/;
-  return names.includes('loss') ? 'loss' : losses.find(n => !held.test(n)) ?? losses[0];
+  return names.includes('loss')
+    ? 'loss'
+    : (losses.find(n => !held.test(n)) ?? losses[0]);
 }
 
 /** The metric the sidebar shows: the loss, else the first one; null when there is none. */
@@ -119,7 +138,9 @@ export function formatMetrics(metrics: { [name: string]: number }): string {
   const names = Object.keys(metrics).sort((a, b) =>
     a === 'loss' ? -1 : b === 'loss' ? 1 : a.localeCompare(b)
   );
-  return names.map(name => `${name} ${formatMetric(metrics[name])}`).join(' · ');
+  return names
+    .map(name => `${name} ${formatMetric(metrics[name])}`)
+    .join(' · ');
 }
 
 /** What a job is matched on by the sidebar's filter: name, id, notebook, state, backend. */

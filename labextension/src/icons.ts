@@ -8,4 +8,7 @@ const ROCKET = `<svg xmlns="http://www.w3.org/2000/svg" width="16" height="16" v
 </svg>`;
 
 /** A rocket: launch a job; the jobs sidebar. */
-export const tfcIcon = new LabIcon({ name: 'tfc-jupyter:rocket', svgstr: ROCKET });
+export const tfcIcon = new LabIcon({
+  name: 'tfc-jupyter:rocket',
+  svgstr: ROCKET
+});

@@ -13,16 +13,22 @@ import { ICreateJob, IDefaults, IJob, IJobOptions } from './types';
 import { LaunchDialogBody } from './widgets';
 
 /** The notebook as the editor holds it now, outputs left out (they are not needed to run it). */
-export function liveNotebook(panel: NotebookPanel): unknown {
+export function liveNotebook(panel: NotebookPanel): Record<string, unknown> {
   const content = panel.context.model.toJSON() as { cells?: any[] };
   const cells = (content.cells ?? []).map(cell =>
-    cell.cell_type === 'code' ? { ...cell, outputs: [], execution_count: null } : cell
+    cell.cell_type === 'code'
+      ? { ...cell, outputs: [], execution_count: null }
+      : cell
   );
   return { ...content, cells };
 }
 
-function initialValues(defaults: IDefaults, settings: ILaunchSettings): ILaunchValues {
-  const server = (key: string): string => String(defaults.settings[key]?.value ?? '');
+function initialValues(
+  defaults: IDefaults,
+  settings: ILaunchSettings
+): ILaunchValues {
+  const server = (key: string): string =>
+    String(defaults.settings[key]?.value ?? '');
   return {
     backend: settings.backend || server('backend') || 'local',
     machine: settings.machine,
@@ -74,7 +80,11 @@ export async function launchNotebook(
   let initialError: string | null = null;
   try {
     const cell = (await createJob(request({ dry_run: true }, false))).plan;
-    initial = fromOptions(cell.options, String(cell.options.backend ?? ''), initial);
+    initial = fromOptions(
+      cell.options,
+      String(cell.options.backend ?? ''),
+      initial
+    );
   } catch (error) {
     initialError = message(error); // the cell as it is cannot make a job: say why, in the form
   }
@@ -101,7 +111,8 @@ export async function launchNotebook(
     }
     initial = result.value;
     if (!body.ok) {
-      initialError = 'The choices cannot make a job yet: see the message below, then Launch.';
+      initialError =
+        'The choices cannot make a job yet: see the message below, then Launch.';
       continue; // Enter pressed while the choices were being checked, or wrong
     }
     try {

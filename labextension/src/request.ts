@@ -64,14 +64,21 @@ export class TfcApiError extends Error {
  * @param init - fetch options (method, body)
  * @throws TfcApiError for a non-2xx answer or a network failure
  */
-export async function requestAPI<T>(endPoint: string, init: RequestInit = {}): Promise<T> {
+export async function requestAPI<T>(
+  endPoint: string,
+  init: RequestInit = {}
+): Promise<T> {
   const settings = ServerConnection.makeSettings();
   const url = URLExt.join(settings.baseUrl, NAMESPACE, endPoint);
   let response: Response;
   try {
     response = await ServerConnection.makeRequest(url, init, settings);
   } catch (error) {
-    throw new TfcApiError(`the Jupyter server did not answer (${error})`, 0, 'NetworkError');
+    throw new TfcApiError(
+      `the Jupyter server did not answer (${error})`,
+      0,
+      'NetworkError'
+    );
   }
   const text = await response.text();
   let data: any = null;

@@ -30,6 +30,8 @@ export function trackSettings(
       update(settings);
       settings.changed.connect(update);
     })
-    .catch(reason => console.warn(`tfc-jupyter: settings not loaded: ${reason}`));
+    .catch(reason =>
+      console.warn(`tfc-jupyter: settings not loaded: ${reason}`)
+    );
   return current;
 }

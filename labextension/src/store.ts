@@ -176,7 +176,9 @@ export class JobStore {
   /** One round: the list, then each watched job; listeners are told once, at the end. */
   private async _poll(): Promise<void> {
     try {
-      const jobs = sortJobs(await listJobs(this.limit)).map(job => this._latest(job));
+      const jobs = sortJobs(await listJobs(this.limit)).map(job =>
+        this._latest(job)
+      );
       this._jobs = jobs;
       jobs.forEach(job => this._byId.set(job.id, job));
       this._error = null;
@@ -267,7 +269,9 @@ export class JobStore {
 
 /** Newest first (by creation time; the id breaks ties). */
 function sortJobs(jobs: IJob[]): IJob[] {
-  return [...jobs].sort((a, b) => b.created_at - a.created_at || b.id.localeCompare(a.id));
+  return [...jobs].sort(
+    (a, b) => b.created_at - a.created_at || b.id.localeCompare(a.id)
+  );
 }
 
 function asApiError(e: unknown): TfcApiError {

@@ -12,11 +12,14 @@ export type JobState =
   | 'cancelling'
   | 'cancelled';
 
+/** Where a job runs. */
+export type Backend = 'local' | 'docker' | 'vertex';
+
 /** One job record, with elapsed time and cost estimate. */
 export interface IJob {
   id: string;
   name: string;
-  backend: string;
+  backend: Backend;
   state: JobState;
   terminal: boolean;
   notebook: string | null;
@@ -36,16 +39,21 @@ export interface IJob {
   console_url: string | null;
   tensorboard_url: string | null;
   job_dir: string;
-  spec: { resolved_strategy?: string; worker_count?: number; [key: string]: unknown };
-  /** The chief's metrics at its last epoch (`{"loss": 0.03, ...}`), when it has recorded any. */
-  last_metrics?: { [name: string]: number } | null;
+  spec: {
+    resolved_strategy?: string;
+    worker_count?: number;
+    [key: string]: unknown;
+  };
+  /** The chief's metrics at its last epoch (`{"loss": 0.03, ...}`); null before one ends. */
+  last_metrics: { [name: string]: number } | null;
 }
 
 /** One epoch's metrics as the chief recorded them (`fit`: which `fit` call, from 0). */
 export interface IEpochMetrics {
   fit: number;
   epoch: number;
-  time: number;
+  /** When the epoch ended (POSIX seconds); null when the job did not say. */
+  time: number | null;
   metrics: { [name: string]: number };
 }
 
@@ -126,10 +134,10 @@ export interface IJobOptions {
 /** Why launching would fail; `ui_message`/`ui_hint` say it in the UI's words (not flags). */
 export interface IRefusal {
   message: string;
-  hint: string | null;
+  hint: string;
   field: string | null;
-  ui_message?: string | null;
-  ui_hint?: string | null;
+  ui_message: string;
+  ui_hint: string;
 }
 
 /** The plan summary of a dry run or a launch. */
@@ -143,7 +151,12 @@ export interface IPlan {
   requirements: string[];
   warnings: string[];
   notes: string[];
-  spec: { backend: string; worker_count: number; chief: IMachine; [key: string]: unknown };
+  spec: {
+    backend: string;
+    worker_count: number;
+    chief: IMachine;
+    [key: string]: unknown;
+  };
   /** The job's options (the cell's flags with the request's over them), and its line. */
   options: { [key: string]: unknown };
   line: string;
@@ -154,7 +167,7 @@ export interface IPlan {
 /** POST /jobs. */
 export interface ICreateJob {
   path: string;
-  notebook?: unknown;
+  notebook?: { [key: string]: unknown };
   dirty?: boolean;
   cell?: number;
   options: IJobOptions;
@@ -166,6 +179,6 @@ export interface ICreateJob {
 export interface ICreated {
   job?: IJob;
   plan: IPlan;
-  dry_run?: boolean;
+  dry_run?: true;
   text?: string;
 }

@@ -5,7 +5,11 @@ import { Dialog, ReactWidget } from '@jupyterlab/apputils';
 import React from 'react';
 
 import { JobDetail } from './components/JobDetail';
-import { ILaunchFormProps, ILaunchValues, LaunchForm } from './components/LaunchForm';
+import {
+  ILaunchFormProps,
+  ILaunchValues,
+  LaunchForm
+} from './components/LaunchForm';
 import { IJobsPanelProps, JobsPanel } from './components/JobsPanel';
 import { jobTitle, shortId } from './format';
 import { JobStore } from './store';
@@ -77,7 +81,9 @@ export class LaunchDialogBody
   /** Whether the choices, as last checked, make a job (Launch is enabled only then). */
   ok = false;
 
-  constructor(private readonly props: Omit<ILaunchFormProps, 'onChange' | 'onValidity'>) {
+  constructor(
+    private readonly props: Omit<ILaunchFormProps, 'onChange' | 'onValidity'>
+  ) {
     super();
     this.values = props.initial;
     this.addClass('tfc-LaunchDialogBody');

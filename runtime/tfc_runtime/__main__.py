@@ -17,7 +17,7 @@ import traceback
 from collections.abc import Sequence
 from types import TracebackType
 
-from tfc_runtime import crash, results, sourcemap
+from tfc_runtime import crash, results, sourcemap, tfc_shim
 from tfc_runtime.cluster import ClusterInfo, cluster_info, ensure_tf_config
 from tfc_runtime.strategy import (
     STRATEGIES,
@@ -117,16 +117,22 @@ def report_failure(exc: BaseException, script: str, smap: sourcemap.SourceMap) -
     sys.stderr.write(text)
     sys.stderr.write(f"[tfc_runtime] job failed at {place}: {summary}\n")
     sys.stderr.flush()
-    return _record(where, script_line, exc, text)
+    return _record(where, script_line, exc, text, place if where else None)
 
 
 def _record(
-    where: tuple[int, int] | None, script_line: int | None, exc: BaseException, text: str
+    where: tuple[int, int] | None,
+    script_line: int | None,
+    exc: BaseException,
+    text: str,
+    place: str | None = None,
 ) -> dict[str, object]:
-    """The errors/<task>.json record (``summary``: the one line that says what went wrong)."""
+    """The errors/<task>.json record (``summary``: the one line that says what went wrong;
+    ``place``: where, in the notebook's or the script's words: ``cell 7, line 3``)."""
     return {
         "cell": where[0] if where else None,
         "line": where[1] if where else None,
+        "place": place,
         "script_line": script_line,
         "type": type(exc).__name__,
         "message": str(exc),
@@ -229,9 +235,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     _mark_ready(info)
     crash.track_position(script, task, smap.describe)
     if info.is_chief:
-        results.install()
+        results.install(several_tasks=sum(map(len, info.cluster.values())) > 1)
     sys.argv = [args.script, *script_args]
     sys.path.insert(0, os.path.dirname(script))
+    tfc_shim.install()  # `import tfc_jupyter as tfc` in an image without it
     try:
         runpy.run_path(script, run_name="__main__")
     except SystemExit:

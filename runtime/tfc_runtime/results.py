@@ -44,6 +44,7 @@ _fits = 0
 _INTERNAL = frozenset({"keras", "tf_keras", "tensorflow", "tfc_runtime"})
 """Packages whose metric resets are their own business (``fit``, ``evaluate``, ...)."""
 _rounds: dict[str, int] = {}  # metric name -> rounds reported
+_read_metrics = True  # False in a job of several tasks: see install()
 _loop_metrics: Any = weakref.WeakSet()  # metrics the code has reset: their last round at finish
 
 
@@ -218,6 +219,8 @@ def _round_value(metric: Any) -> float | None:
 
 def _report_round(metric: Any) -> None:
     """Report a metric's round, if it has one (never fails the code's reset)."""
+    if not _read_metrics:
+        return
     try:
         value = _round_value(metric)
         name = str(getattr(metric, "name", "") or type(metric).__name__)
@@ -339,9 +342,18 @@ def _safely(patch: Callable[[ModuleType], None], module: ModuleType) -> None:
         print(f"[tfc_runtime] warning: metrics are not recorded ({exc})", file=sys.stderr)
 
 
-def install() -> None:
+def install(*, several_tasks: bool = False) -> None:
     """Record the job's results from here on. Called on the chief only: its results are the
-    job's (the other replicas train the same model and print the same epochs)."""
+    job's (the other replicas train the same model and print the same epochs).
+
+    ``several_tasks``: the job has other tasks (workers, parameter servers). Reading a loop's
+    metric on the chief alone may then start an operation the other tasks never join (a
+    collective all-reduce under MultiWorkerMirroredStrategy, however the strategy was made, or
+    a read from a parameter server): so in such a job metric resets are not read at all, and
+    only what Keras hands its callbacks (``fit``) and saves are reported.
+    """
+    global _read_metrics
+    _read_metrics = not several_tasks
     if any(isinstance(f, _Finder) for f in sys.meta_path):
         return
     for name, patch in _PATCHES.items():  # imported already (by the strategy): patch now

@@ -2,7 +2,8 @@
 
 File format (JSON)::
 
-    {"version": 1, "notebook": "<path or name>", "lines": [[cell, line] | null, ...]}
+    {"version": 1, "notebook": "<path or name>", "lines": [[cell, line] | null, ...],
+     "script": true}   # optional: the job is a .py entry point, its one "cell" the file
 
 ``lines[i]`` is the notebook location of script line ``i + 1``: ``cell`` is the 1-based position
 of the cell in the notebook (markdown cells count), ``line`` the 1-based line in that cell's
@@ -24,6 +25,7 @@ class SourceMap:
 
     notebook: str = ""
     lines: tuple[tuple[int, int] | None, ...] = field(default_factory=tuple)
+    script: bool = False  # the job is a .py file: places read "train.py, line 3"
 
     def locate(self, script_line: int) -> tuple[int, int] | None:
         """The (cell, line) of 1-based ``script_line``, None for a generated or unknown line."""
@@ -36,6 +38,8 @@ class SourceMap:
         where = self.locate(script_line)
         if where is None:
             return f"script line {script_line}"
+        if self.script:
+            return f"{os.path.basename(self.notebook)}, line {where[1]}"
         return f"cell {where[0]}, line {where[1]}"
 
 
@@ -60,7 +64,7 @@ def parse(data: object) -> SourceMap:
     if not isinstance(lines, list):
         raise ValueError("source map 'lines' must be a list")
     entries = tuple(_entry(v, i) for i, v in enumerate(lines))
-    return SourceMap(str(data.get("notebook", "")), entries)
+    return SourceMap(str(data.get("notebook", "")), entries, data.get("script") is True)
 
 
 def load(path: str | os.PathLike[str]) -> SourceMap:

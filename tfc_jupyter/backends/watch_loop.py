@@ -96,8 +96,8 @@ def describe_failure(job_dir: Path, name: str, task: str, code: int) -> tuple[st
     if error_file.is_file():
         try:
             info = json.loads(error_file.read_text())
-            if info.get("cell"):
-                location = f"cell {info['cell']}, line {info['line']}"
+            if info.get("cell"):  # "place": a script's "train.py, line 3"
+                location = info.get("place") or f"cell {info['cell']}, line {info['line']}"
             detail = info.get("summary") or (
                 f"{info.get('type', 'Error')}: "
                 + (str(info.get("message", "")).strip().splitlines() or [""])[0]

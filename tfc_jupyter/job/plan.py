@@ -50,6 +50,10 @@ class Plan:
     refused: TfcError | None = None  # the backend's verdict: what launching it would say
     checked: bool = False  # the verdict was taken (Client.plan): launching does not ask again
 
+    def source_map_text(self) -> str:
+        """The job's ``script.map.json``: script lines to cells (or to the ``.py`` file)."""
+        return source_map_text(self.script, self.selection)
+
     @property
     def requirements(self) -> list[str]:
         """The job's requirement lines (notebook pip lines merged with files)."""
@@ -395,12 +399,20 @@ def _unattended(facts: codeinfo.CodeFacts, locate: Callable[[int], str]) -> list
     return out
 
 
-def _locator(script: Script) -> Callable[[int], str]:
-    """Script line -> ``cell 3, line 2`` (``script line N`` for generated lines)."""
+def source_map_text(script: Script, selection: Selection) -> str:
+    """The job's ``script.map.json`` (see ``tfc_runtime.sourcemap``)."""
+    return json.dumps(script.source_map_json(selection.name, script=selection.script))
+
+
+def _locator(script: Script, file: str | None = None) -> Callable[[int], str]:
+    """Script line -> ``cell 3, line 2`` (``train.py, line 2`` for a ``.py`` entry point
+    ``file``; ``script line N`` for generated lines)."""
 
     def locate(line: int) -> str:
         where = script.locate(line)
-        return f"cell {where[0]}, line {where[1]}" if where else f"script line {line}"
+        if where is None:
+            return f"script line {line}"
+        return f"{file}, line {where[1]}" if file else f"cell {where[0]}, line {where[1]}"
 
     return locate
 
@@ -422,7 +434,7 @@ def make_plan(selection: Selection, ns: JobOptions, settings: Settings) -> Plan:
     spec = ns.to_spec(
         settings, name=job_name(selection), estimator=uses_estimator(script) or facts.estimator
     )
-    locate = _locator(script)
+    locate = _locator(script, selection.name if selection.script else None)
     choice = choose(spec, facts, locate)
     spec = spec.evolve(
         decided_strategy=choice.strategy.value,
@@ -444,7 +456,7 @@ def make_plan(selection: Selection, ns: JobOptions, settings: Settings) -> Plan:
         context = package.make_context(
             spec,
             script=script.text,
-            source_map=json.dumps(script.source_map_json(selection.name)),
+            source_map=source_map_text(script, selection),
             requirements=script.requirements.lines,
             base_dir=selection.base_dir,
             check_limit=spec.backend.value != "local",  # local jobs build no image

@@ -25,6 +25,7 @@ from ..files import UnsafeFile, read_regular, write_private
 from .convert import SKIP_TAGS, Cell
 
 NOTEBOOK_LIMIT = 512_000_000  # bytes: notebooks with large outputs are still notebooks
+SCRIPT_LIMIT = 64_000_000  # bytes: a Python script larger than this is data, not code
 
 MAGIC = "%%tfc_run"
 
@@ -40,6 +41,7 @@ class Selection:
     magic_line: str = ""
     warnings: list[str] = field(default_factory=list)
     skipped: list[int] = field(default_factory=list)
+    script: bool = False  # a .py entry point: one "cell", the file as it is
 
     @property
     def name(self) -> str:
@@ -382,6 +384,119 @@ def select_cells(
             f"({len(sel.cells)} cells"
             + (f", less {len(sel.skipped)} tagged tfc-skip" if sel.skipped else "")
             + ")"
+        )
+    return sel
+
+
+def read_script(path: Path, how: str = "entry point") -> Selection:
+    """A ``.py`` entry point as a job: the file as it is, one "cell" (``train.py, line N`` in
+    errors), run from its own folder so its modules and data files are beside it.
+
+    Raises:
+        CaptureError: the file cannot be read, is not UTF-8 text, or is not Python.
+    """
+    try:
+        raw = read_regular(path, SCRIPT_LIMIT, "script")
+    except UnsafeFile as exc:
+        raise CaptureError(exc.message, exc.hint, field="entry_point") from None
+    except OSError as exc:
+        raise CaptureError(
+            f"cannot read {str(path)!r}: {exc.strerror or exc}",
+            "check the path and its permissions",
+            field="entry_point",
+        ) from None
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise CaptureError(
+            f"{path.name} is not a UTF-8 text file",
+            "pass a Python script (.py) or a notebook (.ipynb)",
+            field="entry_point",
+        ) from None
+    return script_selection(path, text, how)
+
+
+def script_selection(path: Path, text: str, how: str) -> Selection:
+    """The job of a script whose text is ``text`` (read from ``path``, or an editor's)."""
+    if "\x00" in text:
+        raise CaptureError(
+            f"{path.name} is a binary file, not a Python script",
+            "pass a Python script (.py) or a notebook (.ipynb)",
+            field="entry_point",
+        )
+    return Selection(
+        cells=[Cell(1, text, (), label=path.name)],
+        notebook=path,
+        how=how,
+        run_cell=1,
+        script=True,
+    )
+
+
+def is_notebook_file(path: Path) -> bool:
+    """True for an ``.ipynb`` file, or any file whose first non-blank byte opens JSON."""
+    if path.suffix.lower() == ".ipynb":
+        return True
+    if path.suffix.lower() in (".py", ".pyw"):
+        return False
+    try:
+        with open(path, "rb") as f:
+            head = f.read(4096)
+    except OSError:
+        return False
+    return head.lstrip().startswith(b"{")
+
+
+def select_above(nb: Any, *, path: Path | None, how: str, source: str) -> Selection:
+    """The cells above the cell whose source is ``source`` (the cell that called
+    ``tfc_jupyter.run()``, as tfc.run took the notebook). The calling cell itself is left out:
+    in the job its ``run()`` would return at once, and what follows it is the launch's business.
+
+    Raises:
+        CaptureError: the saved notebook holds no such cell (unsaved), naming the fix.
+    """
+    name = path.name if path else "the notebook"
+    _check_language(nb, name)
+    cells = _code_cells(nb)
+    ran = _norm(source)
+    exact = [c for c in cells if _norm(c.source) == ran]
+    sel = Selection(cells=[], notebook=path, how=how)
+    if exact:
+        chosen = exact[-1] if len(exact) > 1 else exact[0]
+        if len(exact) > 1:
+            sel.warnings.append(
+                f"{name} has {len(exact)} identical cells calling run(); used the cells above "
+                f"the last (cell {chosen.index})"
+            )
+    else:
+        callers = [c for c in cells if "run(" in c.source]
+        if not callers:
+            raise CaptureError(
+                f"{name} as saved holds no cell calling run(), so the cells above it are unknown",
+                "save the notebook (Ctrl+S) and run the cell again, or pass entry_point=",
+                field="notebook",
+            )
+        scores = [difflib.SequenceMatcher(None, _norm(c.source), ran).ratio() for c in callers]
+        chosen = callers[scores.index(max(scores))]
+        sel.warnings.append(
+            f"{name} does not hold the cell calling run() as you ran it (unsaved edits?): used "
+            f"the cells above cell {chosen.index} as saved. Save the notebook (Ctrl+S) first."
+        )
+    for cell in cells:
+        if cell.index >= chosen.index:
+            break
+        if is_run_cell(cell.source):
+            continue
+        if SKIP_TAGS & set(cell.tags):
+            sel.skipped.append(cell.index)
+            continue
+        sel.cells.append(cell)
+    sel.run_cell = chosen.index
+    if not sel.cells:
+        raise CaptureError(
+            f"no code cell above cell {chosen.index} of {name}: the job would run nothing",
+            "call run() in a cell below the training code, or pass entry_point=",
+            field="notebook",
         )
     return sel
 

@@ -69,6 +69,9 @@ _AUTOMAGIC = re.compile(
 _NOT_MAGIC_REST = re.compile(r"^\s*(?:[-+*/%&|^@<>!]?=(?!=)|:|,|\*\*=|//=|>>=|<<=|==)")
 _SHADOWING = frozenset(dir(builtins)) | frozenset(keyword.kwlist)
 _TIMEIT_OPTS = re.compile(r"^\s*(?:-[nr]\s*\d+\s+|-[tcqo]\s+|-p\s*\d+\s+)*")
+_SCRIPT_HINT = re.compile(
+    r",? or tag the cell tfc-skip|tag the cell tfc-skip to leave it out of the job, or "
+)
 HINT_SKIP = "tag the cell tfc-skip to leave it out of the job, or rewrite the line in Python"
 
 RULES: list[tuple[str, str]] = [
@@ -100,7 +103,12 @@ class Cell:
     index: int
     source: str
     tags: tuple[str, ...] = ()
-    label: str = "cell"
+    label: str = "cell"  # "cell", "In" (kernel history), or a script's file name
+
+    @property
+    def place(self) -> str:
+        """``cell 3``, ``In 3``, or a script's name (``train.py``: the file is one cell)."""
+        return self.label if self.label.endswith((".py", ".pyw")) else f"{self.label} {self.index}"
 
 
 @dataclass
@@ -114,13 +122,17 @@ class Script:
     cells: list[int] = field(default_factory=list)
     imports: set[str] = field(default_factory=set)
 
-    def source_map_json(self, notebook: str) -> dict[str, object]:
-        """The source map file ``tfc_runtime`` reads (see ``tfc_runtime.sourcemap``)."""
-        return {
+    def source_map_json(self, notebook: str, *, script: bool = False) -> dict[str, object]:
+        """The source map file ``tfc_runtime`` reads (see ``tfc_runtime.sourcemap``);
+        ``script``: the job is a ``.py`` file (places read ``train.py, line 3``)."""
+        data: dict[str, object] = {
             "version": 1,
             "notebook": notebook,
             "lines": [list(loc) if loc else None for loc in self.source_map],
         }
+        if script:
+            data["script"] = True
+        return data
 
     def locate(self, script_line: int) -> Location:
         """The (cell, line) of a 1-based script line, or None for generated lines."""
@@ -183,13 +195,13 @@ class _CellConverter:
     def error(self, message: str, line: int, hint: str = HINT_SKIP) -> ConversionError:
         err = ConversionError(message, hint, cell=self.cell.index, line=line)
         if self.cell.label != "cell":
-            err.message = err.message.replace(
-                f"cell {self.cell.index}", f"{self.cell.label} {self.cell.index}", 1
-            )
+            err.message = err.message.replace(f"cell {self.cell.index}", self.cell.place, 1)
+        if self.cell.place == self.cell.label:  # a script: no cell to tag
+            err.hint = _SCRIPT_HINT.sub("", err.hint).strip(" ,") or "rewrite the line in Python"
         return err
 
     def note(self, line: int, text: str) -> None:
-        self.notes.append(f"{self.cell.label} {self.cell.index}, line {line}: {text}")
+        self.notes.append(f"{self.cell.place}, line {line}: {text}")
 
     # ------------------------------------------------------------------ cells
     def convert(self, out: _Out, source: str, first_line: int = 1) -> None:
@@ -412,9 +424,7 @@ class _CellConverter:
 
     def _pip(self, args: str, line: int) -> str:
         try:
-            command = parse_pip_args(
-                args, self.base_dir, self.reqs, f" ({self.cell.label} {self.cell.index})"
-            )
+            command = parse_pip_args(args, self.base_dir, self.reqs, f" ({self.cell.place})")
         except RequirementsError as exc:
             raise self.error(exc.message, line, exc.hint) from None
         if command != "install":
@@ -582,7 +592,7 @@ def convert(
     bound = _bound_names(job_cells)
     for cell in job_cells:
         used.append(cell.index)
-        body.add(f"# %% {cell.label} {cell.index}", None)
+        body.add(f"# %% {cell.place}", None)
         try:
             _CellConverter(cell, Path(base_dir), reqs, notes, bound).convert(body, cell.source)
         except ConversionError as exc:  # go on: every refusal is reported in one run
@@ -660,11 +670,14 @@ def _check_compiles(text: str, where: list[Location], label: str) -> ast.Module:
         compile(tree, "<job script>", "exec")
     except SyntaxError as exc:
         loc = where[(exc.lineno or 1) - 1] if exc.lineno and exc.lineno <= len(where) else None
-        hint = "fix the syntax, or tag the cell tfc-skip"
+        script = label.endswith((".py", ".pyw"))
+        hint = "fix the syntax" + ("" if script else ", or tag the cell tfc-skip")
         if "await" in (exc.msg or ""):
             hint = "wrap the asynchronous code in a function and call asyncio.run(...)"
         if loc:
-            raise ConversionError(f"{exc.msg}", hint, cell=loc[0], line=loc[1]) from None
+            err = ConversionError(f"{exc.msg}", hint, cell=loc[0], line=loc[1])
+            if script:
+                err.message = err.message.replace(f"cell {loc[0]}", label, 1)
+            raise err from None
         raise ConversionError(f"the script does not compile: {exc.msg}", hint) from None
-    del label
     return tree

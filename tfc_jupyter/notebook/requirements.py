@@ -107,6 +107,13 @@ def _check_requirement(text: str) -> str:
     return text
 
 
+REPLACED_BY_US = {
+    "tensorflow-cloud": "the job's runtime answers `import tfc_jupyter as tfc` (tfc.remote() is "
+    "True, tfc.run() returns at once), and tensorflow-cloud would pin its own TensorFlow",
+}
+"""Packages a migrating user's requirements name that the job must not install."""
+
+
 @dataclass
 class Requirements:
     """An ordered set of requirement lines; later lines for the same package win."""
@@ -120,6 +127,9 @@ class Requirements:
         if not line or line.startswith("#"):
             return
         name = canonical_name(line)
+        if name in REPLACED_BY_US:
+            self.notes.append(f"{line!r}{origin} left out: {REPLACED_BY_US[name]}")
+            return
         if name is not None:
             for i, old in enumerate(self.lines):
                 if canonical_name(old) == name:

@@ -29,6 +29,7 @@ _REPLICA = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 LOG_CHUNK = 256 * 1024
 """Most bytes of one replica log returned by one logs request."""
 MAX_LIST = 500
+MAX_SOURCE = 64_000_000  # bytes of a script sent as text (capture.SCRIPT_LIMIT)
 
 
 def parse_options(raw: Any) -> JobOptions:
@@ -104,10 +105,10 @@ class JobService:
                 'send the notebook\'s path relative to the root folder ("dir/nb.ipynb")',
                 field="path",
             )
-        if path.suffix != ".ipynb":
+        if path.suffix not in (".ipynb", ".py"):
             raise SpecError(
-                f"path {raw!r} is not a notebook (.ipynb)",
-                "send the path of an .ipynb file",
+                f"path {raw!r} is not a notebook (.ipynb) or a Python script (.py)",
+                "send the path of an .ipynb or .py file",
                 field="path",
             )
         if not path.parent.is_dir():
@@ -129,8 +130,40 @@ class JobService:
                         field=key,
                     )
 
+    def _script(self, path: Path, body: Mapping[str, Any]) -> capture.Selection:
+        """A ``.py`` entry point: the editor's text (``source``) or the saved file."""
+        if body.get("notebook") is not None or body.get("cell") is not None:
+            raise SpecError(
+                f"{path.name} is a script: 'notebook' and 'cell' name notebook content",
+                "send the script's text as 'source', or nothing to read the saved file",
+                field="notebook",
+            )
+        source = body.get("source")
+        if source is None:
+            if not path.is_file():
+                raise SpecError(
+                    f"script {body['path']!r} not found under the server's root folder",
+                    "save it first, or send its text as 'source'",
+                    field="path",
+                )
+            return capture.read_script(path, how="saved script file")
+        if not isinstance(source, str) or len(source.encode("utf-8", "replace")) > MAX_SOURCE:
+            raise SpecError(
+                f"'source' must be the script's text (at most {MAX_SOURCE // 1_000_000} MB)",
+                "send the editor's text as a string",
+                field="source",
+            )
+        selection = capture.script_selection(path, source, how="the editor's text")
+        if body.get("dirty"):
+            selection.warnings.append(
+                f"{path.name} has unsaved edits: the job runs the script as shown in the editor"
+            )
+        return selection
+
     def _selection(self, body: Mapping[str, Any]) -> capture.Selection:
         path = self._notebook_path(body.get("path"))
+        if path.suffix == ".py":
+            return self._script(path, body)
         cell = body.get("cell")
         if cell is not None and (isinstance(cell, bool) or not isinstance(cell, int)):
             raise SpecError(

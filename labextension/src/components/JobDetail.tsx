@@ -12,7 +12,10 @@ import { StateBadge } from './StateBadge';
  * A job: its state, links, cancel, its training curves, and per-replica logs that follow. The
  * state comes from the extension's one {@link JobStore}, the one the sidebar shows.
  */
-export function JobDetail(props: { jobId: string; store: JobStore }): JSX.Element {
+export function JobDetail(props: {
+  jobId: string;
+  store: JobStore;
+}): JSX.Element {
   const { store, jobId } = props;
   useJobStore(store);
   useEffect(() => store.watch(jobId), [store, jobId]);
@@ -36,7 +39,11 @@ export function JobDetail(props: { jobId: string; store: JobStore }): JSX.Elemen
 
   if (!job) {
     const problem = store.jobError(jobId);
-    return <div className="tfc-JobDetail">{problem ? problem.text : 'Loading...'}</div>;
+    return (
+      <div className="tfc-JobDetail">
+        {problem ? problem.text : 'Loading...'}
+      </div>
+    );
   }
   // The watcher's own log only when it has something to say (it is usually empty).
   const replicas = [
@@ -44,7 +51,9 @@ export function JobDetail(props: { jobId: string; store: JobStore }): JSX.Elemen
     ...(store.supervisorBytes(jobId) > 0 ? ['supervisor'] : [])
   ];
   const shownReplica = replicas.includes(replica) ? replica : replicas[0];
-  const workers = job.spec.worker_count ? ` + ${job.spec.worker_count} worker(s)` : '';
+  const workers = job.spec.worker_count
+    ? ` + ${job.spec.worker_count} worker(s)`
+    : '';
   return (
     <div className="tfc-JobDetail" data-job-id={job.id} data-state={job.state}>
       <div className="tfc-JobDetail-header">
@@ -53,7 +62,11 @@ export function JobDetail(props: { jobId: string; store: JobStore }): JSX.Elemen
         <button
           className="jp-Button jp-mod-styled jp-mod-warn tfc-CancelButton"
           disabled={job.terminal || job.state === 'cancelling' || cancelling}
-          title={job.terminal ? `the job has ended (${job.state})` : 'stop every replica of the job'}
+          title={
+            job.terminal
+              ? `the job has ended (${job.state})`
+              : 'stop every replica of the job'
+          }
           onClick={onCancel}
         >
           {cancelling ? 'Cancelling...' : 'Cancel job'}
@@ -61,13 +74,43 @@ export function JobDetail(props: { jobId: string; store: JobStore }): JSX.Elemen
       </div>
       <table className="tfc-JobFacts">
         <tbody>
-          <tr><th>id</th><td><code>{job.id}</code></td></tr>
-          <tr><th>backend</th><td>{job.backend}: chief{workers}, strategy {String(job.spec.resolved_strategy ?? '')}</td></tr>
-          <tr><th>notebook</th><td>{job.notebook ?? '(none)'}</td></tr>
-          <tr><th>created</th><td>{formatCreated(job)}</td></tr>
-          <tr><th>elapsed</th><td className="tfc-Elapsed">{formatElapsed(job.elapsed)}</td></tr>
-          <tr><th>cost</th><td title={costTitle(job)}>{formatCost(job)} ({costTitle(job)})</td></tr>
-          <tr><th>job folder</th><td><code>{job.job_dir}</code></td></tr>
+          <tr>
+            <th>id</th>
+            <td>
+              <code>{job.id}</code>
+            </td>
+          </tr>
+          <tr>
+            <th>backend</th>
+            <td>
+              {job.backend}: chief{workers}, strategy{' '}
+              {String(job.spec.resolved_strategy ?? '')}
+            </td>
+          </tr>
+          <tr>
+            <th>notebook</th>
+            <td>{job.notebook ?? '(none)'}</td>
+          </tr>
+          <tr>
+            <th>created</th>
+            <td>{formatCreated(job)}</td>
+          </tr>
+          <tr>
+            <th>elapsed</th>
+            <td className="tfc-Elapsed">{formatElapsed(job.elapsed)}</td>
+          </tr>
+          <tr>
+            <th>cost</th>
+            <td title={costTitle(job)}>
+              {formatCost(job)} ({costTitle(job)})
+            </td>
+          </tr>
+          <tr>
+            <th>job folder</th>
+            <td>
+              <code>{job.job_dir}</code>
+            </td>
+          </tr>
           {job.error && job.state !== 'succeeded' ? (
             <tr>
               <th>error</th>
@@ -81,13 +124,19 @@ export function JobDetail(props: { jobId: string; store: JobStore }): JSX.Elemen
       </table>
       <div className="tfc-Links">
         {job.console_url ? (
-          <a href={job.console_url} target="_blank" rel="noreferrer">Vertex AI console</a>
+          <a href={job.console_url} target="_blank" rel="noreferrer">
+            Vertex AI console
+          </a>
         ) : null}
         {job.tensorboard_url ? (
-          <a href={job.tensorboard_url} target="_blank" rel="noreferrer">TensorBoard</a>
+          <a href={job.tensorboard_url} target="_blank" rel="noreferrer">
+            TensorBoard
+          </a>
         ) : null}
         {!job.console_url && !job.tensorboard_url ? (
-          <span className="tfc-Muted">Vertex AI console and TensorBoard links appear for Vertex AI jobs.</span>
+          <span className="tfc-Muted">
+            Vertex AI console and TensorBoard links appear for Vertex AI jobs.
+          </span>
         ) : null}
       </div>
       {error ? <div className="tfc-Error">{error}</div> : null}

@@ -17,7 +17,10 @@ import { StateBadge } from './StateBadge';
  * One job in the sidebar list: name and state; when it started, its notebook and its last loss;
  * backend, elapsed time, cost and short id.
  */
-export function JobRow(props: { job: IJob; onOpen: (job: IJob) => void }): JSX.Element {
+export function JobRow(props: {
+  job: IJob;
+  onOpen: (job: IJob) => void;
+}): JSX.Element {
   const { job } = props;
   const metric = headlineMetric(job.last_metrics);
   return (
@@ -33,7 +36,10 @@ export function JobRow(props: { job: IJob; onOpen: (job: IJob) => void }): JSX.E
         <StateBadge state={job.state} />
       </div>
       <div className="tfc-JobRow-meta">
-        <span className="tfc-JobRow-start" title={`started ${formatCreated(job)}`}>
+        <span
+          className="tfc-JobRow-start"
+          title={`started ${formatCreated(job)}`}
+        >
           {formatStart(job)}
         </span>
         <span className="tfc-JobRow-notebook">
@@ -47,7 +53,10 @@ export function JobRow(props: { job: IJob; onOpen: (job: IJob) => void }): JSX.E
         <span className="tfc-JobRow-cost" title={costTitle(job)}>
           {formatCost(job)}
         </span>
-        <span className="tfc-JobRow-id" title="the short id: %tfc_attach takes it">
+        <span
+          className="tfc-JobRow-id"
+          title="the short id: %tfc_attach takes it"
+        >
           {shortId(job.id)}
         </span>
       </div>

@@ -28,12 +28,14 @@ export function JobsPanel(props: IJobsPanelProps): JSX.Element {
   if (error && error.serverMissing) {
     body = <ServerMissing />;
   } else if (jobs === null) {
-    body = <p className="tfc-Muted">{error ? error.text : 'Loading jobs...'}</p>;
+    body = (
+      <p className="tfc-Muted">{error ? error.text : 'Loading jobs...'}</p>
+    );
   } else if (jobs.length === 0) {
     body = (
       <p className="tfc-Muted">
-        No jobs yet. Open a notebook and press <b>Launch</b> in its toolbar, or run a cell with{' '}
-        <code>%%tfc_run</code>.
+        No jobs yet. Open a notebook and press <b>Launch</b> in its toolbar, or
+        run a cell with <code>%%tfc_run</code>.
       </p>
     );
   } else {

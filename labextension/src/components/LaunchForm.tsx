@@ -54,8 +54,12 @@ export function fromOptions(
   fallback: ILaunchValues
 ): ILaunchValues {
   const text = (key: string, other: string): string =>
-    options[key] === undefined || options[key] === null ? other : String(options[key]);
-  const labels = Array.isArray(options.label) ? options.label.map(String).join(', ') : '';
+    options[key] === undefined || options[key] === null
+      ? other
+      : String(options[key]);
+  const labels = Array.isArray(options.label)
+    ? options.label.map(String).join(', ')
+    : '';
   return {
     backend: backend || fallback.backend,
     machine: text('machine', fallback.machine),
@@ -97,7 +101,9 @@ export function LaunchForm(props: ILaunchFormProps): JSX.Element {
   const [values, setValues] = useState<ILaunchValues>(props.initial);
   const [plan, setPlan] = useState<IPlan | null>(null);
   const [error, setError] = useState<string | null>(null);
-  const [launchError, setLaunchError] = useState<string | null>(props.initialError ?? null);
+  const [launchError, setLaunchError] = useState<string | null>(
+    props.initialError ?? null
+  );
   const [checking, setChecking] = useState(true);
   const latest = useRef(0);
   const result = useRef<HTMLDivElement>(null);
@@ -132,6 +138,8 @@ export function LaunchForm(props: ILaunchFormProps): JSX.Element {
       onValidity?.(next !== null);
     }, CHECK_DELAY_MS);
     return () => clearTimeout(timer);
+    // Only a change of the values asks the server again: the callbacks are new at each render.
+    // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [values]);
 
   useEffect(() => {
@@ -140,27 +148,33 @@ export function LaunchForm(props: ILaunchFormProps): JSX.Element {
     }
   }, [plan, error]);
 
-  const set = (key: keyof ILaunchValues) => (
-    event: React.ChangeEvent<HTMLInputElement | HTMLSelectElement>
-  ) => {
-    const next = { ...values, [key]: event.target.value };
-    setValues(next);
-    setLaunchError(null);
-    props.onChange(next);
-  };
-  const defaultMachine = String(props.defaults.settings.machine?.value ?? 'CPU');
+  const set =
+    (key: keyof ILaunchValues) =>
+    (event: React.ChangeEvent<HTMLInputElement | HTMLSelectElement>) => {
+      const next = { ...values, [key]: event.target.value };
+      setValues(next);
+      setLaunchError(null);
+      props.onChange(next);
+    };
+  const defaultMachine = String(
+    props.defaults.settings.machine?.value ?? 'CPU'
+  );
   return (
     <div className="tfc-LaunchForm">
       <p className="tfc-LiveNotice">
         Runs <b>{props.notebookName}</b> as it is in the editor now
-        {props.dirty ? ', including its unsaved edits' : ''}: the notebook's content is sent
-        with the launch, saved or not. The form starts from its <code>%%tfc_run</code> line;
-        what it shows is what runs.
+        {props.dirty ? ', including its unsaved edits' : ''}: the notebook's
+        content is sent with the launch, saved or not. The form starts from its{' '}
+        <code>%%tfc_run</code> line; what it shows is what runs.
       </p>
       <div className="tfc-FormGrid">
         <label>
           Backend
-          <select name="backend" value={values.backend} onChange={set('backend')}>
+          <select
+            name="backend"
+            value={values.backend}
+            onChange={set('backend')}
+          >
             {props.defaults.backends.map(b => (
               <option key={b} value={b}>
                 {b}
@@ -170,7 +184,11 @@ export function LaunchForm(props: ILaunchFormProps): JSX.Element {
         </label>
         <label>
           Chief machine
-          <select name="machine" value={values.machine} onChange={set('machine')}>
+          <select
+            name="machine"
+            value={values.machine}
+            onChange={set('machine')}
+          >
             <option value="">default ({defaultMachine})</option>
             {props.machines.machines.map(m => (
               <option key={m.name} value={m.name} title={m.description}>
@@ -181,15 +199,31 @@ export function LaunchForm(props: ILaunchFormProps): JSX.Element {
         </label>
         <label>
           Workers
-          <input name="workers" type="number" min={0} value={values.workers} onChange={set('workers')} />
+          <input
+            name="workers"
+            type="number"
+            min={0}
+            value={values.workers}
+            onChange={set('workers')}
+          />
         </label>
         <label>
           GPUs per machine
-          <input name="gpus" type="number" min={0} value={values.gpus} onChange={set('gpus')} />
+          <input
+            name="gpus"
+            type="number"
+            min={0}
+            value={values.gpus}
+            onChange={set('gpus')}
+          />
         </label>
         <label>
           GPU type
-          <select name="gpu_type" value={values.gpu_type} onChange={set('gpu_type')}>
+          <select
+            name="gpu_type"
+            value={values.gpu_type}
+            onChange={set('gpu_type')}
+          >
             <option value="">default</option>
             {props.machines.gpu_types.map(g => (
               <option key={g} value={g}>
@@ -211,7 +245,11 @@ export function LaunchForm(props: ILaunchFormProps): JSX.Element {
         </label>
         <label>
           Strategy
-          <select name="strategy" value={values.strategy} onChange={set('strategy')}>
+          <select
+            name="strategy"
+            value={values.strategy}
+            onChange={set('strategy')}
+          >
             {props.defaults.strategies.map(s => (
               <option key={s} value={s}>
                 {s}
@@ -225,31 +263,60 @@ export function LaunchForm(props: ILaunchFormProps): JSX.Element {
         </label>
         <label>
           Project
-          <input name="project" value={values.project} placeholder="Vertex AI only" onChange={set('project')} />
+          <input
+            name="project"
+            value={values.project}
+            placeholder="Vertex AI only"
+            onChange={set('project')}
+          />
         </label>
         <label>
           Job name
-          <input name="name" value={values.name} placeholder="the notebook's name" onChange={set('name')} />
+          <input
+            name="name"
+            value={values.name}
+            placeholder="the notebook's name"
+            onChange={set('name')}
+          />
         </label>
         <label>
           Labels
-          <input name="labels" value={values.labels} placeholder="team=ml, run=3" onChange={set('labels')} />
+          <input
+            name="labels"
+            value={values.labels}
+            placeholder="team=ml, run=3"
+            onChange={set('labels')}
+          />
         </label>
         <label>
           Script arguments
-          <input name="args" value={values.args} placeholder="--epochs 3" onChange={set('args')} />
+          <input
+            name="args"
+            value={values.args}
+            placeholder="--epochs 3"
+            onChange={set('args')}
+          />
         </label>
       </div>
       <div className="tfc-FormActions">
-        <span className="tfc-CheckState" data-state={checking ? 'checking' : error ? 'error' : 'ok'}>
-          {checking ? 'Checking...' : error ? 'Cannot launch as chosen' : 'Ready to launch'}
+        <span
+          className="tfc-CheckState"
+          data-state={checking ? 'checking' : error ? 'error' : 'ok'}
+        >
+          {checking
+            ? 'Checking...'
+            : error
+              ? 'Cannot launch as chosen'
+              : 'Ready to launch'}
         </span>
         <span className="tfc-Muted">
           prices as of {props.machines.prices_as_of}, an estimate
         </span>
       </div>
       <div ref={result}>
-        {launchError ? <div className="tfc-Error tfc-LaunchError">{launchError}</div> : null}
+        {launchError ? (
+          <div className="tfc-Error tfc-LaunchError">{launchError}</div>
+        ) : null}
         {error ? <div className="tfc-Error">{error}</div> : null}
         {plan && !error ? <PlanPreview plan={plan} /> : null}
       </div>

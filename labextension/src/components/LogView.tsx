@@ -37,11 +37,21 @@ export function LogView(props: {
       if (shown.current !== key) {
         return false; // another replica is shown now
       }
-      let chunk = await readLogs(props.jobId, props.replica, offset.current, quiet);
+      let chunk = await readLogs(
+        props.jobId,
+        props.replica,
+        offset.current,
+        quiet
+      );
       let added = chunk.text;
       while (chunk.more) {
         offset.current = chunk.next_offset;
-        chunk = await readLogs(props.jobId, props.replica, offset.current, quiet);
+        chunk = await readLogs(
+          props.jobId,
+          props.replica,
+          offset.current,
+          quiet
+        );
         added += chunk.text;
       }
       if (shown.current !== key) {
@@ -74,9 +84,12 @@ export function LogView(props: {
     <div className="tfc-LogView">
       {error ? <div className="tfc-Error">{error}</div> : null}
       <pre ref={pre} className="tfc-LogText" data-replica={props.replica}>
-        {text || (done ? '(this replica printed nothing)' : 'waiting for output...')}
+        {text ||
+          (done ? '(this replica printed nothing)' : 'waiting for output...')}
       </pre>
-      {!done ? <div className="tfc-Muted tfc-Following">following...</div> : null}
+      {!done ? (
+        <div className="tfc-Muted tfc-Following">following...</div>
+      ) : null}
     </div>
   );
 }

@@ -47,7 +47,10 @@ export function MetricsView(props: {
           </div>
           <div className="tfc-MetricsLast-values">{formatMetrics(last)}</div>
           {metrics?.model_dir ? (
-            <div className="tfc-Muted tfc-MetricsLast-model" title="the model's folder">
+            <div
+              className="tfc-Muted tfc-MetricsLast-model"
+              title="the model's folder"
+            >
               <code>{metrics.model_dir}</code>
             </div>
           ) : null}

@@ -11,13 +11,17 @@ export function PlanPreview(props: { plan: IPlan }): JSX.Element {
     <div className="tfc-PlanPreview">
       <div>
         cells {plan.cells.join(', ') || 'none'}
-        {plan.skipped_cells.length ? ` (skipped by tag: ${plan.skipped_cells.join(', ')})` : ''}
-        {' '}&middot; found by {plan.found_by}
+        {plan.skipped_cells.length
+          ? ` (skipped by tag: ${plan.skipped_cells.join(', ')})`
+          : ''}{' '}
+        &middot; found by {plan.found_by}
       </div>
       <div>
         {plan.spec.backend}: chief {chief.name}
-        {plan.spec.worker_count ? ` + ${plan.spec.worker_count} worker(s)` : ''} &middot; strategy{' '}
-        <b>{plan.strategy}</b> &middot;{' '}
+        {plan.spec.worker_count
+          ? ` + ${plan.spec.worker_count} worker(s)`
+          : ''}{' '}
+        &middot; strategy <b>{plan.strategy}</b> &middot;{' '}
         {plan.cost_per_hour === null
           ? `${NOT_LISTED} on Vertex AI`
           : `about ${formatRate(plan.cost_per_hour)} on Vertex AI`}

@@ -5,7 +5,10 @@ import { JobState } from '../types';
 /** A job's state as a coloured label. */
 export function StateBadge(props: { state: JobState }): JSX.Element {
   return (
-    <span className={`tfc-StateBadge tfc-state-${props.state}`} data-state={props.state}>
+    <span
+      className={`tfc-StateBadge tfc-state-${props.state}`}
+      data-state={props.state}
+    >
       {props.state}
     </span>
   );

@@ -6,7 +6,11 @@ import {
   JupyterFrontEnd,
   JupyterFrontEndPlugin
 } from '@jupyterlab/application';
-import { ICommandPalette, MainAreaWidget, WidgetTracker } from '@jupyterlab/apputils';
+import {
+  ICommandPalette,
+  MainAreaWidget,
+  WidgetTracker
+} from '@jupyterlab/apputils';
 
 import { CommandIDs } from '../commands';
 import { tfcIcon } from '../icons';
@@ -16,7 +20,8 @@ import { JobDetailWidget, JobsSidebar } from '../widgets';
 /** The sidebar, the "open job" command and restoring open job tabs. */
 export const jobsPlugin: JupyterFrontEndPlugin<void> = {
   id: 'tfc-jupyter:jobs',
-  description: 'A left sidebar that lists tfc_jupyter jobs, and a detail view with logs.',
+  description:
+    'A left sidebar that lists tfc_jupyter jobs, and a detail view with logs.',
   autoStart: true,
   optional: [ILayoutRestorer, ICommandPalette],
   activate: (
@@ -32,7 +37,8 @@ export const jobsPlugin: JupyterFrontEndPlugin<void> = {
     store.start();
     const sidebar = new JobsSidebar({
       store,
-      onOpen: job => void app.commands.execute(CommandIDs.openJob, { id: job.id }),
+      onOpen: job =>
+        void app.commands.execute(CommandIDs.openJob, { id: job.id }),
       onLaunch: () => void app.commands.execute(CommandIDs.launch)
     });
     sidebar.id = 'tfc-jupyter-jobs';
@@ -49,7 +55,9 @@ export const jobsPlugin: JupyterFrontEndPlugin<void> = {
           app.shell.activateById(open.id);
           return open;
         }
-        const widget = new MainAreaWidget({ content: new JobDetailWidget(id, store) });
+        const widget = new MainAreaWidget({
+          content: new JobDetailWidget(id, store)
+        });
         widget.id = `tfc-job-${id}`;
         widget.title.icon = tfcIcon;
         widget.title.closable = true;
@@ -63,7 +71,10 @@ export const jobsPlugin: JupyterFrontEndPlugin<void> = {
       label: 'Show TensorFlow jobs',
       execute: () => app.shell.activateById(sidebar.id)
     });
-    palette?.addItem({ command: CommandIDs.showJobs, category: 'TensorFlow jobs' });
+    palette?.addItem({
+      command: CommandIDs.showJobs,
+      category: 'TensorFlow jobs'
+    });
     if (restorer) {
       restorer.add(sidebar, sidebar.id);
       void restorer.restore(tracker, {

@@ -1,10 +1,21 @@
 /**
  * The notebook toolbar button and the "Launch on ..." command.
  */
-import { JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
-import { ICommandPalette, Notification, ToolbarButton } from '@jupyterlab/apputils';
+import {
+  JupyterFrontEnd,
+  JupyterFrontEndPlugin
+} from '@jupyterlab/application';
+import {
+  ICommandPalette,
+  Notification,
+  ToolbarButton
+} from '@jupyterlab/apputils';
 import { DocumentRegistry } from '@jupyterlab/docregistry';
-import { INotebookModel, INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
+import {
+  INotebookModel,
+  INotebookTracker,
+  NotebookPanel
+} from '@jupyterlab/notebook';
 import { ISettingRegistry } from '@jupyterlab/settingregistry';
 import { CommandRegistry } from '@lumino/commands';
 import { DisposableDelegate, IDisposable } from '@lumino/disposable';
@@ -17,7 +28,10 @@ import { trackSettings } from '../settings';
 const PLUGIN_ID = 'tfc-jupyter:plugin';
 
 /** Adds the Launch button to every notebook's toolbar. */
-class LaunchButton implements DocumentRegistry.IWidgetExtension<NotebookPanel, INotebookModel> {
+class LaunchButton implements DocumentRegistry.IWidgetExtension<
+  NotebookPanel,
+  INotebookModel
+> {
   constructor(private readonly commands: CommandRegistry) {}
 
   createNew(panel: NotebookPanel): IDisposable {
@@ -25,7 +39,8 @@ class LaunchButton implements DocumentRegistry.IWidgetExtension<NotebookPanel, I
       className: 'tfc-LaunchButton',
       icon: tfcIcon,
       label: 'Launch',
-      tooltip: 'Launch this notebook as a TensorFlow job (as shown in the editor, unsaved edits included)',
+      tooltip:
+        'Launch this notebook as a TensorFlow job (as shown in the editor, unsaved edits included)',
       onClick: () => void this.commands.execute(CommandIDs.launch)
     });
     panel.toolbar.insertAfter('cellType', 'tfcLaunch', button);
@@ -36,7 +51,8 @@ class LaunchButton implements DocumentRegistry.IWidgetExtension<NotebookPanel, I
 /** The launch command, its palette entry and the toolbar button; reads the settings. */
 export const launchPlugin: JupyterFrontEndPlugin<void> = {
   id: PLUGIN_ID,
-  description: 'Launch the notebook in the editor as a TensorFlow job (tfc_jupyter).',
+  description:
+    'Launch the notebook in the editor as a TensorFlow job (tfc_jupyter).',
   autoStart: true,
   requires: [INotebookTracker],
   optional: [ICommandPalette, ISettingRegistry],
@@ -49,12 +65,15 @@ export const launchPlugin: JupyterFrontEndPlugin<void> = {
     const settings = trackSettings(registry, PLUGIN_ID);
     app.commands.addCommand(CommandIDs.launch, {
       label: 'Launch on ...',
-      caption: 'Run the current notebook (unsaved edits included) as a TensorFlow job',
+      caption:
+        'Run the current notebook (unsaved edits included) as a TensorFlow job',
       icon: tfcIcon,
       execute: async () => {
         const panel = tracker.currentWidget;
         if (!panel) {
-          Notification.warning('Open a notebook first: Launch runs the notebook in the editor.');
+          Notification.warning(
+            'Open a notebook first: Launch runs the notebook in the editor.'
+          );
           return;
         }
         const job = await launchNotebook(panel, settings);
@@ -64,7 +83,13 @@ export const launchPlugin: JupyterFrontEndPlugin<void> = {
         }
       }
     });
-    palette?.addItem({ command: CommandIDs.launch, category: 'TensorFlow jobs' });
-    app.docRegistry.addWidgetExtension('Notebook', new LaunchButton(app.commands));
+    palette?.addItem({
+      command: CommandIDs.launch,
+      category: 'TensorFlow jobs'
+    });
+    app.docRegistry.addWidgetExtension(
+      'Notebook',
+      new LaunchButton(app.commands)
+    );
   }
 };

@@ -1,0 +1,451 @@
+"""``tfc_jupyter.run``: tfc.run's call, its checks, and TensorFlow Cloud's examples.
+
+The validation cases are TensorFlow Cloud's own (``core/tests/unit/validate_test.py`` and the
+machine, label and service-account cases of ``gcp_test.py``), re-expressed: what tfc.run
+accepted is accepted, what it refused is refused with the same words (``Invalid
+`entry_point```...) on one line with the fix; a deliberate difference (K80s, the bucket in a
+notebook, TPUs beyond TF 2.1) is asserted as the README's "From tfc.run" table states it.
+
+The example runs (marked slow) launch real local jobs from TensorFlow Cloud's examples under
+``tests/tfcloud/``, data made small and synthetic, ``import tfc_jupyter as tfc`` the only change.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import nbclient
+import nbformat
+import pytest
+from jobutil import write_notebook
+
+import tfc_jupyter as tfc
+from tfc_jupyter.client import Client
+from tfc_jupyter.errors import TfcError
+from tfc_jupyter.records import JobState
+from tfc_jupyter.run_api import job_options
+from tfc_jupyter.tfc_types import machine_options
+
+EXAMPLES = Path(__file__).resolve().parent / "tfcloud"
+CPU, T4, TPU = (tfc.COMMON_MACHINE_CONFIGS[k] for k in ("CPU", "T4_1X", "TPU"))
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tfc_env: Path) -> Path:
+    """A folder with tfc's test data layout (an entry point, a notebook, requirements), as cwd."""
+    (tmp_path / "train.py").write_text("import sys\nprint('ARGS', sys.argv[1:])\n")
+    write_notebook(tmp_path / "train.ipynb", "print('from the notebook')")
+    (tmp_path / "requirements.txt").write_text("numpy\n")
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def _refused(pattern: str, **kwargs: Any) -> str:
+    """job_options(**kwargs) raises a ValueError matching ``pattern``, one line with a fix."""
+    with pytest.raises(ValueError, match=pattern) as info:
+        job_options(**kwargs)
+    text = str(info.value)
+    assert isinstance(info.value, TfcError) and "\n" not in text and "Fix: " in text, text
+    return text
+
+
+# ---------------------------------------------------------------- validate_test.py, accepted
+def test_valid_args_chief_worker(project: Path) -> None:
+    opts = job_options(
+        entry_point="train.py",
+        distribution_strategy="auto",
+        requirements_txt="requirements.txt",
+        chief_config=T4,
+        worker_config=T4,
+        worker_count=1,
+        stream_logs=True,
+    )
+    assert (opts.machine, opts.workers, opts.strategy) == ("T4_1X", 1, "auto")
+    assert opts.requirements == (str(project / "requirements.txt"),)
+
+
+def test_valid_args_chief_only_with_arguments(project: Path) -> None:
+    opts = job_options(
+        entry_point="train.py",
+        distribution_strategy=None,
+        requirements_txt="requirements.txt",
+        chief_config=T4,
+        worker_config=None,
+        worker_count=0,
+        entry_point_args=["1000", "a b"],
+    )
+    assert (opts.strategy, opts.args, opts.workers) == ("none", "1000 'a b'", 0)
+
+
+def test_valid_args_notebook_entry_point(project: Path) -> None:
+    assert job_options(entry_point="train.ipynb", distribution_strategy=None).strategy == "none"
+
+
+def test_valid_no_entry_point_with_labels_and_no_bucket(project: Path) -> None:
+    """tfc.run required a build bucket in a notebook; here none is needed (a difference)."""
+    opts = job_options(job_labels={"a": "b", "team": "vision-2"}, chief_config=CPU)
+    assert opts.label == ("a=b", "team=vision-2") and opts.machine == "CPU"
+    assert opts.build_bucket is None
+
+
+def test_docker_config_and_legacy_keywords(project: Path) -> None:
+    """docker_config_test's DockerConfig, and run_on_script_test's backward-compatibility case
+    (docker_image_bucket_name / docker_base_image as keywords)."""
+    config = tfc.DockerConfig(
+        parent_image="tensorflow/tensorflow:latest-gpu",
+        image_build_bucket="test-bucket",
+        image="gcr.io/test-project/tf_cloud_train:1",
+        cache_from="gcr.io/test-project/tf_cloud_train:0",
+    )
+    opts = job_options(docker_config=config)
+    assert (opts.image, opts.parent_image, opts.cache_from, opts.build_bucket) == (
+        "gcr.io/test-project/tf_cloud_train:1",
+        "tensorflow/tensorflow:latest-gpu",
+        "gcr.io/test-project/tf_cloud_train:0",
+        "test-bucket",
+    )
+    legacy = job_options(docker_image_bucket_name="b2", docker_base_image="python:3.11")
+    assert (legacy.build_bucket, legacy.parent_image) == ("b2", "python:3.11")
+
+
+def test_worker_count_as_text_is_a_number(project: Path) -> None:
+    """tfc.run applied int() to worker_count."""
+    assert job_options(worker_count="2").workers == 2
+
+
+def test_our_own_options_are_keywords(project: Path) -> None:
+    opts = job_options(backend="vertex", project="my-proj", region="europe-west4", spot=True)
+    assert (opts.backend, opts.project, opts.region, opts.spot) == (
+        "vertex",
+        "my-proj",
+        "europe-west4",
+        True,
+    )
+
+
+# ---------------------------------------------------------------- validate_test.py, refused
+@pytest.mark.parametrize(
+    ("pattern", "kwargs"),
+    [
+        ("Invalid `entry_point`", {"entry_point": "/path/to/nonexistent.py"}),
+        ("Invalid `entry_point`", {"entry_point": "requirements.txt"}),  # not .py / .ipynb
+        ("Invalid `requirements_txt`", {"requirements_txt": "/path/to/nonexistent/req.txt"}),
+        ("Invalid `distribution_strategy`", {"distribution_strategy": "MirroredStrategy"}),
+        ("Invalid `chief_config`", {"chief_config": None, "worker_count": 1}),
+        ("Invalid `worker_config`", {"chief_config": T4, "worker_config": None, "worker_count": 1}),
+        ("Invalid `worker_count`", {"worker_count": -1}),
+        ("Invalid `worker_count`", {"worker_count": "x"}),
+        ("Invalid `entry_point_args`", {"worker_count": 1, "entry_point_args": "1000"}),
+        ("Invalid `stream_logs`", {"stream_logs": "True"}),
+        ("Invalid `chief_config`", {"chief_config": TPU, "worker_config": T4, "worker_count": 1}),
+        ("Invalid `worker_count`", {"chief_config": CPU, "worker_config": TPU, "worker_count": 2}),
+        ("Invalid `region`", {"region": ["us-region-a"]}),
+        ("Invalid `docker_config`", {"docker_config": "mine"}),
+    ],
+)
+def test_tfc_refusals(project: Path, pattern: str, kwargs: dict[str, Any]) -> None:
+    _refused(pattern, **kwargs)
+
+
+@pytest.mark.parametrize(
+    "labels",
+    [
+        {"": ""},
+        {"test": "-label"},
+        {"Test": "label"},
+        {"test": "labelA"},
+        {"test": "label@"},
+        {"test": "a" * 64},
+        {f"key{i}": f"val{i}" for i in range(65)},
+    ],
+)
+def test_invalid_job_labels(project: Path, labels: dict[str, str]) -> None:
+    _refused("Invalid job labels", job_labels=labels)
+
+
+@pytest.mark.parametrize(
+    "account",
+    [
+        "test_sa_name@test-project.wrong_domain.com",
+        "test_sa_name@aaaaa.iam.gserviceaccount.com",
+        f"test_sa_name@{'a' * 31}.iam.gserviceaccount.com",
+        "test_sa_name@test.projectid.iam.gserviceaccount.com",
+        "test_sa_name@test_projectid.iam.gserviceaccount.com",
+    ],
+)
+def test_invalid_service_account(project: Path, account: str) -> None:
+    _refused("Invalid service_account", service_account=account)
+
+
+def test_valid_service_account(project: Path) -> None:
+    account = "trainer@my-project-1.iam.gserviceaccount.com"
+    assert job_options(service_account=account).service_account == account
+
+
+def test_unknown_keyword_is_a_type_error(project: Path) -> None:
+    with pytest.raises(TypeError, match="Unknown keyword arguments: foo") as info:
+        job_options(foo=1)
+    assert "Fix: " in str(info.value)
+
+
+def test_a_keyword_tfc_run_names_otherwise_is_refused(project: Path) -> None:
+    text = _refused("worker_count", workers=2)
+    assert "pass worker_count= instead of workers=" in text
+
+
+# ---------------------------------------------------------------- machine configurations
+def test_machine_configurations_of_gcp_test() -> None:
+    assert machine_options(tfc.MachineConfig(4, 15, tfc.AcceleratorType.TPU_V3, 8)).tpu == "v3-8"
+    with pytest.raises(ValueError, match="Invalid machine configuration"):
+        tfc.MachineConfig(1, 15, tfc.AcceleratorType.NVIDIA_TESLA_T4, 4)
+    with pytest.raises(ValueError, match="Invalid machine configuration"):
+        tfc.MachineConfig(accelerator_type=tfc.AcceleratorType.TPU_V3)  # 1 core: tfc's test
+    with pytest.raises(ValueError, match="Invalid accelerator key"):
+        tfc.MachineConfig(accelerator_type="GTX1080")
+
+
+def test_k80_is_gone_with_the_fix() -> None:
+    """A deliberate difference: K80s reached end of support on 2024-05-01."""
+    with pytest.raises(ValueError, match=r"end of support.*Fix: use --gpu-type T4"):
+        tfc.MachineConfig(4, 15, tfc.AcceleratorType.NVIDIA_TESLA_K80, 4)
+    with pytest.raises(ValueError, match=r"Fix: use COMMON_MACHINE_CONFIGS\['T4_1X'\]"):
+        tfc.COMMON_MACHINE_CONFIGS["K80_1X"]
+
+
+@pytest.mark.parametrize(
+    ("config", "machine", "gpus", "gpu_type"),
+    [
+        (tfc.COMMON_MACHINE_CONFIGS["T4_4X"], "T4_4X", 4, "T4"),
+        (tfc.COMMON_MACHINE_CONFIGS["V100_1X"], "V100_1X", 1, "V100"),
+        (
+            tfc.MachineConfig(8, 30, tfc.AcceleratorType.NVIDIA_TESLA_T4, 2),
+            "n1-standard-8",
+            2,
+            "T4",
+        ),
+        (
+            tfc.MachineConfig(16, 104, tfc.AcceleratorType.NO_ACCELERATOR, 0),
+            "n1-highmem-16",
+            0,
+            None,
+        ),
+        (
+            tfc.MachineConfig(16, 14.4, tfc.AcceleratorType.NVIDIA_TESLA_P4, 1),
+            "n1-highcpu-16",
+            1,
+            "P4",
+        ),
+        (CPU, "CPU", 0, None),
+    ],
+)
+def test_machine_configs_map_to_the_catalog(
+    config: tfc.MachineConfig, machine: str, gpus: int, gpu_type: str | None
+) -> None:
+    got = machine_options(config)
+    assert (got.machine, got.gpus, got.gpu_type) == (machine, gpus, gpu_type)
+
+
+def test_a_gpu_chief_is_the_vertex_request_tfc_run_made(project: Path, settings: Any) -> None:
+    """tfc.run's call_run_on_script_with_keras_fit_cloud_build example: 2 x T4 on n1-standard-8."""
+    options = job_options(
+        entry_point="train.py",
+        chief_config=tfc.MachineConfig(8, 30, tfc.AcceleratorType.NVIDIA_TESLA_T4, 2),
+        docker_config=tfc.DockerConfig(image_build_bucket="my-bucket"),
+        backend="vertex",
+        project="my-proj",
+    )
+    plan = Client(settings).plan_file("train.py", options)
+    machine = plan.vertex_request()["body"]["jobSpec"]["workerPoolSpecs"][0]["machineSpec"]
+    assert machine == {
+        "machineType": "n1-standard-8",
+        "acceleratorType": "NVIDIA_TESLA_T4",
+        "acceleratorCount": 2,
+    }
+
+
+def test_tpu_worker_is_one_tpu_host(project: Path) -> None:
+    """tfc.run's TPU layout (a CPU chief + a TPU worker) is one TPU VM here (a difference)."""
+    opts = job_options(chief_config=CPU, worker_config=TPU, worker_count=1)
+    assert (opts.tpu, opts.workers) == ("v3-8", 0)
+
+
+# ---------------------------------------------------------------- running
+def test_run_a_script_with_arguments(project: Path) -> None:
+    """The issue's line: job_id and docker_image come back, and the job saw its arguments."""
+    result = tfc.run(
+        entry_point="train.py", distribution_strategy=None, entry_point_args=["--epochs", "3"]
+    )
+    assert result is not None and set(result) == {"job_id", "docker_image"}
+    assert result["docker_image"] is None  # the local backend builds no image
+    record = result.job.wait(timeout=60)
+    assert record.state is JobState.SUCCEEDED, record.error
+    assert "ARGS ['--epochs', '3']" in result.job.logs()
+    assert result["job_id"] == record.id
+
+
+def test_run_is_a_no_op_inside_a_job(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TF_KERAS_RUNNING_REMOTELY", "1")
+    assert tfc.remote() is True
+    assert tfc.run(entry_point="nope.py", worker_count=-5) is None  # nothing is checked there
+
+
+def test_script_syntax_error_names_the_file(project: Path, settings: Any) -> None:
+    (project / "bad.py").write_text("x = 1\ndef f(:\n")
+    with pytest.raises(TfcError, match=r"bad.py, line 2: .*Fix: fix the syntax$"):
+        Client(settings).plan_file("bad.py")
+
+
+def test_a_script_failure_names_its_line(project: Path) -> None:
+    (project / "boom.py").write_text("print('start')\n\nraise ValueError('no data')\n")
+    result = tfc.run(entry_point="boom.py")
+    assert result is not None
+    record = result.job.wait(timeout=60)
+    assert record.state is JobState.FAILED
+    assert record.error_location == "boom.py, line 3"
+    assert "ValueError: no data" in (record.error or "")
+
+
+def test_tensorflow_cloud_requirement_is_left_out(project: Path, settings: Any) -> None:
+    (project / "requirements.txt").write_text("tensorflow-cloud\nnumpy\n")
+    plan = Client(settings).plan_file("train.py", job_options(requirements_txt="requirements.txt"))
+    assert plan.requirements == ["numpy"]
+    assert any("tensorflow-cloud" in note for note in plan.script.requirements.notes)
+
+
+def test_cli_runs_a_script_with_its_arguments(project: Path) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "tfc_jupyter.cli", "run", "train.py", "--", "--lr", "0.1", "a b"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "[chief] ARGS ['--lr', '0.1', 'a b']" in proc.stdout
+    bad = subprocess.run(
+        [sys.executable, "-m", "tfc_jupyter.cli", "run", "train.py", "--cell", "2"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert bad.returncode == 2 and "Fix: drop --cell" in bad.stderr
+
+
+# ---------------------------------------------------------------- TensorFlow Cloud's examples
+def _python(script: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, script.name],
+        cwd=script.parent,
+        capture_output=True,
+        text=True,
+        timeout=240,
+        env={**os.environ, **(env or {})},
+        check=False,
+    )
+
+
+@pytest.mark.slow
+def test_tfc_multi_worker_custom_loop_example(tfc_env: Path) -> None:
+    """call_run_on_script_with_keras_ctl: MultiWorkerMirroredStrategy made by the script,
+    distribution_strategy=None, worker_count=1, tf-keras metrics reset every epoch (the
+    example's era: TF_USE_LEGACY_KERAS=1). It runs to the end on both replicas."""
+    proc = _python(
+        EXAMPLES / "ctl" / "call_run_on_script_with_keras_ctl.py", {"TF_USE_LEGACY_KERAS": "1"}
+    )
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert "chief + 1 worker(s)" in proc.stderr
+    assert "[chief, worker-0] Number of devices: 2" in proc.stdout
+    assert "[chief, worker-0] Epoch 2, Loss:" in proc.stdout
+    assert ": succeeded after" in proc.stderr
+
+
+@pytest.mark.slow
+def test_tfc_multi_file_example(tfc_env: Path) -> None:
+    """multi_file_example: train_model.py imports create_model.py beside it; tfc.remote()
+    picks 10 epochs in the job; requirements.txt names tensorflow-cloud (left out: the local
+    backend would refuse a package this environment lacks)."""
+    proc = _python(EXAMPLES / "multi_file" / "scale_model.py")
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert "Epoch 10/10" in proc.stdout  # tfc.remote() is True in the job
+
+
+@pytest.mark.slow
+def test_run_within_a_script(tmp_path: Path, tfc_env: Path) -> None:
+    """call_run_within_script_with_keras_fit's shape: tfc.run() halfway through a script, no
+    entry point. Here the script stops after the launch; in the job it trains for real."""
+    script = tmp_path / "within.py"
+    script.write_text(
+        (EXAMPLES / "within_script" / "call_run_within_script_with_keras_fit.py").read_text()
+    )
+    proc = _python(script)
+    assert proc.returncode == 0, proc.stderr
+    assert "local epochs: 1" in proc.stdout and "after run" not in proc.stdout
+    job_id = proc.stderr.split("Launched ", 1)[1].split()[0]
+    record = Client().job(job_id).wait(timeout=180)
+    assert record.state is JobState.SUCCEEDED, record.error
+    logs = Client().logs(job_id)
+    assert "remote epochs: 2" in logs and "after run: evaluated" in logs
+
+
+@pytest.mark.slow
+def test_a_notebook_that_calls_run_in_a_cell(tmp_path: Path, tfc_env: Path) -> None:
+    """A notebook cell calls tfc.run() (no entry point): the job is the cells above it, and
+    tfc.remote() is True there; the kernel gets the job id back."""
+    path = write_notebook(
+        tmp_path / "colab_style.ipynb",
+        "import numpy as np\nimport tensorflow as tf\nimport tfc_jupyter as tfc",
+        "x = np.linspace(-1, 1, 64).astype('float32')[:, None]\ny = 3 * x + 1\n"
+        "model = tf.keras.Sequential([tf.keras.Input((1,)), tf.keras.layers.Dense(1)])\n"
+        "model.compile('sgd', 'mse')\n"
+        "epochs = 4 if tfc.remote() else 1\n"
+        "history = model.fit(x, y, epochs=epochs, verbose=2)\n"
+        "print('remote' if tfc.remote() else 'local', len(history.history['loss']))",
+        "info = tfc.run(stream_logs=True)\nprint('job', info['job_id'])",
+        "print('after', info['docker_image'])",
+    )
+    nb = nbformat.read(path, as_version=4)
+    os.environ["JPY_SESSION_NAME"] = str(path)  # the kernel's notebook, as Jupyter sets it
+    try:
+        nbclient.NotebookClient(
+            nb, timeout=240, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
+        ).execute()
+    finally:
+        del os.environ["JPY_SESSION_NAME"]
+    text = ["".join(o.get("text", "") for o in c.get("outputs", [])) for c in nb.cells]
+    assert "local 1" in text[1]
+    assert "[chief] remote 4" in text[2], text[2]
+    job_id = text[2].split("job ", 1)[1].split()[0]
+    assert Client().get(job_id).state is JobState.SUCCEEDED
+    assert "after None" in text[3]
+
+
+# ---------------------------------------------------------------- the REST API
+def test_rest_api_runs_a_script_as_saved_or_as_edited(tmp_path: Path, tfc_env: Path) -> None:
+    from tfc_jupyter.server.service import JobService
+
+    (tmp_path / "train.py").write_text("import sys\nprint('saved', sys.argv[1:])\n")
+    service = JobService(tmp_path)
+    status, body = service.create({"path": "train.py", "options": {"args": "--lr 1"}})
+    assert status == 201
+    job = Client().job(body["job"]["id"])
+    assert job.wait(timeout=60).state is JobState.SUCCEEDED
+    assert "saved ['--lr', '1']" in job.logs()
+    status, body = service.create(
+        {"path": "train.py", "source": "print('edited')\n", "dirty": True, "options": {}}
+    )
+    assert status == 201 and any("unsaved edits" in w for w in body["plan"]["warnings"])
+    job = Client().job(body["job"]["id"])
+    assert job.wait(timeout=60).state is JobState.SUCCEEDED and "edited" in job.logs()
+    for bad, words in (
+        ({"path": "train.py", "cell": 2}, "'notebook' and 'cell' name notebook content"),
+        ({"path": "../train.py"}, "outside the server's root folder"),
+        ({"path": "x.txt"}, r"is not a notebook \(.ipynb\) or a Python script \(.py\)"),
+        ({"path": "gone.py"}, "not found under the server's root folder"),
+    ):
+        with pytest.raises(TfcError, match=words):
+            service.create({**bad, "options": {}})

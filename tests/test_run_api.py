@@ -365,6 +365,25 @@ def test_tfc_multi_worker_custom_loop_example(tfc_env: Path) -> None:
 
 
 @pytest.mark.slow
+def test_tfc_fit_example_through_the_cli(tfc_env: Path) -> None:
+    """testdata/mnist_example_using_fit.py as `tfc-jupyter run x.py --workers 1`: Keras fit
+    under MultiWorkerMirroredStrategy, its LearningRateScheduler and PrintLR callbacks
+    (``model.optimizer.lr``: tf-keras, the example's era)."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "tfc_jupyter.cli", "run", "mnist_example_using_fit.py"]
+        + ["--workers", "1"],
+        cwd=EXAMPLES / "fit",
+        capture_output=True,
+        text=True,
+        timeout=240,
+        env={**os.environ, "TF_USE_LEGACY_KERAS": "1"},
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert "[chief, worker-0] Learning rate for epoch 2 is 0.001" in proc.stdout
+
+
+@pytest.mark.slow
 def test_tfc_multi_file_example(tfc_env: Path) -> None:
     """multi_file_example: train_model.py imports create_model.py beside it; tfc.remote()
     picks 10 epochs in the job; requirements.txt names tensorflow-cloud (left out: the local

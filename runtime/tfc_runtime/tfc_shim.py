@@ -70,7 +70,9 @@ COMMON_MACHINE_CONFIGS = _Configs()
 
 def is_tpu_config(config: Any) -> bool:
     """True for a TPU config (by its accelerator's name)."""
-    return str(getattr(config, "accelerator_type", "")).startswith("TPU")
+    return "TPU" in str(getattr(config, "accelerator_type", "")) or "TPU" in str(
+        getattr(config, "name", "")
+    )
 
 
 def install() -> None:

@@ -1,0 +1,64 @@
+"""``import tfc_jupyter as tfc`` in an image without tfc_jupyter (docker, Vertex AI): the shim.
+
+The job runs ``python -S`` here, so neither tfc_jupyter nor TensorFlow is importable, as in an
+image built for the job: TensorFlow Cloud's calls answer as they did inside a tfc.run job.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+RUNTIME = Path(__file__).resolve().parents[2] / "runtime"
+
+SCRIPT = """\
+import sys
+import tfc_jupyter as tfc
+print("remote", tfc.remote())
+print("run", tfc.run(chief_config=tfc.COMMON_MACHINE_CONFIGS["T4_1X"], worker_count=2,
+                     docker_config=tfc.DockerConfig(image_build_bucket="b")))
+cfg = tfc.MachineConfig(8, 30, tfc.AcceleratorType.NVIDIA_TESLA_T4, accelerator_count=2)
+print("config", cfg.cpu_cores, cfg.accelerator_type, cfg.accelerator_count)
+print("tpu", tfc.is_tpu_config(tfc.COMMON_MACHINE_CONFIGS["TPU"]))
+print("argv", sys.argv[1:])
+"""
+
+
+def test_tfc_calls_answer_in_an_image_without_tfc_jupyter(tmp_path: Path) -> None:
+    script = tmp_path / "script.py"
+    script.write_text(SCRIPT)
+    proc = subprocess.run(
+        [sys.executable, "-S", "-m", "tfc_runtime", "--strategy", "none", str(script), "--x"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,  # not the repository's root, where tfc_jupyter/ is a folder
+        env={"PYTHONPATH": str(RUNTIME), "PATH": "/usr/bin:/bin"},
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines()[1:] == [
+        "remote True",
+        "run None",
+        "config 8 NVIDIA_TESLA_T4 2",
+        "tpu True",
+        "argv ['--x']",
+    ]
+
+
+def test_the_real_package_wins_where_it_is_installed(tmp_path: Path) -> None:
+    """The local backend runs in the kernel's environment: its tfc_jupyter is the real one."""
+    script = tmp_path / "script.py"
+    script.write_text("import tfc_jupyter as tfc\nprint(tfc.__file__ is not None, tfc.remote())\n")
+    proc = subprocess.run(
+        [sys.executable, "-m", "tfc_runtime", "--strategy", "none", str(script)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+        env={"PYTHONPATH": str(RUNTIME), "PATH": "/usr/bin:/bin"},
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines()[-1] == "True True"

@@ -370,8 +370,14 @@ def test_tfc_fit_example_through_the_cli(tfc_env: Path) -> None:
     under MultiWorkerMirroredStrategy, its LearningRateScheduler and PrintLR callbacks
     (``model.optimizer.lr``: tf-keras, the example's era)."""
     proc = subprocess.run(
-        [sys.executable, "-m", "tfc_jupyter.cli", "run", "mnist_example_using_fit.py"]
-        + ["--workers", "1"],
+        [
+            sys.executable,
+            "-m",
+            "tfc_jupyter.cli",
+            "run",
+            "mnist_example_using_fit.py",
+            "--workers=1",
+        ],
         cwd=EXAMPLES / "fit",
         capture_output=True,
         text=True,

@@ -451,8 +451,10 @@ export interface components {
             ui_hint: string;
         };
         CreateJob: {
-            /** @description the notebook's path under the server root (also the job's working folder) */
+            /** @description the notebook's (.ipynb) or script's (.py) path under the server root (its folder is the job's working folder) */
             path: string;
+            /** @description a .py entry point's text as the editor has it; omit to read the saved file */
+            source?: string;
             /** @description the notebook's JSON (nbformat 4), e.g. the editor's live model; omit to read the saved file */
             notebook?: Record<string, unknown>;
             /** @description the model has unsaved edits (the plan then says so) */

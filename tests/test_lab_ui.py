@@ -11,7 +11,8 @@ All along, each detail view's state agrees with its sidebar row (one store feeds
 is disabled once a job has ended; the rows show start time and notebook, newest first, and filter;
 tab titles are the job's name and short id; the supervisor tab shows only when its log has text.
 A third job, a Keras ``fit``, shows its curves (the server's SVG) in its detail view while it
-trains, and its last loss in the sidebar.
+trains, and its last loss in the sidebar. A Python script open in the editor, edited and not
+saved, launches as itself (its text and its arguments) from the same form.
 Screenshots go to ``artifacts/``; ``TFC_UPDATE_DOCS=1`` also copies the sidebar one (after the
 third job) to ``docs/sidebar.png``.
 """
@@ -486,6 +487,121 @@ def test_a_failed_job_links_to_the_cell_that_failed(
     except Exception:
         screenshot(page, "lab-failure-link-failure.png")
         raise
+
+
+# A script that says its arguments; the saved version never runs (it is edited, not saved).
+SAVED_SCRIPT = "print('saved version of the script')\n"
+
+
+def test_a_python_script_in_the_editor_launches_as_itself(
+    lab_server: LabServer, browser_page: Any
+) -> None:
+    """Open train.py in JupyterLab's editor, edit it without saving; its toolbar's Launch opens
+    the form for the script (its name, its arguments first, no cell or %%tfc_run wording), whose
+    dry run plans the editor's text; launched from the sidebar's "Launch on ..." with script
+    arguments, the local job runs the edited text with them, and its log says so."""
+    page = browser_page
+    try:
+        _script_scenario(lab_server, page)
+    except Exception:
+        screenshot(page, "lab-script-failure.png")
+        raise
+
+
+def _script_scenario(lab_server: LabServer, page: Any) -> None:
+    script = lab_server.root_dir / "train.py"
+    script.write_text(SAVED_SCRIPT)
+    page.goto(f"{lab_server.url}lab/tree/train.py?reset&token={lab_server.token}")
+    page.locator(".jp-LabShell").wait_for()
+    page.wait_for_function("() => window.jupyterapp?.hasPlugin('tfc-jupyter:plugin')")
+    editor = page.locator(".jp-FileEditor .cm-content")
+    editor.wait_for(timeout=60_000)
+    page.wait_for_function(
+        "() => window.jupyterapp.shell.currentWidget?.context?.path === 'train.py'"
+    )
+
+    # Edit the script, do not save.
+    marker = f"SCRIPT-EDITED-{secrets.token_hex(4)}"
+    source = f"import sys\nprint('{marker}', sys.argv[1:], flush=True)"
+    editor.click()
+    page.keyboard.press("Control+A")
+    page.keyboard.press("Delete")
+    page.keyboard.insert_text(source)
+    page.wait_for_function(
+        "m => document.querySelector('.jp-FileEditor .cm-content')?.innerText.includes(m)",
+        arg=marker,
+    )
+    page.locator(".lm-TabBar-tab.jp-mod-dirty", has_text="train.py").wait_for()
+    assert script.read_text() == SAVED_SCRIPT
+
+    # The editor's toolbar has the Launch button; its form is the script's.
+    button = page.locator(".jp-MainAreaWidget:not(.lm-mod-hidden) .tfc-LaunchButton")
+    button.wait_for()
+    button.click()
+    form = _launch_dialog(page)
+    notice = form.locator(".tfc-LiveNotice").inner_text()
+    assert "train.py" in notice and "unsaved edits" in notice and "sys.argv" in notice, notice
+    assert "%%tfc_run" not in form.inner_text() and "cell" not in form.inner_text().lower()
+    # the script's arguments come first
+    assert form.locator("input").first.get_attribute("name") == "args"
+    assert form.locator("input[name=name]").get_attribute("placeholder") == "the script's name"
+    _checked(form, "ok")
+    preview = form.locator(".tfc-PlanPreview")
+    assert "script train.py" in preview.inner_text()
+    assert "found by the editor's text" in preview.inner_text()
+    assert "train.py has unsaved edits" in preview.inner_text()
+    line = preview.locator(".tfc-PlanLine").inner_text()
+    assert line.startswith("as a command: tfc-jupyter run train.py --backend local"), line
+    assert "%%tfc_run" not in form.inner_text() and "cells" not in form.inner_text()
+    page.locator(".jp-Dialog .jp-mod-reject").click()
+    page.locator(".jp-Dialog").wait_for(state="detached")
+
+    # The sidebar's "Launch on ..." launches the script in front, with its arguments.
+    lab_command(page, "tfc-jupyter:show-jobs")
+    page.locator(".tfc-Sidebar .tfc-LaunchShortcut").click()
+    form = _launch_dialog(page)
+    assert "train.py" in form.locator(".tfc-LiveNotice").inner_text()
+    form.locator("input[name=args]").fill('--epochs 3 --note "two words"')
+    form.locator("select[name=backend]").select_option("local")
+    _checked(form, "ok")
+    line = form.locator(".tfc-PlanLine").inner_text()
+    assert line.startswith("as a command: tfc-jupyter run train.py "), line
+    assert """ --args '--epochs 3 --note "two words"'""" in line, line
+    screenshot(page, "lab-launch-script-form.png")
+    _accept(page)
+
+    # The job runs the editor's text with the arguments, and its log in the job view says so.
+    detail = page.locator(".tfc-JobDetail[data-job-id]").first
+    detail.wait_for()
+    job_id = detail.get_attribute("data-job-id")
+    assert job_id == store_for(lab_server.home).list(limit=1)[0].id
+    done = page.locator(f".tfc-JobDetail[data-job-id='{job_id}']")
+    page.wait_for_function(
+        "id => ['succeeded', 'failed', 'cancelled'].includes("
+        "document.querySelector(`.tfc-JobDetail[data-job-id='${id}']`)?.dataset.state)",
+        arg=job_id,
+        timeout=JOB_MS,
+    )
+    record = store_for(lab_server.home).get(job_id)
+    assert done.get_attribute("data-state") == "succeeded", (record.state, record.error)
+    expected = f"{marker} ['--epochs', '3', '--note', 'two words']"
+    page.wait_for_function(
+        "([id, text]) => document.querySelector("
+        "`.tfc-JobDetail[data-job-id='${id}'] .tfc-LogText[data-replica='chief']`)"
+        "?.innerText.includes(text)",
+        arg=[job_id, expected],
+        timeout=30_000,
+    )
+    assert "saved version of the script" not in done.locator(".tfc-LogText").first.inner_text()
+    assert record.notebook == str(script)
+    assert record.spec["entry_args"] == ["--epochs", "3", "--note", "two words"]
+    row = page.locator(f".tfc-Sidebar .tfc-JobRow[data-job-id='{job_id}']")
+    row.wait_for()
+    assert "train.py" in row.inner_text()
+    # Launching never saved the script.
+    assert script.read_text() == SAVED_SCRIPT
+    page.locator(".Toastify__toast").first.wait_for(state="detached", timeout=15_000)
+    screenshot(page, "lab-script-job.png")
 
 
 @pytest.fixture(scope="module")

@@ -391,3 +391,34 @@ def test_line_magic_runs_a_script_with_its_arguments(
         ip.run_line_magic("tfc_run", "--workers 1")
     with pytest.raises(UsageError, match=r"entry point 'nope.py' not found. Fix:"):
         ip.run_line_magic("tfc_run", "nope.py")
+
+
+def test_an_interrupt_stops_following_never_the_job(
+    ip: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """JupyterLab's Restart Kernel interrupts the kernel first: the cell stops following, and
+    the job goes on (a real SIGINT to this process while the cell follows)."""
+    import os
+    import signal
+    import threading
+
+    from jobutil import wait_state, write_notebook
+
+    from tfc_jupyter.records import JobState
+
+    body = "print('started', flush=True)\ntime.sleep(120)"
+    nb = write_notebook(tmp_path / "slow.ipynb", "import time", f"%%tfc_run\n{body}")
+    monkeypatch.setenv("JPY_SESSION_NAME", str(nb))
+    timer = threading.Timer(4, os.kill, (os.getpid(), signal.SIGINT))
+    timer.start()
+    try:
+        with capture_output() as cap:
+            ip.run_cell_magic("tfc_run", "", body)
+    finally:
+        timer.cancel()
+    job = ip.user_ns["_tfc_job"]
+    try:
+        assert f"Stopped following {job.id}; the job goes on." in cap.stdout
+        assert wait_state(job, {JobState.RUNNING}, timeout=30).state is JobState.RUNNING
+    finally:
+        job.cancel()

@@ -26,9 +26,9 @@ from .errors import BackendError, JobConflict, TfcError
 from .files import disk_full, is_disk_full, write_private
 from .job import catalog
 from .job.plan import Plan
-from .logs import LogTail, Merger, is_noise, label
+from .logs import LogTail, Merger, label
 from .records import JobRecord, JobState, JobStore, default_home, new_job_id
-from .results import Results, finite_number, job_results, loss_name
+from .results import ResultFeed, Results, finite_number, job_results, loss_name
 from .results import parse as parse_result
 from .tables import table
 
@@ -139,6 +139,18 @@ def _folder_error(exc: OSError, job_dir: Path, plan: Plan) -> TfcError:
 _LOG_ROOM = 1 << 20  # logs and status files a short job writes at start
 
 
+def draws_colour(stream: Any) -> bool:
+    """Whether ``stream`` shows terminal colour codes as colours: a terminal, or a notebook
+    cell (Jupyter draws them). Elsewhere (a pipe, a file) they are stripped."""
+    if type(stream).__module__.startswith(("ipykernel", "tfc_jupyter.cell")):
+        return True
+    isatty = getattr(stream, "isatty", None)
+    try:
+        return bool(isatty()) if isatty is not None else False
+    except ValueError:  # closed
+        return False
+
+
 class Job:
     """A handle on one job: state, logs, wait, cancel. Cheap to create; reads the records."""
 
@@ -236,11 +248,14 @@ class Job:
         keep every line.
         """
         stream = out or sys.stdout
+        ansi = draws_colour(stream)
         rec = self.store.get(self.id)
         tail = LogTail(Path(rec.log_dir))
+        feed = ResultFeed(rec.log_dir)
         merger = Merger(replica_count(rec) if not verbose else 1)
         if skip_existing:
             tail.read()
+            feed.read()
         deadline = None if timeout is None else time.monotonic() + timeout
         next_state = 0.0
         while True:
@@ -250,13 +265,16 @@ class Job:
                 next_state = time.monotonic() + POLL_S
             now = time.monotonic()
             shown: list[tuple[list[str], str]] = []
-            for replica, line in tail.read(final=done):
-                if on_result is not None and (event := parse_result(line)) is not None:
+            if on_result is not None:
+                for event in feed.read():
                     on_result(event)
+            for replica, line in tail.read(final=done):
+                if on_result is not None and (found := parse_result(line)) is not None:
+                    on_result(found)
                 if on_line:
                     on_line(replica, line)
-                elif verbose or not is_noise(line):
-                    shown += merger.add(replica, line, now)
+                elif (text := logs.shown(line, verbose=verbose)) is not None:
+                    shown += merger.add(replica, text if ansi else logs.strip_ansi(text), now)
             for names, line in shown + merger.ready(now, final=done):
                 stream.write(f"[{label(names)}] {line}\n")
             stream.flush()

@@ -93,7 +93,11 @@ class LogTail:
                     break
                 offset += len(data)
                 text = data.decode("utf-8", errors="replace")
-                out += [(name, line.rstrip("\r")) for line in text.splitlines()]
+                if text.endswith("\n"):
+                    text = text[:-1]
+                # "\n" alone ends a line: a "\r" rewrites it (a progress bar), see render()
+                lines = text.split("\n") if text or data else []
+                out += [(name, ln[:-1] if ln.endswith("\r") else ln) for ln in lines]  # CRLF
                 if not data or offset >= size:
                     break
             self.offsets[name] = offset
@@ -116,6 +120,77 @@ _NOISE = re.compile(
         )
     )
 )
+
+
+_REPORT = "[tfc_runtime] result "  # tfc_runtime.results.PREFIX (imported late: see shown())
+_ANSI = re.compile(r"\x1b(\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(\x07|\x1b\\)|[@-Z\\-_])")
+
+
+def strip_ansi(text: str) -> str:
+    """``text`` less its terminal escape sequences (colours, cursor moves)."""
+    return _ANSI.sub("", text)
+
+
+def _cells(segment: str) -> tuple[list[str], str]:
+    """The visible characters of a stretch of text with no ``\r``, each with the colour codes
+    written before it (a backspace deletes the character before it, as Jupyter does), and the
+    codes left at its end."""
+    cells: list[str] = []
+    codes = ""
+    for piece in re.split(r"(\x08|\x1b\[[0-?]*[ -/]*[@-~])", segment):
+        if piece == "\x08":
+            if cells:
+                cells.pop()
+        elif piece.startswith("\x1b"):
+            codes += piece
+        elif piece:
+            cells += [codes + piece[0], *piece[1:]]
+            codes = ""
+    return cells, codes
+
+
+def render(line: str) -> str:
+    """A log line as Jupyter shows it once it is written: each ``\r`` goes back to the line's
+    start and what follows writes over it (a progress bar's updates leave its latest state),
+    each backspace deletes the character before it; colour codes are kept."""
+    if "\r" not in line and "\x08" not in line:
+        return line
+    shown: list[str] = []
+    codes = ""
+    for segment in line.split("\r"):
+        cells, codes_after = _cells(segment)
+        shown[: len(cells)] = cells
+        codes = codes_after or codes
+    return "".join(shown) + codes
+
+
+def shown(line: str, *, verbose: bool = False) -> str | None:
+    """How a raw log line is shown (the cell, the CLI, the panel, the sidebar), or None for a
+    line that is not: a runtime report is cut off the line it may follow (what came before it
+    is the code's), ``\r`` and backspaces are applied (:func:`render`), and unless
+    ``verbose`` TensorFlow's start-up chatter and the runtime's status lines are hidden."""
+    cut = line.find(_REPORT)
+    if cut >= 0:
+        line = line[:cut]
+        if not line.strip():
+            return None
+    text = render(line)
+    if line.strip() and not strip_ansi(text).strip():
+        return None  # a line the code wrote and then erased (a progress bar's last update)
+    if not verbose and is_noise(text):
+        return None
+    return text
+
+
+def shown_text(text: str, *, verbose: bool = False, ansi: bool = False) -> str:
+    """A chunk of log lines as shown (see :func:`shown`), colour codes stripped unless
+    ``ansi`` (the sidebar, the panel and a terminal that is not one cannot draw them)."""
+    out = []
+    for raw in text.split("\n")[:-1] if text.endswith("\n") else text.split("\n"):
+        line = shown(raw, verbose=verbose)
+        if line is not None:
+            out.append((line if ansi else strip_ansi(line)) + "\n")
+    return "".join(out)
 
 
 def is_noise(line: str) -> bool:

@@ -406,8 +406,10 @@ def _follow_in_cell(
     shell: Any = None,
     lines: float | None = None,
 ) -> Any:
-    """Stream the job's logs into the cell until it ends; Ctrl-C (interrupt) cancels it. A
-    failed job is shown once (:class:`JobFailed`); a cancelled one is not an error.
+    """Stream the job's logs into the cell until it ends. An interrupt stops following, never
+    the job (JupyterLab interrupts the kernel before it restarts it): a cancel is asked for
+    with ``%tfc_cancel``, the panel's or the sidebar's Cancel. A failed job is shown once
+    (:class:`JobFailed`); a cancelled one is not an error.
 
     In a notebook the cell also shows the chief's loss and metrics as a plot updated at each
     epoch, and at most ``lines`` log lines (``c.TfcConfig.cell_lines``; see
@@ -422,9 +424,11 @@ def _follow_in_cell(
         plot = cell.LivePlot()
     try:
         rec = job.follow(verbose=verbose, out=out, on_result=plot.add if plot else None)
-    except KeyboardInterrupt:
-        rec = job.cancel()
-        print(f"Interrupted: {rec.id} {rec.state.value}.")
+    except KeyboardInterrupt:  # Interrupt, or JupyterLab's restart (it interrupts first)
+        print(
+            f"Stopped following {job.id}; the job goes on. %tfc_attach {job.id} follows it "
+            f"again, %tfc_cancel {job.id} stops it."
+        )
         return job
     finally:
         if plot is not None:

@@ -1,11 +1,12 @@
-"""What a job trained and saved, read back from its chief's log.
+"""What a job trained and saved, read back from its results file or its chief's log.
 
 Inside the job the runtime (``tfc_runtime.results``) reports each Keras epoch's loss and
 metrics, each round of a custom loop's Keras metrics (their values when the code resets them),
-every saved model and a TensorBoard callback's folder as ``[tfc_runtime] result {json}`` lines on
-the chief's stdout. Those lines reach ``<job_dir>/logs/chief.log`` on every backend, so
-reading them back needs nothing else: :func:`job_results` reads a job's (only the bytes added since
-the last read), and :class:`Results` collects them as they come, for the live plot.
+every saved model and a TensorBoard callback's folder, apart from what the code prints: as lines
+of ``<job_dir>/results.jsonl`` (local, docker), or as ``[tfc_runtime] result {json}`` lines on the
+chief's stderr, which reach ``<job_dir>/logs/chief.log`` (Vertex AI's logs). :func:`job_results`
+reads both (only the bytes added since the last read), and :class:`Results` collects them as they
+come, for the live plot.
 """
 
 from __future__ import annotations
@@ -19,14 +20,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tfc_runtime.results import PREFIX, RESULTS_FILE  # the runtime's protocol (stdlib only)
+
 from .errors import SpecError
 from .logs import read_chunk, replicas
 
 if TYPE_CHECKING:
     from .records import JobRecord
 
-PREFIX = "[tfc_runtime] result "
-"""The start of a report line (the runtime's ``tfc_runtime.results.PREFIX``)."""
 MAX_EPOCHS = 100_000
 """Most epochs kept for one job (a report past it is dropped, never the job)."""
 _MAX_NAME = 100
@@ -37,11 +38,18 @@ LOOP = -1
 
 
 def parse(line: str) -> dict[str, Any] | None:
-    """The report in a log line, or None (not a report, or one that is not well formed)."""
-    if not line.startswith(PREFIX):
+    """The report in a log line, or None (not a report, or one that is not well formed). The
+    report may follow a line the code left unfinished (a progress bar without its newline)."""
+    start = line.find(PREFIX)
+    if start < 0:
         return None
+    return parse_json(line[start + len(PREFIX) :])
+
+
+def parse_json(text: str) -> dict[str, Any] | None:
+    """One report as the runtime writes it to its results file, or None."""
     try:
-        event = json.loads(line[len(PREFIX) :])
+        event = json.loads(text)
     except ValueError:
         return None
     return event if isinstance(event, dict) and isinstance(event.get("event"), str) else None
@@ -192,30 +200,65 @@ def _int(value: Any) -> int:
 
 
 class _Reader:
-    """One log read from where the last read stopped (whole lines only)."""
+    """A job's reports, read from where the last read stopped (whole lines only): its results
+    file (local, docker) and its chief's log (Vertex AI's reports come with the logs)."""
 
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self.offset = 0
+    def __init__(self, log_dir: Path) -> None:
+        self.log_dir = log_dir
+        self.offsets: dict[Path, int] = {}
         self.results = Results()
 
     def read(self) -> Results:
-        while True:
-            try:  # complete lines only: a report being written is read next time
-                data, size = read_chunk(self.path, self.offset, final=False)
-            except (OSError, ValueError):  # replaced or truncated: read it again from the start
-                self.offset, self.results = 0, Results()
-                return self.results
-            self.offset += len(data)
-            for line in data.decode("utf-8", errors="replace").splitlines():
-                self.results.add_line(line)
-            if not data or self.offset >= size:
-                return self.results
+        files = [(self.log_dir.parent / RESULTS_FILE, True)]
+        chief = chief_log(self.log_dir)
+        if chief is not None:
+            files.append((chief, False))
+        for path, is_json in files:
+            self.offsets.setdefault(path, 0)
+            while True:
+                try:  # complete lines only: a report being written is read next time
+                    data, size = read_chunk(path, self.offsets[path], final=False)
+                except (OSError, ValueError):  # replaced or truncated: read it all again
+                    self.offsets, self.results = {}, Results()
+                    return self.results
+                self.offsets[path] += len(data)
+                for line in data.decode("utf-8", errors="replace").split("\n"):
+                    event = parse_json(line) if is_json else parse(line)
+                    if event is not None:
+                        self.results.add(event)
+                if not data or self.offsets[path] >= size:
+                    break
+        return self.results
 
 
 _CACHE: OrderedDict[Path, _Reader] = OrderedDict()
 _CACHE_SIZE = 256
 _LOCK = threading.Lock()
+
+
+class ResultFeed:
+    """A job's reports as they are written to its results file (local and docker jobs; a
+    Vertex AI job's come with its log lines: :func:`parse` them)."""
+
+    def __init__(self, log_dir: str | Path) -> None:
+        self.path = Path(log_dir).parent / RESULTS_FILE
+        self.offset = 0
+
+    def read(self) -> list[dict[str, Any]]:
+        """The reports written since the last read (complete lines only)."""
+        events: list[dict[str, Any]] = []
+        while True:
+            try:
+                data, size = read_chunk(self.path, self.offset, final=False)
+            except (OSError, ValueError):
+                return events
+            self.offset += len(data)
+            for line in data.decode("utf-8", errors="replace").split("\n"):
+                event = parse_json(line)
+                if event is not None:
+                    events.append(event)
+            if not data or self.offset >= size:
+                return events
 
 
 def chief_log(log_dir: Path) -> Path | None:
@@ -227,9 +270,7 @@ def chief_log(log_dir: Path) -> Path | None:
 def job_results(log_dir: str | Path) -> Results:
     """A job's results so far, from its log folder. Each log is read once: later calls read
     only what was added (the jobs API lists many jobs at every poll). A copy is returned."""
-    path = chief_log(Path(log_dir))
-    if path is None:
-        return Results()
+    path = Path(log_dir)
     with _LOCK:
         reader = _CACHE.pop(path, None) or _Reader(path)
         _CACHE[path] = reader

@@ -2,7 +2,7 @@
  * Command ids, shared by the plugins.
  */
 export namespace CommandIDs {
-  /** Open the launch form for the current notebook ("Launch on ..."). */
+  /** Open the launch form for the current notebook or Python script ("Launch on ..."). */
   export const launch = 'tfc-jupyter:launch';
   /** Open one job's detail view (args: `{ id }`). */
   export const openJob = 'tfc-jupyter:open-job';

@@ -1,26 +1,108 @@
 /**
- * Launching the notebook in the editor: the form, the dry run and the launch itself. The
- * notebook's live model is sent, so unsaved edits are what runs.
+ * Launching the notebook or the Python script in the editor: the form, the dry run and the
+ * launch itself. The editor's content (a notebook's live model, a script's text) is sent, so
+ * unsaved edits are what runs.
  */
 import { Dialog, Notification, showErrorMessage } from '@jupyterlab/apputils';
+import { DocumentRegistry } from '@jupyterlab/docregistry';
 import { NotebookPanel } from '@jupyterlab/notebook';
+import { Widget } from '@lumino/widgets';
 
 import { createJob, getDefaults, getMachines } from './api';
 import { fromOptions, ILaunchValues, toOptions } from './components/LaunchForm';
 import { TfcApiError } from './request';
 import { ILaunchSettings } from './settings';
+import {
+  isScriptPath,
+  jobRequest,
+  LaunchContent,
+  LaunchKind,
+  withoutOutputs
+} from './target';
 import { ICreateJob, IDefaults, IJob, IJobOptions } from './types';
 import { LaunchDialogBody } from './widgets';
 
 /** The notebook as the editor holds it now, outputs left out (they are not needed to run it). */
 export function liveNotebook(panel: NotebookPanel): Record<string, unknown> {
-  const content = panel.context.model.toJSON() as { cells?: any[] };
-  const cells = (content.cells ?? []).map(cell =>
-    cell.cell_type === 'code'
-      ? { ...cell, outputs: [], execution_count: null }
-      : cell
+  return withoutOutputs(
+    panel.context.model.toJSON() as unknown as Record<string, unknown>
   );
-  return { ...content, cells };
+}
+
+/** A document that can be launched: a notebook, or a Python script in an editor. */
+export interface ILaunchTarget {
+  kind: LaunchKind;
+  /** Its path under the server root. */
+  readonly path: string;
+  /** Its file name, as the form says it. */
+  readonly name: string;
+  /** Resolves once its content is loaded. */
+  readonly ready: Promise<void>;
+  /** Whether it has unsaved edits. */
+  dirty(): boolean;
+  /** What a request sends of it, as it is in the editor now. */
+  content(): LaunchContent;
+  /** False when the launch sends the saved file, not the editor's content. */
+  readonly live: boolean;
+}
+
+/** A document widget (a notebook panel, a file editor ...) and its context, duck-typed. */
+function documentContext(
+  widget: Widget | null | undefined
+): DocumentRegistry.Context | null {
+  const context = (widget as { context?: DocumentRegistry.Context } | null)
+    ?.context;
+  return context && typeof context.path === 'string' && context.model
+    ? context
+    : null;
+}
+
+/**
+ * What launching `widget` runs: a notebook panel's notebook; a document whose path ends in
+ * `.py` (a file editor's text) as a script; null for anything else.
+ */
+export function launchTarget(
+  widget: Widget | null | undefined
+): ILaunchTarget | null {
+  const context = documentContext(widget);
+  if (!widget || !context || widget.isDisposed) {
+    return null;
+  }
+  const common = {
+    path: context.path,
+    name: context.localPath.split('/').pop() || context.path,
+    ready: context.ready,
+    dirty: () => context.model.dirty
+  };
+  if (isScriptPath(context.path)) {
+    // A notebook panel on a .py file (jupytext) has no script text: the saved file runs.
+    const live = !(widget instanceof NotebookPanel);
+    return {
+      ...common,
+      kind: 'script',
+      live,
+      content: () => ({
+        kind: 'script',
+        path: context.path,
+        dirty: context.model.dirty,
+        source: live ? context.model.toString() : null
+      })
+    };
+  }
+  if (widget instanceof NotebookPanel) {
+    return {
+      ...common,
+      kind: 'notebook',
+      live: true,
+      content: () => ({
+        kind: 'notebook',
+        path: context.path,
+        dirty: context.model.dirty,
+        notebook: liveNotebook(widget)
+      })
+    };
+  }
+  return null;
 }
 
 function initialValues(
@@ -50,16 +132,16 @@ function message(error: unknown): string {
 }
 
 /**
- * Ask where to run the notebook, then launch it; resolves to the job (null when not launched).
- * The form starts from the cell's own `%%tfc_run` options (a first dry run says them), checks
- * every change with the server's dry run, and sends exactly what it shows. A launch that fails
- * opens the form again with the same values and the error.
+ * Ask where to run the notebook or script, then launch it; resolves to the job (null when not
+ * launched). The form starts from the notebook cell's own `%%tfc_run` options (a first dry run
+ * says them), checks every change with the server's dry run, and sends exactly what it shows.
+ * A launch that fails opens the form again with the same values and the error.
  */
-export async function launchNotebook(
-  panel: NotebookPanel,
+export async function launchDocument(
+  target: ILaunchTarget,
   settings: ILaunchSettings
 ): Promise<IJob | null> {
-  await panel.context.ready;
+  await target.ready;
   let defaults: IDefaults;
   let machines;
   try {
@@ -68,14 +150,8 @@ export async function launchNotebook(
     await showErrorMessage('tfc_jupyter', message(error));
     return null;
   }
-  const path = panel.context.path;
-  const request = (options: IJobOptions, replace: boolean): ICreateJob => ({
-    path,
-    notebook: liveNotebook(panel),
-    dirty: panel.context.model.dirty,
-    options,
-    replace
-  });
+  const request = (options: IJobOptions, replace: boolean): ICreateJob =>
+    jobRequest(target.content(), options, replace);
   let initial = initialValues(defaults, settings);
   let initialError: string | null = null;
   try {
@@ -90,8 +166,10 @@ export async function launchNotebook(
   }
   for (;;) {
     const body = new LaunchDialogBody({
-      notebookName: panel.context.localPath.split('/').pop() ?? path,
-      dirty: panel.context.model.dirty,
+      kind: target.kind,
+      documentName: target.name,
+      dirty: target.dirty(),
+      live: target.live,
       defaults,
       machines,
       initial,
@@ -116,11 +194,12 @@ export async function launchNotebook(
       continue; // Enter pressed while the choices were being checked, or wrong
     }
     try {
+      const dirty = target.dirty();
       const created = await createJob(request(toOptions(result.value), true));
       const job = created.job as IJob;
       Notification.success(
         `Launched ${job.id} on ${job.backend}` +
-          (panel.context.model.dirty ? ' (with the unsaved edits)' : ''),
+          (dirty && target.live ? ' (with the unsaved edits)' : ''),
         { autoClose: 4000 }
       );
       return job;

@@ -166,9 +166,14 @@ export interface IPlan {
 
 /** POST /jobs. */
 export interface ICreateJob {
+  /** The notebook's (.ipynb) or script's (.py) path under the server root. */
   path: string;
+  /** A script's text as the editor has it (omitted: the saved file); scripts only. */
+  source?: string;
+  /** The notebook's JSON as the editor has it (omitted: the saved file); notebooks only. */
   notebook?: { [key: string]: unknown };
   dirty?: boolean;
+  /** The 1-based position of the `%%tfc_run` cell; notebooks only. */
   cell?: number;
   options: IJobOptions;
   /** The options replace the cell's own values (lists too): a form that sends them all. */

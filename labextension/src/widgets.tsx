@@ -13,6 +13,7 @@ import {
 import { IJobsPanelProps, JobsPanel } from './components/JobsPanel';
 import { jobTitle, shortId } from './format';
 import { JobStore } from './store';
+import { isScriptPath } from './target';
 
 /** The left sidebar of jobs. */
 export class JobsSidebar extends ReactWidget {
@@ -58,7 +59,7 @@ export class JobDetailWidget extends ReactWidget {
       return;
     }
     const label = jobTitle(job);
-    const caption = `${job.name} (${job.state})\nid ${job.id}${job.notebook ? `\nnotebook ${job.notebook}` : ''}`;
+    const caption = `${job.name} (${job.state})\nid ${job.id}${job.notebook ? `\n${isScriptPath(job.notebook) ? 'script' : 'notebook'} ${job.notebook}` : ''}`;
     if (this.title.label !== label) {
       this.title.label = label;
     }

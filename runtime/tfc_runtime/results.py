@@ -15,9 +15,13 @@ nothing then, and its last round is reported when the script ends (:func:`finish
 a multi-worker (collective) strategy are left alone: reading one is a collective every worker
 would have to join.
 
-Reports are lines on the job's own stdout, ``[tfc_runtime] result {json}``: they travel with the
-logs on every backend (local files, Docker, Cloud Logging) and the client reads them back from
-the chief's log (``tfc_jupyter.results``). The cell hides them like every runtime status line.
+Reports travel apart from what the code prints, so a progress bar, a ``print(end="")`` or binary
+output never loses one or shows one: one JSON line each in the job folder's
+:data:`RESULTS_FILE` where the job has that folder (the local and docker backends, which mount
+it), else a line ``[tfc_runtime] result {json}`` of its own on stderr (Vertex AI: Cloud Logging
+keeps each stream's lines apart, and stdout is where progress bars are drawn). The client reads
+them back from either (``tfc_jupyter.results``), and takes a report even where a line of the
+code's own was left unfinished before it.
 Nothing here changes what the code computes: the callback only reads the logs Keras hands it,
 and a reset only reads the metric's value first.
 """
@@ -39,6 +43,9 @@ from types import ModuleType
 from typing import Any
 
 PREFIX = "[tfc_runtime] result "
+"""The start of a report on stderr."""
+RESULTS_FILE = "results.jsonl"
+"""The job folder's file of reports, one JSON object a line (the chief's)."""
 _FIT_CALLBACKS_ARG = 5  # fit(x, y, batch_size, epochs, verbose, callbacks, ...)
 _fits = 0
 _INTERNAL = frozenset({"keras", "tf_keras", "tensorflow", "tfc_runtime"})
@@ -49,13 +56,30 @@ _loop_metrics: Any = weakref.WeakSet()  # metrics the code has reset: their last
 
 
 def emit(event: dict[str, Any]) -> None:
-    """One report line on the process's own stdout (a ``redirect_stdout`` in the code, or a
-    ``%%capture`` cell, does not swallow it)."""
-    stream = sys.__stdout__ or sys.stdout
+    """One report: a line of the job folder's :data:`RESULTS_FILE`, else a line on the
+    process's own stderr (a ``redirect_stderr`` in the code, or a ``%%capture`` cell, does not
+    swallow it). Never a line of stdout, where the code's progress bars are drawn."""
+    text = json.dumps(event, separators=(",", ":"), allow_nan=False)
+    job_dir = os.environ.get("TFC_JOB_DIR")
+    if job_dir:
+        try:
+            fd = os.open(
+                os.path.join(job_dir, RESULTS_FILE),
+                os.O_WRONLY | os.O_CREAT | os.O_APPEND | getattr(os, "O_CLOEXEC", 0),
+                0o600,
+            )
+            try:
+                os.write(fd, (text + "\n").encode("utf-8"))  # one write: a whole line
+            finally:
+                os.close(fd)
+            return
+        except OSError:  # not writable here: the stream carries it
+            pass
+    stream = sys.__stderr__ or sys.stderr
     try:
-        stream.write(PREFIX + json.dumps(event, separators=(",", ":"), allow_nan=False) + "\n")
+        stream.write(PREFIX + text + "\n")
         stream.flush()
-    except (OSError, ValueError):  # a closed stdout: reporting never breaks the job
+    except (OSError, ValueError):  # a closed stream: reporting never breaks the job
         pass
 
 

@@ -43,9 +43,11 @@ print("KERAS", type(model).__module__.split(".")[0])
 """
 
 
-def _results(stdout: str) -> Results:
+def _results(done: Any) -> Results:
+    """The reports of a runtime run without a job folder: lines of stderr, never stdout."""
+    assert "[tfc_runtime] result " not in done.stdout
     results = Results()
-    for line in stdout.splitlines():
+    for line in done.stderr.splitlines():
         results.add_line(line)
     return results
 
@@ -56,7 +58,7 @@ def test_every_epoch_and_save_is_reported_and_training_is_unchanged(tmp_path: Pa
     assert done.returncode == 0, done.stderr
     out = done.stdout.splitlines()
     history = json.loads(next(line for line in out if line.startswith("HISTORY "))[8:])
-    results = _results(done.stdout)
+    results = _results(done)
     # Each epoch of both fit calls, with exactly the numbers Keras' own History holds.
     done_epochs = [(e["fit"], e["epoch"]) for e in results.epochs]
     assert done_epochs == [(0, 1), (0, 2), (0, 3), (1, 1), (1, 2)]
@@ -72,8 +74,9 @@ def test_every_epoch_and_save_is_reported_and_training_is_unchanged(tmp_path: Pa
     assert (tmp_path / "board" / "train").is_dir()
     assert results.saved == [str(tmp_path / "model.keras"), str(tmp_path / "exported")]
     assert [s["library"] for s in results.saved_with] == ["keras", "keras"]
-    # Every report is one parseable line; none is mixed into the code's own output.
-    reports = [line for line in out if line.startswith("[tfc_runtime] result ")]
+    # Every report is one parseable line of stderr (no job folder here); none is in stdout.
+    err = done.stderr.splitlines()
+    reports = [line for line in err if line.startswith("[tfc_runtime] result ")]
     assert len(reports) == 2 + 5 + 1 + 2 and all(parse(line) for line in reports)
 
 
@@ -84,7 +87,7 @@ def test_tf_keras_is_recorded_with_its_own_callback_class(tmp_path: Path) -> Non
     done = run_runtime(["--strategy", "none", "train.py"], tmp_path, env)
     assert done.returncode == 0, done.stderr
     assert "KERAS tf_keras" in done.stdout.splitlines()
-    results = _results(done.stdout)
+    results = _results(done)
     assert [e["epoch"] for e in results.epochs] == [1, 2]
     assert results.saved_with == [
         {"path": str(tmp_path / "legacy.h5"), "how": "save", "library": "tf_keras"}
@@ -101,7 +104,7 @@ def _loop_job(tmp_path: Path, strategy: str, when: str) -> tuple[list[Any], Resu
     done = run_runtime(["--strategy", "none", "train.py"], tmp_path, env)
     assert done.returncode == 0, done.stderr
     printed = json.loads(next(x for x in done.stdout.splitlines() if x.startswith("PRINTED "))[8:])
-    return printed, _results(done.stdout)
+    return printed, _results(done)
 
 
 @pytest.mark.parametrize(
@@ -129,3 +132,60 @@ def test_a_multi_worker_loops_metrics_are_left_alone(tmp_path: Path) -> None:
     printed, results = _loop_job(tmp_path, "multi_worker", "end")
     assert len(printed) == 3
     assert [e["fit"] for e in results.epochs] == [0]
+
+
+DEFAULT_VERBOSE = """\
+import json
+import numpy as np
+import tensorflow as tf
+
+x = np.linspace(0, 1, 256, dtype="float32").reshape(64, 4); y = x.sum(1)
+model = tf.keras.Sequential([tf.keras.Input((4,)), tf.keras.layers.Dense(1)])
+model.compile("sgd", "mse", metrics=["mae"])
+stop = tf.keras.callbacks.EarlyStopping(monitor="val_loss", patience=50)
+first = model.fit(x, y, epochs=3, validation_split=0.25, callbacks=[stop])  # Keras' progress bar
+second = model.fit(x, y, batch_size=8, epochs=2)
+print("unfinished line", end="")
+print("HISTORY", json.dumps([first.history, second.history]))
+"""
+
+
+@pytest.mark.parametrize("keras", ["keras3", "tf_keras"])
+def test_progress_bars_never_lose_or_show_a_report(tmp_path: Path, keras: str) -> None:
+    """Keras' default progress bar ends its lines with ``\\r`` updates: the reports go to the
+    job's results file, apart from it. Every epoch of both fits is reported with the numbers
+    of Keras' own History, stdout holds none of our protocol, and each bar is shown as one line
+    (its latest state)."""
+    from tfc_jupyter.logs import shown
+    from tfc_jupyter.results import parse_json
+
+    (tmp_path / "train.py").write_text(DEFAULT_VERBOSE)
+    job = tmp_path / "job"
+    job.mkdir()
+    legacy = {"TF_USE_LEGACY_KERAS": "1"} if keras == "tf_keras" else {}
+    done = run_runtime(
+        ["--strategy", "none", "train.py"], tmp_path, job_env(TFC_JOB_DIR=str(job), **legacy)
+    )
+    assert done.returncode == 0, done.stderr
+    assert "[tfc_runtime] result" not in done.stdout + done.stderr
+    history = json.loads(done.stdout.split("HISTORY ", 1)[1].splitlines()[0])
+    events = [parse_json(line) for line in (job / "results.jsonl").read_text().splitlines()]
+    results = Results()
+    for event in events:
+        assert event is not None
+        results.add(event)
+    assert [(e["fit"], e["epoch"]) for e in results.epochs] == [
+        (0, 1),
+        (0, 2),
+        (0, 3),
+        (1, 1),
+        (1, 2),
+    ]
+    for fit, epochs in enumerate(history):
+        reported = [e["metrics"] for e in results.epochs if e["fit"] == fit]
+        for name, values in epochs.items():
+            assert [m[name] for m in reported] == pytest.approx(values)
+    lines = [shown(line) for line in done.stdout.split("\n")]
+    bars = [line for line in lines if line and "/step" in line]
+    assert len(bars) == 5, bars  # one line per bar: 3 epochs, then 2
+    assert all("\r" not in line and "\b" not in line for line in bars)

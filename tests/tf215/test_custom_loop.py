@@ -42,7 +42,9 @@ def test_custom_loop_rounds_are_reported(tmp_path: Path, strategy: str, when: st
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     printed = json.loads(next(x for x in lines if x.startswith("PRINTED "))[8:])
-    events = [json.loads(x[len(PREFIX) :]) for x in lines if x.startswith(PREFIX)]
+    assert PREFIX not in done.stdout  # reports never share stdout with the code's prints
+    reports = done.stderr.splitlines()
+    events = [json.loads(x[len(PREFIX) :]) for x in reports if x.startswith(PREFIX)]
     rounds: dict[int, dict[str, float]] = {}
     for event in events:
         if event["event"] == "metric":

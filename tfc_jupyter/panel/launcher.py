@@ -27,9 +27,10 @@ from typing import Any
 from .. import jobs
 from ..client import Client
 from ..errors import TfcError
-from ..logs import LogTail, Merger, is_noise, label
+from ..logs import LogTail, Merger, is_noise, label, strip_ansi
+from ..logs import shown as shown_line
 from ..records import JobRecord, JobState, JobStore
-from ..results import Results
+from ..results import ResultFeed, Results
 from .model import PanelModel
 
 STAGES = ("convert", "build", "push", "submit")
@@ -230,6 +231,7 @@ class JobWatch:
         self.cancel_error: str | None = None
         self.cancelling = False
         self._tail = LogTail(Path(self.record.log_dir))
+        self._feed = ResultFeed(self.record.log_dir)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._ended = False
@@ -252,8 +254,14 @@ class JobWatch:
         lines = self._tail.read(final=done)
         now = time.monotonic()
         shown: list[tuple[list[str], str]] = []
-        for replica, line in lines:
-            self.results.add_line(line)
+        for event in self._feed.read():
+            self.results.add(event)
+        for replica, raw in lines:
+            self.results.add_line(raw)
+            line = shown_line(raw, verbose=True)  # a bar's latest state, no colour codes
+            if line is None:  # a runtime report alone on its line
+                continue
+            line = strip_ansi(line)
             self.lines.setdefault(replica, deque(maxlen=self.max_lines)).append(line)
             self.merged.append(f"[{replica}] {line}")
             if not is_noise(line):

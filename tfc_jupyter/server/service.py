@@ -254,8 +254,10 @@ class JobService:
 
         Follow a job by calling again with ``offset=next_offset`` until ``terminal`` is true
         and ``more`` is false. ``quiet`` leaves TensorFlow's start-up chatter and the runtime's
-        status lines out of ``text`` (the offsets still count every byte of the file); a line
-        longer than ``limit``, which comes in pieces, is passed as it is.
+        status lines out of ``text``, and shows each line as a notebook would (``\r``
+        updates of a progress bar as their latest state, no colour codes; the offsets still
+        count every byte of the file); a line longer than ``limit``, which comes in pieces,
+        is passed as it is.
         """
         record = self._record(self.client(), job_id)
         replicas = logs.replicas(Path(record.log_dir))
@@ -280,10 +282,8 @@ class JobService:
         except logs.OffsetPastEnd as exc:
             raise SpecError(str(exc), "start again from offset 0", field="offset") from None
         text, next_offset = data.decode("utf-8", errors="replace"), offset + len(data)
-        if quiet:
-            text = "".join(
-                line for line in text.splitlines(keepends=True) if not logs.is_noise(line)
-            )
+        if quiet:  # as the cell shows it: progress bars at their latest state, no colour codes
+            text = logs.shown_text(text)
         return {
             "job_id": record.id,
             "replica": name,

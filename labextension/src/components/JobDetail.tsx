@@ -4,6 +4,7 @@ import { cancelJob } from '../api';
 import { costTitle, formatCost, formatCreated, formatElapsed } from '../format';
 import { TfcApiError } from '../request';
 import { JobStore, useJobStore } from '../store';
+import { isScriptPath } from '../target';
 import { LogView } from './LogView';
 import { MetricsView } from './MetricsView';
 import { StateBadge } from './StateBadge';
@@ -88,7 +89,11 @@ export function JobDetail(props: {
             </td>
           </tr>
           <tr>
-            <th>notebook</th>
+            <th>
+              {job.notebook && isScriptPath(job.notebook)
+                ? 'script'
+                : 'notebook'}
+            </th>
             <td>{job.notebook ?? '(none)'}</td>
           </tr>
           <tr>

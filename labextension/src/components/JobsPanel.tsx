@@ -12,7 +12,7 @@ export interface IJobsPanelProps {
   store: JobStore;
   /** Open a job's detail view. */
   onOpen: (job: IJob) => void;
-  /** Open the launch form for the current notebook. */
+  /** Open the launch form for the current notebook or Python script. */
   onLaunch: () => void;
 }
 
@@ -34,8 +34,8 @@ export function JobsPanel(props: IJobsPanelProps): JSX.Element {
   } else if (jobs.length === 0) {
     body = (
       <p className="tfc-Muted">
-        No jobs yet. Open a notebook and press <b>Launch</b> in its toolbar, or
-        run a cell with <code>%%tfc_run</code>.
+        No jobs yet. Open a notebook or a Python script and press <b>Launch</b>{' '}
+        in its toolbar, or run a cell with <code>%%tfc_run</code>.
       </p>
     );
   } else {
@@ -76,7 +76,7 @@ export function JobsPanel(props: IJobsPanelProps): JSX.Element {
         <h2>TensorFlow jobs</h2>
         <button
           className="jp-Button jp-mod-styled jp-mod-accept tfc-LaunchShortcut"
-          title="Launch the notebook in the editor (unsaved edits included)"
+          title="Launch the notebook or Python script in the editor (unsaved edits included)"
           onClick={props.onLaunch}
         >
           Launch on ...

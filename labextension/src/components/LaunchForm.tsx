@@ -2,6 +2,7 @@ import React, { useEffect, useRef, useState } from 'react';
 
 import { formatRate } from '../format';
 import { errorText, TfcApiError } from '../request';
+import { LaunchKind } from '../target';
 import { IDefaults, IJobOptions, IMachines, IPlan } from '../types';
 import { PlanPreview } from './PlanPreview';
 
@@ -81,8 +82,13 @@ export const CHECK_DELAY_MS = 350;
 
 /** Props of {@link LaunchForm}. */
 export interface ILaunchFormProps {
-  notebookName: string;
+  /** What runs: a notebook (its `%%tfc_run` cell) or a Python script (as it is). */
+  kind?: LaunchKind;
+  /** The notebook's or script's file name. */
+  documentName: string;
   dirty: boolean;
+  /** False when the saved file runs, not the editor's content (default true). */
+  live?: boolean;
   defaults: IDefaults;
   machines: IMachines;
   initial: ILaunchValues;
@@ -96,7 +102,10 @@ export interface ILaunchFormProps {
   preview: (options: IJobOptions) => Promise<IPlan>;
 }
 
-/** Where and how to run the notebook: backend, machines, workers, strategy ... and a dry run. */
+/**
+ * Where and how to run the notebook or script: backend, machines, workers, strategy ... and a
+ * dry run.
+ */
 export function LaunchForm(props: ILaunchFormProps): JSX.Element {
   const [values, setValues] = useState<ILaunchValues>(props.initial);
   const [plan, setPlan] = useState<IPlan | null>(null);
@@ -156,18 +165,35 @@ export function LaunchForm(props: ILaunchFormProps): JSX.Element {
       setLaunchError(null);
       props.onChange(next);
     };
+  const kind = props.kind ?? 'notebook';
   const defaultMachine = String(
     props.defaults.settings.machine?.value ?? 'CPU'
   );
+  // A script's arguments (its sys.argv) come first, on a row of their own.
+  const args = (
+    <label
+      className={kind === 'script' ? 'tfc-FormWide' : undefined}
+      title="The job's sys.argv[1:], split as a shell splits words"
+    >
+      Script arguments
+      <input
+        name="args"
+        value={values.args}
+        placeholder="--epochs 3"
+        onChange={set('args')}
+      />
+    </label>
+  );
   return (
     <div className="tfc-LaunchForm">
-      <p className="tfc-LiveNotice">
-        Runs <b>{props.notebookName}</b> as it is in the editor now
-        {props.dirty ? ', including its unsaved edits' : ''}: the notebook's
-        content is sent with the launch, saved or not. The form starts from its{' '}
-        <code>%%tfc_run</code> line; what it shows is what runs.
-      </p>
+      <LiveNotice
+        kind={kind}
+        name={props.documentName}
+        dirty={props.dirty}
+        live={props.live ?? true}
+      />
       <div className="tfc-FormGrid">
+        {kind === 'script' ? args : null}
         <label>
           Backend
           <select
@@ -275,7 +301,7 @@ export function LaunchForm(props: ILaunchFormProps): JSX.Element {
           <input
             name="name"
             value={values.name}
-            placeholder="the notebook's name"
+            placeholder={`the ${kind}'s name`}
             onChange={set('name')}
           />
         </label>
@@ -288,15 +314,7 @@ export function LaunchForm(props: ILaunchFormProps): JSX.Element {
             onChange={set('labels')}
           />
         </label>
-        <label>
-          Script arguments
-          <input
-            name="args"
-            value={values.args}
-            placeholder="--epochs 3"
-            onChange={set('args')}
-          />
-        </label>
+        {kind === 'script' ? null : args}
       </div>
       <div className="tfc-FormActions">
         <span
@@ -318,8 +336,51 @@ export function LaunchForm(props: ILaunchFormProps): JSX.Element {
           <div className="tfc-Error tfc-LaunchError">{launchError}</div>
         ) : null}
         {error ? <div className="tfc-Error">{error}</div> : null}
-        {plan && !error ? <PlanPreview plan={plan} /> : null}
+        {plan && !error ? (
+          <PlanPreview
+            plan={plan}
+            script={kind === 'script' ? props.documentName : undefined}
+          />
+        ) : null}
       </div>
     </div>
+  );
+}
+
+/** What the launch sends: the editor's content, saved or not (or the saved file). */
+function LiveNotice(props: {
+  kind: LaunchKind;
+  name: string;
+  dirty: boolean;
+  live: boolean;
+}): JSX.Element {
+  if (props.kind === 'script') {
+    return (
+      <p className="tfc-LiveNotice" data-kind="script">
+        {props.live ? (
+          <>
+            Runs the script <b>{props.name}</b> as it is in the editor now
+            {props.dirty ? ', including its unsaved edits' : ''}: its text is
+            sent with the launch, saved or not.
+          </>
+        ) : (
+          <>
+            Runs the script <b>{props.name}</b> as saved
+            {props.dirty ? ' (its unsaved edits are not sent: save first)' : ''}
+            .
+          </>
+        )}{' '}
+        Script arguments are its <code>sys.argv</code>; what the form shows is
+        what runs.
+      </p>
+    );
+  }
+  return (
+    <p className="tfc-LiveNotice" data-kind="notebook">
+      Runs <b>{props.name}</b> as it is in the editor now
+      {props.dirty ? ', including its unsaved edits' : ''}: the notebook's
+      content is sent with the launch, saved or not. The form starts from its{' '}
+      <code>%%tfc_run</code> line; what it shows is what runs.
+    </p>
   );
 }

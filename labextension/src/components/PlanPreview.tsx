@@ -1,19 +1,34 @@
 import React from 'react';
 
 import { formatRate, NOT_LISTED } from '../format';
+import { scriptCommand } from '../target';
 import { IPlan } from '../types';
 
-/** The result of a dry run: what would run, where, and what it costs. */
-export function PlanPreview(props: { plan: IPlan }): JSX.Element {
-  const { plan } = props;
+/**
+ * The result of a dry run: what would run, where, and what it costs. `script`: the file name of
+ * the Python script the plan runs (no cells then, and the CLI command in place of the cell line).
+ */
+export function PlanPreview(props: {
+  plan: IPlan;
+  script?: string;
+}): JSX.Element {
+  const { plan, script } = props;
   const chief = plan.spec.chief;
   return (
     <div className="tfc-PlanPreview">
       <div>
-        cells {plan.cells.join(', ') || 'none'}
-        {plan.skipped_cells.length
-          ? ` (skipped by tag: ${plan.skipped_cells.join(', ')})`
-          : ''}{' '}
+        {script ? (
+          <>
+            script <b>{script}</b>
+          </>
+        ) : (
+          <>
+            cells {plan.cells.join(', ') || 'none'}
+            {plan.skipped_cells.length
+              ? ` (skipped by tag: ${plan.skipped_cells.join(', ')})`
+              : ''}
+          </>
+        )}{' '}
         &middot; found by {plan.found_by}
       </div>
       <div>
@@ -28,7 +43,15 @@ export function PlanPreview(props: { plan: IPlan }): JSX.Element {
       </div>
       <div>requirements: {plan.requirements.join(', ') || 'none'}</div>
       <div className="tfc-PlanLine">
-        as a cell: <code>{plan.line}</code>
+        {script ? (
+          <>
+            as a command: <code>{scriptCommand(plan.line, script)}</code>
+          </>
+        ) : (
+          <>
+            as a cell: <code>{plan.line}</code>
+          </>
+        )}
       </div>
       {plan.warnings.map(w => (
         <div key={w} className="tfc-Warning">

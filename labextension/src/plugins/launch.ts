@@ -1,5 +1,5 @@
 /**
- * The notebook toolbar button and the "Launch on ..." command.
+ * The "Launch on ..." command and its toolbar button, on notebooks and on Python script editors.
  */
 import {
   JupyterFrontEnd,
@@ -10,49 +10,66 @@ import {
   Notification,
   ToolbarButton
 } from '@jupyterlab/apputils';
-import { DocumentRegistry } from '@jupyterlab/docregistry';
-import {
-  INotebookModel,
-  INotebookTracker,
-  NotebookPanel
-} from '@jupyterlab/notebook';
+import { DocumentRegistry, IDocumentWidget } from '@jupyterlab/docregistry';
+import { INotebookTracker } from '@jupyterlab/notebook';
 import { ISettingRegistry } from '@jupyterlab/settingregistry';
 import { CommandRegistry } from '@lumino/commands';
 import { DisposableDelegate, IDisposable } from '@lumino/disposable';
+import { Widget } from '@lumino/widgets';
 
 import { CommandIDs } from '../commands';
 import { tfcIcon } from '../icons';
-import { launchNotebook } from '../launch';
+import { ILaunchTarget, launchDocument, launchTarget } from '../launch';
 import { trackSettings } from '../settings';
+import { isScriptPath } from '../target';
 
 const PLUGIN_ID = 'tfc-jupyter:plugin';
 
-/** Adds the Launch button to every notebook's toolbar. */
-class LaunchButton implements DocumentRegistry.IWidgetExtension<
-  NotebookPanel,
-  INotebookModel
-> {
-  constructor(private readonly commands: CommandRegistry) {}
+/** The widget factory of JupyterLab's file editor (text files, .py included). */
+const EDITOR_FACTORY = 'Editor';
 
-  createNew(panel: NotebookPanel): IDisposable {
+/**
+ * Adds the Launch button to every notebook's toolbar, or to every Python script editor's (shown
+ * while the file's name ends in .py).
+ */
+class LaunchButton implements DocumentRegistry.WidgetExtension {
+  constructor(
+    private readonly commands: CommandRegistry,
+    private readonly kind: 'notebook' | 'script'
+  ) {}
+
+  createNew(
+    widget: IDocumentWidget,
+    context: DocumentRegistry.Context
+  ): IDisposable {
     const button = new ToolbarButton({
       className: 'tfc-LaunchButton',
       icon: tfcIcon,
       label: 'Launch',
-      tooltip:
-        'Launch this notebook as a TensorFlow job (as shown in the editor, unsaved edits included)',
-      onClick: () => void this.commands.execute(CommandIDs.launch)
+      tooltip: `Launch this ${this.kind} as a TensorFlow job (as shown in the editor, unsaved edits included)`,
+      onClick: () =>
+        void this.commands.execute(CommandIDs.launch, { widget: widget.id })
     });
-    panel.toolbar.insertAfter('cellType', 'tfcLaunch', button);
-    return new DisposableDelegate(() => button.dispose());
+    if (this.kind === 'notebook') {
+      widget.toolbar.insertAfter('cellType', 'tfcLaunch', button);
+      return new DisposableDelegate(() => button.dispose());
+    }
+    widget.toolbar.addItem('tfcLaunch', button);
+    const show = (): void => button.setHidden(!isScriptPath(context.path));
+    show();
+    context.pathChanged.connect(show);
+    return new DisposableDelegate(() => {
+      context.pathChanged.disconnect(show);
+      button.dispose();
+    });
   }
 }
 
-/** The launch command, its palette entry and the toolbar button; reads the settings. */
+/** The launch command, its palette entry and the toolbar buttons; reads the settings. */
 export const launchPlugin: JupyterFrontEndPlugin<void> = {
   id: PLUGIN_ID,
   description:
-    'Launch the notebook in the editor as a TensorFlow job (tfc_jupyter).',
+    'Launch the notebook or Python script in the editor as a TensorFlow job (tfc_jupyter).',
   autoStart: true,
   requires: [INotebookTracker],
   optional: [ICommandPalette, ISettingRegistry],
@@ -63,20 +80,47 @@ export const launchPlugin: JupyterFrontEndPlugin<void> = {
     registry: ISettingRegistry | null
   ) => {
     const settings = trackSettings(registry, PLUGIN_ID);
+    // The launchable document last current in the main area: the sidebar's button (or a job
+    // tab in front) launches it.
+    let last: Widget | null = null;
+    app.shell.currentChanged?.connect((_, change) => {
+      if (launchTarget(change.newValue)) {
+        last = change.newValue;
+      }
+    });
+    const byId = (id: string): Widget | null => {
+      for (const widget of app.shell.widgets('main')) {
+        if (widget.id === id) {
+          return widget;
+        }
+      }
+      return null;
+    };
+    /** The document the command launches: its `widget` argument, else the one in front. */
+    const target = (args: { widget?: unknown }): ILaunchTarget | null => {
+      if (typeof args.widget === 'string' && args.widget) {
+        return launchTarget(byId(args.widget));
+      }
+      return (
+        launchTarget(app.shell.currentWidget) ??
+        (last && last.isAttached ? launchTarget(last) : null) ??
+        launchTarget(tracker.currentWidget)
+      );
+    };
     app.commands.addCommand(CommandIDs.launch, {
       label: 'Launch on ...',
       caption:
-        'Run the current notebook (unsaved edits included) as a TensorFlow job',
+        'Run the current notebook or Python script (unsaved edits included) as a TensorFlow job',
       icon: tfcIcon,
-      execute: async () => {
-        const panel = tracker.currentWidget;
-        if (!panel) {
+      execute: async args => {
+        const document = target(args);
+        if (!document) {
           Notification.warning(
-            'Open a notebook first: Launch runs the notebook in the editor.'
+            'Open a notebook or a Python script (.py) first: Launch runs the one in the editor.'
           );
           return;
         }
-        const job = await launchNotebook(panel, settings);
+        const job = await launchDocument(document, settings);
         if (job) {
           app.shell.activateById('tfc-jupyter-jobs');
           await app.commands.execute(CommandIDs.openJob, { id: job.id });
@@ -89,7 +133,11 @@ export const launchPlugin: JupyterFrontEndPlugin<void> = {
     });
     app.docRegistry.addWidgetExtension(
       'Notebook',
-      new LaunchButton(app.commands)
+      new LaunchButton(app.commands, 'notebook')
+    );
+    app.docRegistry.addWidgetExtension(
+      EDITOR_FACTORY,
+      new LaunchButton(app.commands, 'script')
     );
   }
 };

@@ -135,3 +135,56 @@ def test_estimator_through_aliases() -> None:
 
 def test_broken_code_gives_no_facts() -> None:
     assert not facts("def (:\n").makes_own_strategy
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "try:\n    from google.colab import drive\nexcept ImportError:\n    drive = None\n",
+        "try:\n    import google.colab\n    IN_COLAB = True\nexcept:\n    IN_COLAB = False\n",
+        "try:\n    from google.colab import files\nexcept (ModuleNotFoundError, KeyError):\n"
+        "    pass\n",
+        "import sys\nif 'google.colab' in sys.modules:\n    from google.colab import files\n",
+    ],
+)
+def test_a_colab_import_the_code_handles_is_not_a_colab_need(code: str) -> None:
+    assert analyse(code).colab == 0
+
+
+def test_a_colab_import_that_can_fail_is_found() -> None:
+    code = "try:\n    from google.colab import drive\nexcept KeyError:\n    pass\n"
+    assert analyse(code).colab == 2
+    assert analyse("from google.colab import drive\n").colab == 1
+
+
+def test_a_top_level_train_step_is_the_loops_own() -> None:
+    """TensorFlow's custom-loop guides name their step train_step: not a Keras method."""
+    loop = textwrap.dedent(
+        """\
+        import tensorflow as tf
+        @tf.function
+        def train_step(x, y):
+            with tf.GradientTape() as tape:
+                loss = model(x)
+            optimizer.apply_gradients(zip(tape.gradient(loss, w), w))
+        """
+    )
+    assert analyse(loop).custom_loop == 4
+    method = textwrap.dedent(
+        """\
+        import tensorflow as tf
+        class Model(tf.keras.Model):
+            def train_step(self, data):
+                with tf.GradientTape() as tape:
+                    loss = self(data)
+                self.optimizer.apply_gradients([])
+                return {}
+        """
+    )
+    assert analyse(method).custom_loop == 0
+
+
+def test_reading_the_kernels_job_handle_is_found() -> None:
+    facts = analyse("x = 1\nprint(_tfc_job.metrics[-1])\n")
+    assert (facts.kernel_handle, facts.kernel_handle_name) == (2, "_tfc_job")
+    assert analyse("_tfc_job = 3\n").kernel_handle == 0  # its own variable of that name

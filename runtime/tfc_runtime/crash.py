@@ -11,6 +11,7 @@ from __future__ import annotations
 import errno
 import faulthandler
 import os
+import re
 import shutil
 import sys
 import threading
@@ -82,18 +83,26 @@ def track_position(script: str, task: str, describe: Callable[[int], str]) -> No
     threading.Thread(target=loop, name="tfc-position", daemon=True).start()
 
 
+_ERROR_LINE = re.compile(r"^(?:[\w.]+\.)?(\w*(?:Error|Exception)): \S")
+_NOT_THE_CAUSE = ("[[", ";", "Please see", "See ", "http", "For more", "Call arguments")
+
+
 def summary(exc: BaseException) -> str:
     """``Type: what went wrong`` in one line.
 
     TensorFlow wraps errors raised in a ``tf.function`` as ``in user code:`` followed by the
-    traced frames and, last, the real message; a heading line like that (ending in ``:``) gives
-    way to the last line. A known cause gets its explanation after the message.
+    traced frames and the real message (``ValueError: ...``), sometimes with a "Please see
+    https://..." line after it; a heading line like that (ending in ``:``) gives way to the last
+    line that names an error, else the last line that is not such a pointer. A known cause gets
+    its explanation after the message.
     """
     name = type(exc).__name__
     lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
     text = lines[0] if lines else ""
     if len(lines) > 1 and text.endswith(":"):
-        text = next((ln for ln in reversed(lines) if not ln.startswith(("[[", ";"))), lines[-1])
+        errors = [ln for ln in lines[1:] if _ERROR_LINE.match(ln)]  # "ValueError: the cause"
+        useful = [ln for ln in lines[1:] if not ln.startswith(_NOT_THE_CAUSE)]
+        text = (errors or useful or lines)[-1]
     if text.startswith(f"{name}: "):
         text = text[len(name) + 2 :]
     text = text if len(text) <= 300 else text[:297] + "..."

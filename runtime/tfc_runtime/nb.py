@@ -425,6 +425,13 @@ def run_path(line: str) -> None:
     saved = sys.argv
     sys.argv = [filename, *(os.path.expanduser(w) for w in words[1:])]
     try:
+        if filename.endswith(".ipynb"):  # IPython runs a notebook's code cells
+            code = compile(notebook_code(filename), filename, "exec")
+            namespace = caller if inplace else {"__name__": "__main__", "__file__": filename}
+            exec(code, namespace)
+            if not inplace:
+                caller.update({k: v for k, v in namespace.items() if not k.startswith("__")})
+            return
         if inplace:
             with open(filename, encoding="utf-8") as f:
                 code = compile(f.read(), filename, "exec")
@@ -434,6 +441,36 @@ def run_path(line: str) -> None:
     finally:
         sys.argv = saved
     caller.update({k: v for k, v in result.items() if not k.startswith("__")})
+
+
+def notebook_code(path: str) -> str:
+    """The code cells of a notebook file as one script, as ``%run other.ipynb`` runs them.
+    IPython-only lines (``%magic``, ``!shell``) and ``%%`` cells cannot run without IPython:
+    each is left out, and said on stderr. Line numbers are kept (a left-out line is ``pass``)."""
+    import json
+
+    with open(path, encoding="utf-8") as f:
+        nb = json.load(f)
+    out: list[str] = []
+    for number, cell in enumerate(nb.get("cells") or [], start=1):
+        if not isinstance(cell, dict) or cell.get("cell_type") != "code":
+            continue
+        source = cell.get("source", "")
+        text = "".join(source) if isinstance(source, list) else str(source)
+        if text.lstrip().startswith("%%"):
+            print(f"[tfc_runtime] warning: %run {path}: cell {number} is a %% magic cell, "
+                  "left out", file=sys.stderr)  # fmt: skip
+            continue
+        for line in text.split("\n"):
+            stripped = line.lstrip()
+            if stripped.startswith(("%", "!")):
+                indent = line[: len(line) - len(stripped)]
+                print(f"[tfc_runtime] warning: %run {path}: cell {number}: {stripped[:60]!r} "
+                      "needs IPython, left out", file=sys.stderr)  # fmt: skip
+                line = f"{indent}pass"
+            out.append(line)
+        out.append("")
+    return "\n".join(out)
 
 
 def display(*objs: object, **_options: object) -> None:

@@ -91,3 +91,18 @@ def test_fault_log_names_the_script_line(tmp_path: Path) -> None:
     assert done.returncode == -signal.SIGSEGV
     fault = (tmp_path / "errors" / "worker-0.fault").read_text()
     assert "Segmentation fault" in fault and f'File "{script}", line 3' in fault
+
+
+def test_a_wrapped_error_is_summed_up_by_its_real_message() -> None:
+    """TensorFlow's "in user code:" errors end with a pointer line, not the cause."""
+    from tfc_runtime.crash import summary
+
+    wrapped = ValueError(
+        'in user code:\n\n    File "script.py", line 3, in step\n        y = f(x)\n\n'
+        "    ValueError: Dimensions must be equal, but are 3 and 4\n\n"
+        "Please see https://www.tensorflow.org/guide/function for more"
+    )
+    assert summary(wrapped) == "ValueError: Dimensions must be equal, but are 3 and 4"
+    assert summary(RuntimeError("in user code:\n  frame\n  the last words")) == (
+        "RuntimeError: the last words"
+    )

@@ -177,3 +177,54 @@ def test_run_path_runs_as_main_and_shares_its_names(
 def test_display_prints(capsys: pytest.CaptureFixture[str]) -> None:
     nb.display("text", [1, "a"], {"k": 2})
     assert capsys.readouterr().out == "text\n[1, 'a']\n{'k': 2}\n"
+
+
+def test_run_a_notebook_runs_its_code_cells(tmp_path: Path) -> None:
+    """``%run ./setup.ipynb``: the notebook's code cells run (its JSON is not Python), their
+    names reach the caller, and IPython-only lines are left out, said on stderr."""
+    import json
+
+    cells = [
+        {"cell_type": "markdown", "metadata": {}, "source": ["# setup"]},
+        {
+            "cell_type": "code",
+            "metadata": {},
+            "outputs": [],
+            "execution_count": None,
+            "source": [
+                "%matplotlib inline\n",
+                "SETTING = {'on': True, 'none': None}\n",
+                "def twice(x):\n",
+                "    return 2 * x",
+            ],
+        },
+        {
+            "cell_type": "code",
+            "metadata": {},
+            "outputs": [],
+            "execution_count": None,
+            "source": "!ls\nAFTER = twice(21)",
+        },
+    ]
+    (tmp_path / "setup.ipynb").write_text(
+        json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5})
+    )
+    script = tmp_path / "job.py"
+    script.write_text(
+        "from tfc_runtime import nb as _tfc\n"
+        "_tfc.run_path('./setup.ipynb')\n"
+        "print(SETTING, AFTER)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, str(script)],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PYTHONPATH": str(Path(nb.__file__).parent.parent)},
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "{'on': True, 'none': None} 42"
+    assert "'%matplotlib inline' needs IPython, left out" in done.stderr
+    assert "'!ls' needs IPython, left out" in done.stderr

@@ -391,6 +391,12 @@ def _unattended(facts: codeinfo.CodeFacts, locate: Callable[[int], str]) -> list
             f"input() at {locate(facts.asks_input)} waits for a person: the job has no one to "
             "answer (it reads end of file). Fix: set the value in the code, or pass it with --args"
         )
+    if facts.kernel_handle:
+        out.append(
+            f"{facts.kernel_handle_name} at {locate(facts.kernel_handle)} is the kernel's handle "
+            "of an earlier %%tfc_run: the job has none, and fails there with NameError. Fix: "
+            "tag that cell tfc-local-only"
+        )
     if facts.colab:
         out.append(
             f"google.colab at {locate(facts.colab)} exists only in Colab: the import fails in the "

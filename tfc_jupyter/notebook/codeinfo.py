@@ -40,6 +40,8 @@ DEVICE_SETUP = frozenset(
     }
 )
 #: Methods Keras calls from ``fit``/``evaluate``/``predict`` (under its strategy's ``run``).
+KERNEL_HANDLES = frozenset({"_tfc_job", "_tfc_plan"})
+"""Names ``%%tfc_run`` binds in the kernel (the last job, the last dry run's plan)."""
 KERAS_STEP_METHODS = frozenset({"train_step", "test_step", "predict_step"})
 _COMPLEX = frozenset({"complex64", "complex128", "complex_"})
 _TF_PREFIXES = ("tensorflow.compat.v1.", "tensorflow.compat.v2.")
@@ -65,6 +67,8 @@ class CodeFacts:
     estimator: bool = False
     asks_input: Where = 0  # input(): waits for a person, who is not there in a job
     colab: Where = 0  # from google.colab import ...: Colab's own modules
+    kernel_handle: Where = 0  # reads _tfc_job / _tfc_plan, which only the kernel holds
+    kernel_handle_name: str = ""
     names: dict[str, str] = field(default_factory=dict)  # alias -> qualified name
 
     @property
@@ -138,12 +142,22 @@ class _Visitor(ast.NodeVisitor):
         self.facts = facts
         self.names = facts.names
         self.step_depth = 0  # inside a Keras train_step/test_step method
+        self.step_methods: set[int] = set()  # id() of the class methods named like one
         self.strategy_vars: set[str] = set()
         self.fit_line = 0
         self.compile_seen = False
 
+    def visit_ClassDef(self, node: ast.ClassDef) -> None:
+        methods = [i for i in node.body if isinstance(i, (ast.FunctionDef, ast.AsyncFunctionDef))]
+        for item in methods:  # a Keras step is a method (Model.train_step overridden)
+            if item.name in KERAS_STEP_METHODS:
+                self.step_methods.add(id(item))
+        self.generic_visit(node)
+
     def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
-        inside = node.name in KERAS_STEP_METHODS
+        # A top-level `def train_step` (TensorFlow's custom-loop guides) is the loop's own
+        # step, not Keras': only a class's method of that name is Keras' train_step.
+        inside = id(node) in self.step_methods
         self.step_depth += inside
         self.generic_visit(node)
         self.step_depth -= inside
@@ -158,6 +172,11 @@ class _Visitor(ast.NodeVisitor):
                     if isinstance(target, ast.Name):
                         self.strategy_vars.add(target.id)
         self.generic_visit(node)
+
+    def visit_Name(self, node: ast.Name) -> None:
+        first = not self.facts.kernel_handle
+        if first and node.id in KERNEL_HANDLES and isinstance(node.ctx, ast.Load):
+            self.facts.kernel_handle, self.facts.kernel_handle_name = node.lineno, node.id
 
     def visit_Constant(self, node: ast.Constant) -> None:
         if isinstance(node.value, complex) or node.value in _COMPLEX:
@@ -207,6 +226,41 @@ class _Visitor(ast.NodeVisitor):
         self.generic_visit(node)
 
 
+_IMPORT_ERRORS = {"ImportError", "ModuleNotFoundError", "Exception", "BaseException"}
+
+
+def _catches_import_error(handler: ast.ExceptHandler) -> bool:
+    kinds = handler.type
+    if kinds is None:  # a bare except
+        return True
+    names = kinds.elts if isinstance(kinds, ast.Tuple) else [kinds]
+    return any(_dotted(n).rsplit(".", 1)[-1] in _IMPORT_ERRORS for n in names)
+
+
+def _dotted(node: ast.AST) -> str:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return f"{_dotted(node.value)}.{node.attr}"
+    return ""
+
+
+def guarded_imports(tree: ast.AST) -> set[int]:
+    """``id()`` of the import statements whose failure the code handles: inside a ``try`` that
+    catches ``ImportError`` (or a parent of it), or under an ``if`` that tests for Colab
+    (``if 'google.colab' in sys.modules:``, ``if IN_COLAB:``)."""
+    guarded: set[int] = set()
+    for node in ast.walk(tree):
+        handled = isinstance(node, ast.Try) and any(map(_catches_import_error, node.handlers))
+        in_colab = isinstance(node, ast.If) and "colab" in ast.dump(node.test).lower()
+        body: list[ast.stmt] = getattr(node, "body", []) if handled or in_colab else []
+        for statement in body:
+            for inner in ast.walk(statement):
+                if isinstance(inner, (ast.Import, ast.ImportFrom)):
+                    guarded.add(id(inner))
+    return guarded
+
+
 def analyse(text: str) -> CodeFacts:
     """The facts of a script's source (empty facts when it does not parse)."""
     facts = CodeFacts()
@@ -215,7 +269,10 @@ def analyse(text: str) -> CodeFacts:
     except SyntaxError:
         return facts
     facts.names = _import_names(tree)
+    guarded = guarded_imports(tree)
     for node in ast.walk(tree):
+        if id(node) in guarded:  # the code handles the import failing
+            continue
         module = ""
         if isinstance(node, ast.ImportFrom) and node.module and not node.level:
             module = node.module

@@ -14,6 +14,7 @@ from __future__ import annotations
 import ast
 import functools
 import re
+import shlex
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -114,6 +115,28 @@ def missing_imports(imports: Iterable[str], requirements: Iterable[str], base_di
     return needs
 
 
+def _run_targets(tree: ast.AST) -> set[str]:
+    """The files ``%run`` runs (``_tfc.run_path('./setup.ipynb')`` once converted); a target
+    given with arguments becomes its own literal too, so the finder sees it."""
+    targets: set[str] = set()
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "run_path"
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+            and isinstance(node.args[0].value, str)
+        ):
+            try:
+                words = [w for w in shlex.split(node.args[0].value) if w != "-i"]
+            except ValueError:
+                continue
+            if words:
+                targets.update((node.args[0].value.strip(), words[0]))
+    return targets
+
+
 def data_paths(text: str, base_dir: Path) -> list[str]:
     """Relative paths in the code's string literals that name files or folders next to the
     notebook (``pd.read_csv('data/train.csv')``, ``np.load('x.npy')``), notebook-relative."""
@@ -126,6 +149,7 @@ def data_paths(text: str, base_dir: Path) -> list[str]:
     strings = [
         n for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)
     ]
+    ran = _run_targets(tree)  # %run other.ipynb: that notebook goes with the job
     for node in sorted(strings, key=lambda n: (n.lineno, n.col_offset)):
         value = str(node.value).strip()
         if value in ("", ".", "..") or not _PATHLIKE.match(value):
@@ -137,7 +161,8 @@ def data_paths(text: str, base_dir: Path) -> list[str]:
             exists = path.exists()
         except (OSError, ValueError):
             continue
-        if exists and rel not in found and not rel.endswith(".ipynb") and rel != ".":
+        notebook = rel.endswith(".ipynb") and value not in ran
+        if exists and rel not in found and not notebook and rel != ".":
             found.append(rel)
     # A folder already holds its files: keep the outermost paths only.
     return [p for p in found if not any(p.startswith(f"{q}/") for q in found if q != p)]

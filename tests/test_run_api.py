@@ -13,6 +13,7 @@ The example runs (marked slow) launch real local jobs from TensorFlow Cloud's ex
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -362,6 +363,19 @@ def test_tfc_multi_worker_custom_loop_example(tfc_env: Path) -> None:
     assert "[chief, worker-0] Number of devices: 2" in proc.stdout
     assert "[chief, worker-0] Epoch 2, Loss:" in proc.stdout
     assert ": succeeded after" in proc.stderr
+    # Its metrics come back as the loop printed them, read as the code read them (no read of
+    # the chief's own: that started the collective the worker never joined).
+    printed = re.findall(
+        r"Epoch (\d+), Loss: \S+, Accuracy: (\S+), Test Loss: (\S+), Test Accuracy: (\S+)",
+        proc.stdout,
+    )
+    job_id = proc.stderr.split("Launched ", 1)[1].split()[0]
+    rows = Client().job(job_id).metrics
+    assert [r["epoch"] for r in rows] == [1, 2]
+    for row, (_, accuracy, test_loss, test_accuracy) in zip(rows, printed, strict=True):
+        assert row["train_accuracy"] * 100 == pytest.approx(float(accuracy))
+        assert row["test_loss"] == pytest.approx(float(test_loss))
+        assert row["test_accuracy"] * 100 == pytest.approx(float(test_accuracy))
 
 
 @pytest.mark.slow

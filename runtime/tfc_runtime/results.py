@@ -11,9 +11,10 @@ metrics (``tf.keras.metrics.Mean(name="train_loss")``) that the code resets once
 as TensorFlow's guides do. When the code itself resets such a metric (not Keras inside
 ``fit``), its value just before the reset is reported as that metric's next round; a metric
 reset before anything was added to it (a loop that resets at the start of each epoch) reports
-nothing then, and its last round is reported when the script ends (:func:`finish`). Metrics of
-a multi-worker (collective) strategy are left alone: reading one is a collective every worker
-would have to join.
+nothing then, and its last round is reported when the script ends (:func:`finish`). In a job
+of several tasks the chief reads nothing itself (a read of a collective or parameter-server
+metric is an operation every task would have to join): a round's value is then the last
+``result()`` the code read before the reset, as the guides' loops print it on every task.
 
 Reports travel apart from what the code prints, so a progress bar, a ``print(end="")`` or binary
 output never loses one or shows one: one JSON line each in the job folder's
@@ -53,6 +54,7 @@ _INTERNAL = frozenset({"keras", "tf_keras", "tensorflow", "tfc_runtime"})
 _rounds: dict[str, int] = {}  # metric name -> rounds reported
 _read_metrics = True  # False in a job of several tasks: see install()
 _loop_metrics: Any = weakref.WeakSet()  # metrics the code has reset: their last round at finish
+_seen: Any = weakref.WeakKeyDictionary()  # metric -> the last result() the code read (see install)
 
 
 def emit(event: dict[str, Any]) -> None:
@@ -207,9 +209,25 @@ def _saved_model_path(_obj: Any, export_dir: Any = None, *args: Any, **kwargs: A
     return export_dir if export_dir is not None else kwargs["export_dir"]
 
 
+def _wrapping(frame: Any) -> bool:
+    """A frame of Keras 2's per-instance metric wrappers, or of the autograph call between."""
+    module = str(frame.f_globals.get("__name__"))
+    return (
+        frame.f_code.co_name in ("result_fn", "decorated")
+        or module.endswith(".utils.metrics_utils")
+        or module.startswith("tensorflow.python.autograph.")
+    )
+
+
 def _from_the_code() -> bool:
-    """Whether the function that called our wrapper is the job's code, not Keras or TF."""
-    caller = sys._getframe(2).f_globals.get("__name__") or ""
+    """Whether the function that called our wrapper is the job's code, not Keras or TF. Keras
+    2's per-instance ``result`` wrappers (``Metric.__new__``'s ``result_fn``,
+    ``metrics_utils.result_wrapper`` and autograph between them) are looked through: the code
+    calls ``metric.result()`` through them."""
+    frame = sys._getframe(2)
+    while frame.f_back is not None and _wrapping(frame):
+        frame = frame.f_back
+    caller = frame.f_globals.get("__name__") or ""
     return caller.partition(".")[0] not in _INTERNAL
 
 
@@ -242,11 +260,11 @@ def _round_value(metric: Any) -> float | None:
 
 
 def _report_round(metric: Any) -> None:
-    """Report a metric's round, if it has one (never fails the code's reset)."""
-    if not _read_metrics:
-        return
+    """Report a metric's round, if it has one (never fails the code's reset). In a job of
+    several tasks the round's value is the last one the code itself read (``result()``), and
+    nothing is read here."""
     try:
-        value = _round_value(metric)
+        value = _seen.pop(metric, None) if not _read_metrics else _round_value(metric)
         name = str(getattr(metric, "name", "") or type(metric).__name__)
     except Exception:  # a metric we cannot read: its reset goes on unreported
         return
@@ -255,6 +273,30 @@ def _report_round(metric: Any) -> None:
     _rounds[name] = _rounds.get(name, 0) + 1
     emit({"event": "metric", "name": name, "round": _rounds[name], "value": value,
           "time": time.time()})  # fmt: skip
+
+
+def _wrap_result(cls: type) -> None:
+    """``cls.result``, when the job's code calls it in a job of several tasks, keeps the value
+    the code read (on every task alike, so the reduction it may start is the code's own): the
+    round's value when the code then resets the metric."""
+    original = cls.__dict__.get("result")
+    if original is None or getattr(original, "_tfc_wrapped", False):
+        return
+
+    @functools.wraps(original)
+    def result(self: Any, *args: Any, **kwargs: Any) -> Any:
+        value = original(self, *args, **kwargs)
+        if not _read_metrics and _from_the_code():
+            tf = sys.modules.get("tensorflow")
+            if tf is None or tf.executing_eagerly():
+                number = _number(value)
+                if number is not None:
+                    with contextlib.suppress(TypeError):  # not weakly referable: unreported
+                        _seen[self] = number
+        return value
+
+    result._tfc_wrapped = True  # type: ignore[attr-defined]
+    cls.result = result
 
 
 def _wrap_reset(cls: type, method: str) -> None:
@@ -290,6 +332,7 @@ def _wrap_metrics(module: ModuleType) -> None:
         todo.extend(cls.__subclasses__())
         for method in ("reset_state", "reset_states"):
             _wrap_reset(cls, method)
+        _wrap_result(cls)
 
 
 def finish() -> None:
@@ -373,8 +416,10 @@ def install(*, several_tasks: bool = False) -> None:
     ``several_tasks``: the job has other tasks (workers, parameter servers). Reading a loop's
     metric on the chief alone may then start an operation the other tasks never join (a
     collective all-reduce under MultiWorkerMirroredStrategy, however the strategy was made, or
-    a read from a parameter server): so in such a job metric resets are not read at all, and
-    only what Keras hands its callbacks (``fit``) and saves are reported.
+    a read from a parameter server): so in such a job nothing is read. A round's value is the
+    last one the code read itself (``metric.result()``, which every task calls alike in such
+    loops, to print it) before it reset the metric; a loop that never reads its metric reports
+    no rounds.
     """
     global _read_metrics
     _read_metrics = not several_tasks

@@ -56,7 +56,8 @@ def _own(spec: JobSpec, facts: CodeFacts, at: str) -> Choice:
     if facts.own_strategy == "ParameterServerStrategy" and (spec.worker_count or spec.ps_count):
         choice.serve = True
         choice.reason += "; workers and parameter servers run tf.distribute.Server"
-    if facts.own_strategy == "MultiWorkerMirroredStrategy" and facts.keras_fit:
+    collective = {"MultiWorkerMirroredStrategy", "CollectiveAllReduceStrategy"}
+    if collective & ({facts.own_strategy} | facts.strategies) and facts.keras_fit:
         choice.legacy_keras = spec.worker_count > 0
     if spec.worker_count and _one_machine(facts.own_strategy):
         choice.warnings.append(

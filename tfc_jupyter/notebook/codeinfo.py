@@ -70,6 +70,7 @@ class CodeFacts:
     kernel_handle: Where = 0  # reads _tfc_job / _tfc_plan, which only the kernel holds
     kernel_handle_name: str = ""
     names: dict[str, str] = field(default_factory=dict)  # alias -> qualified name
+    strategies: set[str] = field(default_factory=set)  # every strategy class made or named
 
     @property
     def makes_own_strategy(self) -> bool:
@@ -143,6 +144,7 @@ class _Visitor(ast.NodeVisitor):
         self.names = facts.names
         self.step_depth = 0  # inside a Keras train_step/test_step method
         self.step_methods: set[int] = set()  # id() of the class methods named like one
+        self.checked_types: set[int] = set()  # id() of isinstance's classes and called names
         self.strategy_vars: set[str] = set()
         self.fit_line = 0
         self.compile_seen = False
@@ -182,7 +184,19 @@ class _Visitor(ast.NodeVisitor):
         if isinstance(node.value, complex) or node.value in _COMPLEX:
             self.facts.complex_values = self.facts.complex_values or node.lineno
 
+    def _strategy_reference(self, node: ast.Attribute) -> None:
+        """A strategy class named but not called here (``{"mirrored":
+        tf.distribute.MirroredStrategy}[kind]()``): the code still makes its own strategy.
+        ``isinstance(s, tf.distribute.MirroredStrategy)`` makes none."""
+        f = self.facts
+        if node.attr in STRATEGY_CLASSES and id(node) not in self.checked_types:
+            if qualname(node, self.names).startswith("tensorflow"):
+                f.strategies.add(node.attr)
+                if not f.own_strategy:
+                    f.own_strategy, f.own_strategy_line = node.attr, node.lineno
+
     def visit_Attribute(self, node: ast.Attribute) -> None:
+        self._strategy_reference(node)
         if node.attr in _COMPLEX and qualname(node, self.names).startswith(("tensorflow", "numpy")):
             self.facts.complex_values = self.facts.complex_values or node.lineno
         if node.attr == "GradientTape" and not self.step_depth:
@@ -194,8 +208,16 @@ class _Visitor(ast.NodeVisitor):
     def visit_Call(self, node: ast.Call) -> None:
         f = self.facts
         full = qualname(node.func, self.names)
+        if full in ("isinstance", "issubclass") and len(node.args) == 2:
+            kinds = node.args[1]
+            for kind in kinds.elts if isinstance(kinds, ast.Tuple) else [kinds]:
+                self.checked_types.add(id(kind))
+        if isinstance(node.func, ast.Attribute):
+            self.checked_types.add(id(node.func))  # a call: judged below, as a call
         last = full.rsplit(".", 1)[-1] if full else getattr(node.func, "attr", "")
         tf_call = full.startswith("tensorflow")
+        if last in STRATEGY_CLASSES and tf_call:
+            f.strategies.add(last)
         if last in STRATEGY_CLASSES and tf_call and not f.own_strategy:
             f.own_strategy, f.own_strategy_line = last, node.lineno
         elif last in RESOLVER_CLASSES and tf_call and not f.own_resolver:

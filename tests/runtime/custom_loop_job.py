@@ -3,7 +3,8 @@
 Keras metrics are updated inside a ``tf.function`` under a strategy, printed and reset by the
 code once an epoch: at its end (``LOOP_RESET=end``) or at the start of the next (``start``).
 ``LOOP_STRATEGY``: ``default``, ``mirrored`` or ``multi_worker``. A ``fit`` follows (unless
-``LOOP_FIT=0``), whose own metric resets are Keras' business. The last line is ``PRINTED [json]``: what the code printed.
+``LOOP_FIT=0``), whose own metric resets are Keras' business. The last line is
+``PRINTED [json]``: what the code printed.
 """
 
 import json

@@ -189,11 +189,11 @@ class _Visitor(ast.NodeVisitor):
         tf.distribute.MirroredStrategy}[kind]()``): the code still makes its own strategy.
         ``isinstance(s, tf.distribute.MirroredStrategy)`` makes none."""
         f = self.facts
-        if node.attr in STRATEGY_CLASSES and id(node) not in self.checked_types:
-            if qualname(node, self.names).startswith("tensorflow"):
-                f.strategies.add(node.attr)
-                if not f.own_strategy:
-                    f.own_strategy, f.own_strategy_line = node.attr, node.lineno
+        named = node.attr in STRATEGY_CLASSES and id(node) not in self.checked_types
+        if named and qualname(node, self.names).startswith("tensorflow"):
+            f.strategies.add(node.attr)
+            if not f.own_strategy:
+                f.own_strategy, f.own_strategy_line = node.attr, node.lineno
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
         self._strategy_reference(node)

@@ -82,21 +82,30 @@ class BoundedLog:
         self.job_id = job_id
         self.count = 0
         self._partial = ""
+        self._sent = 0  # characters of the line being written already passed to ``out``
         self._handle: Any = None
         self._dirty = False
         self._last = 0.0
 
     def write(self, text: str) -> int:
-        """Take printed text (whole lines are counted; a partial line waits for its end)."""
+        """Take printed text (whole lines are counted). While the first lines pass through, a
+        line being written does too, as it comes (a progress bar's ``\r`` updates draw live);
+        in the window each line shows its latest state."""
+        from .logs import render
+
         lines = (self._partial + text).split("\n")
         self._partial = lines.pop()
         for line in lines:
             self.count += 1
             if self.count <= self.head:
-                self.out.write(line + "\n")
+                self.out.write(line[self._sent :] + "\n")
             else:
-                self.tail.append(line)
+                self.tail.append(render(line))
                 self._dirty = True
+            self._sent = 0
+        if self._partial and self.count < self.head:
+            self.out.write(self._partial[self._sent :])
+            self._sent = len(self._partial)
         return len(text)
 
     def flush(self) -> None:

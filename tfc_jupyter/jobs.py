@@ -258,7 +258,9 @@ class Job:
             feed.read()
         deadline = None if timeout is None else time.monotonic() + timeout
         next_state = 0.0
+        rewind, bar = "", ""  # a progress bar drawn live (its line not ended yet) is rewritten
         while True:
+            first = next(iter(tail.replicas()), "")  # the chief: its bar is drawn as it moves
             if time.monotonic() >= next_state:  # the record less often than the (cheap) logs
                 rec = self.record()
                 done = rec.state.is_terminal()
@@ -276,11 +278,18 @@ class Job:
                 elif (text := logs.shown(line, verbose=verbose)) is not None:
                     shown += merger.add(replica, text if ansi else logs.strip_ansi(text), now)
             for names, line in shown + merger.ready(now, final=done):
-                stream.write(f"[{label(names)}] {line}\n")
+                stream.write(f"{rewind}[{label(names)}] {line}\n")
+                rewind, bar = "", ""
+            if ansi and not on_line and not done:  # a line being written: as Jupyter shows it
+                live = logs.shown(tail.partial(first), verbose=verbose) if first else None
+                if live and live != bar:
+                    stream.write(f"\r[{first}] {live}")
+                    rewind, bar = "\r", live
             stream.flush()
             if done or (deadline is not None and time.monotonic() > deadline):
                 for names, line in merger.ready(now, final=True):
-                    stream.write(f"[{label(names)}] {line}\n")
+                    stream.write(f"{rewind}[{label(names)}] {line}\n")
+                    rewind = ""
                 stream.flush()
                 return rec
             time.sleep(LOG_POLL_S)

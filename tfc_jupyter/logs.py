@@ -103,6 +103,23 @@ class LogTail:
             self.offsets[name] = offset
         return out
 
+    def partial(self, name: str, limit: int = 65536) -> str:
+        """The line ``name`` is writing now, not yet ended (a progress bar between updates);
+        "" when its log ends with a complete line."""
+        offset = self.offsets.get(name, 0)
+        try:
+            with open(self.log_dir / f"{name}.log", "rb") as fh:
+                size = fh.seek(0, 2)
+                if size <= offset:
+                    return ""
+                fh.seek(max(offset, size - limit))
+                data = fh.read(limit)
+        except OSError:
+            return ""
+        if b"\n" in data:  # a complete line not read yet: read() takes it next
+            return ""
+        return _utf8_prefix(data).decode("utf-8", errors="replace")
+
 
 # ---------------------------------------------------------------------------- what is shown
 _NOISE = re.compile(

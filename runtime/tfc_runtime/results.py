@@ -55,6 +55,8 @@ _rounds: dict[str, int] = {}  # metric name -> rounds reported
 _read_metrics = True  # False in a job of several tasks: see install()
 _loop_metrics: Any = weakref.WeakSet()  # metrics the code has reset: their last round at finish
 _seen: Any = weakref.WeakKeyDictionary()  # metric -> the last result() the code read (see install)
+_reads: dict[str, tuple[Callable[[], Any], float, bool]] = {}
+"""Metric name -> (the metric the code last read, its value, made anew before)."""
 
 
 def emit(event: dict[str, Any]) -> None:
@@ -270,15 +272,46 @@ def _report_round(metric: Any) -> None:
         return
     if value is None:
         return
+    _emit_round(name, value)
+
+
+def _emit_round(name: str, value: float) -> None:
     _rounds[name] = _rounds.get(name, 0) + 1
     emit({"event": "metric", "name": name, "round": _rounds[name], "value": value,
           "time": time.time()})  # fmt: skip
 
 
+def _read_by_code(metric: Any, value: float) -> None:
+    """The code read ``metric.result()``: keep it (see :func:`install`), and when it is a new
+    metric of the name of one the code read before and never reset (a loop that makes its
+    metrics anew each epoch, as the Iris walkthrough does), the old one's last read ends a
+    round."""
+    name = str(getattr(metric, "name", "") or type(metric).__name__)
+    if not _read_metrics:
+        with contextlib.suppress(TypeError):  # not weakly referable: unreported
+            _seen[metric] = value
+    earlier = _reads.get(name)
+    if earlier is not None:
+        ref, last, _ = earlier
+        old = ref()
+        if old is not metric and (old is None or old not in _loop_metrics):
+            _emit_round(name, last)
+            _reads[name] = (_ref(metric), value, True)
+            return
+    _reads[name] = (_ref(metric), value, bool(earlier and earlier[2]))
+
+
+def _ref(metric: Any) -> Callable[[], Any]:
+    try:
+        return weakref.ref(metric)
+    except TypeError:
+        return lambda: metric
+
+
 def _wrap_result(cls: type) -> None:
-    """``cls.result``, when the job's code calls it in a job of several tasks, keeps the value
-    the code read (on every task alike, so the reduction it may start is the code's own): the
-    round's value when the code then resets the metric."""
+    """``cls.result``, when the job's code calls it, keeps the value the code read (on every
+    task alike, so the reduction it may start is the code's own): the round's value when the
+    code then resets the metric in a job of several tasks, or makes a new one of its name."""
     original = cls.__dict__.get("result")
     if original is None or getattr(original, "_tfc_wrapped", False):
         return
@@ -286,17 +319,16 @@ def _wrap_result(cls: type) -> None:
     @functools.wraps(original)
     def result(self: Any, *args: Any, **kwargs: Any) -> Any:
         value = original(self, *args, **kwargs)
-        if not _read_metrics and _from_the_code():
+        if _from_the_code():
             tf = sys.modules.get("tensorflow")
             if tf is None or tf.executing_eagerly():
                 number = _number(value)
                 if number is not None:
-                    with contextlib.suppress(TypeError):  # not weakly referable: unreported
-                        _seen[self] = number
+                    _read_by_code(self, number)
         return value
 
     result._tfc_wrapped = True  # type: ignore[attr-defined]
-    cls.result = result
+    cls.result = result  # type: ignore[attr-defined]
 
 
 def _wrap_reset(cls: type, method: str) -> None:
@@ -336,9 +368,15 @@ def _wrap_metrics(module: ModuleType) -> None:
 
 
 def finish() -> None:
-    """The script ended: report each loop metric's last round (one the code did not reset)."""
+    """The script ended: report each loop metric's last round (one the code did not reset),
+    and the last read of each metric the code made anew each epoch."""
     for metric in list(_loop_metrics):
         _report_round(metric)
+    for name, (ref, value, renewed) in list(_reads.items()):
+        metric = ref()
+        if renewed and (metric is None or metric not in _loop_metrics):
+            _emit_round(name, value)
+    _reads.clear()
 
 
 def _patch_keras(module: ModuleType) -> None:
@@ -353,11 +391,37 @@ def _patch_keras(module: ModuleType) -> None:
         _wrap_saver(module.Model, "export", _model_path, module.__name__)
 
 
+def _wrap_summary_scalar(summary: Any) -> None:
+    """``tf.summary.scalar(name, value, step)``, written eagerly by the job's code: each call
+    is that name's next round (a loop that logs its epochs to TensorBoard reports them)."""
+    original = getattr(summary, "scalar", None)
+    if original is None or getattr(original, "_tfc_wrapped", False):
+        return
+
+    @functools.wraps(original)
+    def scalar(name: Any, data: Any = None, *args: Any, **kwargs: Any) -> Any:
+        written = original(name, data, *args, **kwargs)
+        if _from_the_code() and written is not False:
+            tf = sys.modules.get("tensorflow")
+            eager = tf is None or tf.executing_eagerly()
+            held = hasattr(data, "_distribute_strategy")  # a variable: reading it may sync
+            number = _number(data) if eager and not held else None
+            if number is not None and isinstance(name, str):
+                _emit_round(name, number)
+        return written
+
+    scalar._tfc_wrapped = True  # type: ignore[attr-defined]
+    summary.scalar = scalar
+
+
 def _patch_tensorflow(module: ModuleType) -> None:
-    """Wrap ``tf.saved_model.save``."""
+    """Wrap ``tf.saved_model.save`` and ``tf.summary.scalar``."""
     saved_model = getattr(module, "saved_model", None)
     if saved_model is not None:
         _wrap_saver(saved_model, "save", _saved_model_path, "tensorflow")
+    summary = getattr(module, "summary", None)
+    if summary is not None:
+        _wrap_summary_scalar(summary)
 
 
 _PATCHES: dict[str, Callable[[ModuleType], None]] = {

@@ -189,3 +189,26 @@ def test_progress_bars_never_lose_or_show_a_report(tmp_path: Path, keras: str) -
     bars = [line for line in lines if line and "/step" in line]
     assert len(bars) == 5, bars  # one line per bar: 3 epochs, then 2
     assert all("\r" not in line and "\b" not in line for line in bars)
+
+
+def test_metrics_made_anew_each_epoch_and_summary_scalars_are_epochs(tmp_path: Path) -> None:
+    """The Iris walkthrough makes its metrics anew each epoch and never resets them, and a
+    loop may log its epochs with ``tf.summary.scalar``: both report one round an epoch, with
+    the numbers the code kept."""
+    from tfc_jupyter.results import parse_json
+
+    (tmp_path / "train.py").write_text((Path(__file__).parent / "iris_loop_job.py").read_text())
+    job = tmp_path / "job"
+    job.mkdir()
+    done = run_runtime(["--strategy", "none", "train.py"], tmp_path, job_env(TFC_JOB_DIR=str(job)))
+    assert done.returncode == 0, done.stderr
+    losses, accuracies = json.loads(done.stdout.split("PRINTED ", 1)[1])
+    results = Results()
+    for line in (job / "results.jsonl").read_text().splitlines():
+        event = parse_json(line)
+        assert event is not None
+        results.add(event)
+    rows = [e["metrics"] for e in results.epochs if e["fit"] == LOOP]
+    assert [r["mean"] for r in rows] == pytest.approx(losses)
+    assert [r["epoch_loss"] for r in rows] == pytest.approx(losses)
+    assert [r["sparse_categorical_accuracy"] for r in rows] == pytest.approx(accuracies)

@@ -154,6 +154,13 @@ def test_a_job_trains_and_its_logs_and_state_come_back(
     assert vertex_server.job(vertex_id).state() == "JOB_STATE_SUCCEEDED"
     assert record.tensorboard_url is None and "Vertex console" in job._repr_html_()
     assert job.logs("chief").count("final loss:") == 1  # no line twice
+    # Results come back through Vertex AI's logs (the runtime's own stderr lines): every
+    # epoch, the last with the loss the job printed; none of them is shown.
+    metrics = job.metrics
+    assert [m["epoch"] for m in metrics] == [1, 2]
+    printed = float(out.getvalue().split("[chief] final loss: ", 1)[1].split()[0])
+    assert metrics[-1]["loss"] == pytest.approx(printed)
+    assert "tfc_runtime" not in out.getvalue()
 
 
 @pytest.mark.slow

@@ -114,3 +114,26 @@ def test_a_local_plan_adds_nothing(tmp_path: Path) -> None:
     nb = write_notebook(tmp_path / "nb.ipynb", "import psutil\nopen('nb.ipynb')")
     plan = plan_for(nb)
     assert plan.requirements == []
+
+
+def test_imports_of_the_shipped_modules_are_followed(tmp_path: Path) -> None:
+    """helpers.py (shipped with the job) imports psutil, a package folder's module imports a
+    helper that imports yaml, a guarded import is the code's business: the image gets what each
+    needs, and the plan says who imported it."""
+    from importlib import metadata
+
+    (tmp_path / "helpers.py").write_text("import json\nimport psutil\n")
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("from .inner import f\n")
+    (tmp_path / "pkg" / "inner.py").write_text(
+        "import more\ntry:\n    import not_installed_anywhere\nexcept ImportError:\n    pass\n"
+    )
+    (tmp_path / "more.py").write_text("\n\nimport yaml\n")
+    want = needs.missing_imports({"helpers", "pkg"}, [], tmp_path)
+    assert sorted(want.local_modules) == ["helpers", "more", "pkg"]
+    psutil = f"psutil=={metadata.version('psutil')}"
+    yaml = f"pyyaml=={metadata.version('pyyaml')}"
+    assert psutil in want.requirements and yaml in want.requirements
+    assert want.origins[psutil] == "helpers.py, line 2"
+    assert want.origins[yaml] == "more.py, line 3"
+    assert want.unresolved == []

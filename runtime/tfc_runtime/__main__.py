@@ -17,7 +17,7 @@ import traceback
 from collections.abc import Sequence
 from types import TracebackType
 
-from tfc_runtime import crash, results, sourcemap, tfc_shim
+from tfc_runtime import crash, ipython_shim, results, sourcemap, tfc_shim
 from tfc_runtime.cluster import ClusterInfo, cluster_info, ensure_tf_config
 from tfc_runtime.strategy import (
     STRATEGIES,
@@ -239,6 +239,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     sys.argv = [args.script, *script_args]
     sys.path.insert(0, os.path.dirname(script))
     tfc_shim.install()  # `import tfc_jupyter as tfc` in an image without it
+    ipython_shim.install()  # `from IPython.display import display` in an image without it
     try:
         runpy.run_path(script, run_name="__main__")
     except SystemExit:

@@ -62,3 +62,31 @@ def test_the_real_package_wins_where_it_is_installed(tmp_path: Path) -> None:
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.splitlines()[-1] == "True True"
+
+
+def test_ipython_display_answers_in_an_image_without_ipython(tmp_path: Path) -> None:
+    """``from IPython.display import display, HTML`` in a job whose image has no IPython: a
+    display prints what a plain-text front end shows, clear_output does nothing."""
+    script = tmp_path / "script.py"
+    script.write_text(
+        "from IPython.display import HTML, clear_output, display\n"
+        "import IPython\n"
+        "display(HTML('<b>bold</b>'), 'text')\n"
+        "clear_output(wait=True)\n"
+        "print('shell', IPython.get_ipython())\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-S", "-m", "tfc_runtime", "--strategy", "none", str(script)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+        env={"PYTHONPATH": str(RUNTIME), "PATH": "/usr/bin:/bin"},
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines()[1:] == [
+        "<IPython.core.display.HTML object>",
+        "text",
+        "shell None",
+    ]

@@ -351,10 +351,15 @@ def _what_it_needs(script: Script, base_dir: Path) -> tuple[list[str], list[str]
     if want.requirements:
         script.notes.append(
             "added for the notebook's imports, at this kernel's versions: "
-            + ", ".join(want.requirements)
+            + ", ".join(
+                f"{line} (imported by {want.origins[line]})" if line in want.origins else line
+                for line in want.requirements
+            )
         )
     warnings = [
-        f"import {module}: not installed in this kernel, so the job cannot know what to install. "
+        f"import {module}"
+        + (f" ({want.origins[module]})" if module in want.origins else "")
+        + ": not installed in this kernel, so the job cannot know what to install. "
         f"Fix: add %pip install {module} (its package name) to the notebook, or --requirements"
         for module in want.unresolved
     ]

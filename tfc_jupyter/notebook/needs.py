@@ -37,6 +37,7 @@ class Needs:
     requirements: list[str] = field(default_factory=list)  # pinned lines to add
     unresolved: list[str] = field(default_factory=list)  # imports not installed in this kernel
     local_modules: list[str] = field(default_factory=list)  # modules next to the notebook
+    origins: dict[str, str] = field(default_factory=dict)  # line/module -> "helpers.py, line 1"
 
 
 def _dist_name(dist: str) -> str:
@@ -82,24 +83,33 @@ def parent_covers() -> frozenset[str]:
 
 
 def missing_imports(imports: Iterable[str], requirements: Iterable[str], base_dir: Path) -> Needs:
-    """Imports the image would lack, as pinned requirements (see the module docstring)."""
+    """Imports the image would lack, as pinned requirements (see the module docstring): the
+    code's own, and, transitively, those of the modules next to the notebook that it imports
+    (they go into the image with it), each with where it was imported."""
     needs = Needs()
     asked = {n for n in map(canonical_name, requirements) if n}
     covered = set(parent_covers()) | asked
     if asked & set(TENSORFLOW_DISTRIBUTIONS):
         covered |= _requires_closure(asked & set(TENSORFLOW_DISTRIBUTIONS))
     stdlib = set(sys.stdlib_module_names)
-    for module in sorted(set(imports)):
+    todo: list[tuple[str, str]] = [(m, "") for m in sorted(set(imports))]
+    while todo:
+        module, origin = todo.pop(0)
         if module in stdlib or module in _OURS or module.startswith("_"):
             continue
         if any(f.split(".")[0] == module for f in _FRONTEND_ONLY):
             continue
         if (base_dir / f"{module}.py").is_file() or (base_dir / module / "__init__.py").is_file():
-            needs.local_modules.append(module)
+            if module not in needs.local_modules:
+                needs.local_modules.append(module)
+                todo += local_imports(base_dir, module)
             continue
         owners = _module_owners().get(module)
         if not owners:
-            needs.unresolved.append(module)
+            if module not in needs.unresolved:
+                needs.unresolved.append(module)
+                if origin:
+                    needs.origins[module] = origin
             continue
         dists = sorted({_dist_name(d) for d in owners})
         if any(d in covered for d in dists):
@@ -110,9 +120,45 @@ def missing_imports(imports: Iterable[str], requirements: Iterable[str], base_di
         except metadata.PackageNotFoundError:
             needs.unresolved.append(module)
             continue
-        needs.requirements.append(f"{dist}=={version}")
+        line = f"{dist}=={version}"
+        needs.requirements.append(line)
+        if origin:
+            needs.origins[line] = origin
         covered.add(dist)
     return needs
+
+
+LOCAL_FILES_LIMIT = 200
+"""Most ``.py`` files read from one local package when following its imports."""
+
+
+def local_imports(base_dir: Path, module: str) -> list[tuple[str, str]]:
+    """The top-level modules a local module (``helpers.py``, or a package folder's files)
+    imports, each with where (``helpers.py, line 1``); imports the code guards (``try: ...
+    except ImportError``) are left out: it handles their failing."""
+    from .codeinfo import guarded_imports
+
+    single = base_dir / f"{module}.py"
+    files = [single] if single.is_file() else sorted((base_dir / module).rglob("*.py"))
+    found: list[tuple[str, str]] = []
+    for path in files[:LOCAL_FILES_LIMIT]:
+        try:
+            tree = ast.parse(path.read_text(encoding="utf-8", errors="replace"))
+        except (OSError, SyntaxError, ValueError):
+            continue
+        guarded = guarded_imports(tree)
+        where = path.relative_to(base_dir).as_posix()
+        for node in ast.walk(tree):
+            if id(node) in guarded:
+                continue
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                names = [node.module]
+            else:
+                continue
+            found += [(name.split(".")[0], f"{where}, line {node.lineno}") for name in names]
+    return found
 
 
 def _run_targets(tree: ast.AST) -> set[str]:

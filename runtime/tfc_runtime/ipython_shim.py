@@ -1,0 +1,89 @@
+"""``IPython.display`` in an image without IPython (docker, Vertex AI).
+
+Notebooks write ``from IPython.display import display, HTML, clear_output``. In Jupyter that
+shows rich output; in a job there is no front end, and IPython is not a dependency of the code
+(it is the notebook's machinery). :func:`install` puts small ``IPython`` and ``IPython.display``
+modules in ``sys.modules`` when IPython cannot be imported (the local backend has it): a display
+prints what a plain-text front end shows (``str`` as is, a rich object as its text form),
+``clear_output`` does nothing, ``get_ipython()`` is None as in plain ``python``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+import types
+from typing import Any
+
+from tfc_runtime.nb import display, get_ipython
+
+_RICH = (
+    "HTML",
+    "Markdown",
+    "Latex",
+    "Math",
+    "JSON",
+    "SVG",
+    "Javascript",
+    "Image",
+    "Audio",
+    "Video",
+    "IFrame",
+    "Code",
+    "Pretty",
+    "ProgressBar",
+    "FileLink",
+    "YouTubeVideo",
+)
+
+
+class DisplayObject:
+    """A rich object: its text form is what a plain-text front end shows."""
+
+    def __init__(self, data: Any = None, *args: Any, **kwargs: Any) -> None:
+        self.data = data
+        self.args, self.kwargs = args, kwargs
+
+    def __repr__(self) -> str:
+        return f"<IPython.core.display.{type(self).__name__} object>"
+
+
+def clear_output(wait: bool = False) -> None:
+    """Nothing to clear in a log."""
+
+
+def update_display(obj: Any, *, display_id: Any = None, **kwargs: Any) -> None:
+    """An update of a display: shown again, as a log can only add."""
+    display(obj)
+
+
+def _module(name: str, **attrs: Any) -> types.ModuleType:
+    module = types.ModuleType(name, __doc__)
+    for key, value in attrs.items():
+        setattr(module, key, value)
+    return module
+
+
+def install() -> None:
+    """Make ``import IPython`` / ``from IPython.display import ...`` work without IPython."""
+    if "IPython" in sys.modules or importlib.util.find_spec("IPython") is not None:
+        return
+    rich = {name: type(name, (DisplayObject,), {}) for name in _RICH}
+    shown = _module(
+        "IPython.display",
+        display=display,
+        clear_output=clear_output,
+        update_display=update_display,
+        DisplayObject=DisplayObject,
+        **rich,
+    )
+    top = _module("IPython", display=shown, get_ipython=get_ipython, version_info=(0, 0, 0))
+    core = _module("IPython.core", display=shown)
+    sys.modules.update(
+        {
+            "IPython": top,
+            "IPython.display": shown,
+            "IPython.core": core,
+            "IPython.core.display": shown,
+        }
+    )

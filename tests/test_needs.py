@@ -134,6 +134,21 @@ def test_imports_of_the_shipped_modules_are_followed(tmp_path: Path) -> None:
     psutil = f"psutil=={metadata.version('psutil')}"
     yaml = f"pyyaml=={metadata.version('pyyaml')}"
     assert psutil in want.requirements and yaml in want.requirements
-    assert want.origins[psutil] == "helpers.py, line 2"
-    assert want.origins[yaml] == "more.py, line 3"
+    assert want.origins[psutil] == "imported by helpers.py, line 2"
+    assert want.origins[yaml] == "imported by more.py, line 3"
     assert want.unresolved == []
+
+
+def test_packages_loaded_on_demand_are_added_with_why(tmp_path: Path) -> None:
+    """No import names TensorBoard when the code uses Keras' TensorBoard callback (TensorFlow
+    2.21 no longer requires it): the rule adds it, at this kernel's version, saying why."""
+    text = "import tensorflow as tf\n\ncb = tf.keras.callbacks.TensorBoard('logs')\n"
+    also = needs.on_demand(text)
+    assert also == [("tensorboard", "Keras' TensorBoard callback needs it: script line 3")]
+    want = needs.missing_imports({"tensorflow"}, [], tmp_path, also=also)
+    line = f"tensorboard=={metadata.version('tensorboard')}"
+    assert want.requirements == [line]
+    assert want.origins[line] == "Keras' TensorBoard callback needs it: script line 3"
+    assert needs.on_demand("df = pd.read_parquet('x.parquet')\n")[0][0] == "pyarrow"
+    assert needs.on_demand("model.save('m.h5')\n")[0][0] == "h5py"
+    assert needs.on_demand("print('nothing on demand')\n") == []

@@ -345,14 +345,16 @@ def _keras_for_multiworker(spec: JobSpec, script: Script, notes: list[str]) -> N
 def _what_it_needs(script: Script, base_dir: Path) -> tuple[list[str], list[str]]:
     """Add the imports the image lacks to the requirements (a note lists them); return the
     files the code reads, and warnings for imports this kernel cannot resolve."""
-    want = needs.missing_imports(script.imports, script.requirements.lines, base_dir)
+    want = needs.missing_imports(
+        script.imports, script.requirements.lines, base_dir, also=needs.on_demand(script.text)
+    )
     for line in want.requirements:
         script.requirements.add(line)
     if want.requirements:
         script.notes.append(
             "added for the notebook's imports, at this kernel's versions: "
             + ", ".join(
-                f"{line} (imported by {want.origins[line]})" if line in want.origins else line
+                f"{line} ({want.origins[line]})" if line in want.origins else line
                 for line in want.requirements
             )
         )

@@ -37,7 +37,7 @@ class Needs:
     requirements: list[str] = field(default_factory=list)  # pinned lines to add
     unresolved: list[str] = field(default_factory=list)  # imports not installed in this kernel
     local_modules: list[str] = field(default_factory=list)  # modules next to the notebook
-    origins: dict[str, str] = field(default_factory=dict)  # line/module -> "helpers.py, line 1"
+    origins: dict[str, str] = field(default_factory=dict)  # -> "imported by helpers.py, line 1"
 
 
 def _dist_name(dist: str) -> str:
@@ -82,17 +82,47 @@ def parent_covers() -> frozenset[str]:
     return _requires_closure(TENSORFLOW_DISTRIBUTIONS)
 
 
-def missing_imports(imports: Iterable[str], requirements: Iterable[str], base_dir: Path) -> Needs:
+ON_DEMAND: tuple[tuple[re.Pattern[str], str, str], ...] = (
+    (re.compile(r"\bcallbacks\.TensorBoard\b|\bTensorBoard\s*\("), "tensorboard",
+     "Keras' TensorBoard callback needs it"),
+    (re.compile(r"""\.h5['"]|save_format\s*=\s*['"]h5|\.hdf5['"]"""), "h5py",
+     "Keras reads and writes .h5 files with it"),
+    (re.compile(r"\b(read_parquet|to_parquet)\s*\("), "pyarrow", "pandas reads parquet with it"),
+    (re.compile(r"\b(read_excel|to_excel)\s*\("), "openpyxl", "pandas reads .xlsx with it"),
+    (re.compile(r"\bplot_model\s*\("), "pydot", "keras.utils.plot_model draws with it"),
+)  # fmt: skip
+"""Packages a library loads only when asked (no import in the code names them): a pattern in
+the code, the module, and why."""
+
+
+def on_demand(text: str) -> list[tuple[str, str]]:
+    """``(module, why)`` for each package the code's calls load on demand (:data:`ON_DEMAND`)."""
+    found = []
+    for pattern, module, why in ON_DEMAND:
+        match = pattern.search(text)
+        if match:
+            line = text.count("\n", 0, match.start()) + 1
+            found.append((module, f"{why}: script line {line}"))
+    return found
+
+
+def missing_imports(
+    imports: Iterable[str],
+    requirements: Iterable[str],
+    base_dir: Path,
+    also: Iterable[tuple[str, str]] = (),
+) -> Needs:
     """Imports the image would lack, as pinned requirements (see the module docstring): the
     code's own, and, transitively, those of the modules next to the notebook that it imports
-    (they go into the image with it), each with where it was imported."""
+    (they go into the image with it), each with where it was imported; ``also``: modules
+    loaded on demand (:func:`on_demand`), with why."""
     needs = Needs()
     asked = {n for n in map(canonical_name, requirements) if n}
     covered = set(parent_covers()) | asked
     if asked & set(TENSORFLOW_DISTRIBUTIONS):
         covered |= _requires_closure(asked & set(TENSORFLOW_DISTRIBUTIONS))
     stdlib = set(sys.stdlib_module_names)
-    todo: list[tuple[str, str]] = [(m, "") for m in sorted(set(imports))]
+    todo: list[tuple[str, str]] = [(m, "") for m in sorted(set(imports))] + list(also)
     while todo:
         module, origin = todo.pop(0)
         if module in stdlib or module in _OURS or module.startswith("_"):
@@ -157,7 +187,8 @@ def local_imports(base_dir: Path, module: str) -> list[tuple[str, str]]:
                 names = [node.module]
             else:
                 continue
-            found += [(name.split(".")[0], f"{where}, line {node.lineno}") for name in names]
+            origin = f"imported by {where}, line {node.lineno}"
+            found += [(name.split(".")[0], origin) for name in names]
     return found
 
 

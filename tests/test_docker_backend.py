@@ -247,3 +247,69 @@ def test_killed_watcher_marks_the_job_and_removes_its_containers(
     assert final.state is JobState.FAILED
     assert "watcher" in (final.error or "")
     assert _containers(docker_client, job.id) == []
+
+
+# ------------------------------------------------------------------------------ what images carry
+def test_what_the_shipped_modules_and_libraries_need_is_in_the_image(
+    tmp_path: Path, tfc_env: Path, docker_client: Any, tf_parent_image: str
+) -> None:
+    """Issue 28's notebooks, one step off the guides: a helper beside the notebook imports a
+    package the notebook never names (psutil, installed in this kernel, not in the image), a
+    package folder's module imports a helper that imports another package (yaml), Keras'
+    TensorBoard callback needs TensorBoard (no import names it), and the notebook uses
+    IPython.display. In Jupyter it all runs; as a docker job it must run the same."""
+    (tmp_path / "helpers.py").write_text(
+        "import psutil\n\n\ndef cpus():\n    return psutil.cpu_count() > 0\n"
+    )
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("from .inner import dump\n")
+    (tmp_path / "pkg" / "inner.py").write_text("from more import dump\n")
+    (tmp_path / "more.py").write_text(
+        "import yaml\n\n\ndef dump(x):\n    return yaml.safe_dump(x)\n"
+    )
+    nb = write_notebook(
+        tmp_path / "needs.ipynb",
+        MODEL_CELL,
+        f"%%tfc_run --strategy none {_flags(tf_parent_image)}\n"
+        "from IPython.display import HTML, display\n"
+        "from helpers import cpus\n"
+        "import pkg\n"
+        "model = tf.keras.Sequential([tf.keras.Input(shape=(3,)), tf.keras.layers.Dense(1)])\n"
+        "model.compile(optimizer='sgd', loss='mse')\n"
+        "board = tf.keras.callbacks.TensorBoard('logs')\n"
+        "model.fit(dataset(), epochs=1, steps_per_epoch=4, verbose=2, callbacks=[board])\n"
+        "display(HTML('<b>done</b>'))\n"
+        "print('helpers:', cpus(), pkg.dump({'a': 1}).strip())",
+    )
+    plan = plan_for(nb)
+    added = {line.split("==")[0] for line in plan.requirements}
+    assert {"psutil", "pyyaml", "tensorboard"} <= added, plan.requirements
+    notes = " ".join(plan.script.notes)
+    assert "(imported by helpers.py, line 1)" in notes and "(imported by more.py, line 1)" in notes
+    assert "TensorBoard callback needs it" in notes
+    job, record = run_job(nb, tmp_path / "home")
+    assert record.state is JobState.SUCCEEDED, (record.error, job.logs()[-2000:])
+    assert "[chief] <IPython.core.display.HTML object>" in job.logs()
+    assert "[chief] helpers: True a: 1" in job.logs()
+
+
+def test_an_import_the_image_cannot_satisfy_fails_the_build_not_the_job(
+    tmp_path: Path, tfc_env: Path, docker_client: Any, tf_parent_image: str
+) -> None:
+    (tmp_path / "helpers.py").write_text("import not_installed_anywhere_xyz\n")
+    nb = write_notebook(
+        tmp_path / "broken.ipynb",
+        f"%%tfc_run --strategy none {_flags(tf_parent_image)}\nimport helpers\nprint('never')",
+    )
+    plan = plan_for(nb)
+    assert any(
+        "not_installed_anywhere_xyz (imported by helpers.py, line 1)" in w for w in plan.warnings
+    )
+    with pytest.raises(BackendError) as info:
+        launch(plan, store=store_for(tmp_path / "home"))
+    text = str(info.value)
+    assert "\n" not in text
+    assert text.startswith(
+        "the image lacks not_installed_anywhere_xyz (helpers.py, line 1), which the job imports"
+    ), text
+    assert "Fix: add %pip install not_installed_anywhere_xyz" in text

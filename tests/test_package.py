@@ -233,11 +233,12 @@ def test_dockerfile_layers_go_from_stable_to_volatile(tmp_path: Path, tfc_env: P
         "COPY --from=deps /tfc-deps/ /",  # ... into the image
         "COPY tfc/tfc_runtime /opt/tfc/tfc_runtime",  # runtime
         "COPY app/ /app/",  # declared files
-        "COPY code/ /app/",  # the script: the last layer
+        "COPY code/ /app/",  # the script: the last files
+        "RUN python -m tfc_runtime.imports script.py",  # then every import is checked
     ]
     at = [next(i for i, x in enumerate(lines) if x.startswith(o)) for o in order]
     assert at == sorted(at), lines
-    assert lines[-1] == "COPY code/ /app/"
+    assert lines[-2:] == ["COPY code/ /app/", "RUN python -m tfc_runtime.imports script.py"]
     final = lines[lines.index("FROM system") :]
     assert not any("ca.crt" in x or "requirements" in x for x in final)
 
@@ -491,3 +492,24 @@ def test_failed_build_ends_with_the_failing_step(
     assert log[0].startswith("Step ") and "pip install" in log[0]
     assert "nonexistent-dir" in "\n".join(log)
     assert [e.phase for e in events][-1] == "log" and events[-1].message == "\n".join(log)
+
+
+def test_a_missing_import_fails_the_build_naming_it() -> None:
+    """The image's last step names what the job imports and the image lacks: the build error
+    is that one line, with the fix, not the step's command."""
+    from tfc_jupyter.image.progress import build_error
+
+    log = [
+        "Step 12/13 : COPY code/ /app/",
+        "Step 13/13 : RUN python -m tfc_runtime.imports script.py",
+        "[tfc_runtime] cannot import pandas (helpers.py, line 1): it is not installed in this "
+        "image",
+    ]
+    steps = [("COPY code/ /app/", True), ("RUN python -m tfc_runtime.imports script.py", False)]
+    error = build_error(
+        "The command '/bin/sh -c python -m ...' returned a non-zero code: 1", steps, log
+    )
+    assert str(error) == (
+        "the image lacks pandas (helpers.py, line 1), which the job imports: the job would die "
+        "there. Fix: add %pip install pandas (its package name) to the notebook, or --requirements"
+    )

@@ -434,6 +434,8 @@ def dockerfile(
     if declared:
         lines.append(f"COPY app/ {vertex_request.WORKDIR}/")
     lines.append(f"COPY code/ {vertex_request.WORKDIR}/")
+    # last: a job that would die at an import fails here, naming it, before any queue or bill
+    lines.append(f"RUN python -m tfc_runtime.imports {vertex_request.SCRIPT}")
     return "\n".join(lines) + "\n"
 
 

@@ -15,6 +15,8 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TextIO
 
+from tfc_runtime.imports import PREFIX as IMPORT_PREFIX  # the image check's lines
+
 from ..errors import BackendError
 from .context import APT_FILE
 
@@ -124,5 +126,15 @@ def build_error(error: str, steps: list[tuple[str, bool]], log: list[str]) -> Bu
     elif "apt-get" in instruction:
         what = f"apt-get install of {APT_FILE}"
         hint = f"a package in {APT_FILE} cannot be installed: see the log above"
+    lacking = [line.split(IMPORT_PREFIX, 1)[1] for line in log if IMPORT_PREFIX in line]
+    if "tfc_runtime.imports" in instruction and lacking:
+        first = lacking[0].split(":", 1)[0]  # "pandas (helpers.py, line 1)"
+        module = first.split(" (", 1)[0]
+        more = f" (and {len(lacking) - 1} more: see the log above)" if len(lacking) > 1 else ""
+        return BuildError(
+            f"the image lacks {first}, which the job imports{more}: the job would die there",
+            f"add %pip install {module} (its package name) to the notebook, or --requirements",
+            tail,
+        )
     where = f"step {len(steps)} ({what})" if steps else "the start"
     return BuildError(f"the image build failed at {where}: {short(error)}", hint, tail)

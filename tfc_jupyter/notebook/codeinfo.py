@@ -10,6 +10,8 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
+from tfc_runtime.imports import guarded_imports  # one rule, in the job and here
+
 #: tf.distribute strategy classes a notebook may build itself.
 STRATEGY_CLASSES = frozenset(
     {
@@ -246,41 +248,6 @@ class _Visitor(ast.NodeVisitor):
         elif last == "compile" and isinstance(node.func, ast.Attribute):
             self.compile_seen = True
         self.generic_visit(node)
-
-
-_IMPORT_ERRORS = {"ImportError", "ModuleNotFoundError", "Exception", "BaseException"}
-
-
-def _catches_import_error(handler: ast.ExceptHandler) -> bool:
-    kinds = handler.type
-    if kinds is None:  # a bare except
-        return True
-    names = kinds.elts if isinstance(kinds, ast.Tuple) else [kinds]
-    return any(_dotted(n).rsplit(".", 1)[-1] in _IMPORT_ERRORS for n in names)
-
-
-def _dotted(node: ast.AST) -> str:
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute):
-        return f"{_dotted(node.value)}.{node.attr}"
-    return ""
-
-
-def guarded_imports(tree: ast.AST) -> set[int]:
-    """``id()`` of the import statements whose failure the code handles: inside a ``try`` that
-    catches ``ImportError`` (or a parent of it), or under an ``if`` that tests for Colab
-    (``if 'google.colab' in sys.modules:``, ``if IN_COLAB:``)."""
-    guarded: set[int] = set()
-    for node in ast.walk(tree):
-        handled = isinstance(node, ast.Try) and any(map(_catches_import_error, node.handlers))
-        in_colab = isinstance(node, ast.If) and "colab" in ast.dump(node.test).lower()
-        body: list[ast.stmt] = getattr(node, "body", []) if handled or in_colab else []
-        for statement in body:
-            for inner in ast.walk(statement):
-                if isinstance(inner, (ast.Import, ast.ImportFrom)):
-                    guarded.add(id(inner))
-    return guarded
 
 
 def analyse(text: str) -> CodeFacts:

@@ -166,7 +166,7 @@ def local_imports(base_dir: Path, module: str) -> list[tuple[str, str]]:
     """The top-level modules a local module (``helpers.py``, or a package folder's files)
     imports, each with where (``helpers.py, line 1``); imports the code guards (``try: ...
     except ImportError``) are left out: it handles their failing."""
-    from .codeinfo import guarded_imports
+    from tfc_runtime.imports import guarded_imports
 
     single = base_dir / f"{module}.py"
     files = [single] if single.is_file() else sorted((base_dir / module).rglob("*.py"))

@@ -130,14 +130,17 @@ class Plan:
         if self.refused is not None:
             out.append(f"!! Launching it would stop here: {self.refused}")
         out += [f"! {w}" for w in self.warnings]
-        out.append(
-            f"cells: {', '.join(map(str, self.script.cells)) or 'none'}"
-            + (
-                f"  (skipped by tag: {', '.join(map(str, self.selection.skipped))})"
-                if self.selection.skipped
-                else ""
+        if self.selection.script:  # a .py entry point runs whole
+            out.append(f"script: {self.selection.name}, run as it is")
+        else:
+            out.append(
+                f"cells: {', '.join(map(str, self.script.cells)) or 'none'}"
+                + (
+                    f"  (skipped by tag: {', '.join(map(str, self.selection.skipped))})"
+                    if self.selection.skipped
+                    else ""
+                )
             )
-        )
         out.append(f"backend: {spec.backend.value}   strategy: {self._strategy_line()}")
         out.append("worker pools:")
         out += self._pool_lines()

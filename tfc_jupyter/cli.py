@@ -24,18 +24,9 @@ from typing import NoReturn
 from . import __version__
 from .client import Client
 from .errors import TfcError
-from .job.options import JobOptions
+from .job.options import JobOptions, split_script_args
 from .job.plan import Plan
 from .jobs import job_dict, jobs_table
-
-
-def split_script_args(words: Sequence[str]) -> tuple[list[str], list[str]]:
-    """``(job flags, script arguments)``: everything after the first ``--`` is the script's."""
-    words = list(words)
-    if "--" in words:
-        k = words.index("--")
-        return words[:k], words[k + 1 :]
-    return words, []
 
 
 def _plan(

@@ -19,7 +19,7 @@ from . import cell
 from .config import load_settings
 from .errors import TfcError
 from .job.catalog import PRICES_AS_OF, PRICING_URL, catalog_rows
-from .job.options import JobOptions, magic_decorate
+from .job.options import JobOptions, magic_decorate, split_script_args
 from .notebook import capture
 from .notebook.convert import RULES
 from .tables import table
@@ -146,8 +146,6 @@ class TfcMagics(Magics):
         """``%tfc_run FILE [flags] [-- args]``: plan and launch a ``.py`` or ``.ipynb`` file."""
         if os.environ.get("TFC_REMOTE") == "1":  # inside a job: launching is the launcher's
             return None
-        from .cli import split_script_args
-
         try:
             words = shlex.split(line)
         except ValueError as exc:

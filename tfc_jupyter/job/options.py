@@ -619,3 +619,12 @@ def _max_wait(text: str | None) -> int | None:
             "write it like 2h or 1d (0: no limit), at most 30 days",
             field="max_wait_s",
         ) from None
+
+
+def split_script_args(words: Sequence[str]) -> tuple[list[str], list[str]]:
+    """``(job flags, script arguments)``: everything after the first ``--`` is the script's."""
+    words = list(words)
+    if "--" in words:
+        k = words.index("--")
+        return words[:k], words[k + 1 :]
+    return words, []

@@ -14,7 +14,8 @@ Fixtures (registered for every test module by ``tests/conftest.py``):
 The server runs tfc_jupyter's server extension (the jobs API) and serves its labextension
 (built into ``tfc_jupyter/labextension`` by ``scripts/bootstrap.sh``).
 
-Helpers: :func:`open_notebook`, :func:`restart_kernel`, :func:`lab_command`, :func:`screenshot`.
+Helpers: :func:`open_notebook`, :func:`restart_kernel`, :func:`lab_command`, :func:`start_command`,
+:func:`cell_outputs`, :func:`check_shown_log`, :func:`screenshot`.
 Browser tests are marked ``@pytest.mark.slow``. The server's log is ``lab_server.log_path``
 (printed when start-up fails).
 """
@@ -24,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import secrets
 import shutil
 import signal
@@ -291,10 +293,78 @@ def restart_kernel(page: Any, name: str, timeout_ms: int = 60_000) -> None:
 
 
 def lab_command(page: Any, command: str, args: dict[str, Any] | None = None) -> Any:
-    """Run a JupyterLab command (``notebook:run-all-cells`` ...) through the exposed app."""
+    """Run a JupyterLab command (``notebook:run-all-cells`` ...) through the exposed app; returns
+    once the command has (``notebook:run-all-cells``: once every cell has run)."""
     return page.evaluate(
         "([id, args]) => window.jupyterapp.commands.execute(id, args)", [command, args or {}]
     )
+
+
+def start_command(page: Any, command: str, args: dict[str, Any] | None = None) -> None:
+    """Start a JupyterLab command and return at once (cells that run for a while can be
+    watched as they run)."""
+    page.evaluate(
+        "([id, args]) => { void window.jupyterapp.commands.execute(id, args); }",
+        [command, args or {}],
+    )
+
+
+# The notebook panel of a path in the main area (null when it is not open), and its cells' output
+# text as shown (innerText) and as the model holds it (stream text, joined).
+_NOTEBOOK_JS = """(path) => {
+  for (const w of window.jupyterapp.shell.widgets('main')) {
+    if (w.context && w.context.path === path && w.content && w.content.widgets) { return w; }
+  }
+  return null;
+}"""
+
+
+def cell_outputs(page: Any, path: str, index: int) -> dict[str, Any]:
+    """A notebook cell's outputs: ``shown`` (the rendered text), ``streams`` (the stream text
+    the model holds), ``html`` (the rendered HTML) and ``count`` (outputs), for ``path`` open in
+    the main area."""
+    return dict(
+        page.evaluate(
+            f"""([path, index]) => {{
+  const panel = ({_NOTEBOOK_JS})(path);
+  const cell = panel && panel.content.widgets[index];
+  if (!cell || !cell.outputArea) {{ return {{shown: '', streams: '', html: '', count: 0}}; }}
+  const outputs = cell.model.outputs.toJSON();
+  const streams = outputs.filter(o => o.output_type === 'stream')
+    .map(o => Array.isArray(o.text) ? o.text.join('') : o.text).join('');
+  return {{shown: cell.outputArea.node.innerText, streams, html: cell.outputArea.node.innerHTML,
+          count: outputs.length}};
+}}""",
+            [path, index],
+        )
+    )
+
+
+# A Keras progress bar as shown: "16/16 [======>...]" (tf-keras) or "16/16 ━━━━" (Keras 3).
+BAR = re.compile(r"\b(\d+)/(\d+) (\[[=>.]*\]|━+)")
+# A raw colour code, or one shown as text once its escape character is lost ("[32m").
+_ANSI_SHOWN = re.compile(r"\x1b|\[\d+(;\d+)*m")
+
+
+def check_shown_log(text: str, *, epochs: int, steps: int, prefixed: bool) -> None:
+    """Assert what a cell, the sidebar or the panel shows of a Keras ``fit`` log with its
+    default progress bar: one line per bar, at its end (``steps/steps``), right after its
+    ``Epoch k/N`` line; no empty replica lines (``prefixed``: lines start ``[chief] ``), no
+    control or colour codes, no runtime reports."""
+    assert "\x08" not in text and "\r" not in text and "\ufffd" not in text, repr(text)
+    assert not _ANSI_SHOWN.search(text), repr(text)
+    assert "tfc_runtime" not in text, text
+    lines = text.splitlines()
+    if prefixed:
+        empty = [ln for ln in lines if re.fullmatch(r"\[(chief|worker-\d+)(, [\w-]+)*\]\s*", ln)]
+        assert not empty, text
+    bars = [line for line in lines if BAR.search(line)]
+    assert len(bars) == epochs, text
+    assert all(f"{steps}/{steps} " in bar and "loss:" in bar for bar in bars), bars
+    for epoch in range(1, epochs + 1):
+        at = [i for i, ln in enumerate(lines) if ln.endswith(f"Epoch {epoch}/{epochs}")]
+        assert len(at) == 1, (epoch, text)
+        assert BAR.search(lines[at[0] + 1]), (epoch, text)  # its bar, right after it
 
 
 def screenshot(target: Any, name: str) -> Path:

@@ -304,6 +304,18 @@ class GcpServer(FakeServer):
             name = unquote(m.group(1))
             self._bucket(name)
             return Reply.json({"kind": "storage#bucket", "name": name, "id": name})
+        m = re.fullmatch(r"/storage/v1/b/([^/]+)/o", path)
+        if m and method == "GET":  # objects.list: by prefix, a page at a time
+            bucket, prefix = unquote(m.group(1)), query.get("prefix", [""])[0]
+            size = int(query.get("maxResults", ["1000"])[0])
+            start = int(query.get("pageToken", ["0"])[0] or 0)
+            with self._lock:
+                found = sorted(n for n in self._bucket(bucket) if n.startswith(prefix))
+                page = [self._bucket(bucket)[n].resource() for n in found[start : start + size]]
+            listing: dict[str, Any] = {"kind": "storage#objects", "items": page}
+            if start + size < len(found):
+                listing["nextPageToken"] = str(start + size)
+            return Reply.json(listing)
         m = re.fullmatch(r"/storage/v1/b/([^/]+)/o/([^/]+)", path)
         if m and method == "GET":
             bucket, name = unquote(m.group(1)), unquote(m.group(2))

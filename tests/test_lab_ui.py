@@ -19,17 +19,33 @@ third job) to ``docs/sidebar.png``.
 
 from __future__ import annotations
 
+import base64
+import json
 import os
+import re
 import secrets
 import shutil
 import time
+import urllib.parse
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import nbformat
 import pytest
-from browser import ROOT, LabServer, lab_command, open_notebook, screenshot, start_lab
-from jobutil import JOB_DEADLINE_S, write_notebook
+from browser import (
+    BAR,
+    ROOT,
+    LabServer,
+    cell_outputs,
+    check_shown_log,
+    lab_command,
+    open_notebook,
+    screenshot,
+    start_command,
+    start_lab,
+)
+from jobutil import JOB_DEADLINE_S, job_pids, wait_gone, write_notebook
 
 from tfc_jupyter.jobs import store_for
 from tfc_jupyter.records import JobState
@@ -630,3 +646,647 @@ def test_the_sidebar_names_the_command_when_the_server_extension_is_off(
     missing.wait_for()
     assert "jupyter server extension enable tfc_jupyter" in missing.inner_text()
     screenshot(page, "lab-server-extension-missing.png")
+
+
+# ------------------------------------------------------------------ progress bars (issue 23)
+# Keras' default progress bar (verbose=1): each epoch's bar is one line the code rewrites with
+# "\r" as batches end (tf-keras under MultiWorkerMirrored draws "[=====>....]"; Keras 3 draws
+# "━━━━" with colour codes). Shown as Jupyter shows it: one line per bar, its latest state.
+BAR_DATA = (
+    "import time\nimport numpy as np, tensorflow as tf\n"
+    "x = np.random.rand(512, 8).astype('float32'); y = x.sum(1)"
+)
+BAR_FIT = (
+    "%%tfc_run --workers 1\n"
+    "model = tf.keras.Sequential([tf.keras.Input((8,)), tf.keras.layers.Dense(1)])\n"
+    "model.compile('sgd', 'mse')\n"
+    "model.fit(x, y, epochs=4)"
+)
+BAR_LAST = "print('LAST', _tfc_job.metrics[-1])"
+# The notebook panel open on a path (JS), as tests/browser.py finds it.
+_NB_JS = """(path) => {
+  for (const w of window.jupyterapp.shell.widgets('main')) {
+    if (w.context && w.context.path === path && w.content && w.content.widgets) { return w; }
+  }
+  return null;
+}"""
+
+
+def _wait_cell(page: Any, path: str, index: int, text: str, timeout_ms: int = JOB_MS) -> None:
+    page.wait_for_function(
+        """([path, index, text]) => {
+  for (const w of window.jupyterapp.shell.widgets('main')) {
+    if (w.context && w.context.path === path && w.content && w.content.widgets) {
+      const cell = w.content.widgets[index];
+      return !!cell && !!cell.outputArea && cell.outputArea.node.innerText.includes(text);
+    }
+  }
+  return false;
+}""",
+        arg=[path, index, text],
+        timeout=timeout_ms,
+    )
+
+
+def _svg_of(src: str) -> str:
+    """The SVG text of an ``<img>``'s data: URL (base64 or URL-encoded)."""
+    head, _, data = src.partition(",")
+    if head.endswith(";base64"):
+        return base64.b64decode(data).decode()
+    return urllib.parse.unquote(data)
+
+
+def test_keras_progress_bars_show_as_jupyter_shows_them(
+    lab_server: LabServer, browser_page: Any
+) -> None:
+    """A notebook whose ``%%tfc_run --workers 1`` cell calls Keras' ``fit`` with its default
+    progress bar, run in JupyterLab: the cell shows one line per bar (no empty ``[chief]``
+    lines, no boxes or backspaces, no runtime report, no raw colour codes), ``_tfc_job.metrics``
+    has the loss, the cell draws the loss curve; the sidebar's row shows the loss and its log
+    view one line per bar, without colour codes."""
+    page = browser_page
+    try:
+        _bars_scenario(lab_server, page)
+    except Exception:
+        screenshot(page, "lab-bars-failure.png")
+        raise
+
+
+def _bars_scenario(lab_server: LabServer, page: Any) -> None:
+    name = "bars.ipynb"
+    write_notebook(lab_server.root_dir / name, "%load_ext tfc_jupyter", BAR_DATA, BAR_FIT, BAR_LAST)
+    page.goto(f"{lab_server.url}lab?reset&token={lab_server.token}")
+    page.locator(".jp-LabShell").wait_for()
+    open_notebook(page, lab_server, name)
+    start_command(page, "notebook:run-all-cells")
+    _wait_cell(page, name, 3, "LAST")
+    job_id = store_for(lab_server.home).list(limit=1)[0].id
+    record = store_for(lab_server.home).get(job_id)
+    assert record.state is JobState.SUCCEEDED, (record.state, record.error)
+
+    # The cell: one line per bar, each replica's lines merged ("[chief, worker-0]").
+    out = cell_outputs(page, name, 2)
+    shown = out["shown"]
+    assert f"Launched {job_id}" in shown and f"{job_id}: succeeded" in shown, shown
+    assert "[chief, worker-0] Epoch 1/4" in shown, shown
+    log = "\n".join(ln for ln in shown.splitlines() if ln.startswith("["))
+    check_shown_log(log, epochs=4, steps=16, prefixed=True)
+    assert "\x1b" not in out["streams"]  # tf-keras' bar has no colours: none added
+    # _tfc_job.metrics in the next cell: the last epoch's loss.
+    last = cell_outputs(page, name, 3)["shown"]
+    found = re.search(r"'epoch': 4, 'loss': ([0-9.e+-]+)", last)
+    assert found, last
+    loss = float(found.group(1))
+    # The loss curve, drawn in the cell (the SVG, as an image).
+    plot = (
+        page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Cell")
+        .nth(2)
+        .locator("[data-mime-type='image/svg+xml'] img")
+    )
+    plot.wait_for(timeout=10_000)
+    assert page.evaluate("img => img.naturalWidth > 0", plot.element_handle())
+    drawn = _svg_of(str(plot.get_attribute("src")))
+    assert ">loss<" in drawn and "epoch 4" in drawn and "<polyline" in drawn, drawn
+    page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Cell").nth(
+        2
+    ).scroll_into_view_if_needed()
+    screenshot(page, "lab-bars-cell.png")
+
+    # The sidebar: the row's loss, and the job's log, one line per bar, no colour codes.
+    lab_command(page, "tfc-jupyter:show-jobs")
+    row = page.locator(f".tfc-Sidebar .tfc-JobRow[data-job-id='{job_id}']")
+    row.locator(".tfc-JobRow-metric", has_text=f"loss {_metric(loss)}").wait_for(timeout=15_000)
+    row.click()
+    chief = page.locator(f".tfc-JobDetail[data-job-id='{job_id}'] .tfc-LogText")
+    page.wait_for_function(
+        "id => document.querySelector(`.tfc-JobDetail[data-job-id='${id}'] .tfc-LogText`)"
+        "?.innerText.includes('Epoch 4/4')",
+        arg=job_id,
+        timeout=30_000,
+    )
+    assert chief.get_attribute("data-replica") == "chief"
+    check_shown_log(chief.inner_text(), epochs=4, steps=16, prefixed=False)
+    page.locator(f".tfc-JobDetail[data-job-id='{job_id}'] .tfc-Following").wait_for(
+        state="detached", timeout=15_000
+    )
+    screenshot(page, "lab-bars-job.png")
+
+
+# A slower fit (a pause after each batch), with Keras 3's own bar (no --workers: no tf-keras),
+# which draws colour codes: the cell draws them as colours, the sidebar leaves them out.
+SLOW_FIT = (
+    "%%tfc_run\n"
+    "pause = tf.keras.callbacks.LambdaCallback(\n"
+    "    on_train_batch_end=lambda batch, logs=None: time.sleep(0.12))\n"
+    "model = tf.keras.Sequential([tf.keras.Input((8,)), tf.keras.layers.Dense(1)])\n"
+    "model.compile('sgd', 'mse')\n"
+    "model.fit(x, y, epochs=3, callbacks=[pause])"
+)
+
+
+def test_a_progress_bar_is_redrawn_in_place_while_the_job_runs(
+    lab_server: LabServer, browser_page: Any
+) -> None:
+    """While the job runs, its cell shows the bar of the epoch under way as one line that
+    changes in place (2/16, then 5/16 ...), never one line per update; at the end, one line per
+    bar, its colours drawn (not codes), and the sidebar's log the same lines without codes."""
+    page = browser_page
+    try:
+        _redrawn_scenario(lab_server, page)
+    except Exception:
+        screenshot(page, "lab-bars-live-failure.png")
+        raise
+
+
+def _redrawn_scenario(lab_server: LabServer, page: Any) -> None:
+    name = "bars_live.ipynb"
+    write_notebook(lab_server.root_dir / name, "%load_ext tfc_jupyter", BAR_DATA, SLOW_FIT)
+    page.goto(f"{lab_server.url}lab?reset&token={lab_server.token}")
+    page.locator(".jp-LabShell").wait_for()
+    open_notebook(page, lab_server, name)
+    start_command(page, "notebook:run-all-cells")
+    # Watch the cell as the job runs: every state of its output, as shown.
+    states: list[str] = []
+    midway = None
+    deadline = time.monotonic() + JOB_DEADLINE_S
+    while time.monotonic() < deadline:
+        shown = cell_outputs(page, name, 2)["shown"]
+        if not states or states[-1] != shown:
+            states.append(shown)
+        lines = shown.splitlines()
+        bar = BAR.search(lines[-1]) if lines else None
+        if midway is None and bar and 4 <= int(bar.group(1)) < int(bar.group(2)):
+            midway = screenshot(page, "lab-bars-live-running.png")  # a bar half drawn
+        if "succeeded after" in shown or "failed" in shown:
+            break
+        time.sleep(0.05)
+    final = states[-1]
+    assert "succeeded after" in final, final
+    # While it ran: at most one bar line per epoch begun, the latest one where it was; the bar
+    # under way seen at several steps, each time on that one line.
+    partial: set[tuple[int, int]] = set()
+    for shown in states:
+        lines = [ln for ln in shown.splitlines() if ln.startswith("[chief]")]
+        begun = sum(1 for ln in lines if re.search(r"Epoch \d+/3$", ln))
+        bars = [i for i, ln in enumerate(lines) if BAR.search(ln)]
+        assert len(bars) <= begun, shown
+        for i in bars:
+            assert re.search(r"Epoch \d+/3$", lines[i - 1]), shown
+            step = BAR.search(lines[i])
+            assert step
+            if int(step.group(1)) < 16:
+                epoch = int(re.search(r"Epoch (\d+)/3$", lines[i - 1]).group(1))  # type: ignore[union-attr]
+                partial.add((epoch, int(step.group(1))))
+                assert i == len(lines) - 1, shown  # only the bar under way is unfinished
+    assert len(partial) >= 3, (partial, states[-5:])
+    assert midway is not None, states[-5:]
+    assert len({step for _, step in partial}) >= 3, partial
+    # At the end: one line per bar, drawn in colour (the codes rendered, not shown).
+    log = "\n".join(ln for ln in final.splitlines() if ln.startswith("["))
+    check_shown_log(log, epochs=3, steps=16, prefixed=True)
+    out = cell_outputs(page, name, 2)
+    assert "\x1b[" in out["streams"]  # Keras 3 wrote colour codes ...
+    assert re.search(r'class="ansi-[a-z-]+', out["html"]), out["html"]  # ... drawn as colours
+    screenshot(page, "lab-bars-live-done.png")
+
+    # The sidebar's log of the job: the same bars, one line each, no codes.
+    job_id = store_for(lab_server.home).list(limit=1)[0].id
+    lab_command(page, "tfc-jupyter:open-job", {"id": job_id})
+    page.wait_for_function(
+        "id => document.querySelector(`.tfc-JobDetail[data-job-id='${id}'] .tfc-LogText`)"
+        "?.innerText.includes('Epoch 3/3')",
+        arg=job_id,
+        timeout=30_000,
+    )
+    text = page.locator(f".tfc-JobDetail[data-job-id='{job_id}'] .tfc-LogText").inner_text()
+    check_shown_log(text, epochs=3, steps=16, prefixed=False)
+
+
+# ------------------------------------------------------------------ a kernel restart (issue 23)
+TICKS = (
+    "%%tfc_run\nimport time\nfor i in range(60):\n    print(f'tick {i}', flush=True)\n"
+    "    time.sleep(1)"
+)
+
+
+def _ticks(text: str) -> list[int]:
+    return [int(n) for n in re.findall(r"^\[chief\] tick (\d+)$", text, re.M)]
+
+
+def test_restarting_the_kernel_leaves_the_followed_job_running(
+    lab_server: LabServer, browser_page: Any
+) -> None:
+    """Kernel > Restart Kernel while a ``%%tfc_run`` cell follows its job (a minute of ticks):
+    the job goes on (its record, its processes and the sidebar say running); in a new cell,
+    ``%load_ext tfc_jupyter`` and ``%tfc_attach JOB`` follow it again, its new lines coming in;
+    Cancel in its job view stops it, the attaching cell says so, and the cancel (asked for) is
+    shown in neutral colours, not as a failure."""
+    page = browser_page
+    try:
+        _restart_scenario(lab_server, page)
+    except Exception:
+        screenshot(page, "lab-restart-failure.png")
+        raise
+
+
+def _restart_scenario(lab_server: LabServer, page: Any) -> None:
+    name = "restart.ipynb"
+    write_notebook(lab_server.root_dir / name, "%load_ext tfc_jupyter", TICKS)
+    page.goto(f"{lab_server.url}lab?reset&token={lab_server.token}")
+    page.locator(".jp-LabShell").wait_for()
+    open_notebook(page, lab_server, name)
+    start_command(page, "notebook:run-all-cells")
+    _wait_cell(page, name, 1, "[chief] tick 2")
+    store = store_for(lab_server.home)
+    job_id = store.list(limit=1)[0].id
+    before = _ticks(cell_outputs(page, name, 1)["shown"])
+
+    # Kernel > Restart Kernel..., as a user does it (the menu and its dialog).
+    page.locator(".lm-MenuBar-item", has_text="Kernel").click()
+    page.locator(".lm-Menu-item:visible", has_text="Restart Kernel…").first.click()
+    page.locator(".jp-Dialog .jp-mod-accept", has_text="Restart").click()
+    page.locator(".jp-Dialog").wait_for(state="detached")
+    page.wait_for_function(
+        "() => { const k = window.jupyterapp.shell.currentWidget.sessionContext.session.kernel;"
+        " return k && k.connectionStatus === 'connected' && k.status === 'idle'; }",
+        timeout=60_000,
+    )
+    time.sleep(2)  # what a restart could do to the job has happened by now
+    record = store.get(job_id)
+    assert record.state is JobState.RUNNING, (record.state, record.error)
+    pids = job_pids(record)
+    assert pids and sorted(wait_gone(pids, timeout=0.5)) == sorted(pids), "a process stopped"
+    lab_command(page, "tfc-jupyter:show-jobs")
+    page.locator(
+        f".tfc-Sidebar .tfc-JobRow[data-job-id='{job_id}'][data-state='running']"
+    ).wait_for(timeout=15_000)
+    screenshot(page, "lab-restart-running.png")
+
+    # A new cell: load the extension again and attach to the job.
+    page.evaluate(
+        f"""() => {{
+  const panel = ({_NB_JS})({json.dumps(name)});
+  window.jupyterapp.shell.activateById(panel.id);
+  panel.content.activeCellIndex = panel.content.widgets.length - 1;
+}}"""
+    )
+    lab_command(page, "notebook:insert-cell-below")
+    page.evaluate(
+        f"""() => {{
+  const panel = ({_NB_JS})({json.dumps(name)});
+  panel.content.activeCell.model.sharedModel.setSource(
+    '%load_ext tfc_jupyter\\n%tfc_attach {job_id}');
+}}"""
+    )
+    start_command(page, "notebook:run-cell")
+    _wait_cell(page, name, 2, f"{job_id} on local: running")
+    newer = max(before) + 3
+    _wait_cell(page, name, 2, f"[chief] tick {newer}", timeout_ms=30_000)
+    attached = _ticks(cell_outputs(page, name, 2)["shown"])
+    assert attached == sorted(attached) and len(set(attached)) == len(attached), attached
+    screenshot(page, "lab-restart-attached.png")
+
+    # Cancel from its job view: the job stops; the attaching cell says how it ended.
+    page.locator(f".tfc-Sidebar .tfc-JobRow[data-job-id='{job_id}']").click()
+    detail = page.locator(f".tfc-JobDetail[data-job-id='{job_id}']")
+    detail.locator(".tfc-CancelButton").click()
+    page.locator(f".tfc-JobDetail[data-job-id='{job_id}'][data-state='cancelled']").wait_for(
+        timeout=60_000
+    )
+    assert store.get(job_id).state is JobState.CANCELLED
+    _wait_cell(page, name, 2, "cancelled", timeout_ms=30_000)
+    # A cancel asked for is no failure: no error colour on the badge, the row or the view.
+    row = page.locator(f".tfc-Sidebar .tfc-JobRow[data-job-id='{job_id}'][data-state='cancelled']")
+    row.wait_for(timeout=15_000)
+    assert row.locator(".tfc-JobRow-error").count() == 0
+    assert detail.locator(".tfc-Error").count() == 0
+    error_color = page.evaluate(
+        "() => { const n = document.createElement('span'); n.className = 'tfc-Error';"
+        " document.body.appendChild(n); const c = getComputedStyle(n).color; n.remove();"
+        " return c; }"
+    )
+    for badge in (row.locator(".tfc-StateBadge"), detail.locator(".tfc-StateBadge")):
+        colors = badge.evaluate(
+            "n => [getComputedStyle(n).backgroundColor, getComputedStyle(n).color]"
+        )
+        assert error_color not in colors, (colors, error_color)
+    page.locator(".Toastify__toast").first.wait_for(state="detached", timeout=15_000)
+    detail.locator(".tfc-Following").wait_for(state="detached", timeout=15_000)
+    screenshot(page, "lab-restart-cancelled.png")
+    page.locator(".lm-DockPanel-tabBar .lm-TabBar-tab", has_text=name).click()
+    page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Cell").nth(
+        2
+    ).scroll_into_view_if_needed()
+    screenshot(page, "lab-restart-cancelled-cell.png")
+
+
+# ------------------------------------------------------------------ a failed worker (issue 23)
+WORKER_FAILS = (
+    "%%tfc_run --workers 1\n"
+    "task = json.loads(os.environ['TF_CONFIG'])['task']\n"
+    "print('replica', task['type'], flush=True)\n"
+    "if task['type'] == 'worker':\n"
+    "    raise ValueError('the worker broke')\n"
+    "time.sleep(3)"
+)
+_SELECTED_LINE = """(path) => {
+  for (const w of window.jupyterapp.shell.widgets('main')) {
+    if (!(w.context && w.context.path === path && w.content && w.content.widgets)) { continue; }
+    const notebook = w.content;
+    const cell = notebook.activeCell;
+    if (window.jupyterapp.shell.currentWidget !== w || !cell || !cell.editor) { return false; }
+    const lines = cell.model.sharedModel.getSource().split('\\n');
+    const line = lines[cell.editor.getCursorPosition().line];
+    return notebook.mode === 'edit' ? [notebook.activeCellIndex, line] : false;
+  }
+  return false;
+}"""
+
+
+def test_a_failed_job_view_opens_on_the_failed_replica_and_links_to_its_cell(
+    lab_server: LabServer, browser_page: Any
+) -> None:
+    """A 1-worker job whose worker fails (the chief is fine): its view opens on worker-0's log,
+    which says why, not on the chief's; beside the error, "Go to cell 3, line 5" (as the cell
+    shows it) opens the notebook and selects that cell, the cursor on the line, found by the
+    line's text though a cell was added above it since."""
+    page = browser_page
+    try:
+        _failed_worker_scenario(lab_server, page)
+    except Exception:
+        screenshot(page, "lab-failed-worker-failure.png")
+        raise
+
+
+def _failed_worker_scenario(lab_server: LabServer, page: Any) -> None:
+    name = "worker_fails.ipynb"
+    path = lab_server.root_dir / name
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3",
+        "language": "python",
+    }
+    nb.cells = [
+        nbformat.v4.new_markdown_cell("# A worker that fails"),
+        nbformat.v4.new_code_cell("import json, os, time"),
+        nbformat.v4.new_code_cell(WORKER_FAILS),
+    ]
+    nbformat.write(nb, path)
+    page.goto(f"{lab_server.url}lab?reset&token={lab_server.token}")
+    page.locator(".jp-LabShell").wait_for()
+    page.wait_for_function("() => window.jupyterapp?.hasPlugin('tfc-jupyter:jobs')")
+    created = lab_server.api("POST", "tfc-jupyter/jobs", {"path": name, "options": {}})
+    job_id = created["job"]["id"]
+    lab_command(page, "tfc-jupyter:open-job", {"id": job_id})
+    detail = page.locator(f".tfc-JobDetail[data-job-id='{job_id}']")
+    page.locator(f".tfc-JobDetail[data-job-id='{job_id}'][data-state='failed']").wait_for(
+        timeout=JOB_MS
+    )
+    record = store_for(lab_server.home).get(job_id)
+    assert record.error and record.error.startswith("worker-0 "), record.error
+    assert record.error_location == "cell 3, line 5", record.error_location
+
+    # The view is on the worker's log, which says why; the chief's tab is one click away.
+    active = detail.locator(".tfc-ReplicaTab.tfc-mod-active")
+    page.wait_for_function(
+        "id => document.querySelector(`.tfc-JobDetail[data-job-id='${id}'] "
+        ".tfc-ReplicaTab.tfc-mod-active`)?.dataset.replica === 'worker-0'",
+        arg=job_id,
+        timeout=15_000,
+    )
+    log = detail.locator(".tfc-LogText")
+    page.wait_for_function(
+        "id => document.querySelector(`.tfc-JobDetail[data-job-id='${id}'] .tfc-LogText`)"
+        "?.innerText.includes('ValueError: the worker broke')",
+        arg=job_id,
+        timeout=30_000,
+    )
+    assert log.get_attribute("data-replica") == "worker-0"
+    assert active.inner_text() == "worker-0"
+    link = detail.locator(".tfc-GoToCell")
+    assert link.inner_text() == "Go to cell 3, line 5"
+    colors = link.evaluate(
+        "n => [getComputedStyle(n).color, getComputedStyle(n.closest('.tfc-Error')).color]"
+    )
+    assert colors[0] != colors[1], colors  # a link, not more of the error's text
+    error = detail.locator(".tfc-Error").first.inner_text()
+    assert "ValueError: the worker broke" in error, error
+    detail.locator(".tfc-Following").wait_for(state="detached", timeout=15_000)
+    screenshot(page, "lab-failed-worker-view.png")
+    # A tab the user picks stays picked.
+    detail.locator(".tfc-ReplicaTab[data-replica='chief']").click()
+    page.wait_for_function(
+        "id => document.querySelector(`.tfc-JobDetail[data-job-id='${id}'] .tfc-LogText`)"
+        "?.innerText.includes('replica chief')",
+        arg=job_id,
+        timeout=15_000,
+    )
+    time.sleep(2.5)  # a store round or more
+    assert active.inner_text() == "chief"
+
+    # A cell added above since: the link still selects the failing cell (one down now).
+    saved = nbformat.read(path, as_version=4)
+    saved.cells.insert(1, nbformat.v4.new_code_cell("print('added since')"))
+    nbformat.write(saved, path)
+    link.click()
+    found = page.wait_for_function(_SELECTED_LINE, arg=name, timeout=30_000).json_value()
+    assert found == [3, "    raise ValueError('the worker broke')"], found
+    screenshot(page, "lab-failed-worker-cell.png")
+
+
+# ------------------------------------------------------------------ the form (issue 23)
+TWO_RUN_CELLS = (
+    "x = 1",
+    "%%tfc_run --workers 1\nprint('FIRST-RUN-CELL', x)",
+    "y = 2",
+    "%%tfc_run --label pick=second\nprint('SECOND-RUN-CELL', x, y)",
+)
+
+
+def test_the_launch_form_offers_the_tfc_run_cells(lab_server: LabServer, browser_page: Any) -> None:
+    """A notebook just opened (JupyterLab marks it changed as the kernel fills in its metadata)
+    with two ``%%tfc_run`` cells: the form says nothing of unsaved edits, offers both cells
+    (the first picked), labels the strategy ``auto`` as the code's choice, and never says "pass
+    --cell"; picking the second starts the form from its flags, and the job runs it and the
+    cells above it. An edit of a cell, not saved, is then said."""
+    page = browser_page
+    try:
+        _form_cells_scenario(lab_server, page)
+    except Exception:
+        screenshot(page, "lab-form-cells-failure.png")
+        raise
+
+
+def _form_cells_scenario(lab_server: LabServer, page: Any) -> None:
+    name = "two_cells.ipynb"
+    write_notebook(lab_server.root_dir / name, *TWO_RUN_CELLS)
+    page.goto(f"{lab_server.url}lab?reset&token={lab_server.token}")
+    page.locator(".jp-LabShell").wait_for()
+    open_notebook(page, lab_server, name)
+    # JupyterLab marks a notebook just opened as changed when the kernel fills in its metadata
+    # (language_info, the kernelspec's name); one more metadata change makes sure it is.
+    dirty = page.evaluate(
+        """() => {
+  const model = window.jupyterapp.shell.currentWidget.context.model;
+  model.sharedModel.setMetadata('tfc_test', {opened: true});
+  return model.dirty;
+}"""
+    )
+    assert dirty is True
+    page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .tfc-LaunchButton").first.click()
+    form = _launch_dialog(page)
+    _checked(form, "ok")
+    assert "unsaved" not in form.locator(".tfc-LiveNotice").inner_text(), dirty
+    preview = form.locator(".tfc-PlanPreview")
+    assert "unsaved" not in preview.inner_text(), (dirty, preview.inner_text())
+    assert "--cell" not in form.inner_text()
+    # The cells, the first picked; the form shows its flags.
+    cell = form.locator("select[name=cell]")
+    options = cell.locator("option").all_inner_texts()
+    assert options == [
+        "cell 2: %%tfc_run --workers 1 · print('FIRST-RUN-CELL', x)",
+        "cell 4: %%tfc_run --label pick=second · print('SECOND-RUN-CELL', x, y)",
+    ], options
+    assert cell.input_value() == "2"
+    assert form.locator("input[name=workers]").input_value() == "1"
+    assert "cells 1, 2 " in preview.inner_text()
+    assert "The form starts from the chosen cell's %%tfc_run line" in form.inner_text()
+    # The strategy auto: the code decides (not tfc.run's rules).
+    strategy = form.locator("select[name=strategy]")
+    assert strategy.locator("option[value=auto]").inner_text() == "auto (the code decides)"
+    assert "tfc.run" not in form.inner_text()
+    # The second cell: its flags, its cells.
+    cell.select_option("4")
+    page.wait_for_function(
+        "() => document.querySelector('.tfc-LaunchForm input[name=labels]')?.value"
+        " === 'pick=second'",
+        timeout=15_000,
+    )
+    assert form.locator("input[name=workers]").input_value() == "0"
+    _checked(form, "ok")
+    page.wait_for_function(
+        "() => document.querySelector('.tfc-PlanPreview')?.innerText.includes('cells 1, 3, 4 ')",
+        timeout=15_000,
+    )
+    assert "--label pick=second" in preview.locator(".tfc-PlanLine").inner_text()
+    assert "--cell" not in form.inner_text() and "unsaved" not in form.inner_text()
+    screenshot(page, "lab-form-cells.png")
+    _accept(page)
+
+    page.locator(".tfc-JobDetail[data-job-id]:visible").first.wait_for()
+    job_id = store_for(lab_server.home).list(limit=1)[0].id
+    detail = page.locator(f".tfc-JobDetail[data-job-id='{job_id}']")
+    page.locator(f".tfc-JobDetail[data-job-id='{job_id}'][data-state='succeeded']").wait_for(
+        timeout=JOB_MS
+    )
+    page.wait_for_function(
+        "id => document.querySelector(`.tfc-JobDetail[data-job-id='${id}'] .tfc-LogText`)"
+        "?.innerText.includes('SECOND-RUN-CELL 1 2')",
+        arg=job_id,
+        timeout=30_000,
+    )
+    assert "FIRST-RUN-CELL" not in detail.locator(".tfc-LogText").inner_text()
+    record = store_for(lab_server.home).get(job_id)
+    assert record.notebook == str(lab_server.root_dir / name)
+    assert record.spec["labels"] == {"pick": "second"} and record.spec["worker_count"] == 0
+
+    # An edit of a cell, not saved: now the form says so.
+    _edit_cell_of(page, name, 0, "x = 41")
+    page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .tfc-LaunchButton").first.click()
+    form = _launch_dialog(page)
+    _checked(form, "ok")
+    assert "including its unsaved edits" in form.locator(".tfc-LiveNotice").inner_text()
+    assert "unsaved edits" in form.locator(".tfc-PlanPreview").inner_text()
+    page.locator(".jp-Dialog .jp-mod-reject").click()
+    page.locator(".jp-Dialog").wait_for(state="detached")
+
+
+def _edit_cell_of(page: Any, name: str, index: int, source: str) -> None:
+    """Show the notebook and replace a cell's text in the editor (not saved)."""
+    page.locator(".lm-DockPanel-tabBar .lm-TabBar-tab", has_text=name).click()
+    page.locator(".jp-NotebookPanel:not(.lm-mod-hidden)").wait_for()
+    editor = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Cell .cm-content").nth(index)
+    editor.click()
+    page.keyboard.press("Control+A")
+    page.keyboard.press("Delete")
+    page.keyboard.insert_text(source)
+    page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Cell").nth(index).locator(
+        ".cm-content", has_text=source
+    ).wait_for()
+
+
+# ------------------------------------------------------------------ the plot's axis (issue 23)
+BIG_LOSS = (
+    "%%tfc_run\n"
+    "import numpy as np, tensorflow as tf\n"
+    "x = np.random.default_rng(0).random((256, 8)).astype('float32')\n"
+    "y = x.sum(1) * 30000\n"
+    "model = tf.keras.Sequential([tf.keras.Input((8,)), tf.keras.layers.Dense(1)])\n"
+    "model.compile(tf.keras.optimizers.SGD(1e-3), 'mse')\n"
+    "model.fit(x, y, epochs=3, verbose=2)"
+)
+# Each text of an SVG drawn inline (hidden): its box, and the image's width and height.
+_TEXT_BOXES = """(svg) => {
+  const host = document.createElement('div');
+  host.style.cssText = 'position:absolute;left:-10000px;top:0';
+  host.innerHTML = svg;
+  document.body.appendChild(host);
+  const root = host.querySelector('svg');
+  const boxes = [...root.querySelectorAll('text')].map(t => {
+    const b = t.getBBox();
+    return [t.textContent, b.x, b.x + b.width];
+  });
+  const size = [root.width.baseVal.value, root.height.baseVal.value];
+  host.remove();
+  return {boxes, size};
+}"""
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="tfc_jupyter/plot.py (not this suite's to change): _fmt writes 1.43e+10 and the "
+    "46-pixel left margin cuts it to .43e+10 (reported with the fix)",
+)
+def test_the_plot_axis_labels_fit_in_the_image(lab_server: LabServer, browser_page: Any) -> None:
+    """A loss in the hundreds of millions: the job view's plot (the server's SVG) writes its
+    y-axis labels whole, inside the image, and compactly (no ``e+08``)."""
+    page = browser_page
+    write_notebook(lab_server.root_dir / "big_loss.ipynb", BIG_LOSS)
+    page.goto(f"{lab_server.url}lab?reset&token={lab_server.token}")
+    page.locator(".jp-LabShell").wait_for()
+    page.wait_for_function("() => window.jupyterapp?.hasPlugin('tfc-jupyter:jobs')")
+    created = lab_server.api("POST", "tfc-jupyter/jobs", {"path": "big_loss.ipynb", "options": {}})
+    job_id = created["job"]["id"]
+    lab_command(page, "tfc-jupyter:open-job", {"id": job_id})
+    page.locator(f".tfc-JobDetail[data-job-id='{job_id}'][data-state='succeeded']").wait_for(
+        timeout=JOB_MS
+    )
+    plot = page.locator(f".tfc-JobDetail[data-job-id='{job_id}'] img.tfc-MetricsPlot")
+    plot.wait_for(timeout=30_000)
+    page.wait_for_function(
+        "id => document.querySelector(`.tfc-JobDetail[data-job-id='${id}'] .tfc-MetricsLast`)"
+        "?.innerText.includes('epoch 3')",
+        arg=job_id,
+        timeout=30_000,
+    )
+    plot.scroll_into_view_if_needed()
+    screenshot(plot, "lab-plot-axis.png")
+    drawn = page.evaluate(_TEXT_BOXES, _svg_of(str(plot.get_attribute("src"))))
+    width = drawn["size"][0]
+    assert drawn["boxes"], drawn
+    assert metrics_high(drawn) >= 1e6, drawn  # the labels this is about: large numbers
+    cut = [(text, x0, x1) for text, x0, x1 in drawn["boxes"] if x0 < 0 or x1 > width]
+    assert not cut, (cut, width)
+    assert not [t for t, _, _ in drawn["boxes"] if "e+" in t], drawn["boxes"]
+
+
+def metrics_high(drawn: dict[str, Any]) -> float:
+    """The largest number among an SVG's texts (its y-axis top)."""
+    numbers = []
+    for text, _, _ in drawn["boxes"]:
+        try:
+            numbers.append(float(text))
+        except ValueError:
+            continue
+    return max(numbers, default=0.0)

@@ -8,6 +8,12 @@ kept as ``artifacts/panel.png``; ``TFC_UPDATE_DOCS=1`` also copies it to the REA
 And the panel's memory: choices made in the panel are its output's ``%%tfc_run`` line, a save
 from the UI stores it with the notebook (no unsaved edit overwritten, no "File Changed"), and a
 fresh kernel's panel starts from it.
+
+Issue 23: a Keras ``fit`` with its default progress bar shows in the panel's log one line per
+bar, without colour codes (Keras 3's bar, and tf-keras' with a worker); a notebook with several
+``%%tfc_run`` cells offers them in the panel, the job running the one picked; the strategy
+``auto`` is labelled as the code's choice; a cancel asked for is shown in a neutral colour. The
+panel model's side of the cell choice is checked here too, without a browser (not slow).
 """
 
 from __future__ import annotations
@@ -16,18 +22,30 @@ import json
 import os
 import shutil
 import time
+from pathlib import Path
 from typing import Any
 
 import nbformat
 import pytest
-from browser import ROOT, LabServer, lab_command, open_notebook, restart_kernel, screenshot
+from browser import (
+    ROOT,
+    LabServer,
+    check_shown_log,
+    lab_command,
+    open_notebook,
+    restart_kernel,
+    screenshot,
+)
 from jobutil import write_notebook
 
+from tfc_jupyter.config import Settings
+from tfc_jupyter.job.options import JobOptions
 from tfc_jupyter.jobs import store_for
+from tfc_jupyter.notebook import capture
+from tfc_jupyter.panel import build_model
 from tfc_jupyter.panel.memory import MIME_TYPE as MIME
+from tfc_jupyter.panel.model import STRATEGY_AUTO_LABEL
 from tfc_jupyter.records import JobState
-
-pytestmark = pytest.mark.slow
 
 TRAIN = """\
 import tensorflow as tf
@@ -54,6 +72,7 @@ def _text(page: Any, selector: str) -> str:
     return str(page.locator(selector).first.inner_text())
 
 
+@pytest.mark.slow
 def test_pick_launch_and_watch_a_job_in_the_panel(lab_server: LabServer, browser_page: Any) -> None:
     page = browser_page
     write_notebook(
@@ -151,6 +170,7 @@ def _run_to_panel(page: Any) -> None:
     page.wait_for_selector(f"{NB} .tfc-panel .tfc-summary code.tfc-line", timeout=60_000)
 
 
+@pytest.mark.slow
 def test_choices_are_kept_in_the_panels_saved_output(
     lab_server: LabServer, browser_page: Any
 ) -> None:
@@ -202,3 +222,240 @@ def test_choices_are_kept_in_the_panels_saved_output(
     assert page.locator(f"{NB} .tfc-panel .tfc-workers input").input_value() == "2"
     assert page.locator(f"{NB} .tfc-panel .tfc-region input").input_value() == "europe-west4"
     assert line in _text(page, summary)
+
+
+# ------------------------------------------------------------------ issue 23
+PANEL_DATA = "import numpy as np\nx = np.random.rand(512, 8).astype('float32'); y = x.sum(1)"
+PANEL_FIT = (
+    "import tensorflow as tf\n"
+    "model = tf.keras.Sequential([tf.keras.Input((8,)), tf.keras.layers.Dense(1)])\n"
+    "model.compile('sgd', 'mse')\n"
+    "model.fit(x, y, epochs=4)"
+)
+_DONE = ("succeeded", "failed", "cancelled")
+
+
+def _run_cell(page: Any, index: int) -> None:
+    """Run one cell of the notebook in view (not the others: they would launch jobs)."""
+    page.evaluate(
+        "i => { window.jupyterapp.shell.currentWidget.content.activeCellIndex = i; }", index
+    )
+    lab_command(page, "notebook:run-cell")
+
+
+def _ended(page: Any, job_id: str) -> str:
+    """Wait until the panel watches ``job_id`` and it has ended; returns its state."""
+    page.wait_for_function(
+        """([id, done]) => {
+  const s = document.querySelector('.tfc-panel .tfc-state');
+  const state = s && s.querySelector('.tfc-job-state');
+  return !!state && s.innerText.includes(id) && done.includes(state.innerText.trim());
+}""",
+        arg=[job_id, list(_DONE)],
+        timeout=JOB_DEADLINE_MS,
+    )
+    return _text(page, ".tfc-job-state").strip()
+
+
+def _launched(page: Any, lab_server: LabServer, count: int) -> str:
+    """Click Launch; returns the id of the job it made (the ``count``-th)."""
+    launch = page.locator(f"{NB} button.tfc-launch")
+    page.wait_for_function(
+        f"() => !document.querySelector({json.dumps(NB + ' button.tfc-launch')}).disabled",
+        timeout=30_000,
+    )
+    launch.click()
+    deadline = time.monotonic() + 60
+    while len(store_for(lab_server.home).list(limit=None)) < count:
+        assert time.monotonic() < deadline, "no job launched"
+        time.sleep(0.2)
+    return store_for(lab_server.home).list(limit=1)[0].id
+
+
+@pytest.mark.slow
+def test_the_panel_shows_each_progress_bar_once_without_colour_codes(
+    lab_server: LabServer, browser_page: Any
+) -> None:
+    """``%tfc_panel`` on a notebook whose ``fit`` draws Keras' default progress bar: launched
+    with no worker (Keras 3's bar, in colour codes) and then with one (tf-keras' bar, both
+    replicas alike), the panel's log shows one line per bar, without colour codes."""
+    page = browser_page
+    try:
+        _panel_bars_scenario(lab_server, page)
+    except Exception:
+        screenshot(page, "panel-bars-failure.png")
+        raise
+
+
+def _panel_bars_scenario(lab_server: LabServer, page: Any) -> None:
+    name = "panel_bars.ipynb"
+    write_notebook(
+        lab_server.root_dir / name, "%load_ext tfc_jupyter\n%tfc_panel", PANEL_DATA, PANEL_FIT
+    )
+    open_notebook(page, lab_server, name)
+    _run_cell(page, 0)
+    page.wait_for_selector(f"{NB} .tfc-panel .tfc-summary code.tfc-line", timeout=60_000)
+    before = len(store_for(lab_server.home).list(limit=None))
+
+    first = _launched(page, lab_server, before + 1)
+    assert _ended(page, first) == "succeeded", _text(page, ".tfc-state")
+    page.wait_for_function(
+        "() => document.querySelector('.tfc-log').innerText.includes('Epoch 4/4')",
+        timeout=30_000,
+    )
+    log = _text(page, ".tfc-log")
+    check_shown_log(log, epochs=4, steps=16, prefixed=True)
+    assert "[chief] 16/16 ━" in log, log
+    raw = (Path(store_for(lab_server.home).get(first).log_dir) / "chief.log").read_bytes()
+    assert b"\x1b[" in raw and b"\r" in raw  # what Keras 3 wrote: codes and rewrites
+    page.locator(f"{NB} .tfc-plot img").wait_for(timeout=30_000)
+
+    _pick(page, "workers", "1")
+    page.wait_for_function(
+        "() => document.querySelector('.tfc-summary').innerText.includes('--workers 1')"
+    )
+    time.sleep(1.2)  # the panel ignores a second click within a second of the first launch
+    second = _launched(page, lab_server, before + 2)
+    assert _ended(page, second) == "succeeded", _text(page, ".tfc-state")
+    page.wait_for_function(
+        "() => document.querySelector('.tfc-log').innerText.includes('Epoch 4/4')",
+        timeout=30_000,
+    )
+    log = _text(page, ".tfc-log")
+    check_shown_log(log, epochs=4, steps=16, prefixed=True)
+    assert "[chief, worker-0] 16/16 [====" in log, log
+    page.set_viewport_size({"width": 1280, "height": 1800})  # the whole panel in view
+    page.locator(".tfc-panel").scroll_into_view_if_needed()
+    time.sleep(0.5)
+    screenshot(page.locator(f"{NB} .tfc-panel"), "panel-bars.png")
+
+
+PANEL_CELLS = (
+    "x = 1",
+    "%%tfc_run --workers 1\nprint('FIRST', x)",
+    "y = 2",
+    "%%tfc_run --label pick=second\nimport time\nprint('SECOND', x, y, flush=True)\n"
+    "time.sleep(120)",
+    "%load_ext tfc_jupyter\n%tfc_panel",
+)
+
+
+@pytest.mark.slow
+def test_the_panel_runs_the_tfc_run_cell_picked(lab_server: LabServer, browser_page: Any) -> None:
+    """A notebook with two ``%%tfc_run`` cells: the panel offers both (the first picked, its
+    flags shown, no "pass --cell"), labels ``auto`` as the code's choice; the second picked, the
+    job runs it and the cells above it; cancelled from the panel, it is shown in a neutral
+    colour, not as a failure."""
+    page = browser_page
+    try:
+        _panel_cells_scenario(lab_server, page)
+    except Exception:
+        screenshot(page, "panel-cells-failure.png")
+        raise
+
+
+def _panel_cells_scenario(lab_server: LabServer, page: Any) -> None:
+    name = "panel_cells.ipynb"
+    write_notebook(lab_server.root_dir / name, *PANEL_CELLS)
+    open_notebook(page, lab_server, name)
+    _run_cell(page, 4)
+    summary = f"{NB} .tfc-panel .tfc-summary"
+    page.wait_for_selector(f"{summary} code.tfc-line", timeout=60_000)
+    cell = page.locator(f"{NB} .tfc-panel .tfc-cell select")
+    assert cell.is_visible()
+    # (ipywidgets writes the labels' spaces as no-break spaces)
+    assert [o.replace("\xa0", " ") for o in cell.locator("option").all_inner_texts()] == [
+        "cell 2: %%tfc_run --workers 1 · print('FIRST', x)",
+        "cell 4: %%tfc_run --label pick=second · import time",
+    ]
+    text = _text(page, summary)
+    assert "cells 1, 2 of panel_cells.ipynb" in text and "--workers 1" in text, text
+    assert "--cell" not in _text(page, f"{NB} .tfc-panel")
+    strategy = page.locator(f"{NB} .tfc-panel .tfc-strategy select")
+    labels = [o.replace("\xa0", " ") for o in strategy.locator("option").all_inner_texts()]
+    assert labels[0] == "auto (the code decides)", labels
+    assert "tfc.run" not in _text(page, f"{NB} .tfc-panel")
+
+    cell.select_option(index=1)
+    page.wait_for_function(
+        f"() => document.querySelector({json.dumps(summary)}).innerText"
+        ".includes('cells 1, 3, 4 of panel_cells.ipynb')",
+        timeout=30_000,
+    )
+    assert page.locator(f"{NB} .tfc-panel .tfc-workers input").input_value() == "0"
+    assert page.locator(f"{NB} .tfc-panel .tfc-labels input").input_value() == "pick=second"
+    assert "--label pick=second" in _text(page, summary)
+    screenshot(page.locator(f"{NB} .tfc-panel"), "panel-cells.png")
+
+    before = len(store_for(lab_server.home).list(limit=None))
+    job_id = _launched(page, lab_server, before + 1)
+    page.wait_for_function(
+        "() => document.querySelector('.tfc-log').innerText.includes('SECOND 1 2')",
+        timeout=JOB_DEADLINE_MS,
+    )
+    assert "FIRST" not in _text(page, ".tfc-log")
+    page.locator(f"{NB} .tfc-panel button.tfc-cancel").click()
+    assert _ended(page, job_id) == "cancelled"
+    record = store_for(lab_server.home).get(job_id)
+    assert record.state is JobState.CANCELLED and record.spec["labels"] == {"pick": "second"}
+    # A cancel asked for: the state in grey, no error line in red.
+    state = page.locator(f"{NB} .tfc-panel .tfc-state")
+    color = state.locator(".tfc-job-state").evaluate("n => getComputedStyle(n).color")
+    assert color == "rgb(110, 119, 129)", color
+    assert "cf222e" not in str(state.inner_html()).lower(), state.inner_html()
+    time.sleep(0.5)
+    screenshot(page.locator(f"{NB} .tfc-panel"), "panel-cancelled.png")
+
+
+# The panel model's side of the cell choice: no browser, no kernel.
+def _panel_model(tmp_path: Path, settings: Settings, *cells: str, remember: bool = True) -> Any:
+    nb = write_notebook(tmp_path / "cells.ipynb", *cells).resolve()
+
+    def select() -> capture.Selection:  # as %tfc_panel selects: the first %%tfc_run cell
+        return capture.select_cells(capture.read_notebook(nb), path=nb, how="test")
+
+    base = JobOptions.from_line(select().magic_line)  # as %tfc_panel starts: the cell's line
+    return build_model(settings, select=select, base=base, notebook=nb, remember=remember)
+
+
+def test_the_panel_model_offers_and_runs_the_tfc_run_cell_picked(
+    tmp_path: Path, settings: Settings
+) -> None:
+    model = _panel_model(tmp_path, settings, *PANEL_CELLS[:4])
+    assert [c.label for c in model.run_cells()] == [
+        "cell 2: %%tfc_run --workers 1 · print('FIRST', x)",
+        "cell 4: %%tfc_run --label pick=second · import time",
+    ]
+    assert model.current_cell() == 2 and model.check.ok, model.check.error
+    plan = model.check.plan
+    assert plan is not None and list(plan.script.cells) == [1, 2]
+    assert not [w for w in plan.warnings if "--cell" in w], plan.warnings
+    assert model.choices.workers == 1
+
+    check = model.set_cell(4)
+    assert check.ok, check.error
+    assert model.current_cell() == 4 and model.choices.workers == 0
+    assert model.choices.labels == "pick=second"
+    assert check.plan is not None and list(check.plan.script.cells) == [1, 3, 4]
+    assert model.line() == "%%tfc_run --label pick=second"
+    summary = model.summary()
+    assert summary is not None and summary["cells"] == [1, 3, 4]
+    assert list(model.plan(fresh=True).script.cells) == [1, 3, 4]  # what Launch runs
+    with pytest.raises(ValueError):
+        model.set_cell(3)  # not a %%tfc_run cell
+
+
+def test_the_panel_model_offers_no_cell_choice_for_one_cell_or_its_own(
+    tmp_path: Path, settings: Settings
+) -> None:
+    one = _panel_model(tmp_path, settings, "x = 1", "%%tfc_run\nprint(x)")
+    assert one.run_cells() == [] and one.current_cell() is None and one.check.ok
+    own = _panel_model(tmp_path, settings, *PANEL_CELLS[:4], remember=False)
+    assert own.run_cells() == []  # %%tfc_run --interactive: its own cell runs
+
+
+def test_the_panel_labels_auto_as_the_codes_choice(tmp_path: Path, settings: Settings) -> None:
+    model = _panel_model(tmp_path, settings, "%%tfc_run\nprint(1)")
+    labels = {o.value: o.label for o in model.options("strategy")}
+    assert labels["auto"] == STRATEGY_AUTO_LABEL == "auto (the code decides)"
+    assert not [label for label in labels.values() if "tfc.run" in label]

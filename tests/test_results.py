@@ -144,3 +144,70 @@ def test_the_plot_is_a_safe_svg_of_every_metric() -> None:
 )
 def test_fixes_are_said_in_the_uis_words(text: str, words: str) -> None:
     assert ui_words(text).startswith(words)
+
+
+@pytest.mark.slow
+def test_a_model_saved_under_gs_is_downloaded_and_loaded(
+    tmp_path: Path, tfc_env: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A Vertex AI job saves to ``gs://`` (its AIP_MODEL_DIR): ``job.model_dir`` names it, and
+    ``job.load_model()`` downloads it through our Cloud Storage client (here from the test
+    storage server, over the wire) and loads it: a ``.keras`` file it reported saving, and a
+    SavedModel folder under ``--base-output-dir``."""
+    import numpy as np
+    import tensorflow as tf
+    from gcp_server import GcpServer
+
+    from tfc_jupyter.jobs import Job, store_for
+    from tfc_jupyter.records import JobRecord, JobState
+
+    server = GcpServer(buckets=("models",)).start()
+    for name, value in {
+        "TFC_CLOUDBUILD_ENDPOINT": server.url,
+        "TFC_CLOUDBUILD_BACKOFF": "0.05",
+        "TFC_CLOUDBUILD_RETRY_TOTAL": "5",
+        "TFC_CLOUDBUILD_TIMEOUT": "10",
+    }.items():
+        monkeypatch.setenv(name, value)
+    try:
+        model = tf.keras.Sequential([tf.keras.Input((2,)), tf.keras.layers.Dense(1)])
+        x = np.array([[1.0, 2.0], [3.0, -1.0]], dtype="float32")
+        want = model.predict(x, verbose=0)
+        model.save(tmp_path / "model.keras")
+        server.put("models", "run1/model/model.keras", (tmp_path / "model.keras").read_bytes())
+        model.export(str(tmp_path / "saved"))  # a SavedModel folder with a serve() function
+        for file in (tmp_path / "saved").rglob("*"):
+            if file.is_file():
+                name = f"run2/model/{file.relative_to(tmp_path / 'saved').as_posix()}"
+                server.put("models", name, file.read_bytes())
+        store = store_for(tmp_path / "home")
+        for job_id, base, saved in (
+            ("vx-keras", "gs://models/run1", "gs://models/run1/model/model.keras"),
+            ("vx-saved", "gs://models/run2", None),
+        ):
+            job_dir = tmp_path / "home" / "jobs" / job_id
+            (job_dir / "logs").mkdir(parents=True)
+            report = {"event": "saved", "path": saved, "how": "save", "library": "keras"}
+            (job_dir / "logs" / "chief.log").write_text(
+                "Epoch 1/1\n" + (_line(**report) if saved else "")
+            )
+            store.create(
+                JobRecord(
+                    id=job_id,
+                    name=job_id,
+                    backend="vertex",
+                    state=JobState.SUCCEEDED,
+                    spec={"project": "proj", "base_output_dir": base},
+                    job_dir=str(job_dir),
+                    log_dir=str(job_dir / "logs"),
+                )
+            )
+        keras_job = Job("vx-keras", store)
+        assert keras_job.model_dir == "gs://models/run1/model/model.keras"
+        assert keras_job.load_model().predict(x, verbose=0) == pytest.approx(want)
+        saved_job = Job("vx-saved", store)
+        assert saved_job.model_dir == "gs://models/run2/model/"
+        loaded = saved_job.load_model()
+        assert np.asarray(loaded.serve(tf.constant(x))) == pytest.approx(want)
+    finally:
+        server.stop()

@@ -212,7 +212,8 @@ class Job:
 
     def load_model(self) -> Any:
         """The model the job saved, loaded in this process: a ``.keras`` or ``.h5`` file with
-        the Keras the job saved it with, a SavedModel folder with ``tf.saved_model.load``.
+        the Keras the job saved it with, a SavedModel folder with ``tf.saved_model.load``; one
+        saved under ``gs://`` (Vertex AI) is downloaded into the job folder first.
 
         Raises:
             TfcError: the job saved no model, or it is not where this machine can read it.
@@ -220,7 +221,7 @@ class Job:
         from .results import load_saved
 
         rec, results = self.store.get(self.id), self.results()
-        return load_saved(rec, results, model_dir(rec, results))
+        return load_saved(rec, results, model_dir(rec, results), self.settings)
 
     def plot(self) -> str | None:
         """The loss and metrics curves as an SVG image (None before the first epoch ends)."""

@@ -279,8 +279,45 @@ def job_results(log_dir: str | Path) -> Results:
         return reader.read().copy()
 
 
-def load_saved(record: JobRecord, results: Results, model_dir: str | None) -> Any:
-    """Load the model a job saved (see :meth:`tfc_jupyter.jobs.Job.load_model`).
+def fetch_gs(uri: str, record: JobRecord, settings: Any = None) -> str:
+    """A model saved under ``gs://`` (a Vertex AI job's ``AIP_MODEL_DIR``), downloaded through
+    our Cloud Storage client into the job folder (``downloaded/BUCKET/...``): the local path of
+    the file, or of the folder that holds the prefix's objects.
+
+    Raises:
+        TfcError: nothing is there, or Cloud Storage refuses (one line with the fix).
+    """
+    from .config import current_settings
+    from .image.cloudbuild.settings import CloudBuildSettings
+    from .image.cloudbuild.storage import Storage
+
+    bucket, _, name = uri.removeprefix("gs://").partition("/")
+    project = str((record.spec or {}).get("project") or "")
+    storage = Storage(
+        project, bucket, CloudBuildSettings.from_settings(settings or current_settings())
+    )
+    here = Path(record.job_dir or ".") / "downloaded" / bucket
+    names = storage.names(name)
+    if name in names:  # one file (model.keras)
+        storage.download(name, here / name)
+        return str(here / name)
+    folder = name.rstrip("/") + "/"
+    inside = [n for n in names if n.startswith(folder) and not n.endswith("/")]
+    if not inside:
+        raise SpecError(
+            f"job {record.id}'s model at {uri} is not there (no object under it)",
+            "check the job's logs for its save, and that the bucket is the one it wrote to",
+        )
+    for each in inside:
+        storage.download(each, here / each)
+    return str(here / folder)
+
+
+def load_saved(
+    record: JobRecord, results: Results, model_dir: str | None, settings: Any = None
+) -> Any:
+    """Load the model a job saved (see :meth:`tfc_jupyter.jobs.Job.load_model`); one saved
+    under ``gs://`` is downloaded first (:func:`fetch_gs`).
 
     Raises:
         TfcError: the job saved no model, or it is not where this machine can read it.
@@ -294,6 +331,8 @@ def load_saved(record: JobRecord, results: Results, model_dir: str | None) -> An
     library = next(
         (s["library"] for s in reversed(results.saved_with) if s["path"] == model_dir), ""
     )
+    if model_dir.startswith("gs://"):
+        model_dir = fetch_gs(model_dir, record, settings)
     if "://" not in model_dir and not Path(model_dir).exists():
         where = {
             "docker": "inside its container, which is gone",

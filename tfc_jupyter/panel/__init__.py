@@ -45,9 +45,14 @@ def build_model(
     given: JobOptions | None = None,
     notebook: Path | None = None,
     remember: bool = True,
+    pick_cell: bool | None = None,
 ) -> PanelModel:
     """The model a new panel starts from; its choices are remembered as the ``%%tfc_run``
     line in the panel's own output, saved with the notebook (see :mod:`.memory`).
+
+    ``pick_cell`` (default: ``remember``, as ``%tfc_panel`` opens it) offers the saved
+    notebook's ``%%tfc_run`` cells to choose from when it has several; ``%%tfc_run
+    --interactive`` (``remember=False``) runs its own cell.
 
     Pre-filled, first wins: the flags ``given`` now; with ``remember``, the line of the last
     panel saved in the notebook; then ``base`` (the cell's ``%%tfc_run`` line); then the
@@ -71,6 +76,7 @@ def build_model(
         choices=choices,
         notebook=notebook,
         display=ChoicesDisplay(notebook),
+        pick_cell=remember if pick_cell is None else pick_cell,
     )
 
 
@@ -83,6 +89,7 @@ def open_panel(
     given: JobOptions | None = None,
     notebook: Path | None = None,
     remember: bool = True,
+    pick_cell: bool | None = None,
 ) -> LaunchPanel:
     """A new panel (display it); arguments as :func:`build_model`, and the job records the
     panel launches into and lists."""
@@ -95,6 +102,7 @@ def open_panel(
         given=given,
         notebook=notebook,
         remember=remember,
+        pick_cell=pick_cell,
     )
     title = f"· {notebook.name}" if notebook else "· kernel history"
     return LaunchPanel(model, store, title=title)

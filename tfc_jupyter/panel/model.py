@@ -27,6 +27,7 @@ from ..job import catalog
 from ..job.options import JobOptions
 from ..job.plan import Plan
 from ..job.spec import BackendName, JobSpec, Strategy, check_runnable
+from ..notebook import capture
 from ..notebook.capture import Selection
 from .memory import ChoicesDisplay
 
@@ -71,6 +72,48 @@ _FIELD_OF = {
 
 def _split(text: str, pattern: str) -> list[str]:
     return [part for part in re.split(pattern, text.strip()) if part]
+
+
+STRATEGY_AUTO_LABEL = "auto (the code decides)"
+"""The label of strategy ``auto``: the code decides whether a strategy is added (see the
+README's "Strategy auto"), which is not what ``tfc.run`` did."""
+
+
+@dataclass(frozen=True)
+class RunCell:
+    """A ``%%tfc_run`` cell of the saved notebook: its 1-based position among all the cells
+    (markdown ones counted, as ``--cell`` and the jobs API's ``cell`` count), its
+    ``%%tfc_run`` line and its first line of code."""
+
+    number: int
+    line: str
+    code: str
+
+    @property
+    def label(self) -> str:
+        """``cell 3: %%tfc_run --workers 1 · model.fit(x, y)``, at most 80 characters."""
+        text = f"cell {self.number}: {self.line}" + (f" · {self.code}" if self.code else "")
+        return text if len(text) <= 80 else text[:79] + "…"
+
+
+def run_cells(nb: Any) -> list[RunCell]:
+    """The ``%%tfc_run`` code cells of a notebook, in order."""
+    found = []
+    for number, cell in enumerate(nb.get("cells") or [], start=1):
+        if cell.get("cell_type") != "code":
+            continue
+        source = cell.get("source", "")
+        source = "".join(source) if isinstance(source, list) else str(source)
+        if not capture.is_run_cell(source):
+            continue
+        lines = source.split("\n")
+        at = next(i for i, line in enumerate(lines) if line.strip())
+        code = next(
+            (ln.strip() for ln in lines[at + 1 :] if ln.strip() and not ln.strip().startswith("#")),
+            "",
+        )
+        found.append(RunCell(number, lines[at].strip(), code))
+    return found
 
 
 @dataclass
@@ -219,6 +262,8 @@ class PanelModel:
         choices: the initial choices (default: those of ``base``).
         notebook: the notebook file the panel runs.
         display: the panel's output that remembers its line in the notebook (None: none).
+        pick_cell: offer the saved notebook's ``%%tfc_run`` cells to choose from when it has
+            several (``%tfc_panel``; ``%%tfc_run --interactive`` runs its own cell).
     """
 
     def __init__(
@@ -230,6 +275,7 @@ class PanelModel:
         choices: Choices | None = None,
         notebook: Path | None = None,
         display: ChoicesDisplay | None = None,
+        pick_cell: bool = False,
     ) -> None:
         self.settings = settings
         self.client = Client(settings)
@@ -237,9 +283,13 @@ class PanelModel:
         self.choices = choices or Choices.from_options(self.base, settings)
         self.notebook = notebook
         self.display = display
+        self.pick_cell = pick_cell and notebook is not None
+        self.cell: int | None = None  # the %%tfc_run cell picked (None: the first)
         self._select = select
         self._selection: Selection | None = None
         self._stamp: float | None = None
+        self._cells: list[RunCell] = []
+        self._cells_stamp: float | None = None
         self.machines = _machines()
         self.check = self.validate()
 
@@ -257,7 +307,52 @@ class PanelModel:
     def reload(self) -> Check:
         """Re-read the notebook and validate again (after the user edited and saved it)."""
         self._selection = None
+        self._cells_stamp = None
         self.check = self.validate()
+        return self.check
+
+    # ----------------------------------------------------------------- which cell
+    def run_cells(self) -> list[RunCell]:
+        """The saved notebook's ``%%tfc_run`` cells when the panel offers the choice (re-read
+        when the file changed); empty when it does not (one cell or none, no notebook file,
+        ``%%tfc_run --interactive``)."""
+        if not self.pick_cell or self.notebook is None:
+            return []
+        stamp = self._mtime()
+        if stamp != self._cells_stamp:
+            try:
+                self._cells = run_cells(capture.read_notebook(self.notebook))
+            except TfcError:
+                self._cells = []  # unreadable now: validation says why
+            self._cells_stamp = stamp
+        return self._cells if len(self._cells) > 1 else []
+
+    def current_cell(self) -> int | None:
+        """The ``%%tfc_run`` cell the job runs when the panel offers the choice: the one picked
+        while it is still there, else the first."""
+        cells = self.run_cells()
+        if not cells:
+            return None
+        numbers = [c.number for c in cells]
+        return self.cell if self.cell in numbers else numbers[0]
+
+    def set_cell(self, number: int) -> Check:
+        """Run the ``%%tfc_run`` cell at position ``number``: the job is it and the cells above,
+        and the choices start again from its own flags (its line, as the magic reads it)."""
+        cells = {c.number: c for c in self.run_cells()}
+        if number not in cells:
+            raise ValueError(f"cell {number} is not a %%tfc_run cell of the notebook")
+        self.cell = number
+        self._selection = None
+        try:
+            base = JobOptions.from_line(cells[number].line.removeprefix(capture.MAGIC))
+        except TfcError as exc:  # a line the magic would refuse: said, choices kept
+            self.check = Check(error=exc.ui_text())
+            return self.check
+        self.base = base
+        self.choices = Choices.from_options(base, self.settings)
+        self.check = self.validate()
+        self.remember()
         return self.check
 
     def remember(self) -> None:
@@ -283,9 +378,28 @@ class PanelModel:
         """The job's cells, re-read when the notebook file changed (or ``fresh``)."""
         stamp = self._mtime()
         if fresh or self._selection is None or stamp != self._stamp:
-            self._selection = self._select()
+            self._selection = self._select_cells()
             self._stamp = stamp
         return self._selection
+
+    def _select_cells(self) -> Selection:
+        """The job's cells: those the panel was given, or, when it offers the choice of cell,
+        the picked ``%%tfc_run`` cell and the cells above it (always named, so the plan never
+        says "pass --cell")."""
+        given = self._select()
+        cell = self.current_cell()
+        if cell is None or self.notebook is None or given.script:
+            return given
+        picked = capture.select_cells(
+            capture.read_notebook(self.notebook),
+            path=self.notebook,
+            how=given.how,
+            cell_number=cell,
+        )
+        # the finder's own warnings stay; the "several %%tfc_run cells" one is the choice now
+        kept = [w for w in given.warnings if "%%tfc_run cells;" not in w]
+        picked.warnings[:0] = kept
+        return picked
 
     def _mtime(self) -> float | None:
         try:
@@ -354,8 +468,7 @@ class PanelModel:
             rows = [(b.value, b.value) for b in BackendName]
         elif name == "strategy":
             rows = [
-                (s.value, f"{s.value} (tfc.run's rules)" if s is Strategy.AUTO else s.value)
-                for s in Strategy
+                (s.value, STRATEGY_AUTO_LABEL if s is Strategy.AUTO else s.value) for s in Strategy
             ]
         elif name in ("machine", "worker_machine"):
             first = f"default ({default_machine})" if name == "machine" else "same as the chief"

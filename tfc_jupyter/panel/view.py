@@ -26,6 +26,7 @@ from .model import REGIONS, PanelModel
 
 VIEW_LINES = 400
 _STATE_COLORS = {"succeeded": "#1a7f37", "failed": "#cf222e", "cancelled": "#6e7781"}
+_NEUTRAL = "#6e7781"  # a cancel asked for: no failure, no error colour
 _STAGE_MARKS = {"pending": "○", "running": "◐", "done": "✓", "skipped": "–", "failed": "✗"}
 _DROPDOWNS = {
     "backend": "Backend",
@@ -140,8 +141,14 @@ class LaunchPanel:
         self.refresh_jobs()
 
     def _make_controls(self) -> list[Any]:
-        """One control per choice (CSS class ``tfc-<choice>``), each with its error line."""
-        rows: list[Any] = []
+        """One control per choice (CSS class ``tfc-<choice>``), each with its error line; first,
+        the ``%%tfc_run`` cell to run (``tfc-cell``), shown when the notebook has several."""
+        self.cell_choice = w.Dropdown(  # a layout of its own: it is hidden with one cell
+            description="%%tfc_run cell", style=_STYLE, layout=w.Layout(width="100%")
+        )
+        self.cell_choice.add_class("tfc-cell")
+        self.cell_choice.observe(self._on_cell, names="value")
+        rows: list[Any] = [self.cell_choice]
         for name, label in _DROPDOWNS.items():
             self.controls[name] = w.Dropdown(description=label, style=_STYLE, layout=_WIDE)
         self.controls["workers"] = w.BoundedIntText(
@@ -205,6 +212,12 @@ class LaunchPanel:
 
         return handler
 
+    def _on_cell(self, change: dict[str, Any]) -> None:
+        if self._syncing or not isinstance(change["new"], int):
+            return
+        self.model.set_cell(change["new"])
+        self.render()
+
     def _reload(self) -> None:
         self.model.reload()
         self.render()
@@ -214,6 +227,14 @@ class LaunchPanel:
         with self._lock:
             self._syncing = True
             try:
+                cells = self.model.run_cells()
+                cell_options = [(c.label, c.number) for c in cells]
+                if list(self.cell_choice.options) != cell_options:
+                    self.cell_choice.options = cell_options
+                current = self.model.current_cell()
+                if cells and self.cell_choice.value != current:
+                    self.cell_choice.value = current
+                self.cell_choice.layout.display = None if cells else "none"
                 for name, control in self.controls.items():
                     if name in _DROPDOWNS:
                         opts = [(o.label, o.value) for o in self.model.options(name)]
@@ -359,9 +380,16 @@ class LaunchPanel:
                 if url
             )
             problem = watch.error or watch.cancel_error
-            if rec.error and rec.state is not JobState.SUCCEEDED:
+            note = ""
+            if rec.state in (JobState.CANCELLED, JobState.CANCELLING):
+                # a cancel asked for is no failure: how it ended, if more than "cancelled"
+                if rec.error and rec.error.strip() != "cancelled":
+                    note = rec.error
+            elif rec.error and rec.state is not JobState.SUCCEEDED:
                 problem = rec.error
             error = f"<div style='color:#cf222e'>{_esc(problem)}</div>" if problem else ""
+            if note:
+                error += f"<div class='tfc-ended' style='color:{_NEUTRAL}'>{_esc(note)}</div>"
             self.state.value = (
                 f"<div><code>{_esc(rec.id)}</code> on <b>{_esc(rec.backend)}</b>: "
                 f"<b class='tfc-job-state' style='color:{color}'>{rec.state.value}</b>"

@@ -10,6 +10,7 @@ import hashlib
 import tempfile
 from collections.abc import Callable
 from dataclasses import replace
+from pathlib import Path
 from typing import IO, Any, TypeVar
 from urllib.parse import quote
 
@@ -24,6 +25,7 @@ from .settings import CloudBuildSettings
 T = TypeVar("T")
 
 OBJECT_PREFIX = "tfc-jupyter/"
+MAX_LISTED = 10_000  # objects of one model folder downloaded at most
 STORAGE = Api(
     "Cloud Storage",
     "storage.googleapis.com",
@@ -53,6 +55,54 @@ class Storage:
     def object_url(self, bucket: str, name: str) -> str:
         """The JSON API URL of object ``name`` in ``bucket``."""
         return f"{self.settings.storage_url()}/storage/v1/b/{bucket}/o/{quote(name, safe='')}"
+
+    def names(self, prefix: str, limit: int = MAX_LISTED) -> list[str]:
+        """Names of the bucket's objects under ``prefix`` (every page, at most ``limit``)."""
+        found: list[str] = []
+        token = ""
+        while True:
+
+            def page(token: str = token) -> Any:
+                params = {
+                    "prefix": prefix,
+                    "maxResults": "1000",
+                    "fields": "items/name,nextPageToken",
+                }
+                if token:
+                    params["pageToken"] = token
+                url = f"{self.settings.storage_url()}/storage/v1/b/{self.bucket}/o"
+                return json_body(
+                    self.session.get(url, params=params, timeout=self.settings.timeout_s)
+                )
+
+            listing = self.call(f"listing gs://{self.bucket}/{prefix}", page) or {}
+            found += [str(item["name"]) for item in listing.get("items", []) if "name" in item]
+            token = str(listing.get("nextPageToken") or "")
+            if not token or len(found) >= limit:
+                return found[:limit]
+
+    def download(self, name: str, dest: Path) -> int:
+        """Object ``name`` into the file ``dest`` (streamed); its size."""
+        where = f"gs://{self.bucket}/{name}"
+
+        def get() -> int:
+            reply = self.session.get(
+                self.object_url(self.bucket, name),
+                params={"alt": "media"},
+                stream=True,
+                timeout=self.settings.timeout_s,
+            )
+            checked(reply)
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            size = 0
+            with open(dest, "wb") as fh:
+                for chunk in reply.iter_content(1 << 20):
+                    fh.write(chunk)
+                    size += len(chunk)
+            return size
+
+        report(Progress("download", f"downloading {where}"))
+        return self.call(f"downloading {where}", get)
 
     def upload(self, context: package.Context) -> dict[str, Any]:
         """Put the context's tarball in the bucket (unless the same bytes are there); returns

@@ -62,6 +62,7 @@ ITEMS = [
     "only the process a record started is signalled",
     "lists refresh; a dead supervisor's replicas are stopped",
     "the final state survives a locked store",
+    "a record of another shape is skipped, never a broken listing",
 ]
 
 
@@ -657,3 +658,54 @@ def test_an_outcome_kept_in_the_job_folder_is_not_lost(tmp_path: Path) -> None:
     time.sleep(2.2)
     record = LocalBackend(store).refresh(store.get("j-1"))
     assert record.state is JobState.SUCCEEDED and record.handle["exit_codes"] == {"chief": 0}
+
+
+_ODD_RECORDS = {
+    "created_at as a string": {"created_at": "yesterday"},
+    "log_dir as a number": {"log_dir": 42},
+    "error as an object": {"error": {"message": "boom"}},
+    "a bad watcher_pid": {"handle": {"watcher_pid": "12x"}},
+    "worker_count as a word": {"spec": {"worker_count": "two"}},
+    "spec as a list": {"spec": ["auto"]},
+    "owner_pid as a float": {"owner_pid": 3.5},
+}
+
+
+@pytest.mark.item("a record of another shape is skipped, never a broken listing")
+@pytest.mark.parametrize("variant", list(_ODD_RECORDS))
+def test_a_record_of_another_shape_is_skipped(
+    tmp_path: Path, tfc_env: Path, monkeypatch: pytest.MonkeyPatch, variant: str
+) -> None:
+    """A row written by hand, by another version or half by a crash: `jobs`, the jobs API and
+    Client.list() list the other jobs (that row skipped with a warning), never a traceback."""
+    import json as jsonlib
+    import sqlite3
+    import subprocess
+    import sys
+
+    from tfc_jupyter.client import Client
+    from tfc_jupyter.records import JobRecord
+    from tfc_jupyter.server.service import JobService
+
+    home = tmp_path / "home"
+    monkeypatch.setenv("TFC_JUPYTER_HOME", str(home))
+    store = store_for(home)
+    good = store.create(JobRecord(id="good-20261124-000000-000001", name="good", backend="local"))
+    odd = {**good.to_dict(), "id": "odd-20261124-000000-000002", **_ODD_RECORDS[variant]}
+    with sqlite3.connect(store.path) as conn:
+        conn.execute(
+            "INSERT INTO jobs (id, created_at, state, backend, record) VALUES (?, ?, ?, ?, ?)",
+            (odd["id"], 1e12, "running", "local", jsonlib.dumps(odd)),
+        )
+    assert [r.id for r in Client().list()] == [good.id]
+    status = JobService(tmp_path).list_jobs()
+    assert [j["id"] for j in status["jobs"]] == [good.id]
+    cli = subprocess.run(
+        [sys.executable, "-m", "tfc_jupyter.cli", "jobs"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert cli.returncode == 0 and "Traceback" not in cli.stderr, cli.stderr
+    assert good.id[-6:] in cli.stdout or "good" in cli.stdout

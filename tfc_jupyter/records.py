@@ -134,6 +134,7 @@ class JobRecord:
 
     def __post_init__(self) -> None:
         self.state = JobState(self.state)
+        _check_shape(self)
         if "supervisor_pid" in self.handle and "watcher_pid" not in self.handle:
             # records of versions before 0.2 named the local and docker watchers' pid so
             self.handle = {**self.handle, "watcher_pid": self.handle["supervisor_pid"]}
@@ -166,6 +167,58 @@ class JobRecord:
 
 
 _FIELDS = frozenset(f.name for f in dataclasses.fields(JobRecord))
+_TEXT = ("id", "name", "backend", "job_dir", "log_dir")
+_MAYBE_TEXT = ("notebook", "error", "error_location", "console_url", "tensorboard_url")
+_TIMES = ("created_at", "updated_at")
+_MAYBE_TIMES = ("started_at", "ended_at")
+_WHOLE = {"owner_pid": None}
+_HANDLE_PIDS = ("watcher_pid", "supervisor_pid")
+_SPEC_COUNTS = ("worker_count", "ps_count")
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _whole(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _check_shape(record: JobRecord) -> None:
+    """A record of another shape (written by hand, by another version, half by a crash) is a
+    ValueError naming the field, never a traceback later in a listing.
+
+    Raises:
+        ValueError: a field of the wrong type.
+    """
+    wrong = [k for k in _TEXT if not isinstance(getattr(record, k), str)]
+    wrong += [
+        k
+        for k in _MAYBE_TEXT
+        if getattr(record, k) is not None and not isinstance(getattr(record, k), str)
+    ]
+    wrong += [k for k in _TIMES if not _number(getattr(record, k))]
+    wrong += [
+        k
+        for k in _MAYBE_TIMES
+        if getattr(record, k) is not None and not _number(getattr(record, k))
+    ]
+    wrong += [
+        k for k in _WHOLE if getattr(record, k) is not None and not _whole(getattr(record, k))
+    ]
+    wrong += [k for k in ("spec", "handle") if not isinstance(getattr(record, k), dict)]
+    if isinstance(record.handle, dict):
+        wrong += [
+            f"handle.{k}"
+            for k in _HANDLE_PIDS
+            if k in record.handle and not _whole(record.handle[k])
+        ]
+    if isinstance(record.spec, dict):
+        wrong += [
+            f"spec.{k}" for k in _SPEC_COUNTS if k in record.spec and not _whole(record.spec[k])
+        ]
+    if wrong:
+        raise ValueError(f"job record fields of the wrong type: {', '.join(wrong)}")
 
 
 # Job ids: <slug>-<UTC yyyymmdd-hhmmss>-<6 hex>. The hex suffix is a per-process counter from a

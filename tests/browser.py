@@ -280,7 +280,8 @@ _KERNEL_READY = """(name) => {
 def open_notebook(page: Any, server: LabServer, path: str, timeout_ms: int = 60_000) -> None:
     """Open a notebook in JupyterLab and wait until its kernel is idle (bounded)."""
     page.goto(server.lab_url(path))
-    page.wait_for_selector(".jp-NotebookPanel", timeout=timeout_ms)
+    # the one in view: notebooks an earlier test opened may be restored in hidden tabs
+    page.wait_for_selector(".jp-NotebookPanel:not(.lm-mod-hidden)", timeout=timeout_ms)
     page.wait_for_function(_KERNEL_READY, arg=path.rsplit("/", 1)[-1], timeout=timeout_ms)
 
 
@@ -294,9 +295,15 @@ def restart_kernel(page: Any, name: str, timeout_ms: int = 60_000) -> None:
 
 def lab_command(page: Any, command: str, args: dict[str, Any] | None = None) -> Any:
     """Run a JupyterLab command (``notebook:run-all-cells`` ...) through the exposed app; returns
-    once the command has (``notebook:run-all-cells``: once every cell has run)."""
+    once the command has (``notebook:run-all-cells``: once every cell has run), with its result
+    (a widget's id for a widget)."""
     return page.evaluate(
-        "([id, args]) => window.jupyterapp.commands.execute(id, args)", [command, args or {}]
+        """async ([id, args]) => {
+  const result = await window.jupyterapp.commands.execute(id, args);
+  // a widget (open-job ...) cannot come back to Python: its id, else nothing
+  return result === null || typeof result !== 'object' ? result : (result.id ?? null);
+}""",
+        [command, args or {}],
     )
 
 

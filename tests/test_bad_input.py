@@ -58,6 +58,7 @@ ITEMS = [
     "malformed requests get 400",
     "run --no-wait does not wait",
     "a local job this machine cannot hold is refused",
+    "terminal escapes and markup in a job stay inert",
 ]
 
 
@@ -962,3 +963,66 @@ def test_summary() -> None:
         counts = ", ".join(f"{k} {v}" for k, v in sorted(rows[category].items()))
         print(f"  {category:<20} {sum(rows[category].values()):>4}  {counts}")
     assert {outcome for _, _, outcome in TALLY} <= {"plan", "error", "launched"}
+
+
+@pytest.mark.item("terminal escapes and markup in a job stay inert")
+def test_a_jobs_escape_sequences_never_reach_the_terminal(tmp_path: Path, tfc_env: Path) -> None:
+    """A failing job's last line writes the clipboard and clears the screen (OSC 52, CSI 2J):
+    `jobs` and the run's summary show it without any escape sequence."""
+    from tfc_jupyter.jobs import Job, jobs_table, store_for
+    from tfc_jupyter.records import JobRecord, JobState
+
+    store = store_for(tmp_path / "home")
+    hostile = "ValueError: \x1b]52;c;ZXZpbA==\x07\x1b[2J\x1b[31mred\x1b[0m \x08\x07done"
+    store.create(
+        JobRecord(
+            id="bad-20261124-000000-000001",
+            name="bad",
+            backend="local",
+            state=JobState.FAILED,
+            error=hostile,
+        )
+    )
+    shown = jobs_table(store.list()) + Job("bad-20261124-000000-000001", store).summary_line()
+    assert "\x1b" not in shown and "\x07" not in shown and "\x08" not in shown
+    assert "red" in shown and "ValueError:" in shown
+
+
+@pytest.mark.item("terminal escapes and markup in a job stay inert")
+def test_a_control_character_in_a_metric_name_keeps_the_plot_valid() -> None:
+    import xml.etree.ElementTree as ET
+
+    from tfc_jupyter.plot import svg
+    from tfc_jupyter.results import Results
+
+    results = Results()
+    for epoch in (1, 2):
+        results.add(
+            {"event": "epoch", "fit": 0, "epoch": epoch, "metrics": {"lo\x01ss<&>": 1.0 / epoch}}
+        )
+    image = svg(results)
+    assert image is not None
+    ET.fromstring(image)  # well-formed XML
+
+
+@pytest.mark.item("terminal escapes and markup in a job stay inert")
+def test_a_notebook_name_beyond_ascii_keeps_its_letters(tmp_path: Path, tfc_env: Path) -> None:
+    from jobutil import plan_for, write_notebook
+
+    nb = write_notebook(tmp_path / "Übung Straße.ipynb", "%%tfc_run --dry-run\nprint(1)")
+    assert plan_for(nb).spec.name == "Ubung Strae"
+
+
+@pytest.mark.item("broken and hostile notebooks get one line")
+def test_invalid_utf8_in_a_notebook_is_one_line_not_replaced(tmp_path: Path, tfc_env: Path) -> None:
+    from tfc_jupyter.errors import CaptureError
+    from tfc_jupyter.notebook.capture import read_notebook
+
+    path = tmp_path / "latin1.ipynb"
+    path.write_bytes(b'{"cells": [{"cell_type": "code", "source": "print(\'caf\xe9\')"}]}')
+    with pytest.raises(CaptureError) as info:
+        read_notebook(path)
+    assert str(info.value) == (
+        "latin1.ipynb is not valid UTF-8 (byte 0xe9 at offset 54). Fix: save the notebook "
+        "again from Jupyter (or re-encode it as UTF-8)"
+    )

@@ -319,7 +319,7 @@ class Job:
         rec = self.record()
         text = f"{rec.id}: {rec.state.value} after {rec.elapsed:.1f} s"
         if rec.error and rec.state is not JobState.SUCCEEDED:
-            text += f": {rec.error}"
+            text += f": {logs.printable(rec.error)}"
         return text
 
     def __repr__(self) -> str:
@@ -463,7 +463,7 @@ def jobs_table(records: list[JobRecord]) -> str:
     rows = [("id", "backend", "state", "elapsed", "created", "loss", "error")]
     for rec in records:
         created = time.strftime("%Y-%m-%d %H:%M", time.localtime(rec.created_at))
-        error = (rec.error or "")[:60] if rec.state is not JobState.SUCCEEDED else ""
+        error = logs.printable(rec.error or "")[:60] if rec.state is not JobState.SUCCEEDED else ""
         last = job_results(rec.log_dir).last if rec.log_dir else None
         name = loss_name(list(last)) if last else None
         loss = f"{last[name]:.4g}" if last and name else ""

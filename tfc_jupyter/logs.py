@@ -166,6 +166,16 @@ def _cells(segment: str) -> tuple[list[str], str]:
     return cells, codes
 
 
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def printable(text: str) -> str:
+    """``text`` safe to print on a terminal or in a listing: terminal escape sequences removed
+    (a job's line cannot clear the screen or write the clipboard), other control characters
+    shown as ``?``."""
+    return _CONTROL.sub("?", strip_ansi(text))
+
+
 def render(line: str) -> str:
     """A log line as Jupyter shows it once it is written: each ``\r`` goes back to the line's
     start and what follows writes over it (a progress bar's updates leave its latest state),

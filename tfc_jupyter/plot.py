@@ -8,6 +8,7 @@ they are escaped, and the SVG holds no script, so it is safe as an ``<img>`` sou
 
 from __future__ import annotations
 
+import re
 from html import escape
 
 from .results import Results
@@ -46,7 +47,7 @@ def _panel(results: Results, title: str, names: list[str], x0: int) -> list[str]
         return top + h * (high - v) / (high - low)
 
     out = [
-        f'<text x="{x0 + 8}" y="14" font-weight="bold">{escape(title)}</text>',
+        f'<text x="{x0 + 8}" y="14" font-weight="bold">{_text(title)}</text>',
         f'<rect x="{left}" y="{top}" width="{w}" height="{h}" fill="none" stroke="#bbb"/>',
         f'<text x="{left - 4}" y="{top + 4}" text-anchor="end">{_fmt(high)}</text>',
         f'<text x="{left - 4}" y="{top + h}" text-anchor="end">{_fmt(low)}</text>',
@@ -80,9 +81,18 @@ def _panel(results: Results, title: str, names: list[str], x0: int) -> list[str]
             )
         last = epochs[-1]["metrics"].get(name)
         label = f"{name} {_fmt(last)}" if last is not None else name
-        out.append(f'<text x="{legend_x}" y="27" fill="{color}">{escape(label[:40])}</text>')
+        out.append(f'<text x="{legend_x}" y="27" fill="{color}">{_text(label[:40])}</text>')
         legend_x += 8 + 6 * min(len(label), 40)
     return out
+
+
+_NOT_XML = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ufffe\uffff]")
+
+
+def _text(value: str) -> str:
+    """A label as SVG text: escaped, and characters XML cannot hold (a control character in a
+    metric's name) shown as ``?``, so the image stays valid."""
+    return escape(_NOT_XML.sub("?", value))
 
 
 def svg(results: Results, *, done: bool = False) -> str | None:

@@ -10,6 +10,7 @@ import ast
 import html
 import json
 import re
+import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -303,7 +304,8 @@ def _image_notes(spec: JobSpec, parent: str, notes: list[str]) -> list[str]:
 def job_name(selection: Selection) -> str:
     """A valid job name from the notebook's file name."""
     stem = selection.notebook.stem if selection.notebook else "notebook"
-    return re.sub(r"[^A-Za-z0-9 _.-]+", "-", stem).strip(" -_.")[:128] or "notebook"
+    ascii_stem = unicodedata.normalize("NFKD", stem).encode("ascii", "ignore").decode()  # Ü -> U
+    return re.sub(r"[^A-Za-z0-9 _.-]+", "-", ascii_stem).strip(" -_.")[:128] or "notebook"
 
 
 def _requirements_files(paths: list[str], base: Path) -> Requirements:

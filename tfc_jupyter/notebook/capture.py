@@ -244,7 +244,15 @@ def read_notebook(path: Path) -> Any:
             field="notebook",
         )
     try:
-        nb = nbformat.reads(raw.decode("utf-8", errors="replace"), as_version=4)
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:  # Jupyter does not open it either ("Unreadable Notebook")
+        raise CaptureError(
+            f"{path.name} is not valid UTF-8 (byte {raw[exc.start]:#04x} at offset {exc.start})",
+            "save the notebook again from Jupyter (or re-encode it as UTF-8)",
+            field="notebook",
+        ) from None
+    try:
+        nb = nbformat.reads(text, as_version=4)
     except Exception as exc:  # nbformat raises several types for broken files
         detail = " ".join(str(exc).split())[:160]
         raise CaptureError(

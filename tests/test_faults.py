@@ -63,6 +63,7 @@ ITEMS = [
     "lists refresh; a dead supervisor's replicas are stopped",
     "the final state survives a locked store",
     "a record of another shape is skipped, never a broken listing",
+    "a cancel during launch wins",
 ]
 
 
@@ -709,3 +710,124 @@ def test_a_record_of_another_shape_is_skipped(
     )
     assert cli.returncode == 0 and "Traceback" not in cli.stderr, cli.stderr
     assert good.id[-6:] in cli.stdout or "good" in cli.stdout
+
+
+def _launch_in_thread(plan: Any, store: Any) -> tuple[threading.Thread, dict[str, Any]]:
+    """launch() in a thread (it blocks while the backend starts the job); its outcome kept."""
+    out: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            out["job"] = launch(plan, store=store)
+        except Exception as exc:  # the test asserts on it
+            out["error"] = exc
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread, out
+
+
+def _first_record(store: Any, timeout: float = 30.0) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        records = store.list(limit=1)
+        if records:
+            return records[0]
+        time.sleep(0.01)
+    raise AssertionError("no job record appeared")
+
+
+@pytest.mark.item("a cancel during launch wins")
+@pytest.mark.parametrize("run", [1, 2, 3])
+def test_a_cancel_while_a_local_job_launches_wins(tmp_path: Path, tfc_env: Path, run: int) -> None:
+    """Cancel as soon as the record exists (the launch still going on): the job ends
+    cancelled, never runs to its end, and leaves no process."""
+    nb = write_notebook(tmp_path / "slow.ipynb", "import time\ntime.sleep(20)\nprint('finished')")
+    store = store_for(tmp_path / "home")
+    thread, out = _launch_in_thread(plan_for(nb), store)
+    record = _first_record(store)
+    Job(record.id, store).cancel()
+    thread.join(timeout=60)
+    assert not thread.is_alive() and "error" not in out, out
+    final = wait_state(Job(record.id, store), {JobState.CANCELLED}, timeout=30)
+    assert final.state is JobState.CANCELLED
+    assert wait_gone(job_pids(final), timeout=15) == []
+    time.sleep(1)
+    assert store.get(record.id).state is JobState.CANCELLED
+    assert "finished" not in Job(record.id, store).logs()
+
+
+@pytest.mark.item("a cancel during launch wins")
+def test_a_cancel_while_vertex_creates_the_job_cancels_what_it_created(
+    tmp_path: Path, tfc_env: Path, vertex_server: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Vertex AI takes 4 s to create the job; the cancel comes meanwhile. The job it then
+    creates is recorded (its resource name kept) and cancelled at once: it never runs to
+    SUCCEEDED behind a record that says cancelled."""
+    from test_vertex_backend import CREATE, FLAGS, image_folder
+    from vertex_server import Fault
+
+    for name, value in {
+        "TFC_VERTEX_ENDPOINT": vertex_server.url,
+        "TFC_VERTEX_POLL": "0.2",
+        "TFC_VERTEX_BACKOFF": "0.05",
+        "TFC_VERTEX_TIMEOUT": "10",
+        "TFC_VERTEX_RETRY_TOTAL": "10",
+    }.items():
+        monkeypatch.setenv(name, value)
+    (tmp_path / "nb").mkdir()
+    nb = write_notebook(tmp_path / "nb" / "job.ipynb", "%%tfc_run\nimport time\ntime.sleep(5)")
+    plan = plan_for(nb, FLAGS)
+    image_folder(vertex_server, plan, tmp_path / "image")
+    vertex_server.inject(Fault.slow(4.0, CREATE))
+    store = store_for(Path(os.environ["TFC_JUPYTER_HOME"]))
+    thread, out = _launch_in_thread(plan, store)
+    record = _first_record(store)
+    time.sleep(1.0)  # the create is under way
+    assert Job(record.id, store).cancel().state is JobState.CANCELLED
+    thread.join(timeout=60)
+    assert not thread.is_alive() and "error" not in out, out
+    final = store.get(record.id)
+    assert final.state is JobState.CANCELLED
+    resource = final.handle.get("resource_name")
+    assert resource, final.handle  # what Vertex AI created is recorded
+    (created,) = vertex_server.jobs.values()
+    deadline = time.monotonic() + 20
+    while created.state() not in ("JOB_STATE_CANCELLED", "JOB_STATE_CANCELLING"):
+        assert time.monotonic() < deadline, created.state()
+        time.sleep(0.1)
+    assert "cancelled at once" in (final.error or "")
+
+
+@pytest.mark.item("a cancel during launch wins")
+def test_a_launch_that_goes_on_after_its_cancel_starts_nothing(
+    tmp_path: Path, tfc_env: Path
+) -> None:
+    """The cancel lands between the record and the start (the launch's slowest window, made
+    exact here): the backend then starts no process, and the job never runs."""
+    from tfc_jupyter.jobs import backend_for, write_job_dir
+    from tfc_jupyter.records import JobRecord
+
+    nb = write_notebook(tmp_path / "slow.ipynb", "print('started')\nimport time\ntime.sleep(5)")
+    plan = plan_for(nb)
+    store = store_for(tmp_path / "home")
+    job_dir = store.path.parent / "jobs" / "late-20261124-000000-000001"
+    job_dir.parent.mkdir(mode=0o700, exist_ok=True)
+    write_job_dir(plan, job_dir)
+    record = store.create(
+        JobRecord(
+            id="late-20261124-000000-000001",
+            name="late",
+            backend="local",
+            spec=plan.spec.to_dict(),
+            job_dir=str(job_dir),
+            log_dir=str(job_dir / "logs"),
+            owner_pid=os.getpid(),
+        )
+    )
+    assert Job(record.id, store).cancel().state is JobState.CANCELLED
+    backend_for("local", store).submit(store.get(record.id), plan)
+    time.sleep(3)
+    final = store.get(record.id)
+    assert final.state is JobState.CANCELLED and not final.handle.get("watcher_pid"), final.handle
+    assert "started" not in Job(record.id, store).logs()

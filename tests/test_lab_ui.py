@@ -15,6 +15,14 @@ trains, and its last loss in the sidebar. A Python script open in the editor, ed
 saved, launches as itself (its text and its arguments) from the same form.
 Screenshots go to ``artifacts/``; ``TFC_UPDATE_DOCS=1`` also copies the sidebar one (after the
 third job) to ``docs/sidebar.png``.
+
+Issue 23: Keras' default progress bar as Jupyter shows it (one line per bar, redrawn in place
+while the job runs, in the cell, the sidebar's log and row, with the loss curve); Kernel >
+Restart Kernel leaves a followed job running and ``%tfc_attach`` follows it again; the form
+offers a notebook's ``%%tfc_run`` cells and warns of unsaved edits only for edits of its cells;
+a failed job's view opens on the replica that failed and links to its cell; a cancel is shown
+in neutral colours; the plot's axis labels fit (an expected failure until tfc_jupyter/plot.py
+is fixed).
 """
 
 from __future__ import annotations
@@ -827,6 +835,8 @@ def _redrawn_scenario(lab_server: LabServer, page: Any) -> None:
     partial: set[tuple[int, int]] = set()
     for shown in states:
         lines = [ln for ln in shown.splitlines() if ln.startswith("[chief]")]
+        assert not [ln for ln in lines if not ln[len("[chief]") :].strip()], shown  # no empty
+        assert "\x08" not in shown and "\ufffd" not in shown, repr(shown)
         begun = sum(1 for ln in lines if re.search(r"Epoch \d+/3$", ln))
         bars = [i for i, ln in enumerate(lines) if BAR.search(ln)]
         assert len(bars) <= begun, shown

@@ -44,6 +44,7 @@ from tfc_jupyter.jobs import store_for
 from tfc_jupyter.notebook import capture
 from tfc_jupyter.panel import build_model
 from tfc_jupyter.panel.memory import MIME_TYPE as MIME
+from tfc_jupyter.panel.memory import ChoicesDisplay, choices_bundle, saved_cell
 from tfc_jupyter.panel.model import STRATEGY_AUTO_LABEL
 from tfc_jupyter.records import JobState
 
@@ -385,6 +386,12 @@ def _panel_cells_scenario(lab_server: LabServer, page: Any) -> None:
     assert page.locator(f"{NB} .tfc-panel .tfc-workers input").input_value() == "0"
     assert page.locator(f"{NB} .tfc-panel .tfc-labels input").input_value() == "pick=second"
     assert "--label pick=second" in _text(page, summary)
+    # The panel's memory keeps the cell picked beside the line.
+    page.wait_for_function(
+        "() => [...document.querySelectorAll('.tfc-PanelChoices')].some(n => n.innerText"
+        ".includes('%%tfc_run --label pick=second on cell 4'))",
+        timeout=15_000,
+    )
     screenshot(page.locator(f"{NB} .tfc-panel"), "panel-cells.png")
 
     before = len(store_for(lab_server.home).list(limit=None))
@@ -459,3 +466,42 @@ def test_the_panel_labels_auto_as_the_codes_choice(tmp_path: Path, settings: Set
     labels = {o.value: o.label for o in model.options("strategy")}
     assert labels["auto"] == STRATEGY_AUTO_LABEL == "auto (the code decides)"
     assert not [label for label in labels.values() if "tfc.run" in label]
+
+
+def test_the_panel_remembers_the_tfc_run_cell_picked(tmp_path: Path, settings: Settings) -> None:
+    """The memory holds the cell picked beside the line; a new panel starts from that cell (its
+    line the base), while it is still a ``%%tfc_run`` cell."""
+    line = "%%tfc_run --workers 2 --label pick=second"
+    bundle = choices_bundle(line, notebook=None, cell=4)
+    assert bundle[MIME]["cell"] == 4 and bundle["text/plain"].endswith(f"{line} (cell 4)")
+    assert "cell" not in choices_bundle(line, notebook=None)[MIME]  # one %%tfc_run cell: none
+
+    sent: list[tuple[dict[str, Any], str, bool]] = []
+    shown = ChoicesDisplay(None, publish=lambda b, i, u: sent.append((b, i, u)))
+    shown.show(line, 2)
+    assert shown.update(line, 2) is False  # unchanged
+    assert shown.update(line, 4) is True and sent[-1][0][MIME]["cell"] == 4
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(source) for source in PANEL_CELLS[:4]]
+    panel = nbformat.v4.new_code_cell("%tfc_panel")
+    panel.outputs = [nbformat.v4.new_output("display_data", data=bundle)]
+    nb.cells.append(panel)
+    path = tmp_path / "remembered.ipynb"
+    nbformat.write(nb, path)
+    assert saved_cell(capture.read_notebook(path)) == 4
+
+    def select() -> capture.Selection:
+        return capture.select_cells(capture.read_notebook(path), path=path, how="test")
+
+    first = JobOptions.from_line(select().magic_line)  # what %tfc_panel passes: the first cell's
+    model = build_model(settings, select=select, base=first, notebook=path)
+    assert model.current_cell() == 4 and model.choices.workers == 2, model.check.error
+    assert model.check.plan is not None and list(model.check.plan.script.cells) == [1, 3, 4]
+    assert model.line() == line
+
+    # The cell gone (now plain code): the first cell, as without a memory of it.
+    nb.cells[3].source = "print('no longer a run cell')"
+    nbformat.write(nb, path)
+    model = build_model(settings, select=select, base=first, notebook=path)
+    assert model.run_cells() == [] and model.current_cell() is None

@@ -104,10 +104,15 @@ class DockerBackend(WatchedBackend):
             raise BackendError(exc.message, f"{exc.hint}, or use --backend local") from None
 
     def submit(self, record: JobRecord, plan: Plan) -> None:
-        """Build (or reuse) the image, write the launch file, start the detached watcher."""
+        """Build (or reuse) the image, write the launch file, start the detached watcher; a
+        cancel that comes meanwhile wins (nothing more starts, a started watcher is stopped)."""
         spec = plan.spec
         job_dir = Path(record.job_dir)
+        if self.cancel_asked(record.id):
+            return
         image = ensure_image(plan, push=False)
+        if self.cancel_asked(record.id):  # during the build: start no container
+            return
         base_env = container_env(spec, record.id, job_dir)
         replicas = cluster_env(spec, record.id, free_ports(spec.replica_count))
         n_gpus = local_gpu_count() if spec.chief.gpu_count else 0
@@ -138,7 +143,7 @@ class DockerBackend(WatchedBackend):
             job_dir,
             {**os.environ, "PYTHONPATH": package_pythonpath(str(RUNTIME_PARENT))},
         )
-        mark_pending(
+        pending = mark_pending(
             self.store,
             record.id,
             {
@@ -148,6 +153,7 @@ class DockerBackend(WatchedBackend):
                 "containers": {},
             },
         )
+        self.stop_if_cancelled(pending)
 
     def cleanup(self, record: JobRecord) -> None:
         """Remove the job's containers (their watcher is gone)."""

@@ -231,7 +231,10 @@ class LocalBackend(WatchedBackend):
             )
 
     def submit(self, record: JobRecord, plan: Plan) -> None:
-        """Write the launch file and start the detached supervisor."""
+        """Write the launch file and start the detached supervisor (unless a cancel came
+        first; one that comes while it starts is carried out once it has)."""
+        if self.cancel_asked(record.id):
+            return
         spec, cwd = plan.spec, plan.selection.base_dir
         job_dir = Path(record.job_dir)
         replicas = cluster_env(spec, record.id, free_ports(spec.replica_count))
@@ -301,7 +304,7 @@ class LocalBackend(WatchedBackend):
             "supervisor_started": started_at(pid),
             "replicas": {},
         }
-        mark_pending(self.store, record.id, handle)
+        self.stop_if_cancelled(mark_pending(self.store, record.id, handle))
 
     def cleanup(self, record: JobRecord) -> None:
         """Kill every replica's process group (their supervisor is gone)."""

@@ -104,9 +104,13 @@ class VertexBackend:
         gcloud.credentials(self.settings.api_endpoint(spec.region))
 
     def submit(self, record: JobRecord, plan: Plan) -> None:
-        """Create the CustomJob (retrying transient errors) and start the watcher."""
+        """Create the CustomJob (retrying transient errors) and start the watcher. A cancel
+        that comes meanwhile wins: nothing more is built, uploaded or created after it, and a
+        job Vertex AI created before it could be found is recorded and cancelled at once."""
         spec = plan.spec
         assert spec.project, "check() refuses a job without a project"
+        if self._cancel_asked(record.id):
+            return
         image, package_uri = spec.image.image, plan.package_uri
         built: dict[str, Any] | None = None
         if plan.package is not None and package_uri:  # the package route: upload, build nothing
@@ -120,6 +124,8 @@ class VertexBackend:
         body = vertex_request.custom_job_body(spec, image, package_uri=package_uri)  # as shown
         job_dir = Path(record.job_dir)
         write_private(job_dir / "vertex_request.json", json.dumps(body, indent=2))
+        if self._cancel_asked(record.id):  # during the build or the upload: create nothing
+            return
         counter = RetryCount()
         job = self._create(spec, body, counter)
         resource = str(job["name"])
@@ -145,16 +151,44 @@ class VertexBackend:
             "api_retries": counter.retries,
             "watcher_starts": 0,
         }
-        self.store.transition(
+        # The resource first, whatever the state: a cancel from now on finds what to cancel.
+        created = self.store.update(
             record.id,
-            JobState.from_vertex(str(job.get("state") or "JOB_STATE_QUEUED")),
-            handle=handle,
+            mutate=lambda rec: {"handle": {**rec.handle, **handle}},
             console_url=vertex_request.console_url(spec, vertex_id),
             tensorboard_url=tensorboard_url(spec.tensorboard, vertex_id)
             if spec.tensorboard
             else None,
         )
+        if created.state in (JobState.CANCELLING, JobState.CANCELLED):  # asked while creating
+            self._cancel_created(created, spec, resource)
+            return
+        moved = self.store.transition(
+            record.id, JobState.from_vertex(str(job.get("state") or "JOB_STATE_QUEUED"))
+        )
+        if moved.state in (JobState.CANCELLING, JobState.CANCELLED):  # a cancel just won
+            self._cancel_created(moved, spec, resource)
+            return
         self._start_watcher(record.id, job_dir)
+
+    def _cancel_asked(self, job_id: str) -> bool:
+        return self.store.get(job_id).state in (JobState.CANCELLING, JobState.CANCELLED)
+
+    def _cancel_created(self, record: JobRecord, spec: JobSpec, resource: str) -> None:
+        """Cancel at once a job Vertex AI created after its cancel was asked for, and say so in
+        the record (which keeps its resource name, so it can be looked at)."""
+        client = vertex_api.job_client(self.settings, spec.region)
+        try:
+            self._call(
+                spec,
+                "cancelling the job created during its cancel",
+                lambda: client.cancel_custom_job(name=resource, timeout=self.settings.timeout_s),
+            )
+            said = f"cancelled during its launch; Vertex AI job {resource} was cancelled at once"
+        except BackendError as exc:
+            said = f"cancelled during its launch; cancelling Vertex AI job {resource} failed: {exc}"
+        self.store.transition(record.id, JobState.CANCELLED)
+        self.store.update(record.id, error=said[:500])
 
     def _upload(self, plan: Plan) -> bool:
         """Put the job's package in the build bucket, unless it is there (same bytes);
@@ -197,10 +231,13 @@ class VertexBackend:
 
     def cancel(self, record: JobRecord, *, timeout: float = 20.0) -> JobRecord:
         """Ask Vertex AI to cancel the job; wait (bounded) for the watcher to see it end."""
+        # Asked first, atomically: a launch that records its job after this sees it and cancels
+        # that job itself; one that recorded it before is in the record this returns.
+        record = self.store.transition(record.id, JobState.CANCELLING)
         if record.state.is_terminal():
             return record
         resource = record.handle.get("resource_name")
-        if not resource:  # still being created: nothing on Vertex AI to cancel yet
+        if not resource:  # still being created: the launch cancels it once created
             return self.store.transition(record.id, JobState.CANCELLED, error="cancelled")
         spec = JobSpec.from_dict(record.spec)
         client = vertex_api.job_client(self.settings, spec.region)

@@ -81,6 +81,10 @@ def same_process(pid: int, started: float | None) -> bool:
     return started is None or abs(now - float(started)) < 0.05
 
 
+CANCEL_ASKED = (JobState.CANCELLING, JobState.CANCELLED)
+"""States a cancel leaves a job in: a launch that finds one starts nothing more."""
+
+
 def mark_pending(store: JobStore, job_id: str, handle: dict[str, Any]) -> JobRecord:
     """After starting a job's watcher: PENDING, with ``handle`` (the watcher's pid ...).
 
@@ -202,11 +206,37 @@ class WatchedBackend:
             )
         return record
 
+    def cancel_asked(self, job_id: str) -> bool:
+        """A cancel came while the job was being launched: nothing more may start."""
+        return self.store.get(job_id).state in CANCEL_ASKED
+
+    def stop_if_cancelled(self, record: JobRecord, *, timeout: float = 20.0) -> None:
+        """After the watcher started (``record``: as :func:`mark_pending` left it): a cancel that
+        came before the watcher could be found wins now. Its watcher is stopped as a cancel stops
+        it, and the record says the job was cancelled during its launch."""
+        if record.state not in CANCEL_ASKED:
+            return  # a later cancel finds the watcher's pid in the record
+        pid = record.handle.get("watcher_pid")
+        if pid and alive(int(pid)):
+            os.kill(int(pid), signal.SIGTERM)
+            deadline = time.monotonic() + timeout
+            while alive(int(pid)) and time.monotonic() < deadline:
+                time.sleep(0.1)
+            if alive(int(pid)):
+                os.kill(int(pid), signal.SIGKILL)
+        self.cleanup(self.store.get(record.id))
+        self.store.transition(record.id, JobState.CANCELLED)
+        self.store.update(record.id, error="cancelled during its launch: nothing was left running")
+
     def cancel(self, record: JobRecord, *, timeout: float = 20.0) -> JobRecord:
         """Ask the watcher to stop everything (SIGTERM); bounded wait, then force it."""
         if record.state.is_terminal():
             return record
-        self.store.transition(record.id, JobState.CANCELLING)
+        # The record as the cancel leaves it: a watcher that started meanwhile is in it (one
+        # that starts after sees the cancel itself: see stop_if_cancelled).
+        record = self.store.transition(record.id, JobState.CANCELLING)
+        if record.state.is_terminal():
+            return record
         pid = record.handle.get("watcher_pid")
         if pid and alive(pid) and same_process(pid, record.handle.get("supervisor_started")):
             os.kill(pid, signal.SIGTERM)

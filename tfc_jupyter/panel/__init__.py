@@ -17,8 +17,8 @@ from ..errors import TfcError
 from ..job.options import JobOptions
 from ..notebook import capture
 from ..records import JobStore
-from .memory import ChoicesDisplay, saved_line
-from .model import DEST_FIELD, Choices, PanelModel
+from .memory import ChoicesDisplay, saved_cell, saved_line
+from .model import DEST_FIELD, Choices, PanelModel, run_cells
 
 if TYPE_CHECKING:
     from .view import LaunchPanel
@@ -37,6 +37,22 @@ def _remembered(notebook: Path | None) -> JobOptions | None:
         return None
 
 
+def _remembered_cell(notebook: Path | None) -> tuple[int, JobOptions] | None:
+    """The ``%%tfc_run`` cell the notebook's saved panel output had picked, and its line's
+    options, while it is still a ``%%tfc_run`` cell of the notebook; None otherwise."""
+    if notebook is None:
+        return None
+    try:
+        nb = capture.read_notebook(notebook)
+        number = saved_cell(nb)
+        cells = {c.number: c for c in run_cells(nb)}
+        if number is None or number not in cells or len(cells) < 2:
+            return None
+        return number, JobOptions.from_line(cells[number].line.removeprefix(capture.MAGIC))
+    except TfcError:
+        return None
+
+
 def build_model(
     settings: Settings,
     *,
@@ -51,7 +67,8 @@ def build_model(
     line in the panel's own output, saved with the notebook (see :mod:`.memory`).
 
     ``pick_cell`` (default: ``remember``, as ``%tfc_panel`` opens it) offers the saved
-    notebook's ``%%tfc_run`` cells to choose from when it has several; ``%%tfc_run
+    notebook's ``%%tfc_run`` cells to choose from when it has several, starting from the one
+    the saved panel output had picked (the memory keeps it beside the line); ``%%tfc_run
     --interactive`` (``remember=False``) runs its own cell.
 
     Pre-filled, first wins: the flags ``given`` now; with ``remember``, the line of the last
@@ -60,6 +77,10 @@ def build_model(
     ``remember=False``: the cell says exactly what it wants.
     """
     base = base if base is not None else JobOptions()
+    pick_cell = remember if pick_cell is None else pick_cell
+    cell = _remembered_cell(notebook) if remember and pick_cell else None
+    if cell is not None:  # the cell picked last: its line is the base
+        base = cell[1]
     remembered = _remembered(notebook) if remember else None
     start = remembered if remembered is not None else base  # the whole line the panel showed
     choices = Choices.from_options(start, settings)
@@ -76,7 +97,8 @@ def build_model(
         choices=choices,
         notebook=notebook,
         display=ChoicesDisplay(notebook),
-        pick_cell=remember if pick_cell is None else pick_cell,
+        pick_cell=pick_cell,
+        cell=cell[0] if cell is not None else None,
     )
 
 

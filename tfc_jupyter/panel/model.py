@@ -264,6 +264,7 @@ class PanelModel:
         display: the panel's output that remembers its line in the notebook (None: none).
         pick_cell: offer the saved notebook's ``%%tfc_run`` cells to choose from when it has
             several (``%tfc_panel``; ``%%tfc_run --interactive`` runs its own cell).
+        cell: the ``%%tfc_run`` cell picked to start with (``base`` is its line), if any.
     """
 
     def __init__(
@@ -276,6 +277,7 @@ class PanelModel:
         notebook: Path | None = None,
         display: ChoicesDisplay | None = None,
         pick_cell: bool = False,
+        cell: int | None = None,
     ) -> None:
         self.settings = settings
         self.client = Client(settings)
@@ -284,7 +286,7 @@ class PanelModel:
         self.notebook = notebook
         self.display = display
         self.pick_cell = pick_cell and notebook is not None
-        self.cell: int | None = None  # the %%tfc_run cell picked (None: the first)
+        self.cell = cell  # the %%tfc_run cell picked (None: the first)
         self._select = select
         self._selection: Selection | None = None
         self._stamp: float | None = None
@@ -361,7 +363,7 @@ class PanelModel:
         if self.display is None:
             return
         try:
-            self.display.update(self.line())
+            self.display.update(self.line(), self.current_cell())
         except Exception as exc:  # a display publisher failing: the panel goes on
             log.warning("cannot show the panel's choices in the notebook: %s", exc)
 

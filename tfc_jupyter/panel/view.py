@@ -189,7 +189,9 @@ class LaunchPanel:
         if self.model.display is not None:
             # One more output, updated in place with the choices' line: saved with the
             # notebook, it is the panel's memory (see panel/memory.py).
-            self.model.display.show(self.model.line() if self.model.check.ok else None)
+            self.model.display.show(
+                self.model.line() if self.model.check.ok else None, self.model.current_cell()
+            )
 
     def close(self) -> None:
         """Stop watching (the job goes on) and close the widgets."""

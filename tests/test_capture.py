@@ -293,3 +293,27 @@ def test_notebook_from_a_frontend_model(train_nb: Path) -> None:
     nb = capture.notebook_from_model(model)
     sel = capture.select_cells(nb, path=None, how="frontend", magic_line=RUN_LINE, body=RUN_BODY)
     assert sel.run_cell == 9 and [c.index for c in sel.cells] == [2, 3, 7, 8, 9]
+
+
+def test_reading_a_v4_notebook_imports_no_nbformat(train_nb: Path) -> None:
+    """nbformat's schema machinery takes over a second to import: a v4 notebook is read
+    without it (every CLI call and the first %%tfc_run of a kernel would pay it), and reads as
+    nbformat reads it."""
+    import subprocess
+    import sys
+
+    import nbformat
+
+    code = (
+        "import sys; from pathlib import Path; from tfc_jupyter.notebook import capture; "
+        f"nb = capture.read_notebook(Path({str(train_nb)!r})); "
+        "print(len(nb.cells), 'nbformat' in sys.modules, 'jsonschema' in sys.modules)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    ).stdout.split()
+    expected = nbformat.read(train_nb, as_version=4)
+    assert out == [str(len(expected.cells)), "False", "False"]
+    ours = capture.read_notebook(train_nb)
+    assert [c.source for c in ours.cells] == [c.source for c in expected.cells]
+    assert [c.cell_type for c in ours.cells] == [c.cell_type for c in expected.cells]

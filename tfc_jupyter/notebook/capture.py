@@ -12,6 +12,7 @@ the cell is used as run and a warning says so: stale code is never run silently.
 from __future__ import annotations
 
 import difflib
+import json
 import os
 import re
 import sys
@@ -223,10 +224,61 @@ def server_notebook(kid: str | None = None, timeout: float = SERVER_TIMEOUT_S) -
     return None
 
 
-def read_notebook(path: Path) -> Any:
-    """Read a notebook with nbformat (v3 files are upgraded), or raise a one-line CaptureError."""
-    import nbformat
+class Node(dict[str, Any]):
+    """A notebook's JSON object with attribute access (``nb.cells``, ``cell.source``), as
+    nbformat's ``NotebookNode`` gives it, without importing nbformat (whose schema machinery
+    takes over a second to import: every CLI call and first ``%%tfc_run`` would pay it)."""
 
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+
+def _node(value: Any) -> Any:
+    if isinstance(value, dict):
+        return Node({k: _node(v) for k, v in value.items()})
+    if isinstance(value, list):
+        return [_node(v) for v in value]
+    return value
+
+
+def parse_notebook(text: str) -> Any:
+    """A v4 notebook's JSON text as a :class:`Node`, checked for the structure the job reads
+    (a list of cells, each with its type and source; multi-line sources joined, as nbformat
+    does); older formats are upgraded by nbformat, imported only then.
+
+    Raises:
+        ValueError: not JSON, or not a notebook's structure (the message says what).
+    """
+    data = json.loads(text)
+    if not isinstance(data, dict):
+        raise ValueError("the file's JSON is not an object")
+    if data.get("nbformat") != 4:
+        import nbformat  # v3 and older (or no version): its converters
+
+        return nbformat.reads(text, as_version=4)
+    cells = data.get("cells")
+    if not isinstance(cells, list):
+        raise ValueError("'cells' is missing or not a list")
+    for i, cell in enumerate(cells, start=1):
+        if not isinstance(cell, dict) or not isinstance(cell.get("cell_type"), str):
+            raise ValueError(f"cell {i} has no cell_type")
+        source = cell.get("source", "")
+        if isinstance(source, list) and all(isinstance(x, str) for x in source):
+            cell["source"] = "".join(source)
+        elif not isinstance(source, str):
+            raise ValueError(f"cell {i}'s source is not text")
+        if not isinstance(cell.get("metadata", {}), dict):
+            raise ValueError(f"cell {i}'s metadata is not an object")
+    if not isinstance(data.get("metadata", {}), dict):
+        raise ValueError("'metadata' is not an object")
+    return _node(data)
+
+
+def read_notebook(path: Path) -> Any:
+    """Read a notebook (v3 files are upgraded), or raise a one-line CaptureError."""
     try:
         raw = read_regular(path, NOTEBOOK_LIMIT, "notebook")
     except UnsafeFile as exc:
@@ -252,7 +304,7 @@ def read_notebook(path: Path) -> Any:
             field="notebook",
         ) from None
     try:
-        nb = nbformat.reads(text, as_version=4)
+        nb = parse_notebook(text)
     except Exception as exc:  # nbformat raises several types for broken files
         detail = " ".join(str(exc).split())[:160]
         raise CaptureError(

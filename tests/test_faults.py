@@ -767,6 +767,8 @@ def test_a_cancel_while_vertex_creates_the_job_cancels_what_it_created(
     from test_vertex_backend import CREATE, FLAGS, image_folder
     from vertex_server import Fault
 
+    from tfc_jupyter.backends.vertex import stop_watcher
+
     for name, value in {
         "TFC_VERTEX_ENDPOINT": vertex_server.url,
         "TFC_VERTEX_POLL": "0.2",
@@ -783,9 +785,13 @@ def test_a_cancel_while_vertex_creates_the_job_cancels_what_it_created(
     store = store_for(Path(os.environ["TFC_JUPYTER_HOME"]))
     thread, out = _launch_in_thread(plan, store)
     record = _first_record(store)
-    time.sleep(1.0)  # the create is under way
-    assert Job(record.id, store).cancel().state is JobState.CANCELLED
-    thread.join(timeout=60)
+    try:
+        time.sleep(1.0)  # the create is under way
+        assert Job(record.id, store).cancel().state is JobState.CANCELLED
+        thread.join(timeout=60)
+    finally:  # a watcher, had one started (it must not), is ended by its recorded pid
+        thread.join(timeout=60)
+        stop_watcher(store.get(record.id))
     assert not thread.is_alive() and "error" not in out, out
     final = store.get(record.id)
     assert final.state is JobState.CANCELLED

@@ -1253,11 +1253,6 @@ _TEXT_BOXES = """(svg) => {
 }"""
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="tfc_jupyter/plot.py (not this suite's to change): _fmt writes 1.43e+10 and the "
-    "46-pixel left margin cuts it to .43e+10 (reported with the fix)",
-)
 def test_the_plot_axis_labels_fit_in_the_image(lab_server: LabServer, browser_page: Any) -> None:
     """A loss in the hundreds of millions: the job view's plot (the server's SVG) writes its
     y-axis labels whole, inside the image, and compactly (no ``e+08``)."""

@@ -318,8 +318,8 @@ class Job:
         """``<id>: succeeded in 12.3 s`` or the failure with its notebook cell."""
         rec = self.record()
         text = f"{rec.id}: {rec.state.value} after {rec.elapsed:.1f} s"
-        if rec.error and rec.state is not JobState.SUCCEEDED:
-            text += f": {logs.printable(rec.error)}"
+        if rec.error and rec.state is not JobState.SUCCEEDED and rec.error != "cancelled":
+            text += f": {logs.printable(rec.error)}"  # a cancel you asked for says no more
         return text
 
     def __repr__(self) -> str:
@@ -352,11 +352,11 @@ class Job:
             )
             if u
         )
-        error = (
-            f"<div style='color:#cf222e'>{html.escape(rec.error)}</div>"
-            if rec.error and rec.state is not JobState.SUCCEEDED
-            else ""
-        )
+        said = rec.error if rec.state is not JobState.SUCCEEDED else None
+        if rec.state is JobState.CANCELLED and said == "cancelled":
+            said = None  # a cancel you asked for is no error, and says no more
+        tone = "#cf222e" if rec.state is JobState.FAILED else "#6e7781"
+        error = f"<div style='color:{tone}'>{html.escape(said)}</div>" if said else ""
         return (
             f"<div><code>{html.escape(rec.id)}</code> on <b>{rec.backend}</b>: "
             f"<b style='color:{color}'>{rec.state.value}</b> "

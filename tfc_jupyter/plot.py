@@ -26,7 +26,19 @@ def _groups(names: list[str]) -> list[tuple[str, list[str]]]:
 
 
 def _fmt(value: float) -> str:
-    return f"{value:.3g}"
+    """3 significant digits, short: ``0.0123``, ``12.3``, ``1.07e4``, ``2.5e-5`` (an exponent
+    without its ``+`` and leading zeros: ``1.07e+04`` is 8 characters the axis has no room for)."""
+    text = f"{value:.3g}"
+    if "e" in text:
+        mantissa, exponent = text.split("e")
+        text = f"{mantissa}e{int(exponent)}"
+    return text
+
+
+def _label_room(*labels: str) -> int:
+    """Pixels left of the plot for its y-axis labels (10 px sans-serif: at most 6 px a
+    character, and a gap), never less than :data:`_LEFT`."""
+    return max(_LEFT, 10 + 6 * max(len(label) for label in labels))
 
 
 def _panel(results: Results, title: str, names: list[str], x0: int) -> list[str]:
@@ -37,8 +49,9 @@ def _panel(results: Results, title: str, names: list[str], x0: int) -> list[str]
     low, high = min(values), max(values)
     if high - low < 1e-12:
         low, high = low - 0.5, high + 0.5
-    w, h = PANEL_W - _LEFT - _RIGHT, PANEL_H - _TOP - _BOTTOM
-    left, top = x0 + _LEFT, _TOP
+    room = _label_room(_fmt(high), _fmt(low))
+    w, h = PANEL_W - room - _RIGHT, PANEL_H - _TOP - _BOTTOM
+    left, top = x0 + room, _TOP
 
     def x(i: int) -> float:
         return left + (w * i / (count - 1) if count > 1 else w / 2)

@@ -54,6 +54,28 @@ export function linkOf(data: unknown): ICellLink | null {
   };
 }
 
+/**
+ * The link to where a job failed, from its record: `location` as the job API gives it
+ * (`error_location`: "cell 7, line 3"), `code` the line's text when known. Null for a location
+ * that is not a notebook cell's (a script's line, none).
+ */
+export function linkOfLocation(
+  location: string | null | undefined,
+  code = ''
+): ICellLink | null {
+  const match = /^cell (\d+), line (\d+)$/.exec((location ?? '').trim());
+  if (!match) {
+    return null;
+  }
+  return linkOf({
+    version: VERSION,
+    cell: Number(match[1]),
+    line: Number(match[2]),
+    code,
+    text: `cell ${match[1]}, line ${match[2]}`
+  });
+}
+
 /** The 0-based index of the cell the link means in `sources` (each cell's text). */
 export function cellIndex(link: ICellLink, sources: string[]): number {
   const lineOf = (source: string): string | undefined =>

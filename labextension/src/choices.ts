@@ -28,6 +28,17 @@ export function lineOf(data: unknown): string | null {
   return data.line;
 }
 
+/** The `%%tfc_run` cell the panel had picked (a notebook with several), else null. */
+export function cellOf(data: unknown): number | null {
+  if (lineOf(data) === null || !isObject(data)) {
+    return null;
+  }
+  const cell = data.cell;
+  return typeof cell === 'number' && Number.isInteger(cell) && cell > 0
+    ? cell
+    : null;
+}
+
 /** Renders the output as one small, dim line. */
 class ChoicesRenderer extends Widget implements IRenderMime.IRenderer {
   constructor() {
@@ -37,8 +48,10 @@ class ChoicesRenderer extends Widget implements IRenderMime.IRenderer {
 
   renderModel(model: IRenderMime.IMimeModel): Promise<void> {
     const line = lineOf(model.data[MIME_TYPE]);
+    const cell = cellOf(model.data[MIME_TYPE]);
+    const where = cell === null ? '' : ` on cell ${cell}`;
     this.node.textContent = line
-      ? `Launch panel: ${line} (remembered in this output, saved with the notebook)`
+      ? `Launch panel: ${line}${where} (remembered in this output, saved with the notebook)`
       : '';
     this.node.title =
       "tfc_jupyter's launch panel remembers its choices in this output";

@@ -154,3 +154,63 @@ export function matchesFilter(job: IJob, filter: string): boolean {
     .filter(Boolean)
     .every(word => text.includes(word));
 }
+
+/** The replica names a job's error can start with: `chief`, `worker-0`, `ps-1`, `evaluator`. */
+const REPLICA = /^(chief|evaluator|(?:worker|ps)-\d+)\b/;
+
+/**
+ * The replica whose failure a job's error names ("worker-0 exited with status 1 at ..."), when
+ * the job failed and that replica has a log; null otherwise (the view opens on the chief).
+ */
+export function failedReplica(
+  job: Pick<IJob, 'state' | 'error' | 'replicas'>
+): string | null {
+  if (job.state !== 'failed' || !job.error) {
+    return null;
+  }
+  const named = REPLICA.exec(job.error.trim())?.[1];
+  if (named && job.replicas.includes(named)) {
+    return named;
+  }
+  // "... on worker-1: ...", "the evaluator ...": the first replica the error names
+  return (
+    job.replicas.find(name =>
+      new RegExp(`(^|[^\\w-])${name}([^\\w-]|$)`).test(job.error ?? '')
+    ) ?? null
+  );
+}
+
+/**
+ * The path of `file` (absolute, on the server) under the server's root folder `root`, as
+ * JupyterLab opens it (`dir/nb.ipynb`); null when it is not under it.
+ */
+export function pathUnderRoot(file: string, root: string): string | null {
+  const norm = (path: string): string => path.replace(/\\/g, '/');
+  const path = norm(file);
+  const base = norm(root).replace(/\/+$/, '');
+  let rest: string;
+  if (norm(root).startsWith('/') && !base) {
+    rest = path.startsWith('/') ? path.replace(/^\/+/, '') : ''; // the root is / itself
+  } else if (!base || base.startsWith('~') || !path.startsWith(`${base}/`)) {
+    return null;
+  } else {
+    rest = path.slice(base.length + 1);
+  }
+  return rest && !rest.split('/').includes('..') ? rest : null;
+}
+
+/**
+ * The text of the line a job failed at, from a replica's log: the line after the traceback
+ * frame the runtime marks with its location (`  File ".../script.py", line 12, in <module>
+ * [cell 3, line 3]`), the innermost such frame; "" when the log holds none.
+ */
+export function codeAt(log: string, location: string): string {
+  const lines = log.split('\n');
+  const marker = `[${location}]`;
+  for (let i = lines.length - 2; i >= 0; i--) {
+    if (lines[i].trimEnd().endsWith(marker) && /^\s*File "/.test(lines[i])) {
+      return lines[i + 1].trim();
+    }
+  }
+  return '';
+}

@@ -9,14 +9,22 @@ import { NotebookPanel } from '@jupyterlab/notebook';
 import { Widget } from '@lumino/widgets';
 
 import { createJob, getDefaults, getMachines } from './api';
-import { fromOptions, ILaunchValues, toOptions } from './components/LaunchForm';
+import {
+  cellOf,
+  fromOptions,
+  ILaunchValues,
+  toOptions
+} from './components/LaunchForm';
 import { TfcApiError } from './request';
 import { ILaunchSettings } from './settings';
 import {
+  defaultRunCell,
+  hasUnsavedCells,
   isScriptPath,
   jobRequest,
   LaunchContent,
   LaunchKind,
+  runCells,
   withoutOutputs
 } from './target';
 import { ICreateJob, IDefaults, IJob, IJobOptions } from './types';
@@ -38,13 +46,24 @@ export interface ILaunchTarget {
   readonly name: string;
   /** Resolves once its content is loaded. */
   readonly ready: Promise<void>;
-  /** Whether it has unsaved edits. */
+  /** Whether the editor marks it as changed since it was saved. */
   dirty(): boolean;
+  /**
+   * Whether it has edits its saved file does not (what the form and the plan warn about): a
+   * notebook counts its cells only (see `hasUnsavedCells`), not the metadata the kernel fills
+   * in when it opens.
+   */
+  unsaved(): Promise<boolean>;
+  /** The 0-based index of a notebook's active cell (null: none, or a script). */
+  activeCell(): number | null;
   /** What a request sends of it, as it is in the editor now. */
   content(): LaunchContent;
   /** False when the launch sends the saved file, not the editor's content. */
   readonly live: boolean;
 }
+
+/** Reads a notebook's saved file (its JSON), for `ILaunchTarget.unsaved`. */
+export type ReadSaved = (path: string) => Promise<Record<string, unknown>>;
 
 /** A document widget (a notebook panel, a file editor ...) and its context, duck-typed. */
 function documentContext(
@@ -62,7 +81,8 @@ function documentContext(
  * `.py` (a file editor's text) as a script; null for anything else.
  */
 export function launchTarget(
-  widget: Widget | null | undefined
+  widget: Widget | null | undefined,
+  readSaved?: ReadSaved
 ): ILaunchTarget | null {
   const context = documentContext(widget);
   if (!widget || !context || widget.isDisposed) {
@@ -81,6 +101,8 @@ export function launchTarget(
       ...common,
       kind: 'script',
       live,
+      unsaved: async () => context.model.dirty,
+      activeCell: () => null,
       content: () => ({
         kind: 'script',
         path: context.path,
@@ -94,6 +116,22 @@ export function launchTarget(
       ...common,
       kind: 'notebook',
       live: true,
+      unsaved: async () => {
+        if (!context.model.dirty) {
+          return false;
+        }
+        if (!readSaved) {
+          return true;
+        }
+        try {
+          const saved = await readSaved(context.path);
+          return hasUnsavedCells(liveNotebook(widget), saved);
+        } catch {
+          return true; // never saved, or unreadable: what the editor says
+        }
+      },
+      activeCell: () =>
+        widget.content.activeCell ? widget.content.activeCellIndex : null,
       content: () => ({
         kind: 'notebook',
         path: context.path,
@@ -123,7 +161,8 @@ function initialValues(
     project: server('project'),
     name: '',
     labels: '',
-    args: ''
+    args: '',
+    cell: ''
   };
 }
 
@@ -150,17 +189,36 @@ export async function launchDocument(
     await showErrorMessage('tfc_jupyter', message(error));
     return null;
   }
-  const request = (options: IJobOptions, replace: boolean): ICreateJob =>
-    jobRequest(target.content(), options, replace);
-  let initial = initialValues(defaults, settings);
+  let unsaved = await target.unsaved();
+  const request = (
+    options: IJobOptions,
+    replace: boolean,
+    cell: number | null
+  ): ICreateJob =>
+    jobRequest({ ...target.content(), dirty: unsaved }, options, replace, cell);
+  // A notebook with several %%tfc_run cells: the form offers them, from the active one (or the
+  // first); one is always named, so the plan never says "pass --cell".
+  const content = target.content();
+  const cells = content.kind === 'notebook' ? runCells(content.notebook) : [];
+  const picked =
+    cells.length > 1 ? defaultRunCell(cells, target.activeCell()) : null;
+  const fresh = initialValues(defaults, settings);
+  /** The form's values for a cell's own flags (its dry run), the rest the defaults. */
+  const cellValues = async (cell: number | null): Promise<ILaunchValues> => {
+    const plan = (await createJob(request({ dry_run: true }, false, cell)))
+      .plan;
+    return {
+      ...fromOptions(plan.options, String(plan.options.backend ?? ''), fresh),
+      cell: cell === null ? '' : String(cell)
+    };
+  };
+  let initial: ILaunchValues = {
+    ...fresh,
+    cell: picked === null ? '' : String(picked)
+  };
   let initialError: string | null = null;
   try {
-    const cell = (await createJob(request({ dry_run: true }, false))).plan;
-    initial = fromOptions(
-      cell.options,
-      String(cell.options.backend ?? ''),
-      initial
-    );
+    initial = await cellValues(picked);
   } catch (error) {
     initialError = message(error); // the cell as it is cannot make a job: say why, in the form
   }
@@ -168,14 +226,17 @@ export async function launchDocument(
     const body = new LaunchDialogBody({
       kind: target.kind,
       documentName: target.name,
-      dirty: target.dirty(),
+      dirty: unsaved,
       live: target.live,
       defaults,
       machines,
       initial,
+      cells,
+      loadCell: cellValues,
       initialError,
-      preview: async options =>
-        (await createJob(request({ ...options, dry_run: true }, true))).plan
+      preview: async (options, cell) =>
+        (await createJob(request({ ...options, dry_run: true }, true, cell)))
+          .plan
     });
     const dialog = new Dialog({
       title: 'Launch on ...',
@@ -194,12 +255,14 @@ export async function launchDocument(
       continue; // Enter pressed while the choices were being checked, or wrong
     }
     try {
-      const dirty = target.dirty();
-      const created = await createJob(request(toOptions(result.value), true));
+      unsaved = await target.unsaved();
+      const created = await createJob(
+        request(toOptions(result.value), true, cellOf(result.value))
+      );
       const job = created.job as IJob;
       Notification.success(
         `Launched ${job.id} on ${job.backend}` +
-          (dirty && target.live ? ' (with the unsaved edits)' : ''),
+          (unsaved && target.live ? ' (with the unsaved edits)' : ''),
         { autoClose: 4000 }
       );
       return job;

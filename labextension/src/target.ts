@@ -33,13 +33,15 @@ export type LaunchContent =
 
 /**
  * The POST /jobs body for `content` with `options` (`replace`: they replace the cell's own
- * values). A notebook sends its model as `notebook`; a script sends its text as `source` and
- * never `notebook` or `cell`, which the server refuses for a script.
+ * values). A notebook sends its model as `notebook`, and `cell` (the 1-based position of the
+ * `%%tfc_run` cell to run) when one is chosen; a script sends its text as `source` and never
+ * `notebook` or `cell`, which the server refuses for a script.
  */
 export function jobRequest(
   content: LaunchContent,
   options: IJobOptions,
-  replace: boolean
+  replace: boolean,
+  cell?: number | null
 ): ICreateJob {
   const body: ICreateJob = {
     path: content.path,
@@ -49,10 +51,118 @@ export function jobRequest(
   };
   if (content.kind === 'notebook') {
     body.notebook = content.notebook;
+    if (typeof cell === 'number' && cell > 0) {
+      body.cell = cell;
+    }
   } else if (content.source !== null) {
     body.source = content.source;
   }
   return body;
+}
+
+/** A notebook cell's text (nbformat allows a list of lines). */
+function sourceOf(cell: { [key: string]: unknown }): string {
+  const source = cell.source;
+  return Array.isArray(source) ? source.join('') : String(source ?? '');
+}
+
+/** The cells of a notebook's JSON (an empty list when it has none). */
+function cellsOf(notebook: { [key: string]: unknown }): {
+  [key: string]: unknown;
+}[] {
+  const cells = notebook.cells;
+  return Array.isArray(cells)
+    ? cells.filter(
+        (cell): cell is { [key: string]: unknown } =>
+          typeof cell === 'object' && cell !== null
+      )
+    : [];
+}
+
+/** A `%%tfc_run` cell of a notebook: what the launch form offers to run. */
+export interface IRunCell {
+  /** Its 1-based position among all the notebook's cells (markdown ones counted). */
+  number: number;
+  /** Its `%%tfc_run` line, as written. */
+  line: string;
+  /** Its first line of code after the `%%tfc_run` line ("" when none). */
+  code: string;
+}
+
+/** The first line of a cell's text that is not blank ("" when none). */
+function firstLine(source: string): string {
+  return source.split('\n').find(line => line.trim()) ?? '';
+}
+
+/**
+ * Whether a cell's text is a `%%tfc_run` cell: its first non-blank line is `%%tfc_run`, alone
+ * or with flags (tfc_jupyter/notebook/capture.py, `is_run_cell`).
+ */
+export function isRunCell(source: string): boolean {
+  const first = firstLine(source);
+  return first === '%%tfc_run' || first.startsWith('%%tfc_run ');
+}
+
+/** The `%%tfc_run` code cells of a notebook's JSON, in notebook order. */
+export function runCells(notebook: { [key: string]: unknown }): IRunCell[] {
+  const found: IRunCell[] = [];
+  cellsOf(notebook).forEach((cell, index) => {
+    const source = sourceOf(cell);
+    if (cell.cell_type !== 'code' || !isRunCell(source)) {
+      return;
+    }
+    const lines = source.split('\n');
+    const at = lines.findIndex(line => line.trim());
+    const code = lines
+      .slice(at + 1)
+      .find(line => line.trim() && !line.trim().startsWith('#'));
+    found.push({
+      number: index + 1,
+      line: lines[at].trim(),
+      code: (code ?? '').trim()
+    });
+  });
+  return found;
+}
+
+/**
+ * The `%%tfc_run` cell a launch starts from: the active cell when it is one (`active`: its
+ * 0-based index), else the first; null when the notebook has none.
+ */
+export function defaultRunCell(
+  cells: IRunCell[],
+  active: number | null
+): number | null {
+  const current =
+    active === null ? undefined : cells.find(c => c.number === active + 1);
+  return (current ?? cells[0])?.number ?? null;
+}
+
+/**
+ * What of a notebook decides what its job runs: each cell's type, text and tags (notebook
+ * metadata, outputs and execution counts left out).
+ */
+function runnable(notebook: { [key: string]: unknown }): string {
+  return JSON.stringify(
+    cellsOf(notebook).map(cell => {
+      const metadata = cell.metadata as { tags?: unknown } | undefined;
+      const tags = Array.isArray(metadata?.tags) ? metadata?.tags : [];
+      return [cell.cell_type, sourceOf(cell), tags];
+    })
+  );
+}
+
+/**
+ * Whether the editor's notebook holds edits its saved file does not: a cell's type, text or
+ * tags differ, or cells were added, removed or moved. JupyterLab marks a notebook just opened
+ * as changed when the kernel fills in its metadata (`language_info`, the kernelspec's name):
+ * that is no edit of what runs, and is not counted.
+ */
+export function hasUnsavedCells(
+  live: { [key: string]: unknown },
+  saved: { [key: string]: unknown }
+): boolean {
+  return runnable(live) !== runnable(saved);
 }
 
 /** A notebook's JSON without outputs and execution counts (they are not needed to run it). */

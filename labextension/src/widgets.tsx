@@ -4,6 +4,7 @@
 import { Dialog, ReactWidget } from '@jupyterlab/apputils';
 import React from 'react';
 
+import { ICellLink } from './celllink';
 import { JobDetail } from './components/JobDetail';
 import {
   ILaunchFormProps,
@@ -14,6 +15,7 @@ import { IJobsPanelProps, JobsPanel } from './components/JobsPanel';
 import { jobTitle, shortId } from './format';
 import { JobStore } from './store';
 import { isScriptPath } from './target';
+import { IJob } from './types';
 
 /** The left sidebar of jobs. */
 export class JobsSidebar extends ReactWidget {
@@ -36,7 +38,8 @@ export class JobDetailWidget extends ReactWidget {
 
   constructor(
     readonly jobId: string,
-    private readonly store: JobStore
+    private readonly store: JobStore,
+    private readonly onGoToCell?: (job: IJob, link: ICellLink) => void
   ) {
     super();
     this.addClass('tfc-JobDetailWidget');
@@ -69,7 +72,13 @@ export class JobDetailWidget extends ReactWidget {
   }
 
   protected render(): JSX.Element {
-    return <JobDetail jobId={this.jobId} store={this.store} />;
+    return (
+      <JobDetail
+        jobId={this.jobId}
+        store={this.store}
+        onGoToCell={this.onGoToCell}
+      />
+    );
   }
 }
 

@@ -6,7 +6,7 @@ import * as path from 'path';
 
 import type { IRenderMime } from '@jupyterlab/rendermime';
 
-import { choicesRendererFactory, lineOf, MIME_TYPE } from '../choices';
+import { cellOf, choicesRendererFactory, lineOf, MIME_TYPE } from '../choices';
 
 const LINE = '%%tfc_run --backend docker --workers 1';
 
@@ -87,6 +87,17 @@ describe('choicesRendererFactory', () => {
     renderer.dispose();
   });
 
+  it('names the %%tfc_run cell picked, in a notebook with several', async () => {
+    const renderer = choicesRendererFactory.createRenderer(
+      {} as IRenderMime.IRendererOptions
+    );
+    await renderer.renderModel(model({ version: 2, line: LINE, cell: 4 }));
+    expect(renderer.node.textContent).toBe(
+      `Launch panel: ${LINE} on cell 4 (remembered in this output, saved with the notebook)`
+    );
+    renderer.dispose();
+  });
+
   it('shows nothing for a bundle it does not understand, or an empty line', async () => {
     const renderer = choicesRendererFactory.createRenderer(
       {} as IRenderMime.IRendererOptions
@@ -112,5 +123,20 @@ describe('choicesRendererFactory', () => {
     expect(renderer.node.querySelector('img')).toBeNull();
     expect(renderer.node.textContent).toContain('<img src=x onerror=alert(1)>');
     renderer.dispose();
+  });
+});
+
+describe('cellOf', () => {
+  it('gives the cell a bundle with a line names', () => {
+    expect(cellOf({ version: 2, line: LINE, cell: 4 })).toBe(4);
+    expect(cellOf({ version: 2, line: LINE })).toBeNull();
+  });
+
+  it('refuses a cell that is no position, or a bundle it does not understand', () => {
+    for (const cell of [0, -1, 1.5, '4', null, true]) {
+      expect(cellOf({ version: 2, line: LINE, cell })).toBeNull();
+    }
+    expect(cellOf({ version: 1, line: LINE, cell: 4 })).toBeNull();
+    expect(cellOf(null)).toBeNull();
   });
 });

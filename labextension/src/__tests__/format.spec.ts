@@ -3,7 +3,9 @@
  */
 import {
   basename,
+  codeAt,
   costTitle,
+  failedReplica,
   formatCost,
   formatCreated,
   formatElapsed,
@@ -16,6 +18,7 @@ import {
   lossName,
   matchesFilter,
   NOT_LISTED,
+  pathUnderRoot,
   shortId
 } from '../format';
 import { IJob } from '../types';
@@ -325,5 +328,106 @@ describe('matchesFilter', () => {
   it('does not match what a job lacks', () => {
     expect(matchesFilter(running, 'docker')).toBe(false);
     expect(matchesFilter(job({ notebook: null }), 'null')).toBe(false);
+  });
+});
+
+describe('failedReplica', () => {
+  const failed = (
+    error: string,
+    replicas = ['chief', 'worker-0', 'worker-1']
+  ) => failedReplica({ state: 'failed', error, replicas });
+
+  it('is the replica the error starts with', () => {
+    expect(
+      failed('worker-0 exited with status 1 at cell 2, line 3: ValueError')
+    ).toBe('worker-0');
+    expect(failed('chief was killed by signal 9 at cell 4, line 2')).toBe(
+      'chief'
+    );
+  });
+
+  it('tells worker-1 from worker-10', () => {
+    expect(
+      failed('worker-10 exited with status 1', [
+        'chief',
+        'worker-1',
+        'worker-10'
+      ])
+    ).toBe('worker-10');
+    expect(
+      failed('the job stopped: worker-1 lost', [
+        'chief',
+        'worker-10',
+        'worker-1'
+      ])
+    ).toBe('worker-1');
+  });
+
+  it('is null when the job did not fail, or no replica with a log is named', () => {
+    expect(
+      failedReplica({
+        state: 'cancelled',
+        error: 'worker-0 exited',
+        replicas: ['chief', 'worker-0']
+      })
+    ).toBeNull();
+    expect(failed('worker-3 exited with status 1')).toBeNull();
+    expect(failed('image build failed')).toBeNull();
+    expect(
+      failedReplica({ state: 'failed', error: null, replicas: ['chief'] })
+    ).toBeNull();
+  });
+});
+
+describe('pathUnderRoot', () => {
+  it("gives a notebook's path under the server's root folder", () => {
+    expect(pathUnderRoot('/home/me/work/a/nb.ipynb', '/home/me/work')).toBe(
+      'a/nb.ipynb'
+    );
+    expect(pathUnderRoot('/home/me/work/nb.ipynb', '/home/me/work/')).toBe(
+      'nb.ipynb'
+    );
+    expect(pathUnderRoot('/srv/nb.ipynb', '/')).toBe('srv/nb.ipynb');
+    expect(pathUnderRoot('C:\\Users\\me\\nb.ipynb', 'C:\\Users\\me')).toBe(
+      'nb.ipynb'
+    );
+  });
+
+  it('is null outside the root folder, or when the root is not known', () => {
+    expect(pathUnderRoot('/home/me/workshop/nb.ipynb', '/home/me/work')).toBe(
+      null
+    );
+    expect(pathUnderRoot('/home/me/work/../x.ipynb', '/home/me/work')).toBe(
+      null
+    );
+    expect(pathUnderRoot('/home/me/work', '/home/me/work')).toBe(null);
+    expect(pathUnderRoot('/home/me/nb.ipynb', '')).toBe(null);
+    expect(pathUnderRoot('/home/me/nb.ipynb', '~/')).toBe(null);
+  });
+});
+
+describe('codeAt', () => {
+  const log = [
+    'Epoch 1/3',
+    'Traceback (most recent call last):',
+    '  File "/jobs/j/script.py", line 12, in <module>   [cell 3, line 3]',
+    '    model.fit(x, y, callbacks=[slow])',
+    '  File "/jobs/j/script.py", line 5, in step   [cell 2, line 1]',
+    '    raise ValueError("boom")',
+    'ValueError: boom',
+    ''
+  ].join('\n');
+
+  it("gives the text of the line the traceback marks with the job's location", () => {
+    expect(codeAt(log, 'cell 2, line 1')).toBe('raise ValueError("boom")');
+    expect(codeAt(log, 'cell 3, line 3')).toBe(
+      'model.fit(x, y, callbacks=[slow])'
+    );
+  });
+
+  it('is empty when the log does not mark it', () => {
+    expect(codeAt(log, 'cell 9, line 9')).toBe('');
+    expect(codeAt('[cell 2, line 1]', 'cell 2, line 1')).toBe('');
+    expect(codeAt('', 'cell 2, line 1')).toBe('');
   });
 });

@@ -4,7 +4,15 @@
  */
 import React from 'react';
 
-import { LaunchForm, ILaunchFormProps } from '../components/LaunchForm';
+import {
+  cellLabel,
+  cellOf,
+  fromOptions,
+  ILaunchFormProps,
+  ILaunchValues,
+  LaunchForm,
+  strategyLabel
+} from '../components/LaunchForm';
 import { PlanPreview } from '../components/PlanPreview';
 import { IDefaults, IMachines, IPlan } from '../types';
 
@@ -12,6 +20,17 @@ import { IDefaults, IMachines, IPlan } from '../types';
 // eslint-disable-next-line @typescript-eslint/no-var-requires
 const { renderToStaticMarkup } = require('react-dom/server') as {
   renderToStaticMarkup: (element: React.ReactElement) => string;
+};
+// eslint-disable-next-line @typescript-eslint/no-var-requires
+const { createRoot } = require('react-dom/client') as {
+  createRoot: (node: Element) => {
+    render: (element: React.ReactElement) => void;
+    unmount: () => void;
+  };
+};
+// eslint-disable-next-line @typescript-eslint/no-var-requires
+const { act } = require('react-dom/test-utils') as {
+  act: (work: () => void | Promise<void>) => Promise<void>;
 };
 
 const DEFAULTS: IDefaults = {
@@ -171,5 +190,151 @@ describe('PlanPreview', () => {
     );
     expect(words).not.toContain('%%tfc_run');
     expect(words).not.toMatch(/\bcells?\b/);
+  });
+});
+
+describe('the strategy choice', () => {
+  it("says auto is the code's own decision, not tfc.run's rules", () => {
+    expect(strategyLabel('auto')).toBe('auto (the code decides)');
+    expect(strategyLabel('mirrored')).toBe('mirrored');
+    const html = form({});
+    expect(html).toContain(
+      '<option value="auto" selected="">auto (the code decides)</option>'
+    );
+    expect(html).not.toContain('tfc.run');
+  });
+});
+
+const CELLS = [
+  { number: 2, line: '%%tfc_run --workers 1', code: 'model.fit(x, y)' },
+  { number: 5, line: '%%tfc_run --gpus 1', code: 'train()' }
+];
+
+describe('the %%tfc_run cell choice', () => {
+  it('is offered when the notebook has several %%tfc_run cells', () => {
+    const html = form({ cells: CELLS, initial: { ...VALUES, cell: '5' } });
+    expect(html).toMatch(/<select name="cell">/);
+    expect(text(html)).toContain(
+      'cell 2: %%tfc_run --workers 1 · model.fit(x, y)'
+    );
+    expect(html).toContain('<option value="5" selected="">');
+    expect(text(html)).toContain(
+      "The form starts from the chosen cell's %%tfc_run line"
+    );
+  });
+
+  it('is not offered for one cell, or for a script', () => {
+    expect(form({ cells: CELLS.slice(0, 1) })).not.toContain('name="cell"');
+    expect(form({ kind: 'script', cells: CELLS })).not.toContain('name="cell"');
+  });
+
+  it('labels a cell by its line and first code, cut when long', () => {
+    expect(cellLabel(CELLS[1])).toBe('cell 5: %%tfc_run --gpus 1 · train()');
+    expect(cellLabel({ number: 3, line: '%%tfc_run', code: '' })).toBe(
+      'cell 3: %%tfc_run'
+    );
+    const long = cellLabel({
+      number: 3,
+      line: '%%tfc_run',
+      code: 'x'.repeat(200)
+    });
+    expect(long).toHaveLength(80);
+    expect(long.endsWith('…')).toBe(true);
+  });
+
+  it('is a number, or none', () => {
+    expect(cellOf({ ...VALUES, cell: '5' })).toBe(5);
+    expect(cellOf({ ...VALUES, cell: '' })).toBeNull();
+    expect(cellOf(VALUES)).toBeNull();
+    expect(cellOf({ ...VALUES, cell: '0' })).toBeNull();
+  });
+
+  it("is kept when the values are read from a cell's options", () => {
+    const values = fromOptions({ workers: 2 }, 'local', {
+      ...VALUES,
+      cell: '5'
+    });
+    expect(values.cell).toBe('5');
+    expect(values.workers).toBe('2');
+  });
+
+  it("starts again from the picked cell's flags, and plans that cell", async () => {
+    // React's act() outside a test renderer: say this is a test environment
+    (
+      globalThis as { IS_REACT_ACT_ENVIRONMENT?: boolean }
+    ).IS_REACT_ACT_ENVIRONMENT = true;
+    const container = document.createElement('div');
+    document.body.appendChild(container);
+    const root = createRoot(container);
+    const previews: (number | null)[] = [];
+    const changes: ILaunchValues[] = [];
+    const loadCell = jest.fn(async (cell: number): Promise<ILaunchValues> => ({
+      ...VALUES,
+      gpus: '1',
+      workers: '0',
+      labels: `from=${cell}`
+    }));
+    jest.useFakeTimers();
+    try {
+      await act(async () => {
+        root.render(
+          React.createElement(LaunchForm, {
+            documentName: 'ui.ipynb',
+            dirty: false,
+            defaults: DEFAULTS,
+            machines: MACHINES,
+            initial: { ...VALUES, workers: '1', cell: '2' },
+            cells: CELLS,
+            loadCell,
+            onChange: values => changes.push(values),
+            preview: async (_options, cell) => {
+              previews.push(cell);
+              return plan();
+            }
+          })
+        );
+      });
+      await act(async () => {
+        jest.advanceTimersByTime(1000);
+      });
+      expect(previews).toEqual([2]);
+      const select =
+        container.querySelector<HTMLSelectElement>('select[name=cell]');
+      expect(select?.value).toBe('2');
+      await act(async () => {
+        select!.value = '5';
+        select!.dispatchEvent(new Event('change', { bubbles: true }));
+      });
+      await act(async () => {
+        jest.advanceTimersByTime(1000);
+      });
+      expect(loadCell).toHaveBeenCalledWith(5);
+      const input = (name: string): string | undefined =>
+        container.querySelector<HTMLInputElement>(`input[name=${name}]`)?.value;
+      expect(input('gpus')).toBe('1');
+      expect(input('workers')).toBe('0');
+      expect(input('labels')).toBe('from=5');
+      expect(
+        container.querySelector<HTMLSelectElement>('select[name=cell]')?.value
+      ).toBe('5');
+      expect(previews[previews.length - 1]).toBe(5);
+      // the dialog reads the values with the cell picked
+      expect(changes[changes.length - 1]).toMatchObject({
+        cell: '5',
+        gpus: '1'
+      });
+    } finally {
+      jest.useRealTimers();
+      await act(async () => root.unmount());
+      container.remove();
+    }
+  });
+});
+
+describe('the notice of unsaved edits', () => {
+  it('says nothing of unsaved edits when there are none', () => {
+    const words = text(form({ dirty: false }));
+    expect(words).not.toContain('unsaved');
+    expect(words).toContain('Runs ui.ipynb as it is in the editor now:');
   });
 });

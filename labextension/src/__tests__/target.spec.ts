@@ -3,8 +3,12 @@
  * command line in the plan preview.
  */
 import {
+  defaultRunCell,
+  hasUnsavedCells,
+  isRunCell,
   isScriptPath,
   jobRequest,
+  runCells,
   scriptCommand,
   shellQuote,
   withoutOutputs
@@ -167,5 +171,158 @@ describe('scriptCommand', () => {
     expect(scriptCommand('%%tfc_run', 'train.py')).toBe(
       'tfc-jupyter run train.py'
     );
+  });
+});
+
+describe('jobRequest and the %%tfc_run cell', () => {
+  const notebook = {
+    kind: 'notebook' as const,
+    path: 'nb.ipynb',
+    dirty: false,
+    notebook: NOTEBOOK
+  };
+
+  it("names a notebook's cell when one is picked", () => {
+    expect(jobRequest(notebook, {}, true, 4).cell).toBe(4);
+  });
+
+  it('leaves the cell to the server when none is picked', () => {
+    for (const cell of [undefined, null, 0]) {
+      expect('cell' in jobRequest(notebook, {}, true, cell)).toBe(false);
+    }
+  });
+
+  it('never names a cell for a script', () => {
+    const body = jobRequest(
+      { kind: 'script', path: 'train.py', dirty: false, source: 'x' },
+      {},
+      true,
+      3
+    );
+    expect('cell' in body).toBe(false);
+  });
+});
+
+describe('runCells', () => {
+  const nb = {
+    cells: [
+      { cell_type: 'markdown', source: '%%tfc_run in markdown' },
+      { cell_type: 'code', source: 'x = 1' },
+      {
+        cell_type: 'code',
+        source: '\n%%tfc_run --workers 1\n# train\nmodel.fit(x)'
+      },
+      { cell_type: 'code', source: ['%%tfc_run', '\n', 'print(2)'] },
+      { cell_type: 'code', source: '%%tfc_runner\nprint(3)' },
+      { cell_type: 'raw', source: '%%tfc_run' },
+      { cell_type: 'code', source: '  %%tfc_run --tpu v3-8' }
+    ]
+  };
+
+  it('lists the %%tfc_run code cells by their 1-based position, markdown counted', () => {
+    expect(runCells(nb)).toEqual([
+      { number: 3, line: '%%tfc_run --workers 1', code: 'model.fit(x)' },
+      { number: 4, line: '%%tfc_run', code: 'print(2)' }
+    ]);
+  });
+
+  it('reads a cell as the kernel does: its first line that is not blank', () => {
+    expect(isRunCell('\n\n%%tfc_run\nx')).toBe(true);
+    expect(isRunCell('%%tfc_run --gpus 1')).toBe(true);
+    expect(isRunCell('%%tfc_runx')).toBe(false);
+    expect(isRunCell('x\n%%tfc_run')).toBe(false);
+    expect(isRunCell('  %%tfc_run')).toBe(false);
+    expect(isRunCell('')).toBe(false);
+  });
+
+  it('finds none in a notebook without cells', () => {
+    expect(runCells({})).toEqual([]);
+    expect(runCells({ cells: 'not a list' })).toEqual([]);
+  });
+});
+
+describe('defaultRunCell', () => {
+  const cells = [
+    { number: 3, line: '%%tfc_run', code: '' },
+    { number: 6, line: '%%tfc_run --workers 1', code: '' }
+  ];
+
+  it('starts from the active cell when it is a %%tfc_run cell', () => {
+    expect(defaultRunCell(cells, 5)).toBe(6);
+  });
+
+  it('else from the first', () => {
+    expect(defaultRunCell(cells, 0)).toBe(3);
+    expect(defaultRunCell(cells, null)).toBe(3);
+  });
+
+  it('is null without %%tfc_run cells', () => {
+    expect(defaultRunCell([], 0)).toBeNull();
+  });
+});
+
+describe('hasUnsavedCells', () => {
+  const saved = {
+    metadata: { kernelspec: { name: 'python3', display_name: 'Python 3' } },
+    cells: [
+      { cell_type: 'code', source: ['x = 1\n', 'y = 2'], metadata: {} },
+      {
+        cell_type: 'code',
+        source: '%%tfc_run\nprint(x)',
+        metadata: { tags: ['a'] }
+      }
+    ]
+  };
+  const live = {
+    metadata: {
+      kernelspec: { name: 'python3', display_name: 'Python 3 (ipykernel)' },
+      language_info: { name: 'python', version: '3.11.7' }
+    },
+    cells: [
+      {
+        cell_type: 'code',
+        id: 'c1',
+        source: 'x = 1\ny = 2',
+        metadata: { trusted: true },
+        outputs: [],
+        execution_count: null
+      },
+      {
+        cell_type: 'code',
+        id: 'c2',
+        source: '%%tfc_run\nprint(x)',
+        metadata: { tags: ['a'], collapsed: false },
+        outputs: [],
+        execution_count: 3
+      }
+    ]
+  };
+
+  it('ignores what the kernel fills in on opening: metadata, ids, outputs', () => {
+    expect(hasUnsavedCells(live, saved)).toBe(false);
+  });
+
+  it("counts an edit of a cell's text", () => {
+    const edited = {
+      ...live,
+      cells: [{ ...live.cells[0], source: 'x = 41\ny = 2' }, live.cells[1]]
+    };
+    expect(hasUnsavedCells(edited, saved)).toBe(true);
+  });
+
+  it('counts a cell added, removed, moved, retyped or retagged', () => {
+    const [a, b] = live.cells;
+    expect(hasUnsavedCells({ cells: [a, b, a] }, saved)).toBe(true);
+    expect(hasUnsavedCells({ cells: [a] }, saved)).toBe(true);
+    expect(hasUnsavedCells({ cells: [b, a] }, saved)).toBe(true);
+    expect(
+      hasUnsavedCells({ cells: [{ ...a, cell_type: 'markdown' }, b] }, saved)
+    ).toBe(true);
+    expect(
+      hasUnsavedCells(
+        { cells: [a, { ...b, metadata: { tags: ['tfc-skip'] } }] },
+        saved
+      )
+    ).toBe(true);
   });
 });

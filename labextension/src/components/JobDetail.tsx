@@ -1,26 +1,39 @@
 import React, { useEffect, useState } from 'react';
 
 import { cancelJob } from '../api';
-import { costTitle, formatCost, formatCreated, formatElapsed } from '../format';
+import { ICellLink, linkOfLocation } from '../celllink';
+import {
+  costTitle,
+  failedReplica,
+  formatCost,
+  formatCreated,
+  formatElapsed
+} from '../format';
 import { TfcApiError } from '../request';
 import { JobStore, useJobStore } from '../store';
 import { isScriptPath } from '../target';
+import { IJob } from '../types';
 import { LogView } from './LogView';
 import { MetricsView } from './MetricsView';
 import { StateBadge } from './StateBadge';
 
 /**
  * A job: its state, links, cancel, its training curves, and per-replica logs that follow. The
- * state comes from the extension's one {@link JobStore}, the one the sidebar shows.
+ * state comes from the extension's one {@link JobStore}, the one the sidebar shows. A failed
+ * job's view opens on the replica that failed, and links to the notebook cell it failed at
+ * (`onGoToCell`), as its cell does.
  */
 export function JobDetail(props: {
   jobId: string;
   store: JobStore;
+  /** Open the job's notebook on the cell (and line) the job failed at. */
+  onGoToCell?: (job: IJob, link: ICellLink) => void;
 }): JSX.Element {
   const { store, jobId } = props;
   useJobStore(store);
   useEffect(() => store.watch(jobId), [store, jobId]);
-  const [replica, setReplica] = useState('chief');
+  // the replica tab the user picked (null: none yet, the view picks)
+  const [replica, setReplica] = useState<string | null>(null);
   const [error, setError] = useState<string | null>(null);
   const [cancelling, setCancelling] = useState(false);
   const [verbose, setVerbose] = useState(false);
@@ -51,7 +64,20 @@ export function JobDetail(props: {
     ...(job.replicas.length ? job.replicas : ['chief']),
     ...(store.supervisorBytes(jobId) > 0 ? ['supervisor'] : [])
   ];
-  const shownReplica = replicas.includes(replica) ? replica : replicas[0];
+  // unless a tab was picked: the replica that failed (its log says why), else the chief
+  const preferred = failedReplica(job) ?? 'chief';
+  const shownReplica =
+    replica !== null && replicas.includes(replica)
+      ? replica
+      : replicas.includes(preferred)
+        ? preferred
+        : replicas[0];
+  // a cancel the user asked for is no failure: said in a neutral colour, if at all
+  const cancelled = job.state === 'cancelled' || job.state === 'cancelling';
+  const link =
+    job.state === 'failed' && job.notebook && !isScriptPath(job.notebook)
+      ? linkOfLocation(job.error_location)
+      : null;
   const workers = job.spec.worker_count
     ? ` + ${job.spec.worker_count} worker(s)`
     : '';
@@ -116,13 +142,36 @@ export function JobDetail(props: {
               <code>{job.job_dir}</code>
             </td>
           </tr>
-          {job.error && job.state !== 'succeeded' ? (
+          {job.error && job.state !== 'succeeded' && !cancelled ? (
             <tr>
               <th>error</th>
               <td className="tfc-Error">
                 {job.error}
-                {job.error_location ? ` (${job.error_location})` : ''}
+                {job.error_location && !(link && props.onGoToCell)
+                  ? ` (${job.error_location})`
+                  : ''}
+                {link && props.onGoToCell ? (
+                  <div className="tfc-GoToCellRow">
+                    <a
+                      href="#"
+                      className="tfc-GoToCell"
+                      title={`open ${job.notebook} and select the cell where the job failed`}
+                      onClick={event => {
+                        event.preventDefault();
+                        props.onGoToCell?.(job, link);
+                      }}
+                    >
+                      Go to {link.text}
+                    </a>
+                  </div>
+                ) : null}
               </td>
+            </tr>
+          ) : null}
+          {job.error && cancelled && job.error.trim() !== 'cancelled' ? (
+            <tr>
+              <th>ended</th>
+              <td className="tfc-Ended">{job.error}</td>
             </tr>
           ) : null}
         </tbody>

@@ -2,7 +2,7 @@ import React, { useEffect, useRef, useState } from 'react';
 
 import { formatRate } from '../format';
 import { errorText, TfcApiError } from '../request';
-import { LaunchKind } from '../target';
+import { IRunCell, LaunchKind } from '../target';
 import { IDefaults, IJobOptions, IMachines, IPlan } from '../types';
 import { PlanPreview } from './PlanPreview';
 
@@ -20,6 +20,28 @@ export interface ILaunchValues {
   name: string;
   labels: string;
   args: string;
+  /**
+   * The `%%tfc_run` cell to run: its 1-based position among the notebook's cells, as text
+   * ("" or absent: the server's choice, the first). Not a job option: it picks what runs.
+   */
+  cell?: string;
+}
+
+/** The strategy choices' labels: `auto` is the code's own choice (see the README). */
+export function strategyLabel(strategy: string): string {
+  return strategy === 'auto' ? 'auto (the code decides)' : strategy;
+}
+
+/** The `%%tfc_run` cell the values pick (null: none picked, the server's default). */
+export function cellOf(values: ILaunchValues): number | null {
+  const cell = parseInt(values.cell ?? '', 10);
+  return Number.isFinite(cell) && cell > 0 ? cell : null;
+}
+
+/** A `%%tfc_run` cell as the form lists it: `cell 3: %%tfc_run --workers 1 · model.fit(...)`. */
+export function cellLabel(cell: IRunCell, max = 80): string {
+  const text = `cell ${cell.number}: ${cell.line}${cell.code ? ` · ${cell.code}` : ''}`;
+  return text.length > max ? `${text.slice(0, max - 1)}…` : text;
 }
 
 /**
@@ -73,7 +95,8 @@ export function fromOptions(
     project: text('project', fallback.project),
     name: text('name', fallback.name),
     labels: labels || fallback.labels,
-    args: text('args', fallback.args)
+    args: text('args', fallback.args),
+    cell: fallback.cell
   };
 }
 
@@ -92,14 +115,21 @@ export interface ILaunchFormProps {
   defaults: IDefaults;
   machines: IMachines;
   initial: ILaunchValues;
+  /**
+   * The notebook's `%%tfc_run` cells: with more than one, the form offers the choice (its
+   * value is `cell`), and picking one starts the form from that cell's flags (`loadCell`).
+   */
+  cells?: IRunCell[];
+  /** The form's values for a cell's own `%%tfc_run` flags (its dry run). */
+  loadCell?: (cell: number) => Promise<ILaunchValues>;
   /** An error to show from the start (the launch that failed with these values). */
   initialError?: string | null;
   /** Called with every change, so the dialog can read the values. */
   onChange: (values: ILaunchValues) => void;
   /** Called when the choices become launchable or stop being so. */
   onValidity?: (ok: boolean) => void;
-  /** Plans the job without launching it. */
-  preview: (options: IJobOptions) => Promise<IPlan>;
+  /** Plans the job without launching it (`cell`: the `%%tfc_run` cell picked, if any). */
+  preview: (options: IJobOptions, cell: number | null) => Promise<IPlan>;
 }
 
 /**
@@ -115,6 +145,7 @@ export function LaunchForm(props: ILaunchFormProps): JSX.Element {
   );
   const [checking, setChecking] = useState(true);
   const latest = useRef(0);
+  const loading = useRef(0);
   const result = useRef<HTMLDivElement>(null);
   const { onValidity, preview } = props;
 
@@ -128,7 +159,7 @@ export function LaunchForm(props: ILaunchFormProps): JSX.Element {
       let next: IPlan | null = null;
       let problem: string | null = null;
       try {
-        next = await preview(toOptions(values));
+        next = await preview(toOptions(values), cellOf(values));
         if (next.refused) {
           // what Launch would meet, said now (in the UI's words when the server has them): the
           // dry run and the run give the same verdict
@@ -157,15 +188,38 @@ export function LaunchForm(props: ILaunchFormProps): JSX.Element {
     }
   }, [plan, error]);
 
+  const change = (next: ILaunchValues): void => {
+    setValues(next);
+    setLaunchError(null);
+    props.onChange(next);
+  };
   const set =
     (key: keyof ILaunchValues) =>
-    (event: React.ChangeEvent<HTMLInputElement | HTMLSelectElement>) => {
-      const next = { ...values, [key]: event.target.value };
-      setValues(next);
-      setLaunchError(null);
-      props.onChange(next);
-    };
+    (event: React.ChangeEvent<HTMLInputElement | HTMLSelectElement>) =>
+      change({ ...values, [key]: event.target.value });
+  // Another %%tfc_run cell: the form starts again from that cell's own flags.
+  const pickCell = async (
+    event: React.ChangeEvent<HTMLSelectElement>
+  ): Promise<void> => {
+    const cell = event.target.value;
+    const ticket = ++loading.current;
+    const picked = { ...values, cell };
+    change(picked);
+    const number = cellOf(picked);
+    if (!props.loadCell || number === null) {
+      return;
+    }
+    try {
+      const loaded = await props.loadCell(number);
+      if (ticket === loading.current) {
+        change({ ...loaded, cell });
+      }
+    } catch {
+      // the cell's line cannot make a job: its dry run says why, with these values
+    }
+  };
   const kind = props.kind ?? 'notebook';
+  const cells = kind === 'notebook' ? (props.cells ?? []) : [];
   const defaultMachine = String(
     props.defaults.settings.machine?.value ?? 'CPU'
   );
@@ -191,9 +245,25 @@ export function LaunchForm(props: ILaunchFormProps): JSX.Element {
         name={props.documentName}
         dirty={props.dirty}
         live={props.live ?? true}
+        several={cells.length > 1}
       />
       <div className="tfc-FormGrid">
         {kind === 'script' ? args : null}
+        {cells.length > 1 ? (
+          <label
+            className="tfc-FormWide"
+            title="The notebook has several %%tfc_run cells: the job is the one picked and the cells above it"
+          >
+            %%tfc_run cell
+            <select name="cell" value={values.cell ?? ''} onChange={pickCell}>
+              {cells.map(cell => (
+                <option key={cell.number} value={String(cell.number)}>
+                  {cellLabel(cell)}
+                </option>
+              ))}
+            </select>
+          </label>
+        ) : null}
         <label>
           Backend
           <select
@@ -278,7 +348,7 @@ export function LaunchForm(props: ILaunchFormProps): JSX.Element {
           >
             {props.defaults.strategies.map(s => (
               <option key={s} value={s}>
-                {s}
+                {strategyLabel(s)}
               </option>
             ))}
           </select>
@@ -353,6 +423,8 @@ function LiveNotice(props: {
   name: string;
   dirty: boolean;
   live: boolean;
+  /** The notebook has several `%%tfc_run` cells (the form offers the choice). */
+  several?: boolean;
 }): JSX.Element {
   if (props.kind === 'script') {
     return (
@@ -379,7 +451,8 @@ function LiveNotice(props: {
     <p className="tfc-LiveNotice" data-kind="notebook">
       Runs <b>{props.name}</b> as it is in the editor now
       {props.dirty ? ', including its unsaved edits' : ''}: the notebook's
-      content is sent with the launch, saved or not. The form starts from its{' '}
+      content is sent with the launch, saved or not. The form starts from{' '}
+      {props.several ? "the chosen cell's " : 'its '}
       <code>%%tfc_run</code> line; what it shows is what runs.
     </p>
   );

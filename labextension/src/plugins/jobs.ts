@@ -14,6 +14,7 @@ import {
 
 import { CommandIDs } from '../commands';
 import { tfcIcon } from '../icons';
+import { openFailedCell } from '../opencell';
 import { JobStore } from '../store';
 import { JobDetailWidget, JobsSidebar } from '../widgets';
 
@@ -56,7 +57,11 @@ export const jobsPlugin: JupyterFrontEndPlugin<void> = {
           return open;
         }
         const widget = new MainAreaWidget({
-          content: new JobDetailWidget(id, store)
+          content: new JobDetailWidget(
+            id,
+            store,
+            (job, link) => void openFailedCell(app, job, link)
+          )
         });
         widget.id = `tfc-job-${id}`;
         widget.title.icon = tfcIcon;

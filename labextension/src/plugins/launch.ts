@@ -19,7 +19,12 @@ import { Widget } from '@lumino/widgets';
 
 import { CommandIDs } from '../commands';
 import { tfcIcon } from '../icons';
-import { ILaunchTarget, launchDocument, launchTarget } from '../launch';
+import {
+  ILaunchTarget,
+  launchDocument,
+  launchTarget,
+  ReadSaved
+} from '../launch';
 import { trackSettings } from '../settings';
 import { isScriptPath } from '../target';
 
@@ -96,15 +101,26 @@ export const launchPlugin: JupyterFrontEndPlugin<void> = {
       }
       return null;
     };
+    // A notebook's saved file, to tell edits of its cells from metadata the kernel filled in.
+    const readSaved: ReadSaved = async path =>
+      (
+        await app.serviceManager.contents.get(path, {
+          type: 'notebook',
+          content: true
+        })
+      ).content as Record<string, unknown>;
+    const targetOf = (
+      widget: Widget | null | undefined
+    ): ILaunchTarget | null => launchTarget(widget, readSaved);
     /** The document the command launches: its `widget` argument, else the one in front. */
     const target = (args: { widget?: unknown }): ILaunchTarget | null => {
       if (typeof args.widget === 'string' && args.widget) {
-        return launchTarget(byId(args.widget));
+        return targetOf(byId(args.widget));
       }
       return (
-        launchTarget(app.shell.currentWidget) ??
-        (last && last.isAttached ? launchTarget(last) : null) ??
-        launchTarget(tracker.currentWidget)
+        targetOf(app.shell.currentWidget) ??
+        (last && last.isAttached ? targetOf(last) : null) ??
+        targetOf(tracker.currentWidget)
       );
     };
     app.commands.addCommand(CommandIDs.launch, {

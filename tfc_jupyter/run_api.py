@@ -320,13 +320,13 @@ def _cluster(chief: Any, worker: Any, count: Any) -> dict[str, Any]:
 
 
 def _as_chief(machine: MachineOptions) -> dict[str, Any]:
+    """The chief's options: a preset name (``T4_1X`` carries its GPUs), or an n1 machine type
+    with its GPUs as ``gpus`` and ``gpu_type``."""
     out: dict[str, Any] = {}
     if machine.machine:
         out["machine"] = machine.machine
-    if machine.gpus and not machine.machine:  # never: a GPU config always names its host
-        out["gpus"] = machine.gpus
-    if machine.gpus and machine.machine and "_" not in machine.machine:  # n1-... + GPUs
-        out["gpus"], out["gpu_type"] = machine.gpus, machine.gpu_type
+        if machine.gpus and "_" not in machine.machine:  # n1-standard-8 + 2 x T4
+            out["gpus"], out["gpu_type"] = machine.gpus, machine.gpu_type
     return out
 
 

@@ -127,10 +127,6 @@ class Client:
         from .notebook import capture
 
         file = Path(path)
-        if not file.is_file():
-            raise TfcError(
-                f"entry point {str(file)!r} not found", "pass the path of a .py or .ipynb file"
-            )
         if capture.is_notebook_file(file):
             return self.plan_notebook(file, options, cell=cell, how=how)
         if cell is not None:

@@ -277,18 +277,23 @@ def parse_notebook(text: str) -> Any:
     return _node(data)
 
 
-def read_notebook(path: Path) -> Any:
-    """Read a notebook (v3 files are upgraded), or raise a one-line CaptureError."""
+def _read(path: Path, limit: int, what: str, field: str) -> bytes:
+    """The bytes of a regular file of at most ``limit`` bytes, or a one-line CaptureError."""
     try:
-        raw = read_regular(path, NOTEBOOK_LIMIT, "notebook")
+        return read_regular(path, limit, what)
     except UnsafeFile as exc:
-        raise CaptureError(exc.message, exc.hint, field="notebook") from None
+        raise CaptureError(exc.message, exc.hint, field=field) from None
     except OSError as exc:
         raise CaptureError(
             f"cannot read {str(path)!r}: {exc.strerror or exc}",
             "check the path and its permissions",
-            field="notebook",
+            field=field,
         ) from None
+
+
+def read_notebook(path: Path) -> Any:
+    """Read a notebook (v3 files are upgraded), or raise a one-line CaptureError."""
+    raw = _read(path, NOTEBOOK_LIMIT, "notebook", "notebook")
     if b"\x00" in raw[:1_000_000] and not raw.lstrip().startswith(b"{"):
         raise CaptureError(
             f"{path.name} is not a notebook (binary file)",
@@ -455,16 +460,7 @@ def read_script(path: Path, how: str = "entry point") -> Selection:
     Raises:
         CaptureError: the file cannot be read, is not UTF-8 text, or is not Python.
     """
-    try:
-        raw = read_regular(path, SCRIPT_LIMIT, "script")
-    except UnsafeFile as exc:
-        raise CaptureError(exc.message, exc.hint, field="entry_point") from None
-    except OSError as exc:
-        raise CaptureError(
-            f"cannot read {str(path)!r}: {exc.strerror or exc}",
-            "check the path and its permissions",
-            field="entry_point",
-        ) from None
+    raw = _read(path, SCRIPT_LIMIT, "script", "entry_point")
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError:

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import shlex
 import sys
 from collections.abc import Sequence
 from typing import NoReturn
@@ -24,7 +23,7 @@ from typing import NoReturn
 from . import __version__
 from .client import Client
 from .errors import TfcError
-from .job.options import JobOptions, split_script_args
+from .job.options import JobOptions, split_script_args, with_script_args
 from .job.plan import Plan
 from .jobs import job_dict, jobs_table
 
@@ -34,9 +33,7 @@ def _plan(
 ) -> Plan:
     """The plan of the notebook's cell (or the script), its line's flags with ``flags`` over
     them; ``script_args`` (the words after ``--``) are the script's arguments."""
-    given = JobOptions.from_words(flags, prog="tfc-jupyter plan")
-    if script_args:  # after --: the script's own words, over any --args
-        given = JobOptions.of(args=shlex.join(script_args)).over(given)
+    given = with_script_args(JobOptions.from_words(flags, prog="tfc-jupyter plan"), script_args)
     return client.plan_file(args.notebook_file, given, cell=args.cell)
 
 

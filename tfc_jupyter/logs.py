@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from tfc_runtime.results import PREFIX as _REPORT  # the runtime's report lines
+
 CHUNK = 1 << 20
 """Most bytes one read takes from one log."""
 _ORDER = {"chief": 0, "worker": 1, "ps": 2, "evaluator": 3}
@@ -139,7 +141,6 @@ _NOISE = re.compile(
 )
 
 
-_REPORT = "[tfc_runtime] result "  # tfc_runtime.results.PREFIX (imported late: see shown())
 _ANSI = re.compile(r"\x1b(\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(\x07|\x1b\\)|[@-Z\\-_])")
 
 

@@ -19,7 +19,7 @@ from . import cell
 from .config import load_settings
 from .errors import TfcError
 from .job.catalog import PRICES_AS_OF, PRICING_URL, catalog_rows
-from .job.options import JobOptions, magic_decorate, split_script_args
+from .job.options import JobOptions, magic_decorate, split_script_args, with_script_args
 from .notebook import capture
 from .notebook.convert import RULES
 from .tables import table
@@ -161,8 +161,7 @@ class TfcMagics(Magics):
             args = JobOptions.from_words(flag_words, prog="%tfc_run")
         except TfcError as exc:
             raise UsageError(str(exc)) from None
-        if script_args:
-            args = JobOptions.of(args=shlex.join(script_args)).over(args)
+        args = with_script_args(args, script_args)
         try:
             plan = self._client().plan_file(path, args, how="%tfc_run")
             if args.dry_run:

@@ -167,6 +167,8 @@ class JobRecord:
 
 
 _FIELDS = frozenset(f.name for f in dataclasses.fields(JobRecord))
+CANCEL_ASKED = frozenset({JobState.CANCELLING, JobState.CANCELLED})
+"""States a cancel leaves a job in: a launch that finds one starts nothing more."""
 _TEXT = ("id", "name", "backend", "job_dir", "log_dir")
 _MAYBE_TEXT = ("notebook", "error", "error_location", "console_url", "tensorboard_url")
 _TIMES = ("created_at", "updated_at")

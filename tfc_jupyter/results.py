@@ -16,6 +16,7 @@ import json
 import math
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -199,9 +200,30 @@ def _int(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
+def _new_events(
+    path: Path, offset: int, parse_line: Callable[[str], dict[str, Any] | None]
+) -> tuple[list[dict[str, Any]], int]:
+    """The reports in the complete lines written to ``path`` since ``offset`` (a report being
+    written is read next time), and the offset after them.
+
+    Raises:
+        OSError, ValueError: the file was replaced or truncated.
+    """
+    events: list[dict[str, Any]] = []
+    while True:
+        data, size = read_chunk(path, offset, final=False)
+        offset += len(data)
+        for line in data.decode("utf-8", errors="replace").split("\n"):
+            event = parse_line(line)
+            if event is not None:
+                events.append(event)
+        if not data or offset >= size:
+            return events, offset
+
+
 class _Reader:
-    """A job's reports, read from where the last read stopped (whole lines only): its results
-    file (local, docker) and its chief's log (Vertex AI's reports come with the logs)."""
+    """A job's reports, read from where the last read stopped: its results file (local,
+    docker) and its chief's log (Vertex AI's reports come with the logs)."""
 
     def __init__(self, log_dir: Path) -> None:
         self.log_dir = log_dir
@@ -209,25 +231,22 @@ class _Reader:
         self.results = Results()
 
     def read(self) -> Results:
-        files = [(self.log_dir.parent / RESULTS_FILE, True)]
+        files: list[tuple[Path, Callable[[str], dict[str, Any] | None]]] = [
+            (self.log_dir.parent / RESULTS_FILE, parse_json)
+        ]
         chief = chief_log(self.log_dir)
         if chief is not None:
-            files.append((chief, False))
-        for path, is_json in files:
-            self.offsets.setdefault(path, 0)
-            while True:
-                try:  # complete lines only: a report being written is read next time
-                    data, size = read_chunk(path, self.offsets[path], final=False)
-                except (OSError, ValueError):  # replaced or truncated: read it all again
-                    self.offsets, self.results = {}, Results()
-                    return self.results
-                self.offsets[path] += len(data)
-                for line in data.decode("utf-8", errors="replace").split("\n"):
-                    event = parse_json(line) if is_json else parse(line)
-                    if event is not None:
-                        self.results.add(event)
-                if not data or self.offsets[path] >= size:
-                    break
+            files.append((chief, parse))
+        for path, parse_line in files:
+            try:
+                events, self.offsets[path] = _new_events(
+                    path, self.offsets.get(path, 0), parse_line
+                )
+            except (OSError, ValueError):  # replaced or truncated: read it all again
+                self.offsets, self.results = {}, Results()
+                return self.results
+            for event in events:
+                self.results.add(event)
         return self.results
 
 
@@ -246,19 +265,11 @@ class ResultFeed:
 
     def read(self) -> list[dict[str, Any]]:
         """The reports written since the last read (complete lines only)."""
-        events: list[dict[str, Any]] = []
-        while True:
-            try:
-                data, size = read_chunk(self.path, self.offset, final=False)
-            except (OSError, ValueError):
-                return events
-            self.offset += len(data)
-            for line in data.decode("utf-8", errors="replace").split("\n"):
-                event = parse_json(line)
-                if event is not None:
-                    events.append(event)
-            if not data or self.offset >= size:
-                return events
+        try:
+            events, self.offset = _new_events(self.path, self.offset, parse_json)
+        except (OSError, ValueError):
+            return []
+        return events
 
 
 def chief_log(log_dir: Path) -> Path | None:

@@ -70,6 +70,23 @@ def imported(source: str) -> Iterator[tuple[str, int]]:
             yield node.module.split(".")[0], node.lineno
 
 
+def module_files(folder: str, module: str) -> list[str]:
+    """The files of ``module`` when it is a local one next to the script (``module.py``, or a
+    package folder's ``.py`` files, sorted); [] for any other module."""
+    single = os.path.join(folder, f"{module}.py")
+    if os.path.isfile(single):
+        return [single]
+    package = os.path.join(folder, module)
+    if not os.path.isfile(os.path.join(package, "__init__.py")):
+        return []
+    return sorted(
+        os.path.join(root, f)
+        for root, _, files in os.walk(package)
+        for f in files
+        if f.endswith(".py")
+    )
+
+
 def missing(script: str) -> list[tuple[str, str]]:
     """``(module, where)`` of each import of ``script`` (and of the modules beside it that it
     imports) this Python cannot find."""
@@ -94,14 +111,9 @@ def missing(script: str) -> list[tuple[str, str]]:
         for module, line in found:
             if module in stdlib or module in ANSWERED or module.startswith("_"):
                 continue
-            local = os.path.join(folder, f"{module}.py")
-            package = os.path.join(folder, module)
-            if os.path.isfile(local):
-                todo.append(local)
-                continue
-            if os.path.isfile(os.path.join(package, "__init__.py")):
-                for root, _, files in os.walk(package):
-                    todo += [os.path.join(root, f) for f in sorted(files) if f.endswith(".py")]
+            local = module_files(folder, module)
+            if local:
+                todo += local
                 continue
             if module not in reported and importlib.util.find_spec(module) is None:
                 reported.add(module)

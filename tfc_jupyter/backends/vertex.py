@@ -30,7 +30,7 @@ from ..files import write_private
 from ..gcloud import RetryCount
 from ..job import vertex_request
 from ..job.spec import JobSpec
-from ..records import JobRecord, JobState, JobStore
+from ..records import CANCEL_ASKED, JobRecord, JobState, JobStore
 from . import vertex_api
 from .vertex_api import VertexSettings
 from .watched import (
@@ -160,19 +160,19 @@ class VertexBackend:
             if spec.tensorboard
             else None,
         )
-        if created.state in (JobState.CANCELLING, JobState.CANCELLED):  # asked while creating
+        if created.state in CANCEL_ASKED:  # asked while creating
             self._cancel_created(created, spec, resource)
             return
         moved = self.store.transition(
             record.id, JobState.from_vertex(str(job.get("state") or "JOB_STATE_QUEUED"))
         )
-        if moved.state in (JobState.CANCELLING, JobState.CANCELLED):  # a cancel just won
+        if moved.state in CANCEL_ASKED:  # a cancel just won
             self._cancel_created(moved, spec, resource)
             return
         self._start_watcher(record.id, job_dir)
 
     def _cancel_asked(self, job_id: str) -> bool:
-        return self.store.get(job_id).state in (JobState.CANCELLING, JobState.CANCELLED)
+        return self.store.get(job_id).state in CANCEL_ASKED
 
     def _cancel_created(self, record: JobRecord, spec: JobSpec, resource: str) -> None:
         """Cancel at once a job Vertex AI created after its cancel was asked for, and say so in

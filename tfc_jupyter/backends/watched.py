@@ -13,12 +13,13 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import BackendError
 from ..files import open_private, write_private
-from ..records import JobRecord, JobState, JobStore
+from ..records import CANCEL_ASKED, JobRecord, JobState, JobStore
 from .watch_loop import read_outcome
 
 if TYPE_CHECKING:
@@ -81,10 +82,6 @@ def same_process(pid: int, started: float | None) -> bool:
     return started is None or abs(now - float(started)) < 0.05
 
 
-CANCEL_ASKED = (JobState.CANCELLING, JobState.CANCELLED)
-"""States a cancel leaves a job in: a launch that finds one starts nothing more."""
-
-
 def mark_pending(store: JobStore, job_id: str, handle: dict[str, Any]) -> JobRecord:
     """After starting a job's watcher: PENDING, with ``handle`` (the watcher's pid ...).
 
@@ -139,6 +136,25 @@ def watcher_error(record: JobRecord, what: str) -> str:
     """``"the job's <what> process ended unexpectedly (killed?): <its last log line>"``."""
     last = last_line(Path(record.job_dir) / "logs" / WATCHER_LOG)
     return f"the job's {what} process ended unexpectedly (killed?)" + (f": {last}" if last else "")
+
+
+def _stop_watcher(
+    pid: int, started: float | None, ended: Callable[[], bool], timeout: float
+) -> bool:
+    """SIGTERM a job's watcher, if it is still the process its record started; wait (bounded)
+    for ``ended()``; then SIGKILL it, if still that process. True when ``ended()`` came in time
+    (False too when the watcher was already gone: the caller cleans up after it)."""
+    if not (alive(pid) and same_process(pid, started)):
+        return False
+    os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if ended():
+            return True
+        time.sleep(0.1)
+    if same_process(pid, started):
+        os.kill(pid, signal.SIGKILL)
+    return False
 
 
 class WatchedBackend:
@@ -217,13 +233,13 @@ class WatchedBackend:
         if record.state not in CANCEL_ASKED:
             return  # a later cancel finds the watcher's pid in the record
         pid = record.handle.get("watcher_pid")
-        if pid and alive(int(pid)):
-            os.kill(int(pid), signal.SIGTERM)
-            deadline = time.monotonic() + timeout
-            while alive(int(pid)) and time.monotonic() < deadline:
-                time.sleep(0.1)
-            if alive(int(pid)):
-                os.kill(int(pid), signal.SIGKILL)
+        if pid:
+            _stop_watcher(
+                int(pid),
+                record.handle.get("supervisor_started"),
+                lambda: not alive(int(pid)),
+                timeout,
+            )
         self.cleanup(self.store.get(record.id))
         self.store.transition(record.id, JobState.CANCELLED)
         self.store.update(record.id, error="cancelled during its launch: nothing was left running")
@@ -238,15 +254,8 @@ class WatchedBackend:
         if record.state.is_terminal():
             return record
         pid = record.handle.get("watcher_pid")
-        if pid and alive(pid) and same_process(pid, record.handle.get("supervisor_started")):
-            os.kill(pid, signal.SIGTERM)
-            deadline = time.monotonic() + timeout
-            while time.monotonic() < deadline:
-                current = self.store.get(record.id)
-                if current.state.is_terminal():
-                    return current
-                time.sleep(0.1)
-            if same_process(pid, record.handle.get("supervisor_started")):
-                os.kill(pid, signal.SIGKILL)
+        ended = lambda: self.store.get(record.id).state.is_terminal()  # noqa: E731
+        if pid and _stop_watcher(pid, record.handle.get("supervisor_started"), ended, timeout):
+            return self.store.get(record.id)  # the watcher ended the job itself
         self.cleanup(self.store.get(record.id))
         return self.store.transition(record.id, JobState.CANCELLED, error="cancelled")

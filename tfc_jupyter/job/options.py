@@ -621,6 +621,14 @@ def _max_wait(text: str | None) -> int | None:
         ) from None
 
 
+def with_script_args(options: JobOptions, script_args: Sequence[str]) -> JobOptions:
+    """``options`` with the words after ``--`` as the script's arguments (over any
+    ``--args``)."""
+    if not script_args:
+        return options
+    return JobOptions.of(args=shlex.join(script_args)).over(options)
+
+
 def split_script_args(words: Sequence[str]) -> tuple[list[str], list[str]]:
     """``(job flags, script arguments)``: everything after the first ``--`` is the script's."""
     words = list(words)

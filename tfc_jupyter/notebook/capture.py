@@ -357,6 +357,20 @@ def _check_language(nb: Any, name: str) -> None:
         )
 
 
+def _collect_above(cells: list[Cell], until: int | None, sel: Selection) -> None:
+    """The job's cells before position ``until`` (all with None) into ``sel``: other
+    ``%%tfc_run`` cells left out, cells tagged tfc-skip / tfc-local-only noted as skipped."""
+    for cell in cells:
+        if until is not None and cell.index >= until:
+            break
+        if is_run_cell(cell.source):
+            continue
+        if SKIP_TAGS & set(cell.tags):
+            sel.skipped.append(cell.index)
+            continue
+        sel.cells.append(cell)
+
+
 def select_cells(
     nb: Any,
     *,
@@ -428,19 +442,9 @@ def select_cells(
                 f"{chosen.index}); pass --cell N for another"
             )
 
-    for cell in cells:
-        if chosen is not None and cell.index > chosen.index:
-            break
-        if chosen is not None and cell.index == chosen.index:
-            sel.cells.append(chosen)
-            break
-        if is_run_cell(cell.source):
-            continue
-        if SKIP_TAGS & set(cell.tags):
-            sel.skipped.append(cell.index)
-            continue
-        sel.cells.append(cell)
+    _collect_above(cells, chosen.index if chosen is not None else None, sel)
     if chosen is not None:
+        sel.cells.append(chosen)
         sel.run_cell = chosen.index
         sel.magic_line = split_run_cell(chosen.source)[0]
     elif sel.cells:
@@ -538,15 +542,7 @@ def select_above(nb: Any, *, path: Path | None, how: str, source: str) -> Select
             f"{name} does not hold the cell calling run() as you ran it (unsaved edits?): used "
             f"the cells above cell {chosen.index} as saved. Save the notebook (Ctrl+S) first."
         )
-    for cell in cells:
-        if cell.index >= chosen.index:
-            break
-        if is_run_cell(cell.source):
-            continue
-        if SKIP_TAGS & set(cell.tags):
-            sel.skipped.append(cell.index)
-            continue
-        sel.cells.append(cell)
+    _collect_above(cells, chosen.index, sel)
     sel.run_cell = chosen.index
     if not sel.cells:
         raise CaptureError(

@@ -164,31 +164,20 @@ LOCAL_FILES_LIMIT = 200
 
 def local_imports(base_dir: Path, module: str) -> list[tuple[str, str]]:
     """The top-level modules a local module (``helpers.py``, or a package folder's files)
-    imports, each with where (``helpers.py, line 1``); imports the code guards (``try: ...
-    except ImportError``) are left out: it handles their failing."""
-    from tfc_runtime.imports import guarded_imports
+    imports, each with where (``imported by helpers.py, line 1``); imports the code guards
+    (``try: ... except ImportError``) are left out: it handles their failing. The same reading
+    as the image's import check (``tfc_runtime.imports``)."""
+    from tfc_runtime.imports import imported, module_files
 
-    single = base_dir / f"{module}.py"
-    files = [single] if single.is_file() else sorted((base_dir / module).rglob("*.py"))
     found: list[tuple[str, str]] = []
-    for path in files[:LOCAL_FILES_LIMIT]:
+    for name in module_files(str(base_dir), module)[:LOCAL_FILES_LIMIT]:
+        path = Path(name)
         try:
-            tree = ast.parse(path.read_text(encoding="utf-8", errors="replace"))
+            imports = list(imported(path.read_text(encoding="utf-8", errors="replace")))
         except (OSError, SyntaxError, ValueError):
             continue
-        guarded = guarded_imports(tree)
         where = path.relative_to(base_dir).as_posix()
-        for node in ast.walk(tree):
-            if id(node) in guarded:
-                continue
-            if isinstance(node, ast.Import):
-                names = [alias.name for alias in node.names]
-            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-                names = [node.module]
-            else:
-                continue
-            origin = f"imported by {where}, line {node.lineno}"
-            found += [(name.split(".")[0], origin) for name in names]
+        found += [(top, f"imported by {where}, line {line}") for top, line in imports]
     return found
 
 

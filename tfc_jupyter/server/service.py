@@ -29,7 +29,6 @@ _REPLICA = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 LOG_CHUNK = 256 * 1024
 """Most bytes of one replica log returned by one logs request."""
 MAX_LIST = 500
-MAX_SOURCE = 64_000_000  # bytes of a script sent as text (capture.SCRIPT_LIMIT)
 
 
 def parse_options(raw: Any) -> JobOptions:
@@ -147,9 +146,10 @@ class JobService:
                     field="path",
                 )
             return capture.read_script(path, how="saved script file")
-        if not isinstance(source, str) or len(source.encode("utf-8", "replace")) > MAX_SOURCE:
+        limit = capture.SCRIPT_LIMIT
+        if not isinstance(source, str) or len(source.encode("utf-8", "replace")) > limit:
             raise SpecError(
-                f"'source' must be the script's text (at most {MAX_SOURCE // 1_000_000} MB)",
+                f"'source' must be the script's text (at most {limit // 1_000_000} MB)",
                 "send the editor's text as a string",
                 field="source",
             )

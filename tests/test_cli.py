@@ -44,7 +44,7 @@ def test_plan_json_with_workers(capsys: pytest.CaptureFixture[str], train_nb: Pa
     assert plan["cost_per_hour"] == pytest.approx(2 * catalog.lookup("T4_2X").price_per_hour)
     assert plan["requirements"] == ["tensorflow-datasets>=4.9", "pandas==2.2.2"]
     assert any("3 %%tfc_run cells" in w for w in plan["warnings"])  # type: ignore[union-attr]
-    request = plan["vertex_request"]
+    request = plan["request"]
     assert isinstance(request, dict)
     assert len(request["body"]["jobSpec"]["workerPoolSpecs"]) == 2
 

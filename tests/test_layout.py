@@ -110,3 +110,61 @@ def test_every_relative_import_names_a_module_of_ours() -> None:
 
 def test_the_circle_finder_finds_circles() -> None:
     assert _circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def _backend_mentions(path: Path, names: set[str]) -> list[str]:
+    """Where a module decides by a backend's name: a string constant that is one (outside the
+    pip extras ``MissingDependency`` names, which share them), ``BackendName.X``, or an import
+    of one backend's module."""
+    tree = ast.parse(path.read_text())
+    exempt: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "MissingDependency":
+            exempt |= {id(a) for a in node.args}
+    found = []
+    for node in ast.walk(tree):
+        where = f"{path.parent.name}/{path.name}:{getattr(node, 'lineno', 0)}"
+        if isinstance(node, ast.Constant) and node.value in names and id(node) not in exempt:
+            found.append(f"{where} {node.value!r}")
+        elif (
+            isinstance(node, ast.Attribute)
+            and getattr(node.value, "id", "") == "BackendName"
+            and node.attr.isupper()
+        ):
+            found.append(f"{where} BackendName.{node.attr}")
+        elif isinstance(node, ast.ImportFrom) and "backends." in f"{node.module}.":
+            module = node.module or ""
+            if module.startswith("backends.") or ".backends." in f".{module}":
+                found.append(f"{where} imports {module}")
+    return found
+
+
+def test_no_module_outside_backends_names_a_backend() -> None:
+    """Only ``backends/`` and the registry know which backends exist: the rest asks a
+    backend's traits (``tfc_jupyter.registry.Traits``), so adding one changes nothing else."""
+    from tfc_jupyter import registry
+
+    names = set(registry.BUILTIN)
+    package = ROOT / "tfc_jupyter"
+    found = []
+    for path in sorted(package.rglob("*.py")):
+        rel = path.relative_to(package)
+        if rel.parts[0] == "backends" or rel == Path("registry.py"):
+            continue
+        found += _backend_mentions(path, names)
+    assert found == []
+
+
+def test_the_backend_name_finder_finds_them(tmp_path: Path) -> None:
+    sample = tmp_path / "sample.py"
+    sample.write_text(
+        "from tfc_jupyter.backends.local import cluster_env\n"
+        "if spec.backend.value == 'vertex' or spec.backend is BackendName.DOCKER:\n"
+        "    raise MissingDependency('docker', 'vertex', 'x')\n"
+    )
+    found = _backend_mentions(sample, {"local", "docker", "vertex"})
+    assert [f.split(" ", 1)[1] for f in found] == [
+        "imports tfc_jupyter.backends.local",
+        "'vertex'",
+        "BackendName.DOCKER",
+    ]

@@ -91,7 +91,7 @@ def test_a_notebook_runs_by_the_package_route_with_no_docker(
     assert any("uploading" in e.message for e in events)
     # The request Vertex AI was sent is the dry run's.
     sent = json.loads((Path(record.job_dir) / "vertex_request.json").read_text())
-    assert sent == plan.vertex_request()["body"]
+    assert sent == plan.request()["body"]
     # The wheel in the bucket is the plan's, byte for byte.
     assert plan.package is not None
     stored = gcs.object(BUCKET, plan.package.object_name())

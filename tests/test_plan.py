@@ -52,7 +52,7 @@ def test_text_shows_every_part(train_nb: Path, settings: Settings) -> None:
     assert "requirements: tensorflow-datasets>=4.9, pandas==2.2.2" in text
     assert "--- script.py ---" in text and "print(json.dumps(result))" in text
     request = json.loads(text.split("--- Vertex AI request ---", 1)[1])
-    assert request == plan.vertex_request()
+    assert request == plan.request()
     assert "--- script.py ---" not in plan.to_text(script=False)
 
 
@@ -74,7 +74,7 @@ def test_summary_is_json(train_nb: Path, settings: Settings) -> None:
     assert summary["cells"] == [2, 3, 7, 8, 9] and summary["skipped_cells"] == [4, 6]
     assert summary["strategy"] == "multi_worker_mirrored"
     assert summary["spec"]["worker_count"] == 1
-    assert summary["vertex_request"]["method"] == "POST"
+    assert summary["request"]["method"] == "POST"
 
 
 def test_requirements_file_is_merged_under_the_notebook(
@@ -93,10 +93,10 @@ def test_requirements_file_is_merged_under_the_notebook(
 def test_vertex_without_a_project_warns(train_nb: Path, settings: Settings) -> None:
     plan = _plan(train_nb, settings, "--backend vertex")
     assert any("--project" in w for w in plan.warnings)
-    assert "PROJECT" in plan.vertex_request()["url"]
+    assert "PROJECT" in plan.request()["url"]
     named = _plan(train_nb, settings, "--backend vertex --project my-proj-1 --region europe-west4")
     assert named.warnings == []
-    assert named.vertex_request()["url"] == (
+    assert named.request()["url"] == (
         "https://europe-west4-aiplatform.googleapis.com/v1/projects/my-proj-1/locations/"
         "europe-west4/customJobs"
     )

@@ -51,7 +51,7 @@ def test_nothing_to_build_takes_the_package_route(notebook: Path) -> None:
     assert plan.route is not None and plan.route.kind == "package"
     assert f"prebuilt TensorFlow {MINOR} CPU image" in plan.route.reason
     assert plan.spec.route == "package" and plan.image_uri == EXECUTOR
-    body = plan.vertex_request()["body"]
+    body = plan.request()["body"]
     (pool,) = body["jobSpec"]["workerPoolSpecs"]
     assert "containerSpec" not in pool
     spec = pool["pythonPackageSpec"]
@@ -135,7 +135,7 @@ def test_an_image_is_built_when_the_package_cannot_carry_the_job(
     assert plan.route is not None and plan.route.kind == "image", plan.route
     assert why in plan.route.reason
     assert plan.package is None
-    (pool,) = plan.vertex_request()["body"]["jobSpec"]["workerPoolSpecs"]
+    (pool,) = plan.request()["body"]["jobSpec"]["workerPoolSpecs"]
     assert "containerSpec" in pool and "pythonPackageSpec" not in pool
 
 

@@ -260,7 +260,7 @@ def test_a_gpu_chief_is_the_vertex_request_tfc_run_made(project: Path, settings:
         project="my-proj",
     )
     plan = Client(settings).plan_file("train.py", options)
-    machine = plan.vertex_request()["body"]["jobSpec"]["workerPoolSpecs"][0]["machineSpec"]
+    machine = plan.request()["body"]["jobSpec"]["workerPoolSpecs"][0]["machineSpec"]
     assert machine == {
         "machineType": "n1-standard-8",
         "acceleratorType": "NVIDIA_TESLA_T4",

@@ -29,7 +29,7 @@ def _request(settings: Settings, line: str) -> dict[str, Any]:
     plan = make_plan(
         sel, options.parse_line(f"--backend vertex --project my-proj-1 {line}"), settings
     )
-    body = plan.vertex_request()["body"]
+    body = plan.request()["body"]
     job = types.CustomJob.from_json(json.dumps(body))
     again = json.loads(types.CustomJob.to_json(job, use_integers_for_enums=False))
     assert validate(again) == [], validate(again)

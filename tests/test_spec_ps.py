@@ -94,7 +94,7 @@ def test_flags(settings: Settings) -> None:
 def _request(settings: Settings, line: str, source: str = "print('hi')") -> dict[str, Any]:
     sel = Selection(cells=[Cell(1, source)], notebook=None, how="test")
     plan = make_plan(sel, options.parse_line(line), settings)
-    return plan.vertex_request()["body"]
+    return plan.request()["body"]
 
 
 def test_vertex_pools_2_and_3(settings: Settings) -> None:

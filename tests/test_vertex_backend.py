@@ -25,11 +25,11 @@ from google.cloud.aiplatform_v1.types import CustomJob
 from jobutil import JOB_DEADLINE_S, plan_for, wait_state, write_notebook
 from vertex_server import Fault, VertexServer
 
+from tfc_jupyter.backends import vertex_request
 from tfc_jupyter.backends.vertex import VertexBackend, stop_watcher
 from tfc_jupyter.backends.vertex_api import VertexSettings
 from tfc_jupyter.errors import BackendError, MissingDependency, TfcError
 from tfc_jupyter.gcloud import QuotaError, credentials, is_loopback
-from tfc_jupyter.job import vertex_request
 from tfc_jupyter.job.catalog import Machine
 from tfc_jupyter.job.plan import Plan
 from tfc_jupyter.jobs import Job, launch, store_for
@@ -143,10 +143,10 @@ def test_a_job_trains_and_its_logs_and_state_come_back(
     # One replica: Vertex AI sets CLUSTER_SPEC but no TF_CONFIG, and one device needs no strategy.
     assert "chief:0 of 1 worker (CLUSTER_SPEC), strategy none" in log(record, "chief")
     sent = sent_body(vertex_server)
-    assert same_job(sent, plan.vertex_request()["body"])  # exactly what the dry run showed
+    assert same_job(sent, plan.request()["body"])  # exactly what the dry run showed
     assert (
         json.loads((Path(record.job_dir) / "vertex_request.json").read_text())
-        == (plan.vertex_request()["body"])
+        == (plan.request()["body"])
     )
     vertex_id = record.handle["vertex_job_id"]
     assert record.console_url == vertex_request.console_url(plan.spec, vertex_id)
@@ -198,7 +198,7 @@ def test_multi_worker_job_runs_in_containers_from_the_built_image(
             assert "replicas in sync: 2" in text
         run = server.job(record.handle["vertex_job_id"])
         assert {r.kind for r in run.replicas.values()} == {"docker"}
-        assert same_job(sent_body(server), plan.vertex_request()["body"])
+        assert same_job(sent_body(server), plan.request()["body"])
 
 
 @pytest.mark.slow
@@ -275,7 +275,7 @@ def test_transient_errors_are_retried_then_the_job_runs(
     record = finish(job, timeout=60)
     assert record.state is JobState.SUCCEEDED and "made it" in log(record, "chief")
     assert len(vertex_server.jobs) == 1
-    assert same_job(sent_body(vertex_server), plan.vertex_request()["body"])
+    assert same_job(sent_body(vertex_server), plan.request()["body"])
 
 
 @pytest.mark.slow

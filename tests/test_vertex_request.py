@@ -7,8 +7,9 @@ from typing import Any
 
 import pytest
 
+from tfc_jupyter.backends import vertex_request
 from tfc_jupyter.config import Settings
-from tfc_jupyter.job import options, vertex_request
+from tfc_jupyter.job import options
 from tfc_jupyter.job.plan import make_plan
 from tfc_jupyter.notebook.capture import Selection
 from tfc_jupyter.notebook.convert import Cell
@@ -22,7 +23,7 @@ def _job(settings: Settings, line: str) -> tuple[Any, dict[str, Any]]:
     """(CustomJob, request) of a dry run of a one-cell notebook with these flags."""
     sel = Selection(cells=[Cell(1, "print('hi')")], notebook=None, how="test")
     plan = make_plan(sel, options.parse_line(line), settings)
-    request = plan.vertex_request()
+    request = plan.request()
     job = types.CustomJob.from_json(json.dumps(request["body"]))
     return job, request
 

@@ -20,6 +20,7 @@ from traitlets import Float, TraitType, Unicode
 from traitlets.config import Config, Configurable
 
 from .errors import SpecError
+from .registry import BUILTIN, DEFAULT
 from .tables import table
 
 
@@ -34,8 +35,8 @@ class TfcConfig(Configurable):
         help="Vertex AI region.",
     ).tag(config=True)
     backend = Unicode(
-        "local",
-        help="Default backend: local, docker or vertex.",
+        DEFAULT,
+        help=f"Default backend: {', '.join(BUILTIN)} or an installed one.",
     ).tag(config=True)
     machine = Unicode("CPU", help="Default chief machine (catalog name or machine type).").tag(
         config=True

@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, TextIO
 
-from . import backends, logs
+from . import backends, logs, registry
 from .backends import Backend
 from .config import Settings, current_settings
 from .errors import BackendError, JobConflict, TfcError
@@ -47,7 +47,7 @@ def store_for(home: str | Path | None = None) -> JobStore:
 
 def backend_for(name: str, store: JobStore, settings: Settings | None = None) -> Backend:
     """The backend object for a backend name (imported only when used; see
-    :data:`tfc_jupyter.backends.REGISTRY`)."""
+    :mod:`tfc_jupyter.registry`)."""
     return backends.get(name, store, settings)
 
 
@@ -398,7 +398,7 @@ def job_dict(record: JobRecord) -> dict[str, Any]:
             ),
             1 + count,
         )
-    billed = record.backend == "vertex"
+    billed = registry.traits(record.backend).billed
     data.update(
         elapsed=round(record.elapsed, 3),
         terminal=record.state.is_terminal(),
@@ -443,7 +443,7 @@ def refreshed(
     out = []
     made: dict[str, Backend] = {}  # one backend per name, the settings read once
     for rec in records:
-        if not rec.state.is_terminal() and rec.backend in ("local", "docker"):
+        if not rec.state.is_terminal() and registry.traits(rec.backend).on_this_machine:
             with contextlib.suppress(TfcError):
                 if rec.backend not in made:
                     settings = settings or current_settings()

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from tfc_runtime.results import PREFIX as _REPORT  # the runtime's report lines
+from tfc_runtime.protocol import RESULT_PREFIX as _REPORT  # the runtime's report lines
 
 CHUNK = 1 << 20
 """Most bytes one read takes from one log."""

@@ -21,8 +21,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tfc_runtime.results import PREFIX, RESULTS_FILE  # the runtime's protocol (stdlib only)
+from tfc_runtime.protocol import RESULT_PREFIX as PREFIX  # the runtime's protocol (stdlib only)
+from tfc_runtime.protocol import RESULTS_FILE
 
+from . import registry
 from .errors import SpecError
 from .logs import read_chunk, replicas
 
@@ -345,10 +347,7 @@ def load_saved(
     if model_dir.startswith("gs://"):
         model_dir = fetch_gs(model_dir, record, settings)
     if "://" not in model_dir and not Path(model_dir).exists():
-        where = {
-            "docker": "inside its container, which is gone",
-            "vertex": "on the Vertex AI machine",
-        }.get(record.backend, "and it is no longer there")
+        where = registry.traits(record.backend).model_place
         raise SpecError(
             f"job {record.id} saved its model at {model_dir} {where}",
             "save it under tfc_runtime.model_dir() (kept in the job folder on this machine, "

@@ -25,6 +25,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from . import registry
 from .errors import SpecError
 from .tfc_types import (
     ConfigError,
@@ -158,7 +159,7 @@ def run(
         + f", strategy {spec.resolved_strategy().value}.",
         file=sys.stderr,
     )
-    result = RunResult(job, plan.image_uri if spec.backend.value != "local" else None)
+    result = RunResult(job, plan.image_uri if registry.traits(spec.backend).runs_image else None)
     if stream_logs:
         job.follow()
         print(job.summary_line(), file=sys.stderr)

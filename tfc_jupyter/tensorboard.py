@@ -19,8 +19,8 @@ import urllib.request
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .backends.local import free_ports
 from .errors import BackendError, SpecError
+from .ports import free_ports
 
 if TYPE_CHECKING:
     from .jobs import Job

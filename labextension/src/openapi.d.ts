@@ -503,7 +503,10 @@ export interface components {
             image: string;
             warnings: string[];
             notes: string[];
-            vertex_request: Record<string, unknown>;
+            /** @description the exact request a launch sends (for Vertex AI: the CustomJob create request's method, url and body) */
+            request: Record<string, unknown>;
+            /** @example Vertex AI request */
+            request_title: string;
         };
         Job: {
             id: string;

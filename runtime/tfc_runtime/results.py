@@ -43,10 +43,9 @@ from collections.abc import Callable, Sequence
 from types import ModuleType
 from typing import Any
 
-PREFIX = "[tfc_runtime] result "
-"""The start of a report on stderr."""
-RESULTS_FILE = "results.jsonl"
-"""The job folder's file of reports, one JSON object a line (the chief's)."""
+from tfc_runtime.protocol import RESULT_PREFIX as PREFIX
+from tfc_runtime.protocol import RESULTS_FILE
+
 _FIT_CALLBACKS_ARG = 5  # fit(x, y, batch_size, epochs, verbose, callbacks, ...)
 _fits = 0
 _INTERNAL = frozenset({"keras", "tf_keras", "tensorflow", "tfc_runtime"})

@@ -1,7 +1,10 @@
 """Backends: where jobs run. Each is imported only when a job uses it.
 
-Every backend implements :class:`Backend` and is one module, named in :data:`REGISTRY`;
+Every backend implements :class:`Backend` and is one module, found by name in
+:mod:`tfc_jupyter.registry` (built in, or a package's ``tfc_jupyter.backends`` entry point);
 :func:`get` imports it when a job first uses it and makes it from the settings resolved once.
+The rest of the product asks a backend's :class:`~tfc_jupyter.registry.Traits`, never its name,
+and starts replicas through :mod:`tfc_jupyter.job.replica` (the runtime's protocol).
 A backend's replicas write their output to ``<job_dir>/logs/<replica>.log`` (directly, or through a
 watcher process that copies it from Docker or Cloud Logging) and its state to the job records, so
 the magic, the CLI, the panel and the server extension all read jobs the same way.
@@ -9,10 +12,11 @@ the magic, the CLI, the panel and the server extension all read jobs the same wa
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any, Protocol, cast
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, cast
 
-from ..errors import BackendError
+from .. import registry
+from ..errors import BackendError, SpecError
+from ..registry import Preview, Traits
 
 if TYPE_CHECKING:
     from ..config import Settings
@@ -21,25 +25,16 @@ if TYPE_CHECKING:
     from ..records import JobRecord, JobStore
 
 
-REGISTRY: dict[str, str] = {
-    "local": "tfc_jupyter.backends.local:LocalBackend",
-    "docker": "tfc_jupyter.backends.docker:DockerBackend",
-    "vertex": "tfc_jupyter.backends.vertex:VertexBackend",
-}
-"""Backend name -> ``module:class``; a new backend is one module and one line here."""
-
-
 def get(name: str, store: JobStore, settings: Settings | None = None) -> Backend:
     """The backend called ``name``, made for ``store`` with ``settings`` (default: this
     process's), its module imported only now."""
-    target = REGISTRY.get(name)
-    if target is None:
+    try:
+        factory: Any = registry.load(name)
+    except SpecError as exc:
         raise BackendError(
-            f"the {name} backend is not available in this version",
-            f"use --backend {' or '.join(REGISTRY)}, or --dry-run to see the plan",
-        )
-    module, _, cls = target.partition(":")
-    factory: Any = getattr(importlib.import_module(module), cls)
+            f"the {name} backend is not available in this version (nor installed as a package)",
+            f"{exc.hint}, or --dry-run to see the plan",
+        ) from exc
     if settings is None:
         from ..config import current_settings
 
@@ -51,6 +46,13 @@ class Backend(Protocol):
     """What every backend does."""
 
     name: str
+    traits: ClassVar[Traits]
+    """What it can do (the product asks these, never the name)."""
+
+    @classmethod
+    def preview(cls, plan: Plan) -> Preview:
+        """The exact request a launch of ``plan`` sends (the dry run shows it)."""
+        ...
 
     @classmethod
     def from_settings(cls, store: JobStore, settings: Settings) -> Backend:

@@ -24,13 +24,15 @@ from typing import TYPE_CHECKING, Any
 from ..errors import BackendError
 from ..image import ensure_image
 from ..image.docker import docker_client
-from ..job import vertex_request
+from ..job.replica import container_args, job_env
 from ..job.spec import JobSpec, check_runnable
+from ..ports import free_ports
 from ..records import JobRecord
+from ..registry import Preview, Traits
+from . import vertex_request
 from .local import (
     RUNTIME_PARENT,
     cluster_env,
-    free_ports,
     gpu_split,
     is_daemon,
     local_gpu_count,
@@ -53,24 +55,7 @@ REPLICA_LABEL = "org.tfc-jupyter.replica"
 def container_env(spec: JobSpec, job_id: str, job_dir: Path) -> dict[str, str]:
     """The variables every replica gets besides its cluster ones (as on Vertex, plus the job
     folder for the runtime's markers)."""
-    env = {
-        **dict(spec.env),  # --env
-        "TFC_JOB_NAME": spec.name,
-        "TFC_JOB_ID": job_id,
-        "TFC_JOB_DIR": str(job_dir),
-        "CLOUD_ML_JOB_ID": job_id,
-        "PYTHONUNBUFFERED": "1",
-        "TF_CPP_MIN_LOG_LEVEL": "1",
-    }
-    if spec.base_output_dir:
-        base = spec.base_output_dir.rstrip("/")
-        env.update(
-            {
-                "AIP_MODEL_DIR": f"{base}/model/",
-                "AIP_CHECKPOINT_DIR": f"{base}/checkpoints/",
-                "AIP_TENSORBOARD_LOG_DIR": f"{base}/logs/",
-            }
-        )
+    env = {**job_env(spec, job_id, str(job_dir)), "TF_CPP_MIN_LOG_LEVEL": "1"}
     if os.getuid() != 0:
         env["HOME"] = "/tmp"  # the container runs as this user, who has no home there
     return env
@@ -94,6 +79,18 @@ class DockerBackend(WatchedBackend):
 
     name = "docker"
     watcher = "watcher"
+    traits = Traits(
+        label="Docker on this machine",
+        runs_image=True,
+        image_here=True,
+        on_this_machine=True,
+        model_place="inside its container, which is gone",
+    )
+
+    @classmethod
+    def preview(cls, plan: Plan) -> Preview:
+        """The same job as a Vertex AI request: where it goes once it outgrows this machine."""
+        return vertex_request.preview(plan)
 
     def check(self, spec: JobSpec) -> None:
         """Refuse TPU jobs, and say what is missing when there is no docker package or engine."""
@@ -121,7 +118,7 @@ class DockerBackend(WatchedBackend):
             "job_id": record.id,
             "store": str(self.store.path),
             "image": image.uri,
-            "command": ["python", "-m", "tfc_runtime", *vertex_request.container_args(spec)],
+            "command": ["python", "-m", "tfc_runtime", *container_args(spec)],
             "env": base_env,
             "mounts": [str(job_dir)],
             "user": None if os.getuid() == 0 else f"{os.getuid()}:{os.getgid()}",

@@ -9,11 +9,9 @@ them, so the job outlives a killed kernel and can be re-attached.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -21,10 +19,13 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import BackendError
 from ..image.names import local_tensorflow_version
-from ..job import vertex_request
+from ..job.replica import job_env, replica_env, runtime_args
 from ..job.spec import JobSpec, check_runnable
 from ..notebook.requirements import TENSORFLOW_DISTRIBUTIONS, canonical_name, installed, unsatisfied
+from ..ports import free_ports
 from ..records import JobRecord
+from ..registry import Preview, Traits
+from . import vertex_request
 from .watched import (
     WatchedBackend,
     mark_pending,
@@ -40,21 +41,6 @@ if TYPE_CHECKING:
 
 RUNTIME_PARENT = Path(__file__).resolve().parents[2] / "runtime"
 _DROP_ENV = ("JPY_", "PYDEVD_", "VSCODE_", "KERNEL_")
-
-
-def free_ports(n: int) -> list[int]:
-    """``n`` distinct free TCP ports on 127.0.0.1."""
-    socks, ports = [], []
-    try:
-        for _ in range(n):
-            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            s.bind(("127.0.0.1", 0))
-            socks.append(s)
-            ports.append(s.getsockname()[1])
-    finally:
-        for s in socks:
-            s.close()
-    return ports
 
 
 def local_gpu_count() -> int:
@@ -85,46 +71,9 @@ def gpu_split(total: int, replicas: int, per_replica: int) -> list[str]:
 
 
 def cluster_env(spec: JobSpec, job_id: str, ports: list[int]) -> list[tuple[str, dict[str, str]]]:
-    """``(replica name, env)`` for every replica, as Vertex AI sets them.
-
-    Pools: 0 chief, 1 workers, 2 parameter servers, 3 the evaluator (in CLUSTER_SPEC, but not
-    in TF_CONFIG's cluster: it is no part of the training cluster). One port per replica.
-    """
-    addrs = iter(f"127.0.0.1:{p}" for p in ports)
-    pools: dict[str, list[str]] = {}
-    counts = (1, spec.worker_count, spec.ps_count, int(spec.evaluator))
-    for i, count in enumerate(counts):
-        if count:
-            pools[f"workerpool{i}"] = [next(addrs) for _ in range(count)]
-    roles = {
-        "workerpool0": "chief",
-        "workerpool1": "worker",
-        "workerpool2": "ps",
-        "workerpool3": "evaluator",
-    }
-    tf_cluster = {roles[p]: a for p, a in pools.items() if p != "workerpool3"}
-    out = []
-    for pool, members in pools.items():
-        for index in range(len(members)):
-            task = {"type": pool, "index": index, "trial": ""}
-            cluster_spec = {
-                "cluster": pools,
-                "environment": "cloud",
-                "task": task,
-                "job": {"job_id": job_id},
-            }
-            tf_config = {
-                "cluster": tf_cluster,
-                "environment": "cloud",
-                "task": {"type": roles[pool], "index": index, "trial": ""},
-                "job": {"job_id": job_id},
-            }
-            role = roles[pool]
-            env = {"CLUSTER_SPEC": json.dumps(cluster_spec)}
-            if spec.replica_count > 1:  # Vertex sets TF_CONFIG for distributed jobs only
-                env["TF_CONFIG"] = json.dumps(tf_config)
-            out.append((role if role == "chief" else f"{role}-{index}", env))
-    return out
+    """``(replica name, env)`` for every replica, as Vertex AI sets them, each on its own
+    loopback port (:func:`tfc_jupyter.job.replica.replica_env`)."""
+    return replica_env(spec, job_id, (f"127.0.0.1:{p}" for p in ports))
 
 
 def is_daemon(spec: JobSpec, name: str) -> bool:
@@ -202,6 +151,12 @@ class LocalBackend(WatchedBackend):
 
     name = "local"
     watcher = "supervisor"
+    traits = Traits(label="this machine", on_this_machine=True)
+
+    @classmethod
+    def preview(cls, plan: Plan) -> Preview:
+        """The same job as a Vertex AI request: where it goes once it outgrows this machine."""
+        return vertex_request.preview(plan)
 
     def check(self, spec: JobSpec) -> None:
         """Refuse before launch what this machine cannot run, naming the fix."""
@@ -243,44 +198,29 @@ class LocalBackend(WatchedBackend):
         # launch.json holds only the job's own variables: the kernel's environment (tokens,
         # cloud keys) reaches the replicas through the supervisor's process, never the disk.
         inherited = {k: v for k, v in os.environ.items() if not k.startswith(_DROP_ENV)}
-        job_env: dict[str, str] = {
+        common: dict[str, str] = {
             "TF_CPP_MIN_LOG_LEVEL": inherited.get("TF_CPP_MIN_LOG_LEVEL", "1"),
-            **dict(spec.env),  # --env (never a name the job sets: the spec refuses those)
+            **job_env(spec, record.id, str(job_dir)),
         }
         if inherited.get("MPLBACKEND", "").startswith("module://"):
-            job_env["MPLBACKEND"] = "Agg"
-        job_env.update(
+            common["MPLBACKEND"] = "Agg"
+        common.update(
             {
-                "PYTHONUNBUFFERED": "1",
                 "PYTHONPATH": inherited.get("PYTHONPATH", ""),  # the kernel's, for the replicas
                 "TFC_REMOTE": "1",
-                "TFC_JOB_DIR": str(job_dir),
-                "TFC_JOB_ID": record.id,
-                "CLOUD_ML_JOB_ID": record.id,
                 "TFC_STRATEGY": spec.resolved_strategy().value,
                 "TMPDIR": str(job_dir / "tmp"),  # task_save_path folders private to this job
             }
         )
         (job_dir / "tmp").mkdir(mode=0o700, exist_ok=True)
-        if spec.base_output_dir:
-            base = spec.base_output_dir.rstrip("/")
-            job_env.update(
-                {
-                    "AIP_MODEL_DIR": f"{base}/model/",
-                    "AIP_CHECKPOINT_DIR": f"{base}/checkpoints/",
-                    "AIP_TENSORBOARD_LOG_DIR": f"{base}/logs/",
-                }
-            )
-        runtime_args = vertex_request.runtime_args(
-            spec, str(job_dir / "script.py"), str(job_dir / "script.map.json")
-        )
+        args = runtime_args(spec, str(job_dir / "script.py"), str(job_dir / "script.map.json"))
         launch = {
             "job_id": record.id,
             "store": str(self.store.path),
             "cwd": str(cwd),
             "python": sys.executable,
-            "env": job_env,
-            "runtime_args": runtime_args,
+            "env": common,
+            "runtime_args": args,
             "startup_timeout": self.startup_timeout,
             "timeout": spec.timeout_s,
             "replicas": [
@@ -296,7 +236,7 @@ class LocalBackend(WatchedBackend):
         pid = start_watcher(
             "tfc_jupyter.backends.local_supervisor",
             job_dir,
-            {**inherited, **job_env, "PYTHONPATH": package_pythonpath(str(RUNTIME_PARENT))},
+            {**inherited, **common, "PYTHONPATH": package_pythonpath(str(RUNTIME_PARENT))},
             what="supervisor",
         )
         handle: dict[str, Any] = {

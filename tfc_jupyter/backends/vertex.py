@@ -2,7 +2,7 @@
 
 ``submit`` finds the job's image (``--image``, or the content-addressed image built and pushed by
 :mod:`tfc_jupyter.build`), creates the CustomJob with exactly the body a dry run shows
-(:func:`tfc_jupyter.job.vertex_request.custom_job_body`) through
+(:func:`tfc_jupyter.backends.vertex_request.custom_job_body`) through
 google-cloud-aiplatform's ``JobServiceClient`` over REST, records the console link (and the
 TensorBoard link when one is set), and starts a detached watcher (:mod:`.vertex_watcher`) that
 polls the job's state and copies its Cloud Logging entries into ``<job_dir>/logs/<replica>.log``.
@@ -28,10 +28,10 @@ from .. import gcloud
 from ..errors import BackendError
 from ..files import write_private
 from ..gcloud import RetryCount
-from ..job import vertex_request
 from ..job.spec import JobSpec
 from ..records import CANCEL_ASKED, JobRecord, JobState, JobStore
-from . import vertex_api
+from ..registry import Preview, Traits
+from . import vertex_api, vertex_request
 from .vertex_api import VertexSettings
 from .watched import (
     WATCHER_LOG,
@@ -61,6 +61,21 @@ class VertexBackend:
     """Runs jobs as Vertex AI custom jobs (see the module docstring)."""
 
     name = "vertex"
+    traits = Traits(
+        label="Vertex AI",
+        runs_image=True,
+        billed=True,
+        tpus=True,
+        needs_project=True,
+        routes=True,
+        scheduling=True,
+        model_place="on the Vertex AI machine",
+    )
+
+    @classmethod
+    def preview(cls, plan: Plan) -> Preview:
+        """The exact CustomJob create request a launch sends (method, url, body)."""
+        return vertex_request.preview(plan)
 
     def __init__(self, store: JobStore, *, settings: VertexSettings | None = None) -> None:
         self.store = store

@@ -27,11 +27,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from tfc_runtime import protocol
+
 from .. import secretscan
 from ..config import Settings, current_settings
 from ..errors import SpecError
 from ..files import UnsafeFile, file_kind, human_size, read_regular
-from ..job import vertex_request
 from ..job.spec import JobSpec
 from ..notebook.requirements import NO_DEPS_PREFIX, RESOLVER_OPTIONS
 from . import names
@@ -428,14 +429,14 @@ def dockerfile(
     lines += [
         f"COPY tfc/tfc_runtime {RUNTIME_PATH}/tfc_runtime",
         f"ENV PYTHONPATH={RUNTIME_PATH} PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1",
-        f"WORKDIR {vertex_request.WORKDIR}",
+        f"WORKDIR {protocol.WORKDIR}",
         'ENTRYPOINT ["python", "-m", "tfc_runtime"]',
     ]
     if declared:
-        lines.append(f"COPY app/ {vertex_request.WORKDIR}/")
-    lines.append(f"COPY code/ {vertex_request.WORKDIR}/")
+        lines.append(f"COPY app/ {protocol.WORKDIR}/")
+    lines.append(f"COPY code/ {protocol.WORKDIR}/")
     # last: a job that would die at an import fails here, naming it, before any queue or bill
-    lines.append(f"RUN python -m tfc_runtime.imports {vertex_request.SCRIPT}")
+    lines.append(f"RUN python -m tfc_runtime.imports {protocol.SCRIPT}")
     return "\n".join(lines) + "\n"
 
 
@@ -483,7 +484,7 @@ def make_context(
     for declared in spec.image.include:
         walker.add(declared)
     auto, auto_over = _add_found(walker, base_dir, auto_include)
-    for reserved in (vertex_request.SCRIPT, vertex_request.SOURCE_MAP):
+    for reserved in (protocol.SCRIPT, protocol.SOURCE_MAP):
         if reserved in walker.files:
             del walker.files[reserved]
             walker.leave(reserved, "reserved for the job's script")
@@ -496,8 +497,8 @@ def make_context(
     n_declared = len(entries)  # --include and found files: both go to app/
     entries += _runtime_entries()
     entries += [
-        _generated(f"code/{vertex_request.SCRIPT}", script.encode()),
-        _generated(f"code/{vertex_request.SOURCE_MAP}", source_map.encode()),
+        _generated(f"code/{protocol.SCRIPT}", script.encode()),
+        _generated(f"code/{protocol.SOURCE_MAP}", source_map.encode()),
     ]
     reqs = [line.strip() for line in requirements if line.strip()]
     ca = _ca_bundle() if reqs else None

@@ -10,7 +10,8 @@ from __future__ import annotations
 from importlib import metadata
 from pathlib import Path
 
-from ..job.spec import BackendName, JobSpec
+from .. import registry
+from ..job.spec import JobSpec
 
 RUNTIME_DIR = Path(__file__).resolve().parents[2] / "runtime" / "tfc_runtime"
 REPOSITORY = "tfc-jupyter"
@@ -107,12 +108,12 @@ def parent_image(spec: JobSpec, tf_version: str | None = None) -> str:
 def image_repository(spec: JobSpec) -> str:
     """Where the job's image is pushed: the configured registry, else Artifact Registry.
 
-    A docker-backend job with neither a registry nor a project keeps a local name
-    (``tfc-jupyter/NAME:TAG``): it runs on this machine and is never pushed.
+    A job whose image runs on this machine (Docker), with neither a registry nor a project,
+    keeps a local name (``tfc-jupyter/NAME:TAG``): it is never pushed.
     """
     if spec.image.registry:
         return spec.image.registry.rstrip("/")
-    if spec.backend is BackendName.DOCKER and not spec.project:
+    if registry.traits(spec.backend).image_here and not spec.project:
         return REPOSITORY
     project = spec.project or "PROJECT"
     return f"{spec.region}-docker.pkg.dev/{project}/{REPOSITORY}"

@@ -26,6 +26,7 @@ from typing import Any, TypeVar
 
 from ..config import Settings
 from ..errors import SpecError
+from ..registry import DEFAULT
 from . import catalog
 from .spec import (
     BackendName,
@@ -561,7 +562,7 @@ def to_spec(
         chief=chief,
         worker=worker,
         worker_count=ns.workers,
-        backend=BackendName.parse(ns.backend or settings.get("backend") or "local"),
+        backend=BackendName.parse(ns.backend or settings.get("backend") or DEFAULT),
         image=ImageSettings(
             image=ns.image,
             parent_image=ns.parent_image,

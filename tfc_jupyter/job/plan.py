@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .. import registry
 from ..config import Settings
 from ..errors import SpecError, TfcError
 from ..files import human_size
@@ -26,7 +27,8 @@ from ..notebook import codeinfo, needs
 from ..notebook.capture import Selection
 from ..notebook.convert import Script, convert
 from ..notebook.requirements import Requirements, unsatisfied
-from . import catalog, vertex_request
+from ..registry import Preview
+from . import catalog
 from .choose import choose
 from .options import JobOptions
 from .route import Route, choose_route
@@ -67,11 +69,14 @@ class Plan:
             return None
         return self.package.uri(self.spec.image.build_bucket)
 
-    def vertex_request(self) -> dict[str, Any]:
-        """The exact CustomJob create request (method, url, body)."""
-        return vertex_request.custom_job_request(
-            self.spec, self.image_uri, package_uri=self.package_uri
-        )
+    def preview(self) -> Preview:
+        """What the backend would send to launch it (its title, request and text)."""
+        return registry.load(self.spec.backend).preview(self)
+
+    def request(self) -> dict[str, Any]:
+        """The exact request a launch sends (for Vertex AI: the CustomJob create request's
+        method, url and body)."""
+        return self.preview().request
 
     def pools(self) -> list[tuple[str, int, catalog.Machine]]:
         """``(role, replicas, machine)`` for each worker pool (:meth:`JobSpec.pools`)."""
@@ -101,7 +106,8 @@ class Plan:
             else None,
             "warnings": self.warnings,
             "notes": self.script.notes,
-            "vertex_request": self.vertex_request(),
+            "request": self.request(),
+            "request_title": self.preview().title,
             "options": self.options.to_json(),
             "line": self.options.to_line(),
             "refused": self.refused.to_dict() if self.refused else None,
@@ -164,13 +170,15 @@ class Plan:
         if script:
             out.append("--- script.py ---")
             out.append(self.script.text.rstrip())
-        out.append("--- Vertex AI request ---")
-        out.append(json.dumps(self.vertex_request(), indent=2))
+        preview = self.preview()
+        out.append(f"--- {preview.title} ---")
+        out.append(preview.text)
         return "\n".join(out)
 
     def _repr_html_(self) -> str:
         esc = html.escape
         spec = self.spec
+        preview = self.preview()
         warn = "".join(f"<div style='color:#b35900'>&#9888; {esc(w)}</div>" for w in self.warnings)
         if self.refused is not None:
             warn = (
@@ -203,8 +211,8 @@ class Plan:
             )
             + f"<details><summary>script.py ({self.script.text.count(chr(10))} lines)</summary>"
             f"<pre>{esc(self.script.text)}</pre></details>"
-            f"<details><summary>Vertex AI request</summary>"
-            f"<pre>{esc(json.dumps(self.vertex_request(), indent=2))}</pre></details></div>"
+            f"<details><summary>{esc(preview.title)}</summary>"
+            f"<pre>{esc(preview.text)}</pre></details></div>"
         )
 
 
@@ -462,7 +470,8 @@ def make_plan(selection: Selection, ns: JobOptions, settings: Settings) -> Plan:
     )
     if not spec.estimator:  # an Estimator job runs TensorFlow 2.15, whose tf.keras is Keras 2
         _keras_for_multiworker(spec, script, script.notes)
-    builds = spec.backend.value != "local" and not spec.image.image  # the job runs an image
+    traits = registry.traits(spec.backend)
+    builds = traits.runs_image and not spec.image.image  # the job runs an image we build
     found: list[str] = []
     need_warnings: list[str] = []
     if builds:
@@ -477,7 +486,7 @@ def make_plan(selection: Selection, ns: JobOptions, settings: Settings) -> Plan:
             source_map=source_map_text(script, selection),
             requirements=script.requirements.lines,
             base_dir=selection.base_dir,
-            check_limit=spec.backend.value != "local",  # local jobs build no image
+            check_limit=traits.runs_image,  # a job that runs no image builds none
             auto_include=found,
             limit=package.limit_bytes(settings),
         )
@@ -500,7 +509,7 @@ def make_plan(selection: Selection, ns: JobOptions, settings: Settings) -> Plan:
     warnings += need_warnings
     if builds and context is not None:
         warnings += _found_files_notes(context, script.notes)
-    if spec.backend.value == "local":
+    if not traits.runs_image:  # the job runs in this environment
         unchecked = unsatisfied(list(spec.requirements))[1]
         if unchecked:
             warnings.append(
@@ -508,11 +517,11 @@ def make_plan(selection: Selection, ns: JobOptions, settings: Settings) -> Plan:
                 "this kernel has it, or write it as NAME @ URL"
             )
     warnings += _image_notes(spec, parent, script.notes)
-    if context is not None and context.left_out and spec.backend.value != "local":
+    if context is not None and context.left_out and traits.runs_image:
         warnings.append(f"left out of the image: {package.left_out_text(context.left_out)}")
-    if spec.backend.value == "vertex" and not spec.project:
+    if traits.needs_project and not spec.project:
         warnings.append("no Google Cloud project set: pass --project or set GOOGLE_CLOUD_PROJECT")
-    if spec.backend.value == "vertex":
+    if traits.billed:
         warnings += _machine_notes(spec)
     return Plan(
         spec=spec,

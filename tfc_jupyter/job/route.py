@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from .. import registry
 from ..errors import SpecError
 from ..notebook.requirements import NO_DEPS_PREFIX, RESOLVER_OPTIONS
 from . import prebuilt
@@ -59,7 +60,7 @@ def choose_route(
     tf_version: str | None,
     extra_images: str | None = None,
 ) -> Route | None:
-    """The route of a Vertex AI job (None for the other backends, which need neither).
+    """The route of a job to a backend with routes (None for the others, which need neither).
 
     Raises:
         SpecError: ``--route package`` when the package route cannot carry the job, or an
@@ -67,12 +68,12 @@ def choose_route(
     """
     if asked not in ROUTES:
         raise SpecError(f"unknown route {asked!r}", "use auto, package or image", field="route")
-    if spec.backend.value != "vertex":
+    if not registry.traits(spec.backend).routes:
         if asked != "auto":
             raise SpecError(
-                f"--route {asked} is how code reaches Vertex AI; the {spec.backend.value} "
-                "backend runs it here",
-                "drop --route, or use --backend vertex",
+                f"--route {asked} is how code reaches {registry.label_of('routes')}; the "
+                f"{spec.backend.value} backend runs it here",
+                f"drop --route, or use {registry.use_instead('routes')}",
                 field="route",
             )
         return None

@@ -3,7 +3,7 @@ resources, boot disks and web access, each checked as Vertex AI checks it.
 
 These settings exist on Vertex AI only; on this machine or in Docker a job asking for one is
 refused (it would silently mean nothing). See :func:`check_vertex_settings`, called by
-``JobSpec``'s validation, and :mod:`tfc_jupyter.job.vertex_request` for the request fields.
+``JobSpec``'s validation, and :mod:`tfc_jupyter.backends.vertex_request` for the request fields.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from .. import registry
 from ..errors import SpecError
 
 JobSpec = Any  # a tfc_jupyter.job.spec.JobSpec (which imports this module to validate)
@@ -82,12 +83,12 @@ def check_vertex_settings(spec: JobSpec) -> None:
     given = _given(spec)
     if not given:
         return
-    if spec.backend.value != "vertex":
+    if not registry.traits(spec.backend).scheduling:
         field, flag = given[0]
         raise SpecError(
-            f"{flag} is a Vertex AI setting; on the {spec.backend.value} backend it would "
-            "mean nothing",
-            f"drop {flag}, or use --backend vertex",
+            f"{flag} is a {registry.label_of('scheduling')} setting; on the "
+            f"{spec.backend.value} backend it would mean nothing",
+            f"drop {flag}, or use {registry.use_instead('scheduling')}",
             field=field,
         )
     if spec.scheduling == "flex_start":

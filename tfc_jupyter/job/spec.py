@@ -13,7 +13,9 @@ from dataclasses import asdict, dataclass, field, replace
 from enum import Enum
 from typing import Any
 
+from .. import registry
 from ..errors import SpecError
+from ..registry import DEFAULT, BackendName
 from .catalog import Machine, total_price
 from .scheduling import check_vertex_settings
 
@@ -47,26 +49,6 @@ class Strategy(str, Enum):
             names = ", ".join(s.value for s in cls)
             raise SpecError(
                 f"unknown strategy {text!r}", f"use one of {names}", field="strategy"
-            ) from None
-
-
-class BackendName(str, Enum):
-    """Where a job runs."""
-
-    LOCAL = "local"
-    DOCKER = "docker"
-    VERTEX = "vertex"
-
-    @classmethod
-    def parse(cls, text: str) -> BackendName:
-        """``local``, ``docker`` or ``vertex`` (any case)."""
-        try:
-            return cls(str(text).strip().lower())
-        except ValueError:
-            raise SpecError(
-                f"unknown backend {text!r}",
-                "use --backend local, docker or vertex",
-                field="backend",
             ) from None
 
 
@@ -207,6 +189,9 @@ def _check_env(env: tuple[tuple[str, str], ...]) -> None:
             )
 
 
+_DEFAULT_BACKEND = BackendName(DEFAULT)
+
+
 @dataclass(frozen=True)
 class JobSpec:
     """The whole job: strategy, machines, backend, image, requirements and Vertex settings.
@@ -220,7 +205,7 @@ class JobSpec:
     chief: Machine = field(default_factory=lambda: _default_chief())
     worker: Machine | None = None
     worker_count: int = 0
-    backend: BackendName = BackendName.LOCAL
+    backend: BackendName = _DEFAULT_BACKEND
     image: ImageSettings = field(default_factory=ImageSettings)
     requirements: tuple[str, ...] = ()
     entry_args: tuple[str, ...] = ()
@@ -532,9 +517,11 @@ def _check_ps_and_evaluator(spec: JobSpec) -> None:
 
 def check_runnable(spec: JobSpec) -> None:
     """Refuse, before launch, what the chosen backend cannot run (dry runs skip this)."""
-    if spec.backend in (BackendName.LOCAL, BackendName.DOCKER) and spec.chief.is_tpu:
+    traits = registry.traits(spec.backend)
+    if spec.chief.is_tpu and not traits.tpus:
+        why = ": this machine has no TPU" if traits.on_this_machine else ""
         raise SpecError(
-            f"the {spec.backend.value} backend cannot run TPU jobs: this machine has no TPU",
-            "use --backend vertex to run it, or --dry-run to see the plan",
+            f"the {spec.backend.value} backend cannot run TPU jobs{why}",
+            f"use {registry.use_instead('tpus')} to run it, or --dry-run to see the plan",
             field="backend",
         )

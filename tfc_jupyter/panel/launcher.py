@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .. import jobs
+from .. import jobs, registry
 from ..client import Client
 from ..errors import TfcError
 from ..logs import LogTail, Merger, is_noise, label, strip_ansi
@@ -161,10 +161,11 @@ class Launcher:
             cells = ", ".join(map(str, plan.script.cells)) or "none"
             self._set("convert", "done", f"cells {cells} of {plan.selection.name}", started)
             spec = plan.spec
-            if spec.backend.value == "local" or spec.image.image:
+            runs_image = registry.traits(spec.backend).runs_image
+            if not runs_image or spec.image.image:
                 why = (
-                    "local jobs run in this kernel's environment"
-                    if spec.backend.value == "local"
+                    f"{spec.backend.value} jobs run in this kernel's environment"
+                    if not runs_image
                     else f"using --image {spec.image.image}"
                 )
                 self._set("build", "skipped", why)

@@ -20,15 +20,17 @@ from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
+from .. import registry
 from ..client import Client
 from ..config import Settings
 from ..errors import TfcError
 from ..job import catalog
 from ..job.options import JobOptions
 from ..job.plan import Plan
-from ..job.spec import BackendName, JobSpec, Strategy, check_runnable
+from ..job.spec import JobSpec, Strategy, check_runnable
 from ..notebook import capture
 from ..notebook.capture import Selection
+from ..registry import DEFAULT
 from .memory import ChoicesDisplay
 
 log = logging.getLogger(__name__)
@@ -120,7 +122,7 @@ def run_cells(nb: Any) -> list[RunCell]:
 class Choices:
     """What the user picked. Empty strings mean "the configured default" (as an absent flag)."""
 
-    backend: str = "local"
+    backend: str = DEFAULT
     strategy: str = "auto"
     machine: str = ""
     gpu_type: str = ""
@@ -158,7 +160,7 @@ class Choices:
         ``%%tfc_run`` line holds only what differs from the defaults.
         """
         return base.replace(
-            backend=None if self.backend == (settings.get("backend") or "local") else self.backend,
+            backend=None if self.backend == (settings.get("backend") or DEFAULT) else self.backend,
             strategy=self.strategy or "auto",
             machine=self.machine or None,
             gpu_type=self.gpu_type or None,
@@ -183,7 +185,7 @@ class Choices:
         with contextlib.suppress(TfcError):
             gpu_type = catalog.normalize_gpu_type(gpu_type) if gpu_type else ""
         return cls(
-            backend=str(ns.backend or settings.get("backend") or "local").strip().lower(),
+            backend=str(ns.backend or settings.get("backend") or DEFAULT).strip().lower(),
             strategy=strategy,
             machine=machine,
             gpu_type=gpu_type,
@@ -467,7 +469,7 @@ class PanelModel:
         rows: list[tuple[Any, str]]
         default_machine = self.settings.get("machine") or "CPU"
         if name == "backend":
-            rows = [(b.value, b.value) for b in BackendName]
+            rows = [(name, name) for name in registry.names()]
         elif name == "strategy":
             rows = [
                 (s.value, STRATEGY_AUTO_LABEL if s is Strategy.AUTO else s.value) for s in Strategy
@@ -531,7 +533,7 @@ class PanelModel:
                 saved = time.strftime("%H:%M:%S", time.localtime(mtime))
             except OSError:
                 pass
-        billed = spec.backend is BackendName.VERTEX  # this machine costs nothing
+        billed = registry.traits(spec.backend).billed
         return {
             "backend": spec.backend.value,
             "strategy": strategy,

@@ -333,13 +333,14 @@ class JobService:
 
     def defaults(self) -> dict[str, Any]:
         """The effective defaults (and where each came from), and the options a job takes."""
-        from ..job.spec import BackendName, Strategy
+        from .. import registry
+        from ..job.spec import Strategy
 
         settings = self._settings()
         return {
             "version": __version__,
             "settings": settings.to_dict(),
-            "backends": [b.value for b in BackendName],
+            "backends": registry.names(),
             "strategies": [s.value for s in Strategy],
             "options": [
                 {

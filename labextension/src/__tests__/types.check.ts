@@ -160,7 +160,7 @@ export type Checks = [
       IPlan,
       Schemas['Plan'],
       'refused',
-      'image' | 'vertex_request',
+      'image' | 'request' | 'request_title',
       'spec'
     >
   >,

@@ -7,16 +7,18 @@ submits this same body.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from . import scheduling
-from .catalog import Machine
-from .spec import JobSpec
+from ..job import scheduling
+from ..job.catalog import Machine
+from ..job.replica import container_args
+from ..job.spec import JobSpec
+from ..registry import Preview
 
-SCRIPT = "script.py"
+if TYPE_CHECKING:
+    from ..job.plan import Plan
+
 PACKAGE_MODULE = "tfc_job.task"  # the package route's entry point (tfc_jupyter.image.wheel)
-SOURCE_MAP = "script.map.json"
-WORKDIR = "/app"
 
 
 def parent_path(spec: JobSpec) -> str:
@@ -45,21 +47,6 @@ def _machine_spec(machine: Machine) -> dict[str, Any]:
         spec["acceleratorType"] = machine.accelerator_type
         spec["acceleratorCount"] = machine.accelerator_count
     return spec
-
-
-def runtime_args(spec: JobSpec, script: str, source_map: str) -> list[str]:
-    """Arguments of ``python -m tfc_runtime`` for ``script``, on every backend."""
-    flags = ["--strategy", spec.resolved_strategy().value]
-    if spec.legacy_keras:
-        flags.append("--legacy-keras")
-    if spec.serve:
-        flags.append("--serve")
-    return [*flags, "--source-map", source_map, script, *spec.entry_args]
-
-
-def container_args(spec: JobSpec) -> list[str]:
-    """Arguments of ``python -m tfc_runtime`` in every replica."""
-    return runtime_args(spec, SCRIPT, SOURCE_MAP)
 
 
 def _pool(
@@ -161,3 +148,11 @@ def custom_job_request(
         "url": f"https://{endpoint(spec)}/v1/{parent_path(spec)}/customJobs",
         "body": custom_job_body(spec, image_uri, display_name, package_uri),
     }
+
+
+def preview(plan: Plan) -> Preview:
+    """The dry run's view of ``plan`` on Vertex AI: the exact CustomJob create request."""
+    return Preview(
+        "Vertex AI request",
+        custom_job_request(plan.spec, plan.image_uri, package_uri=plan.package_uri),
+    )

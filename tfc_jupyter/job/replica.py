@@ -1,0 +1,67 @@
+"""A job's replicas as every backend starts them: the runtime's arguments and the cluster
+environment, from the spec, through the runtime's protocol (:mod:`tfc_runtime.protocol`).
+
+A backend chooses only where its replicas run and the ``host:port`` each is reached at.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from tfc_runtime import protocol
+
+from .spec import JobSpec
+
+
+def runtime_args(spec: JobSpec, script: str, source_map: str) -> list[str]:
+    """Arguments of ``python -m tfc_runtime`` for ``script``, on every backend."""
+    return protocol.runtime_argv(
+        spec.resolved_strategy().value,
+        script,
+        source_map,
+        spec.entry_args,
+        legacy_keras=spec.legacy_keras,
+        serve=spec.serve,
+    )
+
+
+def container_args(spec: JobSpec) -> list[str]:
+    """Arguments of ``python -m tfc_runtime`` in every replica of an image."""
+    return runtime_args(spec, protocol.SCRIPT, protocol.SOURCE_MAP)
+
+
+def counts(spec: JobSpec) -> tuple[int, int, int, int]:
+    """Replicas of each role, in :data:`tfc_runtime.protocol.ROLES` order."""
+    return (1, spec.worker_count, spec.ps_count, int(spec.evaluator))
+
+
+def replica_env(
+    spec: JobSpec, job_id: str, addresses: Iterable[str]
+) -> list[tuple[str, dict[str, str]]]:
+    """``(replica name, CLUSTER_SPEC/TF_CONFIG env)`` of every replica, as Vertex AI sets them,
+    with ``addresses`` (one ``host:port`` a replica, chief first)."""
+    return protocol.cluster_env(counts(spec), addresses, job_id)
+
+
+def job_env(spec: JobSpec, job_id: str, job_dir: str) -> dict[str, str]:
+    """What every replica of the job gets besides its cluster variables, on every backend:
+    ``--env``, the job's name, id and folder, and, with ``--base-output-dir``, the ``AIP_*``
+    folders Vertex AI sets."""
+    env = {
+        **dict(spec.env),  # --env (never a name the job sets: the spec refuses those)
+        "TFC_JOB_NAME": spec.name,
+        "TFC_JOB_ID": job_id,
+        "TFC_JOB_DIR": job_dir,
+        "CLOUD_ML_JOB_ID": job_id,
+        "PYTHONUNBUFFERED": "1",
+    }
+    if spec.base_output_dir:
+        base = spec.base_output_dir.rstrip("/")
+        env.update(
+            {
+                "AIP_MODEL_DIR": f"{base}/model/",
+                "AIP_CHECKPOINT_DIR": f"{base}/checkpoints/",
+                "AIP_TENSORBOARD_LOG_DIR": f"{base}/logs/",
+            }
+        )
+    return env

@@ -1,0 +1,191 @@
+"""The backends this installation knows, and what each can do (the only module that names them).
+
+A backend is a class implementing :class:`tfc_jupyter.backends.Backend`, found by name: the built-in
+ones below, then any package that declares an entry point in the ``tfc_jupyter.backends`` group
+(as papermill finds its engines)::
+
+    [project.entry-points."tfc_jupyter.backends"]
+    k8s = "my_package.k8s:KubernetesBackend"
+
+The rest of the product never compares backend names: it asks the backend's :class:`Traits`
+(builds an image? billed? runs here? has TPUs?), so a backend is one module and nothing else
+changes. Loading a backend imports its module only then.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+from dataclasses import dataclass
+from functools import cache
+from importlib.metadata import entry_points
+from typing import Any, ClassVar
+
+from .errors import SpecError
+
+GROUP = "tfc_jupyter.backends"
+"""The entry-point group third-party backends register in."""
+
+BUILTIN: dict[str, str] = {
+    "local": "tfc_jupyter.backends.local:LocalBackend",
+    "docker": "tfc_jupyter.backends.docker:DockerBackend",
+    "vertex": "tfc_jupyter.backends.vertex:VertexBackend",
+}
+"""Backend name -> ``module:class`` of the ones that ship with the product."""
+
+DEFAULT = "local"
+"""The backend a job uses when nothing chooses one: processes on this machine."""
+
+
+@dataclass(frozen=True)
+class Traits:
+    """What a backend can do: the questions the planner, listings and front ends ask it."""
+
+    label: str
+    """The backend in the UI's own words ("this machine", "Vertex AI")."""
+    runs_image: bool = False
+    """Its replicas run in a container image (built by the plan unless ``--image`` names one)."""
+    image_here: bool = False
+    """The image runs on this machine: without a registry or project it keeps a local name."""
+    on_this_machine: bool = False
+    """Its replicas are processes here, so a listing checks them for life (a cheap pid check)."""
+    billed: bool = False
+    """Its machines cost money: plans show the price and warn about unpriced machines."""
+    tpus: bool = False
+    """It can run TPU jobs."""
+    needs_project: bool = False
+    """It needs a Google Cloud project (``--project``)."""
+    routes: bool = False
+    """Code reaches it by a route: a package on a prebuilt image, or a built image."""
+    scheduling: bool = False
+    """It takes the cloud scheduling settings (Spot, flex-start, reservations, restarts)."""
+    model_place: str = "and it is no longer there"
+    """Where a model saved to a path inside the job ends up, as words after "saved it at P"."""
+
+
+@dataclass(frozen=True)
+class Preview:
+    """What a dry run shows of a backend's launch: the exact request (or manifest) it sends."""
+
+    title: str
+    """Its heading ("Vertex AI request")."""
+    request: dict[str, Any]
+    """The request as JSON-ready data (the REST API's ``request``)."""
+    text: str = ""
+    """The request as the backend's users read it (default: indented JSON)."""
+
+    def __post_init__(self) -> None:
+        if not self.text:
+            object.__setattr__(self, "text", json.dumps(self.request, indent=2))
+
+
+_UNKNOWN = Traits(label="an unknown backend")
+
+
+class _Names(type):
+    """Iterating :class:`BackendName` gives every known backend."""
+
+    def __iter__(cls) -> Any:
+        return iter([BackendName(n) for n in names()])
+
+
+class BackendName(str, metaclass=_Names):
+    """A known backend's name (lower case); ``parse`` refuses others with the fix.
+
+    One object per name, so ``spec.backend is BackendName.LOCAL`` holds; ``.value`` is the name.
+    """
+
+    _made: ClassVar[dict[str, BackendName]] = {}
+
+    def __new__(cls, text: str) -> BackendName:
+        key = str(text)
+        made = cls._made.get(key)
+        if made is None:
+            made = cls._made[key] = super().__new__(cls, key)
+        return made
+
+    @property
+    def value(self) -> str:
+        """The name as a plain string."""
+        return str.__str__(self)
+
+    @classmethod
+    def parse(cls, text: str) -> BackendName:
+        """A known backend's name (any case), else :class:`SpecError` listing the known ones."""
+        key = str(text).strip().lower()
+        if key in BUILTIN or key in _entry_points():
+            return cls(key)
+        raise SpecError(
+            f"unknown backend {text!r}", f"use --backend {_spoken(names())}", field="backend"
+        )
+
+    LOCAL: BackendName
+    DOCKER: BackendName
+    VERTEX: BackendName
+
+
+BackendName.LOCAL = BackendName("local")
+BackendName.DOCKER = BackendName("docker")
+BackendName.VERTEX = BackendName("vertex")
+
+
+def _spoken(items: list[str]) -> str:
+    return ", ".join(items[:-1]) + f" or {items[-1]}" if len(items) > 1 else "".join(items)
+
+
+def _entry_points() -> dict[str, str]:
+    """Third-party backends: name -> ``module:class`` (read each time: installs change)."""
+    return {ep.name.lower(): ep.value for ep in entry_points(group=GROUP)}
+
+
+def names() -> list[str]:
+    """Every known backend: the built-in ones, then the installed ones."""
+    return list(BUILTIN) + [n for n in _entry_points() if n not in BUILTIN]
+
+
+def target(name: str) -> str | None:
+    """``module:class`` of the backend called ``name`` (None: not known)."""
+    return BUILTIN.get(name) or _entry_points().get(name)
+
+
+@cache
+def _load(where: str) -> Any:
+    module, _, cls = where.partition(":")
+    return getattr(importlib.import_module(module), cls)
+
+
+def load(name: str) -> Any:
+    """The backend class called ``name``, its module imported now.
+
+    Raises:
+        SpecError: no backend has that name (the fix lists the known ones).
+    """
+    where = target(str(name))
+    if where is None:
+        BackendName.parse(name)  # raises, naming the known ones
+        raise AssertionError(name)  # pragma: no cover - parse raised
+    return _load(where)
+
+
+def traits(name: str) -> Traits:
+    """What the backend called ``name`` can do; a neutral answer for one no longer installed
+    (a record made by a backend since removed still lists)."""
+    where = target(str(name))
+    if where is None:
+        return _UNKNOWN
+    return _load(where).traits
+
+
+def offering(trait: str) -> list[str]:
+    """The built-in backends whose :class:`Traits` say yes to ``trait`` (for a fix's words)."""
+    return [n for n in BUILTIN if getattr(traits(n), trait)]
+
+
+def use_instead(trait: str) -> str:
+    """``--backend X`` (or ``X or Y``) for the backends that offer ``trait``."""
+    return f"--backend {_spoken(offering(trait))}"
+
+
+def label_of(trait: str) -> str:
+    """The UI words of the backends that offer ``trait`` ("Vertex AI")."""
+    return _spoken([traits(n).label for n in offering(trait)])

@@ -6,13 +6,23 @@ and placed at its line. Counted (tests/counted.py): the run prints forms tried a
 
 from __future__ import annotations
 
+import base64
+import bz2
+import gzip
+import io
+import json
+import lzma
+import pickle
 import sys
+import tarfile
+import zipfile
 from pathlib import Path
 
 import counted
+import numpy as np
 import pytest
 from jobutil import plan_for, write_notebook
-from secret_corpus import ARCHIVE_FORMS, AWS_SECRET, CLEAN, CONTENT_FORMS, NAME_FORMS, SA
+from secret_corpus import ARCHIVE_FORMS, AWS_SECRET, CLEAN, CONTENT_FORMS, NAME_FORMS, PEM, SA
 
 from tfc_jupyter import secretscan
 from tfc_jupyter.image.context import SecretInFile
@@ -24,6 +34,10 @@ ITEMS = [
     "no false alarm on ordinary files",
     "a file the job needs that holds a secret stops the plan",
     "a home folder packs no tool state and none of ours",
+    "packed forms are opened",
+    "a file is scanned whole, or not shipped",
+    "tool credential files are known by name",
+    "a Jupyter server token in saved outputs",
 ]
 
 
@@ -121,3 +135,196 @@ def test_a_home_folder_packs_no_state_of_tools_or_ours(
     assert left[".local/"].startswith("tools' state") and left["tfc-home/"].startswith(
         "tfc_jupyter"
     )
+
+
+# ---------------------------------------------------------------------- packed forms (issue 24.3)
+def _tar_gz(name: str, data: bytes) -> bytes:
+    out = io.BytesIO()
+    with tarfile.open(fileobj=out, mode="w:gz") as tar:
+        info = tarfile.TarInfo(name)
+        info.size = len(data)
+        tar.addfile(info, io.BytesIO(data))
+    return out.getvalue()
+
+
+def _npy(*values: object) -> bytes:
+    out = io.BytesIO()
+    np.save(out, np.array(values))
+    return out.getvalue()
+
+
+def _npz(**arrays: object) -> bytes:
+    out = io.BytesIO()
+    np.savez(out, **{k: np.array(v) for k, v in arrays.items()})
+    return out.getvalue()
+
+
+_SA_FULL = json.dumps({"type": "service_account", "project_id": "p", "private_key": PEM})
+_WRAPPED = base64.encodebytes(_SA_FULL.encode()).decode()
+PACKED_FORMS = [
+    ("key.json.gz", gzip.compress(_SA_FULL.encode())),
+    ("key.json.bz2", bz2.compress(_SA_FULL.encode())),
+    ("key.json.xz", lzma.compress(_SA_FULL.encode())),
+    ("bundle.tar.gz", _tar_gz("conf/settings.json", _SA_FULL.encode())),
+    ("bundle.tar.gz", _tar_gz("data/deep.tar.gz", _tar_gz("key.json", SA.encode()))),
+    (
+        "values.yaml",
+        f"kind: Secret\ndata:\n  key.json: {base64.b64encode(_SA_FULL.encode()).decode()}\n",
+    ),
+    ("values.yaml", "creds: |\n" + "".join(f"  {line}\n" for line in _WRAPPED.splitlines())),
+    ("keys.npy", _npy(PEM, "another string")),
+    ("arrays.npz", _npz(keys=[PEM], ids=[1, 2])),
+    ("model.pkl.gz", gzip.compress(pickle.dumps({"weights": [0.5], "key": PEM}))),
+    ("blob.bin", b"\x00\x01" * 500 + AWS_SECRET.join(["aws_secret_access_key = ", ""]).encode()),
+]
+PACKED_CLEAN = [
+    ("table.npy", _npy(*range(1000))),
+    ("names.npy", _npy("alpha", "beta", "gamma")),
+    ("train.csv.gz", gzip.compress(b"x,y\n" + b"1.5,2.5\n" * 20000)),
+    ("data.tar.gz", _tar_gz("train.csv", b"x,y\n1,2\n")),
+    ("model.pkl", pickle.dumps({"weights": list(range(100))})),
+    ("icon.yaml", f"png: {base64.b64encode(bytes(range(256)) * 8).decode()}\n"),
+]
+
+
+@pytest.mark.item("packed forms are opened")
+@pytest.mark.parametrize(("name", "data"), PACKED_FORMS, ids=lambda v: str(v)[:24])
+def test_packed_forms_are_opened(tmp_path: Path, name: str, data: str | bytes) -> None:
+    path = tmp_path / name
+    path.write_bytes(data if isinstance(data, bytes) else data.encode())
+    found = secretscan.scan_file(path)
+    assert found is not None, name
+    assert "private key" in found.what or "credentials" in found.what or "AWS" in found.what
+
+
+@pytest.mark.item("packed forms are opened")
+@pytest.mark.parametrize(("name", "data"), PACKED_CLEAN, ids=lambda v: str(v)[:24])
+def test_packed_clean_files_are_no_alarm(tmp_path: Path, name: str, data: str | bytes) -> None:
+    path = tmp_path / name
+    path.write_bytes(data if isinstance(data, bytes) else data.encode())
+    assert secretscan.scan_file(path) is None
+
+
+@pytest.mark.item("packed forms are opened")
+def test_an_included_folder_leaves_a_packed_key_out(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "train.csv").write_text("x,y\n1,2\n")
+    (data / "svc.json.gz").write_bytes(gzip.compress(_SA_FULL.encode()))
+    nb = write_notebook(tmp_path / "nb.ipynb", "%%tfc_run --backend docker --dry-run\nx = 1")
+    plan = plan_for(nb, "--include data")
+    assert plan.context is not None
+    names = {e.arcname for e in plan.context.entries}
+    assert "app/data/train.csv" in names and "app/data/svc.json.gz" not in names
+    assert "packed with gzip" in dict(plan.context.left_out)["data/svc.json.gz"]
+
+
+@pytest.mark.item("a file is scanned whole, or not shipped")
+def test_a_key_after_64_mb_is_found_at_its_line(tmp_path: Path) -> None:
+    path = tmp_path / "big.csv"
+    row = b"0.1,0.2,0.3,0.4,0.5,0.6,0.7,0.8,0.9\n"
+    rows = 66_000_000 // len(row) + 1
+    with path.open("wb") as f:
+        f.write(row * rows)
+        f.write(f"aws_secret_access_key = {AWS_SECRET}\n".encode())
+    found = secretscan.scan_file(path)
+    assert found is not None and found.line == rows + 1, found
+
+
+@pytest.mark.item("a file is scanned whole, or not shipped")
+def test_a_key_across_a_window_edge_is_found(tmp_path: Path) -> None:
+    path = tmp_path / "edge.txt"
+    before = secretscan.SCAN_CHUNK - 10
+    path.write_bytes(b"a" * before + b"\n" + PEM.encode())
+    found = secretscan.scan_file(path)
+    assert found is not None and found.line == 2
+
+
+@pytest.mark.item("a file is scanned whole, or not shipped")
+@pytest.mark.parametrize(
+    ("name", "data"),
+    [
+        ("broken.gz", gzip.compress(_SA_FULL.encode())[:40]),
+        ("broken.tar", b"\0" * 257 + b"ustar" + b"\xff" * 300),
+    ],
+)
+def test_what_cannot_be_read_whole_is_not_shipped(tmp_path: Path, name: str, data: bytes) -> None:
+    path = tmp_path / name
+    path.write_bytes(data)
+    found = secretscan.scan_file(path)
+    assert found is not None and "cannot be scanned whole" in found.what
+
+
+@pytest.mark.item("a file is scanned whole, or not shipped")
+def test_an_encrypted_zip_member_is_not_shipped(tmp_path: Path) -> None:
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as archive:
+        archive.writestr("data.txt", "hello")
+    data = bytearray(out.getvalue())
+    data[6] |= 0x1  # the local header's "encrypted" flag
+    central = data.rfind(b"PK\x01\x02")
+    data[central + 8] |= 0x1  # and the central directory's
+    path = tmp_path / "locked.zip"
+    path.write_bytes(bytes(data))
+    found = secretscan.scan_file(path)
+    assert found is not None and "encrypted" in found.what
+
+
+TOOL_FILES = [
+    ".databrickscfg",
+    ".terraform.d/credentials.tfrc.json",
+    ".cargo/credentials.toml",
+    ".cargo/credentials",
+    ".m2/settings.xml",
+    ".m2/settings-security.xml",
+    ".snowflake/config.toml",
+    ".snowflake/connections.toml",
+    ".dbt/profiles.yml",
+    ".config/gh/hosts.yml",
+    ".kaggle/kaggle.json",
+    "pip.conf",
+    ".local/share/jupyter/runtime/jpserver-4242.json",
+]
+
+
+@pytest.mark.item("tool credential files are known by name")
+@pytest.mark.parametrize("name", TOOL_FILES)
+def test_tool_credential_files_are_known_by_name(name: str) -> None:
+    assert secretscan.secret_reason(f"home/{name}") is not None, name
+
+
+@pytest.mark.item("tool credential files are known by name")
+def test_ordinary_files_of_the_same_names_elsewhere_are_not(tmp_path: Path) -> None:
+    for name in ("settings.xml", "config.toml", "profiles.yml", "hosts.yml"):
+        assert secretscan.secret_reason(f"project/{name}") is None, name
+
+
+@pytest.mark.item("a Jupyter server token in saved outputs")
+def test_a_jupyter_token_in_saved_outputs_stops_the_notebook(tmp_path: Path) -> None:
+    token = "3f1c" * 12
+    nb = {
+        "nbformat": 4,
+        "nbformat_minor": 5,
+        "metadata": {},
+        "cells": [
+            {
+                "cell_type": "code",
+                "id": "a",
+                "metadata": {},
+                "execution_count": 1,
+                "source": "!jupyter server list",
+                "outputs": [
+                    {
+                        "output_type": "stream",
+                        "name": "stdout",
+                        "text": f"http://127.0.0.1:8888/?token={token} :: /home/me\n",
+                    }
+                ],
+            }
+        ],
+    }
+    path = tmp_path / "servers.ipynb"
+    path.write_text(json.dumps(nb, indent=1))
+    found = secretscan.scan_file(path)
+    assert found is not None and found.what == "a Jupyter server token"
+    assert secretscan.scan_text("see http://localhost:8888/lab?token=<your token>") is None

@@ -50,6 +50,7 @@ ITEMS = [
     "no secret in the image layers",
     "every planted secret stops the plan, quoted nowhere",
     "a secret passed as --env is refused, quoted nowhere",
+    "a secret in a cell, a requirement or --args never ships, quoted nowhere",
     "plan --json and the dry run list the build context",
     "user strings reach no shell",
     "strings that are not code never run",
@@ -825,3 +826,78 @@ def _settings() -> Any:
     from tfc_jupyter.config import load_settings
 
     return load_settings(environ={}, include_server=False)
+
+
+# ============================================== secrets outside files (issue 24, class 4)
+HF = "hf_" + "Q7wPLANTEDz" * 3 + "k"
+URL_SECRET = "s3cretPLANTED"
+
+
+@pytest.mark.item("a secret in a cell, a requirement or --args never ships, quoted nowhere")
+@pytest.mark.parametrize("backend", ["docker", "vertex --project my-proj-1"])
+@pytest.mark.parametrize(
+    "cell",
+    [
+        f"import os\nos.environ['HF_TOKEN'] = '{HF}'",
+        f'login(token="{HF}")',
+        "import os\nos.environ['AWS_SECRET_ACCESS_KEY'] = 'wJalrXUtnFEMI/K7MDENG/bPxPLANTED'\n"
+        "aws_secret_access_key = 'wJalrXUtnFEMI/K7MDENG/bPxPLANTED'",
+    ],
+    ids=["environ", "login", "aws"],
+)
+def test_a_token_in_a_cell_stops_a_job_that_ships_its_code(
+    tmp_path: Path, backend: str, cell: str
+) -> None:
+    nb = write_notebook(tmp_path / "nb.ipynb", "x = 1", f"%%tfc_run --backend {backend}\n{cell}")
+    with pytest.raises(SpecError) as info:
+        plan_for(nb)
+    text = str(info.value)
+    assert re.search(r"cell 2, line \d holds a secret \(", text), text
+    assert "it would go into the job's image" in text and "os.environ" in text
+    assert "PLANTED" not in text
+
+
+@pytest.mark.item("a secret in a cell, a requirement or --args never ships, quoted nowhere")
+def test_a_token_in_a_cell_of_a_local_job_is_said_and_stays_here(tmp_path: Path) -> None:
+    nb = write_notebook(tmp_path / "nb.ipynb", f"%%tfc_run\nimport os\nos.environ['T'] = '{HF}'")
+    plan = plan_for(nb)
+    assert any("cell 1, line 3 holds a secret (a Hugging Face token)" in w for w in plan.warnings)
+    assert not any("PLANTED" in w for w in plan.warnings)
+
+
+@pytest.mark.item("a secret in a cell, a requirement or --args never ships, quoted nowhere")
+@pytest.mark.parametrize(
+    "pip",
+    [
+        f"%pip install git+https://alice:{URL_SECRET}@github.com/org/pkg.git",
+        f"%pip install --extra-index-url https://__token__:{URL_SECRET}@pypi.example/simple pkg",
+        f"%pip install https://{URL_SECRET}x@files.example/pkg-1.0-py3-none-any.whl",
+    ],
+    ids=["git", "index", "wheel"],
+)
+def test_credentials_in_a_requirement_url(tmp_path: Path, pip: str) -> None:
+    shipped = write_notebook(tmp_path / "a.ipynb", pip, "%%tfc_run --backend docker\nx = 1")
+    with pytest.raises(SpecError) as info:
+        plan_for(shipped)
+    text = str(info.value)
+    assert "holds credentials" in text and "***@" in text and URL_SECRET not in text
+
+    here = write_notebook(tmp_path / "b.ipynb", pip, "%%tfc_run\nx = 1")
+    plan = plan_for(here)
+    assert any("***@" in r for r in plan.requirements), plan.requirements
+    shown = plan.to_text() + json.dumps(plan.summary()) + json.dumps(plan.spec.to_dict())
+    assert URL_SECRET not in shown
+    assert any("holds credentials" in w for w in plan.warnings)
+
+
+@pytest.mark.item("a secret in a cell, a requirement or --args never ships, quoted nowhere")
+@pytest.mark.parametrize("backend", ["local", "docker"])
+def test_a_secret_in_script_arguments_is_refused_as_env_is(tmp_path: Path, backend: str) -> None:
+    from tfc_jupyter.job.options import JobOptions, to_spec
+
+    with pytest.raises(SpecError) as info:
+        to_spec(JobOptions.of(backend=backend, args=f"--token {HF}"), _settings())
+    text = str(info.value)
+    assert "--args holds what looks like a secret (a Hugging Face token" in text
+    assert "PLANTED" not in text and "Secret Manager" in text
+    to_spec(JobOptions.of(backend=backend, args="--epochs 3"), _settings())  # no alarm

@@ -1,25 +1,42 @@
 """Secrets never enter a build context: found by name and by content, in whole files.
 
 By name: credential folders and files (``.ssh/``, ``.aws/``, ``.env*``, keys, ``.netrc``,
-``.pgpass``, Terraform state ...). By content, in the whole file (UTF-8, UTF-16 and UTF-32 text,
-and the members of zip archives): our rules (private keys, Google Cloud credential JSON, OAuth
-tokens, AWS, GitHub and Google API keys, docker registry auths) beside the detectors of
-detect-secrets, a maintained scanner, when it is installed. Every finding names its line.
+``.pgpass``, Terraform state, tools' credential files ...). By content, in the whole file,
+window by window however large: UTF-8, UTF-16 and UTF-32 text, the strings inside binary data
+(NumPy string arrays, pickles), gzip/bzip2/xz streams, zip and tar members, and what base64
+blocks decode to, nested up to :data:`NEST_LIMIT` deep. A file that cannot be read whole (broken,
+encrypted, too large unpacked) is a finding too: it is never shipped unscanned. Our rules
+(private keys, Google Cloud credential JSON, OAuth tokens, AWS, GitHub and Google API keys,
+docker registry auths, Jupyter server tokens) beside the detectors of detect-secrets, a
+maintained scanner, when it is installed. Every finding in text names its line.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
+import bz2
 import codecs
+import gzip
 import io
+import lzma
+import os
 import re
+import stat
+import tarfile
 import zipfile
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, BinaryIO
 
-SCAN_LIMIT = 64_000_000  # bytes of one file scanned with every rule; larger files: by name only
+SCAN_CHUNK = 8_000_000  # bytes scanned at a time; windows overlap by OVERLAP, so nothing is cut
+OVERLAP = 262_144
+UNPACK_LIMIT = 4_000_000_000  # bytes one file may come to, unpacked; beyond, it is not shipped
+NEST_LIMIT = 4  # archives in archives, packed streams, base64 blocks: how deep
+ARCHIVE_MEMBERS = 100_000
+NESTED_ARCHIVE_LIMIT = 256_000_000  # a zip inside a packed stream is opened in memory up to this
 DETECT_SECRETS_LIMIT = 1_000_000  # detect-secrets runs per line: text files up to this size
-ZIP_MEMBERS = 200
-ZIP_MEMBER_LIMIT = 8_000_000
 
 
 _NOT_ENV_FILES = (".example", ".sample", ".template", ".py", ".ipynb", ".md")
@@ -47,6 +64,12 @@ _SECRET_DIRS = {
     ".gcloud",
     ".terraform",
     ".password-store",
+    ".m2",  # Maven: settings.xml and settings-security.xml hold server passwords
+    ".snowflake",  # config.toml, connections.toml
+    ".dbt",  # profiles.yml: warehouse passwords
+    ".terraform.d",  # credentials.tfrc.json: Terraform Cloud tokens
+    ".databricks",
+    ".kaggle",
 }
 _SECRET_NAMES = {
     ".env": ".env file",
@@ -74,6 +97,14 @@ _SECRET_NAMES = {
     "secrets.yml": "secrets file",
     "secrets.toml": "secrets file",
     ".vault-token": "Vault token",
+    ".databrickscfg": "Databricks credentials",
+    "credentials.tfrc.json": "Terraform Cloud credentials",
+    "credentials.toml": "credentials file",  # Cargo's, and others'
+    "settings-security.xml": "Maven credentials",
+    "connections.toml": "Snowflake credentials",
+    ".pip.conf": "pip configuration (index credentials)",
+    "pip.conf": "pip configuration (index credentials)",
+    "pip.ini": "pip configuration (index credentials)",
 }
 _SECRET_SUFFIXES = {
     ".pem": "private key or certificate (*.pem)",
@@ -85,6 +116,12 @@ _SECRET_SUFFIXES = {
     ".ppk": "private key (*.ppk)",
     ".kubeconfig": "kube config",
     ".env": ".env file",
+}
+_CONFIGS = {
+    "gcloud": "gcloud configuration",
+    "gh": "GitHub CLI credentials",
+    "hub": "GitHub credentials",
+    "op": "1Password CLI configuration",
 }
 _SSH_KEY = re.compile(r"^id_(rsa|dsa|ecdsa|ed25519)(_sk)?(\..*)?$")
 
@@ -104,8 +141,10 @@ def secret_reason(rel: str, path: Path | None = None) -> str | None:
         lower = part.lower()
         if lower in _SECRET_DIRS:
             return f"secret: {part}/ folder"
-        if lower == ".config" and i + 1 < len(parts) - 1 and parts[i + 1].lower() == "gcloud":
-            return "secret: gcloud configuration"
+        if lower == ".config" and i + 1 < len(parts) - 1 and parts[i + 1].lower() in _CONFIGS:
+            return f"secret: {_CONFIGS[parts[i + 1].lower()]}"
+        if lower == ".cargo" and parts[-1].lower().startswith("credentials"):
+            return "secret: Cargo credentials"
     name = parts[-1].lower()
     if name in _SECRET_DIRS:
         return f"secret: {parts[-1]} folder"
@@ -119,6 +158,8 @@ def secret_reason(rel: str, path: Path | None = None) -> str | None:
         return "secret: Terraform state (holds resource secrets)"
     if name == "token" and len(parts) > 1 and parts[-2].lower() == "huggingface":
         return "secret: Hugging Face token"
+    if name.startswith(("jpserver-", "nbserver-")) and name.endswith(".json"):
+        return "secret: Jupyter server credentials"
     if name.startswith("client_secret") and name.endswith(".json"):
         return "secret: OAuth client secret"
     if _SSH_KEY.match(name):
@@ -169,38 +210,51 @@ _RULES: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"(?m)^kind:\s*Config\s*$(?s:.*)^clusters:"), "a kube config"),
     (re.compile(r"(?m)^[^:#\s]+:\d+:[^:\s]+:[^:\s]+:\S+$"), "PostgreSQL passwords (.pgpass)"),
     (re.compile(r"(?i)gs_secret_access_key\s*=\s*\S+"), "cloud credentials"),
+    (re.compile(r"[?&]token=[0-9a-f]{32,}\b"), "a Jupyter server token"),
 ]
 
 
-def _decode(data: bytes) -> str:
-    """Text of a file: UTF-32/16 by their BOM, else UTF-8 (undecodable bytes replaced)."""
-    for bom, codec in (
-        (codecs.BOM_UTF32_LE, "utf-32"),
-        (codecs.BOM_UTF32_BE, "utf-32"),
-        (codecs.BOM_UTF16_LE, "utf-16"),
-        (codecs.BOM_UTF16_BE, "utf-16"),
-    ):
-        if data.startswith(bom):
-            return data.decode(codec, errors="replace")
-    if data[:2000].count(b"\0") > 200 and data[1:2000:2].count(0) > 500:  # UTF-16 LE, no BOM
-        return data.decode("utf-16-le", errors="replace")
-    return data.decode("utf-8", errors="replace")
+_LITERALS = {
+    "OAuth credentials": ("refresh_token", "client_secret"),
+    "an AWS secret access key": ("aws_secret_access_key",),
+    "an AWS access key id": ("AKIA", "ASIA"),
+    "a GitHub token": ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
+    "a Google API key": ("AIza",),
+    "a Google OAuth access token": ("ya29.",),
+    "a Slack token": ("xox",),
+    "a Hugging Face token": ("hf_",),
+    "an OpenAI-style API key": ("sk-",),
+    "a kube config": ("clusters:",),
+    "cloud credentials": ("gs_secret_access_key",),
+    "a Jupyter server token": ("token=",),
+}
+"""Literals one of which every match of a rule holds: a fast find before the regex."""
+_ANY_CASE = {"an AWS secret access key", "cloud credentials"}
 
 
 def _line_of(text: str, offset: int) -> int:
     return text.count("\n", 0, offset) + 1
 
 
-def scan_text(text: str) -> Finding | None:
-    """The first secret in ``text`` by our rules, then by detect-secrets' detectors."""
+def scan_text(text: str, *, detect: bool = True) -> Finding | None:
+    """The first secret in ``text`` by our rules, then (``detect``) by detect-secrets'."""
     best: Finding | None = None
+    lowered: str | None = None
     for pattern, what in _RULES:
+        literals = _LITERALS.get(what)
+        if literals:  # a rule whose match holds a literal: skip it unless the text has one
+            if what in _ANY_CASE:
+                lowered = text.lower() if lowered is None else lowered
+                if not any(x in lowered for x in literals):
+                    continue
+            elif not any(x in text for x in literals):
+                continue
         m = pattern.search(text)
         if m and (best is None or _line_of(text, m.start()) < (best.line or 0)):
             best = Finding(what, _line_of(text, m.start()))
     if best is not None:
         return best
-    if len(text) <= DETECT_SECRETS_LIMIT:
+    if detect and len(text) <= DETECT_SECRETS_LIMIT:
         return _detect_secrets(text)
     return None
 
@@ -250,54 +304,281 @@ def _detect_secrets(text: str) -> Finding | None:
     return None
 
 
-def _scan_zip(data: bytes) -> Finding | None:
+_MAGIC = (
+    (b"\x1f\x8b", "gzip"),
+    (b"BZh", "bzip2"),
+    (b"\xfd7zXZ\x00", "xz"),
+)
+_STRINGS = (  # runs of printable text inside binary data: ASCII, UTF-16 LE, UTF-32 LE
+    (re.compile(rb"[\t\n\r\x20-\x7e]{8,}"), "ascii"),
+    (re.compile(rb"(?:[\t\n\r\x20-\x7e]\x00){8,}"), "utf-16-le"),
+    (re.compile(rb"(?:[\t\n\r\x20-\x7e]\x00\x00\x00){8,}"), "utf-32-le"),
+)
+_BASE64_LINE = re.compile(r"[A-Za-z0-9+/_-]{40,}={0,2}")
+_BASE64_BLOCK = re.compile(r"(?m)(?:^[ \t]*[A-Za-z0-9+/]{16,}={0,2}[ \t]*(?:\n|$)){2,}")
+
+
+class _Budget:
+    """Bytes one file may unpack to, in all (its archives, packed streams and base64 blocks)."""
+
+    def __init__(self) -> None:
+        self.left = UNPACK_LIMIT
+
+    def take(self, n: int) -> bool:
+        self.left -= n
+        return self.left >= 0
+
+
+class _Unscannable(Exception):
+    """The file cannot be read whole: it is not shipped (a finding says why)."""
+
+
+class _Head:
+    """A stream whose first bytes were read to tell its format, readable from its start."""
+
+    def __init__(self, head: bytes, rest: BinaryIO) -> None:
+        self.head, self.rest = head, rest
+
+    def read(self, n: int = -1) -> bytes:
+        if self.head:
+            if n < 0:
+                out, self.head = self.head + self.rest.read(), b""
+                return out
+            out, self.head = self.head[:n], self.head[n:]
+            if len(out) < n:
+                out += self.rest.read(n - len(out))
+            return out
+        return self.rest.read(n)
+
+
+def _printable(data: bytes) -> bool:
+    """Mostly text: worth scanning as decoded base64 (random bytes are not)."""
+    sample = data[:4096]
+    text = sum(1 for b in sample if 32 <= b < 127 or b in (9, 10, 13))
+    return (
+        text >= 0.85 * len(sample)
+        or any(data.startswith(m) for m, _ in _MAGIC)
+        or (data[:4] == b"PK\x03\x04")
+    )
+
+
+def _base64_blocks(text: str) -> list[tuple[int, str]]:
+    """``(offset, base64 text)`` of each long base64 run, single-line or wrapped."""
+    found = [(m.start(), re.sub(r"\s+", "", m.group())) for m in _BASE64_BLOCK.finditer(text)]
+    found += [(m.start(), m.group()) for m in _BASE64_LINE.finditer(text)]
+    return found[:10_000]
+
+
+def _decode_base64(block: str) -> bytes | None:
     try:
-        archive = zipfile.ZipFile(io.BytesIO(data))
-    except (zipfile.BadZipFile, ValueError):
+        if "-" in block or "_" in block:
+            return base64.urlsafe_b64decode(block + "=" * (-len(block) % 4))
+        return base64.b64decode(block + "=" * (-len(block) % 4))
+    except (ValueError, binascii.Error):
         return None
+
+
+def _scan_window(
+    data: bytes, codec: str, depth: int, budget: _Budget, detect: bool
+) -> Finding | None:
+    """The first secret in one window of a stream: its text, the strings inside binary data,
+    and what its base64 blocks decode to."""
+    text = data.decode(codec, errors="replace")
+    found = scan_text(text, detect=detect)
+    if found is not None:
+        return found
+    if b"\x00" in data:
+        for pattern, encoding in _STRINGS:
+            runs = [m.group().decode(encoding, errors="replace") for m in pattern.finditer(data)]
+            if runs:
+                found = scan_text("\n".join(runs), detect=False)
+                if found is not None:
+                    return Finding(f"{found.what} (in binary data)")
+    if depth >= NEST_LIMIT:
+        return None
+    for offset, block in _base64_blocks(text):
+        decoded = _decode_base64(block)
+        if decoded is None or len(decoded) < 24 or not _printable(decoded):
+            continue
+        if not budget.take(len(decoded)):
+            raise _Unscannable(f"it unpacks to over {UNPACK_LIMIT // 1_000_000} MB")
+        inner = _scan_stream(io.BytesIO(decoded), depth + 1, budget)
+        if inner is not None:
+            return Finding(f"{inner.what} (base64-encoded)", _line_of(text, offset))
+    return None
+
+
+def _scan_plain(f: Any, head: bytes, depth: int, budget: _Budget) -> Finding | None:
+    """Scan a stream as text (or binary with strings in it), window by window, whole."""
+    codec, rest_codec = _codecs(head)
+    newline = "\n".encode(rest_codec)
+    lines_before, tail, first = 0, b"", True
+    stream = _Head(head, f)
+    while True:
+        chunk = stream.read(SCAN_CHUNK)
+        if not chunk and not first:
+            return None
+        if not budget.take(len(chunk)):
+            raise _Unscannable(f"it unpacks to over {UNPACK_LIMIT // 1_000_000} MB")
+        window = tail + chunk
+        whole = first and len(chunk) < SCAN_CHUNK
+        detect = whole and len(window) <= DETECT_SECRETS_LIMIT
+        found = _scan_window(window, codec if first else rest_codec, depth, budget, detect)
+        if found is not None:
+            line = None if found.line is None else lines_before + found.line
+            return Finding(found.what, line)
+        if whole or not chunk:
+            return None
+        keep = len(window) - OVERLAP
+        keep -= keep % 4  # UTF-16/32 stay aligned
+        lines_before += window[:keep].count(newline)
+        tail, first = window[keep:], False
+
+
+def _codecs(head: bytes) -> tuple[str, str]:
+    """The text encoding of a stream by its start: UTF-32/16 by their BOM, UTF-16 LE by its
+    zero bytes, else UTF-8 (undecodable bytes replaced); for its first window and the rest."""
+    for bom, codec, rest in (
+        (codecs.BOM_UTF32_LE, "utf-32", "utf-32-le"),
+        (codecs.BOM_UTF32_BE, "utf-32", "utf-32-be"),
+        (codecs.BOM_UTF16_LE, "utf-16", "utf-16-le"),
+        (codecs.BOM_UTF16_BE, "utf-16", "utf-16-be"),
+    ):
+        if head.startswith(bom):
+            return codec, rest
+    if head[:2000].count(b"\0") > 200 and head[1:2000:2].count(0) > 500:  # UTF-16 LE, no BOM
+        return "utf-16-le", "utf-16-le"
+    return "utf-8", "utf-8"
+
+
+def _scan_zip(head: bytes, f: Any, depth: int, budget: _Budget) -> Finding | None:
+    if not isinstance(f, (io.BufferedReader, io.BytesIO)):  # inside another: open it in memory
+        data = _Head(head, f).read(NESTED_ARCHIVE_LIMIT + 1)
+        if len(data) > NESTED_ARCHIVE_LIMIT:
+            raise _Unscannable("it holds a zip archive too large to open inside another")
+        f = io.BytesIO(data)
+    f.seek(0)
+    try:
+        archive = zipfile.ZipFile(f)
+    except (zipfile.BadZipFile, ValueError):
+        f.seek(0)
+        return _scan_plain(f, f.read(4096), depth, budget)
     with archive:
-        for info in archive.infolist()[:ZIP_MEMBERS]:
+        members = archive.infolist()
+        if len(members) > ARCHIVE_MEMBERS:
+            raise _Unscannable(f"an archive of over {ARCHIVE_MEMBERS} members")
+        for info in members:
             if info.is_dir():
                 continue
             named = secret_reason(info.filename)
             if named:
                 return Finding(f"{named.removeprefix('secret: ')} in the archive ({info.filename})")
-            if info.file_size > ZIP_MEMBER_LIMIT:
-                continue
             try:
-                inner = archive.read(info)
-            except (zipfile.BadZipFile, RuntimeError, ValueError, OSError):
-                continue
-            found = scan_text(_decode(inner))
+                with archive.open(info) as member:
+                    found = _scan_stream(member, depth + 1, budget)
+            except RuntimeError:  # encrypted
+                raise _Unscannable(f"{info.filename} in it is encrypted") from None
+            except (zipfile.BadZipFile, ValueError, OSError, EOFError, zlib.error):
+                raise _Unscannable(f"{info.filename} in it cannot be read") from None
             if found:
                 return Finding(f"{found.what} in the archive ({info.filename})")
     return None
 
 
+def _scan_tar(f: Any, depth: int, budget: _Budget) -> Finding | None:
+    try:
+        with tarfile.open(fileobj=f, mode="r|") as archive:
+            for count, member in enumerate(archive):
+                if count >= ARCHIVE_MEMBERS:
+                    raise _Unscannable(f"an archive of over {ARCHIVE_MEMBERS} members")
+                named = secret_reason(member.name)
+                if named:
+                    return Finding(
+                        f"{named.removeprefix('secret: ')} in the archive ({member.name})"
+                    )
+                if not member.isfile():
+                    continue
+                extracted = archive.extractfile(member)
+                if extracted is None:
+                    continue
+                found = _scan_stream(extracted, depth + 1, budget)
+                if found:
+                    return Finding(f"{found.what} in the archive ({member.name})")
+    except (tarfile.TarError, OSError, EOFError, zlib.error, lzma.LZMAError) as exc:
+        raise _Unscannable(f"its tar archive cannot be read ({exc})") from None
+    return None
+
+
+def _unpacker(kind: str, source: Any) -> Any:
+    """A reader of the unpacked bytes of a gzip, bzip2 or xz stream."""
+    if kind == "gzip":
+        return gzip.GzipFile(fileobj=source, mode="rb")
+    if kind == "bzip2":
+        return bz2.BZ2File(source, mode="rb")
+    return lzma.LZMAFile(source, mode="rb")
+
+
+def _scan_stream(f: Any, depth: int, budget: _Budget) -> Finding | None:
+    """The first secret in a stream, opened by its format: gzip, bzip2 and xz are unpacked,
+    zip and tar archives opened member by member, the rest scanned as text and binary."""
+    head = f.read(4096)
+    if depth > NEST_LIMIT:
+        raise _Unscannable(f"it nests archives over {NEST_LIMIT} deep")
+    for magic, kind in _MAGIC:
+        if head.startswith(magic):
+            source: Any = _Head(head, f)
+            try:
+                with _unpacker(kind, source) as unpacked:
+                    found = _scan_stream(unpacked, depth + 1, budget)
+            except (OSError, EOFError, zlib.error, lzma.LZMAError, ValueError):
+                raise _Unscannable(f"its {kind} data cannot be unpacked") from None
+            return (
+                None if found is None else Finding(f"{found.what} (packed with {kind})", found.line)
+            )
+    if head[:4] in (b"PK\x03\x04", b"PK\x05\x06"):
+        return _scan_zip(head, f, depth, budget)
+    if len(head) > 262 and head[257:262] == b"ustar":
+        return _scan_tar(_Head(head, f), depth, budget)
+    return _scan_plain(f, head, depth, budget)
+
+
 def scan_bytes(data: bytes) -> Finding | None:
     """The first secret in a file's bytes (see the module docstring)."""
-    if data[:4] == b"PK\x03\x04":
-        return _scan_zip(data)
-    return scan_text(_decode(data))
+    try:
+        return _scan_stream(io.BytesIO(data), 0, _Budget())
+    except _Unscannable as exc:
+        return Finding(f"a file that cannot be scanned whole: {exc}")
 
 
 _SCANNED: dict[tuple[str, int, int, int], Finding | None] = {}
 
 
 def scan_file(path: Path) -> Finding | None:
-    """The first secret in a regular file of at most :data:`SCAN_LIMIT` bytes (None beyond);
-    remembered by (path, size, mtime, inode) for this process, as plans are made again often."""
-    from .files import UnsafeFile, read_regular
+    """The first secret in a regular file, read whole (packed streams and archives opened);
+    a file that cannot be read whole is a finding too, so it is never shipped unscanned.
+    Remembered by (path, size, mtime, inode) for this process, as plans are made again often."""
+    from .files import KIND
 
     try:
-        st = path.stat()
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except OSError:
         return None
-    key = (str(path), st.st_size, st.st_mtime_ns, st.st_ino)
-    if key not in _SCANNED:
-        try:
-            data = read_regular(path, SCAN_LIMIT, "file")
-        except (OSError, UnsafeFile):
-            return None
-        _SCANNED[key] = scan_bytes(data)
-    return _SCANNED[key]
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            return (
+                None
+                if stat.S_ISDIR(st.st_mode)
+                else Finding(
+                    f"{KIND.get(stat.S_IFMT(st.st_mode), 'not a regular file')}, not scanned"
+                )
+            )
+        key = (str(path), st.st_size, st.st_mtime_ns, st.st_ino)
+        if key not in _SCANNED:
+            try:
+                _SCANNED[key] = _scan_stream(f, 0, _Budget())
+            except _Unscannable as exc:
+                _SCANNED[key] = Finding(f"a file that cannot be scanned whole: {exc}")
+            except OSError:
+                return None
+        return _SCANNED[key]

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .. import registry
+from .. import registry, secretscan
 from ..config import Settings
 from ..errors import SpecError, TfcError
 from ..files import human_size
@@ -59,8 +59,9 @@ class Plan:
 
     @property
     def requirements(self) -> list[str]:
-        """The job's requirement lines (notebook pip lines merged with files)."""
-        return list(self.script.requirements.lines)
+        """The job's requirement lines (notebook pip lines merged with files), credentials
+        in their URLs shown as ``***``."""
+        return [redact_url(line) for line in self.script.requirements.lines]
 
     @property
     def package_uri(self) -> str | None:
@@ -309,6 +310,53 @@ def _image_notes(spec: JobSpec, parent: str, notes: list[str]) -> list[str]:
     return warnings
 
 
+_URL_CREDENTIALS = re.compile(r"(?<=://)[^/\s@]+@")
+"""The user information of a URL (``user:password@``, ``token@``): credentials."""
+
+
+def redact_url(line: str) -> str:
+    """``line`` with the credentials of its URLs replaced by ``***``."""
+    return _URL_CREDENTIALS.sub("***@", line)
+
+
+def _secrets_outside_files(script: Script, locate: Callable[[int], str], ships: bool) -> list[str]:
+    """A secret in the code (a token assigned in a cell) or the requirements (a pip URL with
+    credentials) stops a job whose code leaves this machine (an image or package); a job that
+    runs here keeps it in its owner-only folder, and the plan says so.
+
+    Raises:
+        SpecError: the job ships its code, and the first secret found, by cell and line.
+    """
+    found = secretscan.scan_text(script.text)
+    problems: list[tuple[str, str]] = []
+    if found is not None and found.line is not None:
+        problems.append(
+            (
+                f"{locate(found.line)} holds a secret ({found.what})",
+                "read it from the environment in the code (os.environ[...]), set where the job "
+                "runs (Secret Manager on Vertex AI), and delete the value from the notebook",
+            )
+        )
+    for line in script.requirements.lines:
+        if _URL_CREDENTIALS.search(line) or secretscan.scan_text(line, detect=False):
+            problems.append(
+                (
+                    f"the requirement {redact_url(line)!r} holds credentials",
+                    "install it from an index that needs none, or put the package's wheel in "
+                    "the notebook's folder and require that file",
+                )
+            )
+    if not problems:
+        return []
+    if ships:
+        what, fix = problems[0]
+        raise SpecError(f"{what}: it would go into the job's image and request", fix, field="code")
+    return [
+        f"{what}: it stays in this machine's owner-only job folder (an image would refuse it)"
+        for what, _ in problems
+    ]
+
+
 def job_name(selection: Selection) -> str:
     """A valid job name from the notebook's file name."""
     stem = selection.notebook.stem if selection.notebook else "notebook"
@@ -476,7 +524,8 @@ def make_plan(selection: Selection, ns: JobOptions, settings: Settings) -> Plan:
     need_warnings: list[str] = []
     if builds:
         found, need_warnings = _what_it_needs(script, selection.base_dir)
-    spec = spec.evolve(requirements=tuple(script.requirements.lines))
+    secret_notes = _secrets_outside_files(script, locate, ships=traits.runs_image)
+    spec = spec.evolve(requirements=tuple(map(redact_url, script.requirements.lines)))
     parent = images.parent_image(spec)
     context = None
     if not spec.image.image:
@@ -506,7 +555,7 @@ def make_plan(selection: Selection, ns: JobOptions, settings: Settings) -> Plan:
             job_package = wheel.build(context, list(script.requirements.lines))
             image_uri = parent = route.executor.uri
     warnings = list(selection.warnings) + choice.warnings + _unattended(facts, locate)
-    warnings += need_warnings
+    warnings += need_warnings + secret_notes
     if builds and context is not None:
         warnings += _found_files_notes(context, script.notes)
     if not traits.runs_image:  # the job runs in this environment

@@ -363,6 +363,20 @@ def _check_labels(labels: tuple[tuple[str, str], ...]) -> None:
             )
 
 
+def _check_args(args: tuple[str, ...]) -> None:
+    """The script's arguments go into the request, records and dry run as ``--env`` does: a
+    value that looks secret is refused the same way."""
+    from ..secretscan import scan_text
+
+    found = scan_text("\n".join(args)) if args else None
+    if found is not None:
+        raise SpecError(
+            f"--args holds what looks like a secret ({found.what}, argument {found.line})",
+            _SECRET_FIX,
+            field="args",
+        )
+
+
 def _validate_image(image: ImageSettings) -> None:
     """Image references and the bucket: full matches, so no line break reaches a Dockerfile."""
     flags = {
@@ -393,6 +407,7 @@ def _validate(spec: JobSpec) -> None:
     strategy = spec.strategy
     _validate_image(spec.image)
     _check_env(spec.env)
+    _check_args(spec.entry_args)
     if not _NAME.fullmatch(spec.name):
         raise SpecError(
             f"job name {spec.name!r} is not allowed",

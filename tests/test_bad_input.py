@@ -59,6 +59,7 @@ ITEMS = [
     "run --no-wait does not wait",
     "a local job this machine cannot hold is refused",
     "terminal escapes and markup in a job stay inert",
+    "bounds: logs stream, metrics are downsampled, oversize requests get 413",
 ]
 
 
@@ -928,6 +929,101 @@ def test_the_rest_api_stays_inside_the_root(tmp_path: Path) -> None:
     assert "this is not" not in str(err.value)
 
 
+TOKEN = "ghp_" + "R4nD0mPLANTED" * 3
+
+
+@pytest.fixture
+def rooted(tmp_path: Path) -> tuple[Path, Path]:
+    """A server root with a notebook, and a folder outside it holding a one-word token file."""
+    root, outside = tmp_path / "root", tmp_path / "outside"
+    root.mkdir()
+    outside.mkdir()
+    (outside / "token.txt").write_text(TOKEN + "\n")
+    (outside / "reqs.txt").write_text("pandas\n")
+    return root, outside
+
+
+def _dry_run(root: Path, *cells: str, **options: object) -> dict[str, Any]:
+    from tfc_jupyter.server.service import JobService
+
+    write_notebook(root / "nb.ipynb", *cells)
+    body = {"path": "nb.ipynb", "options": {"dry_run": True, **options}}
+    status, answer = JobService(root).create(body)
+    assert status == 200
+    return answer
+
+
+@pytest.mark.item("the REST API stays inside the server root")
+@pytest.mark.parametrize(
+    "cells",
+    [
+        ("%%tfc_run --requirements {outside}/token.txt\nx = 1",),
+        ("%%tfc_run --requirements ../outside/reqs.txt\nx = 1",),
+        ("%pip install -r {outside}/token.txt", "%%tfc_run\nx = 1"),
+        ("%pip install -r ../outside/reqs.txt", "%%tfc_run\nx = 1"),
+        ("%%tfc_run --requirements inside.txt\nx = 1",),  # whose -r line leads out
+        ("%%tfc_run --requirements link.txt\nx = 1",),  # a link out of the root
+        ("%%tfc_run --backend docker --include data.txt\nx = 1",),  # a link out of the root
+    ],
+    ids=["cell-req-abs", "cell-req-rel", "pip-r-abs", "pip-r-rel", "nested-r", "req-link", "incl"],
+)
+def test_paths_from_cells_and_links_stay_inside_the_root(
+    rooted: tuple[Path, Path], cells: tuple[str, ...]
+) -> None:
+    root, outside = rooted
+    (root / "inside.txt").write_text(f"numpy\n-r {outside}/token.txt\n")
+    (root / "link.txt").symlink_to(outside / "token.txt")
+    (root / "data.txt").symlink_to(outside / "token.txt")
+    with pytest.raises(SpecError) as info:
+        _dry_run(root, *(c.format(outside=outside) for c in cells))
+    text = str(info.value)
+    assert "outside the server's root folder" in text and "Fix:" in text
+    assert "PLANTED" not in text
+
+
+@pytest.mark.item("the REST API stays inside the server root")
+def test_a_linked_file_in_an_included_folder_is_left_out(rooted: tuple[Path, Path]) -> None:
+    root, outside = rooted
+    (root / "data").mkdir()
+    (root / "data" / "train.csv").write_text("x,y\n1,2\n")
+    (root / "data" / "stolen.txt").symlink_to(outside / "reqs.txt")
+    (root / "data" / "loop").symlink_to(root / "data" / "loop")
+    answer = _dry_run(root, "%%tfc_run --backend docker\nx = 1", include=["data"])
+    context = answer["plan"]["context"]
+    files = {f["path"] for f in context["files"]}
+    left = {item["path"]: item["why"] for item in context["left_out"]}
+    assert "app/data/train.csv" in files and "app/data/stolen.txt" not in files
+    assert left["data/stolen.txt"] == "links out of the root"
+    assert left["data/loop"] == "a loop of symbolic links"
+
+
+@pytest.mark.item("the REST API stays inside the server root")
+def test_a_symlink_loop_is_one_line_not_a_500(rooted: tuple[Path, Path]) -> None:
+    root, _ = rooted
+    (root / "loop").symlink_to(root / "loop")
+    for options in ({"include": ["loop"], "backend": "docker"}, {"requirements": ["loop"]}):
+        with pytest.raises(SpecError) as info:
+            _dry_run(root, "%%tfc_run\nx = 1", **options)
+        assert info.value.http_status == 400
+        assert "loop of symbolic links" in str(info.value), info.value
+
+
+@pytest.mark.item("the REST API stays inside the server root")
+def test_a_token_file_as_requirements_is_never_echoed(rooted: tuple[Path, Path]) -> None:
+    root, outside = rooted
+    (root / "token.txt").write_text(TOKEN + "\n")
+    with pytest.raises(SpecError) as info:
+        _dry_run(root, "%%tfc_run\nx = 1", requirements=["token.txt"])
+    assert "looks like a secret" in str(info.value) and "PLANTED" not in str(info.value)
+
+
+@pytest.mark.item("the REST API stays inside the server root")
+def test_the_cli_may_still_name_any_file_of_its_user(rooted: tuple[Path, Path]) -> None:
+    root, outside = rooted
+    nb = write_notebook(root / "nb.ipynb", f"%%tfc_run --requirements {outside}/reqs.txt\nx = 1")
+    assert plan_for(nb).requirements == ["pandas"]
+
+
 _MODEL = {"metadata": {}, "nbformat": 4, "nbformat_minor": 5}
 
 
@@ -1026,3 +1122,83 @@ def test_invalid_utf8_in_a_notebook_is_one_line_not_replaced(tmp_path: Path, tfc
         "latin1.ipynb is not valid UTF-8 (byte 0xe9 at offset 54). Fix: save the notebook "
         "again from Jupyter (or re-encode it as UTF-8)"
     )
+
+
+# ------------------------------------------------------------------ bounds (issue 24, class 8)
+def _stored_job(home: Path, job_id: str) -> Path:
+    """A finished local job's record and folder, written as the product writes them."""
+    from tfc_jupyter.jobs import store_for
+    from tfc_jupyter.records import JobRecord, JobState
+
+    job_dir = home / "jobs" / job_id
+    (job_dir / "logs").mkdir(parents=True)
+    store_for(home).create(
+        JobRecord(
+            id=job_id,
+            name="big",
+            backend="local",
+            state=JobState.SUCCEEDED,
+            job_dir=str(job_dir),
+            log_dir=str(job_dir / "logs"),
+        )
+    )
+    return job_dir
+
+
+@pytest.mark.item("bounds: logs stream, metrics are downsampled, oversize requests get 413")
+@pytest.mark.slow
+def test_logs_of_a_large_log_are_streamed(tmp_path: Path, tfc_env: Path) -> None:
+    home = Path(os.environ["TFC_JUPYTER_HOME"])
+    job_dir = _stored_job(home, "big-20261124-000000-000001")
+    line = b"step " + b"x" * 94 + b"\n"
+    with (job_dir / "logs" / "chief.log").open("wb") as f:
+        for _ in range(256):
+            f.write(line * 10_000)  # 256 MB in all
+    probe = (
+        "import resource, sys\n"
+        "from tfc_jupyter import cli\n"
+        "code = cli.main(['logs', 'big-20261124-000000-000001'])\n"
+        "sys.stdout.flush()\n"
+        "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, code, file=sys.stderr)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        timeout=300,
+    )
+    rss_kb, code = done.stderr.split()[-2:]
+    assert code == "0", done.stderr
+    assert int(rss_kb) < 200_000, f"{int(rss_kb) // 1000} MB to print a 256 MB log"
+
+
+@pytest.mark.item("bounds: logs stream, metrics are downsampled, oversize requests get 413")
+def test_the_metrics_of_100k_rounds_are_downsampled(tmp_path: Path, tfc_env: Path) -> None:
+    from tfc_jupyter.server.service import JobService
+
+    home = Path(os.environ["TFC_JUPYTER_HOME"])
+    job_dir = _stored_job(home, "many-20261124-000000-000001")
+    with (job_dir / "results.jsonl").open("w") as f:
+        for n in range(1, 100_001):
+            event = {"event": "metric", "name": "train_loss", "round": n, "value": 1 / n}
+            f.write(json.dumps(event) + "\n")
+    answer = JobService(tmp_path).metrics("many-20261124-000000-000001")
+    size = len(json.dumps(answer))
+    assert size < 1_000_000, f"{size} bytes"
+    assert answer["epoch_count"] == 100_000 and len(answer["epochs"]) <= 2_001
+    assert answer["epochs"][0]["epoch"] == 1 and answer["epochs"][-1]["epoch"] == 100_000
+    assert answer["last"] == {"train_loss": 1 / 100_000}
+    assert answer["svg"] and len(answer["svg"]) < 400_000
+
+
+@pytest.mark.item("bounds: logs stream, metrics are downsampled, oversize requests get 413")
+def test_a_request_of_100k_cells_is_413_naming_the_limit(tmp_path: Path) -> None:
+    from tfc_jupyter.server.service import MAX_CELLS, JobService
+
+    cell = {"cell_type": "code", "source": "x = 1", "metadata": {}, "outputs": []}
+    body = {"path": "nb.ipynb", "notebook": {"cells": [cell] * 100_000}, "options": {}}
+    with pytest.raises(TfcError) as info:
+        JobService(tmp_path).create(body)
+    assert info.value.http_status == 413
+    assert f"the limit is {MAX_CELLS}" in str(info.value) and "Fix:" in str(info.value)

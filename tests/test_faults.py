@@ -533,13 +533,21 @@ def test_vertex_api_flaky_during_the_job_then_fine(
 
     flaky = [Fault.rate_limited(GET_JOB), Fault.unavailable(GET_JOB), Fault.slow(2.5, GET_JOB)]
     flaky += [Fault.unavailable(ENTRIES), Fault.rate_limited(ENTRIES), Fault.slow(2.5, ENTRIES)]
-    body = "import time\nfor i in range(60):\n    print(f'step {i:02d}', flush=True)\n"
-    body += "    time.sleep(0.2)\n"  # long enough to meet the second round of faults
+    # The job holds at step 30 until the test has seen every fault met (no race with load:
+    # a job that ended before the second round would leave it unmet).
+    go = tmp_path / "go"
+    body = "import os, time\nfor i in range(60):\n    print(f'step {i:02d}', flush=True)\n"
+    body += "    time.sleep(0.05)\n"
+    body += f"    while i == 30 and not os.path.exists({str(go)!r}):\n        time.sleep(0.1)\n"
     (tmp_path / "a").mkdir()
     vertex_server.inject(*flaky)  # from its first polls on
     job = _vertex_job(vertex_server, vertex_home, tmp_path / "a", body)
-    wait_state(job, {JobState.RUNNING, JobState.SUCCEEDED}, timeout=60)
+    wait_state(job, {JobState.RUNNING}, timeout=60)
     vertex_server.inject(*flaky)  # and again while it runs
+    try:
+        _wait_for(lambda: vertex_server.faults == [], 120, "every fault met")
+    finally:
+        go.touch()
     record = job.wait(timeout=JOB_DEADLINE_S)
     assert record.state is JobState.SUCCEEDED, record.error
     lines = (Path(record.log_dir) / "chief.log").read_text().splitlines()

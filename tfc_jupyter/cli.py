@@ -155,7 +155,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             if args.follow:
                 client.job(args.job).follow(verbose=args.verbose)
             else:
-                print(client.logs(args.job))
+                for line in client.job(args.job).log_lines():  # streamed: a log of any size
+                    print(line)
         elif args.command == "cancel":
             record = client.cancel(args.job)
             print(f"{record.id}: {record.state.value}")

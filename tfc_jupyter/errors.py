@@ -105,6 +105,12 @@ class ConfigError(TfcError):
     """A configuration value (traitlets config or environment variable) that is invalid."""
 
 
+class TooLarge(SpecError):
+    """A request over a limit the server keeps (its size, its cells): 413, naming the limit."""
+
+    http_status = 413
+
+
 class JobNotFound(TfcError):
     """No job with that id in the job records."""
 

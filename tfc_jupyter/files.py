@@ -15,10 +15,12 @@ import errno
 import os
 import shutil
 import stat
+from collections.abc import Iterator
+from contextvars import ContextVar
 from pathlib import Path
 from typing import IO, Any
 
-from .errors import TfcError
+from .errors import SpecError, TfcError
 
 KIND = {
     stat.S_IFIFO: "a FIFO",
@@ -140,3 +142,52 @@ def read_regular(path: Path | str, limit: int, what: str = "file") -> bytes:
         return b"".join(chunks)
     finally:
         os.close(fd)
+
+
+_ROOT: ContextVar[Path | None] = ContextVar("tfc_jupyter_root", default=None)
+
+
+@contextlib.contextmanager
+def confined(root: Path) -> Iterator[None]:
+    """Within it, every file a plan follows (requirements files, ``-r`` lines, ``--include``
+    paths and the links in them) must really be inside ``root``: the jobs API's server root.
+    The CLI and the magic set none: their user may name any file of theirs."""
+    token = _ROOT.set(Path(root).resolve())
+    try:
+        yield
+    finally:
+        _ROOT.reset(token)
+
+
+def real_path(path: Path, what: str, field: str) -> Path:
+    """Where ``path`` really is (links followed), inside the :func:`confined` root if one is set.
+
+    Raises:
+        SpecError: a loop of symbolic links, or a path that leads out of the root.
+    """
+    try:
+        real = Path(path).resolve()
+    except (RuntimeError, OSError):  # a loop of links (RuntimeError up to Python 3.12)
+        raise SpecError(
+            f"{what} {str(path)!r} is a loop of symbolic links",
+            "point the link at a file, or name the file itself",
+            field=field,
+        ) from None
+    root = _ROOT.get()
+    if root is not None and not real.is_relative_to(root):
+        raise SpecError(
+            f"{what} {str(path)!r} leads outside the server's root folder",
+            "name a file inside the root folder (a link may not point out of it)",
+            field=field,
+        )
+    return real
+
+
+def leads_out(path: Path) -> str | None:
+    """Why a file met in a folder may not go with a job: a loop of links, or (within
+    :func:`confined`) a link out of the root; None when it may."""
+    try:
+        real_path(path, "file", "include")
+    except SpecError as exc:
+        return "a loop of symbolic links" if "loop" in exc.message else "links out of the root"
+    return None

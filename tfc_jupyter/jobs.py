@@ -182,10 +182,14 @@ class Job:
 
     def logs(self, replica: str | None = None) -> str:
         """Everything the replicas printed so far, prefixed by replica."""
+        return "\n".join(self.log_lines(replica))
+
+    def log_lines(self, replica: str | None = None) -> Iterator[str]:
+        """:meth:`logs` line by line, read a chunk at a time (a log of any size)."""
         tail = LogTail(Path(self.store.get(self.id).log_dir))
-        return "\n".join(
-            f"[{r}] {line}" for r, line in tail.read(final=True) if replica in (None, r)
-        )
+        for r, line in tail.lines(final=True):
+            if replica in (None, r):
+                yield f"[{r}] {line}"
 
     def results(self) -> Results:
         """What the job reported so far: Keras epochs, saved models, TensorBoard folders."""

@@ -8,6 +8,7 @@ byte offset, whole lines only (so a line being written is never cut), with a siz
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from pathlib import Path
 
 from tfc_runtime.protocol import RESULT_PREFIX as _REPORT  # the runtime's report lines
@@ -85,7 +86,10 @@ class LogTail:
     def read(self, *, final: bool = False) -> list[tuple[str, str]]:
         """New complete lines as ``(replica, line)``; ``final`` also takes unfinished last
         lines (the job has ended)."""
-        out: list[tuple[str, str]] = []
+        return list(self.lines(final=final))
+
+    def lines(self, *, final: bool = False) -> Iterator[tuple[str, str]]:
+        """:meth:`read`, a chunk at a time: a log of any size is never held whole."""
         for name in self.replicas():
             offset = self.offsets.get(name, 0)
             while True:
@@ -99,11 +103,11 @@ class LogTail:
                     text = text[:-1]
                 # "\n" alone ends a line: a "\r" rewrites it (a progress bar), see render()
                 lines = text.split("\n") if text or data else []
-                out += [(name, ln[:-1] if ln.endswith("\r") else ln) for ln in lines]  # CRLF
+                self.offsets[name] = offset
+                for ln in lines:
+                    yield name, ln[:-1] if ln.endswith("\r") else ln  # CRLF
                 if not data or offset >= size:
                     break
-            self.offsets[name] = offset
-        return out
 
     def partial(self, name: str, limit: int = 65536) -> str:
         """The line ``name`` is writing now, not yet ended (a progress bar between updates);

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from .records import JobRecord
 
 MAX_EPOCHS = 100_000
+MAX_POINTS = 2_000  # epochs the jobs API and plots show at most (evenly spaced)
 """Most epochs kept for one job (a report past it is dropped, never the job)."""
 _MAX_NAME = 100
 _MAX_METRICS = 50
@@ -172,6 +173,24 @@ class Results:
             list(self.tensorboard),
             rows,
         )
+
+    def downsampled(self, limit: int = MAX_POINTS) -> Results:
+        """A copy with at most about ``limit`` epochs, for plots and the jobs API: evenly
+        spaced, with each ``fit`` call's first and last epoch and the very last one kept. The
+        job's own results (``job.metrics``) stay whole."""
+        if len(self.epochs) <= limit:
+            return self
+        stride = -(-len(self.epochs) // limit)
+        last = len(self.epochs) - 1
+        kept = [
+            e
+            for i, e in enumerate(self.epochs)
+            if i % stride == 0
+            or i == last
+            or e["fit"] != self.epochs[i - 1]["fit"]
+            or e["fit"] != self.epochs[min(i + 1, last)]["fit"]
+        ]
+        return Results(kept, self.fits, self.saved, self.saved_with, self.tensorboard)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready: names, epochs, last, model_dir, saved and tensorboard."""

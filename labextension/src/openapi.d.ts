@@ -547,7 +547,7 @@ export interface components {
             /** @description every metric reported: loss, accuracy, val_loss ... */
             names: string[];
             epochs: {
-                /** @description which fit() call of the code (0 */
+                /** @description which fit() call of the code (0, 1 ...; -1: a custom loop's rounds) */
                 fit: number;
                 epoch: number;
                 time: number | null;
@@ -558,8 +558,10 @@ export interface components {
             last: {
                 [key: string]: number;
             } | null;
-            /** @description where the job saved its model */
+            /** @description where the job saved its model, as the job saw the path */
             model_dir: string | null;
+            /** @description epochs (or rounds) the job reported; over 2000, 'epochs' holds about 2000 of them, evenly spaced, the first and last kept */
+            epoch_count: number;
             saved: string[];
             /** @description TensorBoard callbacks' log folders */
             tensorboard: string[];

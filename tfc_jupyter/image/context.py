@@ -32,7 +32,7 @@ from tfc_runtime import protocol
 from .. import secretscan
 from ..config import Settings, current_settings
 from ..errors import SpecError
-from ..files import UnsafeFile, file_kind, human_size, read_regular
+from ..files import UnsafeFile, file_kind, human_size, leads_out, read_regular, real_path
 from ..job.spec import JobSpec
 from ..notebook.requirements import NO_DEPS_PREFIX, RESOLVER_OPTIONS
 from . import names
@@ -240,8 +240,10 @@ class _Walker:
         if reason is None and is_dir and secret_reason(rel + "/x") is not None:
             reason = secret_reason(rel + "/x")
         if reason is None and path.is_symlink():
-            target = path.resolve()
-            reason = secret_reason(target.name, None if is_dir else target)
+            reason = leads_out(path)
+            target = path.resolve() if reason is None else None
+            if target is not None:
+                reason = secret_reason(target.name, None if is_dir else target)
         if reason:
             return reason
         if self.ignore is not None and self.ignore.match_file(rel + ("/" if is_dir else "")):
@@ -273,6 +275,7 @@ class _Walker:
                 "relative path",
                 field="include",
             ) from None
+        real_path(path, "--include", "include")  # no loop; inside the server root (REST)
         if not path.exists():
             raise SpecError(
                 f"--include {declared}: no such file or folder in {self.base}",

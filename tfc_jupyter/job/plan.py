@@ -338,7 +338,14 @@ def _secrets_outside_files(script: Script, locate: Callable[[int], str], ships: 
             )
         )
     for line in script.requirements.lines:
-        if _URL_CREDENTIALS.search(line) or secretscan.scan_text(line, detect=False):
+        token = secretscan.scan_text(line, detect=False)
+        if token is not None and not _URL_CREDENTIALS.search(line):
+            raise SpecError(  # quoting nothing: the whole line may be the secret
+                f"a requirement line holds what looks like a secret ({token.what}), not a package",
+                "check the requirements files and %pip lines the job reads (is it the right file?)",
+                field="requirements",
+            )
+        if _URL_CREDENTIALS.search(line):
             problems.append(
                 (
                     f"the requirement {redact_url(line)!r} holds credentials",

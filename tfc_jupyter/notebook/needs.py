@@ -225,7 +225,7 @@ def data_paths(text: str, base_dir: Path) -> list[str]:
             resolved = path.resolve()
             rel = resolved.relative_to(base).as_posix()
             exists = path.exists()
-        except (OSError, ValueError):
+        except (OSError, ValueError, RuntimeError):  # RuntimeError: a loop of links
             continue
         notebook = rel.endswith(".ipynb") and value not in ran
         if exists and rel not in found and not notebook and rel != ".":

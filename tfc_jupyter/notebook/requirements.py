@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import RequirementsError
-from ..files import UnsafeFile, read_regular
+from ..files import UnsafeFile, read_regular, real_path
 
 REQUIREMENTS_LIMIT = 1_000_000  # bytes: a requirements file is text, a few KB
 
@@ -144,6 +144,7 @@ class Requirements:
     def add_file(self, path: Path, origin: str = "") -> None:
         """Merge a requirements file (``-r`` lines inside are followed)."""
         path = Path(path)
+        real_path(path, "requirements file", "requirements")  # inside the server root (REST)
         try:
             text = read_regular(path, REQUIREMENTS_LIMIT, "requirements file").decode("utf-8")
         except UnsafeFile as exc:

@@ -21,8 +21,8 @@ from jupyter_server.base.handlers import APIHandler
 from jupyter_server.utils import url_path_join
 from tornado import web
 
-from ..errors import SpecError, TfcError
-from .service import JobService
+from ..errors import SpecError, TfcError, TooLarge
+from .service import MAX_BODY_BYTES, JobService
 
 NAMESPACE = "tfc-jupyter"
 SERVICE_KEY = "tfc_jupyter.service"
@@ -73,7 +73,14 @@ class TfcHandler(APIHandler):
         return await asyncio.to_thread(func, *args, **kwargs)
 
     def json_body(self) -> dict[str, Any]:
-        """The request body as a JSON object, or a 400 naming the body."""
+        """The request body as a JSON object, or a 400 naming the body (413 over the limit)."""
+        size = len(self.request.body or b"")
+        if size > MAX_BODY_BYTES:
+            raise TooLarge(
+                f"the request is {size} bytes; the limit is {MAX_BODY_BYTES}",
+                "send the notebook without its outputs, or launch its saved file",
+                field="body",
+            )
         try:
             data = json.loads(self.request.body or b"{}")
         except ValueError as exc:

@@ -18,7 +18,8 @@ from typing import Any
 from .. import __version__, jobs, logs
 from ..client import Client
 from ..config import Settings, load_settings
-from ..errors import SpecError, TfcError
+from ..errors import SpecError, TfcError, TooLarge
+from ..files import confined
 from ..job import catalog, options
 from ..job.options import JobOptions
 from ..jobs import job_dict
@@ -29,6 +30,8 @@ _REPLICA = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 LOG_CHUNK = 256 * 1024
 """Most bytes of one replica log returned by one logs request."""
 MAX_LIST = 500
+MAX_CELLS = 10_000  # cells of a notebook sent in a request
+MAX_BODY_BYTES = 64_000_000  # a request's body
 
 
 def parse_options(raw: Any) -> JobOptions:
@@ -121,7 +124,10 @@ class JobService:
         (the CLI and the magic may name any file of their user; a web request may not)."""
         for key, flag in (("requirements", "requirements"), ("include", "include")):
             for item in getattr(ns, key):
-                target = (base / str(item)).resolve()
+                try:
+                    target = (base / str(item)).resolve()
+                except RuntimeError:  # a loop of links: said in one line by the plan
+                    continue
                 if not target.is_relative_to(self.root_dir):
                     raise SpecError(
                         f"{flag} {item!r} is outside the server's root folder",
@@ -205,8 +211,10 @@ class JobService:
                 "'replace' must be true or false", "send replace: true", field="replace"
             )
         ns = request.over(JobOptions.from_line(selection.magic_line), replace=replace)
+        self._confine(ns, selection.base_dir)  # the request's paths and the cell's flags
         client = self.client()
-        plan = client.plan(selection, ns)
+        with confined(self.root_dir):  # and every file the plan follows from there
+            plan = client.plan(selection, ns)
         if ns.dry_run:
             return 200, {
                 "dry_run": True,
@@ -306,13 +314,15 @@ class JobService:
         client = self.client()
         record = self._record(client, job_id)
         results = job_results(record.log_dir)
+        shown = results.downsampled()  # a job of 100k rounds answers in a few hundred KB
         return {
             "job_id": record.id,
             "state": record.state.value,
             "terminal": record.state.is_terminal(),
-            **results.to_dict(),
+            **shown.to_dict(),
+            "epoch_count": len(results.epochs),
             "model_dir": jobs.model_dir(record, results),
-            "svg": svg(results, done=record.state.is_terminal()),
+            "svg": svg(shown, done=record.state.is_terminal()),
         }
 
     def cancel(self, job_id: str) -> dict[str, Any]:
@@ -381,6 +391,12 @@ def _cell_ok(cell: Any) -> bool:
 def _checked_model(model: Any) -> Mapping[str, Any]:
     """The notebook JSON sent, checked enough that selecting its cells cannot crash."""
     cells = model.get("cells") if isinstance(model, Mapping) else None
+    if isinstance(cells, list) and len(cells) > MAX_CELLS:
+        raise TooLarge(
+            f"the notebook sent has {len(cells)} cells; the limit is {MAX_CELLS}",
+            "split the notebook, or launch its saved file (send no 'notebook')",
+            field="notebook",
+        )
     ok = isinstance(cells, list) and all(_cell_ok(c) for c in cells)
     if not ok:
         raise SpecError(

@@ -120,7 +120,7 @@ export type Checks = [
       IMetrics,
       Schemas['Metrics'],
       never,
-      'saved' | 'tensorboard',
+      'saved' | 'tensorboard' | 'epoch_count',
       'state',
       'epochs'
     >

@@ -1010,7 +1010,7 @@ def test_a_symlink_loop_is_one_line_not_a_500(rooted: tuple[Path, Path]) -> None
 
 @pytest.mark.item("the REST API stays inside the server root")
 def test_a_token_file_as_requirements_is_never_echoed(rooted: tuple[Path, Path]) -> None:
-    root, outside = rooted
+    root, _ = rooted
     (root / "token.txt").write_text(TOKEN + "\n")
     with pytest.raises(SpecError) as info:
         _dry_run(root, "%%tfc_run\nx = 1", requirements=["token.txt"])

@@ -56,6 +56,7 @@ ITEMS = [
     "the Jupyter server restarted while a job runs",
     "the job store written by several processes at once",
     "a full disk says where, what is free and what is needed",
+    "a full disk keeps jobs and cancel",
     "the engine gone or the kernel killed mid-build",
     "the Vertex API flaky during the job",
     "a shared or careless job home is refused",
@@ -325,6 +326,117 @@ def test_full_disk_while_writing_records_and_the_job_folder(
     assert result["records"] == [] and result["folders"] == [], result  # nothing half-written
     assert result["children"] == []  # nothing started
     _summary(f"full disk ({case})", exit=result["code"], records=0, folders=0, error=line.strip())
+
+
+# ======================================================= a full disk keeps jobs and cancel
+FULL_CANCEL_CHILD = textwrap.dedent("""\
+    import contextlib, io, json, os, sys, time
+    from pathlib import Path
+    import psutil
+    from tfc_jupyter import cli, jobs
+    home, nb_path, body = Path(sys.argv[1]), sys.argv[2], sys.argv[3]
+    cell = {"cell_type": "code", "id": "c", "metadata": {}, "outputs": [],
+            "execution_count": None, "source": "%%tfc_run --strategy none\\n" + body}
+    Path(nb_path).write_text(json.dumps({"nbformat": 4, "nbformat_minor": 5, "metadata": {},
+                                         "cells": [cell]}))
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+        assert cli.main(["run", nb_path, "--no-wait"]) == 0, out.getvalue()
+    store = jobs.store_for(home)
+    (rec,) = store.list(limit=None)
+    deadline = time.monotonic() + 60
+    while store.get(rec.id).state.value in ("queued", "pending") and time.monotonic() < deadline:
+        time.sleep(0.2)
+    rec = store.get(rec.id)
+    pids = [int(p) for p in [rec.handle.get("watcher_pid"),
+                             *(rec.handle.get("replicas") or {}).values()] if p]
+    def alive(pid):
+        try:
+            return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+        except psutil.Error:
+            return False
+    result = {"state_before": rec.state.value}
+    filler = home / "filler"
+    if body.startswith("import time"):  # the disk fills up, then jobs and cancel
+        with open(filler, "wb") as fh:
+            with contextlib.suppress(OSError):
+                while True:
+                    fh.write(b"\\0" * 65536)
+                    fh.flush()
+        for argv in (["jobs"], ["cancel", rec.id]):
+            out = io.StringIO()
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+                result[argv[0]] = [cli.main(argv), out.getvalue()]
+        deadline = time.monotonic() + 30
+        while any(alive(p) for p in pids) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        result["alive"] = [p for p in pids if alive(p)]
+        filler.unlink()
+        with contextlib.redirect_stdout(io.StringIO()):
+            cli.main(["jobs"])  # room again: the next listing completes the record
+    else:  # the job fills the disk itself
+        deadline = time.monotonic() + 60
+        while alive(pids[-1]) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        for big in Path(rec.job_dir).glob("*.bin"):
+            big.unlink()  # room again: the supervisor records how it ended
+    deadline = time.monotonic() + 60
+    while not store.get(rec.id).state.is_terminal() and time.monotonic() < deadline:
+        time.sleep(0.3)
+    final = store.get(rec.id)
+    result["final"] = [final.state.value, final.error]
+    print(json.dumps(result))
+""")
+
+
+def _full_disk_job(tmp_path: Path, body: str) -> dict[str, Any]:
+    reason = tmpfs_unavailable()
+    if reason:
+        pytest.skip(f"no private tmpfs: {reason}")
+    home = tmp_path / "home"
+    proc = in_tmpfs(
+        "24m",
+        home,
+        [sys.executable, "-c", FULL_CANCEL_CHILD, str(home), str(home / "nb.ipynb"), body],
+        env={**os.environ, "TFC_JUPYTER_HOME": str(home)},
+        timeout=240,
+    )
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
+    result: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
+    return result
+
+
+@pytest.mark.item("a full disk keeps jobs and cancel")
+@pytest.mark.slow
+def test_on_a_full_disk_jobs_lists_and_cancel_stops_the_job(tmp_path: Path, tfc_env: Path) -> None:
+    result = _full_disk_job(tmp_path, "import time\nprint('up', flush=True)\ntime.sleep(120)")
+    assert result["state_before"] == "running", result
+    code, out = result["jobs"]
+    assert code == 0 and "running" in out, out
+    code, out = result["cancel"]
+    assert code == 0, out
+    assert result["alive"] == [], "the job ran on after its cancel"
+    state, error = result["final"]
+    assert state == "cancelled" and "unexpectedly" not in str(error), result["final"]
+    _summary("full disk (jobs, cancel)", jobs=0, cancel=0, left_running=0, final=state)
+
+
+@pytest.mark.item("a full disk keeps jobs and cancel")
+@pytest.mark.slow
+def test_a_job_that_fills_the_disk_names_it(tmp_path: Path, tfc_env: Path) -> None:
+    body = (
+        "import os\n"
+        "with open(os.path.join(os.environ['TFC_JOB_DIR'], 'big.bin'), 'wb') as f:\n"
+        "    while True:\n"
+        "        f.write(b'0' * 65536)\n"
+        "        f.flush()\n"
+    )
+    result = _full_disk_job(tmp_path, body)
+    state, error = result["final"]
+    assert state == "failed", result
+    assert "No space left on device" in error, error
+    assert re.search(r"the disk at /\S* \(holding \S*/jobs/\S+\) is full: ", error), error
+    _summary("full disk (the job's own writes)", final=state, error=error[-120:])
 
 
 # ================================================================ Docker: full disk, engine gone

@@ -13,6 +13,7 @@ file too (0600).
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import dataclasses
 import itertools
@@ -27,12 +28,13 @@ import stat
 import threading
 import time
 import unicodedata
+import urllib.parse
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from .errors import JobConflict, JobNotFound, TfcError
 from .files import disk_full, is_disk_full
@@ -47,6 +49,7 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 BUSY_TIMEOUT_S = 30.0
 """How long an operation waits for another writer's lock before giving up."""
@@ -269,6 +272,15 @@ def default_home() -> Path:
     return Path(jupyter_data_dir()) / "tfc_jupyter"
 
 
+def _ready(conn: sqlite3.Connection) -> bool:
+    """The store has its table and version: nothing to write to open it."""
+    table = conn.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'jobs'"
+    ).fetchone()
+    version = conn.execute("PRAGMA user_version").fetchone()[0]
+    return bool(table) and version == _SCHEMA_VERSION  # (WAL is set with the table, for good)
+
+
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS jobs (
     id TEXT PRIMARY KEY,
@@ -301,12 +313,17 @@ class JobStore:
         self.path = Path(path).expanduser() if path is not None else default_home() / "jobs.sqlite"
         self._secure(tighten_dir=path is None)
         with self._guard():
+            try:
+                ready = self._read(_ready)
+            except JobStoreError:
+                ready = False  # a new or broken store: the write below says which
             conn = self._connect()
             try:
-                conn.execute("PRAGMA journal_mode=WAL")
-                conn.executescript(f"BEGIN IMMEDIATE; {_SCHEMA} COMMIT;")
-                if conn.execute("PRAGMA user_version").fetchone()[0] == 0:
-                    conn.execute(f"PRAGMA user_version={_SCHEMA_VERSION}")
+                if not ready:  # only a new (or older) store is written to: a read of
+                    conn.execute("PRAGMA journal_mode=WAL")  # one stays a read (a full disk)
+                    conn.executescript(f"BEGIN IMMEDIATE; {_SCHEMA} COMMIT;")
+                    if conn.execute("PRAGMA user_version").fetchone()[0] == 0:
+                        conn.execute(f"PRAGMA user_version={_SCHEMA_VERSION}")
             finally:
                 conn.close()
         self._secure(tighten_dir=False)  # the WAL files now exist
@@ -346,8 +363,7 @@ class JobStore:
             JobNotFound: no job has that id or prefix.
             JobConflict: the prefix matches several jobs.
         """
-        with self._transaction() as conn:
-            return self._load(conn, job_id)
+        return self._read(lambda conn: self._load(conn, job_id))
 
     def list(
         self,
@@ -378,8 +394,7 @@ class JobStore:
         if limit is not None:
             sql += " LIMIT ?"
             args.append(max(0, limit))
-        with self._transaction() as conn:
-            rows = conn.execute(sql, args).fetchall()
+        rows = self._read(lambda conn: conn.execute(sql, args).fetchall())
         records = []
         for job_id, text in rows:
             try:
@@ -501,6 +516,27 @@ class JobStore:
             raise
         return conn
 
+    def _read(self, query: Callable[[sqlite3.Connection], T]) -> T:
+        """Run a read. On a full disk, where SQLite cannot even grow its shared-memory file to
+        read (a "disk I/O error"), read the database file itself, immutable: every write
+        checkpoints (see :meth:`_transaction`), so it holds the last committed state."""
+        try:
+            with self._transaction() as conn:
+                return query(conn)
+        except JobStoreError as exc:
+            cause = exc.__cause__
+            if not (
+                isinstance(cause, sqlite3.OperationalError) and _low_on_space(self.path.parent)
+            ):
+                raise
+        uri = f"file:{urllib.parse.quote(str(self.path))}?mode=ro&immutable=1"
+        with self._guard():
+            conn = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_S)
+            try:
+                return query(conn)
+            finally:
+                conn.close()
+
     @contextmanager
     def _transaction(self, *, write: bool = False) -> Iterator[sqlite3.Connection]:
         """One connection, one transaction (``BEGIN IMMEDIATE`` when writing), then close."""
@@ -515,6 +551,9 @@ class JobStore:
                         conn.execute("ROLLBACK")
                     raise
                 conn.execute("COMMIT")
+                if write:  # the database file itself holds every committed state (see _read)
+                    with contextlib.suppress(sqlite3.Error):
+                        conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
             finally:
                 conn.close()
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
-from ..files import write_private
+from ..files import disk_full, is_disk_full, write_private
 from ..records import JobState, JobStore, JobStoreError
 
 Outcome = tuple[JobState, str | None, str | None]  # state, error, notebook location
@@ -114,9 +114,15 @@ def describe_failure(job_dir: Path, name: str, task: str, code: int) -> tuple[st
     if not detail:
         tail = _tail(job_dir / "logs" / f"{name}.log", 1)
         detail = tail[-1] if tail else "no output"
+    if is_disk_full(OSError(detail)) or "[Errno 28]" in detail or "[Errno 122]" in detail:
+        named = _FULL_PATH.search(detail)  # the file the code was writing, else the job folder
+        detail = f"{detail} ({disk_full(named.group(1) if named else job_dir)})"
     how = f"was killed by signal {-code}" if code < 0 else f"exited with status {code}"
     where = f" at {location}" if location else ""
     return f"{name} {how}{where}: {detail}"[:600], location
+
+
+_FULL_PATH = re.compile(r"(?:No space left on device|Disk quota exceeded): '([^']+)'")
 
 
 def _signal_name(number: int) -> str:
@@ -137,6 +143,7 @@ def _signal_name(number: int) -> str:
 
 FINISH_DEADLINE_S = 600.0
 OUTCOME_FILE = "outcome.json"
+OUTCOME_ROOM = 8192  # bytes kept for it at launch
 
 
 def write_outcome(
@@ -146,16 +153,36 @@ def write_outcome(
     location: str | None,
     codes: dict[str, int | None],
 ) -> None:
-    """Keep how the job ended in its folder until the record takes it (owner-only, atomic)."""
+    """Keep how the job ended in its folder until the record takes it (owner-only): written
+    over the room :func:`reserve_outcome` kept, so it is kept on a full disk too; else atomic."""
     data = {"state": state.value, "error": error, "location": location, "exit_codes": codes}
+    text = json.dumps(data).encode()
     with contextlib.suppress(OSError):
-        write_private(job_dir / OUTCOME_FILE, json.dumps(data), atomic=True)
+        fd = os.open(job_dir / OUTCOME_FILE, os.O_WRONLY | getattr(os, "O_NOFOLLOW", 0))
+        try:
+            room = os.fstat(fd).st_size
+            if len(text) <= room:
+                os.pwrite(fd, text.ljust(room), 0)
+                os.fsync(fd)
+                return
+        finally:
+            os.close(fd)
+    with contextlib.suppress(OSError):
+        write_private(job_dir / OUTCOME_FILE, text.decode(), atomic=True)
+
+
+def reserve_outcome(job_dir: Path) -> None:
+    """Keep room for the outcome at launch (spaces, read as no outcome yet), so a job that
+    ends on a full disk, or is cancelled on one, still says how it ended."""
+    with contextlib.suppress(OSError):
+        write_private(job_dir / OUTCOME_FILE, " " * OUTCOME_ROOM)
 
 
 def read_outcome(job_dir: Path) -> dict[str, Any] | None:
     """The outcome a watcher kept in the job folder, None when there is none."""
     try:
-        data = json.loads((job_dir / OUTCOME_FILE).read_text(encoding="utf-8"))
+        text = (job_dir / OUTCOME_FILE).read_text(encoding="utf-8").strip()
+        data = json.loads(text) if text else None  # the room kept at launch: no outcome yet
     except (OSError, ValueError):
         return None
     return data if isinstance(data, dict) and data.get("state") else None
@@ -227,7 +254,8 @@ class JobWatcher(Generic[R]):
     def cancelling(self, state: JobState) -> None:
         """Say CANCELLING while the replicas are being stopped after a cancel."""
         if state is JobState.CANCELLED:
-            self.store.transition(self.job_id, JobState.CANCELLING)
+            with contextlib.suppress(JobStoreError):  # a full disk: the replicas stop anyway
+                self.store.transition(self.job_id, JobState.CANCELLING)
 
     def finish(self, outcome: Outcome, deadline_s: float = FINISH_DEADLINE_S) -> None:
         """Record the final state, the error and every replica's exit code.

@@ -7,6 +7,8 @@ asks it to stop on cancel; :class:`WatchedBackend` does both, with a backend-spe
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import json
 import os
 import signal
@@ -19,8 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import BackendError
 from ..files import open_private, write_private
-from ..records import CANCEL_ASKED, JobRecord, JobState, JobStore
-from .watch_loop import read_outcome
+from ..records import CANCEL_ASKED, JobRecord, JobState, JobStore, JobStoreError
+from .watch_loop import read_outcome, reserve_outcome
 
 if TYPE_CHECKING:
     from typing import Self
@@ -31,8 +33,10 @@ WATCHER_LOG = "supervisor.log"
 
 
 def write_launch(job_dir: Path, launch: dict[str, Any]) -> None:
-    """Write the watcher's instructions, ``launch.json``, owner-only (it holds the job's env)."""
+    """Write the watcher's instructions, ``launch.json``, owner-only (it holds the job's env),
+    and the room for how the job ends (:func:`~.watch_loop.reserve_outcome`)."""
     write_private(job_dir / "launch.json", json.dumps(launch, indent=1))
+    reserve_outcome(job_dir)
 
 
 def start_watcher(module: str, job_dir: Path, env: dict[str, str], what: str = "watcher") -> int:
@@ -244,13 +248,39 @@ class WatchedBackend:
         self.store.transition(record.id, JobState.CANCELLED)
         self.store.update(record.id, error="cancelled during its launch: nothing was left running")
 
+    def _cancel_unrecorded(
+        self, record: JobRecord, exc: JobStoreError, timeout: float
+    ) -> JobRecord:
+        """A cancel the store cannot record (a full disk): stop the watcher and every replica
+        all the same; the watcher records the end once it can (it retries)."""
+        pid = record.handle.get("watcher_pid")
+        if pid:
+            _stop_watcher(
+                int(pid),
+                record.handle.get("supervisor_started"),
+                lambda: not alive(int(pid)),
+                timeout,
+            )
+        self.cleanup(record)
+        with contextlib.suppress(JobStoreError):
+            return self.store.transition(record.id, JobState.CANCELLED, error="cancelled")
+        return dataclasses.replace(
+            record,
+            state=JobState.CANCELLED,
+            error=f"cancelled: its processes are stopped, but the record could not be written "
+            f"yet ({exc.message})",
+        )
+
     def cancel(self, record: JobRecord, *, timeout: float = 20.0) -> JobRecord:
         """Ask the watcher to stop everything (SIGTERM); bounded wait, then force it."""
         if record.state.is_terminal():
             return record
         # The record as the cancel leaves it: a watcher that started meanwhile is in it (one
         # that starts after sees the cancel itself: see stop_if_cancelled).
-        record = self.store.transition(record.id, JobState.CANCELLING)
+        try:
+            record = self.store.transition(record.id, JobState.CANCELLING)
+        except JobStoreError as exc:  # a full disk: the job stops all the same
+            return self._cancel_unrecorded(record, exc, timeout)
         if record.state.is_terminal():
             return record
         pid = record.handle.get("watcher_pid")

@@ -75,7 +75,7 @@ def _pool(
             "env": env,
         }
     if not machine.is_tpu:
-        pool["diskSpec"] = scheduling.disk_spec(spec)
+        pool["diskSpec"] = scheduling.disk_spec(spec, machine.machine_type)
     return pool
 
 

@@ -127,6 +127,41 @@ MACHINE_TYPES: dict[str, tuple[int, float, float | None]] = {
     "a2-ultragpu-2g": (24, 340, 2.5500),
     "a2-ultragpu-4g": (48, 680, 5.1000),
     "a2-ultragpu-8g": (96, 1360, 10.2000),
+    # (G2 with one L4 besides g2-standard-8, and N2: offered for Vertex AI custom training, as
+    # its "Configure compute resources" page lists them (2026-11); no list price verified here.)
+    "g2-standard-4": (4, 16, None),
+    "g2-standard-12": (12, 48, None),
+    "g2-standard-16": (16, 64, None),
+    "g2-standard-32": (32, 128, None),
+    "n2-standard-2": (2, 8, None),
+    "n2-standard-4": (4, 16, None),
+    "n2-standard-8": (8, 32, None),
+    "n2-standard-16": (16, 64, None),
+    "n2-standard-32": (32, 128, None),
+    "n2-standard-48": (48, 192, None),
+    "n2-standard-64": (64, 256, None),
+    "n2-standard-80": (80, 320, None),
+    "n2-standard-96": (96, 384, None),
+    "n2-standard-128": (128, 512, None),
+    "n2-highmem-2": (2, 16, None),
+    "n2-highmem-4": (4, 32, None),
+    "n2-highmem-8": (8, 64, None),
+    "n2-highmem-16": (16, 128, None),
+    "n2-highmem-32": (32, 256, None),
+    "n2-highmem-48": (48, 384, None),
+    "n2-highmem-64": (64, 512, None),
+    "n2-highmem-80": (80, 640, None),
+    "n2-highmem-96": (96, 768, None),
+    "n2-highmem-128": (128, 1024, None),
+    "n2-highcpu-2": (2, 2, None),
+    "n2-highcpu-4": (4, 4, None),
+    "n2-highcpu-8": (8, 8, None),
+    "n2-highcpu-16": (16, 16, None),
+    "n2-highcpu-32": (32, 32, None),
+    "n2-highcpu-48": (48, 48, None),
+    "n2-highcpu-64": (64, 64, None),
+    "n2-highcpu-80": (80, 80, None),
+    "n2-highcpu-96": (96, 96, None),
     "g2-standard-8": (8, 32, 0.3485),
     "g2-standard-24": (24, 96, 0.9978),
     "g2-standard-48": (48, 192, 1.9956),
@@ -174,6 +209,16 @@ _FIXED_FOR_COUNT = {
 }
 # Machine types whose accelerators are built in: type -> (GPU short name, count)
 _BUILT_IN = {mt: (gpu, n) for gpu, table in _FIXED_FOR_COUNT.items() for n, mt in table.items()}
+_BUILT_IN.update({f"g2-standard-{n}": ("L4", 1) for n in (4, 12, 16, 32)})  # one L4 each
+
+# The most vCPUs an N1 machine may have with N GPUs of a kind (Compute Engine, "GPU machine
+# types": N1 with attached GPUs, 2026-11); a larger n1 type is refused there at creation.
+N1_VCPU_LIMITS: dict[str, dict[int, int]] = {
+    "T4": {1: 48, 2: 48, 4: 96},
+    "V100": {1: 12, 2: 24, 4: 48, 8: 96},
+    "P100": {1: 16, 2: 32, 4: 96},
+    "P4": {1: 24, 2: 48, 4: 96},
+}
 
 # TPU names -> (machine type, accelerator enum, count, topology, price per hour)
 TPUS: dict[str, tuple[str, str | None, int, str | None, float]] = {
@@ -335,6 +380,16 @@ def gpu_machine(gpu: str, count: int, machine_type: str | None = None) -> Machin
             field="gpus",
         )
     vcpus, mem, price = MACHINE_TYPES[machine_type]
+    most = N1_VCPU_LIMITS.get(gpu, {}).get(count) if family == "n1" else None
+    if most is not None and vcpus > most:
+        fits = [m for m, (v, _, _) in MACHINE_TYPES.items() if m.startswith("n1-") and v <= most]
+        biggest = max(fits, key=lambda m: MACHINE_TYPES[m][0])
+        raise SpecError(
+            f"{machine_type} has {vcpus} vCPUs; an N1 machine with {count} x {gpu} has at most "
+            f"{most}",
+            f"use --machine {biggest} (or smaller), or more GPUs",
+            field="machine",
+        )
     name = f"{gpu}_{count}X"
     if machine_type != (_FIXED_FOR_COUNT.get(gpu, {}).get(count) or _N1_FOR_COUNT.get(count)):
         name = f"{machine_type}+{name}"

@@ -563,6 +563,9 @@ def make_plan(selection: Selection, ns: JobOptions, settings: Settings) -> Plan:
             image_uri = parent = route.executor.uri
     warnings = list(selection.warnings) + choice.warnings + _unattended(facts, locate)
     warnings += need_warnings + secret_notes
+    ended = route.executor.ended_note() if route and route.executor and job_package else None
+    if ended:
+        warnings.append(ended)
     if builds and context is not None:
         warnings += _found_files_notes(context, script.notes)
     if not traits.runs_image:  # the job runs in this environment

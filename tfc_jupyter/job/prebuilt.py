@@ -11,6 +11,7 @@ adds them: ``2.21=us-docker.pkg.dev/vertex-ai/training/tf-cpu.2-21.py311:latest,
 
 from __future__ import annotations
 
+import datetime
 import re
 from dataclasses import dataclass
 
@@ -28,9 +29,22 @@ IMAGES: dict[tuple[str, bool], str] = {
     ("2.14", True): "tf-gpu.2-14.py310",
     ("2.15", False): "tf-cpu.2-15.py310",
     ("2.15", True): "tf-gpu.2-15.py310",
+    ("2.16", False): "tf-cpu.2-16.py310",
+    ("2.16", True): "tf-gpu.2-16.py310",
     ("2.17", False): "tf-cpu.2-17.py310",
     ("2.17", True): "tf-gpu.2-17.py310",
 }
+END_OF_AVAILABILITY: dict[str, str] = {
+    "2.12": "2025-06-30",
+    "2.13": "2025-11-14",  # (before 2.15's date; the list gives 2.12 ... 2.15 in order)
+    "2.14": "2025-11-14",
+    "2.15": "2025-11-14",
+    "2.16": "2026-06-28",
+    "2.17": "2026-07-11",
+}
+"""TensorFlow major.minor -> the end of availability of its prebuilt training images, from
+Vertex AI's "Supported frameworks" list (custom training, taken 2026-11). After it, Google may
+remove the image: a plan that uses one says so."""
 _EXTRA = re.compile(r"\s*(\d+\.\d+)(-gpu)?\s*=\s*(\S+)\s*")
 _URI = re.compile(r"[a-z0-9.-]+(:\d+)?/[A-Za-z0-9._/-]+(:[A-Za-z0-9._-]+)?")
 
@@ -42,6 +56,25 @@ class Executor:
     uri: str
     tf_version: str
     gpu: bool
+
+    def ended(self, today: datetime.date | None = None) -> str | None:
+        """The end-of-availability date this image has passed (None: still offered, or one
+        added by the setting, whose date we do not know)."""
+        date = END_OF_AVAILABILITY.get(self.tf_version)
+        if date is None or "/vertex-ai/training/" not in self.uri:
+            return None
+        return date if (today or datetime.date.today()).isoformat() > date else None
+
+    def ended_note(self, today: datetime.date | None = None) -> str | None:
+        """The plan's warning for an image past its end of availability, with the choice."""
+        date = self.ended(today)
+        if date is None:
+            return None
+        return (
+            f"Vertex AI's prebuilt TensorFlow {self.tf_version} training image reached its end "
+            f"of availability on {date} (Google's supported-frameworks list, {LISTED}): Google "
+            "may remove it. --route image builds an image with this kernel's TensorFlow instead"
+        )
 
 
 def _registry(region: str) -> str:

@@ -30,6 +30,10 @@ and B200, as its guide lists them (the H100 Mega is an H100)."""
 FLEX_START_MAX_TIMEOUT_S = 7 * 86400
 BOOT_DISK_TYPES = ("pd-ssd", "pd-standard", "hyperdisk-balanced")
 BOOT_DISK_GB = (100, 64000)
+HYPERDISK_ONLY = ("a3-ultragpu-", "a4-highgpu-")
+"""Machines that boot from Hyperdisk only: Vertex AI's DiskSpec (v1 reference, updated
+2026-04-01: "for A3U machines, the default value is hyperdisk-balanced") and Compute Engine's A4
+(B200) machines, which take Hyperdisk volumes only."""
 RESERVATION_KEY = "compute.googleapis.com/reservation-name"
 _RESERVATION = re.compile(
     r"projects/[a-z][a-z0-9-]{4,28}[a-z0-9]/zones/[a-z]+-[a-z]+\d+-[a-z]"
@@ -80,6 +84,7 @@ def check_vertex_settings(spec: JobSpec) -> None:
     Raises:
         SpecError: with the flag at fault and the fix.
     """
+    _check_fields(spec)
     given = _given(spec)
     if not given:
         return
@@ -121,6 +126,52 @@ def check_vertex_settings(spec: JobSpec) -> None:
     _check_disk(spec)
 
 
+_NETWORK = re.compile(r"projects/\d+/global/networks/[a-z]([-a-z0-9]{0,61}[a-z0-9])?")
+_TENSORBOARD = re.compile(r"projects/[^/\s]+/locations/[a-z0-9-]+/tensorboards/\d+")
+
+
+def _check_fields(spec: JobSpec) -> None:
+    """The formats Vertex AI's CustomJobSpec documents (v1 REST reference, 2026-11): ``network``
+    is ``projects/{project number}/global/networks/{name}``, ``tensorboard`` a full resource
+    name and it needs a service account, ``baseOutputDirectory`` a Cloud Storage prefix."""
+    cloud = registry.traits(spec.backend).needs_project
+    if spec.network is not None and not _NETWORK.fullmatch(spec.network):
+        raise SpecError(
+            f"--network {spec.network!r} is not a network's resource name",
+            f"write projects/PROJECT_NUMBER/global/networks/{spec.network.rsplit('/', 1)[-1]} "
+            "(the project's number, not its id)",
+            field="network",
+        )
+    if spec.tensorboard is not None:
+        if not _TENSORBOARD.fullmatch(spec.tensorboard):
+            raise SpecError(
+                f"--tensorboard {spec.tensorboard!r} is not a TensorBoard instance's name",
+                "write projects/PROJECT/locations/REGION/tensorboards/ID",
+                field="tensorboard",
+            )
+        if cloud and not spec.service_account:
+            raise SpecError(
+                "a job that writes to a Vertex AI TensorBoard needs a service account",
+                "pass --service-account NAME@PROJECT.iam.gserviceaccount.com (one with "
+                "roles/aiplatform.user and roles/storage.admin)",
+                field="service_account",
+            )
+    base = spec.base_output_dir
+    if cloud and base is not None and not base.startswith("gs://"):
+        raise SpecError(
+            f"--base-output-dir {base!r} is not in Cloud Storage",
+            "write gs://BUCKET/PATH (a Vertex AI job has no folder of this machine)",
+            field="base_output_dir",
+        )
+    if spec.reservation is not None and spec.persistent_resource is not None:
+        raise SpecError(
+            "--reservation with --persistent-resource: the job runs on the persistent "
+            "resource's machines, which it reserved when it was made",
+            "drop --reservation (or drop --persistent-resource)",
+            field="reservation",
+        )
+
+
 def _check_flex_start(spec: JobSpec) -> None:
     pools = _pools(spec)
     for role, machine in pools:
@@ -153,6 +204,15 @@ def _check_disk(spec: JobSpec) -> None:
             "drop --boot-disk-type and --boot-disk-size",
             field="boot_disk_gb",
         )
+    for role, machine in _pools(spec):
+        kind = getattr(machine, "machine_type", "")
+        asked = spec.boot_disk_type  # the default, pd-ssd, becomes hyperdisk-balanced there
+        if kind.startswith(HYPERDISK_ONLY) and asked not in ("pd-ssd", "hyperdisk-balanced"):
+            raise SpecError(
+                f"--boot-disk-type {asked}: the {role} ({kind}) boot from Hyperdisk only",
+                "drop --boot-disk-type (hyperdisk-balanced is used), or write hyperdisk-balanced",
+                field="boot_disk_type",
+            )
     if spec.boot_disk_type not in BOOT_DISK_TYPES:
         raise SpecError(
             f"--boot-disk-type {spec.boot_disk_type!r} is not a boot disk type",
@@ -168,9 +228,20 @@ def _check_disk(spec: JobSpec) -> None:
         )
 
 
-def disk_spec(spec: JobSpec) -> dict[str, object]:
-    """A pool's ``diskSpec``."""
-    return {"bootDiskType": spec.boot_disk_type, "bootDiskSizeGb": spec.boot_disk_gb}
+def boot_disk_type(spec: JobSpec, machine_type: str = "") -> str:
+    """The boot disk type a pool of ``machine_type`` gets: the one asked for, else the
+    machine's default (hyperdisk-balanced on A3 Ultra and A4, pd-ssd elsewhere)."""
+    if machine_type.startswith(HYPERDISK_ONLY) and spec.boot_disk_type == "pd-ssd":
+        return "hyperdisk-balanced"
+    return str(spec.boot_disk_type)
+
+
+def disk_spec(spec: JobSpec, machine_type: str = "") -> dict[str, object]:
+    """A pool's ``diskSpec`` (for a pool of ``machine_type``)."""
+    return {
+        "bootDiskType": boot_disk_type(spec, machine_type),
+        "bootDiskSizeGb": spec.boot_disk_gb,
+    }
 
 
 def reservation_affinity(spec: JobSpec) -> dict[str, object] | None:

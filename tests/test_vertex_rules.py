@@ -1,0 +1,144 @@
+"""Vertex AI's rules as Google documents them (issue 25): each case failed before its rule.
+
+Machines and GPUs (N1 vCPU limits, G2 and N2 types), disks by machine family, field formats
+(network, TensorBoard, base output folder), reservations with persistent resources, and the
+prebuilt executors' end-of-availability dates. Every accepted request also parses strictly into
+the real ``aiplatform_v1`` types.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+from typing import Any
+
+import pytest
+
+from tfc_jupyter.config import Settings
+from tfc_jupyter.errors import SpecError
+from tfc_jupyter.job import catalog, options, prebuilt
+from tfc_jupyter.job.plan import make_plan
+from tfc_jupyter.notebook.capture import Selection
+from tfc_jupyter.notebook.convert import Cell
+
+types = pytest.importorskip("google.cloud.aiplatform_v1.types")
+
+VERTEX = "--backend vertex --project my-proj-1"
+SA = "trainer@my-proj-1.iam.gserviceaccount.com"
+
+
+def _plan(settings: Settings, line: str) -> Any:
+    sel = Selection(cells=[Cell(1, "print('hi')")], notebook=None, how="test")
+    return make_plan(sel, options.parse_line(line), settings)
+
+
+def _body(settings: Settings, line: str) -> dict[str, Any]:
+    body: dict[str, Any] = _plan(settings, line).request()["body"]
+    types.CustomJob.from_json(json.dumps(body))  # strict: an unknown field raises
+    return body
+
+
+@pytest.mark.parametrize(
+    ("line", "words", "field"),
+    [
+        ("--gpus 1 --gpu-type V100 --machine n1-standard-32", "at most 12", "machine"),
+        ("--gpus 1 --gpu-type T4 --machine n1-standard-96", "at most 48", "machine"),
+        ("--gpus 2 --gpu-type T4 --machine n1-standard-64", "at most 48", "machine"),
+        (f"{VERTEX} --network my-vpc", "not a network's resource name", "network"),
+        (f"{VERTEX} --network projects/my-proj-1/global/networks/v", "resource name", "network"),
+        (f"{VERTEX} --tensorboard 123", "not a TensorBoard instance", "tensorboard"),
+        (
+            f"{VERTEX} --tensorboard projects/p/locations/us-central1/tensorboards/123",
+            "needs a service account",
+            "service_account",
+        ),
+        (f"{VERTEX} --base-output-dir /tmp/out", "not in Cloud Storage", "base_output_dir"),
+        (
+            f"{VERTEX} --reservation any --persistent-resource my-pool-1",
+            "--reservation with --persistent-resource",
+            "reservation",
+        ),
+        (
+            f"{VERTEX} --gpus 8 --gpu-type H200 --boot-disk-type pd-standard",
+            "boot from Hyperdisk only",
+            "boot_disk_type",
+        ),
+    ],
+)
+def test_what_vertex_ai_or_the_machine_would_refuse_is_refused_here(
+    settings: Settings, line: str, words: str, field: str
+) -> None:
+    with pytest.raises(SpecError) as info:
+        _plan(settings, line)
+    assert words in str(info.value) and "Fix:" in str(info.value), str(info.value)
+    assert info.value.field == field
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "--machine g2-standard-4",
+        "--machine g2-standard-12",
+        "--machine g2-standard-16",
+        "--machine g2-standard-32",
+        "--machine n2-standard-8",
+        "--machine n2-highmem-16",
+        "--gpus 4 --gpu-type T4 --machine n1-standard-96",
+        "--gpus 1 --gpu-type V100 --machine n1-standard-8",
+        "--network projects/123456789012/global/networks/my-vpc",
+        f"--tensorboard projects/my-proj-1/locations/us-central1/tensorboards/123 "
+        f"--service-account {SA} --base-output-dir gs://b/out",
+        "--persistent-resource my-pool-1",
+    ],
+)
+def test_what_vertex_ai_accepts_is_accepted_and_parses(settings: Settings, line: str) -> None:
+    body = _body(settings, f"{VERTEX} {line}")
+    assert body["jobSpec"]["workerPoolSpecs"]
+
+
+def test_g2_machines_carry_their_l4(settings: Settings) -> None:
+    body = _body(settings, f"{VERTEX} --machine g2-standard-16")
+    spec = body["jobSpec"]["workerPoolSpecs"][0]["machineSpec"]
+    assert spec == {
+        "machineType": "g2-standard-16",
+        "acceleratorType": "NVIDIA_L4",
+        "acceleratorCount": 1,
+    }
+
+
+@pytest.mark.parametrize(
+    ("gpu", "machine"), [("H200", "a3-ultragpu-8g"), ("B200", "a4-highgpu-8g")]
+)
+def test_a3_ultra_and_a4_boot_from_hyperdisk(settings: Settings, gpu: str, machine: str) -> None:
+    body = _body(settings, f"{VERTEX} --gpus 8 --gpu-type {gpu}")
+    (pool,) = body["jobSpec"]["workerPoolSpecs"]
+    assert pool["machineSpec"]["machineType"] == machine
+    assert pool["diskSpec"]["bootDiskType"] == "hyperdisk-balanced"
+    other = _body(settings, f"{VERTEX} --gpus 1 --gpu-type L4")
+    assert other["jobSpec"]["workerPoolSpecs"][0]["diskSpec"]["bootDiskType"] == "pd-ssd"
+
+
+def test_tensorflow_2_16_has_its_prebuilt_images() -> None:
+    for gpu, kind in ((False, "cpu"), (True, "gpu")):
+        found = prebuilt.executor("2.16.2", gpu=gpu, region="us-central1")
+        assert found.uri == f"us-docker.pkg.dev/vertex-ai/training/tf-{kind}.2-16.py310:latest"
+
+
+def test_an_executor_past_its_end_of_availability_is_said() -> None:
+    ex = prebuilt.executor("2.17.1", gpu=False, region="europe-west4")
+    assert ex.ended(datetime.date(2026, 7, 11)) is None  # the last day it is offered
+    assert ex.ended(datetime.date(2026, 7, 12)) == "2026-07-11"
+    note = ex.ended_note(datetime.date(2026, 11, 24))
+    assert note and "end of availability on 2026-07-11" in note and "--route image" in note
+    assert all(v in prebuilt.END_OF_AVAILABILITY for v, _ in prebuilt.IMAGES)
+    added = prebuilt.executor("2.21", gpu=False, region="us-central1", extra="2.21=r.io/x/y:1")
+    assert added.ended(datetime.date(2030, 1, 1)) is None  # a date we do not know
+
+
+def test_the_n1_limits_cover_every_n1_gpu() -> None:
+    n1 = {g for g, (_, _, fams) in catalog.GPUS.items() if "n1" in fams} - set(catalog.RETIRED)
+    assert n1 <= set(catalog.N1_VCPU_LIMITS)
+    for gpu, limits in catalog.N1_VCPU_LIMITS.items():
+        for count, most in limits.items():
+            machine = catalog.gpu_machine(gpu, count)  # the usual machine fits its limit
+            assert machine.vcpus <= most, (gpu, count)

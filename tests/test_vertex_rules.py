@@ -142,3 +142,33 @@ def test_the_n1_limits_cover_every_n1_gpu() -> None:
         for count, most in limits.items():
             machine = catalog.gpu_machine(gpu, count)  # the usual machine fits its limit
             assert machine.vcpus <= most, (gpu, count)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "--label équipe=modèle --label 模型=版本-2 --label über=größe",
+        "--project 123456789012",
+    ],
+    ids=["international-labels", "project-number"],
+)
+def test_what_vertex_ai_takes_and_was_refused_here(settings: Settings, line: str) -> None:
+    from vertex_validate import validate
+
+    body = _body(settings, f"--backend vertex --project my-proj-1 {line}")
+    proto = types.CustomJob.from_json(json.dumps(body))
+    assert validate(json.loads(types.CustomJob.to_json(proto))) == []  # the test server's
+    if "123456789012" in line:
+        plan = _plan(settings, f"--backend vertex {line}")
+        assert "/projects/123456789012/locations/us-central1/customJobs" in plan.request()["url"]
+
+
+def test_a_job_with_64_labels_of_its_own_is_still_ours(settings: Settings) -> None:
+    from tfc_jupyter.backends.vertex import _ours
+
+    labels = " ".join(f"--label k{i}=v" for i in range(64))
+    body = _body(settings, f"{VERTEX} {labels}")
+    assert len(body["labels"]) == 64 and "tfc-jupyter" not in body["labels"]
+    assert _ours(types.CustomJob.from_json(json.dumps(body)))
+    other = {**body, "jobSpec": {"workerPoolSpecs": [{"containerSpec": {"imageUri": "x"}}]}}
+    assert not _ours(types.CustomJob.from_json(json.dumps(other)))

@@ -46,8 +46,16 @@ N1_GPUS = {
 _G2_L4 = {4: 1, 8: 1, 12: 1, 16: 1, 32: 1, 24: 2, 48: 4, 96: 8}
 TPU_V5E_TOPOLOGY = {"ct5lp-hightpu-1t": "1x1", "ct5lp-hightpu-4t": "2x2", "ct5lp-hightpu-8t": "2x4"}
 TPU_ENUMS = {"TPU_V2", "TPU_V3", "TPU_V4_POD", "TPU_V5_LITEPOD"}
-_LABEL_KEY = re.compile(r"^[a-z][a-z0-9_-]{0,62}$")
-_LABEL_VALUE = re.compile(r"^[a-z0-9_-]{0,63}$")
+
+
+def _label_ok(text: str, *, key: bool) -> bool:
+    """Google Cloud's label rule: at most 63 lowercase letters (international ones allowed),
+    digits, '_' and '-'; a key starts with a letter."""
+    chars = all(c in "_-" or (c.isalnum() and not c.isupper()) for c in text)
+    start = not key or (bool(text) and text[0].isalpha() and not text[0].isupper())
+    return len(text) <= 63 and chars and start
+
+
 _SERVICE_ACCOUNT = re.compile(r"^[a-z0-9.:_-]+@[a-z0-9.:-]+\.gserviceaccount\.com$")
 _NETWORK = re.compile(r"^projects/\d+/global/networks/[a-z]([-a-z0-9]*[a-z0-9])?$")
 _TENSORBOARD = re.compile(r"^projects/[^/]+/locations/[^/]+/tensorboards/[^/]+$")
@@ -292,7 +300,7 @@ def validate(body: dict[str, Any]) -> Problems:
     if len(labels) > 64:
         out.append(("labels", f"At most 64 labels are allowed, got {len(labels)}."))
     for key, value in labels.items():
-        if not _LABEL_KEY.match(key) or key.startswith("goog"):
+        if not _label_ok(key, key=True) or key.startswith("goog"):
             out.append(
                 (
                     f"labels[{key!r}]",
@@ -300,7 +308,7 @@ def validate(body: dict[str, Any]) -> Problems:
                     "at most 63 lowercase letters, digits, '_' or '-'.",
                 )
             )
-        if not _LABEL_VALUE.match(value):
+        if not _label_ok(value, key=False):
             out.append(
                 (
                     f"labels[{key!r}]",

@@ -306,7 +306,7 @@ class VertexBackend:
         )
         out: list[dict[str, Any]] = []
         for job in pager:  # further pages are fetched as the loop goes
-            if ours and "tfc-jupyter" not in job.labels:
+            if ours and not _ours(job):
                 continue
             out.append(_summary(job, spec))
             if len(out) >= limit:
@@ -391,3 +391,15 @@ def stop_watcher(record: JobRecord) -> None:
     pid = record.handle.get("watcher_pid")
     if pid and alive(pid):
         os.kill(int(pid), signal.SIGKILL)
+
+
+def _ours(job: Any) -> bool:
+    """A job tfc_jupyter launched: its ``tfc-jupyter`` label, or, where 64 labels of the user's
+    left no room for ours, the job name every replica of ours gets (``TFC_JOB_NAME``)."""
+    if "tfc-jupyter" in job.labels:
+        return True
+    for pool in job.job_spec.worker_pool_specs:
+        for kind in (pool.container_spec, pool.python_package_spec):
+            if any(variable.name == "TFC_JOB_NAME" for variable in kind.env):
+                return True
+    return False

@@ -54,15 +54,30 @@ class Strategy(str, Enum):
 
 SCHEDULING = ("standard", "spot", "flex_start")
 
-_LABEL_KEY = re.compile(r"^[a-z][a-z0-9_-]{0,62}$")
-_LABEL_VALUE = re.compile(r"^[a-z0-9_-]{0,63}$")
+
+def _label_char(c: str) -> bool:
+    """A lowercase letter, an international (caseless) letter, a digit, ``_`` or ``-``."""
+    return c in "_-" or c.isdigit() or (c.isalpha() and not (c.isupper() or c.istitle()))
+
+
+def _label_text(text: str, *, key: bool) -> bool:
+    """Google Cloud's label rule: at most 63 characters of lowercase letters (international
+    ones too), digits, ``_`` and ``-``; a key starts with a letter ("Labels overview",
+    Resource Manager, 2026-11)."""
+    if len(text) > 63 or not all(_label_char(c) for c in text):
+        return False
+    return not key or (bool(text) and _label_char(text[0]) and text[0].isalpha())
+
+
 _SERVICE_ACCOUNT = re.compile(
     r"^(?:[a-z][a-z0-9-]{4,28}[a-z0-9]@(?:[a-z0-9.:-]+)\.iam\.gserviceaccount\.com"
     r"|\d+-compute@developer\.gserviceaccount\.com"
     r"|[a-z0-9.:-]+@appspot\.gserviceaccount\.com)$"
 )
 _REGION = re.compile(r"^[a-z]+(?:-[a-z]+)+\d{1,2}$")
-_PROJECT = re.compile(r"^(?:[a-z][a-z0-9.-]*[a-z0-9]:)?[a-z][a-z0-9-]{4,28}[a-z0-9]$")
+_PROJECT = re.compile(
+    r"^(?:(?:[a-z][a-z0-9.-]*[a-z0-9]:)?[a-z][a-z0-9-]{4,28}[a-z0-9]|[1-9]\d{5,19})$"
+)  # a project id (domain-scoped too), or a project number, as Vertex AI's resource names take
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9 _.-]{0,127}$")
 # An image reference (registry/path:tag@digest): no spaces or line breaks ever reach a Dockerfile.
 _IMAGE_REF = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/:@+-]{0,254}")
@@ -343,10 +358,11 @@ def _check_labels(labels: tuple[tuple[str, str], ...]) -> None:
     if len(labels) > MAX_LABELS:
         raise SpecError(f"{len(labels)} labels given", f"use at most {MAX_LABELS}", field="labels")
     for key, value in labels:
-        if not _LABEL_KEY.fullmatch(key):
+        if not _label_text(key, key=True):
             raise SpecError(
                 f"label key {key!r} is not allowed",
-                "keys start with a lowercase letter and hold at most 63 of a-z 0-9 _ -",
+                "keys start with a lowercase (or international) letter and hold at most 63 "
+                "lowercase letters, digits, _ and -",
                 field="labels",
             )
         if key.startswith("goog") or key.startswith("aiplatform.googleapis.com"):
@@ -355,10 +371,10 @@ def _check_labels(labels: tuple[tuple[str, str], ...]) -> None:
                 "choose a key that does not start with 'goog'",
                 field="labels",
             )
-        if not _LABEL_VALUE.fullmatch(value):
+        if not _label_text(value, key=False):
             raise SpecError(
                 f"label value {value!r} (key {key!r}) is not allowed",
-                "values hold at most 63 of a-z 0-9 _ - (lowercase)",
+                "values hold at most 63 lowercase (or international) letters, digits, _ and -",
                 field="labels",
             )
 
@@ -479,7 +495,8 @@ def _validate(spec: JobSpec) -> None:
     if spec.project is not None and not _PROJECT.fullmatch(spec.project):
         raise SpecError(
             f"project {spec.project!r} is not a Google Cloud project id",
-            "use the project id (6-30 of a-z 0-9 -, starting with a letter), not its name",
+            "use the project id (6-30 of a-z 0-9 -, starting with a letter) or its number, "
+            "not its name",
             field="project",
         )
     if spec.timeout_s is not None:

@@ -172,3 +172,13 @@ def test_a_job_with_64_labels_of_its_own_is_still_ours(settings: Settings) -> No
     assert _ours(types.CustomJob.from_json(json.dumps(body)))
     other = {**body, "jobSpec": {"workerPoolSpecs": [{"containerSpec": {"imageUri": "x"}}]}}
     assert not _ours(types.CustomJob.from_json(json.dumps(other)))
+
+
+def test_an_evaluator_on_a_gpu_machine_gets_a_gpu_image(settings: Settings) -> None:
+    sel = Selection(
+        cells=[Cell(1, "import tensorflow as tf\nprint(tf.estimator)")], notebook=None, how="t"
+    )
+    line = f"{VERTEX} --workers 1 --evaluator T4_1X --route image"
+    plan = make_plan(sel, options.parse_line(line), settings)
+    assert plan.spec.evaluator_machine is not None and plan.spec.evaluator_machine.gpu_count == 1
+    assert plan.parent_image.endswith("-gpu"), plan.parent_image  # was the CPU image

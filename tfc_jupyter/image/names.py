@@ -101,7 +101,7 @@ def parent_image(spec: JobSpec, tf_version: str | None = None) -> str:
     version = ".".join(version.split(".")[:3]) if version != "latest" else version
     if spec.estimator and (version == "latest" or _version_tuple(version) > (2, 15)):
         version = ESTIMATOR_TF
-    suffix = "-gpu" if spec.chief.gpu_count or (spec.worker and spec.worker.gpu_count) else ""
+    suffix = "-gpu" if spec.uses_gpus else ""
     return f"tensorflow/tensorflow:{version}{suffix}"
 
 

@@ -80,7 +80,7 @@ def choose_route(
     if asked == "image":
         return Route("image", "asked for (--route image)")
     blocker = _blocker(spec, requirements, base_dir)
-    gpu = bool(spec.chief.gpu_count or (spec.worker and spec.worker.gpu_count))
+    gpu = spec.uses_gpus
     executor = None
     if blocker is None:
         try:

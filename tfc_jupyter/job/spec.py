@@ -294,6 +294,11 @@ class JobSpec:
         """Processes in the job: the chief, its workers, parameter servers and evaluator."""
         return 1 + self.worker_count + self.ps_count + int(self.evaluator)
 
+    @property
+    def uses_gpus(self) -> bool:
+        """Some pool's machine has GPUs (its image is then a GPU build: the evaluator's too)."""
+        return any(machine.gpu_count for _, _, machine in self.pools())
+
     def pools(self) -> list[tuple[str, int, Machine]]:
         """``(role, replicas, machine)`` of each worker pool the job has: ``chief``, then
         ``worker``, ``ps`` and ``evaluator`` when it has them (their machines are set then)."""

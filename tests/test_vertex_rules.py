@@ -182,3 +182,17 @@ def test_an_evaluator_on_a_gpu_machine_gets_a_gpu_image(settings: Settings) -> N
     plan = make_plan(sel, options.parse_line(line), settings)
     assert plan.spec.evaluator_machine is not None and plan.spec.evaluator_machine.gpu_count == 1
     assert plan.parent_image.endswith("-gpu"), plan.parent_image  # was the CPU image
+
+
+def test_the_plan_says_what_the_job_costs_for_its_timeout(settings: Settings) -> None:
+    t4 = catalog.lookup("T4_1X")
+    plan = _plan(settings, f"{VERTEX} --gpus 1 --gpu-type T4 --timeout 2h")
+    assert plan.cost_at_most() == round(2 * t4.price_per_hour, 2)
+    assert f"at most ${2 * t4.price_per_hour:,.2f} if it runs its whole --timeout of 2h" in (
+        plan.to_text()
+    )
+    assert plan.summary()["cost_at_most"] == plan.cost_at_most()
+    open_ended = _plan(settings, f"{VERTEX} --gpus 1 --gpu-type T4")
+    assert open_ended.cost_at_most() is None
+    assert "no --timeout: it bills until it ends" in open_ended.to_text()
+    assert "bills" not in _plan(settings, "--gpus 1 --gpu-type T4 --timeout 2h").to_text()

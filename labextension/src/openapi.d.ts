@@ -495,6 +495,8 @@ export interface components {
             spec: Record<string, unknown>;
             strategy: string;
             cost_per_hour: number | null;
+            /** @description a billed job's cost if it runs its whole --timeout (null: no timeout, or not billed) */
+            cost_at_most: number | null;
             /** @description the job's options: the cell's flags with the request's over them (what differs from the defaults) */
             options: Record<string, unknown>;
             /** @description the equivalent %%tfc_run line */

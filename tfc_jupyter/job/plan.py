@@ -94,6 +94,7 @@ class Plan:
             "strategy": self.spec.resolved_strategy().value,
             "strategy_reason": self.spec.strategy_reason,
             "cost_per_hour": self.spec.cost_per_hour(),
+            "cost_at_most": self.cost_at_most(),
             "requirements": self.requirements,
             "image": self.image_uri,
             "parent_image": self.parent_image,
@@ -124,6 +125,23 @@ class Plan:
             )
         return lines
 
+    def cost_at_most(self) -> float | None:
+        """What a billed job costs if it runs for its whole ``--timeout`` (None: no timeout, no
+        list price, or a backend that bills nothing)."""
+        rate, timeout = self.spec.cost_per_hour(), self.spec.timeout_s
+        if rate is None or timeout is None or not registry.traits(self.spec.backend).billed:
+            return None
+        return round(rate * timeout / 3600, 2)
+
+    def _cost_bound(self) -> str:
+        """``; at most $X if it runs its whole --timeout of 2h``, or that there is no bound."""
+        if self.spec.cost_per_hour() is None or not registry.traits(self.spec.backend).billed:
+            return ""
+        at_most = self.cost_at_most()
+        if at_most is None:
+            return "; no --timeout: it bills until it ends"
+        return f"; at most ${at_most:,.2f} if it runs its whole --timeout of {_hours(self.spec)}"
+
     def _strategy_line(self) -> str:
         text = self.spec.resolved_strategy().value
         auto = "auto: " if self.spec.strategy is Strategy.AUTO else ""
@@ -152,7 +170,7 @@ class Plan:
         out.append(f"backend: {spec.backend.value}   strategy: {self._strategy_line()}")
         out.append("worker pools:")
         out += self._pool_lines()
-        out.append(_cost_line(spec.cost_per_hour(), self.pools()))
+        out.append(_cost_line(spec.cost_per_hour(), self.pools()) + self._cost_bound())
         out.append("requirements: " + (", ".join(self.requirements) or "none"))
         if self.route is not None:
             out.append(f"route: {self.route.kind} ({self.route.reason})")
@@ -195,7 +213,7 @@ class Plan:
             f"<div>cells {esc(', '.join(map(str, self.script.cells)))}"
             f" &middot; backend <b>{esc(spec.backend.value)}</b>"
             f" &middot; strategy <b>{esc(self._strategy_line())}</b>"
-            f" &middot; {_cost_html(spec.cost_per_hour())}</div>"
+            f" &middot; {_cost_html(spec.cost_per_hour())}{esc(self._cost_bound())}</div>"
             f"<ul>{pools}</ul><div>requirements: <code>{reqs}</code></div>"
             + (
                 f"<div>route: <b>{esc(self.route.kind)}</b> ({esc(self.route.reason)})</div>"
@@ -245,6 +263,13 @@ def _machine_notes(spec: JobSpec) -> list[str]:
             if note and note not in notes:
                 notes.append(note)
     return notes
+
+
+def _hours(spec: JobSpec) -> str:
+    seconds = int(spec.timeout_s or 0)
+    if seconds % 3600 == 0:
+        return f"{seconds // 3600}h"
+    return f"{seconds // 60}m" if seconds % 60 == 0 else f"{seconds}s"
 
 
 def _cost_html(rate: float | None) -> str:

@@ -157,7 +157,8 @@ def test_what_vertex_ai_takes_and_was_refused_here(settings: Settings, line: str
 
     body = _body(settings, f"--backend vertex --project my-proj-1 {line}")
     proto = types.CustomJob.from_json(json.dumps(body))
-    assert validate(json.loads(types.CustomJob.to_json(proto))) == []  # the test server's
+    sent = json.loads(types.CustomJob.to_json(proto, use_integers_for_enums=False))
+    assert validate(sent) == []  # the test server's rules agree
     if "123456789012" in line:
         plan = _plan(settings, f"--backend vertex {line}")
         assert "/projects/123456789012/locations/us-central1/customJobs" in plan.request()["url"]
@@ -196,3 +197,89 @@ def test_the_plan_says_what_the_job_costs_for_its_timeout(settings: Settings) ->
     assert open_ended.cost_at_most() is None
     assert "no --timeout: it bills until it ends" in open_ended.to_text()
     assert "bills" not in _plan(settings, "--gpus 1 --gpu-type T4 --timeout 2h").to_text()
+
+
+def _matrix() -> list[str]:
+    """Flag lines for every request shape a plan can make: each offered GPU type at each count,
+    each TPU, CPU presets; pools; scheduling; reservations; disks; env; both routes."""
+    from tfc_jupyter.job.scheduling import FLEX_START_GPUS, HYPERDISK_ONLY
+
+    machines: list[tuple[str, str, bool, bool]] = []  # (flags, kind, flex, hyperdisk)
+    for gpu in catalog.OFFERED_GPU_TYPES:
+        enum, _, families = catalog.GPUS[gpu]
+        for count in sorted({n for counts in families.values() for n in counts}):
+            machine = catalog.gpu_machine(gpu, count)
+            hyper = machine.machine_type.startswith(HYPERDISK_ONLY)
+            flags = f"--gpus {count} --gpu-type {gpu}"
+            machines.append((flags, "gpu", enum in FLEX_START_GPUS, hyper))
+    machines += [(f"--tpu {tpu}", "tpu", False, False) for tpu in catalog.TPU_TYPES]
+    machines += [
+        ("--machine CPU", "cpu", False, False),
+        ("--machine n2-standard-8", "cpu", False, False),
+    ]
+    pools = ["", "--workers 2", "--workers 1 --ps 1 --evaluator"]
+    extras = [
+        "",
+        "--spot",
+        "--flex-start 2h",
+        "--reservation any",
+        "--persistent-resource team-pool",
+        "--boot-disk-type pd-standard --boot-disk-size 200",
+        "--env MODE=train --label team=vision --timeout 3h --restart-on-worker-restart",
+    ]
+    lines = []
+    for i, (machine, kind, flex, hyper) in enumerate(machines):
+        for j, pool in enumerate(pools):
+            extra = extras[(i + j) % len(extras)]
+            if kind == "tpu" and pool:
+                continue  # a TPU job is one host
+            if kind == "tpu" and extra.startswith(("--boot", "--flex", "--env")):
+                extra = "--spot"
+            if extra.startswith("--flex") and (not flex or "--ps" in pool):  # one GPU machine
+                extra = "--spot"
+            if extra.startswith("--boot") and hyper:
+                extra = "--boot-disk-size 200"
+            route = "--route image" if (i + j) % 2 or kind == "tpu" else "--route package"
+            lines.append(f"{machine} {pool} {extra} {route}".replace("  ", " ").strip())
+    return lines
+
+
+MATRIX = _matrix()
+
+
+def test_the_matrix_covers_the_catalog() -> None:
+    assert len(MATRIX) >= 60
+    for needed in ("--tpu v5e-8", "--gpu-type H200", "--gpu-type B200", "--flex-start", "--spot"):
+        assert any(needed in line for line in MATRIX), needed
+    assert any("--route package" in line for line in MATRIX)
+
+
+@pytest.mark.parametrize("line", MATRIX)
+def test_every_request_of_the_matrix_parses_into_the_real_types(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch, line: str
+) -> None:
+    from vertex_validate import validate
+
+    from tfc_jupyter.config import load_settings
+    from tfc_jupyter.image.names import local_tensorflow_version
+
+    version = ".".join(str(local_tensorflow_version() or "2.17").split(".")[:2])
+    uri = "us-docker.pkg.dev/vertex-ai/training/tf-{}.{}.py310:latest"
+    extra = f"{version}={uri.format('cpu', version)},{version}-gpu={uri.format('gpu', version)}"
+    monkeypatch.setenv("TFC_PREBUILT_IMAGES", extra)
+    monkeypatch.setenv("TFC_BUILD_BUCKET", "my-bucket")
+    code = "import tensorflow as tf\nprint(tf.__version__)"
+    sel = Selection(cells=[Cell(1, code)], notebook=None, how="matrix")
+    plan = make_plan(
+        sel, options.parse_line(f"{VERTEX} {line}"), load_settings(include_server=False)
+    )
+    body = plan.request()["body"]
+    job = types.CustomJob.from_json(json.dumps(body))  # strict: unknown fields and enums raise
+    assert validate(json.loads(types.CustomJob.to_json(job, use_integers_for_enums=False))) == [], (
+        line
+    )
+    beta = pytest.importorskip("google.cloud.aiplatform_v1beta1.types")
+    beta.CustomJob.from_json(json.dumps(body))
+    if "--route package" in line:
+        pools = body["jobSpec"]["workerPoolSpecs"]
+        assert all("pythonPackageSpec" in p for p in pools if p), line

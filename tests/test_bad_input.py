@@ -1154,12 +1154,15 @@ def test_logs_of_a_large_log_are_streamed(tmp_path: Path, tfc_env: Path) -> None
     with (job_dir / "logs" / "chief.log").open("wb") as f:
         for _ in range(256):
             f.write(line * 10_000)  # 256 MB in all
+    # VmHWM: this process's own peak (getrusage's ru_maxrss keeps the peak of the process it
+    # was forked from, pytest's, across exec).
     probe = (
-        "import resource, sys\n"
+        "import re, sys\n"
         "from tfc_jupyter import cli\n"
         "code = cli.main(['logs', 'big-20261124-000000-000001'])\n"
         "sys.stdout.flush()\n"
-        "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, code, file=sys.stderr)\n"
+        "hwm = re.search(r'VmHWM:\\s+(\\d+)', open('/proc/self/status').read()).group(1)\n"
+        "print(hwm, code, file=sys.stderr)\n"
     )
     done = subprocess.run(
         [sys.executable, "-c", probe],

@@ -161,6 +161,18 @@ def _stop_watcher(
     return False
 
 
+def _stop_until_gone(record: JobRecord, timeout: float) -> None:
+    """Stop the record's watcher as a cancel does, waiting (bounded) until its process is gone."""
+    pid = record.handle.get("watcher_pid")
+    if pid:
+        _stop_watcher(
+            int(pid),
+            record.handle.get("supervisor_started"),
+            lambda: not alive(int(pid)),
+            timeout,
+        )
+
+
 class WatchedBackend:
     """``refresh`` and ``cancel`` for backends whose watcher pid is ``handle["watcher_pid"]``.
 
@@ -236,14 +248,7 @@ class WatchedBackend:
         it, and the record says the job was cancelled during its launch."""
         if record.state not in CANCEL_ASKED:
             return  # a later cancel finds the watcher's pid in the record
-        pid = record.handle.get("watcher_pid")
-        if pid:
-            _stop_watcher(
-                int(pid),
-                record.handle.get("supervisor_started"),
-                lambda: not alive(int(pid)),
-                timeout,
-            )
+        _stop_until_gone(record, timeout)
         self.cleanup(self.store.get(record.id))
         self.store.transition(record.id, JobState.CANCELLED)
         self.store.update(record.id, error="cancelled during its launch: nothing was left running")
@@ -253,14 +258,7 @@ class WatchedBackend:
     ) -> JobRecord:
         """A cancel the store cannot record (a full disk): stop the watcher and every replica
         all the same; the watcher records the end once it can (it retries)."""
-        pid = record.handle.get("watcher_pid")
-        if pid:
-            _stop_watcher(
-                int(pid),
-                record.handle.get("supervisor_started"),
-                lambda: not alive(int(pid)),
-                timeout,
-            )
+        _stop_until_gone(record, timeout)
         self.cleanup(record)
         with contextlib.suppress(JobStoreError):
             return self.store.transition(record.id, JobState.CANCELLED, error="cancelled")

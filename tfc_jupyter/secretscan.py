@@ -383,17 +383,20 @@ def _scan_window(
 ) -> Finding | None:
     """The first secret in one window of a stream: its text, the strings inside binary data,
     and what its base64 blocks decode to."""
-    text = data.decode(codec, errors="replace")
-    found = scan_text(text, detect=detect)
+    binary = codec == "utf-8" and b"\x00" in data
+    if binary:  # what a secret in binary data can be: its printable runs (scanned, decoded)
+        runs = [(m.group().decode("ascii"), m.start()) for m in _STRINGS[0][0].finditer(data)]
+        text = "\n".join(run for run, _ in runs)
+        for pattern, encoding in _STRINGS[1:]:
+            wide = [m.group().decode(encoding, errors="replace") for m in pattern.finditer(data)]
+            found = scan_text("\n".join(wide), detect=False) if wide else None
+            if found is not None:
+                return Finding(f"{found.what} (in binary data)")
+    else:
+        text = data.decode(codec, errors="replace")
+    found = scan_text(text, detect=detect and not binary)
     if found is not None:
-        return found
-    if b"\x00" in data:
-        for pattern, encoding in _STRINGS:
-            runs = [m.group().decode(encoding, errors="replace") for m in pattern.finditer(data)]
-            if runs:
-                found = scan_text("\n".join(runs), detect=False)
-                if found is not None:
-                    return Finding(f"{found.what} (in binary data)")
+        return Finding(f"{found.what} (in binary data)") if binary else found
     if depth >= NEST_LIMIT:
         return None
     for offset, block in _base64_blocks(text):
@@ -404,7 +407,8 @@ def _scan_window(
             raise _Unscannable(f"it unpacks to over {UNPACK_LIMIT // 1_000_000} MB")
         inner = _scan_stream(io.BytesIO(decoded), depth + 1, budget)
         if inner is not None:
-            return Finding(f"{inner.what} (base64-encoded)", _line_of(text, offset))
+            line = None if binary else _line_of(text, offset)
+            return Finding(f"{inner.what} (base64-encoded)", line)
     return None
 
 

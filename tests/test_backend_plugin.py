@@ -17,6 +17,7 @@ from typing import Any
 import jsonschema
 import pytest
 import yaml
+from jobutil import write_notebook
 
 from tfc_jupyter import cli, registry
 from tfc_jupyter.backends import Preview
@@ -243,24 +244,7 @@ def ps_notebook(tmp_path: Path) -> Path:
         "strategy = tf.distribute.experimental.ParameterServerStrategy(resolver)\n"
         "print('trained')\n"
     )
-    nb = {
-        "nbformat": 4,
-        "nbformat_minor": 5,
-        "metadata": {},
-        "cells": [
-            {
-                "cell_type": "code",
-                "id": "c1",
-                "metadata": {},
-                "source": code,
-                "outputs": [],
-                "execution_count": None,
-            }
-        ],
-    }
-    path = tmp_path / "Parameter Server.ipynb"
-    path.write_text(json.dumps(nb))
-    return path
+    return write_notebook(tmp_path / "Parameter Server.ipynb", code)
 
 
 def _cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:

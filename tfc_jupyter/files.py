@@ -159,35 +159,37 @@ def confined(root: Path) -> Iterator[None]:
         _ROOT.reset(token)
 
 
-def real_path(path: Path, what: str, field: str) -> Path:
-    """Where ``path`` really is (links followed), inside the :func:`confined` root if one is set.
+LINK_LOOP = "a loop of symbolic links"
+OUTSIDE_ROOT = "links out of the root"
 
-    Raises:
-        SpecError: a loop of symbolic links, or a path that leads out of the root.
-    """
+
+def leads_out(path: Path) -> str | None:
+    """Why a file may not go with a job: :data:`LINK_LOOP`, or (within :func:`confined`)
+    :data:`OUTSIDE_ROOT`; None when it may."""
     try:
         real = Path(path).resolve()
     except (RuntimeError, OSError):  # a loop of links (RuntimeError up to Python 3.12)
+        return LINK_LOOP
+    root = _ROOT.get()
+    return OUTSIDE_ROOT if root is not None and not real.is_relative_to(root) else None
+
+
+def real_path(path: Path, what: str, field: str) -> None:
+    """Refuse a path that is a loop of links, or that leads out of the :func:`confined` root.
+
+    Raises:
+        SpecError: naming the path and the fix.
+    """
+    why = leads_out(path)
+    if why == LINK_LOOP:
         raise SpecError(
             f"{what} {str(path)!r} is a loop of symbolic links",
             "point the link at a file, or name the file itself",
             field=field,
-        ) from None
-    root = _ROOT.get()
-    if root is not None and not real.is_relative_to(root):
+        )
+    if why == OUTSIDE_ROOT:
         raise SpecError(
             f"{what} {str(path)!r} leads outside the server's root folder",
             "name a file inside the root folder (a link may not point out of it)",
             field=field,
         )
-    return real
-
-
-def leads_out(path: Path) -> str | None:
-    """Why a file met in a folder may not go with a job: a loop of links, or (within
-    :func:`confined`) a link out of the root; None when it may."""
-    try:
-        real_path(path, "file", "include")
-    except SpecError as exc:
-        return "a loop of symbolic links" if "loop" in exc.message else "links out of the root"
-    return None

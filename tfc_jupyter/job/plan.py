@@ -85,6 +85,7 @@ class Plan:
 
     def summary(self) -> dict[str, Any]:
         """JSON-ready summary (CLI ``--json``, REST API, panel)."""
+        preview = self.preview()
         return {
             "notebook": str(self.selection.notebook) if self.selection.notebook else None,
             "found_by": self.selection.how,
@@ -108,8 +109,8 @@ class Plan:
             else None,
             "warnings": self.warnings,
             "notes": self.script.notes,
-            "request": self.request(),
-            "request_title": self.preview().title,
+            "request": preview.request,
+            "request_title": preview.title,
             "options": self.options.to_json(),
             "line": self.options.to_line(),
             "refused": self.refused.to_dict() if self.refused else None,

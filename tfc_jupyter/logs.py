@@ -139,7 +139,8 @@ _NOISE = re.compile(
             r"^To enable the following instructions: .* rebuild TensorFlow with the appropriate",
             # the runtime's status lines (its warnings, refusals, waits and failed commands are
             # kept; a failure is said once, at the end)
-            r"^\[tfc_runtime\] (?!warning:|cannot |!)(?!.*\bdeadline\b)",
+            r"^\[tfc_runtime\] (?!warning:|cannot |!|(fit|loop) \d+ (resumed|had ended))"
+            r"(?!.*\bdeadline\b)",
         )
     )
 )

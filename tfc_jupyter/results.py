@@ -78,6 +78,7 @@ class Results:
     saved_with: list[dict[str, str]] = field(default_factory=list)
     tensorboard: list[str] = field(default_factory=list)
     _loop_rows: dict[int, dict[str, Any]] = field(default_factory=dict, repr=False)
+    _last_epoch: dict[int, int] = field(default_factory=dict, repr=False)  # fit -> last epoch
 
     def _loop_round(self, event: dict[str, Any]) -> bool:
         """A custom loop's metric round: into that round's epoch row (made when first seen)."""
@@ -110,6 +111,10 @@ class Results:
         if kind == "metric":
             return self._loop_round(event)
         if kind == "epoch" and len(self.epochs) < MAX_EPOCHS:
+            call, epoch = _int(event.get("fit")), _int(event.get("epoch"))
+            if epoch <= self._last_epoch.get(call, -1):  # a restarted job went back to it
+                self.epochs = [e for e in self.epochs if e["fit"] != call or e["epoch"] < epoch]
+            self._last_epoch[call] = epoch
             raw = event.get("metrics")
             metrics = {
                 str(k)[:_MAX_NAME]: number
@@ -118,15 +123,16 @@ class Results:
             }
             self.epochs.append(
                 {
-                    "fit": _int(event.get("fit")),
-                    "epoch": _int(event.get("epoch")),
+                    "fit": call,
+                    "epoch": epoch,
                     "time": finite_number(event.get("time")),
                     "metrics": dict(list(metrics.items())[:_MAX_METRICS]),
                 }
             )
             return True
-        if kind == "fit":
-            self.fits.append({"fit": _int(event.get("fit")), "epochs": event.get("epochs")})
+        if kind == "fit":  # again after a restart: the same call, once
+            made = {"fit": _int(event.get("fit")), "epochs": event.get("epochs")}
+            self.fits = [f for f in self.fits if f["fit"] != made["fit"]] + [made]
         elif kind == "saved" and isinstance(event.get("path"), str):
             self.saved.append(event["path"])
             self.saved_with.append({k: str(event.get(k) or "") for k in ("path", "how", "library")})
@@ -172,6 +178,7 @@ class Results:
             list(self.saved_with),
             list(self.tensorboard),
             rows,
+            dict(self._last_epoch),
         )
 
     def downsampled(self, limit: int = MAX_POINTS) -> Results:

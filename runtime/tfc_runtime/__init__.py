@@ -17,6 +17,7 @@ from tfc_runtime.built import current_strategy
 from tfc_runtime.cluster import ClusterInfo, cluster_info
 from tfc_runtime.estimator import run_config, tpu_config, tpu_run_config
 from tfc_runtime.paths import checkpoint_dir, job_dir, model_dir, task_save_path, tensorboard_dir
+from tfc_runtime.resume import epochs
 from tfc_runtime.tpu import tpu_resolver, tpu_strategy
 
 __version__ = "0.1.0"
@@ -26,6 +27,7 @@ __all__ = [
     "__version__",
     "checkpoint_dir",
     "cluster",
+    "epochs",
     "is_chief",
     "job_dir",
     "model_dir",

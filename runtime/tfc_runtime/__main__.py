@@ -17,7 +17,7 @@ import traceback
 from collections.abc import Sequence
 from types import TracebackType
 
-from tfc_runtime import crash, ipython_shim, results, sourcemap, tfc_shim
+from tfc_runtime import crash, ipython_shim, results, resume, sourcemap, tfc_shim
 from tfc_runtime.cluster import ClusterInfo, cluster_info, ensure_tf_config
 from tfc_runtime.strategy import (
     STRATEGIES,
@@ -236,20 +236,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     crash.track_position(script, task, smap.describe)
     if info.is_chief:
         results.install(several_tasks=sum(map(len, info.cluster.values())) > 1)
+    resume.install()  # every task: all restore a fit's backup, as Keras asks
     sys.argv = [args.script, *script_args]
     sys.path.insert(0, os.path.dirname(script))
     tfc_shim.install()  # `import tfc_jupyter as tfc` in an image without it
     ipython_shim.install()  # `from IPython.display import display` in an image without it
     try:
         runpy.run_path(script, run_name="__main__")
-    except SystemExit:
+    except SystemExit as exc:
         results.finish()
+        if exc.code in (None, 0):
+            resume.finish()
         raise
     except Exception as exc:
         sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__  # out of any %%capture
         _write_error(report_failure(exc, script, smap))
         return 1
     results.finish()  # the custom loop's last round
+    resume.finish()  # ended well: the backups for a restart are not needed
     return 0
 
 

@@ -31,18 +31,17 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import importlib.abc
-import importlib.machinery
 import json
 import math
 import os
 import sys
 import time
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
+from tfc_runtime import hooks
 from tfc_runtime.protocol import RESULT_PREFIX as PREFIX
 from tfc_runtime.protocol import RESULTS_FILE
 
@@ -52,6 +51,7 @@ _INTERNAL = frozenset({"keras", "tf_keras", "tensorflow", "tfc_runtime"})
 """Packages whose metric resets are their own business (``fit``, ``evaluate``, ...)."""
 _rounds: dict[str, int] = {}  # metric name -> rounds reported
 _read_metrics = True  # False in a job of several tasks: see install()
+_round_base = 0  # rounds done before a restart (resume.epochs): the next round is one more
 _loop_metrics: Any = weakref.WeakSet()  # metrics the code has reset: their last round at finish
 _seen: Any = weakref.WeakKeyDictionary()  # metric -> the last result() the code read (see install)
 _reads: dict[str, tuple[Callable[[], Any], float, bool]] = {}
@@ -275,7 +275,7 @@ def _report_round(metric: Any) -> None:
 
 
 def _emit_round(name: str, value: float) -> None:
-    _rounds[name] = _rounds.get(name, 0) + 1
+    _rounds[name] = max(_rounds.get(name, 0), _round_base) + 1
     emit({"event": "metric", "name": name, "round": _rounds[name], "value": value,
           "time": time.time()})  # fmt: skip
 
@@ -366,6 +366,12 @@ def _wrap_metrics(module: ModuleType) -> None:
         _wrap_result(cls)
 
 
+def continue_rounds(done: int) -> None:
+    """A restarted job's loop resumed after ``done`` epochs: its rounds go on from there."""
+    global _round_base
+    _round_base = max(0, int(done))
+
+
 def finish() -> None:
     """The script ended: report each loop metric's last round (one the code did not reset),
     and the last read of each metric the code made anew each epoch."""
@@ -430,48 +436,6 @@ _PATCHES: dict[str, Callable[[ModuleType], None]] = {
 }
 
 
-class _Loader(importlib.abc.Loader):
-    """The module's own loader, then our patch (errors in the patch never fail the import)."""
-
-    def __init__(self, inner: importlib.abc.Loader, patch: Callable[[ModuleType], None]) -> None:
-        self.inner = inner
-        self.patch = patch
-
-    def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType | None:
-        return self.inner.create_module(spec)
-
-    def exec_module(self, module: ModuleType) -> None:
-        self.inner.exec_module(module)
-        _safely(self.patch, module)
-
-
-class _Finder(importlib.abc.MetaPathFinder):
-    """Patches the Keras and TensorFlow packages as they are first imported."""
-
-    def find_spec(
-        self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
-    ) -> importlib.machinery.ModuleSpec | None:
-        patch = _PATCHES.get(fullname)
-        if patch is None:
-            return None
-        for finder in sys.meta_path:
-            if finder is self or not hasattr(finder, "find_spec"):
-                continue
-            spec = finder.find_spec(fullname, path, target)
-            if spec is not None:
-                if spec.loader is not None and hasattr(spec.loader, "exec_module"):
-                    spec.loader = _Loader(spec.loader, patch)
-                return spec
-        return None
-
-
-def _safely(patch: Callable[[ModuleType], None], module: ModuleType) -> None:
-    try:
-        patch(module)
-    except Exception as exc:  # a Keras we do not know: the job runs, unrecorded
-        print(f"[tfc_runtime] warning: metrics are not recorded ({exc})", file=sys.stderr)
-
-
 def install(*, several_tasks: bool = False) -> None:
     """Record the job's results from here on. Called on the chief only: its results are the
     job's (the other replicas train the same model and print the same epochs).
@@ -486,9 +450,5 @@ def install(*, several_tasks: bool = False) -> None:
     """
     global _read_metrics
     _read_metrics = not several_tasks
-    if any(isinstance(f, _Finder) for f in sys.meta_path):
-        return
-    for name, patch in _PATCHES.items():  # imported already (by the strategy): patch now
-        if name in sys.modules:
-            _safely(patch, sys.modules[name])
-    sys.meta_path.insert(0, _Finder())
+    for name, patch in _PATCHES.items():  # patched now when imported already (by the strategy)
+        hooks.when_imported(name, patch, "metrics are not recorded")

@@ -27,6 +27,8 @@ JOB_VARS = (
     "AIP_MODEL_DIR",
     "AIP_CHECKPOINT_DIR",
     "AIP_TENSORBOARD_LOG_DIR",
+    "CLOUD_ML_JOB_ID",
+    "TFC_RESUME",
 )
 
 

@@ -26,6 +26,7 @@ from ..ports import free_ports
 from ..records import JobRecord
 from ..registry import Preview, Traits
 from . import vertex_request
+from .watch_loop import VERTEX_RESTARTS
 from .watched import (
     WatchedBackend,
     mark_pending,
@@ -223,6 +224,7 @@ class LocalBackend(WatchedBackend):
             "runtime_args": args,
             "startup_timeout": self.startup_timeout,
             "timeout": spec.timeout_s,
+            "restarts": VERTEX_RESTARTS,  # a replica killed here is restarted, as on Vertex AI
             "replicas": [
                 {
                     "name": name,

@@ -6,8 +6,12 @@ It starts every replica (chief, workers, ps, evaluator) as ``python -m tfc_runti
 process group and tied to the supervisor's life (PR_SET_PDEATHSIG), and then:
 
 * marks the job RUNNING, SUCCEEDED, FAILED or CANCELLED in the job records;
-* fails the job when a replica exits non-zero (stopping the others) or does not join the cluster
-  by the start-up deadline, naming the replica, its last lines and the notebook cell of the error;
+* restarts the job's replicas when one is killed from outside (SIGKILL, SIGTERM, SIGHUP: out
+  of memory, by hand), up to ``restarts`` times (5, as Vertex AI restarts a replica), so a
+  user can rehearse a restart here; the runtime resumes the training (``tfc_runtime.resume``);
+* fails the job when a replica exits non-zero otherwise (stopping the others) or does not join
+  the cluster by the start-up deadline, naming the replica, its last lines and the notebook
+  cell of the error;
 * on SIGTERM (cancel) stops every replica: SIGTERM, then SIGKILL after a grace period
   (TensorFlow ignores SIGTERM);
 * ends parameter servers when the chief is done (they never exit by themselves);
@@ -29,7 +33,7 @@ from pathlib import Path
 
 from ..files import open_private
 from ..records import JobState
-from .watch_loop import JobWatcher, ReplicaState
+from .watch_loop import JobWatcher, ReplicaState, killed_by
 from .watched import started_at
 
 GRACE_S = 3.0
@@ -97,6 +101,7 @@ class Supervisor(JobWatcher[Replica]):
             "supervisor_started": started_at(os.getpid()),
             "replicas": {r.name: r.proc.pid for r in self.replicas if r.proc},
             "replicas_started": {r.name: started_at(r.proc.pid) for r in self.replicas if r.proc},
+            "restarts": self.restarts,
         }
         self.store.transition(self.job_id, JobState.RUNNING, handle=handle)
 
@@ -116,6 +121,34 @@ class Supervisor(JobWatcher[Replica]):
             if replica.proc:
                 _kill_group(replica.proc, signal.SIGKILL)
         self._poll()
+
+    def _restart(self, replica: Replica) -> bool:
+        """Stop every replica and start them all again (a multi-worker job's tasks cannot go on
+        without the one that died), saying so in each replica's log."""
+        self.restarts += 1
+        code = replica.exit_code or 0
+        line = (
+            f"[tfc_jupyter] {replica.name} was killed by {killed_by(code)}: "
+            f"restarting the job (restart {self.restarts} of {self.max_restarts}, as Vertex AI "
+            "restarts a replica); training resumes from its last saved epoch\n"
+        )
+        self._stop_all()
+        for old in [*self.status.glob("*.ready"), *self.status.glob("*.where")]:
+            with contextlib.suppress(OSError):
+                old.unlink()
+        with contextlib.suppress(OSError):
+            for fault in (self.job_dir / "errors").glob("*.fault"):
+                fault.unlink()
+        for each in self.replicas:
+            each.exit_code, each.ready, each.proc = None, False, None
+            with contextlib.suppress(OSError), open_private(self.logs / f"{each.name}.log") as log:
+                log.write(line.encode())
+        try:
+            self._start()
+        except Exception:  # it could not start again: the job fails with the first death
+            replica.exit_code = code
+            return False
+        return True
 
     def _poll(self) -> None:
         for replica in self.replicas:

@@ -141,6 +141,25 @@ def _signal_name(number: int) -> str:
     return f"{name} ({why})" if why else name
 
 
+VERTEX_RESTARTS = 5
+"""How many times Vertex AI restarts a replica before it fails the job (the local backend
+rehearses it)."""
+RESTART_SIGNALS = frozenset({signal.SIGKILL, signal.SIGTERM, signal.SIGHUP})
+"""Deaths from outside that Vertex AI answers with a restart: killed (out of memory, by hand),
+stopped (VM maintenance, Spot preemption). A Python error, a ``sys.exit`` or a crash in native
+code ends the job at once: run again, it would end the same way."""
+
+
+def restartable(code: int | None) -> bool:
+    """True for a replica's exit that the job answers by restarting its replicas."""
+    return code is not None and code < 0 and -code in RESTART_SIGNALS
+
+
+def killed_by(code: int) -> str:
+    """``SIGKILL (killed from outside: ...)``: the words for a replica's death by a signal."""
+    return _signal_name(-code)
+
+
 FINISH_DEADLINE_S = 600.0
 OUTCOME_FILE = "outcome.json"
 OUTCOME_ROOM = 8192  # bytes kept for it at launch
@@ -200,6 +219,8 @@ class JobWatcher(Generic[R]):
         self.job_id: str = self.launch["job_id"]
         self.store = JobStore(self.launch["store"])
         self.cancel_requested = False
+        self.max_restarts = int(self.launch.get("restarts", 0))
+        self.restarts = 0
 
     def _on_term(self, signum: int, frame: Any) -> None:
         self.cancel_requested = True
@@ -213,6 +234,11 @@ class JobWatcher(Generic[R]):
         """Update each replica's ``exit_code``."""
         raise NotImplementedError
 
+    def _restart(self, replica: R) -> bool:
+        """Start the job's replicas again after ``replica`` was killed (False: this watcher
+        does not restart replicas)."""
+        return False
+
     def _failure(self, replica: R) -> tuple[str, str | None]:
         """``(error, location)`` for a replica that exited non-zero."""
         return describe_failure(self.job_dir, replica.name, replica.task, replica.exit_code or 0)
@@ -224,7 +250,7 @@ class JobWatcher(Generic[R]):
 
     def watch(self) -> Outcome:
         """Poll until the job's fate is decided."""
-        started = time.monotonic()
+        started = joining = time.monotonic()
         startup = float(self.launch.get("startup_timeout", 300))
         timeout = self.launch.get("timeout")
         while True:
@@ -233,14 +259,25 @@ class JobWatcher(Generic[R]):
             self._poll()
             self._poll_ready()
             failed = [r for r in self.replicas if r.exit_code not in (None, 0) and not r.daemon]
+            killed = [r for r in self.replicas if restartable(r.exit_code)]  # the others' cause
+            if (
+                killed
+                and self.restarts < self.max_restarts
+                and not self.cancel_requested
+                and self._restart(killed[0])
+            ):
+                joining = time.monotonic()
+                continue
             if failed:
-                error, location = self._failure(failed[0])
+                error, location = self._failure((killed or failed)[0])
+                if self.restarts:
+                    error = f"{error} (the job had been restarted {self.restarts} times)"
                 return JobState.FAILED, error, location
             if all(r.exit_code == 0 for r in self.replicas if not r.daemon):
                 return JobState.SUCCEEDED, None, None
             elapsed = time.monotonic() - started
             waiting = [r.name for r in self.replicas if not r.ready and r.exit_code is None]
-            if waiting and elapsed > startup:
+            if waiting and time.monotonic() - joining > startup:
                 return (
                     JobState.FAILED,
                     f"{', '.join(waiting)} did not join the cluster within {startup:g} s "

@@ -1,0 +1,344 @@
+"""Long jobs survive a restart, with no code change.
+
+Vertex AI restarts a replica after VM maintenance or a non-zero exit, and preempts Spot VMs; the
+local backend rehearses it (its supervisor restarts a replica that was killed). A restarted
+replica runs the notebook again from its first line. So that it does not train again from
+scratch:
+
+* every Keras ``Model.fit`` (Keras 3 or tf-keras) gets a ``BackupAndRestore`` callback, one
+  folder per ``fit`` call in the order the code makes them, under the job's checkpoint folder
+  (:func:`tfc_runtime.checkpoint_dir`: ``AIP_CHECKPOINT_DIR`` on Vertex AI, the job folder on
+  this machine). A restarted ``fit`` restores the weights and optimizer and goes on after its
+  last finished epoch; a ``fit`` that had finished restores its end state and runs no epoch
+  again. The ``History`` it returns holds every epoch, those from before the restart too.
+* a custom training loop resumes when it counts its epochs with :func:`epochs`.
+
+The log says so (``[tfc_runtime] fit 1 resumed after epoch 3 of 10``). The backups are removed
+when the script ends well (:func:`finish`). A ``fit`` with a ``BackupAndRestore`` of the code's
+own is left as it is; ``--no-resume`` (``TFC_RESUME=0`` in the job) turns all of it off.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import inspect
+import json
+import os
+import shutil
+import sys
+import tempfile
+from collections.abc import Iterator
+from types import ModuleType
+from typing import Any
+
+from tfc_runtime import hooks, results
+from tfc_runtime.cluster import cluster_info
+from tfc_runtime.paths import checkpoint_dir
+
+_FIT_CALLBACKS_ARG = 5  # fit(x, y, batch_size, epochs, verbose, callbacks, ...)
+LEAF = "tfc-resume"
+_fits = 0  # fit calls made so far (every task counts alike: the same script runs)
+_loops = 0  # epochs() loops made so far
+_noted_unbuilt = False
+
+
+def enabled() -> bool:
+    """True inside a job that has not turned resuming off (``TFC_RESUME=0``)."""
+    return bool(os.environ.get("CLOUD_ML_JOB_ID")) and os.environ.get("TFC_RESUME", "1") != "0"
+
+
+def root() -> str:
+    """This job's backups: ``<checkpoint folder>/tfc-resume/<job id>``."""
+    job = os.environ.get("CLOUD_ML_JOB_ID") or "job"
+    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in job)
+    return f"{checkpoint_dir().rstrip('/')}/{LEAF}/{safe}"
+
+
+def _say(message: str) -> None:
+    print(f"[tfc_runtime] {message}", file=sys.stderr, flush=True)
+
+
+def _remote(path: str) -> bool:
+    return "://" in path
+
+
+def _read_json(path: str) -> Any:
+    """The JSON at ``path`` (a local path or a ``gs://`` URL), None when missing or broken."""
+    try:
+        if _remote(path):
+            import tensorflow as tf
+
+            if not tf.io.gfile.exists(path):
+                return None
+            with tf.io.gfile.GFile(path, "r") as fh:
+                return json.loads(fh.read())
+        with open(path, encoding="utf-8") as fh:
+            return json.load(fh)
+    except (OSError, ValueError):
+        return None
+    except Exception:  # tf.errors.* from a remote file system
+        return None
+
+
+def _write_json(path: str, data: Any) -> None:
+    """Write ``data`` at ``path`` whole: a temporary file renamed over it."""
+    text = json.dumps(data)
+    if _remote(path):
+        import tensorflow as tf
+
+        tf.io.gfile.makedirs(os.path.dirname(path))
+        with tf.io.gfile.GFile(path + ".tmp", "w") as fh:
+            fh.write(text)
+        tf.io.gfile.rename(path + ".tmp", path, overwrite=True)
+        return
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path + ".tmp", "w", encoding="utf-8") as fh:
+        fh.write(text)
+    os.replace(path + ".tmp", path)
+
+
+def _remove_tree(path: str) -> None:
+    with contextlib.suppress(Exception):
+        if _remote(path):
+            import tensorflow as tf
+
+            if tf.io.gfile.exists(path):
+                tf.io.gfile.rmtree(path)
+        else:
+            shutil.rmtree(path, ignore_errors=True)
+
+
+def _task_temp(leaf: str) -> str:
+    """A non-chief task's own folder (of this job) for what it must write but nobody keeps."""
+    info = cluster_info(os.environ)
+    job = root().rsplit("/", 1)[-1]
+    folder = f"tfc-resume-{job}-{info.task_type}-{info.task_index}"
+    return os.path.join(tempfile.gettempdir(), folder, leaf)
+
+
+def _logs(logs: Any) -> dict[str, float]:
+    """An epoch's logs as plain numbers (what a ``History`` keeps)."""
+    out = {}
+    for key, value in (logs or {}).items():
+        with contextlib.suppress(TypeError, ValueError):
+            out[str(key)] = float(value)
+    return out
+
+
+def _backup_class(keras: ModuleType) -> type:
+    """A ``BackupAndRestore`` of this Keras that keeps its backups, says when it resumed, and
+    keeps the epochs done before a restart for the ``History``."""
+    base = keras.callbacks.BackupAndRestore
+    accepted = inspect.signature(base.__init__).parameters
+
+    class TfcBackupAndRestore(base):  # type: ignore[misc, valid-type]
+        """Keras' ``BackupAndRestore``, kept until the job ends (see :mod:`tfc_runtime.resume`)."""
+
+        tfc_needs_built = "double_checkpoint" in accepted  # Keras 3 restores built models only
+
+        def __init__(self, number: int, folder: str, history: str, chief: bool) -> None:
+            kwargs: dict[str, Any] = {"delete_checkpoint": False}
+            if "double_checkpoint" in accepted:  # Keras 3 writes its .h5 in place: keep two
+                kwargs["double_checkpoint"] = True
+            super().__init__(folder, **kwargs)
+            self.tfc_number = number
+            self.tfc_history = history
+            self.tfc_chief = chief
+            done = _read_json(history)
+            self.tfc_done: list[dict[str, float]] = done if isinstance(done, list) else []
+            self.tfc_first: int | None = None
+
+        def _save_model(self) -> None:  # Keras 3: one writer (the chief) in a job of several
+            if self.tfc_chief:
+                super()._save_model()
+
+        def on_epoch_begin(self, epoch: int, logs: Any = None) -> None:
+            super().on_epoch_begin(epoch, logs)
+            if self.tfc_first is None:
+                self.tfc_first = epoch
+                if epoch > 0 and self.tfc_done:
+                    total = (getattr(self, "params", None) or {}).get("epochs")
+                    of = f" of {total}" if total else ""
+                    _say(f"fit {self.tfc_number} resumed after epoch {epoch}{of} (the job was "
+                         "restarted; its weights and optimizer are restored)")  # fmt: skip
+
+        def on_epoch_end(self, epoch: int, logs: Any = None) -> None:
+            if self.tfc_chief:  # before the backup: the history never lags behind it
+                self.tfc_done = [*self.tfc_done[:epoch], _logs(logs)]
+                with contextlib.suppress(Exception):
+                    _write_json(self.tfc_history, self.tfc_done)
+            super().on_epoch_end(epoch, logs)
+
+        def on_train_end(self, logs: Any = None) -> None:
+            super().on_train_end(logs)
+            if getattr(self.model, "_initial_epoch", None) is not None:
+                self.model._initial_epoch = None  # Keras 3 would start the next fit there
+            if self.tfc_first is None and self.tfc_done:
+                n = len(self.tfc_done)
+                _say(f"fit {self.tfc_number} had ended before the job was restarted: its "
+                     f"weights are restored, its {n} epochs not run again")  # fmt: skip
+
+        def tfc_history_of(self, history: Any) -> Any:
+            """``history`` with the epochs run before the restart in front."""
+            ran = self.tfc_first if self.tfc_first is not None else len(self.tfc_done)
+            earlier = self.tfc_done[:ran]
+            if not earlier or not isinstance(history, keras.callbacks.History):
+                return history
+            if len(earlier) != ran:  # a history that lags the backup: leave it as it is
+                return history
+            now = dict(getattr(history, "history", None) or {})
+            keys = list(dict.fromkeys([*(k for e in earlier for k in e), *now]))
+            history.history = {k: [e.get(k) for e in earlier] + list(now.get(k, [])) for k in keys}
+            history.epoch = list(range(ran)) + list(getattr(history, "epoch", []))
+            return history
+
+    return TfcBackupAndRestore
+
+
+def _has_backup(keras: ModuleType, callbacks: Any) -> bool:
+    kind = getattr(keras.callbacks, "BackupAndRestore", None)
+    return kind is not None and any(isinstance(cb, kind) for cb in callbacks or ())
+
+
+def _callback_for(keras: ModuleType, model: Any, callbacks: Any, backup_cls: type) -> Any:
+    """The backup callback for this fit call, None when it gets none."""
+    global _fits, _noted_unbuilt
+    _fits += 1
+    number = _fits
+    if not enabled() or not isinstance(callbacks, (list, tuple, type(None))):
+        return None
+    if _has_backup(keras, callbacks):
+        return None
+    if backup_cls.tfc_needs_built and not getattr(model, "built", True):  # type: ignore[attr-defined]
+        if not _noted_unbuilt:
+            _noted_unbuilt = True
+            _say(f"fit {number} cannot resume after a restart: its model is built by its "
+                 "first batch (give it an Input shape to make it resumable)")  # fmt: skip
+        return None
+    folder = f"{root()}/fit-{number}"
+    chief = cluster_info(os.environ).is_chief
+    try:
+        return backup_cls(number, folder, f"{folder}.history.json", chief)
+    except Exception as exc:  # graph mode (tf.compat.v1) and the like: the fit runs as it is
+        _say(f"fit {number} cannot resume after a restart: {exc}")
+        return None
+
+
+def _wrap_fit(keras: ModuleType) -> None:
+    """``keras.Model.fit`` adds the backup callback, and returns the whole history."""
+    model_cls = keras.Model
+    original = model_cls.fit
+    if getattr(original, "_tfc_resume", False):
+        return
+    backup_cls = _backup_class(keras)
+
+    @functools.wraps(original)
+    def fit(self: Any, *args: Any, **kwargs: Any) -> Any:
+        given = (
+            args[_FIT_CALLBACKS_ARG] if len(args) > _FIT_CALLBACKS_ARG else kwargs.get("callbacks")
+        )
+        backup = _callback_for(keras, self, given, backup_cls)
+        if backup is None:
+            return original(self, *args, **kwargs)
+        callbacks = [*(given or []), backup]
+        if len(args) > _FIT_CALLBACKS_ARG:
+            args = (*args[:_FIT_CALLBACKS_ARG], callbacks, *args[_FIT_CALLBACKS_ARG + 1 :])
+        else:
+            kwargs["callbacks"] = callbacks
+        return backup.tfc_history_of(original(self, *args, **kwargs))
+
+    fit._tfc_resume = True  # type: ignore[attr-defined]
+    model_cls.fit = fit
+
+
+def _patch_keras(module: ModuleType) -> None:
+    if hasattr(module, "Model") and hasattr(getattr(module, "callbacks", None), "BackupAndRestore"):
+        _wrap_fit(module)
+
+
+def install() -> None:
+    """Make every Keras ``fit`` of this task resumable (every task: all restore, as Keras
+    asks of a multi-worker job)."""
+    if not enabled():
+        return
+    for name in ("keras", "tf_keras"):
+        hooks.when_imported(name, _patch_keras, "a restarted job will not resume its fit")
+
+
+def epochs(count: int, *, every: int = 1, **objects: Any) -> Iterator[int]:
+    """The epochs ``0 .. count-1`` of a custom training loop, resumed after a restart.
+
+    ::
+
+        for epoch in tfc_runtime.epochs(EPOCHS, model=model, optimizer=optimizer):
+            ...  # train one epoch
+
+    In a job, ``objects`` (what ``tf.train.Checkpoint`` takes: models, optimizers, variables,
+    dataset iterators) are saved in the job's checkpoint folder after every ``every`` epochs
+    and after the last; a restarted replica restores them and goes on after the last saved
+    epoch, and says so in its log. Every task of a multi-worker job must call it alike (as it
+    runs the loop alike); only the chief's save is kept. Outside a job, or with
+    ``--no-resume``, it is ``range(count)`` and saves nothing.
+    """
+    global _loops
+    _loops += 1
+    if not enabled() or not objects:
+        yield from range(count)
+        return
+    yield from _resumed(count, max(1, int(every)), _loops, objects)
+
+
+def _build_optimizers(objects: dict[str, Any]) -> None:
+    """Keras 3 optimizers make their variables on first use: make them now, so a restore
+    fills them (for the models' trainable variables)."""
+    models = [o for o in objects.values() if hasattr(o, "trainable_variables")]
+    for obj in objects.values():
+        build = getattr(obj, "build", None)
+        if (
+            callable(build)
+            and hasattr(obj, "apply_gradients")
+            and getattr(obj, "built", True) is False
+            and models
+        ):
+            with contextlib.suppress(Exception):
+                build([v for m in models for v in m.trainable_variables])
+
+
+def _resumed(count: int, every: int, number: int, objects: dict[str, Any]) -> Iterator[int]:
+    import tensorflow as tf
+
+    folder = f"{root()}/loop-{number}"
+    chief = cluster_info(os.environ).is_chief
+    writes = folder if chief else _task_temp(f"loop-{number}")
+    with tf.init_scope():
+        done = tf.Variable(0, dtype=tf.int64, trainable=False, name="tfc_epochs_done")
+    checkpoint = tf.train.Checkpoint(tfc_epochs_done=done, **objects)
+    start = 0
+    latest = tf.train.latest_checkpoint(folder)
+    if latest:
+        _build_optimizers(objects)
+        checkpoint.restore(latest).expect_partial()
+        start = min(int(done.numpy()), count)
+        if start:
+            _say(f"loop {number} resumed after epoch {start} of {count} (the job was "
+                 "restarted; its checkpoint is restored)")  # fmt: skip
+            results.continue_rounds(start)
+    manager = tf.train.CheckpointManager(checkpoint, writes, max_to_keep=1)
+    for epoch in range(start, count):
+        yield epoch
+        done.assign(epoch + 1)
+        if (epoch + 1) % every == 0 or epoch + 1 == count:
+            manager.save()
+            if not chief:
+                _remove_tree(writes)  # every task saves (saving may sync); the chief's is kept
+
+
+def finish() -> None:
+    """The script ended well: its backups are not needed any more."""
+    if not enabled():
+        return
+    if cluster_info(os.environ).is_chief:
+        _remove_tree(root())
+    else:
+        _remove_tree(_task_temp(""))

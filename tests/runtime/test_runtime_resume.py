@@ -1,0 +1,165 @@
+"""A restarted replica resumes: Keras fit and custom loops, killed for real, run again.
+
+Each test runs the job's script with ``python -m tfc_runtime`` as a replica runs it, kills it
+with SIGKILL at an epoch (as a preemption or the OOM killer would), runs it again in the same job
+folder (as a restarted replica), and checks what the second run did.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import textwrap
+from pathlib import Path
+
+import pytest
+from jobutil import run_plain
+from runtime_helpers import job_env, run_runtime
+
+pytestmark = pytest.mark.slow
+
+DATA = textwrap.dedent("""\
+    import os, signal
+    import numpy as np
+    import tensorflow as tf
+    import keras
+    keras.utils.set_random_seed(0)
+    x = np.random.default_rng(0).random((256, 2)).astype("float32")
+    y = 3 * x[:, :1] - 2 * x[:, 1:] + 1
+
+    def kill_at(epoch):  # SIGKILL this replica once, at the end of that epoch
+        if os.environ.get("KILL_AT") == str(epoch):
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    class Kill(keras.callbacks.Callback):
+        def on_epoch_end(self, epoch, logs=None):
+            kill_at(epoch)
+""")
+
+FIT = DATA + textwrap.dedent("""\
+    model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    model.compile(optimizer=keras.optimizers.Adam(0.1), loss="mse")
+    first = model.fit(x, y, epochs=3, verbose=0)
+    h = model.fit(x, y, epochs=10, verbose=0, callbacks=[Kill()])
+    print("history", len(h.history["loss"]), h.epoch[0], h.epoch[-1])
+    print("loss", h.history["loss"][-1])
+    print("iterations", int(model.optimizer.iterations.numpy()))
+    after = model.fit(x, y, epochs=2, verbose=0)
+    print("after", len(after.history["loss"]))
+""")
+
+LOOP = DATA + textwrap.dedent("""\
+    import tfc_runtime
+    ds = tf.data.Dataset.from_tensor_slices((x, y)).batch(32)
+    model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    opt = keras.optimizers.Adam(0.1)
+    train_loss = keras.metrics.Mean(name="train_loss")
+
+    @tf.function
+    def step(a, b):
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean((model(a) - b) ** 2)
+        grads = tape.gradient(loss, model.trainable_variables)
+        opt.apply_gradients(zip(grads, model.trainable_variables))
+        train_loss.update_state(loss)
+
+    for epoch in tfc_runtime.epochs(8, model=model, optimizer=opt):
+        train_loss.reset_state()
+        for a, b in ds:
+            step(a, b)
+        print("epoch", epoch, float(train_loss.result()))
+        kill_at(epoch)
+    print("iterations", int(opt.iterations.numpy()))
+""")
+
+
+def _run(tmp_path: Path, script: str, kill_at: int | None = None, **env: str):
+    (tmp_path / "job").mkdir(exist_ok=True)
+    path = tmp_path / "job.py"
+    path.write_text(script)
+    extra = {"TFC_JOB_DIR": str(tmp_path / "job"), "CLOUD_ML_JOB_ID": "job-1", **env}
+    if kill_at is not None:
+        extra["KILL_AT"] = str(kill_at)
+    return run_runtime([str(path)], tmp_path, job_env(**extra), timeout=120)
+
+
+def _epochs(tmp_path: Path) -> list[tuple[int, int]]:
+    lines = (tmp_path / "job" / "results.jsonl").read_text().splitlines()
+    events = [json.loads(line) for line in lines]
+    return [(e["fit"], e["epoch"]) for e in events if e["event"] == "epoch"]
+
+
+def test_a_killed_fit_resumes_after_its_last_epoch(tmp_path: Path) -> None:
+    whole = _run(tmp_path / "whole", FIT) if (tmp_path / "whole").mkdir() is None else None
+    assert whole is not None and whole.returncode == 0, whole.stderr
+    killed = _run(tmp_path, FIT, kill_at=5)
+    assert killed.returncode == -9, killed.stderr
+    backups = tmp_path / "job" / "checkpoints" / "tfc-resume" / "job-1"
+    assert (backups / "fit-2").is_dir() and (backups / "fit-1").is_dir()
+    again = _run(tmp_path, FIT)
+    assert again.returncode == 0, again.stderr
+    # Fit 1 had ended: restored, not run again; fit 2 goes on after its 5 saved epochs.
+    assert "[tfc_runtime] fit 1 had ended before the job was restarted" in again.stderr
+    assert "[tfc_runtime] fit 2 resumed after epoch 5 of 10" in again.stderr
+    # The history holds every epoch, those before the restart too; the next fit starts at 0.
+    assert "history 10 0 9" in again.stdout, again.stdout
+    assert "after 2" in again.stdout
+    # The optimizer went on from its state: as many steps as the uninterrupted run made.
+    steps = re.search(r"iterations (\d+)", whole.stdout)
+    assert steps and f"iterations {steps.group(1)}" in again.stdout, again.stdout
+    loss_whole = float(re.search(r"loss (\S+)", whole.stdout).group(1))
+    loss_again = float(re.search(r"loss (\S+)", again.stdout).group(1))
+    assert loss_again == pytest.approx(loss_whole, rel=0.25, abs=1e-3)
+    # The reported epochs: fit 2's 6th to 10th come after the restart, none twice in the end.
+    epochs = _epochs(tmp_path)
+    assert epochs[-7:] == [(1, 6), (1, 7), (1, 8), (1, 9), (1, 10), (2, 1), (2, 2)]
+    # It ended well: the backups are gone.
+    assert not backups.exists()
+
+
+def test_a_killed_custom_loop_resumes_with_tfc_runtime_epochs(tmp_path: Path) -> None:
+    killed = _run(tmp_path, LOOP, kill_at=3)
+    assert killed.returncode == -9
+    assert "epoch 3 " in killed.stdout
+    again = _run(tmp_path, LOOP)
+    assert again.returncode == 0, again.stderr
+    # Killed in epoch 3's body, before the epoch ended: epochs 0-2 are saved, 3 runs again.
+    assert "[tfc_runtime] loop 1 resumed after epoch 3 of 8" in again.stderr
+    ran = re.findall(r"^epoch (\d+) ", again.stdout, re.M)
+    assert ran == ["3", "4", "5", "6", "7"], again.stdout
+    assert "iterations 64" in again.stdout  # 8 epochs of 8 batches: the optimizer was restored
+    lines = (tmp_path / "job" / "results.jsonl").read_text().splitlines()
+    rounds = [json.loads(line)["round"] for line in lines if '"metric"' in line]
+    assert rounds == [1, 2, 3, 4, 5, 6, 7, 8]  # the rounds go on from where the loop was
+
+
+def test_outside_a_job_and_turned_off_nothing_is_saved(tmp_path: Path) -> None:
+    off = _run(tmp_path, FIT, kill_at=5, TFC_RESUME="0")
+    assert off.returncode == -9
+    assert not (tmp_path / "job" / "checkpoints" / "tfc-resume").exists()
+    again = _run(tmp_path, FIT, TFC_RESUME="0")
+    assert "resumed" not in again.stderr and "history 10 0 9" in again.stdout
+    done = run_plain(LOOP, tmp_path, timeout=120)  # plain python, outside any job: range(8)
+    assert done.returncode == 0, done.stderr
+    assert re.findall(r"^epoch (\d+) ", done.stdout, re.M) == [str(i) for i in range(8)]
+    assert not list(tmp_path.glob("**/tfc-resume"))
+
+
+def test_the_codes_own_backup_and_an_unbuilt_model_are_left_as_they_are(tmp_path: Path) -> None:
+    own = DATA + textwrap.dedent("""\
+        model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+        model.compile(optimizer="sgd", loss="mse")
+        mine = keras.callbacks.BackupAndRestore(backup_dir="mine")
+        model.fit(x, y, epochs=2, verbose=0, callbacks=[mine])
+        lazy = keras.Sequential([keras.layers.Dense(1)])
+        lazy.compile(optimizer="sgd", loss="mse")
+        print("lazy", len(lazy.fit(x, y, epochs=2, verbose=0).history["loss"]))
+    """)
+    done = _run(tmp_path, own)
+    assert done.returncode == 0, done.stderr
+    assert "lazy 2" in done.stdout
+    assert "fit 2 cannot resume after a restart: its model is built by its first batch" in (
+        done.stderr
+    )
+    made = list((tmp_path / "job").glob("checkpoints/tfc-resume/job-1/fit-*"))
+    assert made == []  # neither fit got ours

@@ -61,6 +61,12 @@ class Traits:
     """It takes the cloud scheduling settings (Spot, flex-start, reservations, restarts)."""
     model_place: str = "and it is no longer there"
     """Where a model saved to a path inside the job ends up, as words after "saved it at P"."""
+    restarts: str = ""
+    """Who restarts a replica that dies, and when, as a clause ("Vertex AI restarts a replica
+    after ..."); empty: nothing does."""
+    keeps_backups: bool = False
+    """The job's checkpoint folder outlives a replica's machine with no ``--base-output-dir``
+    (a folder on this machine), so a restarted replica finds its backups there."""
 
 
 @dataclass(frozen=True)

@@ -497,6 +497,8 @@ export interface components {
             cost_per_hour: number | null;
             /** @description a billed job's cost if it runs its whole --timeout (null: no timeout, or not billed) */
             cost_at_most: number | null;
+            /** @description what happens when a replica dies mid-job: who restarts it, and whether the job resumes */
+            restarts: string;
             /** @description the job's options: the cell's flags with the request's over them (what differs from the defaults) */
             options: Record<string, unknown>;
             /** @description the equivalent %%tfc_run line */

@@ -152,7 +152,15 @@ class LocalBackend(WatchedBackend):
 
     name = "local"
     watcher = "supervisor"
-    traits = Traits(label="this machine", on_this_machine=True)
+    traits = Traits(
+        label="this machine",
+        on_this_machine=True,
+        restarts=(
+            "a replica killed here (out of memory, by hand) is restarted, up to "
+            f"{VERTEX_RESTARTS} times, as on Vertex AI"
+        ),
+        keeps_backups=True,
+    )
 
     @classmethod
     def preview(cls, plan: Plan) -> Preview:

@@ -70,6 +70,7 @@ class VertexBackend:
         routes=True,
         scheduling=True,
         model_place="on the Vertex AI machine",
+        restarts="Vertex AI restarts a replica after VM maintenance, a preemption or a crash",
     )
 
     @classmethod

@@ -186,6 +186,12 @@ class JobOptions:
     base_output_dir: str | None = _opt(
         None, "Model, checkpoints and TensorBoard logs go under it.", metavar="GS_URI"
     )
+    resume: bool = _opt(
+        True,
+        "Do not keep backups: a restarted replica trains its Keras fit (and a loop counted "
+        "with tfc_runtime.epochs) from the start (default: it resumes after its last epoch).",
+        name="--no-resume",
+    )
     tensorboard: str | None = _opt(
         None, "Vertex AI TensorBoard instance to stream logs to.", metavar="RESOURCE"
     )
@@ -588,6 +594,7 @@ def to_spec(
         boot_disk_gb=ns.boot_disk_size if ns.boot_disk_size is not None else 100,
         web_access=ns.web_access,
         base_output_dir=ns.base_output_dir or settings.get("base_output_dir"),
+        resume=ns.resume,
         tensorboard=ns.tensorboard,
         network=ns.network,
         estimator=estimator,

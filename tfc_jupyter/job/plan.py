@@ -96,6 +96,7 @@ class Plan:
             "strategy_reason": self.spec.strategy_reason,
             "cost_per_hour": self.spec.cost_per_hour(),
             "cost_at_most": self.cost_at_most(),
+            "restarts": self.restarts(),
             "requirements": self.requirements,
             "image": self.image_uri,
             "parent_image": self.parent_image,
@@ -143,6 +144,28 @@ class Plan:
             return "; no --timeout: it bills until it ends"
         return f"; at most ${at_most:,.2f} if it runs its whole --timeout of {_hours(self.spec)}"
 
+    def restarts(self) -> str:
+        """What happens when a replica dies mid-job, in words (the plan's ``restarts`` line)."""
+        spec, traits = self.spec, registry.traits(self.spec.backend)
+        spot = "Spot VMs can be preempted; " if spec.scheduling == "spot" else ""
+        if not traits.restarts:
+            return "a replica that dies ends the job: nothing restarts it here"
+        who = f"{spot}{traits.restarts}"
+        if not spec.resume:
+            return f"{who}; with --no-resume it trains from the start"
+        if traits.keeps_backups or spec.base_output_dir:
+            where = ""
+            if spec.base_output_dir:
+                where = f", backed up in {spec.base_output_dir.rstrip('/')}/checkpoints/"
+            return (
+                f"{who}, and the job resumes: each Keras fit after its last finished epoch"
+                f"{where} (a custom loop: counted with tfc_runtime.epochs)"
+            )
+        return (
+            f"{who}; its backups stay on the machine it ran on, so on a new VM it trains from the "
+            "start: pass --base-output-dir gs://BUCKET/DIR to resume"
+        )
+
     def _strategy_line(self) -> str:
         text = self.spec.resolved_strategy().value
         auto = "auto: " if self.spec.strategy is Strategy.AUTO else ""
@@ -172,6 +195,7 @@ class Plan:
         out.append("worker pools:")
         out += self._pool_lines()
         out.append(_cost_line(spec.cost_per_hour(), self.pools()) + self._cost_bound())
+        out.append(f"restarts: {self.restarts()}")
         out.append("requirements: " + (", ".join(self.requirements) or "none"))
         if self.route is not None:
             out.append(f"route: {self.route.kind} ({self.route.reason})")
@@ -215,7 +239,8 @@ class Plan:
             f" &middot; backend <b>{esc(spec.backend.value)}</b>"
             f" &middot; strategy <b>{esc(self._strategy_line())}</b>"
             f" &middot; {_cost_html(spec.cost_per_hour())}{esc(self._cost_bound())}</div>"
-            f"<ul>{pools}</ul><div>requirements: <code>{reqs}</code></div>"
+            f"<ul>{pools}</ul><div>restarts: {esc(self.restarts())}</div>"
+            f"<div>requirements: <code>{reqs}</code></div>"
             + (
                 f"<div>route: <b>{esc(self.route.kind)}</b> ({esc(self.route.reason)})</div>"
                 if self.route
@@ -610,6 +635,12 @@ def make_plan(selection: Selection, ns: JobOptions, settings: Settings) -> Plan:
         warnings.append("no Google Cloud project set: pass --project or set GOOGLE_CLOUD_PROJECT")
     if traits.billed:
         warnings += _machine_notes(spec)
+    loses_backups = traits.restarts and not (traits.keeps_backups or spec.base_output_dir)
+    if spec.scheduling == "spot" and spec.resume and loses_backups:
+        warnings.append(
+            "--spot without --base-output-dir: a preempted replica restarts on a new VM and "
+            "trains from the start; pass --base-output-dir gs://BUCKET/DIR to resume"
+        )
     return Plan(
         spec=spec,
         selection=selection,

@@ -55,6 +55,8 @@ def job_env(spec: JobSpec, job_id: str, job_dir: str) -> dict[str, str]:
         "CLOUD_ML_JOB_ID": job_id,
         "PYTHONUNBUFFERED": "1",
     }
+    if not spec.resume:  # --no-resume: the runtime keeps no backups (tfc_runtime.resume)
+        env["TFC_RESUME"] = "0"
     if spec.base_output_dir:
         base = spec.base_output_dir.rstrip("/")
         env.update(

@@ -239,6 +239,7 @@ class JobSpec:
     boot_disk_gb: int = 100
     web_access: bool = False
     base_output_dir: str | None = None
+    resume: bool = True  # a restarted replica resumes its training (tfc_runtime.resume)
     tensorboard: str | None = None
     network: str | None = None
     ps_count: int = 0  # parameter servers (Vertex pool 2), for tf.estimator training

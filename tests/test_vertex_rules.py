@@ -283,3 +283,57 @@ def test_every_request_of_the_matrix_parses_into_the_real_types(
     if "--route package" in line:
         pools = body["jobSpec"]["workerPoolSpecs"]
         assert all("pythonPackageSpec" in p for p in pools if p), line
+
+
+@pytest.mark.parametrize(
+    ("name", "image"),
+    [("Modèle d'été", None), ("Modèle été", "modele-ete"), ("модель 1", "1"), ("训练 任务", None)],
+)
+def test_display_names_in_any_script(settings: Settings, name: str, image: str | None) -> None:
+    from vertex_validate import validate
+
+    from tfc_jupyter.records import new_job_id
+
+    line = f"{VERTEX} --name '{name}'"
+    if "'" in name[1:]:  # a quote is no letter: refused with the fix, as before
+        with pytest.raises(SpecError, match="letters \\(of any script\\)"):
+            _plan(settings, f'{VERTEX} --name "{name}"')
+        return
+    body = _body(settings, line)
+    assert body["displayName"] == name  # was refused: "use at most 128 letters, digits, ..."
+    sent = types.CustomJob.to_json(types.CustomJob.from_json(json.dumps(body)))
+    assert validate(json.loads(sent)) == []
+    plan = _plan(settings, line + " --route image")
+    tail = plan.image_uri.rsplit("/", 1)[1].split(":")[0]
+    assert tail.isascii() and tail == (image or "notebook")  # images and ids stay ASCII
+    assert new_job_id(name).isascii()
+
+
+def test_hidden_and_control_characters_stay_out_of_names(settings: Settings) -> None:
+    import shlex
+
+    for name in ("\u202eevil", "a\u200bb", "tab\there", "_lead", "a/b"):
+        with pytest.raises(SpecError, match="job name"):
+            _plan(settings, f"{VERTEX} --name {shlex.quote(name)}")
+
+
+def test_the_plan_says_what_a_restart_does(settings: Settings) -> None:
+    from tfc_jupyter.job.replica import job_env
+
+    spot = _plan(settings, f"{VERTEX} --spot")
+    assert any(w.startswith("--spot without --base-output-dir") for w in spot.warnings)
+    assert "trains from the start: pass --base-output-dir" in spot.restarts()
+    kept = _plan(settings, f"{VERTEX} --spot --base-output-dir gs://bkt/run")
+    assert not any("--spot without" in w for w in kept.warnings)
+    assert kept.restarts().startswith("Spot VMs can be preempted; Vertex AI restarts a replica")
+    assert "the job resumes: each Keras fit after its last finished epoch" in kept.restarts()
+    assert "gs://bkt/run/checkpoints/" in kept.restarts()
+    assert f"restarts: {kept.restarts()}" in kept.to_text()
+    assert kept.summary()["restarts"] == kept.restarts()
+    here = _plan(settings, "")
+    assert "restarted, up to 5 times, as on Vertex AI" in here.restarts()
+    assert "TFC_RESUME" not in job_env(here.spec, "j", "/tmp/j")
+    off = _plan(settings, "--no-resume")
+    assert off.spec.resume is False and "--no-resume it trains from the start" in off.restarts()
+    assert job_env(off.spec, "j", "/tmp/j")["TFC_RESUME"] == "0"
+    assert "nothing restarts it" in _plan(settings, "--backend docker").restarts()

@@ -7,6 +7,7 @@ pushing are :mod:`.docker`'s and :mod:`.cloudbuild`'s; planning only needs the n
 
 from __future__ import annotations
 
+import unicodedata
 from importlib import metadata
 from pathlib import Path
 
@@ -120,8 +121,10 @@ def image_repository(spec: JobSpec) -> str:
 
 
 def image_name(spec: JobSpec) -> str:
-    """The image name within the repository, derived from the job name."""
-    slug = "".join(c if c.isalnum() else "-" for c in spec.name.lower()).strip("-")
+    """The image name within the repository, derived from the job name (its ASCII letters and
+    digits: ``Modèle été`` -> ``modele-ete``; a name in another script gives ``notebook``)."""
+    folded = unicodedata.normalize("NFKD", spec.name).encode("ascii", "ignore").decode()
+    slug = "".join(c if c.isalnum() else "-" for c in folded.lower()).strip("-")
     return "-".join(filter(None, slug.split("-")))[:60] or "notebook"
 
 

@@ -78,7 +78,9 @@ _REGION = re.compile(r"^[a-z]+(?:-[a-z]+)+\d{1,2}$")
 _PROJECT = re.compile(
     r"^(?:(?:[a-z][a-z0-9.-]*[a-z0-9]:)?[a-z][a-z0-9-]{4,28}[a-z0-9]|[1-9]\d{5,19})$"
 )  # a project id (domain-scoped too), or a project number, as Vertex AI's resource names take
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9 _.-]{0,127}$")
+_NAME = re.compile(r"^[^\W_][\w .-]{0,127}$")
+"""A job's name (Vertex AI's display name: up to 128 UTF-8 characters): letters and digits of any
+script, spaces, ``_ . -``; ids, folders and images use its ASCII slug."""
 # An image reference (registry/path:tag@digest): no spaces or line breaks ever reach a Dockerfile.
 _IMAGE_REF = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/:@+-]{0,254}")
 _BUCKET = re.compile(r"(?:gs://)?[a-z0-9][a-z0-9._-]{0,221}(?:/[A-Za-z0-9._/-]*)?")
@@ -433,7 +435,8 @@ def _validate(spec: JobSpec) -> None:
     if not _NAME.fullmatch(spec.name):
         raise SpecError(
             f"job name {spec.name!r} is not allowed",
-            "use at most 128 letters, digits, spaces, '_', '.', '-'",
+            "use at most 128 letters (of any script), digits, spaces, '_', '.', '-', starting "
+            "with a letter or digit",
             field="name",
         )
     if n < 0 or n > MAX_WORKERS:

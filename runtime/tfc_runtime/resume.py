@@ -148,10 +148,32 @@ def _backup_class(keras: ModuleType) -> type:
             done = _read_json(history)
             self.tfc_done: list[dict[str, float]] = done if isinstance(done, list) else []
             self.tfc_first: int | None = None
+            self.tfc_warned = False
+
+        def _tfc_guarded(self, what: str, step: Any, *args: Any, **kwargs: Any) -> bool:
+            """Run a backup step; a failure (an unwritable folder) is said once, never fatal."""
+            try:
+                step(*args, **kwargs)
+                return True
+            except Exception as exc:
+                if not self.tfc_warned:
+                    self.tfc_warned = True
+                    _say(f"warning: fit {self.tfc_number} could not {what} its backup ({exc}); "
+                         "it trains on, but a restart would start it over")  # fmt: skip
+                return False
+
+        def on_train_begin(self, logs: Any = None) -> None:
+            if not self._tfc_guarded("read", super().on_train_begin, logs):
+                self.tfc_done = []  # starts over: what it did before is not in the history
+                if getattr(self.model, "_initial_epoch", None) is not None:
+                    self.model._initial_epoch = None
 
         def _save_model(self) -> None:  # Keras 3: one writer (the chief) in a job of several
             if self.tfc_chief:
-                super()._save_model()
+                self._tfc_guarded("write", super()._save_model)
+
+        def _backup(self, *args: Any, **kwargs: Any) -> None:  # tf-keras
+            self._tfc_guarded("write", super()._backup, *args, **kwargs)
 
         def on_epoch_begin(self, epoch: int, logs: Any = None) -> None:
             super().on_epoch_begin(epoch, logs)
@@ -216,12 +238,12 @@ def _callback_for(keras: ModuleType, model: Any, callbacks: Any, backup_cls: typ
             _say(f"fit {number} cannot resume after a restart: its model is built by its "
                  "first batch (give it an Input shape to make it resumable)")  # fmt: skip
         return None
-    folder = f"{root()}/fit-{number}"
-    chief = cluster_info(os.environ).is_chief
     try:
+        folder = f"{root()}/fit-{number}"
+        chief = cluster_info(os.environ).is_chief
         return backup_cls(number, folder, f"{folder}.history.json", chief)
-    except Exception as exc:  # graph mode (tf.compat.v1) and the like: the fit runs as it is
-        _say(f"fit {number} cannot resume after a restart: {exc}")
+    except Exception as exc:  # graph mode (tf.compat.v1), no checkpoint folder: it runs as it is
+        _say(f"warning: fit {number} cannot resume after a restart: {exc}")
         return None
 
 
@@ -286,7 +308,13 @@ def epochs(count: int, *, every: int = 1, **objects: Any) -> Iterator[int]:
     if not enabled() or not objects:
         yield from range(count)
         return
-    yield from _resumed(count, max(1, int(every)), _loops, objects)
+    try:
+        folder = f"{root()}/loop-{_loops}"
+    except OSError as exc:  # no checkpoint folder: the loop runs as it is
+        _say(f"warning: loop {_loops} cannot resume after a restart: {exc}")
+        yield from range(count)
+        return
+    yield from _resumed(count, max(1, int(every)), _loops, folder, objects)
 
 
 def _build_optimizers(objects: dict[str, Any]) -> None:
@@ -305,10 +333,11 @@ def _build_optimizers(objects: dict[str, Any]) -> None:
                 build([v for m in models for v in m.trainable_variables])
 
 
-def _resumed(count: int, every: int, number: int, objects: dict[str, Any]) -> Iterator[int]:
+def _resumed(
+    count: int, every: int, number: int, folder: str, objects: dict[str, Any]
+) -> Iterator[int]:
     import tensorflow as tf
 
-    folder = f"{root()}/loop-{number}"
     chief = cluster_info(os.environ).is_chief
     writes = folder if chief else _task_temp(f"loop-{number}")
     with tf.init_scope():
@@ -318,18 +347,28 @@ def _resumed(count: int, every: int, number: int, objects: dict[str, Any]) -> It
     latest = tf.train.latest_checkpoint(folder)
     if latest:
         _build_optimizers(objects)
-        checkpoint.restore(latest).expect_partial()
+        try:
+            checkpoint.restore(latest).expect_partial()
+        except Exception as exc:  # another loop's objects, a broken file: start over
+            _say(f"warning: loop {number} could not read its checkpoint ({exc}); it starts over")
+            done.assign(0)
         start = min(int(done.numpy()), count)
         if start:
             _say(f"loop {number} resumed after epoch {start} of {count} (the job was "
                  "restarted; its checkpoint is restored)")  # fmt: skip
             results.continue_rounds(start)
     manager = tf.train.CheckpointManager(checkpoint, writes, max_to_keep=1)
+    saving = True
     for epoch in range(start, count):
         yield epoch
         done.assign(epoch + 1)
-        if (epoch + 1) % every == 0 or epoch + 1 == count:
-            manager.save()
+        if saving and ((epoch + 1) % every == 0 or epoch + 1 == count):
+            try:
+                manager.save()
+            except Exception as exc:  # an unwritable folder: the loop goes on, unsaved
+                saving = False
+                _say(f"warning: loop {number} could not write its checkpoint ({exc}); it "
+                     "trains on, but a restart would start it over")  # fmt: skip
             if not chief:
                 _remove_tree(writes)  # every task saves (saving may sync); the chief's is kept
 
@@ -338,7 +377,5 @@ def finish() -> None:
     """The script ended well: its backups are not needed any more."""
     if not enabled():
         return
-    if cluster_info(os.environ).is_chief:
-        _remove_tree(root())
-    else:
-        _remove_tree(_task_temp(""))
+    with contextlib.suppress(OSError):  # no checkpoint folder: nothing was kept
+        _remove_tree(root() if cluster_info(os.environ).is_chief else _task_temp(""))

@@ -163,3 +163,14 @@ def test_the_codes_own_backup_and_an_unbuilt_model_are_left_as_they_are(tmp_path
     )
     made = list((tmp_path / "job").glob("checkpoints/tfc-resume/job-1/fit-*"))
     assert made == []  # neither fit got ours
+
+
+def test_a_folder_it_cannot_write_never_fails_the_job(tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("not a folder")
+    for script in (FIT, LOOP):
+        done = _run(tmp_path, script, AIP_CHECKPOINT_DIR=str(tmp_path / "file" / "ckpt"))
+        assert done.returncode == 0, done.stderr
+        assert "cannot resume after a restart" in done.stderr  # said, once a fit or loop
+    gone = _run(tmp_path, FIT, AIP_CHECKPOINT_DIR="gs://no-such-bucket-tfc-test/ckpt")
+    assert gone.returncode == 0, gone.stderr[-2000:]
+    assert "history 10 0 9" in gone.stdout

@@ -14,132 +14,151 @@ import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-from traitlets import Float, TraitType, Unicode
-from traitlets.config import Config, Configurable
+from typing import TYPE_CHECKING, Any
 
 from .errors import SpecError
 from .registry import BUILTIN, DEFAULT
 from .tables import table
 
+if TYPE_CHECKING:
+    from traitlets.config import Config
 
-class TfcConfig(Configurable):
-    """tfc_jupyter settings, configurable from ipython_config.py and jupyter_server_config.py."""
 
-    project = Unicode(
-        None, allow_none=True, help="Google Cloud project id for Vertex AI jobs."
-    ).tag(config=True)
-    region = Unicode(
-        "us-central1",
-        help="Vertex AI region.",
-    ).tag(config=True)
-    backend = Unicode(
-        DEFAULT,
-        help=f"Default backend: {', '.join(BUILTIN)} or an installed one.",
-    ).tag(config=True)
-    machine = Unicode("CPU", help="Default chief machine (catalog name or machine type).").tag(
-        config=True
-    )
-    build_bucket = Unicode(
-        None, allow_none=True, help="GCS bucket for Cloud Build and staging."
-    ).tag(config=True)
-    registry = Unicode(
-        None, allow_none=True, help="Image registry (default: Artifact Registry in the region)."
-    ).tag(config=True)
-    service_account = Unicode(None, allow_none=True, help="Service account the job runs as.").tag(
-        config=True
-    )
-    base_output_dir = Unicode(
-        None, allow_none=True, help="gs:// folder for model, checkpoints and TensorBoard logs."
-    ).tag(config=True)
-    home = Unicode(
+@dataclass(frozen=True)
+class Setting:
+    """One setting: its built-in default and help, and whether it is a positive number (a time
+    or size limit: a traitlets ``Float``) or text (``Unicode``)."""
+
+    default: Any
+    help: str
+    number: bool = False
+    allow_none: bool = False
+
+
+def _text(default: str | None, help: str) -> Setting:
+    return Setting(default, help, allow_none=default is None)
+
+
+def _number(default: float, help: str) -> Setting:
+    return Setting(float(default), help, number=True)
+
+
+SETTINGS: dict[str, Setting] = {
+    "project": _text(None, "Google Cloud project id for Vertex AI jobs."),
+    "region": _text("us-central1", "Vertex AI region."),
+    "backend": _text(DEFAULT, f"Default backend: {', '.join(BUILTIN)} or an installed one."),
+    "machine": _text("CPU", "Default chief machine (catalog name or machine type)."),
+    "build_bucket": _text(None, "GCS bucket for Cloud Build and staging."),
+    "registry": _text(None, "Image registry (default: Artifact Registry in the region)."),
+    "service_account": _text(None, "Service account the job runs as."),
+    "base_output_dir": _text(None, "gs:// folder for model, checkpoints and TensorBoard logs."),
+    "home": _text(None, "Folder for job records and job folders (default: Jupyter data dir)."),
+    "vertex_endpoint": _text(
         None,
-        allow_none=True,
-        help="Folder for job records and job folders (default: Jupyter data dir).",
-    ).tag(config=True)
-    vertex_endpoint = Unicode(
-        None,
-        allow_none=True,
-        help="Vertex AI API endpoint (default: REGION-aiplatform.googleapis.com); a loopback "
+        "Vertex AI API endpoint (default: REGION-aiplatform.googleapis.com); a loopback "
         "URL such as http://127.0.0.1:8080 reaches a local test server with no credentials.",
-    ).tag(config=True)
-    logging_endpoint = Unicode(
+    ),
+    "logging_endpoint": _text(
         None,
-        allow_none=True,
-        help="Cloud Logging API endpoint for job logs (default: logging.googleapis.com, or the "
+        "Cloud Logging API endpoint for job logs (default: logging.googleapis.com, or the "
         "Vertex endpoint when that is a loopback URL).",
-    ).tag(config=True)
-    cloudbuild_endpoint = Unicode(
+    ),
+    "cloudbuild_endpoint": _text(
         None,
-        allow_none=True,
-        help="Cloud Build API endpoint, used with build_bucket when no Docker engine answers "
+        "Cloud Build API endpoint, used with build_bucket when no Docker engine answers "
         "(default: cloudbuild.googleapis.com); a loopback URL needs no credentials.",
-    ).tag(config=True)
-    storage_endpoint = Unicode(
+    ),
+    "storage_endpoint": _text(
         None,
-        allow_none=True,
-        help="Cloud Storage API endpoint for Cloud Build sources and logs (default: "
+        "Cloud Storage API endpoint for Cloud Build sources and logs (default: "
         "storage.googleapis.com, or the Cloud Build endpoint when that is a loopback URL).",
-    ).tag(config=True)
+    ),
     # Limits and patience: seconds unless said otherwise.
-    startup_timeout = Float(
-        300.0,
-        help="Seconds a job's replicas (or containers) may take to start before the job is "
+    "startup_timeout": _number(
+        300,
+        "Seconds a job's replicas (or containers) may take to start before the job is "
         "marked failed.",
-    ).tag(config=True)
-    build_timeout = Float(
-        3600.0, help="Seconds an image build or push may take (Docker and Cloud Build)."
-    ).tag(config=True)
-    max_context_mb = Float(
-        500.0, help="Largest build context, in MB: the files packed into a job's image."
-    ).tag(config=True)
-    vertex_timeout = Float(
-        60.0, help="Seconds one Vertex AI or Cloud Logging request may take."
-    ).tag(config=True)
-    vertex_retry_total = Float(
-        120.0, help="Seconds all tries of one Vertex AI call may take (transient errors retry)."
-    ).tag(config=True)
-    vertex_backoff = Float(
-        1.0, help="First wait between tries of a Vertex AI call (doubles, up to 30 s)."
-    ).tag(config=True)
-    vertex_poll = Float(
-        10.0,
-        help="Seconds between the Vertex AI watcher's looks at the job and its logs (grows to "
+    ),
+    "build_timeout": _number(
+        3600, "Seconds an image build or push may take (Docker and Cloud Build)."
+    ),
+    "max_context_mb": _number(
+        500, "Largest build context, in MB: the files packed into a job's image."
+    ),
+    "vertex_timeout": _number(60, "Seconds one Vertex AI or Cloud Logging request may take."),
+    "vertex_retry_total": _number(
+        120, "Seconds all tries of one Vertex AI call may take (transient errors retry)."
+    ),
+    "vertex_backoff": _number(
+        1, "First wait between tries of a Vertex AI call (doubles, up to 30 s)."
+    ),
+    "vertex_poll": _number(
+        10,
+        "Seconds between the Vertex AI watcher's looks at the job and its logs (grows to "
         "6x while nothing changes).",
-    ).tag(config=True)
-    vertex_drain = Float(
-        10.0, help="After a Vertex AI job ends: read its logs until none came for this long."
-    ).tag(config=True)
-    cloudbuild_location = Unicode(
-        "", help="Cloud Build region for builds (default: global builds)."
-    ).tag(config=True)
-    cloudbuild_timeout = Float(
-        60.0, help="Seconds one Cloud Build or Cloud Storage request may take."
-    ).tag(config=True)
-    cloudbuild_retry_total = Float(
-        120.0, help="Seconds all tries of one Cloud Build call may take."
-    ).tag(config=True)
-    cloudbuild_backoff = Float(
-        1.0, help="First wait between tries of a Cloud Build call (doubles, up to 30 s)."
-    ).tag(config=True)
-    cloudbuild_poll = Float(2.0, help="Seconds between looks at a build and its log.").tag(
-        config=True
-    )
-    prebuilt_images = Unicode(
+    ),
+    "vertex_drain": _number(
+        10, "After a Vertex AI job ends: read its logs until none came for this long."
+    ),
+    "cloudbuild_location": _text("", "Cloud Build region for builds (default: global builds)."),
+    "cloudbuild_timeout": _number(60, "Seconds one Cloud Build or Cloud Storage request may take."),
+    "cloudbuild_retry_total": _number(120, "Seconds all tries of one Cloud Build call may take."),
+    "cloudbuild_backoff": _number(
+        1, "First wait between tries of a Cloud Build call (doubles, up to 30 s)."
+    ),
+    "cloudbuild_poll": _number(2, "Seconds between looks at a build and its log."),
+    "prebuilt_images": _text(
         "",
-        help="Vertex AI prebuilt training images newer than tfc_jupyter's list, for the package "
+        "Vertex AI prebuilt training images newer than tfc_jupyter's list, for the package "
         "route: VERSION[-gpu]=URI, comma separated (2.21=us-docker.pkg.dev/vertex-ai/training/"
         "tf-cpu.2-21.py311:latest).",
-    ).tag(config=True)
-    cell_lines = Float(
-        200.0,
-        help="Most log lines a %%tfc_run cell shows: the first half as printed, then the latest "
+    ),
+    "cell_lines": _number(
+        200,
+        "Most log lines a %%tfc_run cell shows: the first half as printed, then the latest "
         "half in a window that scrolls (every line stays in the job's logs).",
-    ).tag(config=True)
-    cloudbuild_queue = Float(
-        900.0, help="Seconds a Cloud Build build may wait for a worker, on top of build_timeout."
-    ).tag(config=True)
+    ),
+    "cloudbuild_queue": _number(
+        900, "Seconds a Cloud Build build may wait for a worker, on top of build_timeout."
+    ),
+}
+"""Every setting's default and help; :data:`KEYS` orders them. Plain data, so that reading the
+settings (every CLI call, every launch) never imports traitlets: ``TfcConfig``, the traitlets
+class ``c.TfcConfig`` configures, is made from it when something asks for it."""
+
+
+def _make_tfc_config() -> type:
+    """The traitlets ``Configurable`` whose traits are :data:`SETTINGS` (``c.TfcConfig.x``)."""
+    from traitlets import Float, Unicode
+    from traitlets.config import Configurable
+
+    attrs: dict[str, Any] = {
+        "__doc__": "tfc_jupyter settings, configurable from ipython_config.py and "
+        "jupyter_server_config.py.",
+        "__module__": __name__,
+    }
+    for key, setting in SETTINGS.items():
+        trait: Any
+        if setting.number:
+            trait = Float(setting.default, help=setting.help)
+        elif setting.allow_none:
+            trait = Unicode(setting.default, allow_none=True, help=setting.help)
+        else:
+            trait = Unicode(setting.default, help=setting.help)
+        attrs[key] = trait.tag(config=True)
+    return type("TfcConfig", (Configurable,), attrs)
+
+
+_MADE: dict[str, type] = {}
+
+
+def __getattr__(name: str) -> Any:
+    """``TfcConfig``, made (and traitlets imported) on first use."""
+    if name != "TfcConfig":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    if name not in _MADE:
+        _MADE[name] = _make_tfc_config()
+    return _MADE[name]
 
 
 KEYS = (
@@ -210,8 +229,8 @@ class Settings:
 
     @staticmethod
     def help(key: str) -> str:
-        """What a setting is for (its trait's help)."""
-        return str(TfcConfig.class_traits()[key].help)
+        """What a setting is for (its ``c.TfcConfig`` trait's help)."""
+        return SETTINGS[key].help
 
     def to_dict(self) -> dict[str, dict[str, Any]]:
         """``{key: {"value", "source", "env", "help"}}`` for every setting (REST defaults)."""
@@ -235,7 +254,7 @@ class Settings:
         return table(rows)
 
 
-def _section(config: Config | None) -> dict[str, Any]:
+def _section(config: Config | Mapping[str, Any] | None) -> dict[str, Any]:
     if config is None or "TfcConfig" not in config:
         return {}
     section = config["TfcConfig"]
@@ -248,17 +267,17 @@ def server_config() -> tuple[dict[str, Any], dict[str, str]]:
     Returns the merged values and, for each key, the file it came from.
     """
     from jupyter_core.paths import jupyter_config_path
-    from traitlets.config.loader import JSONFileConfigLoader, PyFileConfigLoader
 
     merged: dict[str, Any] = {}
     origins: dict[str, str] = {}
     for folder in reversed(jupyter_config_path()):
-        for name, loader in (
-            ("jupyter_server_config.json", JSONFileConfigLoader),
-            ("jupyter_server_config.py", PyFileConfigLoader),
-        ):
+        for name in ("jupyter_server_config.json", "jupyter_server_config.py"):
             if not (Path(folder) / name).is_file():
                 continue
+            # traitlets' loaders (imported only when there is a file to read)
+            from traitlets.config.loader import JSONFileConfigLoader, PyFileConfigLoader
+
+            loader = JSONFileConfigLoader if name.endswith(".json") else PyFileConfigLoader
             try:
                 section = _section(loader(name, path=folder).load_config())
             except Exception:  # a broken server config is the server's problem, not ours
@@ -281,7 +300,6 @@ def load_settings(
         include_server: also read jupyter_server config files.
     """
     env = os.environ if environ is None else environ
-    defaults = TfcConfig()
     ipy = _section(ipython_config)
     server, server_origins = server_config() if include_server else ({}, {})
     settings = Settings()
@@ -300,7 +318,7 @@ def load_settings(
                 settings.sources[key] = source
                 break
         else:
-            settings.values[key] = getattr(defaults, key)
+            settings.values[key] = SETTINGS[key].default
             settings.sources[key] = "default"
     return settings
 
@@ -315,8 +333,8 @@ def _shown(value: Any) -> str:
 def _typed(key: str, value: Any, source: str) -> Any:
     """A value from the environment or a config file, as its trait's type; a bad one is a
     one-line error naming where it came from and the fix."""
-    trait: TraitType[Any, Any] = TfcConfig.class_traits()[key]
-    if not isinstance(trait, Float):
+    setting = SETTINGS[key]
+    if not setting.number:
         return value
     try:
         number = float(value)
@@ -325,7 +343,7 @@ def _typed(key: str, value: Any, source: str) -> Any:
     if number <= 0:
         raise SpecError(
             f"setting {key} = {value!r} (from {source}) is not a positive number",
-            f"set it to a number such as {trait.default_value:g}, or unset it",
+            f"set it to a number such as {setting.default:g}, or unset it",
             field=key,
         )
     return number

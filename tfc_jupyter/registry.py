@@ -18,7 +18,6 @@ import importlib
 import json
 from dataclasses import dataclass
 from functools import cache
-from importlib.metadata import entry_points
 from typing import Any, ClassVar
 
 from .errors import SpecError
@@ -140,7 +139,13 @@ def _spoken(items: list[str]) -> str:
 
 
 def _entry_points() -> dict[str, str]:
-    """Third-party backends: name -> ``module:class`` (read each time: installs change)."""
+    """Third-party backends: name -> ``module:class`` (read each time: installs change).
+
+    ``importlib.metadata`` is imported here, not with the module: a job on a built-in backend
+    never asks, and the import (with its email and zipfile modules) costs every launch 20 ms.
+    """
+    from importlib.metadata import entry_points
+
     return {ep.name.lower(): ep.value for ep in entry_points(group=GROUP)}
 
 

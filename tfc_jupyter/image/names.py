@@ -7,8 +7,10 @@ pushing are :mod:`.docker`'s and :mod:`.cloudbuild`'s; planning only needs the n
 
 from __future__ import annotations
 
+import os
+import re
+import sys
 import unicodedata
-from importlib import metadata
 from pathlib import Path
 
 from .. import registry
@@ -20,9 +22,48 @@ CONTENT_LABEL = "org.tfc-jupyter.content"
 """The image label holding the hash of the context it was built from."""
 
 
+_TENSORFLOW_DISTS = ("tensorflow", "tensorflow-cpu", "tf-nightly", "tensorflow-macos")
+_DIST_INFO = re.compile(r"^(?P<name>[^-]+)-(?P<version>[^-]+)\.dist-info$")
+
+
+def _dist_key(name: str) -> str:
+    return re.sub(r"[-_.]+", "_", name).lower()
+
+
+def dist_info_versions(names: tuple[str, ...], path: list[str] | None = None) -> dict[str, str]:
+    """``{name: version}`` of the distributions ``names`` found as ``NAME-VERSION.dist-info``
+    folders on ``path`` (default ``sys.path``; the first entry that has one wins, as
+    ``importlib.metadata`` finds it). A listing of each folder, without importing
+    ``importlib.metadata`` (about 12 ms, on every plan)."""
+    wanted = {_dist_key(n): n for n in names}
+    found: dict[str, str] = {}
+    for entry in sys.path if path is None else path:
+        try:
+            listing = os.listdir(entry or ".")
+        except OSError:  # a zip file, a missing folder
+            continue
+        for item in listing:
+            match = _DIST_INFO.match(item)
+            if match is None:
+                continue
+            name = wanted.get(_dist_key(match.group("name")))
+            if name is not None and name not in found:
+                found[name] = match.group("version")
+        if len(found) == len(wanted):
+            break
+    return found
+
+
 def local_tensorflow_version() -> str | None:
-    """The TensorFlow version installed here, read from package metadata (no import)."""
-    for dist in ("tensorflow", "tensorflow-cpu", "tf-nightly", "tensorflow-macos"):
+    """The TensorFlow version installed here, read from package metadata (no import): its
+    ``.dist-info`` folder's name, else (an egg, a zip) ``importlib.metadata``."""
+    found = dist_info_versions(_TENSORFLOW_DISTS)
+    for dist in _TENSORFLOW_DISTS:
+        if dist in found:
+            return found[dist]
+    from importlib import metadata
+
+    for dist in _TENSORFLOW_DISTS:
         try:
             return metadata.version(dist)
         except metadata.PackageNotFoundError:

@@ -18,7 +18,6 @@ import shlex
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from importlib import metadata
 from pathlib import Path
 
 from .requirements import TENSORFLOW_DISTRIBUTIONS, canonical_name
@@ -46,11 +45,15 @@ def _dist_name(dist: str) -> str:
 
 @functools.cache
 def _module_owners() -> dict[str, list[str]]:
+    from importlib import metadata  # here: only a job that builds an image asks (12 ms)
+
     return {k: list(v) for k, v in metadata.packages_distributions().items()}
 
 
 def _requires_closure(roots: Iterable[str]) -> frozenset[str]:
     """Canonical names of ``roots`` and every distribution they require, as installed here."""
+    from importlib import metadata
+
     from packaging.requirements import InvalidRequirement, Requirement
 
     seen: set[str] = set()
@@ -116,6 +119,8 @@ def missing_imports(
     code's own, and, transitively, those of the modules next to the notebook that it imports
     (they go into the image with it), each with where it was imported; ``also``: modules
     loaded on demand (:func:`on_demand`), with why."""
+    from importlib import metadata
+
     needs = Needs()
     asked = {n for n in map(canonical_name, requirements) if n}
     covered = set(parent_covers()) | asked

@@ -18,10 +18,8 @@ import copy
 import dataclasses
 import itertools
 import json
-import logging
 import os
 import re
-import secrets
 import shutil
 import sqlite3
 import stat
@@ -48,7 +46,15 @@ __all__ = [
     "new_job_id",
 ]
 
-log = logging.getLogger(__name__)
+
+def _log() -> Any:
+    """This module's logger (``logging`` is imported when there is something to say: the job's
+    supervisor imports this module before it starts the job's first process)."""
+    import logging
+
+    return logging.getLogger(__name__)
+
+
 T = TypeVar("T")
 
 BUSY_TIMEOUT_S = 30.0
@@ -230,12 +236,12 @@ def _check_shape(record: JobRecord) -> None:
 # random start (reseeded in forked children), so ids made by one process never collide, and two
 # processes collide only if they make ids in the same second from overlapping counter ranges.
 _id_lock = threading.Lock()
-_id_counter = itertools.count(secrets.randbits(24))
+_id_counter = itertools.count(int.from_bytes(os.urandom(3), "big"))
 
 
 def _reseed_ids() -> None:
     global _id_counter
-    _id_counter = itertools.count(secrets.randbits(24))
+    _id_counter = itertools.count(int.from_bytes(os.urandom(3), "big"))
 
 
 if hasattr(os, "register_at_fork"):
@@ -400,7 +406,7 @@ class JobStore:
             try:
                 records.append(self._decode(job_id, text))
             except JobStoreError as exc:
-                log.warning("%s", exc)
+                _log().warning("%s", exc)
         return records
 
     def update(self, job_id: str, *, mutate: Mutator | None = None, **fields: Any) -> JobRecord:
@@ -659,7 +665,7 @@ def _tighten(path: Path, mode: int) -> None:
         try:
             os.chmod(path, current & mode)
         except OSError as exc:  # a filesystem without POSIX modes, or not our file
-            log.warning("cannot restrict %s to mode %o: %s", path, mode, exc)
+            _log().warning("cannot restrict %s to mode %o: %s", path, mode, exc)
 
 
 def _check_fields(fields: Mapping[str, Any]) -> None:

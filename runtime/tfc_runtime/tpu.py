@@ -22,9 +22,7 @@ import importlib.util
 import json
 import os
 import re
-import socket
 import sys
-import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -166,6 +164,8 @@ def within(seconds: float, what: str, fn: Callable[[], T]) -> T:
         except BaseException as exc:  # re-raised in the caller's thread
             box["error"] = exc
 
+    import threading  # a TPU job's, imported then: every job imports this module
+
     thread = threading.Thread(target=run, name=f"tfc-tpu-{what}", daemon=True)
     thread.start()
     thread.join(seconds)
@@ -187,6 +187,8 @@ _H2_SETTINGS = 4
 def _grpc_answers(host: str, port: int, timeout: float) -> str | None:
     """None when a gRPC (HTTP/2) server answers at ``host:port`` in ``timeout``, else why not."""
     try:
+        import socket
+
         with socket.create_connection((host, port), timeout=timeout) as sock:
             sock.sendall(_H2_PREFACE)
             header = b""

@@ -34,6 +34,17 @@ from .tables import table
 
 POLL_S = 0.2  # how often a follower reads the job's record (its state)
 LOG_POLL_S = 0.05  # how often it reads the log files: a print shows within about this
+QUICK_POLL_S = 0.01  # both, for the first QUICK_S of a follow: a short job's first line and
+QUICK_S = 2.0  # its end show within 10 ms, not up to 200 (a read of the record costs 0.5 ms)
+
+
+def poll_delays(started: float, now: float) -> tuple[float, float]:
+    """``(record, logs)``: how long a follower that started at ``started`` waits between reads
+    of the job's record and of its logs at ``now`` (monotonic seconds): quick at first, when a
+    launch is being watched for its first line, then :data:`POLL_S` and :data:`LOG_POLL_S`."""
+    if now - started < QUICK_S:
+        return QUICK_POLL_S, QUICK_POLL_S
+    return POLL_S, LOG_POLL_S
 
 
 def store_for(home: str | Path | None = None) -> JobStore:
@@ -262,6 +273,7 @@ class Job:
             tail.read()
             feed.read()
         deadline = None if timeout is None else time.monotonic() + timeout
+        started = time.monotonic()
         next_state = 0.0
         rewind, bar = "", ""  # a progress bar drawn live (its line not ended yet) is rewritten
         while True:
@@ -269,7 +281,7 @@ class Job:
             if time.monotonic() >= next_state:  # the record less often than the (cheap) logs
                 rec = self.record()
                 done = rec.state.is_terminal()
-                next_state = time.monotonic() + POLL_S
+                next_state = time.monotonic() + poll_delays(started, time.monotonic())[0]
             now = time.monotonic()
             shown: list[tuple[list[str], str]] = []
             if on_result is not None:
@@ -297,16 +309,17 @@ class Job:
                     rewind = ""
                 stream.flush()
                 return rec
-            time.sleep(LOG_POLL_S)
+            time.sleep(poll_delays(started, time.monotonic())[1])
 
     def wait(self, timeout: float | None = None) -> JobRecord:
         """Block until the job ends (or ``timeout`` seconds), printing nothing."""
-        deadline = None if timeout is None else time.monotonic() + timeout
+        started = time.monotonic()
+        deadline = None if timeout is None else started + timeout
         while True:
             rec = self.record()
             if rec.state.is_terminal() or (deadline is not None and time.monotonic() > deadline):
                 return rec
-            time.sleep(POLL_S)
+            time.sleep(poll_delays(started, time.monotonic())[0])
 
     def cancel(self) -> JobRecord:
         """Stop every process of the job."""

@@ -109,3 +109,15 @@ def test_a_line_every_replica_prints_is_shown_once() -> None:
     assert keras.add("worker-0", "25/25 - 0s - loss: 0.1700", 0.3) == []
     assert label(["worker-1", "chief", "worker-0"]) == "chief, worker-0, worker-1"
     assert label(["worker-2", "chief", "worker-0", "worker-1"]) == "chief +3"
+
+
+def test_a_follower_reads_quickly_at_first_then_less_often() -> None:
+    """A launch is watched for its first line and its end: every 10 ms for the first 2 s; the
+    record then as often as the logs (a TensorFlow job of seconds ends within 50 ms of being
+    seen), and a long job's record every 200 ms."""
+    from tfc_jupyter.jobs import LOG_POLL_S, POLL_S, QUICK_POLL_S, poll_delays
+
+    assert poll_delays(100.0, 100.0) == (QUICK_POLL_S, QUICK_POLL_S) == (0.01, 0.01)
+    assert poll_delays(100.0, 101.9) == (QUICK_POLL_S, QUICK_POLL_S)
+    assert poll_delays(100.0, 103.0) == (LOG_POLL_S, LOG_POLL_S)
+    assert poll_delays(100.0, 200.0) == (POLL_S, LOG_POLL_S)

@@ -36,15 +36,19 @@ POLL_S = 0.2  # how often a follower reads the job's record (its state)
 LOG_POLL_S = 0.05  # how often it reads the log files: a print shows within about this
 QUICK_POLL_S = 0.01  # both, for the first QUICK_S of a follow: a short job's first line and
 QUICK_S = 2.0  # its end show within 10 ms, not up to 200 (a read of the record costs 0.5 ms)
+SHORT_S = 30.0  # until then the record is read as often as the logs: a job of seconds (one
+# TensorFlow import) is seen ending within 50 ms
 
 
 def poll_delays(started: float, now: float) -> tuple[float, float]:
     """``(record, logs)``: how long a follower that started at ``started`` waits between reads
     of the job's record and of its logs at ``now`` (monotonic seconds): quick at first, when a
-    launch is being watched for its first line, then :data:`POLL_S` and :data:`LOG_POLL_S`."""
-    if now - started < QUICK_S:
+    launch is being watched for its first line, then :data:`LOG_POLL_S` for both, and after
+    :data:`SHORT_S` the record every :data:`POLL_S`."""
+    elapsed = now - started
+    if elapsed < QUICK_S:
         return QUICK_POLL_S, QUICK_POLL_S
-    return POLL_S, LOG_POLL_S
+    return (LOG_POLL_S if elapsed < SHORT_S else POLL_S), LOG_POLL_S
 
 
 def store_for(home: str | Path | None = None) -> JobStore:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import BackendError
+from ..files import open_private
 from ..image.names import local_tensorflow_version
 from ..job.replica import job_env, replica_env, runtime_args
 from ..job.spec import JobSpec, check_runnable
@@ -25,9 +26,10 @@ from ..notebook.requirements import TENSORFLOW_DISTRIBUTIONS, canonical_name, in
 from ..ports import free_ports
 from ..records import JobRecord
 from ..registry import Preview, Traits
-from . import vertex_request
+from . import spare, vertex_request
 from .watch_loop import VERTEX_RESTARTS
 from .watched import (
+    WATCHER_LOG,
     WatchedBackend,
     mark_pending,
     package_pythonpath,
@@ -87,14 +89,27 @@ REPLICA_MEMORY_GB = 0.6  # a TensorFlow process at rest: what each replica needs
 REPLICAS_PER_CORE = 4
 
 
+def available_memory() -> int:
+    """Bytes of memory available now: ``MemAvailable`` of ``/proc/meminfo`` on Linux (what
+    psutil reports, without importing it on every launch), else psutil's answer."""
+    try:
+        with open("/proc/meminfo", "rb") as fh:
+            for line in fh:
+                if line.startswith(b"MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    import psutil
+
+    return int(psutil.virtual_memory().available)
+
+
 def check_capacity(spec: JobSpec, cores: int | None = None, free_gb: float | None = None) -> None:
     """Refuse a local job this machine cannot hold: its processes against the cores and the
     memory available now, naming both and the fix."""
-    import psutil
-
     cores = cores or os.cpu_count() or 1
     if free_gb is None:
-        free_gb = psutil.virtual_memory().available / 1e9
+        free_gb = available_memory() / 1e9
     n = spec.replica_count
     most = max(1, min(int(free_gb * 0.8 / REPLICA_MEMORY_GB), REPLICAS_PER_CORE * cores))
     if n > most:
@@ -243,12 +258,15 @@ class LocalBackend(WatchedBackend):
             ],
         }
         write_launch(job_dir, launch)
-        pid = start_watcher(
-            "tfc_jupyter.backends.local_supervisor",
-            job_dir,
-            {**inherited, **common, "PYTHONPATH": package_pythonpath(str(RUNTIME_PARENT))},
-            what="supervisor",
-        )
+        open_private(job_dir / "logs" / WATCHER_LOG).close()  # a full disk says so here
+        pid = spare.claim(job_dir)  # a supervisor started ahead (tfc-jupyter run), else now
+        if pid is None:
+            pid = start_watcher(
+                "tfc_jupyter.backends.local_supervisor",
+                job_dir,
+                {**inherited, **common, "PYTHONPATH": package_pythonpath(str(RUNTIME_PARENT))},
+                what="supervisor",
+            )
         handle: dict[str, Any] = {
             "watcher_pid": pid,
             "supervisor_started": started_at(pid),

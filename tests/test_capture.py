@@ -317,3 +317,132 @@ def test_reading_a_v4_notebook_imports_no_nbformat(train_nb: Path) -> None:
     ours = capture.read_notebook(train_nb)
     assert [c.source for c in ours.cells] == [c.source for c in expected.cells]
     assert [c.cell_type for c in ours.cells] == [c.cell_type for c in expected.cells]
+
+
+# ---------------------------------------------------------------- our reader, against nbformat
+CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus"
+CORPUS_NOTEBOOKS = sorted(CORPUS.rglob("*.ipynb")) if CORPUS.is_dir() else []
+
+
+def _what_a_job_reads(nb: object) -> list[tuple[str, str, list[str]]]:
+    """Each cell's type, source and tags: what selection and conversion read of a notebook."""
+    return [
+        (c["cell_type"], c.get("source", ""), list(c.get("metadata", {}).get("tags", []) or []))
+        for c in nb["cells"]  # type: ignore[index]
+    ]
+
+
+@pytest.mark.skipif(not CORPUS_NOTEBOOKS, reason=f"no notebook corpus at {CORPUS}")
+@pytest.mark.parametrize("path", CORPUS_NOTEBOOKS, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_the_reader_reads_the_corpus_as_nbformat_does(path: Path) -> None:
+    """Every real notebook (v4.0 to v4.5, broken ones included) reads as nbformat reads and
+    validates it: the same cells, sources and tags, and the same kernel metadata; a notebook
+    nbformat cannot read or validate is refused in one line, never with a traceback."""
+    import warnings
+
+    text = path.read_bytes().decode("utf-8", errors="replace")
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            expected = nbformat.reads(text, as_version=4)
+            nbformat.validate(expected)
+    except Exception:  # nbformat refuses it: ours may read what it can, or refuse in one line
+        expected = None
+    try:
+        ours = capture.read_notebook(path)
+    except CaptureError as exc:
+        assert expected is None, f"nbformat reads it, ours refuses: {exc}"
+        _one_line(exc)
+        return
+    if expected is not None:
+        assert _what_a_job_reads(ours) == _what_a_job_reads(expected)
+        for key in ("kernelspec", "language_info"):
+            assert ours.metadata.get(key) == expected.metadata.get(key)
+
+
+@pytest.mark.parametrize(
+    ("nb", "what"),
+    [
+        ({"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": {}}, "'cells' is missing"),
+        ({"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": ["x"]}, "cell 1 has no"),
+        ({"nbformat": 4, "metadata": {}, "cells": [{"source": "x"}]}, "cell 1 has no cell_type"),
+        ({"nbformat": 4, "metadata": {}, "cells": [{"cell_type": 3}]}, "cell 1 has no cell_type"),
+        (
+            {"nbformat": 4, "metadata": {}, "cells": [{"cell_type": "code", "source": 7}]},
+            "cell 1's source is not text",
+        ),
+        (
+            {"nbformat": 4, "metadata": {}, "cells": [{"cell_type": "code", "source": ["a", 1]}]},
+            "cell 1's source is not text",
+        ),
+        (
+            {"nbformat": 4, "metadata": {}, "cells": [{"cell_type": "code", "metadata": []}]},
+            "cell 1's metadata is not an object",
+        ),
+        ({"nbformat": 4, "metadata": [], "cells": []}, "'metadata' is not an object"),
+        ({"nbformat": 3}, "not a readable notebook"),  # nbformat's own message, in one line
+    ],
+)
+def test_the_reader_refuses_a_broken_structure_in_one_line(
+    tmp_path: Path, nb: dict[str, object], what: str
+) -> None:
+    import json
+
+    path = tmp_path / "odd.ipynb"
+    path.write_text(json.dumps(nb))
+    with pytest.raises(CaptureError) as info:
+        capture.read_notebook(path)
+    text = _one_line(info.value)
+    assert what in text and "odd.ipynb is not a readable notebook" in text, text
+
+
+def test_the_reader_joins_multi_line_sources_as_nbformat_does() -> None:
+    import json
+
+    data = {
+        "nbformat": 4,
+        "nbformat_minor": 4,
+        "metadata": {"kernelspec": {"name": "python3", "language": "python"}},
+        "cells": [
+            {"cell_type": "markdown", "metadata": {}, "source": ["# a\n", "title"]},
+            {
+                "cell_type": "code",
+                "metadata": {"tags": ["tfc-skip"]},
+                "source": ["x = 1\n", "print(x)"],
+                "outputs": [],
+                "execution_count": None,
+            },
+            {"cell_type": "code", "source": ""},
+        ],
+    }
+    text = json.dumps(data)
+    ours = capture.parse_notebook(text)
+    assert [c.source for c in ours.cells] == ["# a\ntitle", "x = 1\nprint(x)", ""]
+    assert ours.cells[1].metadata.tags == ["tfc-skip"] and ours.nbformat == 4
+    data["cells"] = data["cells"][:2]  # type: ignore[index]  # nbformat wants the rest
+    expected = nbformat.reads(json.dumps(data), as_version=4)
+    assert _what_a_job_reads(ours)[:2] == _what_a_job_reads(expected)
+
+
+def test_only_an_old_notebook_imports_nbformat(fixtures_dir: Path, train_nb: Path) -> None:
+    """nbformat (and its schema machinery) is imported to upgrade a v3 notebook, never to read
+    a v4 one; the v3 notebook reads as nbformat upgrades it."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from pathlib import Path; from tfc_jupyter.notebook import capture; "
+        "capture.read_notebook(Path(sys.argv[1])); v4 = 'nbformat' in sys.modules; "
+        "capture.read_notebook(Path(sys.argv[2])); print(v4, 'nbformat' in sys.modules)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(train_nb), str(fixtures_dir / "v3.ipynb")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    ).stdout.split()
+    assert out == ["False", "True"]
+    ours = capture.read_notebook(fixtures_dir / "v3.ipynb")
+    expected = nbformat.read(fixtures_dir / "v3.ipynb", as_version=4)
+    assert _what_a_job_reads(ours) == _what_a_job_reads(expected)

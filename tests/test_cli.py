@@ -161,3 +161,28 @@ def test_the_installed_command(train_nb: Path) -> None:
     )
     assert bad.returncode == 2 and bad.stdout == ""
     assert len(bad.stderr.strip().splitlines()) == 1 and "v3-8" in bad.stderr
+
+
+def test_a_local_run_imports_nothing_heavy(tmp_path: Path) -> None:
+    """`tfc-jupyter run` of a local job reads the notebook, plans, launches and follows it to
+    the end without nbformat (and its JSON schema machinery), traitlets, importlib.metadata,
+    packaging, detect-secrets, docker, aiplatform or TensorFlow: each costs every launch time
+    (issue 27: a launch at the speed of Python)."""
+    nb = tmp_path / "notf.ipynb"
+    cell = {"cell_type": "code", "metadata": {}, "source": 'print("FIRST")', "outputs": []}
+    cell["execution_count"] = None
+    nb.write_text(json.dumps({"nbformat": 4, "nbformat_minor": 4, "metadata": {}, "cells": [cell]}))
+    code = f"""
+import json, sys
+from tfc_jupyter import cli
+status = cli.main(["run", {str(nb)!r}])
+heavy = ("nbformat", "jsonschema", "traitlets", "packaging", "detect_secrets", "docker",
+         "tensorflow", "importlib.metadata", "google.cloud.aiplatform", "google.auth")
+print(json.dumps([status, sorted(m for m in sys.modules if m.startswith(heavy))]))
+"""
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=tmp_path
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "[chief] FIRST" in proc.stdout and "succeeded" in proc.stderr
+    assert json.loads(proc.stdout.strip().splitlines()[-1]) == [0, []]

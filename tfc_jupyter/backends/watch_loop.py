@@ -143,7 +143,11 @@ def _signal_name(number: int) -> str:
 
 VERTEX_RESTARTS = 5
 """How many times Vertex AI restarts a replica before it fails the job (the local backend
-rehearses it)."""
+rehearses it). Source: "Understand the Vertex AI serverless training service", Restart workers
+during the training job (cloud.google.com/vertex-ai/docs/training/understanding-training-service,
+read 2026-11-24): a VM under maintenance restarts its worker on another VM; a worker that exits
+non-zero with a non-permanent error is restarted on the same VM, up to 5 times, then the whole
+job is retried up to 3 times; a worker stopped by a common (permanent) error ends the job."""
 RESTART_SIGNALS = frozenset({signal.SIGKILL, signal.SIGTERM, signal.SIGHUP})
 """Deaths from outside that Vertex AI answers with a restart: killed (out of memory, by hand),
 stopped (VM maintenance, Spot preemption). A Python error, a ``sys.exit`` or a crash in native

@@ -7,7 +7,8 @@ is. It imports :mod:`.local_supervisor` and waits for one line on its stdin: a j
 ``launch.json`` is written. It then takes that folder's ``logs/supervisor.log`` as its output,
 moves into the folder and runs the supervisor there, exactly as ``python -m
 tfc_jupyter.backends.local_supervisor JOB_DIR`` would. An empty line or the end of its stdin (the
-command ended, failed, or launched on another backend) ends it at once, having started nothing.
+command ended) ends it, having started nothing; a command that does not use it (a failed plan,
+another backend) stops and reaps it (:func:`discard`).
 
 The local backend hands a job to the spare with :func:`claim`, or starts a supervisor as before
 when there is none (the magics, the REST API, a second job). Standard library only: the command
@@ -73,13 +74,20 @@ def claim(job_dir: Path) -> int | None:
 
 
 def discard() -> None:
-    """End the spare unused (the job runs elsewhere, or was not launched)."""
+    """End the spare unused (the job runs elsewhere, or was not launched), and reap it: a
+    command that launched nothing leaves no process behind. It was handed no job, so it has
+    started nothing and is stopped at once."""
     global _spare
     proc, _spare = _spare, None
-    if proc is None or proc.stdin is None:
+    if proc is None:
         return
     with contextlib.suppress(OSError):
-        proc.stdin.close()  # the spare reads the end of its input and exits by itself
+        proc.kill()
+    with contextlib.suppress(OSError, subprocess.TimeoutExpired):
+        proc.wait(timeout=10)
+    if proc.stdin is not None:
+        with contextlib.suppress(OSError):
+            proc.stdin.close()
 
 
 def _take_over(job_dir: Path) -> None:

@@ -107,7 +107,7 @@ def mark_pending(store: JobStore, job_id: str, handle: dict[str, Any]) -> JobRec
 def launch_interrupted(record: JobRecord) -> bool:
     """True when the process that launched a still QUEUED job is gone (no watcher can come)."""
     owner = record.owner_pid
-    return owner is not None and not alive(owner) and time.time() - record.updated_at > 2
+    return owner is not None and time.time() - record.updated_at > 2 and not alive(owner)
 
 
 def alive(pid: int) -> bool:
@@ -217,8 +217,10 @@ class WatchedBackend:
                 )
             return fresh
         started = record.handle.get("supervisor_started")
+        if time.time() - record.updated_at <= 2:  # too young to call its watcher dead: no
+            return record  # process lookups (a follower asks every 10 ms while a job starts)
         gone = pid is not None and (not alive(int(pid)) or not same_process(int(pid), started))
-        if gone and time.time() - record.updated_at > 2:
+        if gone:
             fresh = self.store.get(record.id)
             if fresh.state.is_terminal():
                 return fresh

@@ -169,7 +169,7 @@ def main(argv: list[str] | None = None) -> int:
     os.environ["BENCH_LINES"] = str(args.lines)
     from IPython.core.interactiveshell import InteractiveShell
 
-    from tfc_jupyter.jobs import LOG_POLL_S, POLL_S
+    from tfc_jupyter.jobs import LOG_POLL_S, POLL_S, QUICK_POLL_S, QUICK_S, SHORT_S
 
     ip = InteractiveShell.instance()
     ip.run_line_magic("load_ext", "tfc_jupyter")
@@ -181,7 +181,9 @@ def main(argv: list[str] | None = None) -> int:
         nb = write_notebook(work / "logs.ipynb", "%%tfc_run --strategy none\n" + CELL)
         print(
             f"Python {sys.version.split()[0]}, {os.cpu_count()} cores; Job.follow reads the "
-            f"logs every {LOG_POLL_S} s, the job's record every {POLL_S} s"
+            f"logs and the job's record every {QUICK_POLL_S} s for {QUICK_S:g} s, then the logs "
+            f"every {LOG_POLL_S} s, the record every {LOG_POLL_S} s until {SHORT_S:g} s and "
+            f"every {POLL_S} s after"
         )
         for _ in range(args.runs):
             values, job_dir = via_follow(nb, home)

@@ -53,6 +53,7 @@ class Watcher(JobWatcher[Replica]):
     """Runs and watches the containers of one job folder (see the module docstring)."""
 
     poll_s = POLL_S
+    quick_poll_s = POLL_S  # each poll asks the engine: no quicker start
 
     def __init__(self, job_dir: Path) -> None:
         import docker

@@ -30,6 +30,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ..files import open_private
 from ..records import JobState
@@ -47,15 +48,25 @@ class Replica(ReplicaState):
     proc: subprocess.Popen[bytes] | None = None
 
 
-def _set_pdeathsig() -> None:
-    """In the child: die with SIGKILL when the supervisor dies (Linux)."""
+def _load_libc() -> Any:
+    """libc, loaded once in the supervisor: a child between fork and exec then only calls
+    prctl (importing ctypes there cost every replica's start about 10 ms, one after another)."""
     try:
         import ctypes
 
-        libc = ctypes.CDLL("libc.so.6", use_errno=True)
-        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+        return ctypes.CDLL("libc.so.6", use_errno=True)
     except Exception:
-        pass
+        return None
+
+
+_LIBC = _load_libc()
+
+
+def _set_pdeathsig() -> None:
+    """In the child: die with SIGKILL when the supervisor dies (Linux)."""
+    if _LIBC is not None:
+        with contextlib.suppress(Exception):
+            _LIBC.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
 
 def _kill_group(proc: subprocess.Popen[bytes], sig: int) -> None:

@@ -165,6 +165,8 @@ def killed_by(code: int) -> str:
 
 
 FINISH_DEADLINE_S = 600.0
+QUICK_POLL_S = 0.01  # the watch loop's poll for the first QUICK_S of a job (then poll_s)
+QUICK_S = 2.0
 OUTCOME_FILE = "outcome.json"
 OUTCOME_ROOM = 8192  # bytes kept for it at launch
 
@@ -215,6 +217,7 @@ class JobWatcher(Generic[R]):
     """Reads ``launch.json``, watches the replicas, and records how the job ended."""
 
     poll_s = 0.1
+    quick_poll_s = QUICK_POLL_S  # the poll of a job's first QUICK_S seconds
     replicas: list[R]
 
     def __init__(self, job_dir: Path) -> None:
@@ -290,7 +293,8 @@ class JobWatcher(Generic[R]):
                 )
             if timeout and elapsed > float(timeout):
                 return JobState.FAILED, f"the job ran past its timeout of {timeout} s", None
-            time.sleep(self.poll_s)
+            # A young job is looked at every 10 ms: a short job's end is recorded at once.
+            time.sleep(min(self.poll_s, self.quick_poll_s) if elapsed < QUICK_S else self.poll_s)
 
     def cancelling(self, state: JobState) -> None:
         """Say CANCELLING while the replicas are being stopped after a cancel."""

@@ -160,7 +160,7 @@ export type Checks = [
       IPlan,
       Schemas['Plan'],
       'refused',
-      'image' | 'request' | 'request_title' | 'cost_at_most',
+      'image' | 'request' | 'request_title' | 'cost_at_most' | 'restarts',
       'spec'
     >
   >,

@@ -16,9 +16,11 @@ def job_dir() -> str | None:
 
 def _output_dir(aip_var: str, leaf: str) -> str:
     """``$aip_var``, else ``<job_dir>/<leaf>``, else ``./<leaf>``; local folders are created."""
-    path = os.environ.get(aip_var) or os.path.join(job_dir() or os.getcwd(), leaf)
+    given = os.environ.get(aip_var)
+    path = given or os.path.join(job_dir() or os.getcwd(), leaf)
     if "://" not in path:
-        os.makedirs(path, exist_ok=True)
+        # in the job's own folder: owner-only, as the rest of it (it may hold what was trained)
+        os.makedirs(path, mode=0o777 if given or not job_dir() else 0o700, exist_ok=True)
     return path
 
 

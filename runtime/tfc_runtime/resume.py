@@ -48,11 +48,33 @@ def enabled() -> bool:
     return bool(os.environ.get("CLOUD_ML_JOB_ID")) and os.environ.get("TFC_RESUME", "1") != "0"
 
 
-def root() -> str:
-    """This job's backups: ``<checkpoint folder>/tfc-resume/<job id>``."""
+def root(*, make: bool = True) -> str:
+    """This job's backups: ``<checkpoint folder>/tfc-resume/<job id>`` (on this machine made
+    owner-only, unless ``make`` is False: then nothing is made)."""
     job = os.environ.get("CLOUD_ML_JOB_ID") or "job"
     safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in job)
-    return f"{checkpoint_dir().rstrip('/')}/{LEAF}/{safe}"
+    if not make:
+        base = os.environ.get("AIP_CHECKPOINT_DIR") or os.path.join(
+            os.environ.get("TFC_JOB_DIR") or os.getcwd(), "checkpoints"
+        )
+        return f"{base.rstrip('/')}/{LEAF}/{safe}"
+    path = f"{checkpoint_dir().rstrip('/')}/{LEAF}/{safe}"
+    if not _remote(path):
+        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+        os.makedirs(path, mode=0o700, exist_ok=True)
+    return path
+
+
+def _private(path: str) -> None:
+    """What Keras and TensorFlow wrote under ``path`` (here), made owner-only: the backups
+    hold the trained weights, as the job folder around them is owner-only."""
+    if _remote(path):
+        return
+    with contextlib.suppress(OSError):
+        for folder, _dirs, files in os.walk(path):
+            os.chmod(folder, 0o700)
+            for name in files:
+                os.chmod(os.path.join(folder, name), 0o600)
 
 
 def _say(message: str) -> None:
@@ -112,7 +134,7 @@ def _remove_tree(path: str) -> None:
 def _task_temp(leaf: str) -> str:
     """A non-chief task's own folder (of this job) for what it must write but nobody keeps."""
     info = cluster_info(os.environ)
-    job = root().rsplit("/", 1)[-1]
+    job = root(make=False).rsplit("/", 1)[-1]
     folder = f"tfc-resume-{job}-{info.task_type}-{info.task_index}"
     return os.path.join(tempfile.gettempdir(), folder, leaf)
 
@@ -191,6 +213,7 @@ def _backup_class(keras: ModuleType) -> type:
                 with contextlib.suppress(Exception):
                     _write_json(self.tfc_history, self.tfc_done)
             super().on_epoch_end(epoch, logs)
+            _private(os.path.dirname(self.tfc_history))
 
         def on_train_end(self, logs: Any = None) -> None:
             super().on_train_end(logs)
@@ -365,6 +388,7 @@ def _resumed(
         if saving and ((epoch + 1) % every == 0 or epoch + 1 == count):
             try:
                 manager.save()
+                _private(writes)
             except Exception as exc:  # an unwritable folder: the loop goes on, unsaved
                 saving = False
                 _say(f"warning: loop {number} could not write its checkpoint ({exc}); it "
@@ -377,5 +401,10 @@ def finish() -> None:
     """The script ended well: its backups are not needed any more."""
     if not enabled():
         return
-    with contextlib.suppress(OSError):  # no checkpoint folder: nothing was kept
-        _remove_tree(root() if cluster_info(os.environ).is_chief else _task_temp(""))
+    if cluster_info(os.environ).is_chief:
+        backups = root(make=False)
+        _remove_tree(backups)
+        with contextlib.suppress(OSError):  # tfc-resume/, when no other job's backups are in it
+            os.rmdir(os.path.dirname(backups))
+    else:
+        _remove_tree(_task_temp(""))

@@ -96,6 +96,8 @@ def test_a_killed_fit_resumes_after_its_last_epoch(tmp_path: Path) -> None:
     assert killed.returncode == -9, killed.stderr
     backups = tmp_path / "job" / "checkpoints" / "tfc-resume" / "job-1"
     assert (backups / "fit-2").is_dir() and (backups / "fit-1").is_dir()
+    loose = [str(p) for p in [backups.parent, *backups.rglob("*")] if p.stat().st_mode & 0o077]
+    assert loose == []  # the backups hold the trained weights: owner-only, as the job folder
     again = _run(tmp_path, FIT)
     assert again.returncode == 0, again.stderr
     # Fit 1 had ended: restored, not run again; fit 2 goes on after its 5 saved epochs.

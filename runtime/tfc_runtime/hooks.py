@@ -12,6 +12,7 @@ import importlib.machinery
 import sys
 from collections.abc import Callable, Sequence
 from types import ModuleType
+from typing import Any
 
 Patch = Callable[[ModuleType], None]
 _patches: dict[str, list[tuple[str, Patch]]] = {}
@@ -73,3 +74,22 @@ def when_imported(name: str, patch: Patch, what: str) -> None:
         safely(patch, sys.modules[name], what)
     if not any(isinstance(f, _Finder) for f in sys.meta_path):
         sys.meta_path.insert(0, _Finder())
+
+
+FIT_CALLBACKS_ARG = 5
+"""Where ``Model.fit`` takes ``callbacks`` by position: ``fit(x, y, batch_size, epochs, verbose,
+callbacks, ...)``."""
+
+
+def fit_callbacks(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """The ``callbacks`` a ``fit(*args, **kwargs)`` call was given (None when none)."""
+    return args[FIT_CALLBACKS_ARG] if len(args) > FIT_CALLBACKS_ARG else kwargs.get("callbacks")
+
+
+def with_fit_callbacks(
+    args: tuple[Any, ...], kwargs: dict[str, Any], callbacks: Any
+) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """The same ``fit`` call with ``callbacks`` in the place the code gave them."""
+    if len(args) > FIT_CALLBACKS_ARG:
+        return (*args[:FIT_CALLBACKS_ARG], callbacks, *args[FIT_CALLBACKS_ARG + 1 :]), kwargs
+    return args, {**kwargs, "callbacks": callbacks}

@@ -45,7 +45,6 @@ from tfc_runtime import hooks
 from tfc_runtime.protocol import RESULT_PREFIX as PREFIX
 from tfc_runtime.protocol import RESULTS_FILE
 
-_FIT_CALLBACKS_ARG = 5  # fit(x, y, batch_size, epochs, verbose, callbacks, ...)
 _fits = 0
 _INTERNAL = frozenset({"keras", "tf_keras", "tensorflow", "tfc_runtime"})
 """Packages whose metric resets are their own business (``fit``, ``evaluate``, ...)."""
@@ -158,14 +157,8 @@ def _wrap_fit(keras: ModuleType) -> None:
 
     @functools.wraps(original)
     def fit(self: Any, *args: Any, **kwargs: Any) -> Any:
-        if len(args) > _FIT_CALLBACKS_ARG:
-            args = (
-                *args[:_FIT_CALLBACKS_ARG],
-                _with_recorder(keras, args[_FIT_CALLBACKS_ARG], recorder_cls),
-                *args[_FIT_CALLBACKS_ARG + 1 :],
-            )
-        else:
-            kwargs["callbacks"] = _with_recorder(keras, kwargs.get("callbacks"), recorder_cls)
+        callbacks = _with_recorder(keras, hooks.fit_callbacks(args, kwargs), recorder_cls)
+        args, kwargs = hooks.with_fit_callbacks(args, kwargs, callbacks)
         return original(self, *args, **kwargs)
 
     fit._tfc_wrapped = True  # type: ignore[attr-defined]

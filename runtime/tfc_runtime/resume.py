@@ -36,7 +36,6 @@ from tfc_runtime import hooks, results
 from tfc_runtime.cluster import cluster_info
 from tfc_runtime.paths import checkpoint_dir
 
-_FIT_CALLBACKS_ARG = 5  # fit(x, y, batch_size, epochs, verbose, callbacks, ...)
 LEAF = "tfc-resume"
 _fits = 0  # fit calls made so far (every task counts alike: the same script runs)
 _loops = 0  # epochs() loops made so far
@@ -280,17 +279,11 @@ def _wrap_fit(keras: ModuleType) -> None:
 
     @functools.wraps(original)
     def fit(self: Any, *args: Any, **kwargs: Any) -> Any:
-        given = (
-            args[_FIT_CALLBACKS_ARG] if len(args) > _FIT_CALLBACKS_ARG else kwargs.get("callbacks")
-        )
+        given = hooks.fit_callbacks(args, kwargs)
         backup = _callback_for(keras, self, given, backup_cls)
         if backup is None:
             return original(self, *args, **kwargs)
-        callbacks = [*(given or []), backup]
-        if len(args) > _FIT_CALLBACKS_ARG:
-            args = (*args[:_FIT_CALLBACKS_ARG], callbacks, *args[_FIT_CALLBACKS_ARG + 1 :])
-        else:
-            kwargs["callbacks"] = callbacks
+        args, kwargs = hooks.with_fit_callbacks(args, kwargs, [*(given or []), backup])
         return backup.tfc_history_of(original(self, *args, **kwargs))
 
     fit._tfc_resume = True  # type: ignore[attr-defined]

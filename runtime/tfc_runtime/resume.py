@@ -70,6 +70,8 @@ def _private(path: str) -> None:
     if _remote(path):
         return
     with contextlib.suppress(OSError):
+        if os.path.isfile(path):
+            os.chmod(path, 0o600)
         for folder, _dirs, files in os.walk(path):
             os.chmod(folder, 0o700)
             for name in files:
@@ -212,7 +214,8 @@ def _backup_class(keras: ModuleType) -> type:
                 with contextlib.suppress(Exception):
                     _write_json(self.tfc_history, self.tfc_done)
             super().on_epoch_end(epoch, logs)
-            _private(os.path.dirname(self.tfc_history))
+            _private(self.backup_dir)  # this fit's folder, not every fit's, each epoch
+            _private(self.tfc_history)
 
         def on_train_end(self, logs: Any = None) -> None:
             super().on_train_end(logs)

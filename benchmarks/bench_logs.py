@@ -181,9 +181,9 @@ def main(argv: list[str] | None = None) -> int:
         nb = write_notebook(work / "logs.ipynb", "%%tfc_run --strategy none\n" + CELL)
         print(
             f"Python {sys.version.split()[0]}, {os.cpu_count()} cores; Job.follow reads the "
-            f"logs and the job's record every {QUICK_POLL_S} s for {QUICK_S:g} s, then the logs "
-            f"every {LOG_POLL_S} s, the record every {LOG_POLL_S} s until {SHORT_S:g} s and "
-            f"every {POLL_S} s after"
+            f"logs every {QUICK_POLL_S} s for {QUICK_S:g} s, then every {LOG_POLL_S} s; the "
+            f"job's record every {LOG_POLL_S} s until {SHORT_S:g} s and every {POLL_S} s after, "
+            "and at once when the job's watcher exits"
         )
         for _ in range(args.runs):
             values, job_dir = via_follow(nb, home)

@@ -112,12 +112,12 @@ def test_a_line_every_replica_prints_is_shown_once() -> None:
 
 
 def test_a_follower_reads_quickly_at_first_then_less_often() -> None:
-    """A launch is watched for its first line and its end: every 10 ms for the first 2 s; the
-    record then as often as the logs (a TensorFlow job of seconds ends within 50 ms of being
-    seen), and a long job's record every 200 ms."""
+    """A launch is watched for its first line: the logs every 10 ms for the first 2 s, then
+    every 50 ms; the record every 50 ms, and a long job's every 200 ms (its end wakes the
+    follower through the watcher's exit: test_local_backend's nap test)."""
     from tfc_jupyter.jobs import LOG_POLL_S, POLL_S, QUICK_POLL_S, poll_delays
 
-    assert poll_delays(100.0, 100.0) == (QUICK_POLL_S, QUICK_POLL_S) == (0.01, 0.01)
-    assert poll_delays(100.0, 101.9) == (QUICK_POLL_S, QUICK_POLL_S)
+    assert poll_delays(100.0, 100.0) == (LOG_POLL_S, QUICK_POLL_S) == (0.05, 0.01)
+    assert poll_delays(100.0, 101.9) == (LOG_POLL_S, QUICK_POLL_S)
     assert poll_delays(100.0, 103.0) == (LOG_POLL_S, LOG_POLL_S)
     assert poll_delays(100.0, 200.0) == (POLL_S, LOG_POLL_S)

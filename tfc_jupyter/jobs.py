@@ -21,6 +21,7 @@ from typing import Any, TextIO
 
 from . import backends, logs, registry
 from .backends import Backend
+from .backends.watch_loop import nap
 from .config import Settings, current_settings
 from .errors import BackendError, JobConflict, TfcError
 from .files import disk_full, is_disk_full, write_private
@@ -34,21 +35,28 @@ from .tables import table
 
 POLL_S = 0.2  # how often a follower reads the job's record (its state)
 LOG_POLL_S = 0.05  # how often it reads the log files: a print shows within about this
-QUICK_POLL_S = 0.01  # both, for the first QUICK_S of a follow: a short job's first line and
-QUICK_S = 2.0  # its end show within 10 ms, not up to 200 (a read of the record costs 0.5 ms)
-SHORT_S = 30.0  # until then the record is read as often as the logs: a job of seconds (one
-# TensorFlow import) is seen ending within 50 ms
+QUICK_POLL_S = 0.01  # the logs, for the first QUICK_S of a follow: a short job's first line
+QUICK_S = 2.0  # shows within 10 ms, not up to 50
+SHORT_S = 30.0  # until then the record is read every LOG_POLL_S, then every POLL_S. A job's
+# end is seen at once: a follower wakes when the job's watcher, which records it, exits (nap).
 
 
 def poll_delays(started: float, now: float) -> tuple[float, float]:
     """``(record, logs)``: how long a follower that started at ``started`` waits between reads
-    of the job's record and of its logs at ``now`` (monotonic seconds): quick at first, when a
-    launch is being watched for its first line, then :data:`LOG_POLL_S` for both, and after
-    :data:`SHORT_S` the record every :data:`POLL_S`."""
+    of the job's record and of its logs at ``now`` (monotonic seconds): the logs every 10 ms at
+    first, when a launch is being watched for its first line, then every :data:`LOG_POLL_S`;
+    the record every :data:`LOG_POLL_S`, and after :data:`SHORT_S` every :data:`POLL_S` (the
+    watcher's exit wakes the follower at the job's end: :func:`watcher_pids`)."""
     elapsed = now - started
-    if elapsed < QUICK_S:
-        return QUICK_POLL_S, QUICK_POLL_S
-    return (LOG_POLL_S if elapsed < SHORT_S else POLL_S), LOG_POLL_S
+    logs = QUICK_POLL_S if elapsed < QUICK_S else LOG_POLL_S
+    return (LOG_POLL_S if elapsed < SHORT_S else POLL_S), logs
+
+
+def watcher_pids(rec: JobRecord) -> list[int]:
+    """The pid of the process that watches the job on this machine and records its end (the
+    local supervisor, the docker or Vertex AI watcher): a follower wakes when it exits."""
+    pid = rec.handle.get("watcher_pid")
+    return [pid] if isinstance(pid, int) and pid > 0 and not rec.state.is_terminal() else []
 
 
 def store_for(home: str | Path | None = None) -> JobStore:
@@ -280,12 +288,14 @@ class Job:
         started = time.monotonic()
         next_state = 0.0
         rewind, bar = "", ""  # a progress bar drawn live (its line not ended yet) is rewritten
+        gone: set[int] = set()  # watcher processes seen ending
         while True:
             first = next(iter(tail.replicas()), "")  # the chief: its bar is drawn as it moves
             if time.monotonic() >= next_state:  # the record less often than the (cheap) logs
                 rec = self.record()
                 done = rec.state.is_terminal()
                 next_state = time.monotonic() + poll_delays(started, time.monotonic())[0]
+                watcher = [pid for pid in watcher_pids(rec) if pid not in gone]
             now = time.monotonic()
             shown: list[tuple[list[str], str]] = []
             if on_result is not None:
@@ -313,17 +323,22 @@ class Job:
                     rewind = ""
                 stream.flush()
                 return rec
-            time.sleep(poll_delays(started, time.monotonic())[1])
+            if nap(poll_delays(started, time.monotonic())[1], watcher):
+                gone.update(watcher)  # woken once: a watcher left unreaped is not waited on
+                next_state = 0.0  # the watcher ended: the job's end is recorded; read it now
 
     def wait(self, timeout: float | None = None) -> JobRecord:
         """Block until the job ends (or ``timeout`` seconds), printing nothing."""
         started = time.monotonic()
         deadline = None if timeout is None else started + timeout
+        gone: set[int] = set()  # watcher processes seen ending
         while True:
             rec = self.record()
             if rec.state.is_terminal() or (deadline is not None and time.monotonic() > deadline):
                 return rec
-            time.sleep(poll_delays(started, time.monotonic())[0])
+            watcher = [pid for pid in watcher_pids(rec) if pid not in gone]
+            if nap(poll_delays(started, time.monotonic())[0], watcher):
+                gone.update(watcher)  # woken once: a watcher left unreaped is not waited on
 
     def cancel(self) -> JobRecord:
         """Stop every process of the job."""

@@ -78,6 +78,7 @@ class Supervisor(JobWatcher[Replica]):
     """Runs and watches the replicas of one job folder (see the module docstring)."""
 
     poll_s = POLL_S
+    quick_poll_s = POLL_S  # no quick polls: the loop wakes when a replica exits (_live_pids)
 
     def __init__(self, job_dir: Path) -> None:
         super().__init__(job_dir)
@@ -160,6 +161,9 @@ class Supervisor(JobWatcher[Replica]):
             replica.exit_code = code
             return False
         return True
+
+    def _live_pids(self) -> list[int]:
+        return [r.proc.pid for r in self.replicas if r.proc is not None and r.exit_code is None]
 
     def _poll(self) -> None:
         for replica in self.replicas:

@@ -13,8 +13,10 @@ import contextlib
 import json
 import os
 import re
+import select
 import signal
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Generic, TypeVar
@@ -164,6 +166,27 @@ def killed_by(code: int) -> str:
     return _signal_name(-code)
 
 
+def nap(seconds: float, pids: Iterable[int] = ()) -> bool:
+    """Sleep ``seconds``, or less: until one of the processes ``pids`` ends (Linux pidfds; a
+    plain sleep elsewhere, or for a process already gone). True when one ended.
+
+    The watchers wake as soon as a replica exits, and a follower as soon as the job's watcher
+    (which records the end, then exits) does, instead of at their next poll.
+    """
+    fds: list[int] = []
+    try:
+        for pid in pids:
+            with contextlib.suppress(OSError, AttributeError):  # gone already; not Linux
+                fds.append(os.pidfd_open(pid))
+        if not fds:
+            time.sleep(seconds)
+            return False
+        return bool(select.select(fds, [], [], seconds)[0])
+    finally:
+        for fd in fds:
+            os.close(fd)
+
+
 FINISH_DEADLINE_S = 600.0
 QUICK_POLL_S = 0.01  # the watch loop's poll for the first QUICK_S of a job (then poll_s)
 QUICK_S = 2.0
@@ -250,6 +273,11 @@ class JobWatcher(Generic[R]):
         """``(error, location)`` for a replica that exited non-zero."""
         return describe_failure(self.job_dir, replica.name, replica.task, replica.exit_code or 0)
 
+    def _live_pids(self) -> list[int]:
+        """The process ids of the replicas still running, when this watcher is their parent
+        (the watch loop then wakes when one exits): none by default."""
+        return []
+
     def _poll_ready(self) -> None:
         for replica in self.replicas:
             if not replica.ready and (self.job_dir / "status" / f"{replica.task}.ready").exists():
@@ -293,8 +321,10 @@ class JobWatcher(Generic[R]):
                 )
             if timeout and elapsed > float(timeout):
                 return JobState.FAILED, f"the job ran past its timeout of {timeout} s", None
-            # A young job is looked at every 10 ms: a short job's end is recorded at once.
-            time.sleep(min(self.poll_s, self.quick_poll_s) if elapsed < QUICK_S else self.poll_s)
+            # A young job is looked at every 10 ms: a short job's end is recorded at once; and
+            # the loop wakes as soon as a replica it started exits.
+            quick = min(self.poll_s, self.quick_poll_s) if elapsed < QUICK_S else self.poll_s
+            nap(quick, self._live_pids())
 
     def cancelling(self, state: JobState) -> None:
         """Say CANCELLING while the replicas are being stopped after a cancel."""

@@ -7,7 +7,6 @@ notebook script, and on failure names the notebook cell and line that raised.
 from __future__ import annotations
 
 import argparse
-import atexit
 import gc
 import io
 import json
@@ -16,10 +15,11 @@ import re
 import sys
 import traceback
 from collections.abc import Sequence
-from types import ModuleType, TracebackType
+from types import TracebackType
 
 from tfc_runtime import crash, hooks, ipython_shim, results, resume, sourcemap, tfc_shim
 from tfc_runtime.cluster import ClusterInfo, cluster_info, ensure_tf_config
+from tfc_runtime.script import call_with_room, run_script
 from tfc_runtime.strategy import (
     STRATEGIES,
     build_strategy,
@@ -198,37 +198,6 @@ def _freeze_tensorflow(module: object) -> None:
     gc.freeze()
 
 
-def run_script(script: str) -> None:
-    """Run ``script`` as Python runs a script: as the module ``__main__``, compiled from its
-    bytes (its coding line honoured), with the globals ``runpy.run_path`` gives it.
-
-    The module stays ``sys.modules["__main__"]``, and its globals are cleared at exit after the
-    atexit functions the notebook registered, as Python clears a script's globals: what the
-    notebook left open (a file, a writer) is closed and flushed then, although its globals,
-    made before TensorFlow's import, were frozen with TensorFlow's objects
-    (:func:`_freeze_tensorflow`) and so are never collected.
-    """
-    with io.open_code(script) as f:
-        code = compile(f.read(), script, "exec")
-    module = ModuleType("__main__")
-    module.__dict__.update(
-        __file__=script, __cached__=None, __loader__=None, __package__="", __spec__=None
-    )
-    sys.modules["__main__"] = module
-    atexit.register(_clear_globals, module.__dict__)  # first registered: it runs last
-    exec(code, module.__dict__)
-
-
-def _clear_globals(names: dict[str, object]) -> None:
-    """Set a module's globals to None as Python does at exit: the names with one leading
-    underscore first, then all but ``__builtins__`` (each value's finalizer runs then)."""
-    for first in (True, False):
-        for name in list(names):
-            single = name.startswith("_") and not name.startswith("__")
-            if (single or not first) and name != "__builtins__":
-                names[name] = None
-
-
 def _serve(info: ClusterInfo) -> int:
     """A worker or ps task of the code's ParameterServerStrategy: serve until stopped.
 
@@ -307,4 +276,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(call_with_room(main))  # TensorFlow's import and the notebook: see tfc_runtime.script

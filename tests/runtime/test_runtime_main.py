@@ -146,3 +146,14 @@ def test_objects_made_after_tensorflow_are_finalized_and_flushed_at_exit(tmp_pat
     assert (tmp_path / "plain.txt").read_text() == "left open\natexit sees the globals\n"
     events = list((tmp_path / "tb").glob("events.out.tfevents.*"))
     assert events and events[0].stat().st_size > 100, events  # the scalar, not only the header
+
+
+def test_the_runtime_calls_the_job_from_a_frame_with_room() -> None:
+    """``call_with_room`` calls through a frame that declares 64K stack slots (CPython then
+    gives the calls below it a chunk of their own: no chunk mapped and unmapped at every
+    crossing while TensorFlow imports), and passes arguments and results through unchanged."""
+    from tfc_runtime.script import ROOM_SLOTS, call_with_room
+
+    assert call_with_room.__code__.co_stacksize == ROOM_SLOTS == 65536
+    assert call_with_room(divmod, 7, 2) == (3, 1)
+    assert call_with_room(lambda: call_with_room(sum, [1, 2, 3])) == 6

@@ -157,3 +157,18 @@ def test_the_runtime_calls_the_job_from_a_frame_with_room() -> None:
     assert call_with_room.__code__.co_stacksize == ROOM_SLOTS == 65536
     assert call_with_room(divmod, 7, 2) == (3, 1)
     assert call_with_room(lambda: call_with_room(sum, [1, 2, 3])) == 6
+
+
+def test_the_script_is_compiled_as_python_compiles_it(tmp_path: Path) -> None:
+    """No flag of the runtime's own modules reaches the notebook's code: annotations are
+    evaluated (no ``from __future__ import annotations``), and the script is ``__main__``."""
+    (tmp_path / "job.py").write_text(
+        "import sys\n"
+        "def f(x: int) -> None: ...\n"
+        "print('annotations', f.__annotations__)\n"
+        "print('main', sys.modules['__main__'].__file__ == __file__, __name__)\n"
+    )
+    done = run_runtime(["--strategy", "none", "job.py"], tmp_path, job_env())
+    assert done.returncode == 0, done.stderr
+    assert "annotations {'x': <class 'int'>, 'return': None}" in done.stdout.splitlines()
+    assert "main True __main__" in done.stdout.splitlines()

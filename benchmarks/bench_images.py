@@ -122,7 +122,8 @@ def make_folder(base: Path, parent: str) -> Path:
 def write_notebook(path: Path, parent: str, *, epochs: int) -> None:
     """The benchmark notebook (``epochs`` is the line a one-line change edits)."""
     nb = nbformat.v4.new_notebook()
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "py"}
+    spec = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nb.metadata["kernelspec"] = spec
     for source in CELLS:  # the token makes each benchmark run's content new to the registry
         text = source.format(parent=parent, epochs=epochs, token=TOKEN)
         nb.cells.append(nbformat.v4.new_code_cell(text))

@@ -349,7 +349,7 @@ def _check_language(nb: Any, name: str) -> None:
     spec = spec if isinstance(spec, dict) else {}
     info = info if isinstance(info, dict) else {}
     language = str(spec.get("language") or info.get("name") or "python").strip().lower()
-    if language and not language.startswith(("python", "ipython")):
+    if language and language != "py" and not language.startswith(("python", "ipython")):
         raise CaptureError(
             f"{name} is a {language} notebook (kernel {spec.get('name', language)!r}); a job "
             "runs Python",

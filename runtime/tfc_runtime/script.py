@@ -39,7 +39,7 @@ def run_script(script: str) -> None:
         __file__=script, __cached__=None, __loader__=None, __package__="", __spec__=None
     )
     sys.modules["__main__"] = module
-    atexit.register(_clear_globals, module.__dict__)  # first registered: it runs last
+    atexit.register(_clear_globals, module.__dict__)  # runs after the notebook's atexit functions
     exec(code, module.__dict__)
 
 

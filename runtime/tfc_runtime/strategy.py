@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import socket
 import sys
+import time
 from collections.abc import Mapping, MutableMapping
 from typing import Any
 
@@ -123,10 +125,40 @@ def _build_mirrored(gpus: int | None = None) -> Any:
     return tf.distribute.MirroredStrategy(devices)
 
 
+LEADER_WAIT_S = 120.0  # how long a task waits for the leader's port before going on regardless
+
+
+def wait_for_leader(info: ClusterInfo, deadline_s: float = LEADER_WAIT_S) -> bool:
+    """In a task other than the chief (the leader of MultiWorkerMirroredStrategy's collectives),
+    wait until the chief's port accepts a connection: True once it does (or on the chief).
+
+    A task that asks the leader for its group before the leader's server listens is refused,
+    and gRPC tries again only after its reconnect backoff, a whole second: a local job's first
+    line came 1 s late whenever a worker finished importing TensorFlow before the chief. A
+    connection made and closed every 10 ms costs nothing; past ``deadline_s`` (the chief never
+    came) the strategy is built anyway, and waits as TensorFlow waits.
+    """
+    if info.is_chief:
+        return True
+    leaders = info.cluster.get("chief") or info.cluster.get("worker") or []
+    host, _, port = (leaders[0] if leaders else "").rpartition(":")
+    if not host or not port.isdigit():
+        return False
+    end = time.monotonic() + deadline_s
+    while time.monotonic() < end:
+        try:
+            with socket.create_connection((host.strip("[]"), int(port)), timeout=1.0):
+                return True
+        except OSError:
+            time.sleep(0.01)
+    return False
+
+
 def _build_multi_worker() -> Any:
     """MultiWorkerMirroredStrategy over the cluster in TF_CONFIG (local devices per task)."""
     import tensorflow as tf
 
+    wait_for_leader(cluster_info())
     return tf.distribute.MultiWorkerMirroredStrategy()
 
 

@@ -108,3 +108,34 @@ def test_prepare_keras_without_tf_keras(
     assert "\n" not in err
     assert "model.fit will fail under MultiWorkerMirroredStrategy" in err
     assert "pip install tf-keras" in err
+
+
+def test_a_worker_waits_for_the_chief_to_listen_before_joining() -> None:
+    """A worker builds MultiWorkerMirroredStrategy once the chief's port answers (asking
+    before costs gRPC's one-second reconnect backoff); the chief does not wait; an address it
+    cannot use, or a chief that never comes by the deadline, lets the strategy be built as
+    TensorFlow would."""
+    import socket
+    import threading
+    import time
+
+    from tfc_runtime.cluster import ClusterInfo
+    from tfc_runtime.strategy import wait_for_leader
+
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    port = server.getsockname()[1]
+    cluster = {"chief": [f"127.0.0.1:{port}"], "worker": ["127.0.0.1:1"]}
+    worker = ClusterInfo("worker", 0, cluster, "TF_CONFIG")
+    listening = threading.Timer(0.3, server.listen)
+    listening.start()
+    try:
+        began = time.monotonic()
+        assert wait_for_leader(worker, deadline_s=30) is True
+        assert time.monotonic() - began >= 0.25  # it waited for listen(), not the deadline
+    finally:
+        listening.cancel()
+        server.close()
+    assert wait_for_leader(ClusterInfo("chief", 0, cluster, "TF_CONFIG"), deadline_s=0) is True
+    assert wait_for_leader(ClusterInfo("worker", 0, {"chief": ["nohost"]}, "x"), 30) is False
+    assert wait_for_leader(worker, deadline_s=0.2) is False  # the port is closed now

@@ -21,13 +21,13 @@ from typing import Any, TextIO
 
 from . import backends, logs, registry
 from .backends import Backend
-from .backends.watch_loop import nap
 from .config import Settings, current_settings
 from .errors import BackendError, JobConflict, TfcError
 from .files import disk_full, is_disk_full, write_private
 from .job import catalog
 from .job.plan import Plan
 from .logs import LogTail, Merger, label
+from .pidfds import nap
 from .records import JobRecord, JobState, JobStore, default_home, new_job_id
 from .results import ResultFeed, Results, finite_number, job_results, loss_name
 from .results import parse as parse_result

@@ -13,15 +13,14 @@ import contextlib
 import json
 import os
 import re
-import select
 import signal
 import time
-from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 from ..files import disk_full, is_disk_full, write_private
+from ..pidfds import nap
 from ..records import JobState, JobStore, JobStoreError
 
 Outcome = tuple[JobState, str | None, str | None]  # state, error, notebook location
@@ -164,27 +163,6 @@ def restartable(code: int | None) -> bool:
 def killed_by(code: int) -> str:
     """``SIGKILL (killed from outside: ...)``: the words for a replica's death by a signal."""
     return _signal_name(-code)
-
-
-def nap(seconds: float, pids: Iterable[int] = ()) -> bool:
-    """Sleep ``seconds``, or less: until one of the processes ``pids`` ends (Linux pidfds; a
-    plain sleep elsewhere, or for a process already gone). True when one ended.
-
-    The watchers wake as soon as a replica exits, and a follower as soon as the job's watcher
-    (which records the end, then exits) does, instead of at their next poll.
-    """
-    fds: list[int] = []
-    try:
-        for pid in pids:
-            with contextlib.suppress(OSError, AttributeError):  # gone already; not Linux
-                fds.append(os.pidfd_open(pid))
-        if not fds:
-            time.sleep(seconds)
-            return False
-        return bool(select.select(fds, [], [], seconds)[0])
-    finally:
-        for fd in fds:
-            os.close(fd)
 
 
 FINISH_DEADLINE_S = 600.0

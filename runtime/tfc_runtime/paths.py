@@ -14,11 +14,12 @@ def job_dir() -> str | None:
     return os.environ.get("TFC_JOB_DIR") or None
 
 
-def _output_dir(aip_var: str, leaf: str) -> str:
-    """``$aip_var``, else ``<job_dir>/<leaf>``, else ``./<leaf>``; local folders are created."""
+def _output_dir(aip_var: str, leaf: str, make: bool = True) -> str:
+    """``$aip_var``, else ``<job_dir>/<leaf>``, else ``./<leaf>``; local folders are created
+    (unless ``make`` is False)."""
     given = os.environ.get(aip_var)
     path = given or os.path.join(job_dir() or os.getcwd(), leaf)
-    if "://" not in path:
+    if make and "://" not in path:
         # in the job's own folder: owner-only, as the rest of it (it may hold what was trained)
         os.makedirs(path, mode=0o777 if given or not job_dir() else 0o700, exist_ok=True)
     return path
@@ -29,9 +30,10 @@ def model_dir() -> str:
     return _output_dir("AIP_MODEL_DIR", "model")
 
 
-def checkpoint_dir() -> str:
-    """Where to write checkpoints (``AIP_CHECKPOINT_DIR`` on Vertex AI)."""
-    return _output_dir("AIP_CHECKPOINT_DIR", "checkpoints")
+def checkpoint_dir(*, make: bool = True) -> str:
+    """Where to write checkpoints (``AIP_CHECKPOINT_DIR`` on Vertex AI); ``make=False`` only
+    names it."""
+    return _output_dir("AIP_CHECKPOINT_DIR", "checkpoints", make)
 
 
 def tensorboard_dir() -> str:

@@ -52,13 +52,8 @@ def root(*, make: bool = True) -> str:
     owner-only, unless ``make`` is False: then nothing is made)."""
     job = os.environ.get("CLOUD_ML_JOB_ID") or "job"
     safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in job)
-    if not make:
-        base = os.environ.get("AIP_CHECKPOINT_DIR") or os.path.join(
-            os.environ.get("TFC_JOB_DIR") or os.getcwd(), "checkpoints"
-        )
-        return f"{base.rstrip('/')}/{LEAF}/{safe}"
-    path = f"{checkpoint_dir().rstrip('/')}/{LEAF}/{safe}"
-    if not _remote(path):
+    path = f"{checkpoint_dir(make=make).rstrip('/')}/{LEAF}/{safe}"
+    if make and not _remote(path):
         os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
         os.makedirs(path, mode=0o700, exist_ok=True)
     return path

@@ -195,7 +195,9 @@ class TfcMagics(Magics):
             print(f"Not waiting: %tfc_logs {job.id} --follow (or job.follow()) shows the logs.")
             return job
         lines = plan.settings.seconds("cell_lines") if plan.settings else None
-        return _follow_in_cell(job, verbose=args.verbose, shell=self.shell, lines=lines)
+        return _follow_in_cell(
+            job, verbose=args.verbose, shell=self.shell, lines=lines, cell_run=True
+        )
 
     @line_magic
     def tfc_panel(self, line: str) -> None:
@@ -293,11 +295,10 @@ class TfcMagics(Magics):
             job = self._job(args.job)
             rec = job.record()
             print(f"{rec.id} on {rec.backend}: {rec.state.value} ({rec.elapsed:.1f} s)")
-            _follow_in_cell(job, raise_on_failure=False, shell=self.shell)
+            self.shell.user_ns["_tfc_job"] = job  # type: ignore[union-attr]
+            return _follow_in_cell(job, raise_on_failure=False, shell=self.shell, cell_run=True)
         except TfcError as exc:
             raise UsageError(str(exc)) from None
-        self.shell.user_ns["_tfc_job"] = job  # type: ignore[union-attr]
-        return job
 
     @line_magic
     def tfc_tensorboard(self, line: str) -> None:
@@ -383,10 +384,10 @@ class JobFailed(Exception):
     one line naming the replica, the cell and line and the error, not as a traceback (the
     job's own traceback is in the lines above it)."""
 
-    def __init__(self, job_id: str, error: str | None) -> None:
-        super().__init__(f"job {job_id} failed: {error or 'no reason recorded'}")
+    def __init__(self, job_id: str, error: str | None, stale: str = "") -> None:
+        super().__init__(f"job {job_id} failed: {error or 'no reason recorded'}{stale}")
         self.job_id = job_id
-        self.error = error or "no reason recorded"
+        self.error = (error or "no reason recorded") + stale
 
     def _render_traceback_(self) -> list[str]:
         """What IPython shows instead of a traceback."""
@@ -402,6 +403,7 @@ def _follow_in_cell(
     verbose: bool = False,
     shell: Any = None,
     lines: float | None = None,
+    cell_run: bool = False,
 ) -> Any:
     """Stream the job's logs into the cell until it ends. An interrupt stops following, never
     the job (JupyterLab interrupts the kernel before it restarts it): a cancel is asked for
@@ -410,17 +412,30 @@ def _follow_in_cell(
 
     In a notebook the cell also shows the chief's loss and metrics as a plot updated at each
     epoch, and at most ``lines`` log lines (``c.TfcConfig.cell_lines``; see
-    :mod:`tfc_jupyter.cell`)."""
+    :mod:`tfc_jupyter.cell`). What the run cell displays in the job (figures, ``display()``)
+    is shown as it comes, as Jupyter shows it. With ``cell_run`` (the ``%%tfc_run`` cell, and
+    ``%tfc_attach``), a job that ends well sets the names its run cell binds in the kernel
+    (:mod:`tfc_jupyter.returned`), and the value returned is the cell's ``Out[]`` when it has
+    one, else the job."""
     from .records import JobState
 
     out: Any = sys.stdout
     plot: Any = None
-    if shell is not None and cell.in_notebook(shell):
+    notebook = shell is not None and cell.in_notebook(shell)
+    if notebook:
         limit = int(lines if lines is not None else load_settings(shell.config).get("cell_lines"))
         out = cell.BoundedLog(sys.stdout, limit, job.id)
         plot = cell.LivePlot()
+    shown = _Outputs(job, notebook, out)
+
+    def on_result(event: dict[str, Any]) -> None:
+        if event.get("event") == "output":
+            shown.add(event)
+        elif plot is not None:
+            plot.add(event)
+
     try:
-        rec = job.follow(verbose=verbose, out=out, on_result=plot.add if plot else None)
+        rec = job.follow(verbose=verbose, out=out, on_result=on_result)
     except KeyboardInterrupt:  # Interrupt, or JupyterLab's restart (it interrupts first)
         print(
             f"Stopped following {job.id}; the job goes on. %tfc_attach {job.id} follows it "
@@ -437,12 +452,77 @@ def _follow_in_cell(
             from IPython.display import display
 
             display(link, raw=True)
+        stale = _stale_line(rec, shell) if cell_run else ""
         if raise_on_failure:
-            raise JobFailed(rec.id, rec.error)
-        print(f"{rec.id} failed: {rec.error}")
+            raise JobFailed(rec.id, rec.error, stale)
+        print(f"{rec.id} failed: {rec.error}{stale}")
         return job
     print(job.summary_line())
+    if not cell_run or shell is None or rec.state is not JobState.SUCCEEDED or not rec.job_dir:
+        return job
+    return _bring_back(job, rec, shell, shown)
+
+
+def _stale_line(rec: Any, shell: Any) -> str:
+    """`` (model, history in this kernel are from before this cell)``, for a failure line."""
+    from .returned import stale_names
+
+    names = stale_names(rec.job_dir, shell.user_ns) if rec.job_dir else []
+    if not names:
+        return ""
+    verb = "is" if len(names) == 1 else "are"
+    return f". {', '.join(names)} in this kernel {verb} from before this cell (it did not end)"
+
+
+def _bring_back(job: Any, rec: Any, shell: Any, shown: _Outputs) -> Any:
+    """Set the run cell's names in the kernel; the cell's ``Out[]`` (a value, else as the job
+    showed it), else the job."""
+    from .returned import CellOut, bring_back
+
+    limit = float(load_settings(getattr(shell, "config", None)).get("names_limit_mb"))
+    got = bring_back(rec.job_dir, shell.user_ns, limit_mb=limit, job_id=rec.id)
+    for problem in got.problems:
+        print(f"! {problem}")
+    if got.line():
+        print(got.line()[0].upper() + got.line()[1:] + ".")
+    if got.has_out:
+        return got.out
+    if shown.result is not None:
+        return CellOut(shown.result["data"], shown.result["metadata"])
     return job
+
+
+class _Outputs:
+    """The run cell's outputs from the job, shown as they come (a notebook renders their rich
+    forms; a terminal gets their text and where the job folder keeps them). The ``Out[]`` is
+    kept for the end of the cell."""
+
+    def __init__(self, job: Any, notebook: bool, out: Any) -> None:
+        self.job_dir = job.record().job_dir
+        self.notebook = notebook
+        self.out = out
+        self.result: dict[str, Any] | None = None
+
+    def add(self, event: dict[str, Any]) -> None:
+        from .returned import output
+
+        found = output(event, self.job_dir)
+        if found is None:
+            return
+        if found["output_type"] == "execute_result":
+            self.result = found
+            return
+        if self.notebook:
+            from IPython.display import publish_display_data
+
+            flush = getattr(self.out, "flush", None)
+            if flush is not None:
+                flush()
+            publish_display_data(found["data"], found["metadata"])
+            return
+        text = str(found["data"].get("text/plain", ""))
+        saved = event.get("image") or event.get("file")
+        print(text + (f"  (saved: {saved})" if saved else ""))
 
 
 def _build_progress(shell: Any) -> Any:

@@ -17,7 +17,16 @@ import traceback
 from collections.abc import Sequence
 from types import TracebackType
 
-from tfc_runtime import crash, hooks, ipython_shim, results, resume, sourcemap, tfc_shim
+from tfc_runtime import (
+    crash,
+    hooks,
+    ipython_shim,
+    results,
+    resume,
+    runcell,
+    sourcemap,
+    tfc_shim,
+)
 from tfc_runtime.cluster import ClusterInfo, cluster_info, ensure_tf_config
 from tfc_runtime.script import call_with_room, run_script
 from tfc_runtime.strategy import (
@@ -254,13 +263,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     if info.is_chief:
         results.install(several_tasks=sum(map(len, info.cluster.values())) > 1)
     resume.install()  # every task: all restore a fit's backup, as Keras asks
+    runcell.install(chief=info.is_chief)  # the run cell's outputs and names go back
     hooks.when_imported("tensorflow", _freeze_tensorflow, "the job's exit is slower")
     sys.argv = [args.script, *script_args]
     sys.path.insert(0, os.path.dirname(script))
     tfc_shim.install()  # `import tfc_jupyter as tfc` in an image without it
     ipython_shim.install()  # `from IPython.display import display` in an image without it
     try:
-        run_script(script)
+        run_script(script, lambda tree, text: runcell.transform(tree, smap, text))
     except SystemExit as exc:
         results.finish()
         if exc.code in (None, 0):

@@ -473,12 +473,18 @@ def notebook_code(path: str) -> str:
     return "\n".join(out)
 
 
-def display(*objs: object, **_options: object) -> None:
-    """Notebook ``display``: print each object (``str`` as is, anything else by repr); inside a
-    ``%%capture`` that keeps displays, the objects go into its ``outputs``."""
+def display(*objs: object, **options: object) -> None:
+    """Notebook ``display``: inside a ``%%capture`` that keeps displays, the objects go into
+    its ``outputs``; in the run cell, their rich forms go back to the notebook
+    (:mod:`tfc_runtime.runcell`); elsewhere each is printed (``str`` as is, anything else by
+    repr)."""
     for cap, keep in reversed(_captures):
         if keep:
             cap.outputs.extend(objs)
             return
+    from tfc_runtime import runcell
+
+    if runcell.display(*objs, raw=bool(options.get("raw"))):
+        return
     for obj in objs:
         print(obj if isinstance(obj, str) else repr(obj))

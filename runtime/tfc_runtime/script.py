@@ -12,6 +12,7 @@ page faults than under plain ``python`` and takes no longer, whatever the depth.
 
 from __future__ import annotations
 
+import ast
 import atexit
 import io
 import sys
@@ -22,7 +23,9 @@ from typing import Any
 ROOM_SLOTS = 1 << 16  # stack slots the frame of call_with_room declares (8 bytes each)
 
 
-def run_script(script: str) -> None:
+def run_script(
+    script: str, transform: Callable[[ast.Module, str], ast.Module] | None = None
+) -> None:
     """Run ``script`` as Python runs a script: as the module ``__main__``, compiled from its
     bytes (its coding line honoured), with the globals ``runpy.run_path`` gives it.
 
@@ -31,9 +34,18 @@ def run_script(script: str) -> None:
     notebook left open (a file, a writer) is closed and flushed then, although its globals,
     made before TensorFlow's import, were frozen with TensorFlow's objects
     (``tfc_runtime.__main__``) and so are never collected.
+
+    ``transform(tree, text)``, when given, may change the script's syntax tree before it is
+    compiled (the run cell's marks: :mod:`tfc_runtime.runcell`); line numbers stay the file's.
     """
     with io.open_code(script) as f:
-        code = compile(f.read(), script, "exec", dont_inherit=True)  # not our __future__s
+        source = f.read()
+    if transform is None:
+        code = compile(source, script, "exec", dont_inherit=True)  # not our __future__s
+    else:
+        tree = ast.parse(source, script)
+        text = source.decode("utf-8", "replace")
+        code = compile(transform(tree, text), script, "exec", dont_inherit=True)
     module = ModuleType("__main__")
     module.__dict__.update(
         __file__=script, __cached__=None, __loader__=None, __package__="", __spec__=None

@@ -3,7 +3,8 @@
 File format (JSON)::
 
     {"version": 1, "notebook": "<path or name>", "lines": [[cell, line] | null, ...],
-     "script": true}   # optional: the job is a .py entry point, its one "cell" the file
+     "script": true,    # optional: the job is a .py entry point, its one "cell" the file
+     "run_cell": 4}     # optional: the %%tfc_run cell's position (its names and outputs go back)
 
 ``lines[i]`` is the notebook location of script line ``i + 1``: ``cell`` is the 1-based position
 of the cell in the notebook (markdown cells count), ``line`` the 1-based line in that cell's
@@ -26,6 +27,7 @@ class SourceMap:
     notebook: str = ""
     lines: tuple[tuple[int, int] | None, ...] = field(default_factory=tuple)
     script: bool = False  # the job is a .py file: places read "train.py, line 3"
+    run_cell: int | None = None  # the %%tfc_run cell (tfc_runtime.runcell)
 
     def locate(self, script_line: int) -> tuple[int, int] | None:
         """The (cell, line) of 1-based ``script_line``, None for a generated or unknown line."""
@@ -64,7 +66,12 @@ def parse(data: object) -> SourceMap:
     if not isinstance(lines, list):
         raise ValueError("source map 'lines' must be a list")
     entries = tuple(_entry(v, i) for i, v in enumerate(lines))
-    return SourceMap(str(data.get("notebook", "")), entries, data.get("script") is True)
+    run_cell = data.get("run_cell")
+    if run_cell is not None and (
+        not isinstance(run_cell, int) or isinstance(run_cell, bool) or run_cell < 1
+    ):
+        raise ValueError(f"source map 'run_cell' must be a cell position, got {run_cell!r}")
+    return SourceMap(str(data.get("notebook", "")), entries, data.get("script") is True, run_cell)
 
 
 def load(path: str | os.PathLike[str]) -> SourceMap:

@@ -535,7 +535,10 @@ def _unattended(facts: codeinfo.CodeFacts, locate: Callable[[int], str]) -> list
 
 def source_map_text(script: Script, selection: Selection) -> str:
     """The job's ``script.map.json`` (see ``tfc_runtime.sourcemap``)."""
-    return json.dumps(script.source_map_json(selection.name, script=selection.script))
+    run_cell = selection.run_cell if selection.run_cell in script.cells else None
+    return json.dumps(
+        script.source_map_json(selection.name, script=selection.script, run_cell=run_cell)
+    )
 
 
 def _locator(script: Script, file: str | None = None) -> Callable[[int], str]:

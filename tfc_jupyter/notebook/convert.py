@@ -122,9 +122,12 @@ class Script:
     cells: list[int] = field(default_factory=list)
     imports: set[str] = field(default_factory=set)
 
-    def source_map_json(self, notebook: str, *, script: bool = False) -> dict[str, object]:
+    def source_map_json(
+        self, notebook: str, *, script: bool = False, run_cell: int | None = None
+    ) -> dict[str, object]:
         """The source map file ``tfc_runtime`` reads (see ``tfc_runtime.sourcemap``);
-        ``script``: the job is a ``.py`` file (places read ``train.py, line 3``)."""
+        ``script``: the job is a ``.py`` file (places read ``train.py, line 3``); ``run_cell``:
+        the ``%%tfc_run`` cell, whose names and outputs go back (``tfc_runtime.runcell``)."""
         data: dict[str, object] = {
             "version": 1,
             "notebook": notebook,
@@ -132,6 +135,8 @@ class Script:
         }
         if script:
             data["script"] = True
+        if run_cell is not None and not script:
+            data["run_cell"] = run_cell
         return data
 
     def locate(self, script_line: int) -> Location:

@@ -42,12 +42,17 @@ def __getattr__(name: str) -> Any:
 def load_ipython_extension(ipython: Any) -> None:
     """Register the ``%%tfc_run`` family of magics (called by ``%load_ext tfc_jupyter``)."""
     from .magics import TfcMagics
+    from .notebook import executed
 
     ipython.register_magics(TfcMagics)
+    executed.watch(ipython)  # each cell's code as run, by cell id: the job runs what ran
 
 
 def unload_ipython_extension(ipython: Any) -> None:
-    """Nothing to undo beyond what IPython does itself."""
+    """Stop recording the cells run (IPython itself undoes the rest)."""
+    from .notebook import executed
+
+    executed.unwatch(ipython)
 
 
 def _jupyter_server_extension_points() -> list[dict[str, str]]:

@@ -91,7 +91,12 @@ class TfcMagics(Magics):
             selection = capture.from_history(inputs, line, body)
         else:
             nb = capture.read_notebook(path)
-            selection = capture.select_cells(nb, path=path, how=how, magic_line=line, body=body)
+            from .notebook import executed
+
+            ran = executed.snapshot(self.shell)  # the cells above as this kernel ran them
+            selection = capture.select_cells(
+                nb, path=path, how=how, magic_line=line, body=body, executed=ran
+            )
         selection.warnings[:0] = warnings
         return selection
 

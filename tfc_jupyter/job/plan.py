@@ -567,6 +567,7 @@ def make_plan(selection: Selection, ns: JobOptions, settings: Settings) -> Plan:
         notebook=selection.name,
         extra_requirements=extra,
     )
+    script.notes[:0] = selection.notes  # how the cells were taken (as saved, as run)
     facts = codeinfo.analyse(script.text)
     spec = ns.to_spec(
         settings, name=job_name(selection), estimator=uses_estimator(script) or facts.estimator

@@ -6,7 +6,9 @@ last resort the kernel's own input history. The job is the code cells above the 
 plus its body, in notebook order, less cells tagged ``tfc-skip`` / ``tfc-local-only``.
 
 When the saved notebook does not hold the ``%%tfc_run`` cell as the user ran it (unsaved edits),
-the cell is used as run and a warning says so: stale code is never run silently.
+the cell is used as run and a warning says so: stale code is never run silently. From the magic,
+the cells above it are taken as this kernel last ran them, found by their cell ids
+(:mod:`.executed`); a cell whose saved code differs, or that never ran, is named.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from typing import Any
 from ..errors import CaptureError
 from ..files import UnsafeFile, read_regular, write_private
 from .convert import SKIP_TAGS, Cell
+from .executed import Executed
 
 NOTEBOOK_LIMIT = 512_000_000  # bytes: notebooks with large outputs are still notebooks
 SCRIPT_LIMIT = 64_000_000  # bytes: a Python script larger than this is data, not code
@@ -43,6 +46,7 @@ class Selection:
     warnings: list[str] = field(default_factory=list)
     skipped: list[int] = field(default_factory=list)
     script: bool = False  # a .py entry point: one "cell", the file as it is
+    notes: list[str] = field(default_factory=list)  # the plan's notes on how cells were taken
 
     @property
     def name(self) -> str:
@@ -371,6 +375,99 @@ def _collect_above(cells: list[Cell], until: int | None, sel: Selection) -> None
         sel.cells.append(cell)
 
 
+def _saved_at(path: Path | None) -> str:
+    """The time ``path`` was last saved (``18:02:11``), or ``""``."""
+    import time
+
+    try:
+        return time.strftime("%H:%M:%S", time.localtime(path.stat().st_mtime)) if path else ""
+    except OSError:
+        return ""
+
+
+def _clock(at: float) -> str:
+    import time
+
+    return time.strftime("%H:%M:%S", time.localtime(at))
+
+
+def _cell_ids(nb: Any) -> dict[int, str]:
+    """Notebook position -> nbformat (4.5) cell id, for the cells that have one."""
+    return {
+        i: cell["id"]
+        for i, cell in enumerate(nb.cells, start=1)
+        if isinstance(cell.get("id"), str) and cell["id"]
+    }
+
+
+def _as_run(
+    cells: list[Cell], ids: dict[int, str], until: int, executed: Executed, sel: Selection
+) -> list[Cell]:
+    """``cells`` with those above position ``until`` as the kernel last ran them (by cell id);
+    a warning names each whose saved code differs, and each that has not run in this kernel."""
+    path = sel.notebook
+    saved = _saved_at(path)
+    mtime = path.stat().st_mtime if path is not None and saved else None
+    history = {_norm(text) for text in executed.history}
+    out = []
+    for cell in cells:
+        cell_id = ids.get(cell.index)
+        if cell.index >= until or not cell_id or is_run_cell(cell.source):
+            out.append(cell)
+            continue
+        ran = executed.ran.get(cell_id)
+        skipped = bool(SKIP_TAGS & set(cell.tags))
+        if ran is None:
+            if not skipped and cell.source.strip() and _norm(cell.source) not in history:
+                since = ""
+                if executed.loaded_at and executed.loaded_at > 1:
+                    since = f" since tfc_jupyter was loaded (In [{executed.loaded_at}])"
+                sel.warnings.append(
+                    f"cell {cell.index} has not run in this kernel{since}: the job uses it as saved"
+                )
+            out.append(cell)
+            continue
+        if _norm(ran.code) == _norm(cell.source):
+            out.append(cell)
+            continue
+        out.append(Cell(cell.index, ran.code.replace("\x00", ""), cell.tags, cell.label))
+        if skipped:
+            continue
+        when = (f"In [{ran.count}] at " if ran.count else "at ") + _clock(ran.at)
+        if is_run_cell(ran.code):
+            sel.warnings.append(
+                f"cell {cell.index} last ran ({when}) as a %%tfc_run cell: the job leaves it out"
+            )
+        elif mtime is not None and ran.at < mtime:
+            sel.warnings.append(
+                f"cell {cell.index} was changed after it last ran ({when}; saved {saved}): the "
+                "job uses the code as it ran. Run the cell to use the change."
+            )
+        else:
+            sel.warnings.append(
+                f"cell {cell.index} ran ({when}) as edited after the notebook was saved"
+                + (f" ({saved})" if saved else "")
+                + ": the job uses the code as it ran"
+            )
+    known = set(ids.values())
+    added = [
+        ran
+        for cell_id, ran in executed.ran.items()
+        if cell_id not in known
+        and mtime is not None
+        and ran.at > mtime
+        and not is_run_cell(ran.code)
+    ]
+    if added:
+        runs = ", ".join(f"In [{ran.count}]" for ran in added if ran.count)
+        sel.warnings.append(
+            f"{runs or f'{len(added)} cell(s)'} ran in this kernel after {sel.name} was saved "
+            f"({saved}), from cells it does not hold (added since the save?): the job leaves "
+            "them out. Save the notebook (Ctrl+S) to include them."
+        )
+    return out
+
+
 def select_cells(
     nb: Any,
     *,
@@ -379,6 +476,7 @@ def select_cells(
     magic_line: str | None = None,
     body: str | None = None,
     cell_number: int | None = None,
+    executed: Executed | None = None,
 ) -> Selection:
     """Pick the job's cells from a notebook.
 
@@ -387,6 +485,10 @@ def select_cells(
         path, how: where it came from (for messages).
         magic_line, body: the ``%%tfc_run`` cell as the user ran it (None from the CLI).
         cell_number: from the CLI, the 1-based position of the ``%%tfc_run`` cell to use.
+        executed: what the kernel ran, by cell id (from the magic): the cells above the
+            ``%%tfc_run`` cell are taken as they last ran, not as saved, and named where the
+            two differ. Without a cell id the kernel knows, the cells are as saved (a note says
+            so).
     """
     name = path.name if path else "the notebook"
     _check_language(nb, name)
@@ -394,6 +496,8 @@ def select_cells(
     runs = [c for c in cells if is_run_cell(c.source)]
     sel = Selection(cells=[], notebook=path, how=how)
     chosen: Cell | None = None
+    ids = _cell_ids(nb) if executed is not None else {}
+    live = executed is not None and not executed.ran.keys().isdisjoint(ids.values())
     if body is not None:
         ran = _norm(f"{MAGIC} {magic_line or ''}".strip() + "\n" + body)
         exact = [c for c in runs if _norm(c.source) == ran]
@@ -407,15 +511,16 @@ def select_cells(
         elif runs:
             scores = [difflib.SequenceMatcher(None, _norm(c.source), ran).ratio() for c in runs]
             chosen = runs[scores.index(max(scores))]
-            saved_at = ""
-            if path is not None:
-                import time
-
-                saved_at = time.strftime(" (saved %H:%M:%S)", time.localtime(path.stat().st_mtime))
+            saved_at = _saved_at(path)
             sel.warnings.append(
-                f"{name}{saved_at} does not hold the %%tfc_run cell as you ran it (unsaved "
-                f"edits?): used the cell as you ran it, in place of cell {chosen.index}, and the "
-                "cells above it as saved. Save the notebook (Ctrl+S) to include edits above it."
+                f"{name}{f' (saved {saved_at})' if saved_at else ''} does not hold the %%tfc_run "
+                "cell as you ran it (unsaved edits?): used the cell as you ran it, in place of "
+                f"cell {chosen.index}, and the cells above it "
+                + (
+                    "as this kernel last ran them"
+                    if live
+                    else "as saved. Save the notebook (Ctrl+S) to include edits above it."
+                )
             )
             chosen = Cell(chosen.index, f"{MAGIC} {magic_line or ''}\n{body}", chosen.tags)
         else:
@@ -442,6 +547,18 @@ def select_cells(
                 f"{chosen.index}); pass --cell N for another"
             )
 
+    if executed is not None and chosen is not None:
+        if live:
+            cells = _as_run(cells, ids, chosen.index, executed, sel)
+        elif any(c.index < chosen.index for c in cells):
+            saved_at = _saved_at(path)
+            sel.notes.append(
+                f"the cells above the %%tfc_run cell are as saved in {name}"
+                + (f" ({saved_at})" if saved_at else "")
+                + ": this kernel knows none of its cell ids (the frontend sends none, or the "
+                "notebook has none), so an edit run but not saved is not seen. Save the notebook "
+                "(Ctrl+S) before %%tfc_run."
+            )
     _collect_above(cells, chosen.index if chosen is not None else None, sel)
     if chosen is not None:
         sel.cells.append(chosen)

@@ -31,6 +31,11 @@ class TfcError(Exception):
             text = f"{text.rstrip('.')}. Fix: {' '.join(self.hint.split())}"
         return text
 
+    def _render_traceback_(self) -> list[str]:
+        """What IPython shows when the error reaches a cell (``job.load_model()``): one line,
+        not a traceback."""
+        return [f"\x1b[31m{type(self).__name__}\x1b[0m: {self}"]
+
     def ui_text(self) -> str:
         """``str(self)`` in the launch panel's and the form's words ("set Workers to 0" where
         the magic says "drop --workers"; see :mod:`tfc_jupyter.words`)."""

@@ -234,7 +234,8 @@ class Job:
     def model_dir(self) -> str | None:
         """Where the job saved its model: the path of its last ``model.save``, ``model.export``
         or ``tf.saved_model.save``, else the job's ``AIP_MODEL_DIR`` (``--base-output-dir``),
-        else the job folder's ``model/`` when the code wrote there, else None."""
+        else the job folder's ``model/`` when the code wrote there, else the model its
+        ``%%tfc_run`` cell trained (saved when the cell ended), else None."""
         return model_dir(self.store.get(self.id), self.results())
 
     def load_model(self) -> Any:
@@ -408,7 +409,12 @@ def model_dir(rec: JobRecord, results: Results) -> str | None:
     if base:
         return f"{str(base).rstrip('/')}/model/"
     kept = Path(rec.job_dir) / "model" if rec.job_dir else None  # tfc_runtime.model_dir()
-    return str(kept) if kept is not None and kept.is_dir() and any(kept.iterdir()) else None
+    if kept is not None and kept.is_dir() and any(kept.iterdir()):
+        return str(kept)
+    from .returned import cell_model
+
+    left = cell_model(rec.job_dir)  # the model the run cell trained, saved when it ended
+    return left[0] if left else None
 
 
 def job_dict(record: JobRecord) -> dict[str, Any]:

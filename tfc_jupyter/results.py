@@ -370,6 +370,11 @@ def load_saved(
     library = next(
         (s["library"] for s in reversed(results.saved_with) if s["path"] == model_dir), ""
     )
+    from .returned import cell_model
+
+    left = cell_model(record.job_dir)
+    if left is not None and left[0] == model_dir:
+        library = left[1]
     if model_dir.startswith("gs://"):
         model_dir = fetch_gs(model_dir, record, settings)
     if "://" not in model_dir and not Path(model_dir).exists():

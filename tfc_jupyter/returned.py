@@ -238,6 +238,25 @@ def bring_back(
     return got
 
 
+def cell_model(job_dir: str | Path | None) -> tuple[str, str] | None:
+    """``(path, library)`` of the model the run cell left (its first Keras model name, saved
+    by the job when the cell ended), or None."""
+    if not job_dir:
+        return None
+    folder = Path(job_dir) / CELL
+    try:
+        manifest = json.loads((folder / "values.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    entries = manifest.get("names") if isinstance(manifest, dict) else None
+    for entry in (entries or {}).values():
+        if isinstance(entry, dict) and entry.get("kind") == "model":
+            path = folder / str(entry.get("file"))
+            if path.is_file() and path.resolve().is_relative_to(folder.resolve()):
+                return str(path), str(entry.get("library") or "keras")
+    return None
+
+
 def _size(count: Any) -> str:
     size = float(count or 0)
     for unit in ("bytes", "KB", "MB", "GB"):

@@ -166,6 +166,15 @@ def _walrus(node: ast.AST) -> Iterable[str]:
             yield sub.target.id
 
 
+def _captures(pattern: ast.AST) -> Iterable[str]:
+    """Names a ``case`` pattern binds."""
+    for sub in ast.walk(pattern):
+        if isinstance(sub, (ast.MatchAs, ast.MatchStar)) and sub.name:
+            yield sub.name
+        elif isinstance(sub, ast.MatchMapping) and sub.rest:
+            yield sub.rest
+
+
 def bound_names(statements: Iterable[ast.stmt]) -> list[str]:
     """Names a cell's top-level statements bind, in order, once each: assignments (augmented,
     annotated with a value, unpacking), ``for`` and ``with`` targets, ``def``, ``class``,
@@ -192,10 +201,16 @@ def bound_names(statements: Iterable[ast.stmt]) -> list[str]:
             for alias in node.names:
                 if alias.name != "*":
                     out[(alias.asname or alias.name).split(".")[0]] = None
-        for field in ("test", "iter", "value", "items"):
+        for field in ("test", "iter", "value", "items", "subject", "msg"):
             part = getattr(node, field, None)
-            if isinstance(part, ast.AST):
-                out.update(dict.fromkeys(_walrus(part)))
+            for each in part if isinstance(part, list) else [part]:
+                if isinstance(each, ast.AST):
+                    out.update(dict.fromkeys(_walrus(each)))
+        if isinstance(node, ast.Match):
+            for case in node.cases:
+                out.update(dict.fromkeys(_captures(case.pattern)))
+                if case.guard is not None:
+                    out.update(dict.fromkeys(_walrus(case.guard)))
         for field in ("body", "orelse", "finalbody", "handlers", "cases"):
             for child in getattr(node, field, None) or ():
                 if isinstance(child, ast.stmt):
@@ -326,10 +341,13 @@ def send(data: dict[str, Any], metadata: dict[str, Any], output_type: str) -> No
 
 
 def display(*objs: Any, raw: bool = False, **_options: Any) -> bool:
-    """``display(...)`` in the run cell: each object's bundle goes back (True); elsewhere
-    nothing is done here (False: the caller prints, as before)."""
-    if not in_run_cell():
+    """``display(...)`` in the run cell: each object's bundle goes back from the chief, and
+    other tasks show nothing (True); elsewhere nothing is done here (False: the caller prints,
+    as before)."""
+    if _state.run_cell is None or _state.cell != _state.run_cell:
         return False
+    if not _state.chief:
+        return True
     for obj in objs:
         if raw and isinstance(obj, dict):
             send({k: v for k, v in obj.items() if isinstance(v, (str, dict, list))}, {},

@@ -1,0 +1,181 @@
+"""The job is the cell: a notebook written as Keras notebooks are (data, model, a %%tfc_run
+cell that fits, then cells that use what it made) runs top to bottom in a real kernel
+(nbclient) as it runs in Jupyter, on the local backend (alone and with a worker) and on docker;
+and what a job leaves for the kernel never runs code when it is loaded."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import nbformat
+import pytest
+from jobutil import JOB_DEADLINE_S, write_notebook
+
+from tfc_jupyter.returned import bring_back, output
+
+DATA = """\
+import numpy as np
+import tensorflow as tf
+rng = np.random.default_rng(0)
+x = rng.normal(size=(400, 4)).astype("float32")
+y = (x @ np.array([1.0, -2.0, 0.5, 3.0], dtype="float32") > 0).astype("float32")"""
+MODEL = """\
+tf.keras.utils.set_random_seed(1)
+model = tf.keras.Sequential([tf.keras.Input((4,)), tf.keras.layers.Dense(8, activation="relu"),
+                             tf.keras.layers.Dense(1, activation="sigmoid")])
+model.compile(optimizer="adam", loss="binary_crossentropy", metrics=["accuracy"])
+untrained = model.evaluate(x, y, verbose=0)"""
+RUN = """\
+%%tfc_run {flags}
+history = model.fit(x, y, epochs=3, validation_split=0.2, verbose=0)
+final = model.evaluate(x, y, verbose=0)
+import matplotlib.pyplot as plt
+import pandas as pd
+plt.plot(history.history["loss"]); plt.show()
+df = pd.DataFrame(history.history)
+display(df)
+ds = tf.data.Dataset.from_tensor_slices(x)
+arr = np.arange(6).reshape(2, 3)
+cfg = {{"lr": 0.01, "layers": [8, 1], "t": (1, float("nan"))}}
+df.tail(1)"""
+PLOT = """\
+plt.plot(history.history['loss'])
+plt.show()"""
+CHECK = """\
+import json
+now = model.evaluate(x, y, verbose=0)
+print("CHECK", json.dumps({
+    "final": final, "now": now, "untrained": untrained,
+    "history": type(history).__name__, "epoch": history.epoch, "params": history.params,
+    "history_model": history.model is model, "keys": sorted(history.history),
+    "arr": arr.tolist(), "cfg": repr(cfg), "df": type(df).__name__, "df_rows": len(df),
+    "ds": "ds" in globals(), "load_model": type(_tfc_job.load_model()).__name__,
+}))
+model.fit(x, y, epochs=1, verbose=0)  # a further local fit continues from the trained model"""
+
+
+def _run(tmp_path: Path, flags: str, monkeypatch: pytest.MonkeyPatch) -> Any:
+    path = write_notebook(
+        tmp_path / "keras.ipynb",
+        "%load_ext tfc_jupyter",
+        DATA,
+        MODEL,
+        RUN.format(flags=flags),
+        PLOT,
+        CHECK,
+    )
+    monkeypatch.setenv("JPY_SESSION_NAME", str(path))
+    nb = nbformat.read(path, as_version=4)
+    from nbclient import NotebookClient
+
+    NotebookClient(
+        nb, timeout=JOB_DEADLINE_S * 2, resources={"metadata": {"path": str(tmp_path)}}
+    ).execute()
+    return nb
+
+
+def _check(nb: Any) -> dict[str, Any]:
+    run, plot, check = nb.cells[3], nb.cells[4], nb.cells[5]
+    text = "".join(o.get("text", "") for o in check.outputs if o.output_type == "stream")
+    got = json.loads(text.split("CHECK ", 1)[1].splitlines()[0])
+    # model.evaluate in the kernel is the job's final evaluation: the trained model came back.
+    assert abs(got["now"][0] - got["final"][0]) < 1e-4, got
+    assert abs(got["now"][0] - got["untrained"][0]) > 1e-3, got
+    assert got["history"] == "History" and got["epoch"] == [0, 1, 2]
+    assert got["params"]["epochs"] == 3 and got["history_model"] is True
+    assert {"loss", "val_loss"} <= set(got["keys"])
+    assert got["arr"] == [[0, 1, 2], [3, 4, 5]] and got["cfg"].endswith("(1, nan)}")
+    assert got["df"] == "DataFrame" and got["df_rows"] == 3
+    assert got["ds"] is False  # a tf.data.Dataset stays in the job, and is said to
+    assert got["load_model"] == "Sequential"
+    # The run cell shows what the job showed: the figure, the table, its Out[].
+    kinds = [(o.output_type, sorted(o.get("data", {}))) for o in run.outputs]
+    assert ("display_data", ["image/png", "text/plain"]) in kinds, kinds
+    tables = [o for o in run.outputs if o.output_type == "display_data"
+              and "<table" in o.get("data", {}).get("text/html", "")]  # fmt: skip
+    assert len(tables) == 1
+    (out,) = [o for o in run.outputs if o.output_type == "execute_result"]
+    assert "<table" in out.data["text/html"]
+    streamed = "".join(o.get("text", "") for o in run.outputs if o.output_type == "stream")
+    assert "stayed in the job: ds (tf.data.Dataset)" in streamed
+    assert "Back in the kernel: model, history, final, df, arr, cfg" in streamed
+    # The next cell, which nearly every Keras notebook has, plots in the kernel.
+    assert any("image/png" in o.get("data", {}) for o in plot.outputs), plot.outputs
+    return got
+
+
+@pytest.mark.slow
+def test_a_keras_notebook_runs_as_in_jupyter_locally(
+    tmp_path: Path, tfc_env: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _check(_run(tmp_path, "", monkeypatch))
+
+
+@pytest.mark.slow
+def test_a_keras_notebook_runs_as_in_jupyter_with_a_worker(
+    tmp_path: Path, tfc_env: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    nb = _run(tmp_path, "--workers 1", monkeypatch)
+    _check(nb)
+    streamed = "".join(o.get("text", "") for o in nb.cells[3].outputs if "text" in o)
+    assert "[worker-0]" not in streamed  # the worker's displays are the chief's
+
+
+@pytest.mark.slow
+def test_a_keras_notebook_runs_as_in_jupyter_on_docker(
+    tmp_path: Path, tfc_env: Path, monkeypatch: pytest.MonkeyPatch, tf_parent_image: str
+) -> None:
+    _check(_run(tmp_path, f"--backend docker --parent-image {tf_parent_image}", monkeypatch))
+
+
+# -- loading never runs the job's code ---------------------------------------------------------
+
+
+def test_a_model_file_crafted_to_run_code_on_load_does_not_run_it(tmp_path: Path) -> None:
+    import keras
+
+    marker = tmp_path / "ran.txt"
+    job = tmp_path / "job"
+    (job / "cell" / "models").mkdir(parents=True)
+    touch = f"lambda t: (open({str(marker)!r}, 'w').write('ran'), t)[1]"
+    evil = keras.Sequential([keras.Input((2,)), keras.layers.Lambda(eval(touch))])
+    evil.save(job / "cell" / "models" / "model.keras")
+    marker.unlink()  # saving traced it once
+    manifest = {
+        "version": 1,
+        "names": {"model": {"kind": "model", "file": "models/model.keras", "library": "keras"}},
+        "stayed": {},
+    }
+    (job / "cell" / "values.json").write_text(json.dumps(manifest))
+    namespace: dict[str, Any] = {}
+    got = bring_back(job, namespace)
+    assert not marker.exists()
+    assert "model" not in namespace
+    assert "Keras model that does not load here" in got.stayed["model"]
+    assert "Lambda" in got.stayed["model"] or "safe" in got.stayed["model"]
+
+
+def test_an_output_is_read_by_its_number_never_by_a_path_the_job_wrote(tmp_path: Path) -> None:
+    (tmp_path / "outputs").mkdir()
+    (tmp_path / "outputs" / "1.json").write_text(
+        json.dumps({"output_type": "display_data", "data": {"text/plain": "ok"}, "metadata": {}})
+    )
+    secret = tmp_path / "secret.json"
+    secret.write_text(json.dumps({"data": {"text/plain": "secret"}}))
+    got = output({"event": "output", "n": 1, "file": str(secret)}, str(tmp_path))
+    assert got is not None and got["data"] == {"text/plain": "ok"}
+    assert output({"event": "output", "n": "../secret"}, str(tmp_path)) is None
+
+
+def test_a_failed_or_foreign_job_sets_nothing(tmp_path: Path) -> None:
+    namespace = {"model": "kernel's"}
+    assert bring_back(tmp_path, namespace).line() == ""
+    assert namespace == {"model": "kernel's"}
+    (tmp_path / "cell").mkdir()
+    (tmp_path / "cell" / "values.json").write_text("{not json")
+    got = bring_back(tmp_path, namespace)
+    assert got.problems and namespace == {"model": "kernel's"}
+    assert os.path.exists(tmp_path / "cell" / "values.json")

@@ -40,6 +40,9 @@ display(df)
 ds = tf.data.Dataset.from_tensor_slices(x)
 arr = np.arange(6).reshape(2, 3)
 cfg = {{"lr": 0.01, "layers": [8, 1], "t": (1, float("nan"))}}
+import os
+os.makedirs("out", exist_ok=True)
+df.to_csv("out/history.csv")
 df.tail(1)"""
 PLOT = """\
 plt.plot(history.history['loss'])
@@ -77,7 +80,7 @@ def _run(tmp_path: Path, flags: str, monkeypatch: pytest.MonkeyPatch) -> Any:
     return nb
 
 
-def _check(nb: Any) -> dict[str, Any]:
+def _check(nb: Any, folder: Path) -> dict[str, Any]:
     run, plot, check = nb.cells[3], nb.cells[4], nb.cells[5]
     text = "".join(o.get("text", "") for o in check.outputs if o.output_type == "stream")
     got = json.loads(text.split("CHECK ", 1)[1].splitlines()[0])
@@ -104,6 +107,10 @@ def _check(nb: Any) -> dict[str, Any]:
     assert "Back in the kernel: model, history, final, df, arr, cfg" in streamed
     # The next cell, which nearly every Keras notebook has, plots in the kernel.
     assert any("image/png" in o.get("data", {}) for o in plot.outputs), plot.outputs
+    # What the cell wrote is next to the notebook, wherever the job ran.
+    written = (folder / "out" / "history.csv").read_text().splitlines()
+    assert written[0] == ",loss,accuracy,val_loss,val_accuracy" or "loss" in written[0]
+    assert len(written) == 4
     return got
 
 
@@ -111,7 +118,10 @@ def _check(nb: Any) -> dict[str, Any]:
 def test_a_keras_notebook_runs_as_in_jupyter_locally(
     tmp_path: Path, tfc_env: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    _check(_run(tmp_path, "", monkeypatch))
+    nb = _run(tmp_path, "", monkeypatch)
+    _check(nb, tmp_path)
+    streamed = "".join(o.get("text", "") for o in nb.cells[3].outputs if "text" in o)
+    assert "Files the cell wrote" not in streamed  # a local job writes there itself
 
 
 @pytest.mark.slow
@@ -119,7 +129,7 @@ def test_a_keras_notebook_runs_as_in_jupyter_with_a_worker(
     tmp_path: Path, tfc_env: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     nb = _run(tmp_path, "--workers 1", monkeypatch)
-    _check(nb)
+    _check(nb, tmp_path)
     streamed = "".join(o.get("text", "") for o in nb.cells[3].outputs if "text" in o)
     assert "[worker-0]" not in streamed  # the worker's displays are the chief's
 
@@ -128,7 +138,10 @@ def test_a_keras_notebook_runs_as_in_jupyter_with_a_worker(
 def test_a_keras_notebook_runs_as_in_jupyter_on_docker(
     tmp_path: Path, tfc_env: Path, monkeypatch: pytest.MonkeyPatch, tf_parent_image: str
 ) -> None:
-    _check(_run(tmp_path, f"--backend docker --parent-image {tf_parent_image}", monkeypatch))
+    nb = _run(tmp_path, f"--backend docker --parent-image {tf_parent_image}", monkeypatch)
+    _check(nb, tmp_path)
+    streamed = "".join(o.get("text", "") for o in nb.cells[3].outputs if "text" in o)
+    assert "Files the cell wrote, next to the notebook: out/history.csv" in streamed
 
 
 # -- loading never runs the job's code ---------------------------------------------------------
@@ -179,3 +192,51 @@ def test_a_failed_or_foreign_job_sets_nothing(tmp_path: Path) -> None:
     got = bring_back(tmp_path, namespace)
     assert got.problems and namespace == {"model": "kernel's"}
     assert os.path.exists(tmp_path / "cell" / "values.json")
+
+
+@pytest.mark.slow
+def test_the_cli_prints_where_the_cells_outputs_were_saved(tmp_path: Path, tfc_env: Path) -> None:
+    import subprocess
+    import sys
+
+    path = write_notebook(
+        tmp_path / "fig.ipynb",
+        "import matplotlib.pyplot as plt",
+        "%%tfc_run\nplt.plot([1, 3, 2])\nplt.show()\n6 * 7",
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "tfc_jupyter.cli", "run", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=JOB_DEADLINE_S,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    figure = next(line for line in lines if line.startswith("[output] <Figure"))
+    saved = Path(figure.split("(saved: ", 1)[1].rstrip(")"))
+    assert saved.name == "1.png" and saved.read_bytes().startswith(b"\x89PNG")
+    assert any(line.startswith("[Out] 42  (saved: ") for line in lines), lines
+
+
+def test_files_come_back_without_overwriting_newer_ones(tmp_path: Path) -> None:
+    from tfc_jupyter.returned import bring_files
+
+    job, here = tmp_path / "job", tmp_path / "nb"
+    (job / "files" / "out").mkdir(parents=True)
+    (job / "files" / "out" / "a.csv").write_text("job's a")
+    (job / "files" / "b.txt").write_text("job's b")
+    (job / "files" / "c.txt").write_text("job's c")
+    here.mkdir()
+    (here / "b.txt").write_text("yours, newer")
+    (tmp_path / "elsewhere").mkdir()
+    (here / "c.txt").symlink_to(tmp_path / "elsewhere" / "c.txt")
+    lines = bring_files(job, here, started=0.0)
+    assert (here / "out" / "a.csv").read_text() == "job's a"
+    assert (here / "b.txt").read_text() == "yours, newer"
+    assert not (tmp_path / "elsewhere" / "c.txt").exists()
+    assert lines[0] == "Files the cell wrote, next to the notebook: out/a.csv"
+    assert "b.txt (yours changed since the job started" in lines[1]
+    assert "c.txt (a link here: not followed)" in lines[1]
+    assert bring_files(job, here, started=0.0) == lines[1:]  # again: a.csv is not redone
+    assert bring_files(job, here, started=0.0, limit_mb=0)[-1].startswith("! over return_limit")

@@ -18,7 +18,7 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from . import __version__
 from .backends import spare
@@ -53,8 +53,17 @@ def _run(client: Client, plan: Plan) -> int:
         print(f"{job.id}: follow with `tfc-jupyter logs -f {job.id}`", file=sys.stderr)
         print(job.id)
         return 0
+    from .returned import output_line
+
+    job_dir = job.record().job_dir
+
+    def shown(event: dict[str, Any]) -> None:  # what the run cell displayed, and where it is
+        line = output_line(event, job_dir)
+        if line is not None:
+            print(line, flush=True)
+
     try:
-        record = job.follow(verbose=plan.options.verbose)
+        record = job.follow(verbose=plan.options.verbose, on_result=shown)
     except KeyboardInterrupt:
         record = job.cancel()
     print(job.summary_line(), file=sys.stderr)

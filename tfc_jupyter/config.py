@@ -121,10 +121,11 @@ SETTINGS: dict[str, Setting] = {
     "cloudbuild_queue": _number(
         900, "Seconds a Cloud Build build may wait for a worker, on top of build_timeout."
     ),
-    "names_limit_mb": _number(
+    "return_limit_mb": _number(
         1024,
-        "Most megabytes of values a %%tfc_run cell's names bring back into the kernel when its "
-        "job ends (each name over it stays in the job folder, and a line says so).",
+        "Most megabytes a %%tfc_run cell's job brings back when it ends, per name set in the "
+        "kernel and in all for the files it wrote next to the notebook (what is over it stays "
+        "in the job folder, and a line says so).",
     ),
 }
 """Every setting's default and help; :data:`KEYS` orders them. Plain data, so that reading the
@@ -196,7 +197,7 @@ KEYS = (
     "cloudbuild_queue",
     "prebuilt_images",
     "cell_lines",
-    "names_limit_mb",
+    "return_limit_mb",
 )
 """Every setting, in the order ``%tfc_config`` shows them (each a ``TfcConfig`` trait)."""
 # Environment variables, most specific first (every other key: TFC_<KEY>).

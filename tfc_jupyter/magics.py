@@ -482,10 +482,16 @@ def _stale_line(rec: Any, shell: Any) -> str:
 def _bring_back(job: Any, rec: Any, shell: Any, shown: _Outputs) -> Any:
     """Set the run cell's names in the kernel; the cell's ``Out[]`` (a value, else as the job
     showed it), else the job."""
-    from .returned import CellOut, bring_back
+    from pathlib import Path
 
-    limit = float(load_settings(getattr(shell, "config", None)).get("names_limit_mb"))
+    from .returned import CellOut, bring_back, bring_files
+
+    limit = float(load_settings(getattr(shell, "config", None)).get("return_limit_mb"))
     got = bring_back(rec.job_dir, shell.user_ns, limit_mb=limit, job_id=rec.id)
+    here = Path(rec.notebook).parent if rec.notebook else Path.cwd()
+    started = rec.started_at if rec.started_at is not None else rec.created_at
+    for line in bring_files(rec.job_dir, here, started, limit_mb=limit):
+        print(line)
     for problem in got.problems:
         print(f"! {problem}")
     if got.line():
@@ -525,9 +531,9 @@ class _Outputs:
                 flush()
             publish_display_data(found["data"], found["metadata"])
             return
-        text = str(found["data"].get("text/plain", ""))
-        saved = event.get("image") or event.get("file")
-        print(text + (f"  (saved: {saved})" if saved else ""))
+        from .returned import output_line
+
+        print(output_line(event, self.job_dir))
 
 
 def _build_progress(shell: Any) -> Any:

@@ -17,8 +17,10 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import filecmp
 import importlib
 import json
+import shutil
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,7 +28,7 @@ from typing import Any
 
 from tfc_runtime import sourcemap
 from tfc_runtime.protocol import SCRIPT, SOURCE_MAP
-from tfc_runtime.runcell import CELL, CODE, OUTPUTS
+from tfc_runtime.runcell import CELL, CODE, FILES, OUTPUTS
 from tfc_runtime.values import Decoder
 
 _MAX_OUTPUT = 64 << 20  # bytes of one output file read back at most
@@ -69,6 +71,24 @@ def output(event: dict[str, Any], job_dir: str | None) -> dict[str, Any] | None:
         "data": data,
         "metadata": metadata,
     }
+
+
+def output_line(event: dict[str, Any], job_dir: str | None) -> str | None:
+    """An output as a terminal shows it: its text and where the job folder keeps it
+    (``<Figure size 640x480 with 1 Axes>  (saved: .../outputs/2.png)``); None for a report
+    that is not an output."""
+    if event.get("event") != "output" or not isinstance(event.get("n"), int):
+        return None
+    text = str(event.get("text") or "").rstrip("\n")
+    label = "Out" if event.get("output_type") == "execute_result" else "output"
+    saved = ""
+    if job_dir:
+        folder = Path(job_dir) / OUTPUTS
+        for name in (f"{event['n']}.png", f"{event['n']}.json"):
+            if (folder / name).is_file():
+                saved = f"  (saved: {folder / name})"
+                break
+    return f"[{label}] {text}{saved}"
 
 
 @dataclass
@@ -219,8 +239,8 @@ def bring_back(
             if kind == "value":
                 if float(entry.get("bytes") or 0) > limit:
                     got.stayed[name] = (
-                        f"{_size(entry.get('bytes'))}, over names_limit_mb "
-                        f"({limit_mb:g} MB): set c.TfcConfig.names_limit_mb to bring it back"
+                        f"{_size(entry.get('bytes'))}, over return_limit_mb "
+                        f"({limit_mb:g} MB): set c.TfcConfig.return_limit_mb to bring it back"
                     )
                     continue
                 namespace[name] = decoder.decode(entry.get("value"))
@@ -236,6 +256,51 @@ def bring_back(
         with contextlib.suppress(Exception):
             got.out, got.has_out = decoder.decode(manifest["out"].get("value")), True
     return got
+
+
+def bring_files(
+    job_dir: str | Path, dest: str | Path, started: float, *, limit_mb: float = 1024
+) -> list[str]:
+    """Put the files the run cell wrote in an image (the job folder's ``files/``) next to the
+    notebook (``dest``), as a local job leaves them; lines to show. A file here that changed
+    since the job started is kept, and said; nothing outside ``dest`` is written; past
+    ``limit_mb`` in all the rest stays in the job folder, and is said."""
+    source = Path(job_dir) / FILES
+    if not source.is_dir():
+        return []
+    dest = Path(dest).resolve()
+    copied, kept, over = [], [], []
+    total, limit = 0, limit_mb * (1 << 20)
+    for path in sorted(p for p in source.rglob("*") if p.is_file() and not p.is_symlink()):
+        rel = path.relative_to(source)
+        target = dest / rel
+        if target.resolve() != target:  # a link (or ..) would lead out of the folder
+            kept.append(f"{rel} (a link here: not followed)")
+            continue
+        size = path.stat().st_size
+        if total + size > limit:
+            over.append(str(rel))
+            continue
+        if target.is_file() and filecmp.cmp(target, path, shallow=False):
+            continue  # brought back already (a re-attach)
+        if target.exists() and target.stat().st_mtime > started:
+            kept.append(f"{rel} (yours changed since the job started; the job's is {path})")
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, target)
+        total += size
+        copied.append(str(rel))
+    lines = []
+    if copied:
+        lines.append("Files the cell wrote, next to the notebook: " + ", ".join(copied[:20])
+                     + (f" and {len(copied) - 20} more" if len(copied) > 20 else ""))  # fmt: skip
+    if kept:
+        lines.append("! not copied: " + "; ".join(kept[:10]))
+    if over:
+        lines.append(
+            f"! over return_limit_mb ({limit_mb:g} MB), left in {source}: " + ", ".join(over[:10])
+        )
+    return lines
 
 
 def cell_model(job_dir: str | Path | None) -> tuple[str, str] | None:

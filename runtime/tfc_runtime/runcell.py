@@ -75,6 +75,8 @@ class _State:
     chief = True
     shown = 0  # outputs sent back so far
     out: Any = None  # the run cell's Out[] value
+    started = 0.0  # when the run cell started
+    workdir = ""  # the job's working folder then
 
 
 _state = _State()
@@ -438,6 +440,8 @@ def enter(cell: int) -> None:
     if _state.cell is not None:
         flush_figures(show=in_run_cell())
     _state.cell = cell
+    if cell == _state.run_cell:
+        _state.started, _state.workdir = time.time(), os.getcwd()
 
 
 def out(value: Any) -> Any:
@@ -457,11 +461,68 @@ def finish(namespace: dict[str, Any]) -> None:
         print(f"[tfc_runtime] warning: the cell's figures were not shown ({exc})",
               file=sys.stderr)  # fmt: skip
     _state.cell = None
-    try:
-        save_names(namespace)
-    except Exception as exc:  # our failure is not the job's
-        print(f"[tfc_runtime] warning: the cell's names were not sent back ({exc})",
-              file=sys.stderr)  # fmt: skip
+    for step, what in ((save_files, "files"), (lambda: save_names(namespace), "names")):
+        try:
+            step()
+        except Exception as exc:  # our failure is not the job's
+            print(f"[tfc_runtime] warning: the cell's {what} were not sent back ({exc})",
+                  file=sys.stderr)  # fmt: skip
+
+
+# -- the files the run cell writes ------------------------------------------------------------
+
+FILES = "files"
+"""The job folder's (or base output folder's) copies of the files the run cell wrote."""
+_SKIP_DIRS = frozenset({".git", "__pycache__", ".ipynb_checkpoints", "node_modules"})
+MAX_FILES = 10_000
+
+
+def save_files() -> list[str] | None:
+    """Copy what the run cell wrote under the job's working folder in an image (relative
+    paths: a model, a CSV log, arrays) to the job folder's :data:`FILES` (else the base
+    output folder's), for the kernel to put next to the notebook. A local job writes next to
+    the notebook already: nothing is copied. The relative paths copied, or None."""
+    from tfc_runtime.protocol import SCRIPT, SOURCE_MAP, WORKDIR
+
+    if not _state.chief or _state.run_cell is None or not _state.workdir:
+        return None
+    if os.path.realpath(_state.workdir) != os.path.realpath(WORKDIR):
+        return None  # not in an image: the files are where the notebook is
+    written: list[tuple[str, str, int]] = []
+    total = 0
+    for root, dirs, files in os.walk(_state.workdir):
+        dirs[:] = [d for d in dirs if d not in _SKIP_DIRS]
+        for name in files:
+            path = os.path.join(root, name)
+            rel = os.path.relpath(path, _state.workdir)
+            try:
+                info = os.stat(path, follow_symlinks=False)
+            except OSError:
+                continue
+            if rel in (SCRIPT, SOURCE_MAP) or not os.path.isfile(path) or os.path.islink(path):
+                continue
+            if info.st_mtime + 1 < _state.started:  # older than the cell (1 s: coarse clocks)
+                continue
+            written.append((path, rel, info.st_size))
+            total += info.st_size
+            if len(written) >= MAX_FILES or total > LIMIT:
+                break
+    if not written:
+        return []
+    folder, remote = _destination(FILES)
+    if folder is None:
+        results.emit({"event": "files", "files": [], "time": time.time(),
+                      "stayed": [r for _, r, _ in written]})  # fmt: skip
+        return None
+    for path, rel, _size in written:
+        target = os.path.join(folder, rel)
+        os.makedirs(os.path.dirname(target), mode=0o700, exist_ok=True)
+        shutil.copyfile(path, target)
+        _private(target)
+    where = _upload(folder, remote) if remote is not None else folder
+    copied = [rel for _, rel, _ in written]
+    results.emit({"event": "files", "folder": where, "files": copied, "time": time.time()})
+    return copied
 
 
 # -- the names the run cell binds -----------------------------------------------------------
@@ -492,17 +553,22 @@ def _save_model(model: Any, path: str) -> None:
     save(model, path)
 
 
-def _destination() -> tuple[str | None, str | None]:
-    """``(local folder to write, remote folder to copy it to)``: the job folder's ``cell/``;
+def _destination(leaf: str = CELL) -> tuple[str | None, str | None]:
+    """``(local folder to write, remote folder to copy it to)``: the job folder's ``leaf``;
     else, with ``AIP_MODEL_DIR`` (Vertex AI's base output folder), a temporary folder copied
-    to ``<base>/cell/``; else nothing."""
+    to ``<base>/<leaf>/``; else nothing. A folder left by an earlier run (a restarted job) is
+    emptied."""
     job_dir = os.environ.get("TFC_JOB_DIR")
     if job_dir:
-        return os.path.join(job_dir, CELL), None
+        folder = os.path.join(job_dir, leaf)
+        if os.path.isdir(folder):
+            shutil.rmtree(folder)
+        os.makedirs(folder, mode=0o700)
+        return folder, None
     model_dir = os.environ.get("AIP_MODEL_DIR")
     if model_dir:
         base = model_dir.rstrip("/").rsplit("/", 1)[0]
-        return tempfile.mkdtemp(prefix="tfc-cell-"), f"{base}/{CELL}"
+        return tempfile.mkdtemp(prefix=f"tfc-{leaf}-"), f"{base}/{leaf}"
     return None, None
 
 
@@ -529,10 +595,7 @@ def save_names(namespace: dict[str, Any]) -> dict[str, Any] | None:
         results.emit({"event": "cell", "names": [], "stayed": {n: "no folder to send it back"
                       for n in names}, "time": time.time()})  # fmt: skip
         return None
-    if os.path.isdir(folder):
-        shutil.rmtree(folder)  # a restarted job's cell ends again: its names only
     os.makedirs(os.path.join(folder, "models"), mode=0o700, exist_ok=True)
-    os.chmod(folder, 0o700)
     manifest: dict[str, Any] = {"version": 1, "names": {}, "stayed": {}, "order": []}
     saved_models: dict[int, str] = {}
     for n, library in models.items():

@@ -240,3 +240,67 @@ def test_files_come_back_without_overwriting_newer_ones(tmp_path: Path) -> None:
     assert "c.txt (a link here: not followed)" in lines[1]
     assert bring_files(job, here, started=0.0) == lines[1:]  # again: a.csv is not redone
     assert bring_files(job, here, started=0.0, limit_mb=0)[-1].startswith("! over return_limit")
+
+
+# -- Vertex AI: what the cell leaves under the base output folder comes back -------------------
+
+VERTEX_BUCKET = "tfc-package-builds"
+OUT_BUCKET = "tfc-outputs"
+
+
+@pytest.mark.slow
+def test_names_and_files_come_back_from_a_vertex_job(
+    tfc_env: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The package route (no Docker), the test Vertex AI and Cloud Storage servers: the job's
+    runtime writes the cell's names and files under --base-output-dir through the storage
+    server, and the magic brings them back into the kernel and next to the notebook."""
+    from gcp_server import GcpServer
+    from IPython.testing import globalipapp
+    from IPython.utils.capture import capture_output
+    from test_package_route import EXECUTOR, MINOR
+    from vertex_server import VertexServer
+
+    from tfc_jupyter.backends.vertex import stop_watcher
+    from tfc_jupyter.jobs import store_for
+
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-engine.sock")
+    with (
+        GcpServer(buckets=(VERTEX_BUCKET, OUT_BUCKET)) as gcs,
+        VertexServer(executor="process") as vertex,
+    ):
+        vertex.storage_url = gcs.url
+        image = tmp_path / "prebuilt"
+        image.mkdir()
+        vertex.add_image(EXECUTOR, image)
+        for name, value in {
+            "TFC_VERTEX_ENDPOINT": vertex.url,
+            "TFC_STORAGE_ENDPOINT": gcs.url,
+            "TFC_CLOUDBUILD_ENDPOINT": gcs.url,
+            "TFC_PREBUILT_IMAGES": f"{MINOR}={EXECUTOR}",
+            "TFC_VERTEX_POLL": "0.2",
+            "TFC_VERTEX_DRAIN": "1",
+        }.items():
+            monkeypatch.setenv(name, value)
+        flags = (
+            f"--backend vertex --project my-proj-1 --build-bucket {VERTEX_BUCKET} "
+            f"--base-output-dir gs://{OUT_BUCKET}/run --env STORAGE_EMULATOR_HOST={gcs.url}"
+        )
+        body = "y = x * 2\nnotes = {'ü': [1.5, None]}\nopen('made.txt', 'w').write('from the job')"
+        nb = write_notebook(tmp_path / "v.ipynb", "x = 21", f"%%tfc_run {flags}\n{body}")
+        monkeypatch.setenv("JPY_SESSION_NAME", str(nb))
+        globalipapp.start_ipython()
+        ip = globalipapp.get_ipython()
+        ip.run_line_magic("load_ext", "tfc_jupyter")
+        ip.user_ns["x"] = 21
+        try:
+            with capture_output() as cap:
+                ip.run_cell_magic("tfc_run", flags, body)
+        finally:
+            for record in store_for(Path(os.environ["TFC_JUPYTER_HOME"])).list(limit=None):
+                stop_watcher(record)
+        assert ip.user_ns["y"] == 42, cap.stdout
+        assert ip.user_ns["notes"] == {"ü": [1.5, None]}
+        assert (tmp_path / "made.txt").read_text() == "from the job"
+        assert "Files the cell wrote, next to the notebook: made.txt" in cap.stdout
+        assert gcs.object(OUT_BUCKET, "run/cell/values.json") is not None

@@ -434,8 +434,11 @@ def _follow_in_cell(
     shown = _Outputs(job, notebook, out)
 
     def on_result(event: dict[str, Any]) -> None:
-        if event.get("event") == "output":
+        kind = event.get("event")
+        if kind == "output":
             shown.add(event)
+        elif kind in ("cell", "files") and isinstance(event.get("folder"), str):
+            shown.remote[str(kind)] = event["folder"]  # a Vertex AI job's, under gs://
         elif plot is not None:
             plot.add(event)
 
@@ -484,9 +487,15 @@ def _bring_back(job: Any, rec: Any, shell: Any, shown: _Outputs) -> Any:
     showed it), else the job."""
     from pathlib import Path
 
-    from .returned import CellOut, bring_back, bring_files
+    from .returned import CellOut, bring_back, bring_files, fetch
 
-    limit = float(load_settings(getattr(shell, "config", None)).get("return_limit_mb"))
+    settings = load_settings(getattr(shell, "config", None))
+    limit = float(settings.get("return_limit_mb"))
+    for leaf, uri in shown.remote.items():
+        try:
+            fetch(uri, rec, leaf, settings)
+        except TfcError as exc:
+            print(f"! what the cell left in {uri} could not be read: {exc}")
     got = bring_back(rec.job_dir, shell.user_ns, limit_mb=limit, job_id=rec.id)
     here = Path(rec.notebook).parent if rec.notebook else Path.cwd()
     started = rec.started_at if rec.started_at is not None else rec.created_at
@@ -513,6 +522,7 @@ class _Outputs:
         self.notebook = notebook
         self.out = out
         self.result: dict[str, Any] | None = None
+        self.remote: dict[str, str] = {}  # "cell" / "files" -> where the job left them
 
     def add(self, event: dict[str, Any]) -> None:
         from .returned import output

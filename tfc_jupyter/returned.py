@@ -303,6 +303,37 @@ def bring_files(
     return lines
 
 
+def fetch(uri: str, record: Any, leaf: str, settings: Any = None) -> Path | None:
+    """A folder a Vertex AI job's run cell left under its base output folder (``gs://.../cell``
+    or ``.../files``), downloaded through our Cloud Storage client into the job folder's
+    ``leaf`` (once); the local folder, or None when there is none to fill.
+
+    Raises:
+        TfcError: Cloud Storage refuses (one line with the fix).
+    """
+    if not record.job_dir or not uri.startswith("gs://"):
+        return None
+    here = Path(record.job_dir) / leaf
+    if here.exists():
+        return here
+    from .config import current_settings
+    from .image.cloudbuild.settings import CloudBuildSettings
+    from .image.cloudbuild.storage import Storage
+
+    bucket, _, prefix = uri.removeprefix("gs://").partition("/")
+    prefix = prefix.rstrip("/") + "/"
+    project = str((record.spec or {}).get("project") or "")
+    storage = Storage(
+        project, bucket, CloudBuildSettings.from_settings(settings or current_settings())
+    )
+    for name in storage.names(prefix):
+        rel = Path(name[len(prefix) :])
+        if name.endswith("/") or rel.is_absolute() or ".." in rel.parts:
+            continue
+        storage.download(name, here / rel)
+    return here
+
+
 def cell_model(job_dir: str | Path | None) -> tuple[str, str] | None:
     """``(path, library)`` of the model the run cell left (its first Keras model name, saved
     by the job when the cell ended), or None."""

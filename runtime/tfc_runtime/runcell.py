@@ -478,16 +478,17 @@ MAX_FILES = 10_000
 
 
 def save_files() -> list[str] | None:
-    """Copy what the run cell wrote under the job's working folder in an image (relative
-    paths: a model, a CSV log, arrays) to the job folder's :data:`FILES` (else the base
-    output folder's), for the kernel to put next to the notebook. A local job writes next to
-    the notebook already: nothing is copied. The relative paths copied, or None."""
+    """Copy what the run cell wrote under the job's working folder (relative paths: a model,
+    a CSV log, arrays) to the job folder's :data:`FILES` (docker), else the base output
+    folder's (Vertex AI), for the kernel to put next to the notebook. A local job writes next
+    to the notebook already: nothing is copied. The relative paths copied, or None."""
     from tfc_runtime.protocol import SCRIPT, SOURCE_MAP, WORKDIR
 
     if not _state.chief or _state.run_cell is None or not _state.workdir:
         return None
-    if os.path.realpath(_state.workdir) != os.path.realpath(WORKDIR):
-        return None  # not in an image: the files are where the notebook is
+    in_image = os.path.realpath(_state.workdir) == os.path.realpath(WORKDIR)
+    if os.environ.get("TFC_JOB_DIR") and not in_image:
+        return None  # a local job: the files are where the notebook is
     written: list[tuple[str, str, int]] = []
     total = 0
     for root, dirs, files in os.walk(_state.workdir):
@@ -682,14 +683,41 @@ def _plain(params: dict[str, Any]) -> dict[str, Any]:
 
 
 def _upload(folder: str, remote: str) -> str:
-    """Copy the folder to ``remote`` (``gs://...``) with TensorFlow's file system."""
-    import tensorflow as tf
-
+    """Copy the folder to ``remote`` (``gs://...``): with TensorFlow's file system, or through
+    the Cloud Storage JSON API of ``STORAGE_EMULATOR_HOST`` where one is set (as
+    google-cloud-storage reads it: a test's storage server)."""
+    emulator = os.environ.get("STORAGE_EMULATOR_HOST")
     for root, _dirs, files in os.walk(folder):
         rel = os.path.relpath(root, folder)
         target = remote if rel == "." else f"{remote}/{rel}"
-        tf.io.gfile.makedirs(target)
         for name in files:
+            if emulator and target.startswith("gs://"):
+                _put(emulator, f"{target}/{name}", os.path.join(root, name))
+                continue
+            import tensorflow as tf
+
+            tf.io.gfile.makedirs(target)
             tf.io.gfile.copy(os.path.join(root, name), f"{target}/{name}", overwrite=True)
     shutil.rmtree(folder, ignore_errors=True)
     return remote
+
+
+def _put(endpoint: str, uri: str, path: str) -> None:
+    """Upload one file to ``gs://bucket/name`` through a Cloud Storage JSON API endpoint."""
+    import urllib.parse
+    import urllib.request
+
+    bucket, _, name = uri.removeprefix("gs://").partition("/")
+    base = endpoint if "://" in endpoint else f"http://{endpoint}"
+    url = (
+        f"{base.rstrip('/')}/upload/storage/v1/b/{urllib.parse.quote(bucket, safe='')}/o"
+        f"?uploadType=media&name={urllib.parse.quote(name, safe='')}"
+    )
+    with open(path, "rb") as f:
+        request = urllib.request.Request(
+            url, data=f.read(), method="POST",
+            headers={"Content-Type": "application/octet-stream"},
+        )  # fmt: skip
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    with opener.open(request, timeout=60) as answer:
+        answer.read()

@@ -304,3 +304,41 @@ def test_names_and_files_come_back_from_a_vertex_job(
         assert (tmp_path / "made.txt").read_text() == "from the job"
         assert "Files the cell wrote, next to the notebook: made.txt" in cap.stdout
         assert gcs.object(OUT_BUCKET, "run/cell/values.json") is not None
+
+
+@pytest.mark.slow
+def test_a_failed_job_sets_nothing_and_a_wait_brings_names_back(
+    tmp_path: Path, tfc_env: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from IPython.testing import globalipapp
+    from IPython.utils.capture import capture_output
+
+    from tfc_jupyter.magics import JobFailed
+
+    failing = "model2 = 'new'\nraise ValueError('boom')"
+    later = "z = 5\nw = [z] * 2"
+    nb = write_notebook(
+        tmp_path / "f.ipynb",
+        "model2 = 'old'",
+        f"%%tfc_run\n{failing}",
+        f"%%tfc_run --no-wait\n{later}",
+    )
+    monkeypatch.setenv("JPY_SESSION_NAME", str(nb))
+    globalipapp.start_ipython()
+    ip = globalipapp.get_ipython()
+    ip.run_line_magic("load_ext", "tfc_jupyter")
+    ip.user_ns["model2"] = "old"
+    with capture_output(), pytest.raises(JobFailed) as info:
+        ip.run_cell_magic("tfc_run", "", failing)
+    assert ip.user_ns["model2"] == "old"
+    assert "model2 in this kernel is from before this cell (it did not end)" in str(info.value)
+    with capture_output():
+        job = ip.run_cell_magic("tfc_run", "--no-wait", later)
+    assert "z" not in ip.user_ns  # not waited for: nothing yet
+    with capture_output() as cap:
+        job.wait(JOB_DEADLINE_S)  # in the kernel, a wait sets the cell's names
+    assert ip.user_ns["z"] == 5 and ip.user_ns["w"] == [5, 5], cap.stdout
+    assert "Back in the kernel: z, w." in cap.stdout
+    with capture_output() as cap:
+        ip.run_line_magic("tfc_attach", job.id)
+    assert "Back in the kernel" not in cap.stdout  # once a job

@@ -41,18 +41,25 @@ def __getattr__(name: str) -> Any:
 
 def load_ipython_extension(ipython: Any) -> None:
     """Register the ``%%tfc_run`` family of magics (called by ``%load_ext tfc_jupyter``)."""
-    from .magics import TfcMagics
+    from .events import JOB_ENDED
+    from .magics import TfcMagics, names_back_on_wait
     from .notebook import executed
 
     ipython.register_magics(TfcMagics)
     executed.watch(ipython)  # each cell's code as run, by cell id: the job runs what ran
+    if names_back_on_wait not in JOB_ENDED:  # job.wait() sets a run cell's names here
+        JOB_ENDED.append(names_back_on_wait)
 
 
 def unload_ipython_extension(ipython: Any) -> None:
     """Stop recording the cells run (IPython itself undoes the rest)."""
+    from .events import JOB_ENDED
+    from .magics import names_back_on_wait
     from .notebook import executed
 
     executed.unwatch(ipython)
+    if names_back_on_wait in JOB_ENDED:
+        JOB_ENDED.remove(names_back_on_wait)
 
 
 def _jupyter_server_extension_points() -> list[dict[str, str]]:

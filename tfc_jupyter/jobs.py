@@ -23,6 +23,7 @@ from . import backends, logs, registry
 from .backends import Backend
 from .config import Settings, current_settings
 from .errors import BackendError, JobConflict, TfcError
+from .events import JOB_ENDED
 from .files import disk_full, is_disk_full, write_private
 from .job import catalog
 from .job.plan import Plan
@@ -329,13 +330,19 @@ class Job:
                 next_state = 0.0  # the watcher ended: the job's end is recorded; read it now
 
     def wait(self, timeout: float | None = None) -> JobRecord:
-        """Block until the job ends (or ``timeout`` seconds), printing nothing."""
+        """Block until the job ends (or ``timeout`` seconds), printing nothing. In a kernel
+        with the extension loaded, a job that ended well sets its run cell's names there (see
+        :data:`tfc_jupyter.events.JOB_ENDED`), once."""
         started = time.monotonic()
         deadline = None if timeout is None else started + timeout
         gone: set[int] = set()  # watcher processes seen ending
         while True:
             rec = self.record()
-            if rec.state.is_terminal() or (deadline is not None and time.monotonic() > deadline):
+            if rec.state.is_terminal():
+                for hook in list(JOB_ENDED):
+                    hook(self, rec)
+                return rec
+            if deadline is not None and time.monotonic() > deadline:
                 return rec
             watcher = [pid for pid in watcher_pids(rec) if pid not in gone]
             if nap(poll_delays(started, time.monotonic())[0], watcher):

@@ -471,6 +471,22 @@ def _follow_in_cell(
     return _bring_back(job, rec, shell, shown)
 
 
+def names_back_on_wait(job: Any, rec: Any) -> None:
+    """``job.wait()`` in a kernel (on its main thread): a run cell's job that ended well sets
+    its names there, as ``%tfc_attach`` does (once a job; its outputs were shown elsewhere)."""
+    import threading
+
+    from IPython import get_ipython
+
+    from .records import JobState
+
+    shell = get_ipython()
+    if shell is None or threading.current_thread() is not threading.main_thread():
+        return
+    if rec.state is JobState.SUCCEEDED and rec.job_dir:
+        _bring_back(job, rec, shell, _Outputs(job, False, sys.stdout))
+
+
 def _stale_line(rec: Any, shell: Any) -> str:
     """`` (model, history in this kernel are from before this cell)``, for a failure line."""
     from .returned import stale_names

@@ -28,7 +28,6 @@ import ast
 import base64
 import builtins
 import contextlib
-import inspect
 import io
 import json
 import os
@@ -615,9 +614,9 @@ def save_names(namespace: dict[str, Any]) -> dict[str, Any] | None:
         value = namespace[n]
         if n in manifest["names"] or n in manifest["stayed"]:
             continue
-        if n in _state.code and (isinstance(value, (type, type(sys))) or inspect.isroutine(value)):
-            manifest["names"][n] = {"kind": "code"}  # a module, function or class: the
-            continue  # kernel runs the cell's import, def and class statements itself
+        if n in _state.code:  # a module, function or class (decorated too): the kernel
+            manifest["names"][n] = {"kind": "code"}  # runs the cell's import, def and class
+            continue  # statements itself
         history_of = _history(value)
         try:
             if history_of is not None:

@@ -27,8 +27,9 @@ from pathlib import Path
 from typing import Any
 
 from tfc_runtime import sourcemap
+from tfc_runtime.giveback import CELL, FILES
 from tfc_runtime.protocol import SCRIPT, SOURCE_MAP
-from tfc_runtime.runcell import CELL, CODE, FILES, OUTPUTS
+from tfc_runtime.runcell import CODE, OUTPUTS
 from tfc_runtime.values import Decoder
 
 _MAX_OUTPUT = 64 << 20  # bytes of one output file read back at most

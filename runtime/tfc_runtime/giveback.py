@@ -147,16 +147,12 @@ def save_names(state: _State, namespace: dict[str, Any]) -> dict[str, Any] | Non
     if state.run_cell is None:
         return None
     names = [n for n in state.binds if n in namespace and not n.startswith("__")]
-    models = {
-        n: lib
-        for n in dict.fromkeys([*names, *state.reads])
-        if n in namespace and (lib := _keras_model(namespace[n])) is not None
-    }
-    if not state.chief:  # saving may be collective: every task saves, the chief's is kept
+    to_save = _models_to_save(namespace, names, state.reads)
+    if not state.chief:  # saving may be collective: every task saves alike, the chief's is kept
         own = tempfile.mkdtemp(prefix="tfc-cell-task-")
-        for n in models:
+        for key, (model, _library) in to_save.items():
             with contextlib.suppress(Exception):
-                _save_model(namespace[n], os.path.join(own, f"{n}.keras"))
+                _save_model(model, os.path.join(own, f"{key}.keras"))
         shutil.rmtree(own, ignore_errors=True)
         return None
     folder, remote = _destination()
@@ -167,17 +163,17 @@ def save_names(state: _State, namespace: dict[str, Any]) -> dict[str, Any] | Non
     os.makedirs(os.path.join(folder, "models"), mode=0o700, exist_ok=True)
     manifest: dict[str, Any] = {"version": 1, "names": {}, "stayed": {}, "order": []}
     saved_models: dict[int, str] = {}
-    for n, library in models.items():
-        path = os.path.join(folder, "models", f"{n}.keras")
+    for key, (model, library) in to_save.items():
+        path = os.path.join(folder, "models", f"{key}.keras")
         try:
-            _save_model(namespace[n], path)
+            _save_model(model, path)
         except Exception as exc:
-            manifest["stayed"][n] = f"Keras model that cannot be saved: {exc}"
+            manifest["stayed"][key] = f"Keras model that cannot be saved: {exc}"
             continue
         private(path)
-        saved_models[id(namespace[n])] = n
-        manifest["names"][n] = {"kind": "model", "file": f"models/{n}.keras", "library": library,
-                                "bound": n in names}  # fmt: skip
+        saved_models[id(model)] = key
+        manifest["names"][key] = {"kind": "model", "file": f"models/{key}.keras",
+                                  "library": library, "bound": key in names}  # fmt: skip
     encoder = values.Encoder()
     for n in names:
         value = namespace[n]
@@ -189,8 +185,7 @@ def save_names(state: _State, namespace: dict[str, Any]) -> dict[str, Any] | Non
         history_of = _history(value)
         try:
             if history_of is not None:
-                manifest["names"][n] = _history_entry(value, history_of, encoder, saved_models,
-                                                      folder)  # fmt: skip
+                manifest["names"][n] = _history_entry(value, history_of, encoder, saved_models)
             else:
                 before = encoder.size
                 tree = encoder.encode(value)
@@ -223,27 +218,36 @@ def save_names(state: _State, namespace: dict[str, Any]) -> dict[str, Any] | Non
 
 
 def _history_entry(
-    value: Any, library: str, encoder: values.Encoder, saved: dict[int, str], folder: str
+    value: Any, library: str, encoder: values.Encoder, saved: dict[int, str]
 ) -> dict[str, Any]:
     model = getattr(value, "model", None)
-    model_name = saved.get(id(model)) if model is not None else None
-    if model is not None and model_name is None and _keras_model(model):
-        model_name = f"__history_model_{len(saved)}"
-        try:
-            path = os.path.join(folder, "models", f"{model_name}.keras")
-            _save_model(model, path)
-            private(path)
-            saved[id(model)] = model_name
-        except Exception:
-            model_name = None
     return {
         "kind": "history",
         "library": library,
         "history": encoder.encode(dict(getattr(value, "history", {}) or {})),
         "epoch": encoder.encode(list(getattr(value, "epoch", []) or [])),
         "params": encoder.encode(_plain(getattr(value, "params", {}) or {})),
-        "model": model_name,
+        "model": saved.get(id(model)) if model is not None else None,
     }
+
+
+def _models_to_save(
+    namespace: dict[str, Any], names: list[str], reads: tuple[str, ...]
+) -> dict[str, tuple[Any, str]]:
+    """The Keras models to save, by name (the same on every task, in the same order): those
+    the cell binds or reads, then a History's model that no name holds
+    (``__history_model_N``)."""
+    out: dict[str, tuple[Any, str]] = {}
+    for n in dict.fromkeys([*names, *reads]):
+        if n in namespace and (library := _keras_model(namespace[n])) is not None:
+            out[n] = (namespace[n], library)
+    held = {id(model) for model, _ in out.values()}
+    for n in names:
+        model = getattr(namespace[n], "model", None) if _history(namespace[n]) else None
+        if model is not None and id(model) not in held and (lib := _keras_model(model)):
+            out[f"__history_model_{len(out)}"] = (model, lib)
+            held.add(id(model))
+    return out
 
 
 def _plain(params: dict[str, Any]) -> dict[str, Any]:

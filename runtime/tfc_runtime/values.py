@@ -103,6 +103,10 @@ class Encoder:
             if isinstance(value, np.generic):
                 return {"$scalar": self._array(np.asarray(value), "an array")["$array"]}
         if module == "tensorflow" and hasattr(value, "numpy") and hasattr(value, "dtype"):
+            name = type(value).__name__
+            if "SyncOnRead" in name or "PerReplica" in name or "Aggregating" in name:
+                # reading it may start a reduction the other tasks never join
+                raise Unsupported(f"{name}, a distributed value: read it in the cell")
             try:
                 array = value.numpy()
             except Exception as exc:  # a symbolic tensor, a variable on another task

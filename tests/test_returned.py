@@ -342,3 +342,37 @@ def test_a_failed_job_sets_nothing_and_a_wait_brings_names_back(
     with capture_output() as cap:
         ip.run_line_magic("tfc_attach", job.id)
     assert "Back in the kernel" not in cap.stdout  # once a job
+
+
+@pytest.mark.slow
+def test_with_no_notebook_file_the_job_starts_where_the_kernel_started(
+    tmp_path: Path, tfc_env: Path
+) -> None:
+    """nbconvert or papermill give the kernel no notebook path: the job is the input history,
+    and starts in the kernel's first folder, so a `%cd` of a cell above runs again from there."""
+    import subprocess
+    import sys
+
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "x.txt").write_text("found it")
+    code = """
+from IPython.core.interactiveshell import InteractiveShell
+ip = InteractiveShell.instance()
+ip.run_cell("%load_ext tfc_jupyter", store_history=True)
+ip.run_cell("%cd sub", store_history=True)
+ip.run_cell("%%tfc_run\\nprint(open('x.txt').read())\\ny = 1", store_history=True)
+print("Y", ip.user_ns.get("y"))
+"""
+    env = {k: v for k, v in os.environ.items() if k != "JPY_SESSION_NAME"}
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=JOB_DEADLINE_S,
+        check=False,
+    )
+    assert "[chief] found it" in done.stdout, (done.stdout, done.stderr)
+    assert "without the cells' tags" in done.stdout
+    assert "Y 1" in done.stdout

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import shlex
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
@@ -89,6 +90,9 @@ class TfcMagics(Magics):
             ):
                 inputs = inputs[:-1]
             selection = capture.from_history(inputs, line, body)
+            started = self.shell.user_ns.get("_dh") or [None]  # type: ignore[union-attr]
+            if started[0] and os.path.isdir(str(started[0])):  # where the kernel started:
+                selection.folder = Path(str(started[0]))  # its cells' %cd run again from there
         else:
             nb = capture.read_notebook(path)
             from .notebook import executed
@@ -180,6 +184,9 @@ class TfcMagics(Magics):
     def _launch(self, plan: Plan, args: JobOptions) -> Any:
         for warning in plan.warnings:
             print(f"! {warning}")
+        notebook = cell.in_notebook(self.shell)
+        if notebook and plan.selection.cell_id is None:  # the cell the job's output stays with
+            plan.selection.cell_id = cell.run_cell_id(self.shell)
         with _build_progress(self.shell):
             job = self._client(plan.settings).submit(plan)  # the settings it was planned with
         self.shell.user_ns["_tfc_job"] = job  # type: ignore[union-attr]
@@ -196,6 +203,10 @@ class TfcMagics(Magics):
         ):
             if url:
                 print(f"{label}: {url}")
+        if notebook:  # JupyterLab follows the job there after a kernel restart or a reload
+            from IPython.display import display
+
+            display(cell.job_output(job.id), raw=True)
         if not args.wait:
             print(f"Not waiting: %tfc_logs {job.id} --follow (or job.follow()) shows the logs.")
             return job
@@ -501,8 +512,6 @@ def _stale_line(rec: Any, shell: Any) -> str:
 def _bring_back(job: Any, rec: Any, shell: Any, shown: _Outputs) -> Any:
     """Set the run cell's names in the kernel; the cell's ``Out[]`` (a value, else as the job
     showed it), else the job."""
-    from pathlib import Path
-
     from .returned import CellOut, bring_back, bring_files, fetch
 
     settings = load_settings(getattr(shell, "config", None))

@@ -47,6 +47,8 @@ class Selection:
     skipped: list[int] = field(default_factory=list)
     script: bool = False  # a .py entry point: one "cell", the file as it is
     notes: list[str] = field(default_factory=list)  # the plan's notes on how cells were taken
+    cell_id: str | None = None  # the run cell's nbformat id, as the frontend sent it
+    folder: Path | None = None  # with no notebook file: the folder the kernel started in
 
     @property
     def name(self) -> str:
@@ -55,8 +57,12 @@ class Selection:
 
     @property
     def base_dir(self) -> Path:
-        """The notebook's folder (relative files are read from there)."""
-        return self.notebook.parent if self.notebook else Path.cwd()
+        """The notebook's folder (relative files are read from there); with no notebook file,
+        the folder the kernel started in (its cells' ``%cd`` and ``os.chdir`` run again in
+        the job from there), else the current one."""
+        if self.notebook:
+            return self.notebook.parent
+        return self.folder or Path.cwd()
 
 
 def _first_line(source: str) -> str:
@@ -690,7 +696,8 @@ def from_history(inputs: Sequence[str], magic_line: str, body: str) -> Selection
     run = Cell(len(inputs) + 1, f"{MAGIC} {magic_line}\n{body}", (), label="In")
     warning = (
         f"no notebook file found: used this kernel's input history ({len(cells)} inputs, "
-        "duplicates dropped) plus this cell; pass --notebook PATH to use the notebook"
+        "duplicates dropped) plus this cell, without the cells' tags (tfc-skip and "
+        "tfc-local-only are in the file); pass --notebook PATH to use the notebook"
     )
     return Selection(
         cells=[*cells, run],

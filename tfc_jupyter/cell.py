@@ -32,6 +32,8 @@ FOLLOW_MAX_S = 7 * 24 * 3600.0
 """Longest a handle's output follows a job (its own deadline: every wait has one)."""
 LINK_MIME = "application/vnd.tfc-jupyter.cell-link+json"
 """The MIME type of :func:`failure_link`'s output (labextension/src/celllink.ts renders it)."""
+JOB_MIME = "application/vnd.tfc-jupyter.job+json"
+"""The MIME type of :func:`job_output` (labextension/src/joboutput.ts renders it)."""
 _LOCATION = re.compile(r"cell (\d+), line (\d+)")
 _MAX_CODE = 500
 
@@ -57,6 +59,27 @@ def failure_link(location: str | None, notebook: str | None) -> dict[str, Any] |
     text = f"cell {number}, line {line}"
     link = {"version": 1, "cell": number, "line": line, "code": code, "text": text}
     return {"text/plain": f"The job failed at {text}.", LINK_MIME: link}
+
+
+def job_output(job_id: str) -> dict[str, Any]:
+    """The output a ``%%tfc_run`` cell shows of the job it launched: JupyterLab (with this
+    package's extension) shows the job's state and elapsed time there, live, and once the kernel
+    no longer streams into the cell (a kernel restart, a page reload, the notebook reopened) the
+    job's latest lines from its log, until it ends. Other frontends show how to follow it again.
+    """
+    text = f"Job {job_id}: after a kernel restart, %tfc_attach {job_id} follows it again."
+    return {"text/plain": text, JOB_MIME: {"version": 1, "id": job_id}}
+
+
+def run_cell_id(shell: Any) -> str | None:
+    """The nbformat id of the cell running now, from the kernel's execute request (JupyterLab
+    and Notebook 7 send it as ``metadata.cellId``); None elsewhere."""
+    try:
+        parent = shell.kernel.get_parent("shell")
+        cell_id = (parent.get("metadata") or {}).get("cellId")
+    except Exception:  # not an ipykernel kernel (terminal IPython, tests), or an old one
+        return None
+    return cell_id if isinstance(cell_id, str) and cell_id else None
 
 
 def in_notebook(shell: Any) -> bool:

@@ -128,6 +128,7 @@ def launch(plan: Plan, *, store: JobStore | None = None) -> Job:
                 job_dir=str(job_dir),
                 log_dir=str(job_dir / "logs"),
                 notebook=str(plan.selection.notebook) if plan.selection.notebook else None,
+                cell_id=plan.selection.cell_id,
                 owner_pid=os.getpid(),
             )
         )

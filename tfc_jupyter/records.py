@@ -131,6 +131,7 @@ class JobRecord:
     job_dir: str = ""
     log_dir: str = ""
     notebook: str | None = None
+    cell_id: str | None = None  # the run cell's nbformat id (JupyterLab sends it), if known
     created_at: float = field(default_factory=time.time)
     updated_at: float = field(default_factory=time.time)
     started_at: float | None = None
@@ -179,7 +180,7 @@ _FIELDS = frozenset(f.name for f in dataclasses.fields(JobRecord))
 CANCEL_ASKED = frozenset({JobState.CANCELLING, JobState.CANCELLED})
 """States a cancel leaves a job in: a launch that finds one starts nothing more."""
 _TEXT = ("id", "name", "backend", "job_dir", "log_dir")
-_MAYBE_TEXT = ("notebook", "error", "error_location", "console_url", "tensorboard_url")
+_MAYBE_TEXT = ("notebook", "cell_id", "error", "error_location", "console_url", "tensorboard_url")
 _TIMES = ("created_at", "updated_at")
 _MAYBE_TIMES = ("started_at", "ended_at")
 _WHOLE = {"owner_pid": None}

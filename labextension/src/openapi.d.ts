@@ -522,6 +522,8 @@ export interface components {
             terminal: boolean;
             spec: Record<string, unknown>;
             notebook: string | null;
+            /** @description the nbformat id of the notebook cell that launched the job (JupyterLab sends it), else null */
+            cell_id: string | null;
             created_at: number;
             started_at: number | null;
             ended_at: number | null;

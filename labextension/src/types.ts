@@ -23,6 +23,8 @@ export interface IJob {
   state: JobState;
   terminal: boolean;
   notebook: string | null;
+  /** The nbformat id of the notebook cell that launched the job, when known. */
+  cell_id: string | null;
   created_at: number;
   started_at: number | null;
   ended_at: number | null;

@@ -32,6 +32,7 @@ function job(overrides: Partial<IJob> = {}): IJob {
     state: 'running',
     terminal: false,
     notebook: '/home/me/notebooks/Quickstart.ipynb',
+    cell_id: null,
     created_at: 1763906520,
     started_at: 1763906521,
     ended_at: null,

@@ -376,3 +376,32 @@ print("Y", ip.user_ns.get("y"))
     assert "[chief] found it" in done.stdout, (done.stdout, done.stderr)
     assert "without the cells' tags" in done.stdout
     assert "Y 1" in done.stdout
+
+
+@pytest.mark.slow
+def test_outputs_keep_their_order_with_the_printed_lines(
+    tmp_path: Path, tfc_env: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    body = (
+        "%%tfc_run\nprint('before')\ndisplay({'shown': 1})\nimport time\n"
+        "for i in range(3):\n    print('after', i)\n    time.sleep(0.05)"
+    )
+    path = write_notebook(tmp_path / "order.ipynb", "%load_ext tfc_jupyter", body)
+    monkeypatch.setenv("JPY_SESSION_NAME", str(path))
+    nb = nbformat.read(path, as_version=4)
+    from nbclient import NotebookClient
+
+    NotebookClient(
+        nb, timeout=JOB_DEADLINE_S, resources={"metadata": {"path": str(tmp_path)}}
+    ).execute()
+    seen = []
+    for o in nb.cells[1].outputs:
+        text = o.get("text", "") or o.get("data", {}).get("text/plain", "")
+        for word in ("[chief] before", "{'shown': 1}", "[chief] after 0"):
+            if word in text:
+                seen.append(word)
+    import pprint
+
+    assert seen == ["[chief] before", "{'shown': 1}", "[chief] after 0"], pprint.pformat(
+        nb.cells[1].outputs
+    )

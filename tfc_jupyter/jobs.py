@@ -292,6 +292,7 @@ class Job:
         next_state = 0.0
         rewind, bar = "", ""  # a progress bar drawn live (its line not ended yet) is rewritten
         gone: set[int] = set()  # watcher processes seen ending
+        pending: list[dict[str, Any]] = []  # reports waiting for the lines printed before them
         while True:
             first = next(iter(tail.replicas()), "")  # the chief: its bar is drawn as it moves
             if time.monotonic() >= next_state:  # the record less often than the (cheap) logs
@@ -302,9 +303,18 @@ class Job:
             now = time.monotonic()
             shown: list[tuple[list[str], str]] = []
             if on_result is not None:
-                for event in feed.read():
-                    on_result(event)
+                pending += feed.read()
+            chief_at = tail.offsets.get(first, 0)  # where the chief's new lines start
             for replica, line in tail.read(final=done):
+                if pending and replica == first and _due(pending, chief_at):
+                    for names, said in shown:  # what was printed before the report, first
+                        stream.write(f"{rewind}[{label(names)}] {said}\n")
+                        rewind, bar = "", ""
+                    shown = []
+                    stream.flush()
+                    pending = _release(pending, chief_at, False, on_result)
+                if replica == first:
+                    chief_at += len(line.encode("utf-8", "replace")) + 1
                 if on_result is not None and (found := parse_result(line)) is not None:
                     on_result(found)
                 if on_line:
@@ -314,6 +324,9 @@ class Job:
             for names, line in shown + merger.ready(now, final=done):
                 stream.write(f"{rewind}[{label(names)}] {line}\n")
                 rewind, bar = "", ""
+            if pending:
+                stream.flush()
+                pending = _release(pending, tail.offsets.get(first, 0), done, on_result)
             if ansi and not on_line and not done:  # a line being written: as Jupyter shows it
                 live = logs.shown(tail.partial(first), verbose=verbose) if first else None
                 if live and live != bar:
@@ -407,6 +420,30 @@ class Job:
             f"<b style='color:{color}'>{rec.state.value}</b> "
             f"({rec.elapsed:.1f} s){links}{error}</div>"
         )
+
+
+def _due(pending: list[dict[str, Any]], chief_at: int) -> bool:
+    """Whether the first waiting report was made before the chief's line at ``chief_at``."""
+    at = pending[0].get("log_offset")
+    return not isinstance(at, int) or at <= chief_at
+
+
+def _release(
+    pending: list[dict[str, Any]],
+    chief_at: int,
+    done: bool,
+    on_result: Callable[[dict[str, Any]], None] | None,
+) -> list[dict[str, Any]]:
+    """Hand on the reports whose chief log position (``log_offset``: what the chief had printed
+    when it made them, where its output goes to a file) has been read, in order; the rest wait
+    (all go once the job has ended). A cell's figure comes after the lines printed before it."""
+    for i, event in enumerate(pending):
+        at = event.get("log_offset")
+        if not done and isinstance(at, int) and at > chief_at:
+            return pending[i:]
+        if on_result is not None:
+            on_result(event)
+    return []
 
 
 def model_dir(rec: JobRecord, results: Results) -> str | None:

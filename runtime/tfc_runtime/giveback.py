@@ -22,12 +22,22 @@ import shutil
 import sys
 import tempfile
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from tfc_runtime import results, values
 
-if TYPE_CHECKING:
-    from tfc_runtime.runcell import _State
+
+class CellState(Protocol):
+    """What :mod:`tfc_runtime.runcell` knows of the run cell (its ``_State``)."""
+
+    run_cell: int | None
+    binds: tuple[str, ...]
+    reads: tuple[str, ...]
+    code: tuple[str, ...]
+    chief: bool
+    out: Any
+    started: float
+    workdir: str
 
 CELL = "cell"
 """The job folder's (or base output folder's) names: ``values.json``, ``arrays.npz``,
@@ -48,7 +58,7 @@ _SKIP_DIRS = frozenset({".git", "__pycache__", ".ipynb_checkpoints", "node_modul
 MAX_FILES = 10_000
 
 
-def save_files(state: _State) -> list[str] | None:
+def save_files(state: CellState) -> list[str] | None:
     """Copy what the run cell wrote under the job's working folder (relative paths: a model,
     a CSV log, arrays) to the job folder's :data:`FILES` (docker), else the base output
     folder's (Vertex AI), for the kernel to put next to the notebook. A local job writes next
@@ -141,7 +151,7 @@ def _destination(leaf: str = CELL) -> tuple[str | None, str | None]:
     return None, None
 
 
-def save_names(state: _State, namespace: dict[str, Any]) -> dict[str, Any] | None:
+def save_names(state: CellState, namespace: dict[str, Any]) -> dict[str, Any] | None:
     """Save the run cell's names (see the module's docstring); the manifest written, or None
     (no run cell, or not the chief: then only the models are saved, privately)."""
     if state.run_cell is None:

@@ -32,6 +32,7 @@ import contextlib
 import io
 import json
 import os
+import stat
 import sys
 import time
 from collections.abc import Iterable
@@ -308,6 +309,9 @@ def send(data: dict[str, Any], metadata: dict[str, Any], output_type: str) -> No
     job_dir = os.environ.get("TFC_JOB_DIR")
     sys.stdout.flush()  # what the cell printed before comes first
     sys.stderr.flush()
+    at = _log_position()
+    if at is not None:
+        event["log_offset"] = at
     if job_dir:
         try:
             folder = os.path.join(job_dir, OUTPUTS)
@@ -328,6 +332,18 @@ def send(data: dict[str, Any], metadata: dict[str, Any], output_type: str) -> No
     else:
         event["output"] = output
     results.emit(event)
+
+
+def _log_position() -> int | None:
+    """Where the job's output file is now, when stdout is one (the local backend writes each
+    replica's output to its log file): the follower shows this output after what the cell
+    printed before it. None for a pipe (docker, Vertex AI)."""
+    try:
+        if not stat.S_ISREG(os.fstat(1).st_mode):
+            return None
+        return os.lseek(1, 0, os.SEEK_CUR)
+    except OSError:
+        return None
 
 
 def display(*objs: Any, raw: bool = False, **_options: Any) -> bool:

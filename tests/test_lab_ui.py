@@ -1295,3 +1295,103 @@ def metrics_high(drawn: dict[str, Any]) -> float:
         except ValueError:
             continue
     return max(numbers, default=0.0)
+
+
+# ----------------------------------------------------------- the cell stays with its job (issue 34)
+FOLLOWED = (
+    "%%tfc_run\nimport os\nimport time\nfor i in range(16):\n"
+    "    print(f'tick {i} of {os.getpid()}', flush=True)\n    time.sleep(1)"
+)
+_JOB_OUTPUT = ".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Cell:nth-child({n}) .tfc-JobOutput"
+
+
+def _pids_shown(text: str) -> set[int]:
+    """The job processes whose ticks a cell shows."""
+    return {int(pid) for pid in re.findall(r"tick \d+ of (\d+)", text)}
+
+
+def _job_output(page: Any, cell: int, job_id: str, state: str | None = None) -> Any:
+    """A cell's job output of ``job_id`` (in ``state``), as the extension renders it."""
+    selector = _JOB_OUTPUT.format(n=cell + 1) + f"[data-job-id='{job_id}']"
+    return page.locator(selector + (f"[data-state='{state}']" if state else ""))
+
+
+def _tick_pid(lab_server: LabServer, job_id: str) -> int:
+    """The process id the job's ticks name (its chief's log)."""
+    text = Path(store_for(lab_server.home).get(job_id).log_dir, "chief.log").read_text()
+    pids = _pids_shown(text)
+    assert len(pids) == 1, text
+    return pids.pop()
+
+
+def test_the_run_cell_follows_its_job_after_a_restart_and_a_reload(
+    lab_server: LabServer, browser_page: Any
+) -> None:
+    """The run cell stays with its job. (a) Kernel > Restart Kernel while the cell follows a job:
+    the job goes on, and the cell's job output shows it running, then its latest lines from its
+    log and how to attach, until it says "succeeded after N s". (b) Save, run the cell again,
+    reload the page (the file holds the first job's outputs): the cell shows the second job, to
+    its end. The first job's lines are never shown while the second one runs or after."""
+    page = browser_page
+    try:
+        _follow_scenario(lab_server, page)
+    except Exception:
+        screenshot(page, "lab-follow-failure.png")
+        raise
+
+
+def _follow_scenario(lab_server: LabServer, page: Any) -> None:
+    name = "follow.ipynb"
+    write_notebook(lab_server.root_dir / name, "%load_ext tfc_jupyter", "x = 1", FOLLOWED)
+    page.goto(f"{lab_server.url}lab?reset&token={lab_server.token}")
+    page.locator(".jp-LabShell").wait_for()
+    open_notebook(page, lab_server, name)
+    store = store_for(lab_server.home)
+
+    # (a) A kernel restart while the cell follows its job.
+    start_command(page, "notebook:run-all-cells")
+    _wait_cell(page, name, 2, "tick 2 of", timeout_ms=60_000)
+    first = store.list(limit=1)[0]
+    assert first.cell_id, "the job's record has no cell id"
+    _job_output(page, 2, first.id, "running").wait_for(timeout=15_000)
+    start_command(page, "kernelmenu:restart")
+    page.locator(".jp-Dialog .jp-mod-accept").click()
+    page.locator(".jp-Dialog").wait_for(state="detached")
+    assert store.get(first.id).state is JobState.RUNNING
+    output = _job_output(page, 2, first.id)
+    output.locator(".tfc-JobOutput-lines").wait_for(timeout=30_000)  # the log's latest lines
+    screenshot(page, "lab-follow-restarted.png")
+    assert f"%tfc_attach {first.id}" in output.locator(".tfc-JobOutput-hint").inner_text()
+    _job_output(page, 2, first.id, "succeeded").wait_for(timeout=JOB_MS)
+    text = output.inner_text()
+    assert "succeeded after" in text and "tick 15 of" in text, text
+    assert store.get(first.id).state is JobState.SUCCEEDED
+    first_pid = _tick_pid(lab_server, first.id)
+    screenshot(page, "lab-follow-restarted-done.png")
+
+    # (b) Save (the file holds the first job's outputs), run the cell again, reload the page.
+    lab_command(page, "docmanager:save")
+    assert first.id in (lab_server.root_dir / name).read_text()
+    start_command(page, "notebook:run-all-cells")  # the kernel restarted: load the extension again
+    _wait_cell(page, name, 2, "tick 1 of", timeout_ms=60_000)
+    second = store.list(limit=1)[0]
+    assert second.id != first.id and second.cell_id == first.cell_id
+    shown = cell_outputs(page, name, 2)["shown"]
+    assert first_pid not in _pids_shown(shown) and first.id not in shown, shown
+    page.on("dialog", lambda dialog: dialog.accept())  # "leave the page?" (unsaved outputs)
+    page.reload()
+    page.locator(".jp-NotebookPanel:not(.lm-mod-hidden)").wait_for(timeout=60_000)
+    _job_output(page, 2, second.id).wait_for(timeout=30_000)
+    deadline = time.monotonic() + JOB_DEADLINE_S
+    seen: list[str] = []
+    while time.monotonic() < deadline:
+        shown = cell_outputs(page, name, 2)["shown"]
+        seen.append(shown)
+        assert first_pid not in _pids_shown(shown) and first.id not in shown, shown
+        if _job_output(page, 2, second.id, "succeeded").count():
+            break
+        time.sleep(0.5)
+    text = _job_output(page, 2, second.id).inner_text()
+    assert "succeeded after" in text and "tick 15 of" in text, (text, seen[-3:])
+    assert _pids_shown(text) == {_tick_pid(lab_server, second.id)}, text
+    screenshot(page, "lab-follow-reloaded-done.png")

@@ -405,3 +405,35 @@ def test_outputs_keep_their_order_with_the_printed_lines(
     assert seen == ["[chief] before", "{'shown': 1}", "[chief] after 0"], pprint.pformat(
         nb.cells[1].outputs
     )
+
+
+@pytest.mark.slow
+def test_display_handles_and_clear_output_work_as_in_jupyter(
+    tmp_path: Path, tfc_env: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A live plot redrawn each epoch (clear_output(wait=True), then plt.show()) leaves one
+    figure; a display handle's update replaces its output; the cell's log lines stay."""
+    body = """%%tfc_run
+from IPython.display import display, clear_output
+import matplotlib.pyplot as plt
+for epoch in range(3):
+    clear_output(wait=True)
+    plt.plot(range(epoch + 2)); plt.show()
+    print("epoch", epoch)
+h = display("first", display_id=True)
+h.update("second")"""
+    path = write_notebook(tmp_path / "live.ipynb", "%load_ext tfc_jupyter", body)
+    monkeypatch.setenv("JPY_SESSION_NAME", str(path))
+    nb = nbformat.read(path, as_version=4)
+    from nbclient import NotebookClient
+
+    NotebookClient(
+        nb, timeout=JOB_DEADLINE_S, resources={"metadata": {"path": str(tmp_path)}}
+    ).execute()
+    outputs = nb.cells[1].outputs
+    images = [o for o in outputs if "image/png" in o.get("data", {})]
+    assert len(images) == 1, outputs
+    plain = [o.get("data", {}).get("text/plain") for o in outputs]
+    assert "'second'" in plain and "'first'" not in plain
+    streamed = "".join(o.get("text", "") for o in outputs if o.output_type == "stream")
+    assert all(f"[chief] epoch {i}" in streamed for i in range(3))

@@ -540,35 +540,76 @@ def _bring_back(job: Any, rec: Any, shell: Any, shown: _Outputs) -> Any:
 class _Outputs:
     """The run cell's outputs from the job, shown as they come (a notebook renders their rich
     forms; a terminal gets their text and where the job folder keeps them). The ``Out[]`` is
-    kept for the end of the cell."""
+    kept for the end of the cell.
+
+    In a notebook each output is published with a display id of its own, so that the job's
+    ``clear_output()`` (a live plot redrawn each epoch) clears what the job showed, never the
+    cell's log lines: the next output takes the place of the first one cleared, and the others
+    are emptied; ``display(..., display_id=True)`` handles update their output in place."""
 
     def __init__(self, job: Any, notebook: bool, out: Any) -> None:
+        self.job_id = job.id
         self.job_dir = job.record().job_dir
         self.notebook = notebook
         self.out = out
         self.result: dict[str, Any] | None = None
         self.remote: dict[str, str] = {}  # "cell" / "files" -> where the job left them
+        self.shown: list[str] = []  # display ids of what the job showed since its last clear
+        self.cleared: list[str] = []  # cleared: the next outputs take their places
+        self.wait = False  # a clear_output(wait=True) waits for the next output
 
     def add(self, event: dict[str, Any]) -> None:
         from .returned import output
 
+        if event.get("clear"):
+            if self.notebook:
+                self.cleared, self.shown = self.cleared + self.shown, []
+                self.wait = bool(event.get("wait"))
+                if not self.wait:
+                    self._blank()
+            return
         found = output(event, self.job_dir)
         if found is None:
             return
         if found["output_type"] == "execute_result":
             self.result = found
             return
-        if self.notebook:
-            from IPython.display import publish_display_data
+        if not self.notebook:
+            from .returned import output_line
 
-            flush = getattr(self.out, "flush", None)
-            if flush is not None:
-                flush()
-            publish_display_data(found["data"], found["metadata"])
+            print(output_line(event, self.job_dir))
             return
-        from .returned import output_line
+        self._publish(found, event)
 
-        print(output_line(event, self.job_dir))
+    def _publish(self, found: dict[str, Any], event: dict[str, Any]) -> None:
+        from IPython.display import publish_display_data
+
+        flush = getattr(self.out, "flush", None)
+        if flush is not None:
+            flush()
+        own = event.get("display_id")
+        update = bool(event.get("update"))
+        if own is not None:
+            did = f"tfc-{self.job_id}-{own}"
+        elif self.cleared:  # in the place of what a clear_output removed
+            did, update = self.cleared.pop(0), True
+        else:
+            did = f"tfc-{self.job_id}-out-{event.get('n')}"
+        publish_display_data(
+            found["data"], found["metadata"], transient={"display_id": did}, update=update
+        )
+        if not update or did not in self.shown:
+            self.shown.append(did)
+        if self.wait:
+            self._blank()
+
+    def _blank(self) -> None:
+        """Empty what was cleared and not taken by a new output."""
+        from IPython.display import publish_display_data
+
+        for did in self.cleared:
+            publish_display_data({"text/plain": ""}, transient={"display_id": did}, update=True)
+        self.cleared, self.wait = [], False
 
 
 def _build_progress(shell: Any) -> Any:

@@ -39,6 +39,7 @@ class CellState(Protocol):
     started: float
     workdir: str
 
+
 CELL = "cell"
 """The job folder's (or base output folder's) names: ``values.json``, ``arrays.npz``,
 ``models/<name>.keras``."""

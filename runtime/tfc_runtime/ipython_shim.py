@@ -49,12 +49,17 @@ class DisplayObject:
 
 
 def clear_output(wait: bool = False) -> None:
-    """Nothing to clear in a log."""
+    """In the run cell the kernel clears what the cell showed; elsewhere nothing to clear in
+    a log."""
+    from tfc_runtime import runcell
+
+    runcell.clear_output(wait)
 
 
 def update_display(obj: Any, *, display_id: Any = None, **kwargs: Any) -> None:
-    """An update of a display: shown again, as a log can only add."""
-    display(obj)
+    """An update of a display: in place in the run cell; elsewhere shown again, as a log can
+    only add."""
+    display(obj, display_id=display_id, update=True)
 
 
 def _module(name: str, **attrs: Any) -> types.ModuleType:

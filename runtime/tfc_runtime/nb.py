@@ -473,7 +473,7 @@ def notebook_code(path: str) -> str:
     return "\n".join(out)
 
 
-def display(*objs: object, **options: object) -> None:
+def display(*objs: object, **options: Any) -> Any:
     """Notebook ``display``: inside a ``%%capture`` that keeps displays, the objects go into
     its ``outputs``; in the run cell, their rich forms go back to the notebook
     (:mod:`tfc_runtime.runcell`); elsewhere each is printed (``str`` as is, anything else by
@@ -484,7 +484,7 @@ def display(*objs: object, **options: object) -> None:
             return
     from tfc_runtime import runcell
 
-    if runcell.display(*objs, raw=bool(options.get("raw"))):
-        return
+    if runcell.in_the_cell():
+        return runcell.show(*objs, **options)
     for obj in objs:
         print(obj if isinstance(obj, str) else repr(obj))

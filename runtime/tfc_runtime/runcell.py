@@ -68,6 +68,7 @@ class _State:
     code: tuple[str, ...] = ()  # names its import, def and class statements bind
     chief = True
     shown = 0  # outputs sent back so far
+    handles = 0  # display ids made (display_id=True)
     out: Any = None  # the run cell's Out[] value
     started = 0.0  # when the run cell started
     workdir = ""  # the job's working folder then
@@ -295,23 +296,38 @@ def bundle(obj: Any) -> tuple[dict[str, Any], dict[str, Any]]:
     return {k: v for k, v in data.items() if isinstance(v, (str, dict, list))}, metadata
 
 
-def send(data: dict[str, Any], metadata: dict[str, Any], output_type: str) -> None:
+def _event(**fields: Any) -> dict[str, Any]:
+    """An ``output`` report, after what the cell printed before it (flushed, and where the
+    output file is then: :func:`_log_position`)."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    event: dict[str, Any] = {"event": "output", **fields, "time": time.time()}
+    at = _log_position()
+    if at is not None:
+        event["log_offset"] = at
+    return event
+
+
+def send(
+    data: dict[str, Any],
+    metadata: dict[str, Any],
+    output_type: str,
+    *,
+    display_id: str | None = None,
+    update: bool = False,
+) -> None:
     """One output of the run cell, back to the kernel: a file of the job folder's
     :data:`OUTPUTS` (and a ``.png`` beside it for an image) reported on the result channel,
-    else (no job folder) the report carries it."""
+    else (no job folder) the report carries it. ``display_id`` / ``update``: IPython's, an
+    output shown again in place."""
     _state.shown += 1
     n = _state.shown
     output: dict[str, Any] = {"output_type": output_type, "data": data, "metadata": metadata}
     text = str(data.get("text/plain", ""))[:500]
-    event: dict[str, Any] = {
-        "event": "output", "n": n, "output_type": output_type, "text": text, "time": time.time()
-    }  # fmt: skip
+    event = _event(n=n, output_type=output_type, text=text)
+    if display_id is not None:
+        event.update(display_id=display_id, update=update)
     job_dir = os.environ.get("TFC_JOB_DIR")
-    sys.stdout.flush()  # what the cell printed before comes first
-    sys.stderr.flush()
-    at = _log_position()
-    if at is not None:
-        event["log_offset"] = at
     if job_dir:
         try:
             folder = os.path.join(job_dir, OUTPUTS)
@@ -346,20 +362,68 @@ def _log_position() -> int | None:
         return None
 
 
+class DisplayHandle:
+    """What ``display(obj, display_id=True)`` returns, as IPython's: ``update`` shows another
+    object in its place, ``display`` shows one again."""
+
+    def __init__(self, display_id: str) -> None:
+        self.display_id = display_id
+
+    def display(self, obj: Any, **kwargs: Any) -> None:
+        show(obj, display_id=self.display_id, **kwargs)
+
+    def update(self, obj: Any, **kwargs: Any) -> None:
+        show(obj, display_id=self.display_id, update=True, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"<DisplayHandle display_id={self.display_id}>"
+
+
+def in_the_cell() -> bool:
+    """True while the run cell runs, on any task."""
+    return _state.run_cell is not None and _state.cell == _state.run_cell
+
+
+def show(
+    *objs: Any,
+    raw: bool = False,
+    display_id: Any = None,
+    update: bool = False,
+    clear: bool = False,
+    **_options: Any,
+) -> Any:
+    """``display(...)`` in the run cell, as IPython's: each object's bundle goes back from
+    the chief (other tasks show nothing); ``display_id=True`` returns a
+    :class:`DisplayHandle`; ``clear`` clears the cell's outputs first."""
+    if clear:
+        clear_output(wait=True)
+    if display_id is True:
+        _state.handles += 1
+        display_id = f"job-{_state.handles}"
+    did = None if display_id is None else str(display_id)
+    if _state.chief:
+        for obj in objs:
+            if raw and isinstance(obj, dict):
+                data = {k: v for k, v in obj.items() if isinstance(v, (str, dict, list))}
+                send(data, {}, "display_data", display_id=did, update=update)
+            else:
+                send(*bundle(obj), "display_data", display_id=did, update=update)
+    return DisplayHandle(did) if did is not None and not update else None
+
+
+def clear_output(wait: bool = False) -> None:
+    """``clear_output`` in the run cell: the kernel clears what the cell showed from the job
+    (never its log lines)."""
+    if in_the_cell() and _state.chief:
+        results.emit(_event(clear=True, wait=bool(wait)))
+
+
 def display(*objs: Any, raw: bool = False, **_options: Any) -> bool:
-    """``display(...)`` in the run cell: each object's bundle goes back from the chief, and
-    other tasks show nothing (True); elsewhere nothing is done here (False: the caller prints,
-    as before)."""
-    if _state.run_cell is None or _state.cell != _state.run_cell:
+    """``display(...)`` as the runtime's stand-in calls it: True when done here (in the run
+    cell: :func:`show`), False elsewhere (the caller prints, as before)."""
+    if not in_the_cell():
         return False
-    if not _state.chief:
-        return True
-    for obj in objs:
-        if raw and isinstance(obj, dict):
-            send({k: v for k, v in obj.items() if isinstance(v, (str, dict, list))}, {},
-                 "display_data")  # fmt: skip
-        else:
-            send(*bundle(obj), "display_data")
+    show(*objs, raw=raw, **_options)
     return True
 
 
@@ -413,16 +477,25 @@ def _patch_ipython_display(module: Any) -> None:
         return
 
     def shown(*objs: Any, **kwargs: Any) -> Any:
-        if display(*objs, raw=bool(kwargs.get("raw"))):
-            return None
+        if in_the_cell():
+            return show(*objs, **kwargs)
         return original(*objs, **kwargs)
 
-    shown._tfc_wrapped = True  # type: ignore[attr-defined]
-    shown.__doc__ = original.__doc__
-    module.display = shown
+    cleared = getattr(module, "clear_output", None)
+
+    def clear(wait: bool = False) -> None:
+        if in_the_cell():
+            clear_output(wait)
+        elif cleared is not None:
+            cleared(wait)
+
     functions = sys.modules.get("IPython.core.display_functions")
-    if functions is not None:
-        setattr(functions, "display", shown)  # noqa: B010
+    for name, wrapper, was in (("display", shown, original), ("clear_output", clear, cleared)):
+        setattr(wrapper, "_tfc_wrapped", True)  # noqa: B010
+        wrapper.__doc__ = getattr(was, "__doc__", None)
+        setattr(module, name, wrapper)
+        if functions is not None:
+            setattr(functions, name, wrapper)
 
 
 def install(*, chief: bool) -> None:

@@ -26,6 +26,15 @@ DEPTH = 64
 """Nesting deeper than this is refused (a self-referencing list, too)."""
 
 
+_PUBLIC = {
+    "CollectiveAllReduceStrategy": "MultiWorkerMirroredStrategy",
+    "CollectiveAllReduceStrategyV1": "MultiWorkerMirroredStrategy",
+    "TPUStrategyV2": "TPUStrategy",
+    "ParameterServerStrategyV2": "ParameterServerStrategy",
+}
+"""Strategy classes whose public names (``tf.distribute.X``) differ."""
+
+
 class Unsupported(Exception):
     """A value that cannot travel; ``str()`` says what it is, in the user's words."""
 
@@ -39,7 +48,8 @@ def kind(value: Any) -> str:
             if isinstance(value, tf.data.Dataset):
                 return "tf.data.Dataset"
             if isinstance(value, tf.distribute.Strategy):
-                return type(value).__name__
+                name = type(value).__name__  # the class behind TensorFlow's public name
+                return _PUBLIC.get(name, name)
         except AttributeError:  # a TensorFlow still being imported
             pass
     return type(value).__name__

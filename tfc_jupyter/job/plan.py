@@ -28,7 +28,7 @@ from ..notebook.capture import Selection
 from ..notebook.convert import Script, convert
 from ..notebook.requirements import Requirements, unsatisfied
 from ..registry import Preview
-from . import catalog
+from . import catalog, prelaunch
 from .choose import choose
 from .options import JobOptions
 from .route import Route, choose_route
@@ -519,12 +519,6 @@ def _unattended(facts: codeinfo.CodeFacts, locate: Callable[[int], str]) -> list
             f"input() at {locate(facts.asks_input)} waits for a person: the job has no one to "
             "answer (it reads end of file). Fix: set the value in the code, or pass it with --args"
         )
-    if facts.kernel_handle:
-        out.append(
-            f"{facts.kernel_handle_name} at {locate(facts.kernel_handle)} is the kernel's handle "
-            "of an earlier %%tfc_run: the job has none, and fails there with NameError. Fix: "
-            "tag that cell tfc-local-only"
-        )
     if facts.colab:
         out.append(
             f"google.colab at {locate(facts.colab)} exists only in Colab: the import fails in the "
@@ -568,6 +562,7 @@ def make_plan(selection: Selection, ns: JobOptions, settings: Settings) -> Plan:
         extra_requirements=extra,
     )
     script.notes[:0] = selection.notes  # how the cells were taken (as saved, as run)
+    name_warnings = prelaunch.check(script, selection)  # a name nothing binds stops it here
     facts = codeinfo.analyse(script.text)
     spec = ns.to_spec(
         settings, name=job_name(selection), estimator=uses_estimator(script) or facts.estimator
@@ -618,7 +613,8 @@ def make_plan(selection: Selection, ns: JobOptions, settings: Settings) -> Plan:
         if route.kind == "package" and route.executor and context:
             job_package = wheel.build(context, list(script.requirements.lines))
             image_uri = parent = route.executor.uri
-    warnings = list(selection.warnings) + choice.warnings + _unattended(facts, locate)
+    warnings = list(selection.warnings) + name_warnings + choice.warnings
+    warnings += _unattended(facts, locate)
     warnings += need_warnings + secret_notes
     ended = route.executor.ended_note() if route and route.executor and job_package else None
     if ended:

@@ -47,6 +47,7 @@ class Selection:
     skipped: list[int] = field(default_factory=list)
     script: bool = False  # a .py entry point: one "cell", the file as it is
     notes: list[str] = field(default_factory=list)  # the plan's notes on how cells were taken
+    left_out: list[Cell] = field(default_factory=list)  # cells above left out: run cells, tagged
     cell_id: str | None = None  # the run cell's nbformat id, as the frontend sent it
     folder: Path | None = None  # with no notebook file: the folder the kernel started in
 
@@ -374,9 +375,11 @@ def _collect_above(cells: list[Cell], until: int | None, sel: Selection) -> None
         if until is not None and cell.index >= until:
             break
         if is_run_cell(cell.source):
+            sel.left_out.append(cell)
             continue
         if SKIP_TAGS & set(cell.tags):
             sel.skipped.append(cell.index)
+            sel.left_out.append(cell)
             continue
         sel.cells.append(cell)
 

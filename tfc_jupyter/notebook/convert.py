@@ -21,7 +21,7 @@ import builtins
 import keyword
 import re
 import shlex
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -190,12 +190,14 @@ class _CellConverter:
         reqs: Requirements,
         notes: list[str],
         bound: frozenset[str] = frozenset(),
+        future: list[tuple[str, list[Location]]] | None = None,
     ) -> None:
         self.cell = cell
         self.base_dir = base_dir
         self.reqs = reqs
         self.notes = notes
         self.bound = bound | _SHADOWING
+        self.future = future  # the cell's `from __future__` lines, for the script's top
 
     def error(self, message: str, line: int, hint: str = HINT_SKIP) -> ConversionError:
         err = ConversionError(message, hint, cell=self.cell.index, line=line)
@@ -359,9 +361,51 @@ class _CellConverter:
             ) from None
         new_lines = self._rewrite(tree, t_lines, first_line)
         same = len(new_lines) == len(lines)
+
+        def at(i: int) -> int:
+            return first_line + (i if same else min(i, len(lines) - 1))
+
+        new_lines = self._hoist_future(tree, new_lines, at)
         for i, text in enumerate(new_lines):
-            line = first_line + (i if same else min(i, len(lines) - 1))
-            out.add(text, (self.cell.index, line))
+            out.add(text, (self.cell.index, at(i)))
+
+    def _hoist_future(
+        self, tree: ast.Module, lines: list[str], at: Callable[[int], int]
+    ) -> list[str]:
+        """The ``from __future__`` imports that open the cell (legal in Jupyter, which compiles
+        each cell alone) go to the script's top with their cell and line (a future import
+        anywhere else is a SyntaxError in Jupyter too, and stays one); here their lines become
+        comments, so every line below keeps its place."""
+        if self.future is None:
+            return lines
+        nodes = list(tree.body)
+        first = nodes[0] if nodes else None
+        if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
+            nodes = nodes[isinstance(first.value.value, str) :]  # a docstring may come first
+        raw = [line.encode("utf-8") for line in lines]
+        for node in nodes:
+            if not (isinstance(node, ast.ImportFrom) and node.module == "__future__"):
+                break
+            l0, l1 = node.lineno - 1, (node.end_lineno or node.lineno) - 1
+            c0, c1 = node.col_offset, node.end_col_offset or 0
+            span = b"\n".join(raw[l0 : l1 + 1])
+            seg = span[c0 : len(span) - len(raw[l1]) + c1].split(b"\n")
+            where: list[Location] = [(self.cell.index, at(l0 + i)) for i in range(len(seg))]
+            self.future.append((b"\n".join(seg).decode("utf-8"), where))
+            before = raw[l0][:c0].rstrip()
+            before = before[:-1].rstrip() if before.endswith(b";") else before
+            after = raw[l1][c1:].lstrip()
+            after = after[1:].lstrip() if after.startswith(b";") else after
+            moved = b"# (moved to the top of the script) " + seg[0]
+            if l0 == l1:
+                if before and after:
+                    sep = b"  " if after.startswith(b"#") else b"; "
+                    raw[l0] = before + sep + after
+                else:
+                    raw[l0] = before or after or moved
+            else:
+                raw[l0 : l1 + 1] = [before or moved, *[b"#"] * (l1 - l0 - 1), after or b"#"]
+        return [b.decode("utf-8") for b in raw]
 
     def _rewrite(self, tree: ast.Module, lines: list[str], first_line: int) -> list[str]:
         raw = [line.encode("utf-8") for line in lines]
@@ -595,11 +639,13 @@ def convert(
     errors: list[ConversionError] = []
     job_cells = [c for c in cells if not SKIP_TAGS & set(c.tags) and c.source.strip()]
     bound = _bound_names(job_cells)
+    future: list[tuple[str, list[Location]]] = []
     for cell in job_cells:
         used.append(cell.index)
         body.add(f"# %% {cell.place}", None)
         try:
-            _CellConverter(cell, Path(base_dir), reqs, notes, bound).convert(body, cell.source)
+            converter = _CellConverter(cell, Path(base_dir), reqs, notes, bound, future)
+            converter.convert(body, cell.source)
         except ConversionError as exc:  # go on: every refusal is reported in one run
             errors.append(exc)
         body.add("", None)
@@ -607,14 +653,21 @@ def convert(
         raise errors[0]
     if errors:
         raise ConversionErrors(errors)
-    text = "\n".join(body.lines)
-    tree = _check_compiles(text, body.where, cells[0].label if cells else "cell")
+    top = _Out()
+    for statement, places in future:
+        for line, where in zip(statement.split("\n"), places, strict=True):
+            top.add(line, where)
+    notes[:0] = _future_notes(future, job_cells)
+    text = "\n".join(top.lines + body.lines)
+    tree = _check_compiles(text, top.where + body.where, cells[0].label if cells else "cell")
     loaded, names, imports = _names(tree)
     leftover = _leftover_ipython(tree, body.where) if "get_ipython" not in names else None
     if leftover is not None:
         raise leftover
     head = _Out()
     head.add(f"# Generated by tfc_jupyter from {_comment(notebook)}: edit the notebook.", None)
+    head.lines += top.lines  # a future import must come before any other statement
+    head.where += top.where
     if "_tfc" in loaded:
         head.add("from tfc_runtime import nb as _tfc", None)
     if "display" in loaded and "display" not in names:
@@ -630,6 +683,28 @@ def convert(
         cells=used,
         imports=imports,
     )
+
+
+def _future_notes(future: list[tuple[str, list[Location]]], cells: Sequence[Cell]) -> list[str]:
+    """A note for each ``from __future__`` import moved up past cells above it that it did
+    not apply to: in Jupyter it applies from its cell on, in the job (one module) to every
+    cell."""
+    first = cells[0].index if cells else None
+    places = {c.index: c.place for c in cells}
+    seen: set[str] = set()
+    notes = []
+    for statement, (where, *_) in future:
+        node = ast.parse(statement).body[0]
+        assert isinstance(node, ast.ImportFrom)
+        features = {alias.name for alias in node.names}
+        if where is not None and where[0] != first and features - seen:
+            notes.append(
+                f"{places.get(where[0], f'cell {where[0]}')}, line {where[1]}: "
+                f"{ast.unparse(node)} moved to the top of the script (one module): it "
+                "applies to the cells above it too, where in Jupyter it applies from that cell on"
+            )
+        seen |= features
+    return notes
 
 
 def _comment(text: str) -> str:

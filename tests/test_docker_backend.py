@@ -139,6 +139,45 @@ def test_files_the_code_reads_are_in_the_image_it_runs(
 
 
 @pytest.mark.slow
+def test_records_the_code_globs_are_in_the_image_it_runs(
+    tmp_path: Path, tfc_env: Path, docker_client: Any, tf_parent_image: str
+) -> None:
+    """Issue 34: TFRecords an earlier step wrote next to the notebook, which the run cell finds
+    with tf.io.gfile.glob (no literal names them), are in the image: the job counts them all,
+    where it counted none (an empty dataset, and a job that "succeeded")."""
+    import tensorflow as tf
+
+    (tmp_path / "data").mkdir()
+    for name, count in (("a", 3), ("b", 4)):
+        with tf.io.TFRecordWriter(str(tmp_path / "data" / f"{name}.tfrecord")) as writer:
+            for i in range(count):
+                writer.write(f"{name}{i}".encode())
+    nb = write_notebook(
+        tmp_path / "records.ipynb",
+        "import tensorflow as tf",
+        f"%%tfc_run --strategy none {_flags(tf_parent_image)}\n"
+        "files = tf.io.gfile.glob('data/*.tfrecord')\n"
+        "count = sum(1 for _ in tf.data.TFRecordDataset(files))\n"
+        "missing = tf.io.gfile.glob('prepared/*.tfrecord')\n"
+        "print('records:', len(files), count)",
+    )
+    plan = plan_for(nb)
+    assert plan.context is not None
+    assert {"app/data/a.tfrecord", "app/data/b.tfrecord"} <= {
+        e.arcname for e in plan.context.entries
+    }
+    assert any("prepared/*.tfrecord" in w and "matches nothing" in w for w in plan.warnings)
+    job, record = run_job(nb, tmp_path / "home")
+    logs = job.logs()
+    assert record.state is JobState.SUCCEEDED, (record.error, logs[-2000:])
+    assert "[chief] records: 2 7" in logs
+    assert (
+        "[chief] [tfc_runtime] warning: tf.io.gfile.glob('prepared/*.tfrecord') matched nothing "
+        "in /app: " in logs
+    )
+
+
+@pytest.mark.slow
 def test_failing_worker_stops_the_job_and_names_the_cell(
     tmp_path: Path, tfc_env: Path, docker_client: Any, tf_parent_image: str
 ) -> None:

@@ -268,6 +268,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     sys.argv = [args.script, *script_args]
     sys.path.insert(0, os.path.dirname(script))
     tfc_shim.install()  # `import tfc_jupyter as tfc` in an image without it
+    __import__("tfc_runtime.globs").globs.install()  # a glob that matches nothing: a warning
     ipython_shim.install()  # `from IPython.display import display` in an image without it
     try:
         run_script(script, lambda tree, text: runcell.transform(tree, smap, text))

@@ -22,7 +22,7 @@ import io
 import os
 import re
 import tarfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -154,6 +154,12 @@ def left_out_text(left_out: list[tuple[str, str]], limit: int | None = 8) -> str
     shown = left_out if limit is None else left_out[:limit]
     text = ", ".join(f"{path} ({why})" for path, why in shown)
     return text + (f" and {len(left_out) - len(shown)} more" if len(left_out) > len(shown) else "")
+
+
+def listed(paths: Sequence[str], limit: int = 12) -> str:
+    """``a, b, c and 40 more``: paths named in one line (a pattern may match thousands)."""
+    more = len(paths) - limit
+    return ", ".join(paths[:limit]) + (f" and {more} more" if more > 0 else "")
 
 
 class SecretInFile(SpecError):
@@ -336,6 +342,15 @@ class _Walker:
                 self._walk(path, child)
             elif path.is_file():
                 self.files[child] = path
+
+
+def exclusions(base_dir: Path) -> Callable[[str, Path, bool], str | None]:
+    """``(notebook-relative path, path, is a folder) -> why it stays out of an image`` (None:
+    it may go in): the rules an included folder is walked with (secrets by name and content,
+    ``.tfcignore``, virtualenvs, caches, tools' state, tfc_jupyter's job records, links out of
+    the folder), for what the code reads by pattern (:func:`tfc_jupyter.notebook.needs.
+    read_patterns`)."""
+    return _Walker(base_dir)._excluded
 
 
 def _apt_packages(base: Path) -> list[str]:

@@ -463,9 +463,12 @@ def _keras_for_multiworker(spec: JobSpec, script: Script, notes: list[str]) -> N
     )
 
 
-def _what_it_needs(script: Script, base_dir: Path) -> tuple[list[str], list[str]]:
+def _what_it_needs(
+    script: Script, base_dir: Path, locate: Callable[[int], str] = str
+) -> tuple[list[str], list[str]]:
     """Add the imports the image lacks to the requirements (a note lists them); return the
-    files the code reads, and warnings for imports this kernel cannot resolve."""
+    files the code reads (by name, pattern or folder), and warnings for imports this kernel
+    cannot resolve and for patterns that match nothing next to the notebook."""
     want = needs.missing_imports(
         script.imports, script.requirements.lines, base_dir, also=needs.on_demand(script.text)
     )
@@ -487,6 +490,12 @@ def _what_it_needs(script: Script, base_dir: Path) -> tuple[list[str], list[str]
         for module in want.unresolved
     ]
     files = needs.data_paths(script.text, base_dir)
+    limit = int(package.AUTO_LIMIT_MB * 1_000_000)
+    reads = needs.read_patterns(script.text, base_dir, package.exclusions(base_dir), limit)
+    for path in (p for read in reads for p in read.paths):
+        if not any(path == f or path.startswith(f"{f}/") for f in files):
+            files.append(path)
+    warnings += needs.read_warnings(reads, locate)
     for module in want.local_modules:
         path = f"{module}.py" if (base_dir / f"{module}.py").is_file() else module
         if path not in files:
@@ -499,13 +508,13 @@ def _found_files_notes(context: package.Context, notes: list[str]) -> list[str]:
     if context.auto:
         notes.append(
             "files next to the notebook that the code reads go into the image: "
-            + ", ".join(context.auto)
+            + package.listed(context.auto)
         )
     if context.auto_over is None:
         return []
     size, paths = context.auto_over
     return [
-        f"the code reads {', '.join(paths)} ({human_size(size)}), over the "
+        f"the code reads {package.listed(paths)} ({human_size(size)}), over the "
         f"{package.AUTO_LIMIT_MB} MB the plan takes into an image unasked. Fix: read it from a "
         "bucket (gs://...), or pass --include PATH to ship it anyway"
     ]
@@ -582,7 +591,7 @@ def make_plan(selection: Selection, ns: JobOptions, settings: Settings) -> Plan:
     found: list[str] = []
     need_warnings: list[str] = []
     if builds:
-        found, need_warnings = _what_it_needs(script, selection.base_dir)
+        found, need_warnings = _what_it_needs(script, selection.base_dir, locate)
     secret_notes = _secrets_outside_files(script, locate, ships=traits.runs_image)
     spec = spec.evolve(requirements=tuple(map(redact_url, script.requirements.lines)))
     parent = images.parent_image(spec)

@@ -12,6 +12,8 @@ from typing import Any
 
 import nbformat
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from jobutil import JOB_DEADLINE_S, write_notebook
 
 from tfc_jupyter.returned import bring_back, output
@@ -437,3 +439,42 @@ h.update("second")"""
     assert "'second'" in plain and "'first'" not in plain
     streamed = "".join(o.get("text", "") for o in outputs if o.output_type == "stream")
     assert all(f"[chief] epoch {i}" in streamed for i in range(3))
+
+
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3)
+    ),
+    max_leaves=12,
+)
+_entry = st.fixed_dictionaries(
+    {"kind": st.sampled_from(["value", "model", "history", "code", "other"])},
+    optional={"value": _json, "file": st.text(max_size=12), "library": st.text(max_size=8),
+              "history": _json, "epoch": _json, "bytes": _json, "model": _json},
+)  # fmt: skip
+
+
+@given(
+    st.one_of(
+        _json,
+        st.fixed_dictionaries(
+            {"names": st.dictionaries(st.text(max_size=6), _entry, max_size=4)},
+            optional={"stayed": _json, "out": _json},
+        ),
+    )
+)
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+def test_any_manifest_a_job_folder_holds_never_breaks_the_kernel(
+    tmp_path: Path, manifest: Any
+) -> None:
+    """Whatever ``cell/values.json`` holds (a crafted or corrupt file), bringing it back says
+    what it could not read and raises nothing."""
+    job = tmp_path / "job"
+    (job / "cell").mkdir(parents=True, exist_ok=True)
+    (job / "cell" / "values.json").write_text(json.dumps(manifest))
+    namespace: dict[str, Any] = {}
+    got = bring_back(job, namespace)
+    assert set(namespace) <= set(got.names) | {"__builtins__"}

@@ -203,10 +203,19 @@ def bring_back(
     except (OSError, ValueError) as exc:
         got.problems.append(f"the job's names could not be read ({exc})")
         return got
+    if not isinstance(manifest, dict):
+        got.problems.append("the job's names could not be read (not a manifest)")
+        return got
     if job_id:
         _DONE.add(job_id)
-    entries = manifest.get("names") if isinstance(manifest.get("names"), dict) else {}
-    got.stayed = {str(k): str(v) for k, v in (manifest.get("stayed") or {}).items()}
+    listed = manifest.get("names")
+    entries = {
+        str(k): v
+        for k, v in (listed.items() if isinstance(listed, dict) else ())
+        if isinstance(v, dict)
+    }
+    stayed = manifest.get("stayed")
+    got.stayed = {str(k): str(v) for k, v in (stayed.items() if isinstance(stayed, dict) else ())}
     code = _run_cell_code(Path(job_dir))
     if code is not None and code.body and any(e.get("kind") == "code" for e in entries.values()):
         try:
@@ -223,10 +232,13 @@ def bring_back(
     limit = limit_mb * (1 << 20)
     for name, entry in entries.items():  # models first: a History names its model
         if isinstance(entry, dict) and entry.get("kind") == "model":
+            path = folder / str(entry.get("file"))
+            if not path.resolve().is_relative_to(folder.resolve()):
+                got.stayed[name] = "Keras model outside the job's folder: not loaded"
+                continue
             model, problem = _load_model(
-                folder / str(entry.get("file")), str(entry.get("library")), namespace,
-                namespace.get(name),
-            )  # fmt: skip
+                path, str(entry.get("library")), namespace, namespace.get(name)
+            )
             if model is None:
                 got.stayed[name] = f"Keras model that does not load here: {problem}"
                 continue

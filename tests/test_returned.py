@@ -465,7 +465,7 @@ _entry = st.fixed_dictionaries(
     )
 )
 @settings(
-    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 def test_any_manifest_a_job_folder_holds_never_breaks_the_kernel(
     tmp_path: Path, manifest: Any

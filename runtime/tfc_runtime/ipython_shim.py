@@ -48,6 +48,34 @@ class DisplayObject:
         return f"<IPython.core.display.{type(self).__name__} object>"
 
 
+_MIME_OF = {
+    "HTML": "_repr_html_",
+    "Markdown": "_repr_markdown_",
+    "Latex": "_repr_latex_",
+    "Math": "_repr_latex_",
+    "SVG": "_repr_svg_",
+    "JSON": "_repr_json_",
+    "Javascript": "_repr_javascript_",
+}
+"""The representation each text-holding display class gives, as IPython's do (the run cell
+sends it back to the notebook: :mod:`tfc_runtime.runcell`)."""
+
+
+def _shown_as(name: str) -> dict[str, Any]:
+    """The class body of a rich object: its ``_repr_*_`` method, when it has one here."""
+    method = _MIME_OF.get(name)
+    if method is None:
+        return {}
+
+    def represent(self: DisplayObject) -> Any:
+        data = self.data
+        if name == "Math" and isinstance(data, str):
+            return f"$\\displaystyle {data.strip('$')}$"
+        return data
+
+    return {method: represent}
+
+
 def clear_output(wait: bool = False) -> None:
     """In the run cell the kernel clears what the cell showed; elsewhere nothing to clear in
     a log."""
@@ -73,7 +101,7 @@ def install() -> None:
     """Make ``import IPython`` / ``from IPython.display import ...`` work without IPython."""
     if "IPython" in sys.modules or importlib.util.find_spec("IPython") is not None:
         return
-    rich = {name: type(name, (DisplayObject,), {}) for name in _RICH}
+    rich = {name: type(name, (DisplayObject,), _shown_as(name)) for name in _RICH}
     shown = _module(
         "IPython.display",
         display=display,

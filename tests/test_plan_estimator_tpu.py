@@ -61,7 +61,9 @@ def test_other_code_is_not_estimator_code(source: str) -> None:
 
 
 def test_estimator_jobs_get_tensorflow_2_15_and_say_so(settings: Settings) -> None:
-    source = "import tensorflow as tf\nconfig = tf.estimator.RunConfig()\nmodel.fit(x)"
+    source = (
+        "import tensorflow as tf\nconfig = tf.estimator.RunConfig()\nmodel = x = None\nmodel.fit(x)"
+    )
     plan = _plan(settings, source, "--workers 2")
     assert plan.spec.estimator
     assert plan.parent_image == "tensorflow/tensorflow:2.15.1"

@@ -839,7 +839,7 @@ URL_SECRET = "s3cretPLANTED"
     "cell",
     [
         f"import os\nos.environ['HF_TOKEN'] = '{HF}'",
-        f'login(token="{HF}")',
+        f'login = print\nlogin(token="{HF}")',
         "import os\nos.environ['AWS_SECRET_ACCESS_KEY'] = 'wJalrXUtnFEMI/K7MDENG/bPxPLANTED'\n"
         "aws_secret_access_key = 'wJalrXUtnFEMI/K7MDENG/bPxPLANTED'",
     ],

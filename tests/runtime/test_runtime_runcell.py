@@ -111,6 +111,7 @@ def test_bound_names_of_each_statement_kind(code: str, names: list[str]) -> None
 def job_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """A job folder, and the run cell's state as a new job has it."""
     monkeypatch.setenv("TFC_JOB_DIR", str(tmp_path))
+    monkeypatch.setenv("MPLBACKEND", "Agg")  # install() sets it: never for later kernels
     monkeypatch.setattr(runcell, "_state", runcell._State())
     runcell.install(chief=True)
     yield tmp_path

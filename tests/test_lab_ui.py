@@ -245,7 +245,7 @@ def _scenario(lab_server: LabServer, page: Any) -> None:
     page.locator(".tfc-VerboseToggle input").first.check()
     page.wait_for_function(
         "() => document.querySelector(\".tfc-LogText[data-replica='chief']\")"
-        "?.innerText.includes('absl::InitializeLog')",
+        "?.innerText.includes('[tfc_runtime] task')",  # the runtime's status lines, hidden above
         timeout=30_000,
     )
     page.locator(".tfc-VerboseToggle input").first.uncheck()

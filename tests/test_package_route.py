@@ -10,6 +10,7 @@ TensorFlow the mapped image name stands for) and runs it; the logs come back as 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from collections.abc import Iterator
@@ -41,12 +42,14 @@ print('rows', rows, 'job', os.environ.get('CLOUD_ML_JOB_ID'))
 print('sum', float(tf.reduce_sum(tf.constant([1.0, 2.0]))))"""
 
 
-@pytest.fixture
-def servers(
-    tfc_env: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+@contextlib.contextmanager
+def package_servers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, buckets: tuple[str, ...] = (BUCKET,)
 ) -> Iterator[tuple[GcpServer, VertexServer]]:
+    """The test Cloud Storage and Vertex AI servers, no Docker engine, the prebuilt image a
+    registered folder, and the settings that point the product at them."""
     monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-engine.sock")
-    with GcpServer(buckets=(BUCKET,)) as gcs, VertexServer(executor="process") as vertex:
+    with GcpServer(buckets=buckets) as gcs, VertexServer(executor="process") as vertex:
         vertex.storage_url = gcs.url
         image = tmp_path / "prebuilt"
         image.mkdir()
@@ -61,6 +64,14 @@ def servers(
         }.items():
             monkeypatch.setenv(name, value)
         yield gcs, vertex
+
+
+@pytest.fixture
+def servers(
+    tfc_env: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[tuple[GcpServer, VertexServer]]:
+    with package_servers(tmp_path, monkeypatch) as both:
+        yield both
 
 
 def _launch(nb: Path) -> tuple[Job, list[Progress]]:

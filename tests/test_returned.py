@@ -62,6 +62,19 @@ print("CHECK", json.dumps({
 model.fit(x, y, epochs=1, verbose=0)  # a further local fit continues from the trained model"""
 
 
+def _executed(path: Path, monkeypatch: pytest.MonkeyPatch, timeout: float = JOB_DEADLINE_S) -> Any:
+    """The notebook at ``path`` run top to bottom by nbclient in a real kernel that finds it
+    (``JPY_SESSION_NAME``, as JupyterLab sets it); the executed notebook."""
+    from nbclient import NotebookClient
+
+    monkeypatch.setenv("JPY_SESSION_NAME", str(path))
+    nb = nbformat.read(path, as_version=4)
+    NotebookClient(
+        nb, timeout=timeout, resources={"metadata": {"path": str(path.parent)}}
+    ).execute()
+    return nb
+
+
 def _run(tmp_path: Path, flags: str, monkeypatch: pytest.MonkeyPatch) -> Any:
     path = write_notebook(
         tmp_path / "keras.ipynb",
@@ -72,14 +85,7 @@ def _run(tmp_path: Path, flags: str, monkeypatch: pytest.MonkeyPatch) -> Any:
         PLOT,
         CHECK,
     )
-    monkeypatch.setenv("JPY_SESSION_NAME", str(path))
-    nb = nbformat.read(path, as_version=4)
-    from nbclient import NotebookClient
-
-    NotebookClient(
-        nb, timeout=JOB_DEADLINE_S * 2, resources={"metadata": {"path": str(tmp_path)}}
-    ).execute()
-    return nb
+    return _executed(path, monkeypatch, JOB_DEADLINE_S * 2)
 
 
 def _check(nb: Any, folder: Path) -> dict[str, Any]:
@@ -246,7 +252,6 @@ def test_files_come_back_without_overwriting_newer_ones(tmp_path: Path) -> None:
 
 # -- Vertex AI: what the cell leaves under the base output folder comes back -------------------
 
-VERTEX_BUCKET = "tfc-package-builds"
 OUT_BUCKET = "tfc-outputs"
 
 
@@ -257,35 +262,16 @@ def test_names_and_files_come_back_from_a_vertex_job(
     """The package route (no Docker), the test Vertex AI and Cloud Storage servers: the job's
     runtime writes the cell's names and files under --base-output-dir through the storage
     server, and the magic brings them back into the kernel and next to the notebook."""
-    from gcp_server import GcpServer
     from IPython.testing import globalipapp
     from IPython.utils.capture import capture_output
-    from test_package_route import EXECUTOR, MINOR
-    from vertex_server import VertexServer
+    from test_package_route import BUCKET, package_servers
 
     from tfc_jupyter.backends.vertex import stop_watcher
     from tfc_jupyter.jobs import store_for
 
-    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-engine.sock")
-    with (
-        GcpServer(buckets=(VERTEX_BUCKET, OUT_BUCKET)) as gcs,
-        VertexServer(executor="process") as vertex,
-    ):
-        vertex.storage_url = gcs.url
-        image = tmp_path / "prebuilt"
-        image.mkdir()
-        vertex.add_image(EXECUTOR, image)
-        for name, value in {
-            "TFC_VERTEX_ENDPOINT": vertex.url,
-            "TFC_STORAGE_ENDPOINT": gcs.url,
-            "TFC_CLOUDBUILD_ENDPOINT": gcs.url,
-            "TFC_PREBUILT_IMAGES": f"{MINOR}={EXECUTOR}",
-            "TFC_VERTEX_POLL": "0.2",
-            "TFC_VERTEX_DRAIN": "1",
-        }.items():
-            monkeypatch.setenv(name, value)
+    with package_servers(tmp_path, monkeypatch, (BUCKET, OUT_BUCKET)) as (gcs, _):
         flags = (
-            f"--backend vertex --project my-proj-1 --build-bucket {VERTEX_BUCKET} "
+            f"--backend vertex --project my-proj-1 --build-bucket {BUCKET} "
             f"--base-output-dir gs://{OUT_BUCKET}/run --env STORAGE_EMULATOR_HOST={gcs.url}"
         )
         body = "y = x * 2\nnotes = {'ü': [1.5, None]}\nopen('made.txt', 'w').write('from the job')"
@@ -389,13 +375,7 @@ def test_outputs_keep_their_order_with_the_printed_lines(
         "for i in range(3):\n    print('after', i)\n    time.sleep(0.05)"
     )
     path = write_notebook(tmp_path / "order.ipynb", "%load_ext tfc_jupyter", body)
-    monkeypatch.setenv("JPY_SESSION_NAME", str(path))
-    nb = nbformat.read(path, as_version=4)
-    from nbclient import NotebookClient
-
-    NotebookClient(
-        nb, timeout=JOB_DEADLINE_S, resources={"metadata": {"path": str(tmp_path)}}
-    ).execute()
+    nb = _executed(path, monkeypatch)
     seen = []
     for o in nb.cells[1].outputs:
         text = o.get("text", "") or o.get("data", {}).get("text/plain", "")
@@ -425,13 +405,7 @@ for epoch in range(3):
 h = display("first", display_id=True)
 h.update("second")"""
     path = write_notebook(tmp_path / "live.ipynb", "%load_ext tfc_jupyter", body)
-    monkeypatch.setenv("JPY_SESSION_NAME", str(path))
-    nb = nbformat.read(path, as_version=4)
-    from nbclient import NotebookClient
-
-    NotebookClient(
-        nb, timeout=JOB_DEADLINE_S, resources={"metadata": {"path": str(tmp_path)}}
-    ).execute()
+    nb = _executed(path, monkeypatch)
     outputs = nb.cells[1].outputs
     images = [o for o in outputs if "image/png" in o.get("data", {})]
     assert len(images) == 1, outputs

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from tfc_runtime import sourcemap
-from tfc_runtime.giveback import CELL, FILES
+from tfc_runtime.giveback import CELL, FILES, keras_model
 from tfc_runtime.protocol import SCRIPT, SOURCE_MAP
 from tfc_runtime.runcell import CODE, OUTPUTS
 from tfc_runtime.values import Decoder
@@ -396,15 +396,6 @@ def stale_names(job_dir: str | Path, namespace: dict[str, Any]) -> list[str]:
     keras_models = [
         n
         for n in read_names(mine)
-        if n in namespace and n not in bound and _is_keras_model(namespace[n])
+        if n in namespace and n not in bound and keras_model(namespace[n]) is not None
     ]
     return bound + keras_models
-
-
-def _is_keras_model(value: Any) -> bool:
-    for library in ("keras", "tf_keras"):
-        module = sys.modules.get(library)
-        model = getattr(module, "Model", None) if module is not None else None
-        if isinstance(model, type) and isinstance(value, model):
-            return True
-    return False

@@ -108,7 +108,7 @@ def save_files(state: CellState) -> list[str] | None:
     return copied
 
 
-def _keras_model(value: Any) -> str | None:
+def keras_model(value: Any) -> str | None:
     """``keras`` or ``tf_keras`` for a Keras model, else None."""
     for library in ("keras", "tf_keras"):
         module = sys.modules.get(library)
@@ -207,7 +207,7 @@ def save_names(state: CellState, namespace: dict[str, Any]) -> dict[str, Any] | 
         except values.Unsupported as exc:
             manifest["stayed"][n] = str(exc)
     manifest["order"] = [n for n in names if n in manifest["names"]]
-    if state.out is not None and _keras_model(state.out) is None:
+    if state.out is not None and keras_model(state.out) is None:
         with contextlib.suppress(values.Unsupported):  # else its bundle shows it
             manifest["out"] = {"value": encoder.encode(state.out)}
     if encoder.arrays:
@@ -250,12 +250,12 @@ def _models_to_save(
     (``__history_model_N``)."""
     out: dict[str, tuple[Any, str]] = {}
     for n in dict.fromkeys([*names, *reads]):
-        if n in namespace and (library := _keras_model(namespace[n])) is not None:
+        if n in namespace and (library := keras_model(namespace[n])) is not None:
             out[n] = (namespace[n], library)
     held = {id(model) for model, _ in out.values()}
     for n in names:
         model = getattr(namespace[n], "model", None) if _history(namespace[n]) else None
-        if model is not None and id(model) not in held and (lib := _keras_model(model)):
+        if model is not None and id(model) not in held and (lib := keras_model(model)):
             out[f"__history_model_{len(out)}"] = (model, lib)
             held.add(id(model))
     return out

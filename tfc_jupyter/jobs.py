@@ -313,7 +313,7 @@ class Job:
                     shown = []
                     stream.flush()
                     pending = _release(pending, chief_at, False, on_result)
-                if replica == first:
+                if pending and replica == first:  # positions matter only while reports wait
                     chief_at += len(line.encode("utf-8", "replace")) + 1
                 if on_result is not None and (found := parse_result(line)) is not None:
                     on_result(found)

@@ -28,7 +28,7 @@ import os
 import shutil
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from types import ModuleType
 from typing import Any
 
@@ -389,13 +389,63 @@ def _resumed(
 
 
 def finish() -> None:
-    """The script ended well: its backups are not needed any more."""
+    """The script ended well: its backups are not needed any more.
+
+    The chief removes them but for the other tasks' own folders (tf-keras' ``workertemp_<i>``):
+    a worker may still be writing its last epoch's copy there, after the chief has ended. Each
+    task removes its own, and the folders left empty."""
     if not enabled():
         return
-    if cluster_info(os.environ).is_chief:
-        backups = root(make=False)
-        _remove_tree(backups)
-        with contextlib.suppress(OSError):  # tfc-resume/, when no other job's backups are in it
-            os.rmdir(os.path.dirname(backups))
-    else:
+    info = cluster_info(os.environ)
+    backups = root(make=False)
+    if info.is_chief:  # all but the other tasks' own folders
+
+        def verdict(name: str, folder: bool) -> str:
+            return "keep" if name.startswith(_WORKER_TEMP) else "enter" if folder else "drop"
+    else:  # its own folders only
         _remove_tree(_task_temp(""))
+        mine = f"{_WORKER_TEMP}{info.task_index}"
+
+        def verdict(name: str, folder: bool) -> str:
+            if name.startswith(_WORKER_TEMP):
+                return "drop" if name == mine else "keep"
+            return "enter" if folder else "keep"
+
+    _clean(backups, verdict)
+    with contextlib.suppress(OSError):  # tfc-resume/, when no other job's backups are in it
+        os.rmdir(os.path.dirname(backups))
+
+
+_WORKER_TEMP = "workertemp_"  # tf-keras: where a task that is not the chief writes its copy
+
+
+def _clean(path: str, verdict: Callable[[str, bool], str]) -> None:
+    """Walk the folder ``path``: each file or folder that ``verdict(name, is_folder)`` says to
+    ``"drop"`` is removed, to ``"keep"`` is left whole, to ``"enter"`` is walked in turn; then
+    ``path`` is removed if that left it empty. Never fails."""
+    with contextlib.suppress(Exception):
+        if _remote(path):
+            import tensorflow as tf
+
+            gfile = tf.io.gfile
+            for entry in gfile.listdir(path):
+                name = entry.rstrip("/")
+                child = f"{path.rstrip('/')}/{name}"
+                folder = gfile.isdir(child)
+                said = verdict(name, folder)
+                if said == "drop":
+                    gfile.rmtree(child) if folder else gfile.remove(child)
+                elif said == "enter":
+                    _clean(child, verdict)
+            if not gfile.listdir(path):
+                gfile.rmtree(path)
+            return
+        for name in os.listdir(path):
+            child = os.path.join(path, name)
+            folder = os.path.isdir(child) and not os.path.islink(child)
+            said = verdict(name, folder)
+            if said == "drop":
+                shutil.rmtree(child, ignore_errors=True) if folder else os.unlink(child)
+            elif said == "enter":
+                _clean(child, verdict)
+        os.rmdir(path)  # fails, as it should, while something kept is in it

@@ -176,3 +176,52 @@ def test_a_folder_it_cannot_write_never_fails_the_job(tmp_path: Path) -> None:
     gone = _run(tmp_path, FIT, AIP_CHECKPOINT_DIR="gs://no-such-bucket-tfc-test/ckpt")
     assert gone.returncode == 0, gone.stderr[-2000:]
     assert "history 10 0 9" in gone.stdout
+
+
+def test_the_chief_ending_first_leaves_a_worker_its_last_backup(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The chief may end while a worker still writes its last epoch's copy (tf-keras'
+    ``workertemp_<i>``, beside the chief's): the chief's clean-up leaves that folder, the
+    worker's own removes it, and whichever ends last leaves no backup behind."""
+    from tfc_runtime import resume
+
+    backups = tmp_path / "job" / "checkpoints" / "tfc-resume" / "job-1"
+    for fit in ("fit-1", "fit-2"):
+        (backups / fit / "workertemp_0" / "ckpt-4_temp").mkdir(parents=True)
+        (backups / fit / "workertemp_0" / "ckpt-4_temp" / "part.tempstate").write_text("w0")
+        (backups / fit / "workertemp_1").mkdir()
+        (backups / fit / "ckpt-4.index").write_text("chief")
+    (backups / "fit-1.history.json").write_text("[]")
+    monkeypatch.setenv("TFC_JOB_DIR", str(tmp_path / "job"))
+    monkeypatch.setenv("CLOUD_ML_JOB_ID", "job-1")
+    cluster = {"chief": ["localhost:1"], "worker": ["localhost:2", "localhost:3"]}
+
+    def end_as(task_type: str, index: int) -> None:
+        task = {"type": task_type, "index": index}
+        monkeypatch.setenv("TF_CONFIG", json.dumps({"cluster": cluster, "task": task}))
+        resume.finish()
+
+    end_as("chief", 0)
+    left = sorted(str(p.relative_to(backups)) for p in backups.rglob("*"))
+    assert left == [
+        "fit-1",
+        "fit-1/workertemp_0",
+        "fit-1/workertemp_0/ckpt-4_temp",
+        "fit-1/workertemp_0/ckpt-4_temp/part.tempstate",
+        "fit-1/workertemp_1",
+        "fit-2",
+        "fit-2/workertemp_0",
+        "fit-2/workertemp_0/ckpt-4_temp",
+        "fit-2/workertemp_0/ckpt-4_temp/part.tempstate",
+        "fit-2/workertemp_1",
+    ]
+    end_as("worker", 0)
+    assert sorted(str(p.relative_to(backups)) for p in backups.rglob("*")) == [
+        "fit-1",
+        "fit-1/workertemp_1",
+        "fit-2",
+        "fit-2/workertemp_1",
+    ]
+    end_as("worker", 1)
+    assert not (tmp_path / "job" / "checkpoints" / "tfc-resume").exists()

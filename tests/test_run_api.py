@@ -12,6 +12,7 @@ The example runs (marked slow) launch real local jobs from TensorFlow Cloud's ex
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import subprocess
@@ -23,10 +24,12 @@ import nbclient
 import nbformat
 import pytest
 from jobutil import write_notebook
+from vertex_server import VertexServer
 
 import tfc_jupyter as tfc
 from tfc_jupyter.client import Client
 from tfc_jupyter.errors import TfcError
+from tfc_jupyter.job.plan import Plan
 from tfc_jupyter.records import JobState
 from tfc_jupyter.run_api import job_options
 from tfc_jupyter.tfc_types import machine_options
@@ -488,3 +491,170 @@ def test_rest_api_runs_a_script_as_saved_or_as_edited(tmp_path: Path, tfc_env: P
     ):
         with pytest.raises(TfcError, match=words):
             service.create({**bad, "options": {}})
+
+
+# ---------------------------------------------------------------- every flag is a keyword
+# Each %%tfc_run flag as words, and the run() keywords that say the same (tfc.run's own
+# argument where tfc.run had one). Behaviour-only flags (not job options) are checked by
+# their own tests below; the table names them so that a new flag without a keyword fails.
+GCR = "us-docker.pkg.dev/my-proj/tfc/job:1"
+T4_2 = tfc.MachineConfig(8, 30, tfc.AcceleratorType.NVIDIA_TESLA_T4, 2)
+PAIRS: dict[str, tuple[list[str], dict[str, Any]]] = {
+    "tpu": (["--tpu", "v3-8"], {"chief_config": CPU, "worker_config": TPU, "worker_count": 1}),
+    "gpus": (
+        ["--machine", "n1-standard-8", "--gpus", "2", "--gpu-type", "T4"],
+        {"chief_config": T4_2},
+    ),
+    "gpu_type": (
+        ["--machine", "n1-standard-8", "--gpus", "2", "--gpu-type", "T4"],
+        {"chief_config": T4_2},
+    ),
+    "machine": (
+        ["--machine", "n1-standard-8"],
+        {"chief_config": tfc.MachineConfig(8, 30, tfc.AcceleratorType.NO_ACCELERATOR, 0)},
+    ),
+    "workers": (["--workers", "2"], {"worker_count": 2}),
+    "worker_machine": (
+        ["--workers", "1", "--worker-machine", "T4_1X"],
+        {"worker_count": 1, "worker_config": T4},
+    ),
+    "ps": (["--ps", "1"], {"ps": 1}),
+    "ps_machine": (
+        ["--ps", "1", "--ps-machine", "n1-standard-8"],
+        {"ps": 1, "ps_machine": "n1-standard-8"},
+    ),
+    "evaluator": (["--evaluator"], {"evaluator": ""}),
+    "strategy": (["--strategy", "none"], {"distribution_strategy": None}),
+    "backend": (["--backend", "docker"], {"backend": "docker"}),
+    "requirements": (
+        ["--requirements", "requirements.txt"],
+        {"requirements_txt": "requirements.txt"},
+    ),
+    "name": (["--name", "my run"], {"name": "my run"}),
+    "label": (
+        ["--label", "team=vision", "--label", "stage=dev"],
+        {"job_labels": {"team": "vision", "stage": "dev"}},
+    ),
+    "env": (["--env", "A=1", "--env", "B=two"], {"env": ["A=1", "B=two"]}),
+    "args": (["--args", "--epochs 3 'a b'"], {"entry_point_args": ["--epochs", "3", "a b"]}),
+    "service_account": (
+        ["--service-account", "t@my-proj.iam.gserviceaccount.com"],
+        {"service_account": "t@my-proj.iam.gserviceaccount.com"},
+    ),
+    "region": (["--region", "europe-west4"], {"region": "europe-west4"}),
+    "project": (["--project", "my-proj"], {"project": "my-proj"}),
+    "include": (["--include", "data", "--include", "train.py"], {"include": ["data", "train.py"]}),
+    "route": (["--route", "package"], {"route": "package"}),
+    "image": (["--image", GCR], {"docker_config": tfc.DockerConfig(image=GCR)}),
+    "parent_image": (
+        ["--parent-image", GCR],
+        {"docker_config": tfc.DockerConfig(parent_image=GCR)},
+    ),
+    "cache_from": (["--cache-from", GCR], {"docker_config": tfc.DockerConfig(cache_from=GCR)}),
+    "build_bucket": (
+        ["--build-bucket", "my-bucket"],
+        {"docker_config": tfc.DockerConfig(image_build_bucket="my-bucket")},
+    ),
+    "timeout": (["--timeout", "2h"], {"timeout": "2h"}),
+    "spot": (["--spot"], {"spot": True}),
+    "flex_start": (["--flex-start", "6h"], {"flex_start": "6h"}),
+    "restart_on_worker_restart": (
+        ["--restart-on-worker-restart"],
+        {"restart_on_worker_restart": True},
+    ),
+    "reservation": (["--reservation", "any"], {"reservation": "any"}),
+    "persistent_resource": (
+        ["--persistent-resource", "my-pool"],
+        {"persistent_resource": "my-pool"},
+    ),
+    "boot_disk_type": (["--boot-disk-type", "pd-standard"], {"boot_disk_type": "pd-standard"}),
+    "boot_disk_size": (["--boot-disk-size", "200"], {"boot_disk_size": 200}),
+    "web_access": (["--web-access"], {"web_access": True}),
+    "base_output_dir": (
+        ["--base-output-dir", "gs://my-bucket/out"],
+        {"base_output_dir": "gs://my-bucket/out"},
+    ),
+    "resume": (["--no-resume"], {"resume": False}),
+    "tensorboard": (
+        ["--tensorboard", "projects/p/locations/us-central1/tensorboards/7"],
+        {"tensorboard": "projects/p/locations/us-central1/tensorboards/7"},
+    ),
+    "network": (
+        ["--network", "projects/1/global/networks/vpc"],
+        {"network": "projects/1/global/networks/vpc"},
+    ),
+}
+BEHAVIOUR = {  # flags that are not part of the job: the test that checks each keyword
+    "notebook": "test_the_notebook_flag_is_the_entry_point",
+    "dry_run": "test_a_dry_run_sends_nothing_on_every_backend",
+    "wait": "test_wait_and_verbose_follow_the_job_as_the_magic_does",
+    "verbose": "test_wait_and_verbose_follow_the_job_as_the_magic_does",
+    "interactive": "test_interactive_is_refused_with_the_magic_named",
+}
+
+
+def test_every_flag_has_a_run_keyword() -> None:
+    from tfc_jupyter.job.options import JobOptions
+
+    fields = {f.name for f in dataclasses.fields(JobOptions)} - {"given"}
+    missing = sorted(fields - set(PAIRS) - set(BEHAVIOUR))
+    assert not missing, f"add each new flag's run() keyword to PAIRS: {missing}"
+    assert not (set(PAIRS) | set(BEHAVIOUR)) - fields, "PAIRS names a flag that is gone"
+    assert all(name in globals() for name in BEHAVIOUR.values())
+
+
+@pytest.mark.parametrize("field", sorted(PAIRS))
+def test_a_flag_and_its_keyword_mean_the_same(project: Path, field: str) -> None:
+    from tfc_jupyter.job.options import JobOptions
+
+    words, kwargs = PAIRS[field]
+    by_flag = JobOptions.from_words(words)
+    by_keyword = job_options(entry_point="train.py", **kwargs)
+    flag_value, keyword_value = getattr(by_flag, field), getattr(by_keyword, field)
+    if field == "requirements":  # run() names the file it was given from the current folder
+        flag_value = tuple(str(Path(p).resolve()) for p in flag_value)
+    assert flag_value == keyword_value
+    assert flag_value != getattr(JobOptions(), field)  # the pair says something
+
+
+def test_the_notebook_flag_is_the_entry_point(project: Path) -> None:
+    plan = tfc.run(entry_point="train.ipynb", dry_run=True)
+    assert isinstance(plan, Plan) and plan.selection.notebook == project / "train.ipynb"
+    with pytest.raises(ValueError, match=r"run\(\) takes tfc.run's entry_point for 'notebook'"):
+        tfc.run(notebook="train.ipynb")
+
+
+def test_a_dry_run_sends_nothing_on_every_backend(
+    project: Path, vertex_server: VertexServer, monkeypatch: pytest.MonkeyPatch, capsys: Any
+) -> None:
+    """``dry_run=True`` returns the plan (shown, with the backend's verdict) and launches
+    nothing: no request reaches the Vertex AI server, no job is recorded, on any backend."""
+    monkeypatch.setenv("TFC_VERTEX_ENDPOINT", vertex_server.url)
+    store = Client().store
+    for backend, extra in (
+        ("local", {}),
+        ("docker", {}),
+        ("vertex", {"project": "test-project", "docker_config": tfc.DockerConfig(image=GCR)}),
+        ("vertex", {"project": "test-project", "chief_config": T4, "spot": True}),
+    ):
+        plan = tfc.run(entry_point="train.py", backend=backend, dry_run=True, **extra)
+        assert isinstance(plan, Plan) and plan.spec.backend.value == backend
+        shown = capsys.readouterr().out
+        assert plan.to_text().splitlines()[0] in shown
+    assert vertex_server.requests == []
+    assert store.list(limit=None) == []
+
+
+def test_wait_and_verbose_follow_the_job_as_the_magic_does(project: Path, capsys: Any) -> None:
+    """``wait=True`` follows the logs until the job ends (the magic's default), ``verbose``
+    with the runtime's own lines; ``wait=False`` (tfc.run's default) returns at once."""
+    result = tfc.run(entry_point="train.py", distribution_strategy=None, wait=True, verbose=True)
+    assert isinstance(result, tfc.RunResult)
+    assert result.job.record().state is JobState.SUCCEEDED  # it waited
+    out = capsys.readouterr()
+    assert "ARGS []" in out.out + out.err and "tfc_runtime" in out.out + out.err
+
+
+def test_interactive_is_refused_with_the_magic_named(project: Path) -> None:
+    with pytest.raises(ValueError, match=r"run\(\) does not open the launch panel.*--interactive"):
+        tfc.run(entry_point="train.py", interactive=True)

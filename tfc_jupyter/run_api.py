@@ -99,7 +99,7 @@ def run(
     job_labels: Mapping[str, str] | None = None,
     service_account: str | None = None,
     **kwargs: Any,
-) -> RunResult | None:
+) -> RunResult | Plan | None:
     """Run TensorFlow code as a job, as ``tfc.run`` did (see the module docstring).
 
     Args:
@@ -121,8 +121,13 @@ def run(
             ``%%tfc_run`` option by name (``backend="docker"``, ``project=``, ``region=``,
             ``env=[...]``, ``include=[...]``, ``timeout="2h"`` ...).
 
+    Every ``%%tfc_run`` flag is a keyword of the same meaning: ``dry_run=True`` shows the plan
+    and returns it, launching nothing; ``wait=True`` follows the job's logs until it ends (as
+    ``stream_logs=True``), ``verbose=True`` with every line.
+
     Returns:
-        ``{"job_id", "docker_image"}`` with ``.job``; None inside a job.
+        ``{"job_id", "docker_image"}`` with ``.job``; the :class:`~tfc_jupyter.job.plan.Plan`
+        for ``dry_run=True``; None inside a job.
 
     Raises:
         ValueError: an argument tfc.run refused (a :class:`~tfc_jupyter.errors.TfcError` too).
@@ -145,8 +150,19 @@ def run(
         service_account=service_account,
         **kwargs,
     )
+    if options.interactive:
+        raise ConfigError(
+            "run() does not open the launch panel",
+            "use %%tfc_run --interactive in a notebook cell, or %tfc_panel",
+            field="interactive",
+        )
     client = _client(shell)
     plan = plan_entry(client, entry_point, options, shell)
+    if options.dry_run:  # the plan, with the backend's verdict as launching would say it
+        _show(plan, shell)
+        if entry_point is None and shell is None:
+            sys.exit(0)  # as a launch: the script does not go on to train here
+        return plan
     if plan.refused is not None:
         raise plan.refused
     for warning in plan.warnings:
@@ -160,8 +176,8 @@ def run(
         file=sys.stderr,
     )
     result = RunResult(job, plan.image_uri if registry.traits(spec.backend).runs_image else None)
-    if stream_logs:
-        job.follow()
+    if stream_logs or ("wait" in options.given and options.wait):  # the magic's wait=True
+        job.follow(verbose=options.verbose)
         print(job.summary_line(), file=sys.stderr)
     if entry_point is None and shell is None:
         sys.exit(0)  # as tfc.run: the script's own process does not go on to train here
@@ -408,6 +424,16 @@ def _docker(config: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
         "build_bucket": bucket,
     }
     return {k: v for k, v in out.items() if v is not None}
+
+
+def _show(plan: Plan, shell: Any) -> None:
+    """A dry run's plan: displayed in a notebook (text and HTML), printed elsewhere."""
+    if shell is None:
+        print(plan.to_text())
+        return
+    from IPython.display import display
+
+    display({"text/plain": plan.to_text(), "text/html": plan._repr_html_()}, raw=True)
 
 
 # ---------------------------------------------------------------------- planning the entry point

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import calendar
+import itertools
 import json
 import os
 import re
@@ -603,3 +604,19 @@ def test_job_dict_costs_priced_unpriced_and_foreign_records(tmp_path: Path) -> N
     foreign = {"chief": {"price_per_hour": 1.5}, "worker_count": 2, "strategy": "nonsense"}
     assert jobs.job_dict(record(foreign))["cost_per_hour"] == pytest.approx(4.5)
     assert jobs.job_dict(record({"chief": {"price_per_hour": None}}))["cost_per_hour"] is None
+
+
+def test_ids_made_in_one_second_differ_before_their_last_character() -> None:
+    """The short id (the 6-character suffix) is what tells rows apart and what %tfc_attach
+    takes: ids made together differ in more than their last character, and are not a run of
+    neighbours (a counter made 823911, 823912)."""
+    ids = [new_job_id("sweep") for _ in range(2000)]
+    by_second: dict[str, list[str]] = {}
+    for job_id in ids:
+        stamp, suffix = job_id.rsplit("-", 2)[1], job_id[-6:]
+        by_second.setdefault(stamp, []).append(suffix)
+    for suffixes in by_second.values():
+        assert len({s[:5] for s in suffixes}) == len(suffixes)
+    values = [int(s[-6:], 16) for s in ids]
+    steps = [b - a for a, b in itertools.pairwise(values)]
+    assert sum(1 for step in steps if step == 1) < 5  # random, not counted

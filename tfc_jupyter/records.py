@@ -16,7 +16,6 @@ from __future__ import annotations
 import contextlib
 import copy
 import dataclasses
-import itertools
 import json
 import os
 import re
@@ -233,20 +232,21 @@ def _check_shape(record: JobRecord) -> None:
         raise ValueError(f"job record fields of the wrong type: {', '.join(wrong)}")
 
 
-# Job ids: <slug>-<UTC yyyymmdd-hhmmss>-<6 hex>. The hex suffix is a per-process counter from a
-# random start (reseeded in forked children), so ids made by one process never collide, and two
-# processes collide only if they make ids in the same second from overlapping counter ranges.
+# Job ids: <slug>-<UTC yyyymmdd-hhmmss>-<6 hex>. The hex suffix is random (os.urandom), so the
+# short id (the suffix, what %tfc_attach takes and the sidebar shows) tells jobs apart at a glance;
+# within one process and one second no two suffixes share their first five characters, so ids made
+# together differ in more than their last character (a counter made 823911 and 823912). Two
+# processes collide only with a chance of 1 in 2**24 per pair of ids made in the same second.
 _id_lock = threading.Lock()
-_id_counter = itertools.count(int.from_bytes(os.urandom(3), "big"))
+_issued: dict[str, set[int]] = {}  # this second's stamp -> the suffixes' first 5 hex digits
 
 
-def _reseed_ids() -> None:
-    global _id_counter
-    _id_counter = itertools.count(int.from_bytes(os.urandom(3), "big"))
+def _forget_issued() -> None:
+    _issued.clear()
 
 
 if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_reseed_ids)
+    os.register_at_fork(after_in_child=_forget_issued)
 
 
 def _slug(name: str, limit: int = 30) -> str:
@@ -259,12 +259,20 @@ def new_job_id(name: str = "job") -> str:
     """A fresh job id such as ``quickstart-20261121-110403-a1b2c3``.
 
     The name is slugged to ``[a-z0-9-]`` (at most 30 characters, "job" when nothing is left),
-    then the UTC time to the second and 6 hex characters follow. Ids of one name sort by
+    then the UTC time to the second and 6 random hex characters follow. Ids of one name sort by
     creation time, and are safe in paths, URLs, container names and Vertex display names.
     """
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime(time.time()))
     with _id_lock:
-        suffix = next(_id_counter) % (1 << 24)
-    stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
+        if stamp not in _issued:
+            _issued.clear()
+            _issued[stamp] = set()
+        taken = _issued[stamp]
+        while True:  # at most 2**20 prefixes a second: a free one is found at once
+            suffix = int.from_bytes(os.urandom(3), "big")
+            if suffix >> 4 not in taken:
+                break
+        taken.add(suffix >> 4)
     return f"{_slug(name)}-{stamp}-{suffix:06x}"
 
 

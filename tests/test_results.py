@@ -32,7 +32,7 @@ def test_only_well_formed_reports_count() -> None:
     assert parse(PREFIX + '{"no": "event"}') is None
     results = Results()
     assert results.add_line(_epoch(0, 1, loss=0.5, accuracy=0.7).strip())
-    # Values that are not finite numbers, and booleans, are dropped; names are strings.
+    # Strings other than the runtime's words for NaN and infinity, and booleans, are dropped.
     bad = {"event": "epoch", "fit": 0, "epoch": 2, "metrics": {"loss": "nan", "ok": True, "x": 1}}
     assert results.add(bad)
     assert results.epochs[-1]["metrics"] == {"x": 1.0}
@@ -40,6 +40,28 @@ def test_only_well_formed_reports_count() -> None:
     assert results.last == {"x": 1.0}
     assert not results.add({"event": "saved", "path": 3})  # a path must be a string
     assert results.model_dir is None
+
+
+def test_nan_and_infinity_are_kept_and_said_where_they_began() -> None:
+    """The runtime writes NaN and infinity as ``"NaN"``, ``"Infinity"``, ``"-Infinity"`` (a
+    report is strict JSON): read back as floats, kept, and flagged at their first epoch, with
+    the fit call named when the code made several, and a custom loop's round."""
+    results = Results()
+    results.add_line(_epoch(0, 1, loss=2.0, accuracy=0.5).strip())
+    results.add_line(_epoch(0, 2, loss="Infinity", accuracy=0.5).strip())  # type: ignore[arg-type]
+    results.add_line(_epoch(0, 3, loss="NaN", accuracy="-Infinity").strip())  # type: ignore[arg-type]
+    assert [e["metrics"]["loss"] for e in results.epochs][:2] == [2.0, float("inf")]
+    assert results.flags == ["loss is inf from epoch 2", "accuracy is -inf from epoch 3"]
+    results.add_line(_epoch(1, 1, loss=1.0).strip())
+    results.add({"event": "metric", "name": "train_loss", "round": 4, "value": "NaN"})
+    assert results.flags == [
+        "loss is inf from epoch 2 of fit 1",
+        "accuracy is -inf from epoch 3 of fit 1",
+        "train_loss is NaN from round 4",
+    ]
+    drawn = svg(results)
+    assert drawn is not None and "loss is inf from epoch 2 of fit 1" in drawn
+    ET.fromstring(drawn)  # still a well-formed image
 
 
 def test_a_custom_loops_rounds_become_epochs(tmp_path: Path) -> None:

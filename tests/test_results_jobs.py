@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import io
 import json
+import math
 import re
 from pathlib import Path
 
@@ -106,3 +107,50 @@ def test_a_bar_being_drawn_updates_live_in_the_cell(tmp_path: Path, tfc_env: Pat
     assert text.count("\r[chief] ") >= 3, repr(text)  # drawn while it moved
     shown = [render(line) for line in text.split("\n") if line]
     assert shown == ["[chief] 5/5 working", "[chief] done"], shown
+
+
+DIVERGES = """\
+%%tfc_run
+import json, math
+import numpy as np
+import tensorflow as tf
+
+x = np.random.RandomState(0).normal(size=(256, 4)).astype("float32")
+y = (x @ np.array([1, 2, 3, 4], dtype="float32")).astype("float32")
+tf.keras.utils.set_random_seed(0)
+model = tf.keras.Sequential([tf.keras.Input((4,)), tf.keras.layers.Dense(1)])
+model.compile(optimizer=tf.keras.optimizers.SGD(learning_rate=3.0), loss="mse")
+history = model.fit(x, y, epochs=8, batch_size=32, verbose=2)  # too high a rate: inf, then NaN
+print("HISTORY", json.dumps(history.history))
+"""
+
+
+def test_a_loss_that_turns_nan_is_kept_and_flagged(tmp_path: Path, tfc_env: Path) -> None:
+    """A fit whose loss overflows to inf, then NaN (too high a learning rate): ``job.metrics``
+    keeps every epoch's value as the History has it, the job's line, its listing and its plot
+    say where it stopped being a number, and the jobs API's JSON stays JSON."""
+    from tfc_jupyter.jobs import job_dict
+    from tfc_jupyter.plot import svg
+    from tfc_jupyter.results import json_safe
+
+    nb = write_notebook(tmp_path / "diverges.ipynb", DIVERGES)
+    job, record = run_job(nb, tmp_path / "home")
+    assert record.state is JobState.SUCCEEDED, record.error
+    (line,) = re.findall(r"HISTORY (.*)$", job.logs("chief"), re.M)
+    history = json.loads(line)["loss"]  # json reads NaN and Infinity
+    first = next(i for i, v in enumerate(history) if not math.isfinite(v))
+    assert 0 < first < len(history) - 1, history  # the curve has numbers, then not
+    word = "NaN" if math.isnan(history[first]) else "inf"
+    got = [row["loss"] for row in job.metrics]
+    assert len(got) == len(history)
+    for ours, theirs in zip(got, history, strict=True):
+        assert (math.isnan(ours) and math.isnan(theirs)) or ours == pytest.approx(theirs)
+    flag = f"loss is {word} from epoch {first + 1}"
+    assert flag in job.summary_line()
+    listed = job_dict(job.record())
+    assert listed["metric_flags"] == [flag]
+    text = json.dumps(json_safe(listed), allow_nan=False)  # what the browser's JSON.parse reads
+    assert json.loads(text)["last_metrics"]["loss"] in ("NaN", "Infinity")
+    picture = svg(job.results())
+    assert picture is not None and flag in picture
+    assert not re.search(r'="[^"]*\b(nan|inf)\b', picture)  # no point drawn at NaN or inf

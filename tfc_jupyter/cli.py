@@ -151,6 +151,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from .errors import TfcError
     from .job.options import split_script_args
     from .jobs import job_dict, jobs_table
+    from .results import json_safe
 
     words, script_args = split_script_args(words)
     args, extra = parser.parse_known_args(words)
@@ -173,7 +174,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         elif args.command == "jobs":
             records = client.list(limit=args.limit)
             if args.json:
-                print(json.dumps([job_dict(r) for r in records], indent=2, default=str))
+                print(json.dumps(json_safe([job_dict(r) for r in records]), indent=2, default=str))
             else:
                 print(jobs_table(records) if records else "No jobs yet.")
         elif args.command == "logs":

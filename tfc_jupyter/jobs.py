@@ -373,11 +373,15 @@ class Job:
         return self.backend(rec.backend).cancel(rec)
 
     def summary_line(self) -> str:
-        """``<id>: succeeded in 12.3 s`` or the failure with its notebook cell."""
+        """``<id>: succeeded in 12.3 s`` or the failure with its notebook cell; a metric that
+        became NaN or infinite is said (``; loss is NaN from epoch 3``)."""
         rec = self.record()
         text = f"{rec.id}: {rec.state.value} after {rec.elapsed:.1f} s"
         if rec.error and rec.state is not JobState.SUCCEEDED and rec.error != "cancelled":
             text += f": {logs.printable(rec.error)}"  # a cancel you asked for says no more
+        flags = job_results(rec.log_dir).flags if rec.log_dir else []
+        if flags:
+            text += f"; {', '.join(flags)}"
         return text
 
     def __repr__(self) -> str:
@@ -468,7 +472,8 @@ def job_dict(record: JobRecord) -> dict[str, Any]:
     ``cost_per_hour`` is the Vertex AI list price of the job's machines (None when one has no
     listed price); ``cost_estimate`` is what the job has cost so far: that rate times the elapsed
     time on Vertex AI (None without a rate), 0 on this machine.
-    ``last_metrics`` is the last Keras epoch's loss and metrics (None before one ends).
+    ``last_metrics`` is the last Keras epoch's loss and metrics (None before one ends);
+    ``metric_flags`` says which became NaN or infinite, and where (``loss is NaN from epoch 3``).
     """
     data = record.to_dict()
     spec = _spec(record.spec)
@@ -486,6 +491,7 @@ def job_dict(record: JobRecord) -> dict[str, Any]:
             1 + count,
         )
     billed = registry.traits(record.backend).billed
+    results = job_results(record.log_dir) if record.log_dir else None
     data.update(
         elapsed=round(record.elapsed, 3),
         terminal=record.state.is_terminal(),
@@ -496,7 +502,8 @@ def job_dict(record: JobRecord) -> dict[str, Any]:
             (None if rate is None else round(rate * record.elapsed / 3600, 4)) if billed else 0.0
         ),
         billed=billed,
-        last_metrics=job_results(record.log_dir).last if record.log_dir else None,
+        last_metrics=results.last if results else None,
+        metric_flags=results.flags if results else [],
     )
     return data
 

@@ -8,10 +8,12 @@ they are escaped, and the SVG holds no script, so it is safe as an ``<img>`` sou
 
 from __future__ import annotations
 
+import math
 import re
 from html import escape
+from typing import Any
 
-from .results import Results
+from .results import Results, value_text
 
 COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2")
 PANEL_W, PANEL_H = 320, 190
@@ -45,7 +47,8 @@ def _panel(results: Results, title: str, names: list[str], x0: int) -> list[str]
     """One panel's SVG elements, its left edge at ``x0``."""
     epochs = results.epochs
     count = len(epochs)
-    values = [e["metrics"][n] for e in epochs for n in names if n in e["metrics"]]
+    everything = [e["metrics"][n] for e in epochs for n in names if n in e["metrics"]]
+    values = [v for v in everything if math.isfinite(v)] or [0.0]  # NaN and inf: not on the axis
     low, high = min(values), max(values)
     if high - low < 1e-12:
         low, high = low - 0.5, high + 0.5
@@ -81,22 +84,57 @@ def _panel(results: Results, title: str, names: list[str], x0: int) -> list[str]
         base = name[4:] if name.startswith("val_") else name
         color = COLORS[bases.index(base) % len(COLORS)]
         dash = ' stroke-dasharray="5,3"' if name.startswith("val_") else ""
-        points = [
-            (x(i), y(e["metrics"][name])) for i, e in enumerate(epochs) if name in e["metrics"]
-        ]
-        if len(points) == 1:
-            px, py = points[0]
-            out.append(f'<circle cx="{px:.1f}" cy="{py:.1f}" r="2.5" fill="{color}"/>')
-        elif points:
-            path = " ".join(f"{px:.1f},{py:.1f}" for px, py in points)
-            out.append(
-                f'<polyline points="{path}" fill="none" stroke="{color}" stroke-width="1.6"{dash}/>'
-            )
+        for points in _runs(epochs, name, x, y):  # a NaN or inf epoch breaks the curve
+            if len(points) == 1:
+                px, py = points[0]
+                out.append(f'<circle cx="{px:.1f}" cy="{py:.1f}" r="2.5" fill="{color}"/>')
+            else:
+                path = " ".join(f"{px:.1f},{py:.1f}" for px, py in points)
+                out.append(
+                    f'<polyline points="{path}" fill="none" stroke="{color}" '
+                    f'stroke-width="1.6"{dash}/>'
+                )
         last = epochs[-1]["metrics"].get(name)
-        label = f"{name} {_fmt(last)}" if last is not None else name
+        label = f"{name} {_value(last)}" if last is not None else name
         out.append(f'<text x="{legend_x}" y="27" fill="{color}">{_text(label[:40])}</text>')
         legend_x += 8 + 6 * min(len(label), 40)
+    bad = [(n, where) for n, where in results.not_finite.items() if n in names]
+    if bad:  # where the first metric of this panel stopped being a number, and the words
+        name, (_, fit, number) = bad[0]
+        i = next(i for i, e in enumerate(epochs) if e["fit"] == fit and e["epoch"] == number)
+        out.append(
+            f'<line x1="{x(i):.1f}" y1="{top}" x2="{x(i):.1f}" y2="{top + h}" '
+            f'stroke="{ALERT}" stroke-dasharray="2,2"/>'
+        )
+        flag = next(f for f in results.flags if f.startswith(f"{name} is "))
+        out.append(
+            f'<text x="{left + w / 2:.1f}" y="{top + h / 2:.1f}" text-anchor="middle" '
+            f'fill="{ALERT}" class="tfc-plot-flag">{_text(flag[:50])}</text>'
+        )
     return out
+
+
+ALERT = "#c62828"  # a metric that is NaN or infinite
+
+
+def _value(value: float) -> str:
+    return _fmt(value) if math.isfinite(value) else value_text(value)
+
+
+def _runs(
+    epochs: list[dict[str, Any]], name: str, x: Any, y: Any
+) -> list[list[tuple[float, float]]]:
+    """The curve of ``name`` as runs of finite points (a NaN or infinite value ends a run)."""
+    runs: list[list[tuple[float, float]]] = [[]]
+    for i, epoch in enumerate(epochs):
+        value = epoch["metrics"].get(name)
+        if value is None:
+            continue
+        if math.isfinite(value):
+            runs[-1].append((x(i), y(value)))
+        elif runs[-1]:
+            runs.append([])
+    return [run for run in runs if run]
 
 
 _NOT_XML = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ufffe\uffff]")

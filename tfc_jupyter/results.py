@@ -66,6 +66,37 @@ def finite_number(value: Any) -> float | None:
     return float(value) if math.isfinite(value) else None
 
 
+_NONFINITE = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
+"""How the runtime reports a metric JSON cannot hold (``tfc_runtime.results.NONFINITE``)."""
+
+
+def metric_number(value: Any) -> float | None:
+    """A reported metric as a float, NaN and infinity included (the runtime writes them as
+    ``"NaN"``, ``"Infinity"``, ``"-Infinity"``); None for anything else."""
+    if isinstance(value, str):
+        return _NONFINITE.get(value)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value)
+
+
+def json_safe(value: Any) -> Any:
+    """``value`` (a job's results, records, metrics) for JSON that a browser parses: each NaN
+    or infinity written as the runtime writes it (``"NaN"``, ``"Infinity"``, ``"-Infinity"``)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if math.isnan(value) else "Infinity" if value > 0 else "-Infinity"
+    if isinstance(value, dict):
+        return {k: json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(v) for v in value]
+    return value
+
+
+def value_text(value: float) -> str:
+    """``NaN``, ``inf`` or ``-inf`` for a value that is not a number to plot."""
+    return "NaN" if math.isnan(value) else "inf" if value > 0 else "-inf"
+
+
 @dataclass
 class Results:
     """A job's reported results: epochs (with their ``fit`` call, or :data:`LOOP` for a custom
@@ -84,7 +115,7 @@ class Results:
         """A custom loop's metric round: into that round's epoch row (made when first seen)."""
         name, value, number = (
             event.get("name"),
-            finite_number(event.get("value")),
+            metric_number(event.get("value")),
             _int(event.get("round")),
         )
         if not isinstance(name, str) or value is None or number < 1:
@@ -119,7 +150,7 @@ class Results:
             metrics = {
                 str(k)[:_MAX_NAME]: number
                 for k, v in (raw.items() if isinstance(raw, dict) else ())
-                if (number := finite_number(v)) is not None
+                if (number := metric_number(v)) is not None
             }
             self.epochs.append(
                 {
@@ -161,6 +192,30 @@ class Results:
     def last(self) -> dict[str, float] | None:
         """The last epoch's metrics (None before the first epoch ends)."""
         return dict(self.epochs[-1]["metrics"]) if self.epochs else None
+
+    @property
+    def not_finite(self) -> dict[str, tuple[str, int, int]]:
+        """Each metric that became NaN or infinite: its value's word (``NaN``, ``inf``), and
+        the ``fit`` call and epoch where it first did, in the order found."""
+        found: dict[str, tuple[str, int, int]] = {}
+        for epoch in self.epochs:
+            for name, value in epoch["metrics"].items():
+                if name not in found and not math.isfinite(value):
+                    found[name] = (value_text(value), epoch["fit"], epoch["epoch"])
+        return found
+
+    @property
+    def flags(self) -> list[str]:
+        """What a row or plot should warn of: ``loss is NaN from epoch 3``, a metric each (a
+        custom loop's rounds say ``round``; a second ``fit`` call is named)."""
+        several = len({e["fit"] for e in self.epochs}) > 1
+        out = []
+        for name, (word, fit, epoch) in self.not_finite.items():
+            where = f"round {epoch}" if fit == LOOP else f"epoch {epoch}"
+            if several and fit != LOOP:
+                where += f" of fit {fit + 1}"
+            out.append(f"{name} is {word} from {where}")
+        return out
 
     @property
     def model_dir(self) -> str | None:
@@ -208,6 +263,7 @@ class Results:
             "model_dir": self.model_dir,
             "saved": self.saved,
             "tensorboard": self.tensorboard,
+            "flags": self.flags,
         }
 
 

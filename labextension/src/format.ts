@@ -1,7 +1,7 @@
 /**
  * Small formatting helpers for job rows and details.
  */
-import { IJob } from './types';
+import { IJob, MetricValue } from './types';
 
 /** `42 s`, `3 min 05 s`, `2 h 07 min`. */
 export function formatElapsed(seconds: number): string {
@@ -98,10 +98,14 @@ export function jobTitle(job: IJob): string {
   return `${job.name} · ${shortId(job.id)}`;
 }
 
-/** A metric value, short: 3 significant digits (`0.035`, `12.3`, `1.5e-5`). */
-export function formatMetric(value: number): string {
-  if (!Number.isFinite(value)) {
-    return String(value);
+/**
+ * A metric value, short: 3 significant digits (`0.035`, `12.3`, `1.5e-5`); `NaN`, `inf` and
+ * `-inf` as such (the API sends them as strings).
+ */
+export function formatMetric(value: MetricValue): string {
+  if (typeof value === 'string' || !Number.isFinite(value)) {
+    const text = String(value);
+    return text === 'Infinity' ? 'inf' : text === '-Infinity' ? '-inf' : text;
   }
   const size = Math.abs(value);
   if (size !== 0 && (size < 1e-3 || size >= 1e5)) {
@@ -124,7 +128,7 @@ export function lossName(names: string[]): string | undefined {
 
 /** The metric the sidebar shows: the loss, else the first one; null when there is none. */
 export function headlineMetric(
-  metrics: { [name: string]: number } | null | undefined
+  metrics: { [name: string]: MetricValue } | null | undefined
 ): string | null {
   if (!metrics) {
     return null;
@@ -134,7 +138,9 @@ export function headlineMetric(
 }
 
 /** Every metric, `loss 0.035 · accuracy 0.98`, the loss first. */
-export function formatMetrics(metrics: { [name: string]: number }): string {
+export function formatMetrics(metrics: {
+  [name: string]: MetricValue;
+}): string {
   const names = Object.keys(metrics).sort((a, b) =>
     a === 'loss' ? -1 : b === 'loss' ? 1 : a.localeCompare(b)
   );

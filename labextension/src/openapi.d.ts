@@ -537,8 +537,10 @@ export interface components {
             billed: boolean;
             /** @description the last Keras epoch's loss and metrics (null before one ends) */
             last_metrics: {
-                [key: string]: number;
+                [key: string]: components["schemas"]["MetricValue"];
             } | null;
+            /** @description metrics that became NaN or infinite, and where: 'loss is NaN from epoch 3' */
+            metric_flags: string[];
             error: string | null;
             error_location: string | null;
             console_url: string | null;
@@ -546,6 +548,8 @@ export interface components {
             job_dir: string;
             log_dir: string;
         };
+        /** @description a metric's value; NaN and infinity (JSON has no number for them) as strings */
+        MetricValue: number | ("NaN" | "Infinity" | "-Infinity");
         Metrics: {
             job_id: string;
             state: string;
@@ -558,12 +562,14 @@ export interface components {
                 epoch: number;
                 time: number | null;
                 metrics: {
-                    [key: string]: number;
+                    [key: string]: components["schemas"]["MetricValue"];
                 };
             }[];
             last: {
-                [key: string]: number;
+                [key: string]: components["schemas"]["MetricValue"];
             } | null;
+            /** @description metrics that became NaN or infinite, and where: 'loss is NaN from epoch 3' */
+            flags: string[];
             /** @description where the job saved its model, as the job saw the path */
             model_dir: string | null;
             /** @description epochs (or rounds) the job reported; over 2000, 'epochs' holds about 2000 of them, evenly spaced, the first and last kept */

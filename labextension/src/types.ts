@@ -47,8 +47,13 @@ export interface IJob {
     [key: string]: unknown;
   };
   /** The chief's metrics at its last epoch (`{"loss": 0.03, ...}`); null before one ends. */
-  last_metrics: { [name: string]: number } | null;
+  last_metrics: { [name: string]: MetricValue } | null;
+  /** Metrics that became NaN or infinite, and where (`loss is NaN from epoch 3`). */
+  metric_flags: string[];
 }
+
+/** A metric's value: a number, or NaN and infinity as JSON can carry them (strings). */
+export type MetricValue = number | 'NaN' | 'Infinity' | '-Infinity';
 
 /** One epoch's metrics as the chief recorded them (`fit`: which `fit` call, from 0). */
 export interface IEpochMetrics {
@@ -56,7 +61,7 @@ export interface IEpochMetrics {
   epoch: number;
   /** When the epoch ended (POSIX seconds); null when the job did not say. */
   time: number | null;
-  metrics: { [name: string]: number };
+  metrics: { [name: string]: MetricValue };
 }
 
 /** GET jobs/{id}/metrics: the chief's per-epoch metrics, and a plot of them (SVG). */
@@ -66,7 +71,9 @@ export interface IMetrics {
   terminal: boolean;
   names: string[];
   epochs: IEpochMetrics[];
-  last: { [name: string]: number } | null;
+  last: { [name: string]: MetricValue } | null;
+  /** Metrics that became NaN or infinite, and where (`loss is NaN from epoch 3`). */
+  flags: string[];
   model_dir: string | null;
   /** A standalone SVG image of the curves, drawn by the server; null before the first epoch. */
   svg: string | null;

@@ -22,6 +22,7 @@ from jupyter_server.utils import url_path_join
 from tornado import web
 
 from ..errors import SpecError, TfcError, TooLarge
+from ..results import json_safe
 from .service import MAX_BODY_BYTES, JobService
 
 NAMESPACE = "tfc-jupyter"
@@ -108,10 +109,11 @@ class TfcHandler(APIHandler):
             ) from None
 
     def reply(self, data: Any, status: int = 200) -> None:
-        """Finish with a JSON body."""
+        """Finish with a JSON body (a NaN or infinite metric as ``"NaN"``, ``"Infinity"``: the
+        browser's ``JSON.parse`` takes no bare ``NaN``)."""
         self.set_status(status)
         self.set_header("Content-Type", "application/json")
-        self.finish(json.dumps(data, default=str))
+        self.finish(json.dumps(json_safe(data), default=str, allow_nan=False))
 
     def write_error(self, status_code: int, **kwargs: Any) -> None:
         """Every error of the API, as JSON ``{error, message, hint, field}``; no traceback."""

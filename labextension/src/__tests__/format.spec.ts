@@ -49,6 +49,7 @@ function job(overrides: Partial<IJob> = {}): IJob {
     job_dir: '/home/me/.tfc-jupyter/jobs/quickstart-20251123-140200-a1b2c3',
     spec: {},
     last_metrics: null,
+    metric_flags: [],
     ...overrides
   };
 }
@@ -236,10 +237,17 @@ describe('formatMetric', () => {
     expect(formatMetric(0)).toBe('0');
   });
 
-  it('writes values that are not finite as they are', () => {
+  it('writes values that are not finite as NaN, inf and -inf', () => {
     expect(formatMetric(NaN)).toBe('NaN');
-    expect(formatMetric(Infinity)).toBe('Infinity');
-    expect(formatMetric(-Infinity)).toBe('-Infinity');
+    expect(formatMetric(Infinity)).toBe('inf');
+    expect(formatMetric(-Infinity)).toBe('-inf');
+  });
+
+  it('reads NaN and infinity as the API sends them (strings)', () => {
+    expect(formatMetric('NaN')).toBe('NaN');
+    expect(formatMetric('Infinity')).toBe('inf');
+    expect(formatMetric('-Infinity')).toBe('-inf');
+    expect(headlineMetric({ accuracy: 0.5, loss: 'NaN' })).toBe('loss NaN');
   });
 });
 

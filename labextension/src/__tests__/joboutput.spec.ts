@@ -59,6 +59,7 @@ function job(overrides: Partial<IJob> = {}): IJob {
     job_dir: `/home/me/.tfc-jupyter/jobs/${ID}`,
     spec: {},
     last_metrics: null,
+    metric_flags: [],
     ...overrides
   };
 }

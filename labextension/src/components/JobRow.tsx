@@ -60,6 +60,11 @@ export function JobRow(props: {
           {shortId(job.id)}
         </span>
       </div>
+      {job.metric_flags?.length ? (
+        <div className="tfc-JobRow-flag" title={job.metric_flags.join('\n')}>
+          ⚠ {job.metric_flags.join(', ')}
+        </div>
+      ) : null}
       {job.error && job.state === 'failed' ? (
         <div className="tfc-JobRow-error">{job.error}</div>
       ) : null}

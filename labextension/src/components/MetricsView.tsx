@@ -1,7 +1,7 @@
 import React, { useMemo } from 'react';
 
 import { formatMetrics } from '../format';
-import { IMetrics } from '../types';
+import { IMetrics, MetricValue } from '../types';
 
 /** A data: URL of an SVG text (UTF-8, base64): shown by an <img>, never parsed into the page. */
 export function svgDataUrl(svg: string): string {
@@ -19,7 +19,7 @@ export function svgDataUrl(svg: string): string {
  */
 export function MetricsView(props: {
   metrics: IMetrics | null;
-  last: { [name: string]: number } | null | undefined;
+  last: { [name: string]: MetricValue } | null | undefined;
 }): JSX.Element | null {
   const { metrics } = props;
   const svg = metrics?.svg ?? null;
@@ -46,6 +46,11 @@ export function MetricsView(props: {
             {metrics && !metrics.terminal ? ' (training)' : ''}
           </div>
           <div className="tfc-MetricsLast-values">{formatMetrics(last)}</div>
+          {metrics?.flags?.map(flag => (
+            <div key={flag} className="tfc-MetricsLast-flag">
+              ⚠ {flag}
+            </div>
+          ))}
           {metrics?.model_dir ? (
             <div
               className="tfc-Muted tfc-MetricsLast-model"

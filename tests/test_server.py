@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -546,6 +547,63 @@ async def test_a_job_launched_through_the_api_runs_and_is_in_the_shared_records(
         jp_fetch, "GET", "jobs", job["id"], "logs", params={"replica": "../../etc"}
     )
     assert (status, data["field"]) == (400, "replica")
+
+
+async def test_a_running_jobs_log_followed_as_the_tab_does_has_no_empty_lines(
+    jp_fetch: Fetch, notebook: Path, tfc_home: Path, cleanup: None
+) -> None:
+    """The sidebar's tab polls a running job's log every second (again at once while ``more``).
+    An empty read is no line, ``more`` is never true for a line still being drawn, and that
+    line (a progress bar) comes as ``partial``, at its latest state, until its newline."""
+    bar = (
+        "import sys, time\n"
+        "print('first', flush=True)\n"
+        "time.sleep(1.5)\n"
+        "for i in range(1, 6):\n"
+        "    sys.stdout.write(f'\\rstep {i}/5 ' + '=' * i); sys.stdout.flush(); time.sleep(0.6)\n"
+        "print(flush=True)\n"
+        "print('last', flush=True)\n"
+        "time.sleep(1.5)"
+    )
+    status, data = await _call(
+        jp_fetch,
+        "POST",
+        "jobs",
+        body={"path": "train.ipynb", "notebook": _model(bar), "options": {"strategy": "none"}},
+    )
+    assert status == 201, data
+    job_id = data["job"]["id"]
+    text, offset, partials, polls = "", 0, [], 0
+    deadline = time.monotonic() + JOB_DEADLINE_S
+    while time.monotonic() < deadline:
+        polls += 1
+        again = 0
+        while True:  # one poll: LogView's loop
+            status, chunk = await _call(
+                jp_fetch,
+                "GET",
+                "jobs",
+                job_id,
+                "logs",
+                params={"replica": "chief", "offset": offset, "quiet": "1"},
+            )
+            assert status == 200, chunk
+            text += chunk["text"]
+            offset = chunk["next_offset"]
+            if not chunk["more"]:
+                break
+            again += 1
+            assert again < 20, "more stayed true: the tab would read without end"
+        assert "\n\n" not in text and not text.startswith("\n"), repr(text)
+        if chunk["partial"]:
+            partials.append(chunk["partial"])
+        if chunk["terminal"]:
+            break
+        await _sleep(0.2)
+    assert text == "first\nstep 5/5 =====\nlast\n", repr(text)
+    assert partials and all(re.fullmatch(r"step \d/5 =+", p) for p in partials), partials
+    assert len(set(partials)) >= 2  # the bar seen moving, each state in place of the last
+    assert polls > 5
 
 
 async def test_a_kernel_launch_shows_in_the_api_and_can_be_cancelled_there(

@@ -218,12 +218,39 @@ def shown(line: str, *, verbose: bool = False) -> str | None:
 def shown_text(text: str, *, verbose: bool = False, ansi: bool = False) -> str:
     """A chunk of log lines as shown (see :func:`shown`), colour codes stripped unless
     ``ansi`` (the sidebar, the panel and a terminal that is not one cannot draw them)."""
+    if not text:
+        return ""  # nothing read is no line (an empty poll once drew an empty line)
     out = []
     for raw in text.split("\n")[:-1] if text.endswith("\n") else text.split("\n"):
         line = shown(raw, verbose=verbose)
         if line is not None:
             out.append((line if ansi else strip_ansi(line)) + "\n")
     return "".join(out)
+
+
+PENDING_TAIL = 16_384
+"""Bytes of an unfinished last line read to show its latest state (a progress bar)."""
+
+
+def pending_line(path: Path, offset: int, *, verbose: bool = False) -> str:
+    """The latest state of the line being written at the end of the log (a progress bar being
+    drawn, after its last ``\r``), as :func:`shown` shows it; "" when there is none or it is
+    hidden. ``offset`` is where the complete lines end."""
+    try:
+        with open(path, "rb") as fh:
+            size = fh.seek(0, 2)
+            start = max(offset, size - PENDING_TAIL)
+            fh.seek(start)
+            data = fh.read(size - start)
+    except OSError:
+        return ""
+    if b"\n" in data:  # complete lines not read yet: they come first
+        return ""
+    text = data.decode("utf-8", errors="replace")
+    if start > offset:  # cut in the middle: from its latest update on
+        text = text[text.find("\r") + 1 :] if "\r" in text else ""
+    line = shown(text, verbose=verbose)
+    return strip_ansi(line) if line else ""
 
 
 def is_noise(line: str) -> bool:

@@ -587,9 +587,11 @@ export interface components {
             offset: number;
             next_offset: number;
             size: number;
-            /** @description more bytes are already there; call again at once */
+            /** @description more lines are already there; call again at once */
             more: boolean;
             text: string;
+            /** @description the latest state of the line being written at the end (a progress bar being drawn), as shown; show it after text until the next call */
+            partial: string;
             state: string;
             terminal: boolean;
         };

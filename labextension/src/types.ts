@@ -89,6 +89,8 @@ export interface ILogChunk {
   size: number;
   more: boolean;
   text: string;
+  /** The latest state of the line being written (a progress bar): shown after `text`. */
+  partial: string;
   state: JobState;
   terminal: boolean;
 }

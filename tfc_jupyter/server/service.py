@@ -265,7 +265,8 @@ class JobService:
         status lines out of ``text``, and shows each line as a notebook would (``\r``
         updates of a progress bar as their latest state, no colour codes; the offsets still
         count every byte of the file); a line longer than ``limit``, which comes in pieces,
-        is passed as it is.
+        is passed as it is. ``partial`` is the latest state of the line being written at the
+        end (a progress bar being drawn): show it after ``text`` until the next call.
         """
         record = self._record(self.client(), job_id)
         replicas = logs.replicas(Path(record.log_dir))
@@ -292,6 +293,9 @@ class JobService:
         text, next_offset = data.decode("utf-8", errors="replace"), offset + len(data)
         if quiet:  # as the cell shows it: progress bars at their latest state, no colour codes
             text = logs.shown_text(text)
+        path = Path(record.log_dir) / f"{name}.log"
+        pending = next_offset < size
+        partial = logs.pending_line(path, next_offset, verbose=not quiet) if pending else ""
         return {
             "job_id": record.id,
             "replica": name,
@@ -299,8 +303,11 @@ class JobService:
             "offset": offset,
             "next_offset": next_offset,
             "size": size,
-            "more": next_offset < size,
+            # Another call now gives more only when this one brought lines: an unfinished last
+            # line (a progress bar being drawn) waits for its newline, and is sent as partial.
+            "more": bool(data) and next_offset < size,
             "text": text,
+            "partial": partial,
             "state": record.state.value,
             "terminal": record.state.is_terminal(),
         }

@@ -17,6 +17,7 @@ export function LogView(props: {
   verbose?: boolean;
 }): JSX.Element {
   const [text, setText] = useState('');
+  const [partial, setPartial] = useState('');
   const [error, setError] = useState<string | null>(null);
   const [done, setDone] = useState(false);
   const offset = useRef(0);
@@ -29,6 +30,7 @@ export function LogView(props: {
     shown.current = key;
     offset.current = 0;
     setText('');
+    setPartial('');
     setDone(false);
   }, [key]);
 
@@ -61,6 +63,7 @@ export function LogView(props: {
       if (added) {
         setText(previous => (previous + added).slice(-MAX_CHARS));
       }
+      setPartial(chunk.partial ?? ''); // a bar being drawn: replaced at each poll
       setError(null);
       if (chunk.terminal) {
         setDone(true);
@@ -78,14 +81,17 @@ export function LogView(props: {
     if (node) {
       node.scrollTop = node.scrollHeight;
     }
-  }, [text]);
+  }, [text, partial]);
 
   return (
     <div className="tfc-LogView">
       {error ? <div className="tfc-Error">{error}</div> : null}
       <pre ref={pre} className="tfc-LogText" data-replica={props.replica}>
-        {text ||
-          (done ? '(this replica printed nothing)' : 'waiting for output...')}
+        {text || partial
+          ? text + partial
+          : done
+            ? '(this replica printed nothing)'
+            : 'waiting for output...'}
       </pre>
       {!done ? (
         <div className="tfc-Muted tfc-Following">following...</div>

@@ -12,8 +12,6 @@ from tfc_jupyter.job.catalog import Machine, gpu_machine, lookup, normalize_gpu_
 # name -> (machine type, vCPUs, GB, accelerator enum, count)
 TFC_RUN_NAMES = {
     "CPU": ("n1-standard-4", 4, 15, None, 0),
-    "P100_1X": ("n1-standard-8", 8, 30, "NVIDIA_TESLA_P100", 1),
-    "P100_4X": ("n1-standard-16", 16, 60, "NVIDIA_TESLA_P100", 4),
     "P4_1X": ("n1-standard-8", 8, 30, "NVIDIA_TESLA_P4", 1),
     "P4_4X": ("n1-standard-16", 16, 60, "NVIDIA_TESLA_P4", 4),
     "V100_1X": ("n1-standard-8", 8, 30, "NVIDIA_TESLA_V100", 1),
@@ -42,7 +40,8 @@ MODERN_GPUS = {
     "B200_8X": ("a4-highgpu-8g", "NVIDIA_B200", 8),
 }
 # Machines with no verified list price here: a plan says "price not listed" for them.
-UNPRICED = {"H100_1X", "H100_2X", "H100_4X", "H100_MEGA_8X", "H200_8X", "B200_8X"}
+UNPRICED = {"H100_1X", "H100_2X", "H100_4X", "H100_MEGA_8X", "H200_8X", "B200_8X", "A100_16X"}
+UNPRICED |= {f"RTX_PRO_6000_{n}X" for n in (1, 2, 4, 8)}
 
 # TPU name -> (machine type, accelerator enum, count, topology)
 TPUS = {
@@ -64,26 +63,43 @@ def test_every_tfc_run_name_exists_with_its_shape(name: str) -> None:
         assert not m.is_tpu
 
 
-@pytest.mark.parametrize("name", ["K80_1X", "K80_4X", "K80_8X", "k80_1x"])
-def test_tfc_runs_k80_names_are_refused_with_what_to_use(name: str) -> None:
-    """K80 reached end of support: tfc.run's K80 names say so, with the date and the fix."""
+@pytest.mark.parametrize(
+    ("name", "ended"),
+    [
+        ("K80_1X", "2024-05-01"),
+        ("K80_4X", "2024-05-01"),
+        ("K80_8X", "2024-05-01"),
+        ("k80_1x", "2024-05-01"),
+        ("P100_1X", "2026-09-15"),  # ran as a legacy GPU after its end of support (issue 35)
+        ("P100_4X", "2026-09-15"),
+        ("p100_2x", "2026-09-15"),
+    ],
+)
+def test_tfc_runs_retired_names_are_refused_with_what_to_use(name: str, ended: str) -> None:
+    """K80 and P100 reached end of support: tfc.run's names say so, with the date and the fix."""
+    gpu = name[:4].upper().rstrip("_")
     with pytest.raises(SpecError) as info:
         lookup(name)
     text = str(info.value)
-    assert "K80 GPUs reached end of support on Google Cloud on 2024-05-01" in text
+    assert f"{gpu} GPUs reached end of support on Google Cloud on {ended}" in text
     assert "Fix: use --gpu-type T4" in text and info.value.field == "gpu_type"
+    assert "\n" not in text
     with pytest.raises(SpecError, match="end of support"):
-        gpu_machine("nvidia-tesla-k80", 1)
+        gpu_machine(f"nvidia-tesla-{gpu.lower()}", 1)
+    with pytest.raises(SpecError, match="end of support"):
+        gpu_machine(gpu, 1, "n1-highmem-8")
 
 
 def test_legacy_gpus_run_when_named_and_are_not_offered() -> None:
-    assert lookup("P100_1X").accelerator_type == "NVIDIA_TESLA_P100"
+    assert lookup("P4_1X").accelerator_type == "NVIDIA_TESLA_P4"
     assert gpu_machine("P4", 2).accelerator_count == 2
     listed = {m.accelerator_type for m in catalog.catalog_rows()}
     assert not {"NVIDIA_TESLA_P4", "NVIDIA_TESLA_P100", "NVIDIA_TESLA_K80"} & listed
-    assert "NVIDIA_TESLA_P100" in {m.accelerator_type for m in catalog.catalog_rows(legacy=True)}
+    with_legacy = {m.accelerator_type for m in catalog.catalog_rows(legacy=True)}
+    assert "NVIDIA_TESLA_P4" in with_legacy and "NVIDIA_TESLA_P100" not in with_legacy
     assert catalog.OFFERED_GPU_TYPES == (
-        "V100", "T4", "A100", "A100_80GB", "L4", "H100", "H100_MEGA", "H200", "B200"
+        "V100", "T4", "A100", "A100_80GB", "L4", "H100", "H100_MEGA", "H200", "B200",
+        "RTX_PRO_6000",
     )  # fmt: skip
     # An impossible count suggests only GPUs that are offered.
     with pytest.raises(SpecError) as info:
@@ -205,12 +221,10 @@ def test_gb200_on_arm_is_refused_with_what_to_use(name: str) -> None:
 
 
 def test_legacy_gpus_carry_their_dates() -> None:
-    p100, p4 = lookup("P100_1X"), lookup("P4_1X")
-    note = catalog.legacy_note(p100)
+    note = catalog.legacy_note(lookup("P4_1X"))
     assert note is not None
-    assert "2016 Pascal GPU" in note and "since 2017" in note
+    assert "2016 Pascal GPU" in note and "since 2018" in note
     assert f"no end-of-support date announced as of {catalog.LEGACY_CHECKED}" in note
-    assert "since 2018" in str(catalog.legacy_note(p4))
     assert (
         catalog.legacy_note(lookup("T4_1X")) is None and catalog.legacy_note(lookup("CPU")) is None
     )

@@ -64,7 +64,8 @@ def test_tpu_flag(settings: Settings) -> None:
         ("--machine A100_4X", "a2-highgpu-4g", "NVIDIA_TESLA_A100", 4),
         ("--machine A100_4X --gpus 4", "a2-highgpu-4g", "NVIDIA_TESLA_A100", 4),
         ("--machine n1-standard-16 --gpus 1", "n1-standard-16", "NVIDIA_TESLA_T4", 1),
-        ("--machine n1-highmem-8 --gpus 2 --gpu-type P100", "n1-highmem-8", "NVIDIA_TESLA_P100", 2),
+        ("--machine n1-highmem-8 --gpus 2 --gpu-type P4", "n1-highmem-8", "NVIDIA_TESLA_P4", 2),
+        ("--machine n1-highmem-32 --gpus 2", "n1-highmem-32", "NVIDIA_TESLA_T4", 2),
     ],
 )
 def test_gpu_flags(
@@ -135,7 +136,7 @@ def test_everything_else_reaches_the_spec(settings: Settings) -> None:
         "--service-account trainer@my-proj-1.iam.gserviceaccount.com --region europe-west4 "
         "--project my-proj-1 --image gcr.io/p/i:1 --parent-image tensorflow/tensorflow:2.15.0 "
         "--cache-from gcr.io/p/i:0 --build-bucket my-bucket --timeout 2h --spot "
-        "--base-output-dir gs://b/out --tensorboard projects/1/locations/x/tensorboards/2 "
+        "--base-output-dir gs://bkt/out --tensorboard projects/1/locations/x/tensorboards/2 "
         "--network projects/1/global/networks/n --backend vertex --strategy OneDeviceStrategy",
         settings,
     )
@@ -152,7 +153,7 @@ def test_everything_else_reaches_the_spec(settings: Settings) -> None:
     assert spec.image.parent_image == "tensorflow/tensorflow:2.15.0"
     assert spec.image.build_bucket == "my-bucket"
     assert (spec.timeout_s, spec.scheduling) == (7200, "spot")
-    assert spec.base_output_dir == "gs://b/out" and spec.network and spec.tensorboard
+    assert spec.base_output_dir == "gs://bkt/out" and spec.network and spec.tensorboard
     assert spec.strategy is Strategy.ONE_DEVICE
 
 

@@ -95,7 +95,7 @@ def test_every_choice_comes_from_the_catalog(tmp_path: Path, settings: Settings)
     assert "n1-standard-16" in machines and not any(v.startswith("TPU") for v in machines)
     assert [o.value for o in model.options("gpu_type")][1:] == list(catalog.OFFERED_GPU_TYPES)
     assert [o.value for o in model.options("tpu")][1:] == list(catalog.TPU_TYPES)
-    assert [o.value for o in model.options("gpus")] == [0, 1, 2, 4, 8]
+    assert [o.value for o in model.options("gpus")] == [0, 1, 2, 4, 8, 16]  # 16: a2-megagpu-16g
     assert [o.value for o in model.options("worker_machine")][1:] == machines[1:]
     labels = {o.value: o.label for o in model.options("machine")}
     assert labels[""] == "default (CPU)"

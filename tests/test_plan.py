@@ -213,7 +213,6 @@ def test_keras3_fit_under_multiworker_is_refused_before_launch(tmp_path: Path) -
         ("--machine H200_8X", "Vertex AI recommends reserved capacity for a3-ultragpu-8g"),
         ("--machine B200_8X --workers 1", "Vertex AI recommends reserved capacity for a4-highgpu"),
         ("--gpus 1 --gpu-type H100", "offers a3-highgpu-1g only as Spot or flex-start"),
-        ("--machine P100_1X", "P100 is a 2016 Pascal GPU (on Google Cloud since 2017"),
         ("--gpus 2 --gpu-type P4", "P4 is a 2016 Pascal GPU (on Google Cloud since 2018"),
     ],
 )

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import shlex
 from typing import Any
 
 import pytest
@@ -41,9 +42,11 @@ def _body(settings: Settings, line: str) -> dict[str, Any]:
 @pytest.mark.parametrize(
     ("line", "words", "field"),
     [
-        ("--gpus 1 --gpu-type V100 --machine n1-standard-32", "at most 12", "machine"),
-        ("--gpus 1 --gpu-type T4 --machine n1-standard-96", "at most 48", "machine"),
-        ("--gpus 2 --gpu-type T4 --machine n1-standard-64", "at most 48", "machine"),
+        ("--gpus 1 --gpu-type V100 --machine n1-standard-32", "only as 4 or 8, not 1", "machine"),
+        ("--gpus 1 --gpu-type T4 --machine n1-standard-96", "only as 4, not 1", "machine"),
+        ("--gpus 2 --gpu-type T4 --machine n1-standard-64", "only as 4, not 2", "machine"),
+        ("--gpus 1 --gpu-type T4 --machine n1-standard-32", "only as 2 or 4, not 1", "machine"),
+        ("--gpus 1 --gpu-type T4 --machine n1-highcpu-32", "only as 2 or 4, not 1", "machine"),
         (f"{VERTEX} --network my-vpc", "not a network's resource name", "network"),
         (f"{VERTEX} --network projects/my-proj-1/global/networks/v", "resource name", "network"),
         (f"{VERTEX} --tensorboard 123", "not a TensorBoard instance", "tensorboard"),
@@ -87,7 +90,7 @@ def test_what_vertex_ai_or_the_machine_would_refuse_is_refused_here(
         "--gpus 1 --gpu-type V100 --machine n1-standard-8",
         "--network projects/123456789012/global/networks/my-vpc",
         f"--tensorboard projects/my-proj-1/locations/us-central1/tensorboards/123 "
-        f"--service-account {SA} --base-output-dir gs://b/out",
+        f"--service-account {SA} --base-output-dir gs://bkt/out",
         "--persistent-resource my-pool-1",
     ],
 )
@@ -135,13 +138,18 @@ def test_an_executor_past_its_end_of_availability_is_said() -> None:
     assert added.ended(datetime.date(2030, 1, 1)) is None  # a date we do not know
 
 
-def test_the_n1_limits_cover_every_n1_gpu() -> None:
+def test_the_n1_table_covers_every_n1_gpu() -> None:
+    from tfc_jupyter.job import vertex_rules
+
     n1 = {g for g, (_, _, fams) in catalog.GPUS.items() if "n1" in fams} - set(catalog.RETIRED)
-    assert n1 <= set(catalog.N1_VCPU_LIMITS)
-    for gpu, limits in catalog.N1_VCPU_LIMITS.items():
-        for count, most in limits.items():
-            machine = catalog.gpu_machine(gpu, count)  # the usual machine fits its limit
-            assert machine.vcpus <= most, (gpu, count)
+    table = {enum for row in vertex_rules.N1_GPUS.values() for enum in row}
+    assert {catalog.GPUS[g][0] for g in n1} <= table
+    assert set(vertex_rules.N1_GPUS) == {m for m in catalog.MACHINE_TYPES if m.startswith("n1-")}
+    for gpu in n1:
+        for count in catalog.GPUS[gpu][2]["n1"]:
+            machine = catalog.gpu_machine(gpu, count)  # the usual machine takes the count
+            enum = catalog.GPUS[gpu][0]
+            assert count in vertex_rules.gpu_counts(machine.machine_type, enum), (gpu, count)
 
 
 @pytest.mark.parametrize(
@@ -287,32 +295,34 @@ def test_every_request_of_the_matrix_parses_into_the_real_types(
 
 @pytest.mark.parametrize(
     ("name", "image"),
-    [("Modèle d'été", None), ("Modèle été", "modele-ete"), ("модель 1", "1"), ("训练 任务", None)],
+    [
+        ("Modèle d'été", "modele-d-ete"),
+        ("Modèle été", "modele-ete"),
+        ("модель 1", "1"),
+        ("训练 任务", None),
+        ("run #3 (lr: 0.1) a/b", "run-3-lr-0-1-a-b"),  # '#', '(', ':' and '/' were refused
+        ("_lead", "lead"),
+        ("x" * 128, None),
+    ],
 )
 def test_display_names_in_any_script(settings: Settings, name: str, image: str | None) -> None:
     from vertex_validate import validate
 
     from tfc_jupyter.records import new_job_id
 
-    line = f"{VERTEX} --name '{name}'"
-    if "'" in name[1:]:  # a quote is no letter: refused with the fix, as before
-        with pytest.raises(SpecError, match="letters \\(of any script\\)"):
-            _plan(settings, f'{VERTEX} --name "{name}"')
-        return
+    line = f"{VERTEX} --name {shlex.quote(name)}"
     body = _body(settings, line)
     assert body["displayName"] == name  # was refused: "use at most 128 letters, digits, ..."
     sent = types.CustomJob.to_json(types.CustomJob.from_json(json.dumps(body)))
     assert validate(json.loads(sent)) == []
     plan = _plan(settings, line + " --route image")
     tail = plan.image_uri.rsplit("/", 1)[1].split(":")[0]
-    assert tail.isascii() and tail == (image or "notebook")  # images and ids stay ASCII
+    assert tail.isascii() and (image is None or tail == image)  # images and ids stay ASCII
     assert new_job_id(name).isascii()
 
 
 def test_hidden_and_control_characters_stay_out_of_names(settings: Settings) -> None:
-    import shlex
-
-    for name in ("\u202eevil", "a\u200bb", "tab\there", "_lead", "a/b"):
+    for name in ("\u202eevil", "a\u200bb", "tab\there", " lead", "line\u2028break", "x" * 129):
         with pytest.raises(SpecError, match="job name"):
             _plan(settings, f"{VERTEX} --name {shlex.quote(name)}")
 

@@ -1,9 +1,13 @@
 """What Vertex AI checks when a CustomJob is created, as the test server checks it.
 
-Written from Vertex AI's documentation, independently of tfc_jupyter's catalog (a shared table
-would make the checks agree with our own mistakes). :func:`validate` takes the parsed request
-and returns ``(field, message)`` pairs; the server answers 400 INVALID_ARGUMENT with them in
-Vertex's own format ("List of found errors: 1.Field: ...; Message: ...").
+Google's facts come from one source, the product's tables with their sources and dates:
+:data:`tfc_jupyter.job.catalog.MACHINE_TYPES` (Vertex AI's training machine list) and
+:mod:`tfc_jupyter.job.vertex_rules` (the GPU-by-machine table, machines without VPC peering,
+Private Service Connect, the limits on env, names, ids and buckets), so the suite and the
+product cannot disagree about what Google documents; the checks themselves are written here,
+apart from the product's. :func:`validate` takes the parsed request and returns ``(field,
+message)`` pairs; the server answers 400 INVALID_ARGUMENT with them in Vertex's own format
+("List of found errors: 1.Field: ...; Message: ...").
 
 A worker pool runs either a ``containerSpec`` (any image) or a ``pythonPackageSpec`` (the package
 route: ``executorImageUri``, one of Vertex AI's prebuilt training images
@@ -18,33 +22,11 @@ import json
 import re
 from typing import Any
 
-# Machine types a custom job may ask for (a representative subset of Vertex's list).
-_SIZES = (2, 4, 8, 16, 32, 64, 96)
-MACHINE_TYPES: set[str] = (
-    {f"n1-standard-{n}" for n in _SIZES}
-    | {f"n1-highmem-{n}" for n in _SIZES}
-    | {f"n1-highcpu-{n}" for n in (16, 32, 64, 96)}
-    | {f"e2-{k}-{n}" for k in ("standard", "highmem", "highcpu") for n in (4, 8, 16, 32)}
-    | {f"n2-standard-{n}" for n in (4, 8, 16, 32, 48, 64, 80)}
-    | {f"c2-standard-{n}" for n in (4, 8, 16, 30, 60)}
-    | {f"a2-highgpu-{n}g" for n in (1, 2, 4, 8)}
-    | {"a2-megagpu-16g"}
-    | {f"a2-ultragpu-{n}g" for n in (1, 2, 4, 8)}
-    | {f"g2-standard-{n}" for n in (4, 8, 12, 16, 24, 32, 48, 96)}
-    | {f"a3-highgpu-{n}g" for n in (1, 2, 4, 8)}
-    | {"a3-megagpu-8g", "a3-ultragpu-8g", "a4-highgpu-8g", "a4x-highgpu-4g", "cloud-tpu"}
-    | {f"ct5lp-hightpu-{n}t" for n in (1, 4, 8)}
-)
-# GPUs on n1 machines and the counts each allows.
-N1_GPUS = {
-    "NVIDIA_TESLA_K80": (1, 2, 4, 8),
-    "NVIDIA_TESLA_P4": (1, 2, 4),
-    "NVIDIA_TESLA_P100": (1, 2, 4),
-    "NVIDIA_TESLA_V100": (1, 2, 4, 8),
-    "NVIDIA_TESLA_T4": (1, 2, 4),
-}
-_G2_L4 = {4: 1, 8: 1, 12: 1, 16: 1, 32: 1, 24: 2, 48: 4, 96: 8}
-TPU_V5E_TOPOLOGY = {"ct5lp-hightpu-1t": "1x1", "ct5lp-hightpu-4t": "2x2", "ct5lp-hightpu-8t": "2x4"}
+from tfc_jupyter.job import catalog, scheduling, vertex_rules
+
+# Machine types a custom job may ask for: Vertex AI's training list.
+MACHINE_TYPES: set[str] = set(catalog.MACHINE_TYPES)
+TPU_V5E_TOPOLOGY = {m: t for m, (_, _, t) in vertex_rules.TPU_HOSTS.items() if t}
 TPU_ENUMS = {"TPU_V2", "TPU_V3", "TPU_V4_POD", "TPU_V5_LITEPOD"}
 
 
@@ -72,22 +54,7 @@ Problems = list[tuple[str, str]]
 
 def built_in_gpus(machine_type: str) -> tuple[str, int] | None:
     """The GPUs that come with an accelerator-optimized machine type, else None."""
-    if m := re.fullmatch(r"a2-highgpu-(\d+)g", machine_type):
-        return "NVIDIA_TESLA_A100", int(m.group(1))
-    if machine_type == "a2-megagpu-16g":
-        return "NVIDIA_TESLA_A100", 16
-    if m := re.fullmatch(r"a2-ultragpu-(\d+)g", machine_type):
-        return "NVIDIA_A100_80GB", int(m.group(1))
-    if m := re.fullmatch(r"g2-standard-(\d+)", machine_type):
-        return "NVIDIA_L4", _G2_L4[int(m.group(1))]
-    if m := re.fullmatch(r"a3-highgpu-(\d+)g", machine_type):
-        return "NVIDIA_H100_80GB", int(m.group(1))
-    return {
-        "a3-megagpu-8g": ("NVIDIA_H100_MEGA_80GB", 8),
-        "a3-ultragpu-8g": ("NVIDIA_H200_141GB", 8),
-        "a4-highgpu-8g": ("NVIDIA_B200", 8),
-        "a4x-highgpu-4g": ("NVIDIA_GB200", 4),
-    }.get(machine_type)
+    return vertex_rules.BUILT_IN_GPUS.get(machine_type)
 
 
 def _machine(at: str, spec: dict[str, Any], pool_index: int, replicas: int) -> Problems:
@@ -141,6 +108,8 @@ def _machine(at: str, spec: dict[str, Any], pool_index: int, replicas: int) -> P
         return out
     if topology:
         out.append((f"{at}.tpu_topology", f"tpu_topology is not supported for {machine_type}."))
+    if accel in _ENDED:
+        return [*out, (f"{at}.accelerator_type", f"{accel} has reached end of support.")]
     if accel in TPU_ENUMS:
         return [*out, (f"{at}.accelerator_type", f"{accel} requires a TPU machine type.")]
     if bool(accel) != bool(count):
@@ -162,14 +131,14 @@ def _machine(at: str, spec: dict[str, Any], pool_index: int, replicas: int) -> P
             )
         )
     elif machine_type.startswith("n1-") and accel:
-        allowed = N1_GPUS.get(accel)
-        if allowed is None:
+        allowed = vertex_rules.gpu_counts(machine_type, accel)
+        if not allowed:
             out.append((f"{at}.accelerator_type", f"{accel} is not supported on {machine_type}."))
         elif count not in allowed:
             out.append(
                 (
                     f"{at}.accelerator_count",
-                    f"{count} x {accel} is not supported; "
+                    f"{count} x {accel} is not supported on {machine_type}; "
                     f"allowed counts are {', '.join(map(str, allowed))}.",
                 )
             )
@@ -178,9 +147,15 @@ def _machine(at: str, spec: dict[str, Any], pool_index: int, replicas: int) -> P
     return out
 
 
+_ENDED = {catalog.GPUS[g][0] for g in catalog.RETIRED}
+
+
 def _env(at: str, env: list[dict[str, Any]]) -> Problems:
-    """Environment variable names: C identifiers, as Kubernetes (and Vertex) require."""
+    """Environment variable names: C identifiers, as Kubernetes (and Vertex) require; at most
+    100 of them."""
     out: Problems = []
+    if len(env) > vertex_rules.MAX_ENV_VARS:
+        out.append((f"{at}.env", f"Maximum limit is {vertex_rules.MAX_ENV_VARS}, got {len(env)}."))
     for i, var in enumerate(env):
         name = var.get("name", "")
         if not name:
@@ -366,8 +341,17 @@ def validate(body: dict[str, Any]) -> Problems:
         out.append(("job_spec.scheduling.timeout", "The timeout must be positive."))
     out += _scheduling(spec)
     resource = spec.get("persistentResourceId", "")
-    if resource and not _PERSISTENT.fullmatch(resource):
+    if resource and not vertex_rules.PERSISTENT_RESOURCE_ID.fullmatch(resource):
         out.append(("job_spec.persistent_resource_id", "Invalid persistent resource id."))
+    if base.startswith("gs://") and vertex_rules.gcs_bucket(base) is None:
+        out.append(
+            (
+                "job_spec.base_output_directory.output_uri_prefix",
+                f'"{base}" names no Cloud Storage bucket.',
+            )
+        )
+    out += _network(spec)
+    out += _reservations([p for p in spec.get("workerPoolSpecs", []) if p])
     return out
 
 
@@ -380,7 +364,6 @@ _FLEX_GPUS = {
     "NVIDIA_H200_141GB",
     "NVIDIA_B200",
 }
-_PERSISTENT = re.compile(r"[a-z][a-z0-9-]{4,61}[a-z0-9]")
 _RESERVATION = re.compile(r"projects/[^/]+/zones/[^/]+/reservations/[^/]+")
 _DISK_TYPES = {"pd-ssd", "pd-standard", "hyperdisk-balanced"}
 
@@ -435,11 +418,91 @@ def _scheduling(spec: dict[str, Any]) -> Problems:
                     )
                 )
         disk = pool.get("diskSpec") or {}
-        if disk.get("bootDiskType", "pd-ssd") not in _DISK_TYPES:
+        disk_type = disk.get("bootDiskType", "")  # unset: the machine's default
+        if disk_type and disk_type not in _DISK_TYPES:
             out.append(
                 (f"job_spec.worker_pool_specs[{i}].disk_spec.boot_disk_type", "Invalid type.")
             )
+        kind = pool.get("machineSpec", {}).get("machineType", "")
+        if kind.startswith(scheduling.HYPERDISK_ONLY) and disk_type.startswith("pd-"):
+            out.append(
+                (
+                    f"job_spec.worker_pool_specs[{i}].disk_spec.boot_disk_type",
+                    f"{kind} boots from Hyperdisk only, not {disk_type}.",
+                )
+            )
     return out
+
+
+def _network(spec: dict[str, Any]) -> Problems:
+    """VPC peering where Vertex AI offers it, a Private Service Connect interface otherwise."""
+    out: Problems = []
+    pools = [p for p in spec.get("workerPoolSpecs", []) if p]
+    psc = spec.get("pscInterfaceConfig", {}).get("networkAttachment", "")
+    if spec.get("network"):
+        for i, pool in enumerate(pools):
+            kind = pool.get("machineSpec", {}).get("machineType", "")
+            if kind in vertex_rules.NO_VPC_PEERING:
+                out.append(
+                    (
+                        "job_spec.network",
+                        f"VPC Network Peering is not supported for {kind} (worker pool {i}); "
+                        "use a Private Service Connect interface.",
+                    )
+                )
+        if psc:
+            out.append(("job_spec.psc_interface_config", "Set network or PSC-I, not both."))
+    if psc and not vertex_rules.NETWORK_ATTACHMENT.fullmatch(psc):
+        out.append(
+            (
+                "job_spec.psc_interface_config.network_attachment",
+                f'"{psc}" is not a network attachment.',
+            )
+        )
+    return out
+
+
+def _reservations(pools: list[dict[str, Any]]) -> Problems:
+    """A specific reservation holds VMs of one shape: a pool of another cannot consume it."""
+    out: Problems = []
+    shapes = {}
+    for i, pool in enumerate(pools):
+        machine = dict(pool.get("machineSpec", {}))
+        affinity = machine.pop("reservationAffinity", {})
+        if affinity.get("reservationAffinityType") == "SPECIFIC_RESERVATION":
+            shapes[i] = json.dumps(machine, sort_keys=True)
+    if len(set(shapes.values())) > 1:
+        out.append(
+            (
+                "job_spec.worker_pool_specs",
+                "A specific reservation holds one machine shape; worker pools "
+                f"{', '.join(map(str, shapes))} differ.",
+            )
+        )
+    return out
+
+
+def container_env(env: list[dict[str, Any]]) -> dict[str, str]:
+    """The variables a container gets from ``env``, expanded as Vertex AI (after Kubernetes)
+    expands them: ``$(NAME)`` of a variable defined before is replaced, ``$$`` becomes ``$``,
+    anything else is kept."""
+    seen: dict[str, str] = {}
+    for var in env:
+        value, out, i = var.get("value", ""), [], 0
+        while i < len(value):
+            if value[i] == "$" and i + 1 < len(value) and value[i + 1] == "$":
+                out.append("$")
+                i += 2
+            elif value[i] == "$" and value.startswith("(", i + 1) and ")" in value[i + 2 :]:
+                end = value.index(")", i + 2)
+                name = value[i + 2 : end]
+                out.append(seen.get(name, value[i : end + 1]))
+                i = end + 1
+            else:
+                out.append(value[i])
+                i += 1
+        seen[var["name"]] = "".join(out)
+    return seen
 
 
 def error_message(problems: Problems) -> str:

@@ -3,8 +3,9 @@
 ``MachineConfig``, ``AcceleratorType``, ``COMMON_MACHINE_CONFIGS`` and ``DockerConfig`` take the
 arguments and defaults ``tensorflow_cloud`` documents, and check a machine when it is made, as
 ``tfc.MachineConfig(...)`` did (a ``ValueError``), against Vertex AI's catalog of today
-(:mod:`tfc_jupyter.job.catalog`): K80 GPUs are gone (end of support 2024-05-01), so
-``COMMON_MACHINE_CONFIGS["K80_1X"]`` names the fix instead of a machine that cannot run.
+(:mod:`tfc_jupyter.job.catalog`): K80 and P100 GPUs are gone (end of support 2024-05-01 and
+2026-09-15), so ``COMMON_MACHINE_CONFIGS["K80_1X"]`` and ``["P100_1X"]`` name the fix instead of a
+machine that cannot run.
 
 Each maps onto the job's options (:func:`machine_options`): a config equal to a preset is that
 preset (``T4_1X``), any other is its n1 machine type plus its GPUs, a TPU config is
@@ -235,8 +236,6 @@ def _gpu(kind: AcceleratorType, count: int, cpus: int) -> MachineConfig:
 COMMON_MACHINE_CONFIGS: dict[str, MachineConfig] = _CommonConfigs(
     {
         "CPU": MachineConfig(4, 15, AcceleratorType.NO_ACCELERATOR, 0),
-        "P100_1X": _gpu(AcceleratorType.NVIDIA_TESLA_P100, 1, 8),
-        "P100_4X": _gpu(AcceleratorType.NVIDIA_TESLA_P100, 4, 16),
         "P4_1X": _gpu(AcceleratorType.NVIDIA_TESLA_P4, 1, 8),
         "P4_4X": _gpu(AcceleratorType.NVIDIA_TESLA_P4, 4, 16),
         "V100_1X": _gpu(AcceleratorType.NVIDIA_TESLA_V100, 1, 8),
@@ -246,7 +245,8 @@ COMMON_MACHINE_CONFIGS: dict[str, MachineConfig] = _CommonConfigs(
         "TPU": MachineConfig(None, None, AcceleratorType.TPU_V3, 8),
     }
 )
-"""tfc.run's machine presets (K80 ones refused with the fix: K80s reached end of support)."""
+"""tfc.run's machine presets (K80 and P100 ones refused with the fix: both reached end of support,
+K80 on 2024-05-01, P100 on 2026-09-15)."""
 
 
 @dataclass

@@ -7,12 +7,13 @@ submits this same body.
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Any
 
 from ..job import scheduling
 from ..job.catalog import Machine
 from ..job.replica import container_args
-from ..job.spec import JobSpec
+from ..job.spec import JOB_ENV, JobSpec
 from ..registry import Preview
 
 if TYPE_CHECKING:
@@ -49,13 +50,29 @@ def _machine_spec(machine: Machine) -> dict[str, Any]:
     return spec
 
 
+_EXPANDED = re.compile(r"\$(?=[$(])")
+
+
+def literal(value: str) -> str:
+    """``value`` as an ``EnvVar.value`` Vertex AI passes on unchanged: it expands ``$(NAME)`` and
+    reduces ``$$`` to ``$`` (Kubernetes' rule, :data:`vertex_rules.ENV_EXPANSION_URL`), so each
+    ``$`` before ``(`` or ``$`` is doubled. The job then sees what the local and docker
+    backends give it: the text as written."""
+    return _EXPANDED.sub("$$", value)
+
+
+def _env(spec: JobSpec) -> list[dict[str, str]]:
+    """The pool's variables: the job's own (:data:`JOB_ENV`) and --env, values kept literal."""
+    own = dict(zip(JOB_ENV, (spec.name, "1"), strict=True))
+    return [{"name": name, "value": literal(value)} for name, value in (*own.items(), *spec.env)]
+
+
 def _pool(
     spec: JobSpec, machine: Machine, replicas: int, image_uri: str, package_uri: str | None
 ) -> dict[str, Any]:
-    env = [{"name": "TFC_JOB_NAME", "value": spec.name}, {"name": "PYTHONUNBUFFERED", "value": "1"}]
-    env += [{"name": name, "value": value} for name, value in spec.env]  # --env
+    env = _env(spec)
     machine_spec = _machine_spec(machine)
-    affinity = scheduling.reservation_affinity(spec)
+    affinity = scheduling.reservation_affinity(spec, machine)
     if affinity is not None:
         machine_spec["reservationAffinity"] = affinity
     pool: dict[str, Any] = {"machineSpec": machine_spec, "replicaCount": str(replicas)}
@@ -127,6 +144,8 @@ def custom_job_body(
         job_spec["serviceAccount"] = spec.service_account
     if spec.network:
         job_spec["network"] = spec.network
+    if spec.psc_network_attachment:
+        job_spec["pscInterfaceConfig"] = {"networkAttachment": spec.psc_network_attachment}
     if spec.base_output_dir:
         job_spec["baseOutputDirectory"] = {"outputUriPrefix": spec.base_output_dir}
     if spec.tensorboard:

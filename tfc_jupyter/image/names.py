@@ -125,6 +125,15 @@ def tpu_image_note(spec: JobSpec) -> str:
     )
 
 
+def tpu_parent_warning(parent: str) -> str:
+    """The plan's warning for a TPU job on a ``--parent-image`` that names no TPU build."""
+    return (
+        f"TPU job on --parent-image {parent}, which names no TPU build: the job needs "
+        "TensorFlow's TPU-VM build and libtpu in the image (a tensorflow/tensorflow image has "
+        "neither), or TPUClusterResolver finds no TPU; drop --parent-image to have one built"
+    )
+
+
 def _version_tuple(version: str) -> tuple[int, ...]:
     return tuple(int(x) for x in version.split(".")[:2] if x.isdigit())
 

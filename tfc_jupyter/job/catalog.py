@@ -18,6 +18,7 @@ import re
 from dataclasses import dataclass, replace
 
 from ..errors import SpecError
+from . import vertex_rules
 
 PRICES_AS_OF = "2026-11"
 PRICING_URL = "https://cloud.google.com/vertex-ai/pricing#custom-trained_models"
@@ -104,6 +105,9 @@ class Machine:
         return cls(**{k: data[k] for k in cls.__dataclass_fields__ if k in data})  # type: ignore[arg-type]
 
 
+# Vertex AI's training machine list (vertex_rules.TRAINING_COMPUTE_URL, read 2026-11-26): the
+# machine types a custom job may name, and nothing else (n2-standard-2/-96/-128 and the like are
+# Compute Engine types Vertex AI does not train on). The test server takes this same list.
 # machine type -> (vCPUs, memory GB, price per hour without accelerators; None: not listed here)
 MACHINE_TYPES: dict[str, tuple[int, float, float | None]] = {
     "n1-standard-4": (4, 15, 0.2185),
@@ -127,41 +131,32 @@ MACHINE_TYPES: dict[str, tuple[int, float, float | None]] = {
     "a2-ultragpu-2g": (24, 340, 2.5500),
     "a2-ultragpu-4g": (48, 680, 5.1000),
     "a2-ultragpu-8g": (96, 1360, 10.2000),
-    # (G2 with one L4 besides g2-standard-8, and N2: offered for Vertex AI custom training, as
-    # its "Configure compute resources" page lists them (2026-11); no list price verified here.)
+    # The rest of Vertex AI's training list (vertex_rules.TRAINING_COMPUTE_URL, read
+    # 2026-11-26): no list price verified here (None: "price not listed").
+    **{f"n1-highmem-{n}": (n, 6.5 * n, None) for n in (2, 4, 32, 64, 96)},
+    "n1-highcpu-64": (64, 57.6, None),
+    "n1-highcpu-96": (96, 86.4, None),
+    "e2-standard-32": (32, 128, None),
+    **{f"e2-highmem-{n}": (n, 8 * n, None) for n in (2, 4, 8, 16)},
+    **{f"e2-highcpu-{n}": (n, n, None) for n in (16, 32)},
+    **{f"n2-standard-{n}": (n, 4 * n, None) for n in (4, 8, 16, 32, 48, 64, 80)},
+    **{f"n2-highmem-{n}": (n, 8 * n, None) for n in (2, 4, 8, 16, 32, 48, 64, 80)},
+    **{f"n2-highcpu-{n}": (n, n, None) for n in (16, 32, 48, 64, 80)},
+    **{f"n4-standard-{n}": (n, 4 * n, None) for n in (2, 4, 8, 16, 32, 48, 64, 80)},
+    **{f"n4-highmem-{n}": (n, 8 * n, None) for n in (2, 4, 8, 16, 32, 48, 64, 80)},
+    **{f"n4-highcpu-{n}": (n, 2 * n, None) for n in (2, 4, 8, 16, 32, 48, 64, 80)},
+    **{f"c2-standard-{n}": (n, 4 * n, None) for n in (4, 8, 16, 30, 60)},
+    "m1-ultramem-40": (40, 961, None),
+    "m1-ultramem-80": (80, 1922, None),
+    "m1-ultramem-160": (160, 3844, None),
+    "m1-megamem-96": (96, 1433.6, None),
+    "a2-megagpu-16g": (96, 1360, None),
     "g2-standard-4": (4, 16, None),
     "g2-standard-12": (12, 48, None),
     "g2-standard-16": (16, 64, None),
     "g2-standard-32": (32, 128, None),
-    "n2-standard-2": (2, 8, None),
-    "n2-standard-4": (4, 16, None),
-    "n2-standard-8": (8, 32, None),
-    "n2-standard-16": (16, 64, None),
-    "n2-standard-32": (32, 128, None),
-    "n2-standard-48": (48, 192, None),
-    "n2-standard-64": (64, 256, None),
-    "n2-standard-80": (80, 320, None),
-    "n2-standard-96": (96, 384, None),
-    "n2-standard-128": (128, 512, None),
-    "n2-highmem-2": (2, 16, None),
-    "n2-highmem-4": (4, 32, None),
-    "n2-highmem-8": (8, 64, None),
-    "n2-highmem-16": (16, 128, None),
-    "n2-highmem-32": (32, 256, None),
-    "n2-highmem-48": (48, 384, None),
-    "n2-highmem-64": (64, 512, None),
-    "n2-highmem-80": (80, 640, None),
-    "n2-highmem-96": (96, 768, None),
-    "n2-highmem-128": (128, 1024, None),
-    "n2-highcpu-2": (2, 2, None),
-    "n2-highcpu-4": (4, 4, None),
-    "n2-highcpu-8": (8, 8, None),
-    "n2-highcpu-16": (16, 16, None),
-    "n2-highcpu-32": (32, 32, None),
-    "n2-highcpu-48": (48, 48, None),
-    "n2-highcpu-64": (64, 64, None),
-    "n2-highcpu-80": (80, 80, None),
-    "n2-highcpu-96": (96, 96, None),
+    **{f"g4-standard-{48 * n}": (48 * n, 180 * n, None) for n in (1, 2, 4, 8)},
+    "a4x-highgpu-4g": (140, 884, None),  # ARM (GB200): listed by Vertex AI, refused here
     "g2-standard-8": (8, 32, 0.3485),
     "g2-standard-24": (24, 96, 0.9978),
     "g2-standard-48": (48, 192, 1.9956),
@@ -186,38 +181,35 @@ GPUS: dict[str, tuple[str, float | None, dict[str, tuple[int, ...]]]] = {
     "P100": ("NVIDIA_TESLA_P100", 1.6790, {"n1": (1, 2, 4)}),
     "V100": ("NVIDIA_TESLA_V100", 2.8520, {"n1": (1, 2, 4, 8)}),
     "T4": ("NVIDIA_TESLA_T4", 0.4025, {"n1": (1, 2, 4)}),
-    "A100": ("NVIDIA_TESLA_A100", 3.3720, {"a2-highgpu": (1, 2, 4, 8)}),
+    "A100": ("NVIDIA_TESLA_A100", 3.3720, {"a2-highgpu": (1, 2, 4, 8), "a2-megagpu": (16,)}),
     "A100_80GB": ("NVIDIA_A100_80GB", 4.5180, {"a2-ultragpu": (1, 2, 4, 8)}),
     "L4": ("NVIDIA_L4", 0.6440, {"g2": (1, 2, 4, 8)}),
     "H100": ("NVIDIA_H100_80GB", 9.0125, {"a3-highgpu": (1, 2, 4, 8)}),
     "H100_MEGA": ("NVIDIA_H100_MEGA_80GB", None, {"a3-megagpu": (8,)}),
     "H200": ("NVIDIA_H200_141GB", None, {"a3-ultragpu": (8,)}),
     "B200": ("NVIDIA_B200", None, {"a4-highgpu": (8,)}),
+    "RTX_PRO_6000": ("NVIDIA_RTX_PRO_6000", None, {"g4": (1, 2, 4, 8)}),
 }
 GPU_BY_ENUM = {enum: short for short, (enum, _, _) in GPUS.items()}
 
 # Which machine type carries N GPUs of each kind (tfc.run's choices for the n1 family).
 _N1_FOR_COUNT = {1: "n1-standard-8", 2: "n1-standard-16", 4: "n1-standard-16", 8: "n1-standard-32"}
 _FIXED_FOR_COUNT = {
-    "A100": {n: f"a2-highgpu-{n}g" for n in (1, 2, 4, 8)},
+    "A100": {**{n: f"a2-highgpu-{n}g" for n in (1, 2, 4, 8)}, 16: "a2-megagpu-16g"},
     "A100_80GB": {n: f"a2-ultragpu-{n}g" for n in (1, 2, 4, 8)},
     "L4": {1: "g2-standard-8", 2: "g2-standard-24", 4: "g2-standard-48", 8: "g2-standard-96"},
     "H100": {n: f"a3-highgpu-{n}g" for n in (1, 2, 4, 8)},
     "H100_MEGA": {8: "a3-megagpu-8g"},
     "H200": {8: "a3-ultragpu-8g"},
     "B200": {8: "a4-highgpu-8g"},
+    "RTX_PRO_6000": {n: f"g4-standard-{48 * n}" for n in (1, 2, 4, 8)},
 }
-# Machine types whose accelerators are built in: type -> (GPU short name, count)
-_BUILT_IN = {mt: (gpu, n) for gpu, table in _FIXED_FOR_COUNT.items() for n, mt in table.items()}
-_BUILT_IN.update({f"g2-standard-{n}": ("L4", 1) for n in (4, 12, 16, 32)})  # one L4 each
-
-# The most vCPUs an N1 machine may have with N GPUs of a kind (Compute Engine, "GPU machine
-# types": N1 with attached GPUs, 2026-11); a larger n1 type is refused there at creation.
-N1_VCPU_LIMITS: dict[str, dict[int, int]] = {
-    "T4": {1: 48, 2: 48, 4: 96},
-    "V100": {1: 12, 2: 24, 4: 48, 8: 96},
-    "P100": {1: 16, 2: 32, 4: 96},
-    "P4": {1: 24, 2: 48, 4: 96},
+# Machine types whose accelerators are built in: type -> (GPU short name, count), from Vertex
+# AI's table (vertex_rules.BUILT_IN_GPUS; GB200's ARM machine is refused before it is looked up).
+_BUILT_IN = {
+    mt: (GPU_BY_ENUM[enum], n)
+    for mt, (enum, n) in vertex_rules.BUILT_IN_GPUS.items()
+    if enum in GPU_BY_ENUM
 }
 
 # TPU names -> (machine type, accelerator enum, count, topology, price per hour)
@@ -239,15 +231,23 @@ RETIRED: dict[str, tuple[str, str, str]] = {
         "https://cloud.google.com/compute/docs/eol/k80-eol",
         "T4",  # the same n1 shapes, a newer GPU
     ),
+    # Google: "NVIDIA P100 GPUs reach end of support on September 15, 2026" (as issue 35 quotes
+    # it, 2026-11-26; the reference corpus holds no copy of the notice, whose page is the
+    # Compute Engine GPU list below). Past that date a plan on P100 would not run.
+    "P100": (
+        "2026-09-15",
+        "https://cloud.google.com/compute/docs/gpus#p100-gpus",
+        "T4",  # the same n1 shapes (1, 2 or 4 per machine)
+    ),
 }
 """GPU -> (end of support, announcement, what to use instead)."""
 LEGACY: dict[str, tuple[str, str]] = {
     "P4": ("2016", "2018"),
-    "P100": ("2016", "2017"),
 }
-"""Pascal GPUs -> (year NVIDIA released it, year Google Cloud first offered it). Google Cloud
-lists both as generally available with no end-of-support date (checked :data:`LEGACY_CHECKED`):
-they run when named, are not offered, and a plan that uses one says so."""
+"""Pascal GPUs still offered by Google Cloud -> (year NVIDIA released it, year Google Cloud first
+offered it). Listed as generally available with no end-of-support date (checked
+:data:`LEGACY_CHECKED`): they run when named, are not offered, and a plan that uses one says
+so."""
 LEGACY_CHECKED = "2026-11"
 OFFERED_GPU_TYPES = tuple(g for g in GPUS if g not in RETIRED and g not in LEGACY)
 """The GPU types listings offer."""
@@ -302,7 +302,15 @@ def legacy_note(machine: Machine) -> str | None:
     )
 
 
-_FAMILIES = ("a2-highgpu", "a2-ultragpu", "a3-highgpu", "a3-megagpu", "a3-ultragpu", "a4-highgpu")
+_FAMILIES = (
+    "a2-highgpu",
+    "a2-megagpu",
+    "a2-ultragpu",
+    "a3-highgpu",
+    "a3-megagpu",
+    "a3-ultragpu",
+    "a4-highgpu",
+)
 
 
 def _machine_family(machine_type: str) -> str:
@@ -380,16 +388,8 @@ def gpu_machine(gpu: str, count: int, machine_type: str | None = None) -> Machin
             field="gpus",
         )
     vcpus, mem, price = MACHINE_TYPES[machine_type]
-    most = N1_VCPU_LIMITS.get(gpu, {}).get(count) if family == "n1" else None
-    if most is not None and vcpus > most:
-        fits = [m for m, (v, _, _) in MACHINE_TYPES.items() if m.startswith("n1-") and v <= most]
-        biggest = max(fits, key=lambda m: MACHINE_TYPES[m][0])
-        raise SpecError(
-            f"{machine_type} has {vcpus} vCPUs; an N1 machine with {count} x {gpu} has at most "
-            f"{most}",
-            f"use --machine {biggest} (or smaller), or more GPUs",
-            field="machine",
-        )
+    if family == "n1":
+        _check_n1(gpu, count, machine_type)
     name = f"{gpu}_{count}X"
     if machine_type != (_FIXED_FOR_COUNT.get(gpu, {}).get(count) or _N1_FOR_COUNT.get(count)):
         name = f"{machine_type}+{name}"
@@ -401,6 +401,33 @@ def gpu_machine(gpu: str, count: int, machine_type: str | None = None) -> Machin
         vcpus=vcpus,
         memory_gb=mem,
         price_per_hour=_price(price, gpu_price, count),
+    )
+
+
+def _check_n1(gpu: str, count: int, machine_type: str) -> None:
+    """Vertex AI's GPU table for N1 machines (:data:`vertex_rules.N1_GPUS`): stricter than
+    Compute Engine's vCPU limits (T4 on 32 vCPUs only as 2 or 4, no P100 on 64 or 96).
+
+    Raises:
+        SpecError: the machine does not take ``count`` of ``gpu``, with the machine or count
+            that does.
+    """
+    enum = GPUS[gpu][0]
+    takes = vertex_rules.gpu_counts(machine_type, enum)
+    if count in takes:
+        return
+    series = machine_type.rsplit("-", 1)[0]
+    fits = [
+        m
+        for m in vertex_rules.N1_GPUS
+        if m.startswith(series) and count in vertex_rules.gpu_counts(m, enum)
+    ]
+    also = f" or --machine {max(fits, key=lambda m: MACHINE_TYPES[m][0])}" if fits else ""
+    counts = " or ".join(map(str, takes))
+    raise SpecError(
+        f"Vertex AI takes {gpu} on {machine_type} only as {counts or 'none'}, not {count}",
+        f"use --gpus {counts}{',' if fits else ''}{also}" if takes else f"use{also.lstrip(' or')}",
+        field="machine",
     )
 
 
@@ -509,6 +536,12 @@ def _unknown_machine(name: str) -> SpecError:
         name.upper(), pool, n=1, cutoff=0.6
     ) or difflib.get_close_matches(name.lower(), pool, n=1, cutoff=0.6)
     hint = f"did you mean {close[0]}? " if close else ""
+    if re.fullmatch(r"[a-z]\d[a-z]?-[a-z]+-\d+[a-z]?", name.strip().lower()):
+        return SpecError(
+            f"{name} is not on Vertex AI's training machine list (read {vertex_rules.CHECKED})",
+            f"{hint}run %tfc_machines (or `tfc-jupyter machines`) to list them",
+            field="machine",
+        )
     return SpecError(
         f"unknown machine {name!r}",
         f"{hint}run %tfc_machines (or `tfc-jupyter machines`) to list them",
@@ -552,6 +585,6 @@ def lookup(name: str) -> Machine:
 
 def catalog_rows(*, legacy: bool = False) -> list[Machine]:
     """Every preset offered, for listings (``%tfc_machines``, the panel, the REST catalog);
-    ``legacy`` adds the P4 and P100 ones (still runnable when named)."""
+    ``legacy`` adds the P4 ones (still runnable when named)."""
     legacy_enums = {GPUS[g][0] for g in LEGACY}
     return [m for m in PRESETS.values() if legacy or m.accelerator_type not in legacy_enums]

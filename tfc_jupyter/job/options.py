@@ -195,7 +195,18 @@ class JobOptions:
     tensorboard: str | None = _opt(
         None, "Vertex AI TensorBoard instance to stream logs to.", metavar="RESOURCE"
     )
-    network: str | None = _opt(None, "VPC network to peer with.", metavar="NETWORK")
+    network: str | None = _opt(
+        None,
+        "VPC network to peer with: projects/NUMBER/global/networks/NAME (not on H100 Mega, H200 "
+        "or B200).",
+        metavar="NETWORK",
+    )
+    psc_network_attachment: str | None = _opt(
+        None,
+        "Vertex AI: reach a private network through this Private Service Connect interface "
+        "(a network attachment in the job's region; Google's recommended path).",
+        metavar="ATTACHMENT",
+    )
     wait: bool = _opt(
         True,
         "Return the job handle at once; the job goes on (default: wait, streaming the logs "
@@ -597,6 +608,7 @@ def to_spec(
         resume=ns.resume,
         tensorboard=ns.tensorboard,
         network=ns.network,
+        psc_network_attachment=ns.psc_network_attachment,
         estimator=estimator,
         **_ps_and_evaluator(ns),
     )

@@ -350,6 +350,8 @@ def _image_notes(spec: JobSpec, parent: str, notes: list[str]) -> list[str]:
     """Plan notes on the TensorFlow an Estimator or TPU job gets; warnings to show."""
     warnings: list[str] = []
     if spec.image.parent_image:
+        if spec.chief.is_tpu and "tpu" not in spec.image.parent_image.lower():
+            warnings.append(images.tpu_parent_warning(spec.image.parent_image))
         return warnings
     if spec.chief.is_tpu:
         notes.append(images.tpu_image_note(spec))

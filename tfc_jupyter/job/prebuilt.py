@@ -5,8 +5,8 @@ A job that needs nothing built runs its code as a Python package on one of these
 (major.minor) and a GPU build when the job has GPUs. The list is data, with the date it was
 taken from Vertex AI's "Prebuilt containers for custom training" page; Vertex AI adds versions
 later than this list knows, and ``c.TfcConfig.prebuilt_images`` (``TFC_PREBUILT_IMAGES``)
-adds them: ``2.21=us-docker.pkg.dev/vertex-ai/training/tf-cpu.2-21.py311:latest,
-2.21-gpu=...``.
+adds them, or another region's copy of a listed one:
+``2.17=europe-docker.pkg.dev/vertex-ai/training/tf-cpu.2-17.py310:latest,2.17-gpu=...``.
 """
 
 from __future__ import annotations
@@ -36,8 +36,12 @@ IMAGES: dict[tuple[str, bool], str] = {
 }
 END_OF_AVAILABILITY: dict[str, str] = {
     "2.12": "2025-06-30",
-    "2.13": "2025-11-14",  # (before 2.15's date; the list gives 2.12 ... 2.15 in order)
-    "2.14": "2025-11-14",
+    # 2.13 and 2.14: https://cloud.google.com/vertex-ai/docs/supported-frameworks-list (custom
+    # training, TensorFlow; read 2026-11-26): "2.14 (Python 3.10) ... 2025年9月26日", "2.13
+    # (Python 3.10) ... 2025年7月5日" (the page's Chinese copy; both dates earlier than the
+    # 2025-11-14 given before, which is 2.15's).
+    "2.13": "2025-07-05",
+    "2.14": "2025-09-26",
     "2.15": "2025-11-14",
     "2.16": "2026-06-28",
     "2.17": "2026-07-11",
@@ -99,7 +103,7 @@ def extra_images(text: str | None) -> dict[tuple[str, bool], str]:
             raise SpecError(
                 f"prebuilt_images item {item.strip()!r} does not read",
                 "write VERSION=URI or VERSION-gpu=URI, e.g. "
-                "2.21=us-docker.pkg.dev/vertex-ai/training/tf-cpu.2-21.py311:latest",
+                "2.17=europe-docker.pkg.dev/vertex-ai/training/tf-cpu.2-17.py310:latest",
                 field="prebuilt_images",
             )
         found[(m.group(1), bool(m.group(2)))] = m.group(3)

@@ -13,6 +13,7 @@ from typing import Any
 
 from .. import registry
 from ..errors import SpecError
+from . import vertex_rules
 
 JobSpec = Any  # a tfc_jupyter.job.spec.JobSpec (which imports this module to validate)
 
@@ -30,16 +31,16 @@ and B200, as its guide lists them (the H100 Mega is an H100)."""
 FLEX_START_MAX_TIMEOUT_S = 7 * 86400
 BOOT_DISK_TYPES = ("pd-ssd", "pd-standard", "hyperdisk-balanced")
 BOOT_DISK_GB = (100, 64000)
-HYPERDISK_ONLY = ("a3-ultragpu-", "a4-highgpu-")
+HYPERDISK_ONLY = ("a3-ultragpu-", "a4-highgpu-", "n4-", "g4-")
 """Machines that boot from Hyperdisk only: Vertex AI's DiskSpec (v1 reference, updated
 2026-04-01: "for A3U machines, the default value is hyperdisk-balanced") and Compute Engine's A4
-(B200) machines, which take Hyperdisk volumes only."""
+(B200), N4 and G4 machine series, which take Hyperdisk volumes only (Compute Engine's machine
+series pages, "Supported disk types", read 2026-11-26)."""
 RESERVATION_KEY = "compute.googleapis.com/reservation-name"
 _RESERVATION = re.compile(
     r"projects/[a-z][a-z0-9-]{4,28}[a-z0-9]/zones/[a-z]+-[a-z]+\d+-[a-z]"
     r"/reservations/[a-z]([-a-z0-9]{0,61}[a-z0-9])?"
 )
-_PERSISTENT = re.compile(r"[a-z][a-z0-9-]{4,61}[a-z0-9]")
 
 FLAGS = {
     "max_wait_s": "--flex-start",
@@ -49,6 +50,7 @@ FLAGS = {
     "boot_disk_type": "--boot-disk-type",
     "boot_disk_gb": "--boot-disk-size",
     "web_access": "--web-access",
+    "psc_network_attachment": "--psc-network-attachment",
 }
 """JobSpec field -> the flag that sets it (all Vertex AI only)."""
 DEFAULTS = {
@@ -59,6 +61,7 @@ DEFAULTS = {
     "boot_disk_type": "pd-ssd",
     "boot_disk_gb": 100,
     "web_access": False,
+    "psc_network_attachment": None,
 }
 
 
@@ -117,10 +120,11 @@ def check_vertex_settings(spec: JobSpec) -> None:
                 "projects/PROJECT/zones/ZONE/reservations/NAME",
                 field="reservation",
             )
-    if spec.persistent_resource is not None and not _PERSISTENT.fullmatch(spec.persistent_resource):
+    resource = spec.persistent_resource
+    if resource is not None and not vertex_rules.PERSISTENT_RESOURCE_ID.fullmatch(resource):
         raise SpecError(
-            f"--persistent-resource {spec.persistent_resource!r} is not a persistent resource id",
-            "use its id: 6-63 of a-z 0-9 -, starting with a letter",
+            f"--persistent-resource {resource!r} is not a persistent resource id",
+            "use its id: 1-63 of a-z 0-9 -, starting with a letter, not ending with -",
             field="persistent_resource",
         )
     _check_disk(spec)
@@ -163,6 +167,13 @@ def _check_fields(spec: JobSpec) -> None:
             "write gs://BUCKET/PATH (a Vertex AI job has no folder of this machine)",
             field="base_output_dir",
         )
+    if cloud and base is not None and vertex_rules.gcs_bucket(base) is None:
+        raise SpecError(
+            f"--base-output-dir {base!r} names no Cloud Storage bucket",
+            "write gs://BUCKET/PATH, BUCKET 3-63 of a-z 0-9 - _ . (starting and ending with a "
+            "letter or digit)",
+            field="base_output_dir",
+        )
     if spec.reservation is not None and spec.persistent_resource is not None:
         raise SpecError(
             "--reservation with --persistent-resource: the job runs on the persistent "
@@ -170,6 +181,45 @@ def _check_fields(spec: JobSpec) -> None:
             "drop --reservation (or drop --persistent-resource)",
             field="reservation",
         )
+    _check_private_network(spec)
+
+
+def _check_private_network(spec: JobSpec) -> None:
+    """VPC peering (``--network``) or a Private Service Connect interface
+    (``--psc-network-attachment``), as Vertex AI takes them (:mod:`vertex_rules`)."""
+    attachment = spec.psc_network_attachment
+    if attachment is not None:
+        m = vertex_rules.NETWORK_ATTACHMENT.fullmatch(attachment)
+        if m is None:
+            raise SpecError(
+                f"--psc-network-attachment {attachment!r} is not a network attachment",
+                "write its name, or projects/PROJECT/regions/REGION/networkAttachments/NAME",
+                field="psc_network_attachment",
+            )
+        if m.group("region") and m.group("region") != spec.region:
+            raise SpecError(
+                f"network attachment {m.group('name')} is in {m.group('region')}; the job runs in "
+                f"{spec.region}, and Vertex AI attaches one of the job's region",
+                f"use an attachment in {spec.region}, or --region {m.group('region')}",
+                field="psc_network_attachment",
+            )
+        if spec.network is not None:
+            raise SpecError(
+                "--network (VPC peering) with --psc-network-attachment: a job reaches a private "
+                "network one way",
+                "drop --network (Private Service Connect is Google's recommended path)",
+                field="network",
+            )
+    if spec.network is None:
+        return
+    for role, machine in _pools(spec):
+        kind = getattr(machine, "machine_type", "")
+        if kind in vertex_rules.NO_VPC_PEERING:
+            raise SpecError(
+                f"--network: Vertex AI does not connect {kind} (the {role}) by VPC peering",
+                "use --psc-network-attachment NAME (a Private Service Connect interface) instead",
+                field="network",
+            )
 
 
 def _check_flex_start(spec: JobSpec) -> None:
@@ -236,6 +286,11 @@ def boot_disk_type(spec: JobSpec, machine_type: str = "") -> str:
     return str(spec.boot_disk_type)
 
 
+def _shape(machine: Any) -> tuple[object, ...]:
+    """What a reservation holds of a machine: its type and accelerators."""
+    return (machine.machine_type, machine.accelerator_type, machine.accelerator_count)
+
+
 def disk_spec(spec: JobSpec, machine_type: str = "") -> dict[str, object]:
     """A pool's ``diskSpec`` (for a pool of ``machine_type``)."""
     return {
@@ -244,12 +299,18 @@ def disk_spec(spec: JobSpec, machine_type: str = "") -> dict[str, object]:
     }
 
 
-def reservation_affinity(spec: JobSpec) -> dict[str, object] | None:
-    """A pool's ``machineSpec.reservationAffinity`` (None: Vertex AI's default)."""
+def reservation_affinity(spec: JobSpec, machine: Any = None) -> dict[str, object] | None:
+    """A pool's ``machineSpec.reservationAffinity`` (None: Vertex AI's default).
+
+    A named reservation holds VMs of one shape, the chief's: a pool of another ``machine`` (CPU
+    parameter servers, an evaluator elsewhere) could not consume it and runs on demand.
+    """
     if spec.reservation is None:
         return None
     if spec.reservation == "any":
         return {"reservationAffinityType": "ANY_RESERVATION"}
+    if machine is not None and _shape(machine) != _shape(spec.chief):
+        return None
     return {
         "reservationAffinityType": "SPECIFIC_RESERVATION",
         "key": RESERVATION_KEY,

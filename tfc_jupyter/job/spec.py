@@ -8,6 +8,7 @@ before anything is launched, with a message that names the fix.
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field, replace
 from enum import Enum
@@ -16,6 +17,7 @@ from typing import Any
 from .. import registry
 from ..errors import SpecError
 from ..registry import DEFAULT, BackendName
+from . import vertex_rules
 from .catalog import Machine, total_price
 from .scheduling import check_vertex_settings
 
@@ -78,9 +80,22 @@ _REGION = re.compile(r"^[a-z]+(?:-[a-z]+)+\d{1,2}$")
 _PROJECT = re.compile(
     r"^(?:(?:[a-z][a-z0-9.-]*[a-z0-9]:)?[a-z][a-z0-9-]{4,28}[a-z0-9]|[1-9]\d{5,19})$"
 )  # a project id (domain-scoped too), or a project number, as Vertex AI's resource names take
-_NAME = re.compile(r"^[^\W_][\w .-]{0,127}$")
-"""A job's name (Vertex AI's display name: up to 128 UTF-8 characters): letters and digits of any
-script, spaces, ``_ . -``; ids, folders and images use its ASCII slug."""
+_HIDDEN = {"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"}
+"""Unicode categories kept out of names: control, format (bidi overrides, zero-width), surrogate,
+private-use and unassigned characters, line and paragraph separators."""
+
+
+def _name_ok(name: str) -> bool:
+    """A job's name is Vertex AI's display name: "up to 128 characters long and can consist of
+    any UTF-8 characters" (:data:`vertex_rules.DISPLAY_NAME_MAX`), here without hidden or control
+    characters and not blank at either end; ids, folders and images use its ASCII slug."""
+    return (
+        0 < len(name) <= vertex_rules.DISPLAY_NAME_MAX
+        and name == name.strip()
+        and not any(unicodedata.category(c) in _HIDDEN for c in name)
+    )
+
+
 # An image reference (registry/path:tag@digest): no spaces or line breaks ever reach a Dockerfile.
 _IMAGE_REF = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/:@+-]{0,254}")
 _BUCKET = re.compile(r"(?:gs://)?[a-z0-9][a-z0-9._-]{0,221}(?:/[A-Za-z0-9._/-]*)?")
@@ -156,12 +171,23 @@ def parse_env(items: Iterable[str] | Mapping[str, str]) -> tuple[tuple[str, str]
 
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
-_ENV_OURS = ("TFC_", "AIP_", "CLOUD_ML_", "CLUSTER_SPEC", "TF_CONFIG", "TF_KERAS_RUNNING_REMOTELY")
+_ENV_OURS = (
+    "TFC_",
+    "AIP_",
+    "CLOUD_ML_",
+    "CLUSTER_SPEC",
+    "TF_CONFIG",
+    "TF_KERAS_RUNNING_REMOTELY",
+    "PYTHONUNBUFFERED",
+)
 _ENV_SECRET = re.compile(
     r"(?i)secret|passw(or)?d|passphrase|token|api_?key|private_?key|credential|access_?key|"
     r"(^|_)auth(_|$)|session_?key|signing_?key"
 )
-MAX_ENV = 100
+JOB_ENV = ("TFC_JOB_NAME", "PYTHONUNBUFFERED")
+"""Variables every Vertex AI pool gets besides --env (vertex_request)."""
+MAX_ENV = vertex_rules.MAX_ENV_VARS - len(JOB_ENV)
+"""--env variables a job may have: Vertex AI takes 100 a container, the job sets two itself."""
 _SECRET_FIX = (
     "keep secrets out of the job's request, records and image: store it in Secret Manager and "
     "read it in the code (google-cloud-secret-manager) as the job's --service-account"
@@ -175,7 +201,12 @@ def _check_env(env: tuple[tuple[str, str], ...]) -> None:
     from ..secretscan import scan_text
 
     if len(env) > MAX_ENV:
-        raise SpecError(f"{len(env)} --env variables given", f"use at most {MAX_ENV}", field="env")
+        raise SpecError(
+            f"{len(env)} --env variables given; Vertex AI takes {vertex_rules.MAX_ENV_VARS} a "
+            f"container and the job sets {len(JOB_ENV)} itself",
+            f"use at most {MAX_ENV}",
+            field="env",
+        )
     for name, value in env:
         if not _ENV_NAME.fullmatch(name):
             raise SpecError(
@@ -244,6 +275,7 @@ class JobSpec:
     resume: bool = True  # a restarted replica resumes its training (tfc_runtime.resume)
     tensorboard: str | None = None
     network: str | None = None
+    psc_network_attachment: str | None = None  # Private Service Connect interface (Vertex AI)
     ps_count: int = 0  # parameter servers (Vertex pool 2), for tf.estimator training
     ps_machine: Machine | None = None  # default: the CPU preset
     evaluator: bool = False  # one evaluator task (Vertex pool 3), for train_and_evaluate
@@ -432,11 +464,11 @@ def _validate(spec: JobSpec) -> None:
     _validate_image(spec.image)
     _check_env(spec.env)
     _check_args(spec.entry_args)
-    if not _NAME.fullmatch(spec.name):
+    if not _name_ok(spec.name):
         raise SpecError(
             f"job name {spec.name!r} is not allowed",
-            "use at most 128 letters (of any script), digits, spaces, '_', '.', '-', starting "
-            "with a letter or digit",
+            f"use 1 to {vertex_rules.DISPLAY_NAME_MAX} characters of any script, without control "
+            "or hidden characters and with no space at either end",
             field="name",
         )
     if n < 0 or n > MAX_WORKERS:

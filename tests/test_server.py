@@ -394,6 +394,8 @@ ENDPOINTS = [
     ("GET", ("jobs", "some-job")),
     ("GET", ("jobs", "some-job", "logs")),
     ("POST", ("jobs", "some-job", "cancel")),
+    ("DELETE", ("jobs", "some-job")),
+    ("DELETE", ("jobs",)),
     ("GET", ("machines",)),
     ("GET", ("defaults",)),
     ("GET", ("openapi.yaml",)),
@@ -604,6 +606,43 @@ async def test_a_running_jobs_log_followed_as_the_tab_does_has_no_empty_lines(
     assert partials and all(re.fullmatch(r"step \d/5 =+", p) for p in partials), partials
     assert len(set(partials)) >= 2  # the bar seen moving, each state in place of the last
     assert polls > 5
+
+
+async def test_ended_jobs_are_deleted_and_cleared_running_ones_stay(
+    jp_fetch: Fetch, jp_root_dir: Path, tfc_home: Path, cleanup: None
+) -> None:
+    """``DELETE jobs/{id}`` removes an ended job (``files=1``: its folder too), ``DELETE jobs``
+    clears every ended one; a running job is refused with the fix and stays."""
+    store = jobs.store_for(tfc_home)
+    done = [
+        jobs.launch(
+            plan_for(write_notebook(jp_root_dir / f"d{i}.ipynb", "print(1)"), "--strategy none"),
+            store=store,
+        )
+        for i in range(3)
+    ]
+    for job in done:
+        assert job.wait(timeout=JOB_DEADLINE_S).state is JobState.SUCCEEDED
+    sleepy = write_notebook(jp_root_dir / "sleepy.ipynb", "import time\ntime.sleep(120)")
+    running = jobs.launch(plan_for(sleepy, "--strategy none"), store=store)
+    folder = Path(done[0].record().job_dir)
+    assert folder.is_dir()
+
+    status, data = await _call(jp_fetch, "DELETE", "jobs", done[0].id, params={"files": "1"})
+    assert status == 200 and data["id"] == done[0].id, data
+    assert not folder.exists()
+    status, data = await _call(jp_fetch, "GET", "jobs", done[0].id)
+    assert status == 404, data
+    kept = Path(done[1].record().job_dir)
+    status, data = await _call(jp_fetch, "DELETE", "jobs", done[1].id)
+    assert status == 200 and kept.is_dir()  # the list only, unless asked
+
+    status, data = await _call(jp_fetch, "DELETE", "jobs", running.id)
+    assert status == 409 and "cancel it first" in data["hint"], data
+    status, data = await _call(jp_fetch, "DELETE", "jobs")
+    assert status == 200 and data["deleted"] == [done[2].id], data
+    status, listed = await _call(jp_fetch, "GET", "jobs")
+    assert [j["id"] for j in listed["jobs"]] == [running.id]
 
 
 async def test_a_kernel_launch_shows_in_the_api_and_can_be_cancelled_there(

@@ -176,3 +176,14 @@ class Client:
     def cancel(self, job_id: str) -> JobRecord:
         """Stop every process (or Vertex AI replica) of a job."""
         return self.job(job_id).cancel()
+
+    def delete(self, job_id: str, *, files: bool = False) -> JobRecord:
+        """Remove an ended job from the records; with ``files``, its folder here too (logs,
+        outputs, checkpoints). What it wrote elsewhere (``gs://``, an image) is left.
+
+        Raises:
+            JobConflict: the job has not ended (cancel it first).
+        """
+        from .jobs import delete
+
+        return delete(self.store, job_id, files=files)

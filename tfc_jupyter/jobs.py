@@ -466,6 +466,27 @@ def model_dir(rec: JobRecord, results: Results) -> str | None:
     return left[0] if left else None
 
 
+def delete(store: JobStore, job_id: str, *, files: bool = False) -> JobRecord:
+    """Remove an ended job's record (an id or unique prefix); with ``files``, its folder too,
+    when that folder is this store's own (``<home>/jobs/<id>``). Returns the removed record.
+
+    Raises:
+        JobNotFound: no such job. JobConflict: it has not ended (cancel it first).
+    """
+    record = store.get(job_id)
+    if not record.state.is_terminal():
+        raise JobConflict(
+            f"job {record.id} is {record.state.value}: only an ended job is deleted",
+            f"cancel it first (%tfc_cancel {record.id})",
+        )
+    store.delete(record.id)
+    own = (store.path.parent / "jobs").resolve()
+    folder = Path(record.job_dir).resolve() if record.job_dir else None
+    if files and folder is not None and folder.parent == own and folder.name == record.id:
+        shutil.rmtree(folder, ignore_errors=True)
+    return record
+
+
 def job_dict(record: JobRecord) -> dict[str, Any]:
     """A job record as the API returns it, with elapsed time and cost estimate added.
 

@@ -61,6 +61,23 @@ export function cancelJob(id: string): Promise<IJob> {
   });
 }
 
+/** Remove an ended job from the list (`files`: its folder on the server's machine too). */
+export function deleteJob(id: string, files = false): Promise<IJob> {
+  const query = files ? '?files=1' : '';
+  return requestAPI<IJob>(`jobs/${encodeURIComponent(id)}${query}`, {
+    method: 'DELETE'
+  });
+}
+
+/** Remove every ended job from the list; the ids removed. */
+export async function clearFinished(files = false): Promise<string[]> {
+  const data = await requestAPI<{ deleted: string[] }>(
+    `jobs${files ? '?files=1' : ''}`,
+    { method: 'DELETE' }
+  );
+  return data.deleted;
+}
+
 /** The machine catalog. */
 export function getMachines(): Promise<IMachines> {
   return requestAPI<IMachines>('machines');

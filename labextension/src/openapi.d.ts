@@ -99,7 +99,33 @@ export interface paths {
                 502: components["responses"]["Error"];
             };
         };
-        delete?: never;
+        /** Clear the ended jobs from the list (running and queued jobs stay) */
+        delete: {
+            parameters: {
+                query?: {
+                    /** @description 1: their folders on this machine too (logs, outputs, checkpoints) */
+                    files?: "0" | "1";
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description the jobs removed */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            deleted: string[];
+                        };
+                    };
+                };
+                403: components["responses"]["Error"];
+            };
+        };
         options?: never;
         head?: never;
         patch?: never;
@@ -143,7 +169,35 @@ export interface paths {
         };
         put?: never;
         post?: never;
-        delete?: never;
+        /** Remove an ended job from the list */
+        delete: {
+            parameters: {
+                query?: {
+                    /** @description 1: its folder on this machine too (logs, outputs, checkpoints); what it wrote elsewhere stays */
+                    files?: "0" | "1";
+                };
+                header?: never;
+                path: {
+                    /** @description a job id, or any unique prefix of one */
+                    job_id: components["parameters"]["JobId"];
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description the job removed, as it was */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Job"];
+                    };
+                };
+                404: components["responses"]["Error"];
+                409: components["responses"]["Error"];
+            };
+        };
         options?: never;
         head?: never;
         patch?: never;

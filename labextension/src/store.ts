@@ -124,6 +124,17 @@ export class JobStore {
     void this.refresh();
   }
 
+  /** Jobs deleted through the API: gone from every view now. */
+  forget(ids: string[]): void {
+    const gone = new Set(ids);
+    ids.forEach(id => this._byId.delete(id));
+    if (this._jobs) {
+      this._jobs = this._jobs.filter(job => !gone.has(job.id));
+    }
+    this._changed();
+    void this.refresh();
+  }
+
   /** Start polling (the first round now). */
   start(): void {
     if (!this._stopped) {

@@ -108,6 +108,10 @@ class TfcHandler(APIHandler):
                 f"{name} must be a whole number, got {raw!r}", f"send ?{name}=N", field=name
             ) from None
 
+    def flag(self, name: str) -> bool:
+        """A yes/no query argument: ``1`` or ``true`` is yes."""
+        return self.get_query_argument(name, "") in ("1", "true")
+
     def reply(self, data: Any, status: int = 200) -> None:
         """Finish with a JSON body (a NaN or infinite metric as ``"NaN"``, ``"Infinity"``: the
         browser's ``JSON.parse`` takes no bare ``NaN``)."""
@@ -143,7 +147,8 @@ class TfcHandler(APIHandler):
 
 
 class JobsHandler(TfcHandler):
-    """``GET``: list jobs. ``POST``: create a job (or a dry run)."""
+    """``GET``: list jobs. ``POST``: create a job (or a dry run). ``DELETE``: clear the ended
+    jobs from the list."""
 
     @web.authenticated
     async def get(self) -> None:
@@ -162,14 +167,24 @@ class JobsHandler(TfcHandler):
         status, result = await self.call(self.service.create, self.json_body())
         self.reply(result, status)
 
+    @web.authenticated
+    async def delete(self) -> None:
+        """Remove every ended job from the list (``?files=1``: their folders here too)."""
+        self.reply(await self.call(self.service.clear, files=self.flag("files")))
+
 
 class JobHandler(TfcHandler):
-    """``GET``: one job."""
+    """``GET``: one job. ``DELETE``: remove an ended job from the list."""
 
     @web.authenticated
     async def get(self, job_id: str) -> None:
         """One job's record, refreshed."""
         self.reply(await self.call(self.service.get, job_id))
+
+    @web.authenticated
+    async def delete(self, job_id: str) -> None:
+        """Remove an ended job (``?files=1``: its folder here too); 409 while it runs."""
+        self.reply(await self.call(self.service.delete, job_id, files=self.flag("files")))
 
 
 class LogsHandler(TfcHandler):
@@ -184,7 +199,7 @@ class LogsHandler(TfcHandler):
             replica=self.get_query_argument("replica", None) or None,
             offset=self.int_arg("offset", 0),
             limit=self.int_arg("limit", 256 * 1024),
-            quiet=self.get_query_argument("quiet", "") in ("1", "true"),
+            quiet=self.flag("quiet"),
         )
         self.reply(result)
 
@@ -243,7 +258,7 @@ class NotFoundHandler(TfcHandler):
         """Unknown endpoint."""
         raise web.HTTPError(404, "no such endpoint: /%s/%s", NAMESPACE, path)
 
-    post = get
+    post = delete = get
 
 
 _JOB = r"(?P<job_id>[A-Za-z0-9][A-Za-z0-9._-]{0,199})"

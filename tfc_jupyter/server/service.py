@@ -10,6 +10,7 @@ other's jobs.
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -331,6 +332,21 @@ class JobService:
             "model_dir": jobs.model_dir(record, results),
             "svg": svg(shown, done=record.state.is_terminal()),
         }
+
+    def delete(self, job_id: str, *, files: bool = False) -> dict[str, Any]:
+        """Remove an ended job from the list (``files``: its folder too); 409 while it runs."""
+        return job_dict(self.client().delete(job_id, files=files))
+
+    def clear(self, *, files: bool = False) -> dict[str, Any]:
+        """Remove every ended job from the list (``files``: their folders too); running and
+        queued jobs stay. ``{"deleted": [ids]}``."""
+        client = self.client()
+        ended = [r for r in client.store.list(limit=None) if r.state.is_terminal()]
+        deleted = []
+        for record in ended:
+            with contextlib.suppress(TfcError):  # gone meanwhile
+                deleted.append(client.delete(record.id, files=files).id)
+        return {"deleted": deleted}
 
     def cancel(self, job_id: str) -> dict[str, Any]:
         """Stop every process of a job (bounded wait); 409 when it has already ended."""

@@ -1,6 +1,8 @@
 import React, { useEffect, useState } from 'react';
 
-import { cancelJob } from '../api';
+import { Dialog, showDialog } from '@jupyterlab/apputils';
+
+import { cancelJob, deleteJob } from '../api';
 import { ICellLink, linkOfLocation } from '../celllink';
 import {
   costTitle,
@@ -40,6 +42,21 @@ export function JobDetail(props: {
   const job = store.job(jobId);
 
   const onCancel = async (): Promise<void> => {
+    const running = store.job(jobId);
+    if (running && running.elapsed > 60) {
+      // a long job is not stopped by a stray click
+      const answer = await showDialog({
+        title: 'Stop this job?',
+        body: `${running.name} has run for ${formatElapsed(running.elapsed)}. Every replica stops; its logs and what it saved stay.`,
+        buttons: [
+          Dialog.cancelButton({ label: 'Keep running' }),
+          Dialog.warnButton({ label: 'Stop the job' })
+        ]
+      });
+      if (!answer.button.accept) {
+        return;
+      }
+    }
     setCancelling(true);
     try {
       store.put(await cancelJob(jobId));
@@ -48,6 +65,32 @@ export function JobDetail(props: {
       setError(e instanceof TfcApiError ? e.text : String(e));
     } finally {
       setCancelling(false);
+    }
+  };
+
+  const onDelete = async (): Promise<void> => {
+    const ended = store.job(jobId);
+    if (!ended) {
+      return;
+    }
+    const answer = await showDialog({
+      title: 'Remove this job?',
+      body: `${ended.name} (${ended.state}) leaves the list. Its folder on this machine (logs, outputs, checkpoints) can go too; what it wrote to Cloud Storage stays.`,
+      buttons: [
+        Dialog.cancelButton({ label: 'Keep' }),
+        Dialog.warnButton({ label: 'Remove with its files' }),
+        Dialog.warnButton({ label: 'Remove from the list' })
+      ]
+    });
+    if (!answer.button.accept) {
+      return;
+    }
+    try {
+      await deleteJob(jobId, answer.button.label === 'Remove with its files');
+      store.forget([jobId]);
+      setError(null);
+    } catch (e) {
+      setError(e instanceof TfcApiError ? e.text : String(e));
     }
   };
 
@@ -98,6 +141,15 @@ export function JobDetail(props: {
         >
           {cancelling ? 'Cancelling...' : 'Cancel job'}
         </button>
+        {job.terminal ? (
+          <button
+            className="jp-Button jp-mod-styled tfc-DeleteButton"
+            title="remove the job from the list (and, if you like, its files here)"
+            onClick={onDelete}
+          >
+            Remove
+          </button>
+        ) : null}
       </div>
       <table className="tfc-JobFacts">
         <tbody>

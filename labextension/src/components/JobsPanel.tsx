@@ -1,4 +1,7 @@
+import { Dialog, showDialog } from '@jupyterlab/apputils';
 import React, { useState } from 'react';
+
+import { clearFinished } from '../api';
 
 import { matchesFilter } from '../format';
 import { JobStore, useJobStore } from '../store';
@@ -23,6 +26,30 @@ export function JobsPanel(props: IJobsPanelProps): JSX.Element {
   const [filter, setFilter] = useState('');
   const jobs = store.jobs;
   const error = store.error;
+  const ended = (jobs ?? []).filter(job => job.terminal);
+  const [clearError, setClearError] = useState<string | null>(null);
+
+  const onClear = async (): Promise<void> => {
+    const answer = await showDialog({
+      title: `Clear ${ended.length} finished job(s)?`,
+      body: 'They leave the list; running and queued jobs stay. Their folders on this machine (logs, outputs, checkpoints) can go too.',
+      buttons: [
+        Dialog.cancelButton({ label: 'Keep' }),
+        Dialog.warnButton({ label: 'Clear with their files' }),
+        Dialog.warnButton({ label: 'Clear the list' })
+      ]
+    });
+    if (!answer.button.accept) {
+      return;
+    }
+    try {
+      const files = answer.button.label === 'Clear with their files';
+      store.forget(await clearFinished(files));
+      setClearError(null);
+    } catch (e) {
+      setClearError(String(e));
+    }
+  };
 
   let body: JSX.Element;
   if (error && error.serverMissing) {
@@ -81,7 +108,17 @@ export function JobsPanel(props: IJobsPanelProps): JSX.Element {
         >
           Launch on ...
         </button>
+        {ended.length ? (
+          <button
+            className="jp-Button jp-mod-styled tfc-ClearFinished"
+            title="remove the jobs that have ended from the list"
+            onClick={onClear}
+          >
+            Clear finished
+          </button>
+        ) : null}
       </div>
+      {clearError ? <p className="tfc-Error">{clearError}</p> : null}
       {error && !error.serverMissing && jobs !== null ? (
         <p className="tfc-Error">{error.text}</p>
       ) : null}

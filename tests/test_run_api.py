@@ -220,6 +220,16 @@ def test_k80_is_gone_with_the_fix() -> None:
         tfc.COMMON_MACHINE_CONFIGS["K80_1X"]
 
 
+def test_p100_is_gone_with_the_fix() -> None:
+    """A deliberate difference: P100s reached end of support on 2026-09-15 (TensorFlow Cloud's
+    own integration calls use P100_1X)."""
+    with pytest.raises(ValueError, match=r"2026-09-15.*Fix: use --gpu-type T4"):
+        tfc.MachineConfig(8, 30, tfc.AcceleratorType.NVIDIA_TESLA_P100, 1)
+    for name, fix in (("P100_1X", "T4_1X"), ("P100_4X", "T4_4X")):
+        with pytest.raises(ValueError, match=rf"Fix: use COMMON_MACHINE_CONFIGS\['{fix}'\]"):
+            tfc.COMMON_MACHINE_CONFIGS[name]
+
+
 @pytest.mark.parametrize(
     ("config", "machine", "gpus", "gpu_type"),
     [
@@ -582,6 +592,10 @@ PAIRS: dict[str, tuple[list[str], dict[str, Any]]] = {
     "network": (
         ["--network", "projects/1/global/networks/vpc"],
         {"network": "projects/1/global/networks/vpc"},
+    ),
+    "psc_network_attachment": (
+        ["--psc-network-attachment", "my-attachment"],
+        {"psc_network_attachment": "my-attachment"},
     ),
 }
 BEHAVIOUR = {  # flags that are not part of the job: the test that checks each keyword

@@ -103,6 +103,7 @@ def main(argv: list[str] | None = None) -> int:
             "TFC_CLOUDBUILD_ENDPOINT": gcs.url,
             "TFC_PREBUILT_IMAGES": f"{tf}={executor}",
             "TFC_VERTEX_POLL": "0.5",
+            "TFC_VERTEX_LOG_READS": "600",
             "PYTHONPATH": os.pathsep.join(sys.path[:3]),
         }
         routes = {"package": f"--backend vertex --project bench-proj --build-bucket {BUCKET}"}

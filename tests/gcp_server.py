@@ -273,7 +273,7 @@ class GcpServer(FakeServer):
             time.sleep(fault.delay)
             if fault.status:
                 error = StorageError if storage else ApiError
-                raise error(fault.status, fault.message, fault.details)
+                raise error(fault.status, fault.message, fault.details, fault.headers)
         return self._route(method, raw_path, query, headers, body)
 
     def _route(
@@ -642,7 +642,7 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             reply = self.gcp.handle(method, parts.path, record.query, self.headers, raw)
         except ApiError as exc:
-            reply = Reply.json(exc.body(), _CODES[exc.status])
+            reply = Reply.json(exc.body(), _CODES[exc.status], **exc.headers)
         record.answer = reply.code
         try:
             self.send_response(reply.code)

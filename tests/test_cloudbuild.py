@@ -241,6 +241,7 @@ def test_a_vertex_job_launches_with_its_image_from_cloud_build(
             "TFC_VERTEX_ENDPOINT": vertex.url,
             "TFC_VERTEX_POLL": "0.2",
             "TFC_VERTEX_DRAIN": "1",
+            "TFC_VERTEX_LOG_READS": "600",
         }.items():
             monkeypatch.setenv(name, value)
         plan = plan_for(nb, flags())  # the settings are read once, with the plan

@@ -608,6 +608,7 @@ def vertex_home(
         "TFC_VERTEX_TIMEOUT": "1",
         "TFC_VERTEX_RETRY_TOTAL": "20",
         "TFC_VERTEX_DRAIN": "1.5",
+        "TFC_VERTEX_LOG_READS": "600",
     }.items():
         monkeypatch.setenv(name, value)
     home = Path(os.environ["TFC_JUPYTER_HOME"])
@@ -895,6 +896,7 @@ def test_a_cancel_while_vertex_creates_the_job_cancels_what_it_created(
         "TFC_VERTEX_BACKOFF": "0.05",
         "TFC_VERTEX_TIMEOUT": "10",
         "TFC_VERTEX_RETRY_TOTAL": "10",
+        "TFC_VERTEX_LOG_READS": "600",
     }.items():
         monkeypatch.setenv(name, value)
     (tmp_path / "nb").mkdir()

@@ -61,6 +61,7 @@ def package_servers(
             "TFC_PREBUILT_IMAGES": f"{MINOR}={EXECUTOR}",
             "TFC_VERTEX_POLL": "0.2",
             "TFC_VERTEX_DRAIN": "1",
+            "TFC_VERTEX_LOG_READS": "600",
         }.items():
             monkeypatch.setenv(name, value)
         yield gcs, vertex

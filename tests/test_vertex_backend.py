@@ -75,6 +75,7 @@ def home(
         "TFC_VERTEX_TIMEOUT": "10",
         "TFC_VERTEX_RETRY_TOTAL": "10",
         "TFC_VERTEX_DRAIN": "1.5",
+        "TFC_VERTEX_LOG_READS": "600",  # one log read each 0.1 s at most (Google's: 20 a minute)
     }.items():
         monkeypatch.setenv(name, value)
     yield home

@@ -9,10 +9,13 @@ unpatched (``api_endpoint="http://127.0.0.1:PORT"``, anonymous credentials):
 
 Bodies go through the real proto types (``CustomJob.from_json``), so an unknown field or enum is
 refused as Vertex refuses it; :mod:`vertex_validate` checks the rest (pool 0 with one replica,
-machine types, accelerator counts, TPU shapes, labels). Errors are Google's JSON error bodies.
-Faults are injected on request (:class:`Fault`: 429, 503, slow responses, auth and quota errors),
-and each accepted job runs for real (:mod:`vertex_runner`: Docker containers, or local processes
-when no Docker engine answers). It serves on 127.0.0.1 only.
+machine types, accelerator counts, TPU shapes, labels). Errors are Google's JSON error bodies
+(:mod:`google_errors`: the real services' rate-limit, daily-quota and permission bodies).
+Faults are injected on request (:class:`Fault`: 429, 503, slow responses, auth and quota errors);
+per-project quotas are kept for real when asked for (``log_reads`` entries.list calls and
+``crud`` job calls a ``minute``, which tests shorten), and each accepted job runs for real
+(:mod:`vertex_runner`: Docker containers, or local processes when no Docker engine answers).
+It serves on 127.0.0.1 only.
 
 Pools may be ``containerSpec`` or ``pythonPackageSpec`` (the package route: Vertex downloads the
 ``packageUris`` wheels, installs them in a container of ``executorImageUri`` and runs ``python -m
@@ -44,6 +47,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+from google_errors import Budget, Refused, logging_read_daily, logging_read_rate, vertex_crud_rate
 from vertex_runner import (
     AutoExecutor,
     Executor,
@@ -73,9 +77,21 @@ _TERMINAL = {"JOB_STATE_SUCCEEDED", "JOB_STATE_FAILED", "JOB_STATE_CANCELLED"}
 class ApiError(Exception):
     """An error answer: Google's ``{"error": {code, message, status, details}}``."""
 
-    def __init__(self, status: str, message: str, details: list[dict[str, Any]] | None = None):
+    def __init__(
+        self,
+        status: str,
+        message: str,
+        details: list[dict[str, Any]] | None = None,
+        headers: dict[str, str] | None = None,
+    ):
         super().__init__(message)
         self.status, self.message, self.details = status, message, details or []
+        self.headers = dict(headers or {})  # Retry-After, where Google sends it
+
+    @classmethod
+    def of(cls, refused: Refused) -> ApiError:
+        """The answer for one of :mod:`google_errors`' refusals."""
+        return cls(refused.status, refused.message, list(refused.details), dict(refused.headers))
 
     def body(self) -> dict[str, Any]:
         """The JSON body."""
@@ -100,16 +116,43 @@ class Fault:
     delay: float = 0.0
     details: list[dict[str, Any]] = field(default_factory=list)
     after: bool = False  # delay the answer after doing the work (a lost or late response)
+    headers: dict[str, str] = field(default_factory=dict)  # Retry-After ...
 
     @classmethod
-    def unavailable(cls, match: str = "") -> Fault:
-        """503 UNAVAILABLE, as during a brief outage."""
-        return cls("UNAVAILABLE", "The service is currently unavailable.", match)
+    def of(cls, refused: Refused, match: str = "") -> Fault:
+        """Answer with one of :mod:`google_errors`' refusals."""
+        return cls(
+            refused.status,
+            refused.message,
+            match,
+            details=list(refused.details),
+            headers=dict(refused.headers),
+        )
 
     @classmethod
-    def rate_limited(cls, match: str = "") -> Fault:
-        """429 without quota wording: too many requests right now."""
-        return cls("RESOURCE_EXHAUSTED", "Too many requests, please retry later.", match)
+    def unavailable(cls, match: str = "", retry_after: float | None = None) -> Fault:
+        """503 UNAVAILABLE, as during a brief outage (with ``Retry-After`` when given)."""
+        headers = {"Retry-After": f"{retry_after:g}"} if retry_after is not None else {}
+        return cls("UNAVAILABLE", "The service is currently unavailable.", match, headers=headers)
+
+    @classmethod
+    def rate_limited(cls, match: str = "", project: str = "test-project") -> Fault:
+        """429 RATE_LIMIT_EXCEEDED, as Google words a per-minute limit: Cloud Logging's read
+        limit on ``entries:list``, else Vertex AI's "Resource management (CRUD) requests"."""
+        number = project_number(project)
+        if "entries" in match:
+            return cls.of(logging_read_rate(number), match)
+        return cls.of(vertex_crud_rate(number), match)
+
+    @classmethod
+    def daily_quota(cls, match: str = "", project: str = "test-project") -> Fault:
+        """429 RATE_LIMIT_EXCEEDED of a per-day quota (``1/d/{project}``)."""
+        return cls.of(logging_read_daily(project_number(project)), match)
+
+    @classmethod
+    def not_found(cls, match: str = "") -> Fault:
+        """404 NOT_FOUND, as for a job that was deleted."""
+        return cls("NOT_FOUND", "The CustomJob does not exist.", match)
 
     @classmethod
     def slow(cls, delay: float, match: str = "", *, after: bool = False) -> Fault:
@@ -216,6 +259,61 @@ def parse_filter(text: str) -> list[tuple[str, str, str]]:
         elif rest and re.match(r"(OR|NOT)\b", rest):
             raise ApiError("INVALID_ARGUMENT", "The test server supports AND filters only.")
     return terms
+
+
+Matcher = Callable[[dict[str, Any]], bool]
+
+
+def compile_filter(text: str, alias: dict[str, str] | None = None) -> Matcher:
+    """Cloud Logging's filter language, as much as log readers use: comparisons, ``AND`` (or
+    none: juxtaposed), ``OR``, parentheses. ``OR`` binds tighter than ``AND``, as in Google's
+    language (cloud.google.com/logging/docs/view/logging-query-language, Boolean operators:
+    ``a OR NOT b AND NOT c OR d`` is ``(a OR (NOT b)) AND ((NOT c) OR d)``); NOT is not kept."""
+    rest = text.strip()
+    names = dict(alias or {})
+
+    def skip(pattern: str) -> bool:
+        nonlocal rest
+        m = re.match(rf"\s*(?:{pattern})\s*", rest)
+        if m:
+            rest = rest[m.end() :]
+        return m is not None
+
+    def atom() -> Matcher:
+        nonlocal rest
+        if skip(r"\("):
+            inner = conjunction()
+            if not skip(r"\)"):
+                raise ApiError("INVALID_ARGUMENT", f"Unbalanced parentheses in filter: {text}")
+            return inner
+        m = _TERM.match(rest)
+        if not m:
+            raise ApiError("INVALID_ARGUMENT", f"Unparseable filter: {text}")
+        rest = rest[m.end() :]
+        key, op, value = m.group("key"), m.group("op"), m.group("value")
+        if value.startswith('"'):
+            value = json.loads(value)
+        return lambda item: matches(item, [(key, op, value)], names)
+
+    def disjunction() -> Matcher:
+        parts = [atom()]
+        while skip(r"OR\b"):
+            parts.append(atom())
+        return parts[0] if len(parts) == 1 else lambda item: any(p(item) for p in parts)
+
+    def conjunction() -> Matcher:
+        parts = [disjunction()]
+        while rest and not rest.lstrip().startswith(")"):
+            skip(r"AND\b")
+            parts.append(disjunction())
+        return lambda item: all(p(item) for p in parts)
+
+    if not rest:
+        return lambda item: True
+    matcher = conjunction()
+    if rest.strip():
+        raise ApiError("INVALID_ARGUMENT", f"Unparseable filter: {text}")
+    return matcher
 
 
 def _lookup(item: dict[str, Any], key: str) -> Any:
@@ -342,6 +440,11 @@ class VertexServer(FakeServer):
         images: image URI -> folder, for the process executor.
         provision_delay: seconds in each of QUEUED and PENDING.
         log_delay: Cloud Logging's ingestion delay, in seconds.
+        log_reads: Cloud Logging's read quota, entries.list calls a ``minute`` per project
+            (Google's default: 60); None: no quota kept.
+        crud: Vertex AI's job calls (create, get, list, cancel) a ``minute`` per project;
+            None: no quota kept.
+        minute: the quotas' window in seconds (60 at Google; shorter in tests).
         storage_url: the Cloud Storage JSON API endpoint (``GcpServer.url``) that the packages of
             ``pythonPackageSpec`` pools are downloaded from; a loopback URL only. Also settable
             after start (``server.storage_url = gcp.url``); a job reads it when created.
@@ -357,12 +460,23 @@ class VertexServer(FakeServer):
         provision_delay: float = 0.1,
         log_delay: float = 0.0,
         storage_url: str | None = None,
+        log_reads: int | None = None,
+        crud: int | None = None,
+        minute: float = 60.0,
     ) -> None:
         self.images: dict[str, Path] = dict(images or {})
         self.storage_url = storage_url
         self.executor = self._executor(executor)
         self.provision_delay = provision_delay
         self.logs = LogStore(log_delay)
+        self.log_budget = (
+            Budget(log_reads, minute, logging_read_rate) if log_reads is not None else None
+        )
+        self.crud_budget = (
+            Budget(crud, minute, lambda n, limit: vertex_crud_rate(n, limit=limit))
+            if crud is not None
+            else None
+        )
         super().__init__()
         self.jobs: dict[str, JobRun] = {}
         self.failing_jobs: list[str] = []
@@ -406,12 +520,26 @@ class VertexServer(FakeServer):
             if fault.delay and not fault.after:
                 time.sleep(fault.delay)
             if fault.status:
-                raise ApiError(fault.status, fault.message, fault.details)
+                raise ApiError(fault.status, fault.message, fault.details, fault.headers)
             if fault.after:
                 answer = self._serve(method, path, query, body)
                 time.sleep(fault.delay)
                 return answer
+        self._charge(path, body)
         return self._serve(method, path, query, body)
+
+    def _charge(self, path: str, body: Any) -> None:
+        """Count the request against its project's quota; raise the 429 when it is spent."""
+        refused = None
+        if path == "/v2/entries:list" and self.log_budget is not None:
+            names = body.get("resourceNames", []) if isinstance(body, dict) else []
+            if names and str(names[0]).startswith("projects/"):
+                refused = self.log_budget.charge(project_number(str(names[0]).split("/")[1]))
+        m = re.match(r"/v1/projects/([^/]+)/locations/[^/]+/customJobs", path)
+        if m and self.crud_budget is not None:
+            refused = self.crud_budget.charge(project_number(m.group(1)))
+        if refused is not None:
+            raise ApiError.of(refused)
 
     def _serve(self, method: str, path: str, query: dict[str, list[str]], body: Any) -> Any:
         if path.startswith("/_control/"):
@@ -513,11 +641,11 @@ class VertexServer(FakeServer):
         ]
         if not projects:
             raise ApiError("INVALID_ARGUMENT", "resource_names: at least one project is required")
-        terms = parse_filter(body.get("filter", ""))
+        wanted = compile_filter(body.get("filter", ""))
         entries = [
             e
             for e in self.logs.visible()
-            if e["resource"]["labels"]["project_id"] in projects and matches(e, terms, {})
+            if e["resource"]["labels"]["project_id"] in projects and wanted(e)
         ]
         if body.get("orderBy", "timestamp asc").endswith("desc"):
             entries.reverse()
@@ -548,13 +676,16 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             if isinstance(record.body, str):
                 raise ApiError("INVALID_ARGUMENT", "Invalid JSON payload received.")
+            headers: dict[str, str] = {}
             code, answer = 200, self.vertex.handle(method, parts.path, record.query, record.body)
         except ApiError as exc:
-            code, answer = _GRPC_CODES[exc.status], exc.body()
+            code, answer, headers = _GRPC_CODES[exc.status], exc.body(), exc.headers
         record.answer = code
         data = json.dumps(answer).encode()
         try:
             self.send_response(code)
+            for key, value in headers.items():
+                self.send_header(key, value)
             self.send_header("Content-Type", "application/json; charset=UTF-8")
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()

@@ -100,6 +100,11 @@ SETTINGS: dict[str, Setting] = {
     "vertex_drain": _number(
         10, "After a Vertex AI job ends: read its logs until none came for this long."
     ),
+    "vertex_log_reads": _number(
+        20,
+        "Cloud Logging reads a minute, at most, for all the Vertex AI jobs of one project "
+        "followed from this machine (Cloud Logging allows 60 a minute per project).",
+    ),
     "cloudbuild_location": _text("", "Cloud Build region for builds (default: global builds)."),
     "cloudbuild_timeout": _number(60, "Seconds one Cloud Build or Cloud Storage request may take."),
     "cloudbuild_retry_total": _number(120, "Seconds all tries of one Cloud Build call may take."),
@@ -189,6 +194,7 @@ KEYS = (
     "vertex_backoff",
     "vertex_poll",
     "vertex_drain",
+    "vertex_log_reads",
     "cloudbuild_location",
     "cloudbuild_timeout",
     "cloudbuild_retry_total",

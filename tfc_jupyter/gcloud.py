@@ -10,13 +10,18 @@ this module costs nothing.
   application-default credentials.
 * :func:`explain`: any error from the clients -> retry or not, and a one-line
   :class:`~tfc_jupyter.errors.BackendError` naming the fix, worded for the :class:`Api` called.
-* :func:`call`: one API call with exponential backoff on transient errors (429 without quota
-  wording, 5xx, timeouts, dropped connections), bounded in total time.
+* :func:`call`: one API call with exponential backoff (and jitter) on transient errors (a
+  per-minute rate limit, 5xx, timeouts, dropped connections), waiting at least what the server
+  asked for (``Retry-After``, ``RetryInfo``), bounded in total time.
+
+A 429 is told apart by its structure (:mod:`tfc_jupyter.quota`): a per-minute limit is retried; a
+daily quota (:class:`DailyQuotaError`) and a resource quota (:class:`QuotaError`) are not.
 """
 
 from __future__ import annotations
 
 import ipaddress
+import random
 import re
 import time
 from collections.abc import Callable
@@ -25,6 +30,7 @@ from typing import Any, Protocol, TypeVar
 from urllib.parse import urlsplit
 
 from .errors import BackendError, MissingDependency
+from .quota import Kind, Refusal, pacific_midnight, refusal, retry_after
 
 T = TypeVar("T")
 
@@ -87,6 +93,23 @@ class QuotaError(BackendError):
     """Vertex AI refused the job for lack of quota (retrying does not help)."""
 
     http_status = 429
+
+
+class DailyQuotaError(BackendError):
+    """A daily quota is used up: retrying before it resets (midnight Pacific time) cannot help."""
+
+    http_status = 429
+
+
+class TransientError(BackendError):
+    """An answer worth retrying (a per-minute rate limit, 5xx): ``retry_after`` is the wait the
+    server asked for, None when it asked for none."""
+
+    http_status = 429
+
+    def __init__(self, message: str, hint: str = "", *, retry_after: float | None = None):
+        super().__init__(message, hint)
+        self.retry_after = retry_after
 
 
 def is_loopback(endpoint: str) -> bool:
@@ -211,6 +234,9 @@ def explain(
             "see the job's logs/supervisor.log; report it if it persists",
         )
     code, text = getattr(exc, "code", None), _message(exc)
+    refused = refusal(exc)
+    if refused is not None:
+        return _refused(refused, text, project=project, where=where, api=api)
     if isinstance(exc, gexc.Unauthorized):  # 401 (Unauthenticated over gRPC)
         return False, BackendError(f"{api.title} refused the credentials: {text}", AUTH_HINT)
     if isinstance(exc, gexc.Forbidden):  # 403 (PermissionDenied over gRPC)
@@ -224,22 +250,11 @@ def explain(
             f"permission denied in {where}: {text}",
             f"ask for {api.role} in project {project}, or use --project with a project you can use",
         )
-    if isinstance(exc, gexc.TooManyRequests):
-        details = str(getattr(exc, "details", ""))
-        if re.search(r"quota", text + details, re.IGNORECASE):
-            return False, QuotaError(
-                f"{api.title} quota exceeded in {where}: {text}",
-                "request more quota in the console "
-                f"(https://console.cloud.google.com/iam-admin/quotas?project={project}), "
-                + api.quota_hint,
-            )
-        return True, BackendError(
-            f"{api.title} is rate-limiting requests: {text}", "wait a minute and try again"
-        )
     if code in (500, 502, 503, 504) or isinstance(exc, gexc.ServerError):
-        return True, BackendError(
+        return True, TransientError(
             f"{api.title} is unavailable ({code}): {text}",
             "try again later (https://status.cloud.google.com)",
+            retry_after=retry_after(exc),
         )
     if isinstance(exc, gexc.NotFound):
         return False, BackendError(f"not found in {where}: {text}", api.not_found_hint)
@@ -256,6 +271,41 @@ def explain(
             "fix the job settings it names and launch again",
         )
     return False, BackendError(f"{what} failed ({code}): {text}", "try again later")
+
+
+def _refused(
+    refused: Refusal, text: str, *, project: str, where: str, api: Api
+) -> tuple[bool, Exception]:
+    """A quota refusal's one-line error: a rate limit is retried; a daily or resource quota
+    is not."""
+    title = refused.service_title(api.title)
+    quota = refused.quota_words()
+    if refused.kind is Kind.DAILY:
+        resets = pacific_midnight().astimezone().strftime("%H:%M")
+        return False, DailyQuotaError(
+            f"{title}'s daily quota is used up in project {project}"
+            + (f" ({quota})" if quota else ""),
+            f"wait until it resets at midnight Pacific time ({resets} here), or request a higher "
+            f"limit ({refused.quotas_url(project)})",
+        )
+    if refused.kind is Kind.RESOURCE:
+        return False, QuotaError(
+            f"{title} quota exceeded in {where}: {text}",
+            f"request more quota in the console ({refused.quotas_url(project)}), " + api.quota_hint,
+        )
+    return True, TransientError(
+        f"{title} is rate-limiting requests" + (f" ({quota})" if quota else "") + f": {text}",
+        "wait a minute and try again; if it persists, request a higher limit "
+        f"({refused.quotas_url(project)})",
+        retry_after=refused.retry_after,
+    )
+
+
+def pause(error: BaseException, wait: float) -> float:
+    """How long to wait before the next try: ``wait`` (the backoff) with up to 20% of jitter,
+    and at least what the server asked for."""
+    asked = getattr(error, "retry_after", None) or 0.0
+    return max(wait * (1.0 + 0.2 * random.random()), float(asked))
 
 
 @dataclass
@@ -298,12 +348,13 @@ def call(
             transient, error = explain(exc, project=project, region=region, what=what, api=api)
             if not transient:
                 raise error from None
-            if time.monotonic() + wait > deadline:
+            delay = pause(error, wait)
+            if time.monotonic() + delay > deadline:
                 assert isinstance(error, BackendError)
-                raise BackendError(
+                raise type(error)(
                     f"{error.message} (gave up after {tries} tries in {budget:g} s)", error.hint
                 ) from None
-        sleep(wait)
+        sleep(delay)
         wait = min(wait * 2, 30.0)
         if counter is not None:
             counter.retries += 1

@@ -36,6 +36,7 @@ class VertexSettings:
     poll_s: float = 10.0  # the watcher's state and log poll (grows to 6x while nothing changes)
     watch_retry_s: float = 1800.0  # how long the watcher keeps trying through transient errors
     drain_s: float = 10.0  # after the job ends: read logs until none came for this long
+    log_reads: float = 20.0  # Cloud Logging reads a minute for one project's jobs, at most
 
     @classmethod
     def load(cls, environ: Mapping[str, str] | None = None) -> VertexSettings:
@@ -53,6 +54,7 @@ class VertexSettings:
             backoff_s=settings.seconds("vertex_backoff"),
             poll_s=settings.seconds("vertex_poll"),
             drain_s=settings.seconds("vertex_drain"),
+            log_reads=settings.seconds("vertex_log_reads"),
         )
 
     def to_dict(self) -> dict[str, Any]:

@@ -3,14 +3,20 @@
 Started detached by the Vertex backend (and restarted by it if it dies), so following a job
 survives a killed kernel. Until the job ends it:
 
-* polls the CustomJob's state and mirrors it into the job records;
-* reads the job's Cloud Logging entries (``resource.type="ml_job"``, this job's id) and appends
-  each replica's lines to ``<job_dir>/logs/<replica>.log`` (``workerpool0-0`` -> ``chief``,
-  ``workerpool1-2`` -> ``worker-2`` ...; Vertex's own messages go to ``vertex.log``), re-reading
-  a short window to catch late entries, deduplicated by insert id, with its cursor saved so a
-  restarted watcher does not repeat lines;
-* polls every ``poll_s`` seconds, slowing down (up to 6x) while nothing changes; transient API
-  errors are retried with backoff for at most ``watch_retry_s`` in a row;
+* polls the CustomJob's state (Vertex AI's REST API: no aiplatform import, which takes seconds
+  of CPU per watcher) and mirrors it into the job records;
+* reads the job's Cloud Logging entries (``resource.type="ml_job"``, this job's id) through the
+  reader it shares with the other watchers of its project (:mod:`.vertex_logs`: one filter for
+  all of them, within Cloud Logging's read quota) and appends each replica's lines to
+  ``<job_dir>/logs/<replica>.log`` (``workerpool0-0`` -> ``chief``, ``workerpool1-2`` ->
+  ``worker-2`` ...; Vertex's own messages go to ``vertex.log``), re-reading a short window to
+  catch late entries, deduplicated by insert id, with its cursor saved so a restarted watcher
+  does not repeat lines;
+* polls every ``poll_s`` seconds, slowing down (up to 6x) while nothing changes;
+* when a read of the job's state is refused (a rate limit, a daily quota, 5xx, a permission
+  withdrawn), never marks the job failed: the record says "status unknown (reads refused since
+  HH:MM), the job may still be running" and the watcher goes on trying, slower; only a job that
+  Vertex AI says does not exist is lost track of;
 * when the job ends, waits (bounded) for the last log entries, then records the final state with
   the failing replica's error and notebook cell (from ``tfc_runtime``'s last line).
 """
@@ -28,9 +34,10 @@ from typing import Any
 
 from ..errors import BackendError, TfcError
 from ..files import open_private
-from ..gcloud import call, explain
+from ..gcloud import call, checked
 from ..records import JobState, JobStore
-from .vertex_api import VertexSettings, job_client, logging_client
+from .vertex_api import VertexSettings, require_clients, rest_session, rest_url
+from .vertex_logs import ProjectLogs, parse_stamp
 
 LOOKBACK = timedelta(seconds=10)  # entries may arrive late: re-read this window, deduplicated
 _ROLES = {"0": "chief", "1": "worker", "2": "ps", "3": "evaluator"}
@@ -39,6 +46,14 @@ _CANNOT_START = re.compile(r"\[tfc_runtime\] cannot start the job: (.*)$")
 _REPLICA_EXIT = re.compile(
     r"replica (workerpool(\d)-(\d+)) exited with a non-zero status of (-?\d+)"
 )
+
+
+def _when(entry: dict[str, Any]) -> datetime:
+    """When an entry was written (now, for an entry without a time)."""
+    try:
+        return parse_stamp(str(entry["timestamp"]))
+    except (KeyError, ValueError):
+        return datetime.now(timezone.utc)
 
 
 def replica_name(task_name: str | None) -> str:
@@ -50,15 +65,22 @@ def replica_name(task_name: str | None) -> str:
     return role if role == "chief" else f"{role}-{m.group(2)}"
 
 
-def _stamp(when: datetime) -> str:
-    return when.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-def _text(entry: Any) -> str:
-    payload = entry.payload
-    if isinstance(payload, dict):
-        payload = payload.get("message", json.dumps(payload))
+def _text(entry: dict[str, Any]) -> str:
+    """A LogEntry's line: its ``textPayload``, or its ``jsonPayload``'s message."""
+    payload = entry.get("textPayload")
+    if payload is None:
+        payload = entry.get("jsonPayload")
+        if isinstance(payload, dict):
+            payload = payload.get("message", json.dumps(payload))
     return str(payload if payload is not None else "").rstrip("\n")
+
+
+def _state(job: dict[str, Any]) -> str:
+    return str(job.get("state") or "JOB_STATE_UNSPECIFIED")
+
+
+class JobGone(BackendError):
+    """Vertex AI says the job does not exist (deleted, or another project's)."""
 
 
 class Watcher:
@@ -76,9 +98,15 @@ class Watcher:
         self.logs = job_dir / "logs"
         self.failures: dict[str, tuple[str, str]] = {}  # replica -> (where, what)
         self.since, self.seen = self._load_cursor()
-        self.jobs = job_client(self.settings, self.region)
-        self.logging: Any = logging_client(self.settings, self.project)
+        require_clients()
+        self.session = rest_session(self.settings, self.region)
+        self.job_url = f"{rest_url(self.settings, self.region)}/v1/{self.conf['resource_name']}"
+        self.reader = ProjectLogs(
+            Path(self.conf["store"]).parent, self.project, self.region, self.settings
+        )
         self.log_error: str | None = None
+        self.last_read = 0.0  # when the last read that answered for this job started
+        self.refused_since: float | None = None  # state reads refused since (time.time())
 
     # -- cursor -----------------------------------------------------------------------------
     def _load_cursor(self) -> tuple[datetime, dict[str, str]]:
@@ -98,62 +126,61 @@ class Watcher:
         tmp.replace(self.cursor_path)
 
     # -- one poll ---------------------------------------------------------------------------
-    def get_job(self) -> Any:
-        """The CustomJob now; transient errors retried for up to ``watch_retry_s``."""
-        name = self.conf["resource_name"]
+    def get_job(self) -> dict[str, Any]:
+        """The CustomJob now (its JSON); transient errors retried for up to ``retry_total_s``.
+
+        Raises:
+            JobGone: Vertex AI says the job does not exist.
+            BackendError: the read was refused (rate limit, quota, permission, outage).
+        """
+        from google.api_core import exceptions as gexc
+
+        def fetch() -> dict[str, Any]:
+            try:
+                reply = self.session.get(self.job_url, timeout=self.settings.timeout_s)
+                return dict(checked(reply).json())
+            except gexc.NotFound as exc:
+                raise JobGone(
+                    f"Vertex AI says job {self.conf['resource_name']} does not exist "
+                    f"({exc.message})",
+                    "check the project's jobs in the console; the job was deleted or moved",
+                ) from None
+
         return call(
-            lambda: self.jobs.get_custom_job(name=name, timeout=self.settings.timeout_s),
+            fetch,
             what="reading the job's state",
             project=self.project,
             region=self.region,
             settings=self.settings,
-            total_s=self.settings.watch_retry_s,
         )
 
-    def pull_logs(self) -> int:
-        """Append new entries to the replica logs; the number of new lines."""
+    def pull_logs(self, *, hurry: bool = False) -> int:
+        """Append the entries the project's reader delivered; the number of new lines."""
         if self.log_error:
             return 0
-        flt = (
-            f'resource.type="ml_job" AND resource.labels.job_id="{self.conf["vertex_job_id"]}"'
-            f' AND timestamp>="{_stamp(self.since)}"'
-        )
-
-        def fetch() -> list[Any]:
-            return list(
-                self.logging.list_entries(
-                    resource_names=[f"projects/{self.project}"],
-                    filter_=flt,
-                    order_by="timestamp asc",
-                    page_size=1000,
-                )
-            )
-
-        try:
-            entries = fetch()
-        except Exception as exc:  # the poll loop is the retry; logs never stop the follow
-            transient, error = explain(
-                exc, project=self.project, region=self.region, what="reading the job's logs"
-            )
-            if transient:
-                print(f"[watcher] logs not read this time: {error}", flush=True)
-                return 0
-            self.log_error = str(error)
-            self._append("vertex", [f"[tfc_jupyter] cannot read the job's logs: {error}"])
-            return 0
+        job = self.conf["vertex_job_id"]
+        self.reader.register(job, self.since, hurry=hurry)
+        state = self.reader.turn()
         lines: dict[str, list[str]] = {}
         newest = self.since
-        for entry in entries:
-            key = entry.insert_id or f"{entry.timestamp}{_text(entry)}"
-            if key in self.seen:
-                continue
-            stamp = entry.timestamp or datetime.now(timezone.utc)
-            self.seen[key] = stamp.isoformat()
-            newest = max(newest, stamp)
-            replica = replica_name((entry.resource.labels or {}).get("task_name"))
-            text = _text(entry)
-            lines.setdefault(replica, []).extend(text.split("\n"))
-            self._note_failure(replica, text)
+        for delivery in self.reader.take(job):
+            self.last_read = max(self.last_read, delivery.read_at)
+            for entry in delivery.entries:
+                stamp = _when(entry)
+                key = entry.get("insertId") or f"{entry.get('timestamp')}{_text(entry)}"
+                if key in self.seen or stamp < self.since:
+                    continue
+                self.seen[key] = stamp.isoformat()
+                newest = max(newest, stamp)
+                labels = (entry.get("resource") or {}).get("labels") or {}
+                replica = replica_name(labels.get("task_name"))
+                text = _text(entry)
+                lines.setdefault(replica, []).extend(text.split("\n"))
+                self._note_failure(replica, text)
+        if state.stopped and state.next_read > time.time() and not lines:
+            self.log_error = state.stopped
+            self._append("vertex", [f"[tfc_jupyter] cannot read the job's logs: {state.stopped}"])
+            print(f"[watcher] log reads stopped: {state.stopped}", flush=True)
         for replica, new in lines.items():
             self._append(replica, new)
         self.since = max(self.since, newest - LOOKBACK)
@@ -172,9 +199,9 @@ class Watcher:
             fh.write("".join(f"{line}\n" for line in lines))
 
     # -- the end ----------------------------------------------------------------------------
-    def failure(self, job: Any) -> tuple[str, str | None]:
+    def failure(self, job: dict[str, Any]) -> tuple[str, str | None]:
         """The one-line error of a failed job and its notebook location."""
-        message = " ".join(str(job.error.message or "").split())
+        message = " ".join(str((job.get("error") or {}).get("message") or "").split())
         m = _REPLICA_EXIT.search(message)
         replica = replica_name(m.group(1)) if m else None
         if replica is None and self.failures:
@@ -189,32 +216,74 @@ class Watcher:
         return f"Vertex AI: {message or 'the job failed'}"[:500], None
 
     def drain(self) -> None:
-        """After the job ended: read late entries until none came for ``drain_s`` seconds
-        (Cloud Logging shows entries some seconds after they are written), at most 6 x that."""
+        """After the job ended: read late entries until reads that started ``drain_s`` after the
+        last new line (or the end) brought nothing more (Cloud Logging shows entries some
+        seconds after they are written). Bounded: 6 x ``drain_s`` of answered reads, the time
+        reads were refused added, at most ``watch_retry_s`` in all."""
         quiet = self.settings.drain_s
-        now = time.monotonic()
-        deadline, last_new = now + 6 * quiet, now
-        while time.monotonic() - last_new < quiet and time.monotonic() < deadline:
-            if self.pull_logs():
-                last_new = time.monotonic()
-            time.sleep(min(self.settings.poll_s, 1.0))
+        start = time.time()
+        settled = start  # the last new line, or the end
+        hard = start + max(self.settings.watch_retry_s, 6 * quiet)
+        while time.time() < hard:
+            if self.pull_logs(hurry=True):
+                settled = time.time()
+            if self.log_error or self.last_read - settled >= quiet:
+                break
+            state = self.reader.state()
+            refused = time.time() - state.refused_since if state.refused_since else 0.0
+            if time.time() - start > 6 * quiet + refused:
+                break
+            time.sleep(min(self.settings.poll_s, 1.0, self.reader.base_s))
+        self.reader.unregister(self.conf["vertex_job_id"])
 
-    def finish(self, job: Any) -> None:
+    def finish(self, job: dict[str, Any]) -> None:
         """Record the final state (after the logs)."""
-        state = JobState.from_vertex(job.state.name)
+        vertex_state = _state(job)
+        state = JobState.from_vertex(vertex_state)
         error, location = None, None
         if state is JobState.FAILED:
             error, location = self.failure(job)
         elif state is JobState.CANCELLED:
             error = "cancelled"
-        vertex_state = job.state.name
         self.store.transition(
             self.job_id,
             state,
             error=error,
             error_location=location,
-            mutate=lambda r: {"handle": {**r.handle, "vertex_state": vertex_state}},
+            mutate=lambda r: {
+                "handle": {
+                    **{k: v for k, v in r.handle.items() if k != "watch_note"},
+                    "vertex_state": vertex_state,
+                }
+            },
         )
+
+    # -- reads refused ----------------------------------------------------------------------
+    def refused(self, error: BackendError) -> None:
+        """A read of the job's state was refused: say so (once), never fail the job."""
+        if self.refused_since is None:
+            self.refused_since = time.time()
+        since = time.strftime("%H:%M", time.localtime(self.refused_since))
+        note = f"status unknown (reads refused since {since}), the job may still be running"
+        first = self.store.get(self.job_id).handle.get("watch_note") is None
+        self.store.update(
+            self.job_id,
+            mutate=lambda r: {"handle": {**r.handle, "watch_note": f"{note}: {error}"[:600]}},
+        )
+        if first:
+            self._append("vertex", [f"[tfc_jupyter] {note}: {error}"])
+        print(f"[watcher] {note}: {error}", flush=True)
+
+    def answered(self) -> None:
+        """A read of the job's state was answered: the status is known again."""
+        if self.refused_since is None:
+            return
+        self.refused_since = None
+        self.store.update(
+            self.job_id,
+            mutate=lambda r: {"handle": {k: v for k, v in r.handle.items() if k != "watch_note"}},
+        )
+        self._append("vertex", ["[tfc_jupyter] reads answered again: the job's status is known"])
 
     # -- the loop ---------------------------------------------------------------------------
     def run(self) -> int:
@@ -229,23 +298,32 @@ class Watcher:
         last: JobState | None = None
         while True:
             try:
-                job = self.get_job()
-            except BackendError as exc:
+                job: dict[str, Any] | None = self.get_job()
+            except JobGone as exc:
                 self.store.transition(
                     self.job_id, JobState.FAILED, error=f"lost track of the Vertex AI job: {exc}"
                 )
                 return 1
-            state = JobState.from_vertex(job.state.name)
+            except BackendError as exc:
+                self.refused(exc)
+                job = None
+            if job is not None:
+                self.answered()
+            state = JobState.from_vertex(_state(job)) if job is not None else last
             new = self.pull_logs()
-            if state.is_terminal():
+            if job is not None and state is not None and state.is_terminal():
                 self.drain()
                 self.finish(job)
                 return 0
-            changed = state != last
+            changed = job is not None and state != last
             current = self.store.get(self.job_id).state
-            if changed and not (
-                current is JobState.CANCELLING
-                and state in (JobState.QUEUED, JobState.PENDING, JobState.RUNNING)
+            if (
+                changed
+                and state is not None
+                and not (
+                    current is JobState.CANCELLING
+                    and state in (JobState.QUEUED, JobState.PENDING, JobState.RUNNING)
+                )
             ):
                 self.store.transition(self.job_id, state)
             last = state
@@ -259,7 +337,7 @@ class Watcher:
                     ),
                 )
                 return 1
-            quiet = not (new or changed)  # poll slower while nothing happens
+            quiet = not (new or changed)  # poll slower while nothing happens (or reads fail)
             interval = (
                 min(interval * 1.5, self.settings.poll_s * 6) if quiet else self.settings.poll_s
             )

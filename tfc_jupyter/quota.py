@@ -1,0 +1,201 @@
+"""What a Google refusal means, read from its structure, never from its words.
+
+Google answers a request over a quota with HTTP 429 (some APIs 403) and a ``google.rpc.Status``
+body whose ``details`` say which quota: an ``ErrorInfo`` with a ``reason`` and metadata naming the
+quota. Cloud Logging's per-minute read limit, as Google sends it (DefangLabs/defang issue 1268,
+2025-06; snarfed/bridgy-fed issue 620, 2023-09, with ``quota_limit_value`` 60)::
+
+    {"error": {"code": 429, "status": "RESOURCE_EXHAUSTED",
+      "message": "Quota exceeded for quota metric 'Read requests' and limit 'Read requests per
+                  minute' of service 'logging.googleapis.com' for consumer 'project_number:N'.",
+      "details": [{"@type": "type.googleapis.com/google.rpc.ErrorInfo",
+                   "reason": "RATE_LIMIT_EXCEEDED", "domain": "googleapis.com",
+                   "metadata": {"quota_metric": "logging.googleapis.com/read_requests",
+                                "quota_limit": "ReadRequestsPerMinutePerProject",
+                                "quota_limit_value": "60", "quota_unit": "1/min/{project}",
+                                "quota_location": "global", "consumer": "projects/N",
+                                "service": "logging.googleapis.com"}},
+                  {"@type": "type.googleapis.com/google.rpc.Help", "links": [{"description":
+                   "Request a higher quota limit.", "url":
+                   "https://cloud.google.com/docs/quotas/help/request_increase"}]}]}}
+
+A daily quota comes with the same reason; its ``quota_unit`` is ``1/d/{project}`` and its
+``quota_limit`` ends ``PerDayPerProject`` (Google Tasks' ``defaultPerDayPerProject``, as quoted
+in a public repository's notes). Vertex AI's "Resource management (CRUD) requests per minute per
+region" limit on ``getCustomJob`` is a ``RATE_LIMIT_EXCEEDED`` of ``aiplatform.googleapis.com``
+(GoogleCloudPlatform/vertex-ai-samples pull request 1000, 2022-09). A resource quota (GPUs,
+CPUs) is ``RESOURCE_QUOTA_EXCEEDED`` (google/api/error_reason.proto) or, from Vertex AI's job
+creation, a ``QuotaFailure`` naming the metric. APIs of the older JSON format (Cloud Storage)
+say ``errors[].reason`` ``rateLimitExceeded`` / ``dailyLimitExceeded``.
+
+:func:`refusal` reads that into a :class:`Refusal`: a per-minute limit (wait and retry), a daily
+quota (retrying today does not help) or a resource quota (ask for more, or for less); with the
+wait the server asked for (``Retry-After``, or a ``RetryInfo`` detail) when it asked for one.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from email.utils import parsedate_to_datetime
+from enum import Enum
+from typing import Any
+
+RATE_REASONS = frozenset({"RATE_LIMIT_EXCEEDED", "rateLimitExceeded", "userRateLimitExceeded"})
+DAILY_REASONS = frozenset({"dailyLimitExceeded", "dailyLimitExceededUnreg"})
+RESOURCE_REASONS = frozenset({"RESOURCE_QUOTA_EXCEEDED", "quotaExceeded", "QUOTA_EXCEEDED"})
+SERVICES = {
+    "logging.googleapis.com": "Cloud Logging",
+    "aiplatform.googleapis.com": "Vertex AI",
+    "cloudbuild.googleapis.com": "Cloud Build",
+    "storage.googleapis.com": "Cloud Storage",
+}
+QUOTAS_PAGE = "https://console.cloud.google.com/iam-admin/quotas"
+
+
+class Kind(Enum):
+    """What a refusal asks of the caller."""
+
+    RATE = "rate"  # a per-minute (per-second, per-100-s) limit: wait, then try again
+    DAILY = "daily"  # a per-day quota: used up until it resets
+    RESOURCE = "resource"  # a resource quota (GPUs, CPUs): more quota or fewer machines
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """A quota refusal as its details describe it (fields empty where Google left them out)."""
+
+    kind: Kind
+    service: str = ""  # logging.googleapis.com
+    metric: str = ""  # logging.googleapis.com/read_requests
+    limit: str = ""  # ReadRequestsPerMinutePerProject
+    value: str = ""  # 60
+    unit: str = ""  # 1/min/{project}
+    retry_after: float | None = None  # seconds the server asked for
+
+    def service_title(self, default: str) -> str:
+        """``Cloud Logging`` for ``logging.googleapis.com``; ``default`` when none is named."""
+        return SERVICES.get(self.service, self.service or default)
+
+    def quota_words(self) -> str:
+        """``ReadRequestsPerMinutePerProject, 60 1/min/{project}``: the quota, for messages."""
+        amount = " ".join(x for x in (self.value, self.unit) if x)
+        return ", ".join(x for x in (self.limit or self.metric, amount) if x)
+
+    def quotas_url(self, project: str) -> str:
+        """The console's quota page for the project, filtered to this quota's metric."""
+        url = f"{QUOTAS_PAGE}?project={project}"
+        return url + (f"&metric={self.metric}" if self.metric else "")
+
+
+def _window(unit: str, limit: str) -> str:
+    """``d`` / ``min`` / ``s`` ...: the window of a quota, from its unit (``1/d/{project}``),
+    else from its limit's name (``...PerDayPerProject``); ``""`` when neither says."""
+    m = re.match(r"\d*/(\w+)/", unit)
+    if m:
+        return m.group(1)
+    m = re.search(r"Per(Day|Minute|Second|100Seconds|Hour)", limit)
+    return {"Day": "d", "Minute": "min", "Second": "s", "100Seconds": "100s", "Hour": "h"}.get(
+        m.group(1) if m else "", ""
+    )
+
+
+def _details(exc: Any) -> list[dict[str, Any]]:
+    return [d for d in (getattr(exc, "details", None) or []) if isinstance(d, dict)]
+
+
+def _typed(details: list[dict[str, Any]], name: str) -> list[dict[str, Any]]:
+    return [d for d in details if str(d.get("@type", "")).endswith(f"google.rpc.{name}")]
+
+
+def _seconds(text: str) -> float | None:
+    """``"30s"`` / ``"1.5s"`` (a protobuf Duration in JSON) -> seconds."""
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)s\s*", text or "")
+    return float(m.group(1)) if m else None
+
+
+def retry_after(exc: Any, now: datetime | None = None) -> float | None:
+    """The wait the server asked for: a ``Retry-After`` header (seconds or an HTTP date), else a
+    ``RetryInfo`` detail's ``retryDelay``; None when it asked for none."""
+    response = getattr(exc, "response", None)
+    header = ""
+    if response is not None and getattr(response, "headers", None) is not None:
+        header = str(response.headers.get("Retry-After") or "").strip()
+    if header:
+        if re.fullmatch(r"\d+(\.\d+)?", header):
+            return float(header)
+        try:
+            when = parsedate_to_datetime(header)
+        except (TypeError, ValueError):
+            when = None
+        if when is not None:
+            moment = now or datetime.now(timezone.utc)
+            return max(0.0, (when - moment).total_seconds())
+    for info in _typed(_details(exc), "RetryInfo"):
+        delay = _seconds(str(info.get("retryDelay", "")))
+        if delay is not None:
+            return delay
+    return None
+
+
+def refusal(exc: Any) -> Refusal | None:
+    """The quota refusal ``exc`` (a Google API error) carries, None when it is no refusal.
+
+    Only the structure counts: ``ErrorInfo.reason`` and its ``quota_unit`` / ``quota_limit``,
+    ``QuotaFailure``, the old format's ``errors[].reason``, the HTTP status. A 429 that says
+    nothing more is a per-minute limit (wait and retry).
+    """
+    code = getattr(exc, "code", None)
+    details = _details(exc)
+    wait = retry_after(exc)
+    for info in _typed(details, "ErrorInfo"):
+        reason = str(info.get("reason") or "")
+        meta = {str(k): str(v) for k, v in (info.get("metadata") or {}).items()}
+        unit, limit = meta.get("quota_unit", ""), meta.get("quota_limit", "")
+        if reason in RATE_REASONS:
+            kind = Kind.DAILY if _window(unit, limit) == "d" else Kind.RATE
+        elif reason in RESOURCE_REASONS:
+            kind = Kind.RESOURCE
+        else:
+            continue
+        return Refusal(
+            kind,
+            service=meta.get("service", ""),
+            metric=meta.get("quota_metric", ""),
+            limit=limit,
+            value=meta.get("quota_limit_value", ""),
+            unit=unit,
+            retry_after=wait,
+        )
+    for error in getattr(exc, "errors", None) or []:
+        reason = str(error.get("reason", "")) if isinstance(error, dict) else ""
+        if reason in DAILY_REASONS:
+            return Refusal(Kind.DAILY, retry_after=wait)
+        if reason in RATE_REASONS:
+            return Refusal(Kind.RATE, retry_after=wait)
+        if reason in RESOURCE_REASONS:
+            return Refusal(Kind.RESOURCE, retry_after=wait)
+    if code != 429:
+        return None
+    for failure in _typed(details, "QuotaFailure"):
+        violations = failure.get("violations") or [{}]
+        subject = str(violations[0].get("subject", ""))
+        metric = str(violations[0].get("quotaMetric", "")) or subject
+        return Refusal(Kind.RESOURCE, metric=metric, retry_after=wait)
+    return Refusal(Kind.RATE, retry_after=wait)
+
+
+def pacific_midnight(now: datetime | None = None) -> datetime:
+    """The next midnight in Pacific time, when Google's daily quotas reset (Google: "The quota
+    will be reset at midnight Pacific Time (PT)", in its ``dailyLimitExceeded`` answers)."""
+    moment = now or datetime.now(timezone.utc)
+    try:
+        from zoneinfo import ZoneInfo
+
+        pacific: Any = ZoneInfo("America/Los_Angeles")
+    except Exception:  # no time zone database: Pacific standard time
+        pacific = timezone(timedelta(hours=-8))
+    local = moment.astimezone(pacific)
+    midnight = (local + timedelta(days=1)).replace(hour=0, minute=0, second=0, microsecond=0)
+    return midnight.astimezone(timezone.utc)

@@ -6,11 +6,13 @@ import {
   JupyterFrontEndPlugin
 } from '@jupyterlab/application';
 import {
+  Dialog,
   ICommandPalette,
-  Notification,
+  showDialog,
   ToolbarButton
 } from '@jupyterlab/apputils';
 import { DocumentRegistry, IDocumentWidget } from '@jupyterlab/docregistry';
+import { ILauncher } from '@jupyterlab/launcher';
 import { INotebookTracker } from '@jupyterlab/notebook';
 import { ISettingRegistry } from '@jupyterlab/settingregistry';
 import { CommandRegistry } from '@lumino/commands';
@@ -77,12 +79,13 @@ export const launchPlugin: JupyterFrontEndPlugin<void> = {
     'Launch the notebook or Python script in the editor as a TensorFlow job (tfc_jupyter).',
   autoStart: true,
   requires: [INotebookTracker],
-  optional: [ICommandPalette, ISettingRegistry],
+  optional: [ICommandPalette, ISettingRegistry, ILauncher],
   activate: (
     app: JupyterFrontEnd,
     tracker: INotebookTracker,
     palette: ICommandPalette | null,
-    registry: ISettingRegistry | null
+    registry: ISettingRegistry | null,
+    launcher: ILauncher | null
   ) => {
     const settings = trackSettings(registry, PLUGIN_ID);
     // The launchable document last current in the main area: the sidebar's button (or a job
@@ -131,9 +134,12 @@ export const launchPlugin: JupyterFrontEndPlugin<void> = {
       execute: async args => {
         const document = target(args);
         if (!document) {
-          Notification.warning(
-            'Open a notebook or a Python script (.py) first: Launch runs the one in the editor.'
-          );
+          // said where it is seen: a toast alone may only move the bell's counter
+          await showDialog({
+            title: 'Nothing to launch yet',
+            body: 'Open a notebook or a Python script (.py) first: Launch runs the one in the editor, unsaved edits included.',
+            buttons: [Dialog.okButton({ label: 'OK' })]
+          });
           return;
         }
         const job = await launchDocument(document, settings);
@@ -146,6 +152,12 @@ export const launchPlugin: JupyterFrontEndPlugin<void> = {
     palette?.addItem({
       command: CommandIDs.launch,
       category: 'TensorFlow jobs'
+    });
+    // A tile on the Launcher: it launches the notebook or script last in front.
+    launcher?.add({
+      command: CommandIDs.launch,
+      category: 'Other',
+      rank: 50
     });
     app.docRegistry.addWidgetExtension(
       'Notebook',

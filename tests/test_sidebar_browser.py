@@ -1,0 +1,161 @@
+"""The jobs sidebar as a tool, in a real JupyterLab driven through Debian chromium (issue 38).
+
+One scenario: with no notebook open, "Launch on ..." says so in a dialog, and the Launcher has a
+tile for it; a running job's tab shows its log as the cell does, with no empty line and its
+progress bar drawn in place, at three moments of its life; a job whose loss overflows (too high
+a learning rate) is flagged in its row and its view; an ended job is removed with its files,
+and "Clear finished" empties the list of ended jobs, each after a confirmation, in the list and
+in the API alike.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+import urllib.error
+from typing import Any
+
+import pytest
+from browser import LabServer, lab_command, screenshot
+from jobutil import JOB_DEADLINE_S, write_notebook
+
+pytestmark = pytest.mark.slow
+
+JOB_MS = JOB_DEADLINE_S * 1000
+BAR = (
+    "import sys, time\n"
+    "print('first', flush=True)\n"
+    "time.sleep(3)\n"
+    "for i in range(1, 9):\n"
+    "    sys.stdout.write(f'\\rstep {i}/8 ' + '=' * i); sys.stdout.flush(); time.sleep(0.7)\n"
+    "print(flush=True)\n"
+    "print('last', flush=True)"
+)
+DIVERGES = (
+    "import numpy as np, tensorflow as tf\n"
+    "x = np.random.RandomState(0).normal(size=(256, 4)).astype('float32')\n"
+    "y = (x @ np.array([1, 2, 3, 4], dtype='float32')).astype('float32')\n"
+    "tf.keras.utils.set_random_seed(0)\n"
+    "model = tf.keras.Sequential([tf.keras.Input((4,)), tf.keras.layers.Dense(1)])\n"
+    "model.compile(optimizer=tf.keras.optimizers.SGD(learning_rate=3.0), loss='mse')\n"
+    "model.fit(x, y, epochs=8, batch_size=32, verbose=2)"
+)
+
+
+def test_the_sidebar_says_removes_clears_and_flags(
+    lab_server: LabServer, browser_page: Any
+) -> None:
+    page = browser_page
+    try:
+        _scenario(lab_server, page)
+    except Exception:
+        screenshot(page, "sidebar-tools-failure.png")
+        raise
+
+
+def _log_text(page: Any, job_id: str) -> str:
+    return str(page.locator(f".tfc-JobDetail[data-job-id='{job_id}'] .tfc-LogText").inner_text())
+
+
+def _no_empty_lines(text: str) -> None:
+    assert "\n\n" not in text.rstrip("\n") and not text.startswith("\n"), repr(text)
+
+
+def _dialog_button(page: Any, label: str) -> Any:
+    return page.locator(".jp-Dialog button", has_text=label)
+
+
+def _gone(lab_server: LabServer, job_id: str) -> bool:
+    try:
+        lab_server.api("GET", f"tfc-jupyter/jobs/{job_id}")
+    except urllib.error.HTTPError as exc:
+        return exc.code == 404
+    return False
+
+
+def _scenario(lab_server: LabServer, page: Any) -> None:
+    root = lab_server.root_dir
+    for name, code in (("bar", BAR), ("diverges", DIVERGES), ("short", "print('short')")):
+        write_notebook(root / f"{name}.ipynb", code)
+    page.goto(f"{lab_server.url}lab?reset&token={lab_server.token}")
+    page.locator(".jp-LabShell").wait_for()
+    page.wait_for_function("() => window.jupyterapp?.hasPlugin('tfc-jupyter:jobs')")
+    lab_command(page, "tfc-jupyter:show-jobs")
+
+    # Nothing open: the Launcher's tile is there, and the sidebar's button says what to do.
+    page.locator(".jp-LauncherCard", has_text="Launch on").wait_for(timeout=20_000)
+    page.locator(".tfc-LaunchShortcut").click()
+    page.locator(".jp-Dialog", has_text="Nothing to launch yet").wait_for(timeout=10_000)
+    assert "Open a notebook or a Python script" in page.locator(".jp-Dialog").inner_text()
+    _dialog_button(page, "OK").click()
+    page.locator(".jp-Dialog").wait_for(state="detached")
+
+    ids = {
+        name: lab_server.api("POST", "tfc-jupyter/jobs", {"path": f"{name}.ipynb"})["job"]["id"]
+        for name in ("bar", "diverges", "short")
+    }
+    # The running job's tab: no empty line while nothing new comes, the bar drawn in place.
+    lab_command(page, "tfc-jupyter:open-job", {"id": ids["bar"]})
+    detail = page.locator(f".tfc-JobDetail[data-job-id='{ids['bar']}']")
+    detail.wait_for()
+    page.wait_for_function(
+        "id => document.querySelector(`.tfc-JobDetail[data-job-id='${id}'] .tfc-LogText`)"
+        "?.innerText.includes('first')",
+        arg=ids["bar"],
+        timeout=JOB_MS,
+    )
+    page.wait_for_timeout(2500)  # two polls that read nothing new
+    _no_empty_lines(_log_text(page, ids["bar"]))  # moment 1: started, waiting
+    page.wait_for_function(
+        "id => /step [3-7]\\/8/.test(document.querySelector("
+        "`.tfc-JobDetail[data-job-id='${id}'] .tfc-LogText`)?.innerText ?? '')",
+        arg=ids["bar"],
+        timeout=JOB_MS,
+    )
+    drawing = _log_text(page, ids["bar"])  # moment 2: the bar being drawn
+    _no_empty_lines(drawing)
+    assert len(re.findall(r"step \d/8", drawing)) == 1, drawing  # one line, redrawn
+    page.wait_for_function(
+        "id => document.querySelector(`.tfc-JobDetail[data-job-id='${id}']`)"
+        "?.dataset.state === 'succeeded' && document.querySelector("
+        "`.tfc-JobDetail[data-job-id='${id}'] .tfc-LogText`)?.innerText.includes('last')",
+        arg=ids["bar"],
+        timeout=JOB_MS,
+    )
+    ended = _log_text(page, ids["bar"])  # moment 3: ended
+    _no_empty_lines(ended)
+    assert ended.strip().splitlines() == ["first", "step 8/8 ========", "last"], ended
+
+    # The job whose loss overflowed: flagged in its row and its view.
+    row = page.locator(f".tfc-Sidebar .tfc-JobRow[data-job-id='{ids['diverges']}']")
+    row.locator(".tfc-JobRow-flag", has_text="loss is inf from epoch").wait_for(timeout=JOB_MS)
+    lab_command(page, "tfc-jupyter:open-job", {"id": ids["diverges"]})
+    view = page.locator(f".tfc-JobDetail[data-job-id='{ids['diverges']}']")
+    view.locator(".tfc-MetricsLast-flag", has_text="loss is inf from epoch").wait_for(
+        timeout=20_000
+    )
+    screenshot(page, "sidebar-flagged.png")
+
+    # Remove an ended job with its files: asked first, then gone from the list and the API.
+    short = lab_server.api("GET", f"tfc-jupyter/jobs/{ids['short']}")
+    assert short["terminal"], short
+    lab_command(page, "tfc-jupyter:open-job", {"id": ids["short"]})
+    page.locator(f".tfc-JobDetail[data-job-id='{ids['short']}'] .tfc-DeleteButton").click()
+    page.locator(".jp-Dialog", has_text="Remove this job?").wait_for()
+    _dialog_button(page, "Remove with its files").click()
+    page.locator(f".tfc-Sidebar .tfc-JobRow[data-job-id='{ids['short']}']").wait_for(
+        state="detached", timeout=10_000
+    )
+    assert _gone(lab_server, ids["short"])
+
+    # Clear finished: every ended job leaves the list.
+    deadline = time.monotonic() + JOB_DEADLINE_S
+    while not lab_server.api("GET", f"tfc-jupyter/jobs/{ids['diverges']}")["terminal"]:
+        assert time.monotonic() < deadline, "the diverging job did not end"
+        time.sleep(0.5)
+    page.locator(".tfc-ClearFinished").click()
+    page.locator(".jp-Dialog", has_text="finished job").wait_for()
+    _dialog_button(page, "Clear the list").click()
+    page.locator(".tfc-Sidebar .tfc-JobRow").first.wait_for(state="detached", timeout=10_000)
+    assert lab_server.api("GET", "tfc-jupyter/jobs")["jobs"] == []
+    assert _gone(lab_server, ids["bar"]) and _gone(lab_server, ids["diverges"])

@@ -25,6 +25,7 @@ from tfc_jupyter.notebook.convert import Cell
 types = pytest.importorskip("google.cloud.aiplatform_v1.types")
 
 VERTEX = "--backend vertex --project my-proj-1"
+RESERVATION = "projects/my-proj-1/zones/us-central1-a/reservations/held"
 SA = "trainer@my-proj-1.iam.gserviceaccount.com"
 
 
@@ -224,6 +225,12 @@ def _matrix() -> list[str]:
     machines += [
         ("--machine CPU", "cpu", False, False),
         ("--machine n2-standard-8", "cpu", False, False),
+        ("--machine n4-standard-8", "cpu", False, True),
+        ("--machine c2-standard-16", "cpu", False, False),
+        ("--machine e2-highmem-8", "cpu", False, False),
+        ("--machine m1-ultramem-40", "cpu", False, False),
+        ("--machine n1-highmem-32 --gpus 2", "gpu", False, False),
+        ("--machine n1-highcpu-96 --gpus 8 --gpu-type V100", "gpu", False, False),
     ]
     pools = ["", "--workers 2", "--workers 1 --ps 1 --evaluator"]
     extras = [
@@ -234,6 +241,9 @@ def _matrix() -> list[str]:
         "--persistent-resource team-pool",
         "--boot-disk-type pd-standard --boot-disk-size 200",
         "--env MODE=train --label team=vision --timeout 3h --restart-on-worker-restart",
+        f"--reservation {RESERVATION}",
+        "--psc-network-attachment my-attachment --env 'PATHS=$(HOME)/a:$$b'",
+        "--network projects/123456789012/global/networks/my-vpc --base-output-dir gs://bkt/run",
     ]
     lines = []
     for i, (machine, kind, flex, hyper) in enumerate(machines):
@@ -247,6 +257,10 @@ def _matrix() -> list[str]:
                 extra = "--spot"
             if extra.startswith("--boot") and hyper:
                 extra = "--boot-disk-size 200"
+            if extra.startswith("--network") and any(
+                t in machine for t in ("MEGA", "H200", "B200")
+            ):
+                extra = "--psc-network-attachment my-attachment"  # no VPC peering there
             route = "--route image" if (i + j) % 2 or kind == "tpu" else "--route package"
             lines.append(f"{machine} {pool} {extra} {route}".replace("  ", " ").strip())
     return lines
@@ -257,7 +271,20 @@ MATRIX = _matrix()
 
 def test_the_matrix_covers_the_catalog() -> None:
     assert len(MATRIX) >= 60
-    for needed in ("--tpu v5e-8", "--gpu-type H200", "--gpu-type B200", "--flex-start", "--spot"):
+    needed_flags = (
+        "--tpu v5e-8",
+        "--gpu-type H200",
+        "--gpu-type B200",
+        "--gpu-type RTX_PRO_6000",
+        "--flex-start",
+        "--spot",
+        f"--reservation {RESERVATION}",
+        "--psc-network-attachment",
+        "--network",
+        "$(HOME)",
+        "n4-standard-8",
+    )
+    for needed in needed_flags:
         assert any(needed in line for line in MATRIX), needed
     assert any("--route package" in line for line in MATRIX)
 
@@ -266,7 +293,7 @@ def test_the_matrix_covers_the_catalog() -> None:
 def test_every_request_of_the_matrix_parses_into_the_real_types(
     settings: Settings, monkeypatch: pytest.MonkeyPatch, line: str
 ) -> None:
-    from vertex_validate import validate
+    from vertex_validate import container_env, validate
 
     from tfc_jupyter.config import load_settings
     from tfc_jupyter.image.names import local_tensorflow_version
@@ -288,6 +315,10 @@ def test_every_request_of_the_matrix_parses_into_the_real_types(
     )
     beta = pytest.importorskip("google.cloud.aiplatform_v1beta1.types")
     beta.CustomJob.from_json(json.dumps(body))
+    for pool in (p for p in body["jobSpec"]["workerPoolSpecs"] if p):
+        run = pool.get("containerSpec") or pool["pythonPackageSpec"]
+        seen = container_env([{"name": "HOME", "value": "/root"}, *run["env"]])
+        assert {k: seen[k] for k, _ in plan.spec.env} == dict(plan.spec.env), line  # as written
     if "--route package" in line:
         pools = body["jobSpec"]["workerPoolSpecs"]
         assert all("pythonPackageSpec" in p for p in pools if p), line

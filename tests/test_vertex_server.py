@@ -55,7 +55,7 @@ def pool(
             "image_uri": image,
             "command": ["python", "main.py"],
             "args": list(args),
-            "env": [{"name": "TFC_JOB_NAME", "value": "env-test"}],
+            "env": [{"name": "TFC_JOB_NAME", "value": "env-test$$(HOME)"}],  # $$: Vertex's escape
         },
     }
 
@@ -304,7 +304,7 @@ def test_replicas_get_vertex_environment_and_logs(server: VertexServer) -> None:
     assert worker1["AIP_MODEL_DIR"] == "gs://bucket/run/model/"
     assert worker1["AIP_CHECKPOINT_DIR"] == "gs://bucket/run/checkpoints/"
     assert worker1["AIP_TENSORBOARD_LOG_DIR"] == "gs://bucket/run/logs/"
-    assert worker1["TFC_JOB_NAME"] == "env-test"  # the container spec's own env
+    assert worker1["TFC_JOB_NAME"] == "env-test$(HOME)"  # the spec's own env, as Vertex expands it
     stderr = [e for e in by_task["workerpool0-0"] if e.payload == "to stderr"]
     assert stderr and stderr[0].severity == "ERROR"
     one = entries(server, job_id, ' AND resource.labels.task_name="workerpool2-0"')

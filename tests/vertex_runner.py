@@ -63,6 +63,8 @@ from pathlib import Path
 from typing import Any, Protocol
 from urllib.parse import quote, urlsplit
 
+from vertex_validate import container_env
+
 OnLine = Callable[[str, str], None]  # (text, severity)
 _ROLES = {0: "chief", 1: "worker", 2: "ps", 3: "evaluator"}
 _TERMINAL = {"JOB_STATE_SUCCEEDED", "JOB_STATE_FAILED", "JOB_STATE_CANCELLED"}
@@ -811,7 +813,7 @@ class JobRun:
         for task, pool, env in vertex_env(self.resource, self.job_id):
             package = pools[pool].get("pythonPackageSpec")
             spec_env = (package or pools[pool].get("containerSpec", {})).get("env", [])
-            env = {**{e["name"]: e.get("value", "") for e in spec_env}, **env}
+            env = {**container_env(spec_env), **env}  # $(NAME) and $$ expanded as Vertex does
 
             def on_line(text: str, severity: str, task: str = task) -> None:
                 self.logs.add(self.project, self.job_id, task, text, severity)

@@ -394,6 +394,7 @@ ENDPOINTS = [
     ("GET", ("jobs", "some-job")),
     ("GET", ("jobs", "some-job", "logs")),
     ("POST", ("jobs", "some-job", "cancel")),
+    ("POST", ("jobs", "some-job", "tensorboard")),
     ("DELETE", ("jobs", "some-job")),
     ("DELETE", ("jobs",)),
     ("GET", ("machines",)),

@@ -3,9 +3,9 @@
 One scenario: with no notebook open, "Launch on ..." says so in a dialog, and the Launcher has a
 tile for it; a running job's tab shows its log as the cell does, with no empty line and its
 progress bar drawn in place, at three moments of its life; a job whose loss overflows (too high
-a learning rate) is flagged in its row and its view; an ended job is removed with its files,
-and "Clear finished" empties the list of ended jobs, each after a confirmation, in the list and
-in the API alike.
+a learning rate) is flagged in its row and its view, which names no Vertex AI and opens its
+TensorBoard; an ended job is removed with its files, and "Clear finished" empties the list of
+ended jobs, each after a confirmation, in the list and in the API alike.
 """
 
 from __future__ import annotations
@@ -32,13 +32,14 @@ BAR = (
     "print('last', flush=True)"
 )
 DIVERGES = (
-    "import numpy as np, tensorflow as tf\n"
+    "import numpy as np, tensorflow as tf, tfc_runtime\n"
     "x = np.random.RandomState(0).normal(size=(256, 4)).astype('float32')\n"
     "y = (x @ np.array([1, 2, 3, 4], dtype='float32')).astype('float32')\n"
     "tf.keras.utils.set_random_seed(0)\n"
     "model = tf.keras.Sequential([tf.keras.Input((4,)), tf.keras.layers.Dense(1)])\n"
     "model.compile(optimizer=tf.keras.optimizers.SGD(learning_rate=3.0), loss='mse')\n"
-    "model.fit(x, y, epochs=8, batch_size=32, verbose=2)"
+    "board = tf.keras.callbacks.TensorBoard(tfc_runtime.tensorboard_dir())\n"
+    "model.fit(x, y, epochs=8, batch_size=32, verbose=2, callbacks=[board])"
 )
 
 
@@ -135,6 +136,14 @@ def _scenario(lab_server: LabServer, page: Any) -> None:
         timeout=20_000
     )
     screenshot(page, "sidebar-flagged.png")
+    # A local job's view names no Vertex AI; its TensorBoard opens from here.
+    assert "Vertex AI console" not in view.inner_text()
+    with page.context.expect_page(timeout=90_000) as opened:
+        view.locator(".tfc-TensorBoardButton").click()
+    board = opened.value
+    board.wait_for_url(re.compile(r"http://127\.0\.0\.1:\d+/"), timeout=90_000)
+    board.wait_for_function("() => document.title.includes('TensorBoard')", timeout=60_000)
+    board.close()
 
     # Remove an ended job with its files: asked first, then gone from the list and the API.
     short = lab_server.api("GET", f"tfc-jupyter/jobs/{ids['short']}")

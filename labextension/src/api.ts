@@ -61,6 +61,15 @@ export function cancelJob(id: string): Promise<IJob> {
   });
 }
 
+/** TensorBoard on a job's logs on the server's machine (started on loopback): its address. */
+export async function openTensorBoard(id: string): Promise<string> {
+  const data = await requestAPI<{ url: string }>(
+    `jobs/${encodeURIComponent(id)}/tensorboard`,
+    { method: 'POST' }
+  );
+  return data.url;
+}
+
 /** Remove an ended job from the list (`files`: its folder on the server's machine too). */
 export function deleteJob(id: string, files = false): Promise<IJob> {
   const query = files ? '?files=1' : '';

@@ -254,6 +254,55 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/jobs/{job_id}/tensorboard": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description a job id, or any unique prefix of one */
+                job_id: components["parameters"]["JobId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** TensorBoard on the job's TensorBoard folders on this machine, started on loopback (the same one again while it runs) */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    /** @description a job id, or any unique prefix of one */
+                    job_id: components["parameters"]["JobId"];
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description its address */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            job_id: string;
+                            /** @description http://127.0.0.1:PORT/ */
+                            url: string;
+                        };
+                    };
+                };
+                400: components["responses"]["Error"];
+                404: components["responses"]["Error"];
+                502: components["responses"]["Error"];
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/jobs/{job_id}/metrics": {
         parameters: {
             query?: never;

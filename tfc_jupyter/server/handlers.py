@@ -222,6 +222,15 @@ class CancelHandler(TfcHandler):
         self.reply(await self.call(self.service.cancel, job_id))
 
 
+class TensorBoardHandler(TfcHandler):
+    """``POST``: TensorBoard on a job's logs, on loopback."""
+
+    @web.authenticated
+    async def post(self, job_id: str) -> None:
+        """Start (or find) TensorBoard on the job's TensorBoard folders here; its address."""
+        self.reply(await self.call(self.service.tensorboard, job_id))
+
+
 class MachinesHandler(TfcHandler):
     """``GET``: the machine catalog."""
 
@@ -268,6 +277,7 @@ ROUTES: list[tuple[str, type[TfcHandler]]] = [
     (f"jobs/{_JOB}/logs", LogsHandler),
     (f"jobs/{_JOB}/metrics", MetricsHandler),
     (f"jobs/{_JOB}/cancel", CancelHandler),
+    (f"jobs/{_JOB}/tensorboard", TensorBoardHandler),
     ("machines", MachinesHandler),
     ("defaults", DefaultsHandler),
     ("openapi.yaml", OpenAPIHandler),

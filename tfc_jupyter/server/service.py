@@ -333,6 +333,15 @@ class JobService:
             "svg": svg(shown, done=record.state.is_terminal()),
         }
 
+    def tensorboard(self, job_id: str) -> dict[str, Any]:
+        """TensorBoard on the job's TensorBoard folders here, started by this server on
+        loopback (the same one again while it runs): ``{"url": "http://127.0.0.1:PORT/"}``."""
+        from ..tensorboard import serve
+
+        client = self.client()
+        record = self._record(client, job_id)
+        return {"job_id": record.id, "url": serve(client.job(record.id))}
+
     def delete(self, job_id: str, *, files: bool = False) -> dict[str, Any]:
         """Remove an ended job from the list (``files``: its folder too); 409 while it runs."""
         return job_dict(self.client().delete(job_id, files=files))

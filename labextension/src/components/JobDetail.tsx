@@ -2,7 +2,7 @@ import React, { useEffect, useState } from 'react';
 
 import { Dialog, showDialog } from '@jupyterlab/apputils';
 
-import { cancelJob, deleteJob } from '../api';
+import { cancelJob, deleteJob, openTensorBoard } from '../api';
 import { ICellLink, linkOfLocation } from '../celllink';
 import {
   costTitle,
@@ -65,6 +65,21 @@ export function JobDetail(props: {
       setError(e instanceof TfcApiError ? e.text : String(e));
     } finally {
       setCancelling(false);
+    }
+  };
+
+  const onTensorBoard = async (): Promise<void> => {
+    // opened on the click (a window opened after an answer is a blocked pop-up), then sent
+    const opened = window.open('', '_blank');
+    try {
+      const url = await openTensorBoard(jobId);
+      if (opened) {
+        opened.location.href = url;
+      }
+      setError(null);
+    } catch (e) {
+      opened?.close();
+      setError(e instanceof TfcApiError ? e.text : String(e));
     }
   };
 
@@ -240,9 +255,13 @@ export function JobDetail(props: {
           </a>
         ) : null}
         {!job.console_url && !job.tensorboard_url ? (
-          <span className="tfc-Muted">
-            Vertex AI console and TensorBoard links appear for Vertex AI jobs.
-          </span>
+          <button
+            className="jp-Button jp-mod-styled tfc-TensorBoardButton"
+            title="TensorBoard on the job's TensorBoard logs, served from this machine"
+            onClick={onTensorBoard}
+          >
+            TensorBoard
+          </button>
         ) : null}
       </div>
       {error ? <div className="tfc-Error">{error}</div> : null}

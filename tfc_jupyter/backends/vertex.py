@@ -336,7 +336,8 @@ class VertexBackend:
         url += f"{vertex_request.parent_path(spec)}/customJobs"
         timeout = self.settings.timeout_s
         since = datetime.now(timezone.utc) - timedelta(minutes=2)  # clock skew
-        flt = f'display_name="{body["displayName"]}" AND create_time>="{since:%Y-%m-%dT%H:%M:%SZ}"'
+        name = json.dumps(body["displayName"], ensure_ascii=False)  # any UTF-8, '"' escaped
+        flt = f'display_name={name} AND create_time>="{since:%Y-%m-%dT%H:%M:%SZ}"'
         known = {r.handle.get("resource_name") for r in self.store.list(backend="vertex")}
 
         def create() -> dict[str, Any]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tfc_jupyter.errors import SpecError
-from tfc_jupyter.job import catalog
+from tfc_jupyter.job import catalog, prices
 from tfc_jupyter.job.catalog import Machine, gpu_machine, lookup, normalize_gpu_type, tpu_machine
 
 # tfc.run's COMMON_MACHINE_CONFIGS (reference/vertex_and_tfc_facts.md):
@@ -39,9 +39,9 @@ MODERN_GPUS = {
     "H200_8X": ("a3-ultragpu-8g", "NVIDIA_H200_141GB", 8),
     "B200_8X": ("a4-highgpu-8g", "NVIDIA_B200", 8),
 }
-# Machines with no verified list price here: a plan says "price not listed" for them.
-UNPRICED = {"H100_1X", "H100_2X", "H100_4X", "H100_MEGA_8X", "H200_8X", "B200_8X", "A100_16X"}
-UNPRICED |= {f"RTX_PRO_6000_{n}X" for n in (1, 2, 4, 8)}
+# The rows Google's list gives a number for, as tfc_jupyter.job.prices holds it (see
+# tests/test_prices.py); every other row says "price not listed".
+PRICED = {"CPU", "H100_8X"}
 
 # TPU name -> (machine type, accelerator enum, count, topology)
 TPUS = {
@@ -182,7 +182,7 @@ def test_every_row_knows_its_size_and_a_price_or_says_it_has_none() -> None:
     for m in catalog.catalog_rows():
         assert m.machine_type in catalog.MACHINE_TYPES
         assert m.vcpus > 0 and m.memory_gb > 0, m
-        if m.name in UNPRICED:
+        if m.name not in PRICED:
             assert m.price_per_hour is None, m
         else:
             assert m.price_per_hour is not None and m.price_per_hour > 0, m
@@ -250,12 +250,15 @@ def test_capacity_notes(name: str, scheduling: str, reservation: str | None, wor
 
 
 def test_price_counts_the_gpus() -> None:
-    one, four = lookup("T4_1X"), lookup("T4_4X")
-    host1, host4 = (catalog.MACHINE_TYPES[m.machine_type][2] for m in (one, four))
-    gpu_price = catalog.GPUS["T4"][1]
-    assert one.price_per_hour == pytest.approx(host1 + gpu_price)
-    assert four.price_per_hour == pytest.approx(host4 + 4 * gpu_price)
-    assert lookup("CPU").price_per_hour < one.price_per_hour < four.price_per_hour
+    # a3-highgpu-8g: 208 vCPUs and 1,872 GB at the A3 rows, and 8 x the H100 row
+    h100 = lookup("H100_8X")
+    core, ram = prices.FAMILIES["a3-highgpu"]
+    gpu = prices.ACCELERATORS["NVIDIA_H100_80GB"]
+    assert core.standard and ram.standard and gpu.standard
+    assert h100.price_per_hour == pytest.approx(
+        208 * core.standard + 1872 * ram.standard + 8 * gpu.standard, abs=1e-5
+    )
+    assert 0 < (lookup("CPU").price_per_hour or 0) < (h100.price_per_hour or 0)
 
 
 @pytest.mark.parametrize(

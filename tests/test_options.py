@@ -8,7 +8,7 @@ import pytest
 
 from tfc_jupyter.config import Settings
 from tfc_jupyter.errors import SpecError
-from tfc_jupyter.job import catalog, options
+from tfc_jupyter.job import catalog, options, prices
 from tfc_jupyter.job.spec import BackendName, JobSpec, Strategy
 
 
@@ -120,11 +120,11 @@ def test_workers_and_worker_machine(settings: Settings) -> None:
     spec = _spec("--workers 2 --gpus 1", settings)
     assert spec.worker == spec.chief == catalog.lookup("T4_1X")
     assert spec.resolved_strategy() is Strategy.MULTI_WORKER_MIRRORED
-    mixed = _spec("--workers 3 --machine CPU --worker-machine V100_1X", settings)
-    assert mixed.chief.name == "CPU" and mixed.worker == catalog.lookup("V100_1X")
-    assert mixed.cost_per_hour() == pytest.approx(
-        catalog.lookup("CPU").price_per_hour + 3 * catalog.lookup("V100_1X").price_per_hour
-    )
+    mixed = _spec("--workers 3 --machine CPU --worker-machine H100_8X", settings)
+    assert mixed.chief.name == "CPU" and mixed.worker == catalog.lookup("H100_8X")
+    each = [catalog.lookup(m).price_per_hour or 0 for m in ("CPU", "H100_8X")]
+    disk = prices.boot_disk_price("pd-ssd", 100) or 0.0  # every replica has its boot disk
+    assert mixed.cost_per_hour() == pytest.approx(each[0] + disk + 3 * (each[1] + disk), abs=1e-5)
     gpu_workers = _spec("--workers 1 --gpus 1 --worker-machine n1-standard-16", settings)
     assert gpu_workers.worker is not None
     assert (gpu_workers.worker.machine_type, gpu_workers.worker.gpu_count) == ("n1-standard-16", 1)

@@ -575,7 +575,7 @@ def test_job_dict_costs_priced_unpriced_and_foreign_records(tmp_path: Path) -> N
     verified price (never a made-up $0); an older record without a spec adds up what it holds."""
     from tfc_jupyter import jobs
     from tfc_jupyter.config import load_settings
-    from tfc_jupyter.job import catalog, options
+    from tfc_jupyter.job import catalog, options, prices
     from tfc_jupyter.job.spec import JobSpec
 
     def record(spec: dict[str, Any], backend: str = "vertex") -> JobRecord:
@@ -592,10 +592,11 @@ def test_job_dict_costs_priced_unpriced_and_foreign_records(tmp_path: Path) -> N
         assert isinstance(built, JobSpec)
         return built.to_dict()
 
-    t4 = catalog.lookup("T4_1X").price_per_hour
-    priced = jobs.job_dict(record(spec_of("--backend vertex --machine T4_1X --workers 1")))
-    assert priced["cost_per_hour"] == pytest.approx(2 * t4)
-    assert priced["cost_estimate"] == pytest.approx(2 * t4 * priced["elapsed"] / 3600, rel=1e-3)
+    # CPU: n1-standard-4 and its 100 GB pd-ssd boot disk, for each replica
+    cpu = (catalog.lookup("CPU").price_per_hour or 0) + (prices.boot_disk_price("pd-ssd", 100) or 0)
+    priced = jobs.job_dict(record(spec_of("--backend vertex --machine CPU --workers 1")))
+    assert priced["cost_per_hour"] == pytest.approx(2 * cpu, abs=1e-5)
+    assert priced["cost_estimate"] == pytest.approx(2 * cpu * priced["elapsed"] / 3600, rel=1e-3)
     unpriced = jobs.job_dict(record(spec_of("--backend vertex --machine H200_8X")))
     assert unpriced["cost_per_hour"] is None and unpriced["cost_estimate"] is None
     local = jobs.job_dict(record(spec_of("--machine H200_8X"), backend="local"))

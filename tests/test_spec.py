@@ -8,6 +8,7 @@ import json
 import pytest
 
 from tfc_jupyter.errors import SpecError
+from tfc_jupyter.job import prices
 from tfc_jupyter.job.catalog import lookup, tpu_machine
 from tfc_jupyter.job.spec import (
     MAX_LABELS,
@@ -65,9 +66,13 @@ def test_workers_default_to_the_chief_machine() -> None:
     spec = JobSpec(chief=T4, worker_count=2)
     assert spec.worker == T4
     assert spec.replica_count == 3
-    assert spec.cost_per_hour() == pytest.approx(3 * T4.price_per_hour)
-    mixed = JobSpec(chief=CPU, worker=T4, worker_count=2)
-    assert mixed.cost_per_hour() == pytest.approx(CPU.price_per_hour + 2 * T4.price_per_hour)
+    assert spec.cost_per_hour() is None  # T4: no listed price (tests/test_prices.py)
+    # Every replica counts, with its own boot disk (100 GB of pd-ssd by default).
+    h100, disk = lookup("H100_8X"), prices.boot_disk_price("pd-ssd", 100) or 0.0
+    mixed = JobSpec(chief=CPU, worker=h100, worker_count=2)
+    assert mixed.cost_per_hour() == pytest.approx(
+        (CPU.price_per_hour or 0) + disk + 2 * ((h100.price_per_hour or 0) + disk), abs=1e-5
+    )
 
 
 # ---------------------------------------------------------------- validation rules

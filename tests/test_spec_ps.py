@@ -12,7 +12,7 @@ from vertex_validate import validate
 from tfc_jupyter.backends.local import LocalBackend, check_estimator_tensorflow, cluster_env
 from tfc_jupyter.config import Settings
 from tfc_jupyter.errors import BackendError, SpecError
-from tfc_jupyter.job import options
+from tfc_jupyter.job import options, prices
 from tfc_jupyter.job.catalog import lookup, tpu_machine
 from tfc_jupyter.job.plan import make_plan
 from tfc_jupyter.job.spec import JobSpec, Strategy
@@ -29,8 +29,11 @@ def test_ps_and_evaluator_defaults_replicas_and_cost() -> None:
     assert spec.ps_machine == CPU  # parameter servers hold variables: CPU machines
     assert spec.evaluator_machine == T4  # the evaluator runs the model like the chief
     assert spec.replica_count == 6
-    expected = 3 * T4.price_per_hour + 2 * CPU.price_per_hour + T4.price_per_hour
-    assert spec.cost_per_hour() == pytest.approx(expected)
+    assert spec.cost_per_hour() is None  # T4: no listed price (tests/test_prices.py)
+    h100, disk = lookup("H100_8X"), prices.boot_disk_price("pd-ssd", 100) or 0.0
+    priced = JobSpec(chief=h100, worker_count=2, ps_count=2, evaluator=True)
+    expected = 4 * ((h100.price_per_hour or 0) + disk) + 2 * ((CPU.price_per_hour or 0) + disk)
+    assert priced.cost_per_hour() == pytest.approx(expected, abs=1e-5)
     assert spec.resolved_strategy() is Strategy.NONE  # tf.estimator places variables on the ps
     again = JobSpec.from_dict(json.loads(json.dumps(spec.to_dict())))
     assert again == spec

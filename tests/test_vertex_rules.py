@@ -17,7 +17,7 @@ import pytest
 
 from tfc_jupyter.config import Settings
 from tfc_jupyter.errors import SpecError
-from tfc_jupyter.job import catalog, options, prebuilt
+from tfc_jupyter.job import catalog, options, prebuilt, prices
 from tfc_jupyter.job.plan import make_plan
 from tfc_jupyter.notebook.capture import Selection
 from tfc_jupyter.notebook.convert import Cell
@@ -195,17 +195,18 @@ def test_an_evaluator_on_a_gpu_machine_gets_a_gpu_image(settings: Settings) -> N
 
 
 def test_the_plan_says_what_the_job_costs_for_its_timeout(settings: Settings) -> None:
-    t4 = catalog.lookup("T4_1X")
-    plan = _plan(settings, f"{VERTEX} --gpus 1 --gpu-type T4 --timeout 2h")
-    assert plan.cost_at_most() == round(2 * t4.price_per_hour, 2)
-    assert f"at most ${2 * t4.price_per_hour:,.2f} if it runs its whole --timeout of 2h" in (
-        plan.to_text()
+    # CPU: n1-standard-4 and its 100 GB pd-ssd boot disk (T4 has no listed price)
+    rate = (catalog.lookup("CPU").price_per_hour or 0) + (
+        prices.boot_disk_price("pd-ssd", 100) or 0
     )
+    plan = _plan(settings, f"{VERTEX} --machine CPU --timeout 2h")
+    assert plan.cost_at_most() == round(2 * rate, 2)
+    assert f"at most ${2 * rate:,.2f} if it runs its whole --timeout of 2h" in plan.to_text()
     assert plan.summary()["cost_at_most"] == plan.cost_at_most()
-    open_ended = _plan(settings, f"{VERTEX} --gpus 1 --gpu-type T4")
+    open_ended = _plan(settings, f"{VERTEX} --machine CPU")
     assert open_ended.cost_at_most() is None
     assert "no --timeout: it bills until it ends" in open_ended.to_text()
-    assert "bills" not in _plan(settings, "--gpus 1 --gpu-type T4 --timeout 2h").to_text()
+    assert "bills" not in _plan(settings, "--machine CPU --timeout 2h").to_text()
 
 
 def _matrix() -> list[str]:

@@ -5,10 +5,12 @@ and extend them with today's Vertex AI machines (A100, A100 80GB, L4, H100, H100
 B200, TPU v2/v3/v5e). Raw Vertex machine types (``n1-standard-8``, ``a2-highgpu-1g``) are
 accepted too.
 
-Prices are approximate Vertex AI custom-training list prices per hour in us-central1 (machine
-plus accelerators), for the estimated cost a plan shows; they are not a quote. A machine whose
-list price was not verified has the price ``None``: plans say "price not listed" and link
-:data:`PRICING_URL` rather than show a number nobody checked.
+A machine's ``price_per_hour`` is its on-demand Vertex AI training price in us-central1
+(machine plus accelerators, no boot disk) from Google's list as :mod:`.prices` holds it, each
+row with its source and date; a job's price (:meth:`.spec.JobSpec.cost_per_hour`) adds boot
+disks and takes Spot or flex-start rates. Where Google's list as read gives no number the price
+is ``None``: plans say "price not listed" and link :data:`PRICING_URL` rather than show a
+number nobody checked.
 """
 
 from __future__ import annotations
@@ -18,10 +20,10 @@ import re
 from dataclasses import dataclass, replace
 
 from ..errors import SpecError
-from . import vertex_rules
+from . import prices, vertex_rules
 
-PRICES_AS_OF = "2026-11"
-PRICING_URL = "https://cloud.google.com/vertex-ai/pricing#custom-trained_models"
+PRICES_AS_OF = prices.AS_OF
+PRICING_URL = prices.PAGE_URL
 NOT_LISTED = "price not listed"
 
 
@@ -108,7 +110,7 @@ class Machine:
 # Vertex AI's training machine list (vertex_rules.TRAINING_COMPUTE_URL, read 2026-11-26): the
 # machine types a custom job may name, and nothing else (n2-standard-2/-96/-128 and the like are
 # Compute Engine types Vertex AI does not train on). The test server takes this same list.
-# machine type -> (vCPUs, memory GB, price per hour without accelerators; None: not listed here)
+# machine type -> (vCPUs, memory GB, an earlier unverified price: not used, see prices.py)
 MACHINE_TYPES: dict[str, tuple[int, float, float | None]] = {
     "n1-standard-4": (4, 15, 0.2185),
     "n1-standard-8": (8, 30, 0.4370),
@@ -174,7 +176,8 @@ MACHINE_TYPES: dict[str, tuple[int, float, float | None]] = {
     "ct5lp-hightpu-8t": (224, 384, 11.0400),
 }
 
-# short GPU name -> (Vertex enum, price per GPU-hour or None, {machine family: allowed counts})
+# short GPU name -> (Vertex enum, an earlier unverified price: not used, see prices.py,
+# {machine family: allowed counts})
 GPUS: dict[str, tuple[str, float | None, dict[str, tuple[int, ...]]]] = {
     "K80": ("NVIDIA_TESLA_K80", 0.5175, {"n1": (1, 2, 4, 8)}),
     "P4": ("NVIDIA_TESLA_P4", 0.6900, {"n1": (1, 2, 4)}),
@@ -212,7 +215,8 @@ _BUILT_IN = {
     if enum in GPU_BY_ENUM
 }
 
-# TPU names -> (machine type, accelerator enum, count, topology, price per hour)
+# TPU names -> (machine type, accelerator enum, count, topology, an earlier unverified price:
+# not used, see prices.py)
 TPUS: dict[str, tuple[str, str | None, int, str | None, float]] = {
     "v2-8": ("cloud-tpu", "TPU_V2", 8, None, 5.1750),
     "v3-8": ("cloud-tpu", "TPU_V3", 8, None, 9.2000),
@@ -358,7 +362,7 @@ def gpu_machine(gpu: str, count: int, machine_type: str | None = None) -> Machin
             f"use --gpu-type {instead} (the same machine shapes) or L4",
             field="gpu_type",
         )
-    enum, gpu_price, allowed = GPUS[gpu]
+    enum, _, allowed = GPUS[gpu]
     chosen = machine_type
     if machine_type is None:
         machine_type = _FIXED_FOR_COUNT.get(gpu, {}).get(count) or _N1_FOR_COUNT.get(count)
@@ -387,7 +391,7 @@ def gpu_machine(gpu: str, count: int, machine_type: str | None = None) -> Machin
             f"use --machine {_FIXED_FOR_COUNT[gpu].get(count, machine_type)} or drop --gpus",
             field="gpus",
         )
-    vcpus, mem, price = MACHINE_TYPES[machine_type]
+    vcpus, mem, _ = MACHINE_TYPES[machine_type]
     if family == "n1":
         _check_n1(gpu, count, machine_type)
     name = f"{gpu}_{count}X"
@@ -400,7 +404,7 @@ def gpu_machine(gpu: str, count: int, machine_type: str | None = None) -> Machin
         accelerator_count=count,
         vcpus=vcpus,
         memory_gb=mem,
-        price_per_hour=_price(price, gpu_price, count),
+        price_per_hour=prices.machine_price(machine_type, enum, count),
     )
 
 
@@ -429,11 +433,6 @@ def _check_n1(gpu: str, count: int, machine_type: str) -> None:
         f"use --gpus {counts}{',' if fits else ''}{also}" if takes else f"use{also.lstrip(' or')}",
         field="machine",
     )
-
-
-def _price(host: float | None, each: float | None, count: int) -> float | None:
-    """Host plus ``count`` accelerators, or None when either has no verified price."""
-    return total_price((host, 1), (each, count))
 
 
 _TPU_OTHERS = {
@@ -495,8 +494,8 @@ def tpu_machine(tpu: str) -> Machine:
     key = _tpu_key(tpu)
     if key not in TPUS:
         raise _tpu_refusal(key, tpu)
-    machine_type, accel, count, topology, tpu_price = TPUS[key]
-    vcpus, mem, host_price = MACHINE_TYPES[machine_type]
+    machine_type, accel, count, topology, _ = TPUS[key]
+    vcpus, mem, _ = MACHINE_TYPES[machine_type]
     return Machine(
         name="TPU_" + key.upper().replace("-", "_"),
         machine_type=machine_type,
@@ -504,15 +503,21 @@ def tpu_machine(tpu: str) -> Machine:
         accelerator_count=count,
         vcpus=vcpus,
         memory_gb=mem,
-        price_per_hour=_price(host_price, tpu_price, 1),
+        price_per_hour=prices.machine_price(machine_type, accel, count),
         tpu_topology=topology,
     )
 
 
 def _presets() -> dict[str, Machine]:
     table: dict[str, Machine] = {}
-    vcpus, mem, price = MACHINE_TYPES["n1-standard-4"]
-    table["CPU"] = Machine("CPU", "n1-standard-4", vcpus=vcpus, memory_gb=mem, price_per_hour=price)
+    vcpus, mem, _ = MACHINE_TYPES["n1-standard-4"]
+    table["CPU"] = Machine(
+        "CPU",
+        "n1-standard-4",
+        vcpus=vcpus,
+        memory_gb=mem,
+        price_per_hour=prices.machine_price("n1-standard-4"),
+    )
     for gpu, (_, _, allowed) in GPUS.items():
         if gpu in RETIRED:  # named, it is refused with what to use instead
             continue
@@ -578,8 +583,10 @@ def lookup(name: str) -> Machine:
                 "ask for it with --tpu v3-8 (or v2-8, v5e-1, v5e-4, v5e-8)",
                 field="machine",
             )
-        vcpus, mem, price = MACHINE_TYPES[lower]
-        return Machine(lower, lower, vcpus=vcpus, memory_gb=mem, price_per_hour=price)
+        vcpus, mem, _ = MACHINE_TYPES[lower]
+        return Machine(
+            lower, lower, vcpus=vcpus, memory_gb=mem, price_per_hour=prices.machine_price(lower)
+        )
     raise _unknown_machine(key)
 
 

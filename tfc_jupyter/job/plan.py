@@ -28,7 +28,7 @@ from ..notebook.capture import Selection
 from ..notebook.convert import Script, convert
 from ..notebook.requirements import Requirements, unsatisfied
 from ..registry import Preview
-from . import catalog, prelaunch
+from . import catalog, prelaunch, prices
 from .choose import choose
 from .options import JobOptions
 from .route import Route, choose_route
@@ -123,7 +123,7 @@ class Plan:
         for role, n, machine in self.pools():
             lines.append(
                 f"  pool {_POOL_OF[role]} {role} x{n}: {machine.name} = {machine.describe()}"
-                f"  ({catalog.price_text(catalog.total_price((machine.price_per_hour, n)))})"
+                f"  ({catalog.price_text(self.spec.pool_cost_per_hour(machine, n))})"
             )
         return lines
 
@@ -194,7 +194,7 @@ class Plan:
         out.append(f"backend: {spec.backend.value}   strategy: {self._strategy_line()}")
         out.append("worker pools:")
         out += self._pool_lines()
-        out.append(_cost_line(spec.cost_per_hour(), self.pools()) + self._cost_bound())
+        out.append(_cost_line(spec.cost_per_hour(), self.pools(), spec) + self._cost_bound())
         out.append(f"restarts: {self.restarts()}")
         out.append("requirements: " + (", ".join(self.requirements) or "none"))
         if self.route is not None:
@@ -264,15 +264,41 @@ class Plan:
 _POOL_OF = {"chief": 0, "worker": 1, "ps": 2, "evaluator": 3}  # Vertex AI pool positions
 
 
-def _cost_line(rate: float | None, pools: list[tuple[str, int, catalog.Machine]]) -> str:
+_RATES = {
+    "standard": "list prices",
+    "spot": "Spot list prices",
+    "flex_start": "flex-start list prices",
+}
+
+
+def _cost_line(
+    rate: float | None, pools: list[tuple[str, int, catalog.Machine]], spec: JobSpec
+) -> str:
+    """The plan's cost line: machines, accelerators and boot disks at the rates of the job's
+    scheduling, or which parts Google's list (as :mod:`.prices` holds it) does not price."""
+    rates = _RATES.get(spec.scheduling, "list prices")
     if rate is None:
-        unpriced = sorted({m.name for _, _, m in pools if m.price_per_hour is None})
+        names: dict[str, None] = {}
+        parts: dict[str, None] = {}
+        for _, _, m in pools:
+            missing = prices.unlisted(
+                m.machine_type,
+                m.accelerator_type,
+                m.accelerator_count,
+                scheduling=spec.scheduling,
+                boot_disk_type=spec.boot_disk_type,
+            )
+            if missing:
+                names[m.name] = None
+                parts.update(dict.fromkeys(part for part, _ in missing))
+        what = "verified list price" if spec.scheduling == "standard" else rates[:-1]
         return (
-            f"estimated cost: none; no verified list price for {', '.join(unpriced)} "
-            f"(see {catalog.PRICING_URL})"
+            f"estimated cost: none; no {what} for {', '.join(names)} (not in Google's list as "
+            f"read: {', '.join(parts)}; see {catalog.PRICING_URL})"
         )
     return (
-        f"estimated cost: ${rate:,.2f} per hour (list prices {catalog.PRICES_AS_OF}, an estimate)"
+        f"estimated cost: ${rate:,.2f} per hour ({rates} {catalog.PRICES_AS_OF}, boot disks "
+        "included, an estimate)"
     )
 
 

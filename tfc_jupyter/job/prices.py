@@ -335,6 +335,12 @@ def machine_price(
     return round(total, 6)
 
 
+def gpu_price(accelerator_type: str, scheduling: str = "standard") -> float | None:
+    """One GPU an hour (Vertex AI enum), None when not listed."""
+    row = ACCELERATORS.get(accelerator_type)
+    return row.at(scheduling) if row else None
+
+
 def boot_disk_price(disk_type: str, size_gb: int, scheduling: str = "standard") -> float | None:
     """One replica's boot disk an hour; None when the disk type has no listed rate."""
     row = BOOT_DISKS.get(disk_type)

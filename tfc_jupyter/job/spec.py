@@ -17,8 +17,8 @@ from typing import Any
 from .. import registry
 from ..errors import SpecError
 from ..registry import DEFAULT, BackendName
-from . import vertex_rules
-from .catalog import Machine, total_price
+from . import prices, vertex_rules
+from .catalog import Machine
 from .scheduling import check_vertex_settings
 
 
@@ -346,10 +346,27 @@ class JobSpec:
             rows.append(("evaluator", 1, self.evaluator_machine))
         return [(role, n, m) for role, n, m in rows if m is not None]
 
+    def pool_cost_per_hour(self, machine: Machine, replicas: int) -> float | None:
+        """A pool's estimated Vertex AI price an hour: its machines, accelerators and boot
+        disks at the rates of this job's scheduling (on demand, Spot or flex-start), from
+        Google's list as :mod:`.prices` holds it; None when a part has no listed rate."""
+        return prices.pool_price(
+            machine.machine_type,
+            machine.accelerator_type,
+            machine.accelerator_count,
+            replicas=replicas,
+            scheduling=self.scheduling,
+            boot_disk_type=self.boot_disk_type,
+            boot_disk_gb=self.boot_disk_gb,
+        )
+
     def cost_per_hour(self) -> float | None:
-        """Estimated list price per hour of all machines (see ``catalog.PRICES_AS_OF``); None
-        when one of them has no listed price."""
-        return total_price(*((m.price_per_hour, n) for _, n, m in self.pools()))
+        """Estimated price per hour of all pools (:meth:`pool_cost_per_hour`, list prices of
+        ``catalog.PRICES_AS_OF``); None when a part of one has no listed price."""
+        parts = [self.pool_cost_per_hour(m, n) for _, n, m in self.pools()]
+        if any(part is None for part in parts):
+            return None
+        return round(sum(part or 0.0 for part in parts), 6)
 
     def evolve(self, **changes: Any) -> JobSpec:
         """A copy with some fields changed (validated again)."""

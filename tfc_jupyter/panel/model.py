@@ -24,7 +24,7 @@ from .. import registry
 from ..client import Client
 from ..config import Settings
 from ..errors import TfcError
-from ..job import catalog
+from ..job import catalog, prices
 from ..job.options import JobOptions
 from ..job.plan import Plan
 from ..job.spec import JobSpec, Strategy, check_runnable
@@ -487,8 +487,8 @@ class PanelModel:
             ]
         elif name == "gpu_type":
             rows = [("", "default (the machine's, else T4)")] + [
-                (g, f"{g} · {catalog.price_text(price, ' per GPU-hour')}")
-                for g, (_, price, _) in catalog.GPUS.items()
+                (g, f"{g} · {catalog.price_text(prices.gpu_price(enum), ' per GPU-hour')}")
+                for g, (enum, _, _) in catalog.GPUS.items()
                 if g in catalog.OFFERED_GPU_TYPES
                 or g == self.choices.gpu_type  # a legacy one named
             ]
@@ -544,9 +544,7 @@ class PanelModel:
                     "replicas": n,
                     "machine": m.name,
                     "describe": m.describe(),
-                    "cost_per_hour": (
-                        catalog.total_price((m.price_per_hour, n)) if billed else 0.0
-                    ),
+                    "cost_per_hour": (spec.pool_cost_per_hour(m, n) if billed else 0.0),
                 }
                 for role, n, m in plan.pools()
             ],

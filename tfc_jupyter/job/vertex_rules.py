@@ -18,9 +18,12 @@ CHECKED = "2026-11-26"
 
 TRAINING_COMPUTE_URL = "https://cloud.google.com/vertex-ai/docs/training/configure-compute"
 """Vertex AI, "Configure compute resources for custom training": the machine types custom
-training takes and the GPU-by-machine table. (The reference corpus held only a Portuguese copy
-of this page without its tables; the tables below are the page's as issue 35 quotes it, read
-2026-11-26, and where a row was not quoted the conservative choice is taken and marked.)"""
+training takes and the GPU-by-machine table. The reference corpus searched on 2026-11-26 held
+only a Portuguese copy of this page, without its tables: the families and rows issue 35 quotes
+(N4, C2, e2-standard-32, e2-highmem-*, e2-highcpu-*, M1, n1-highmem-2/4/32/64/96,
+n1-highcpu-64/96, a2-megagpu-16g, G4; T4 on 32-vCPU N1 only x2 or x4; no P100 on n1-standard-64)
+are taken as quoted, and the sizes within a family follow Compute Engine's predefined types,
+narrowed where unsure (e2-highcpu: 16 and 32 only; no P100 on any 64- or 96-vCPU N1)."""
 
 # ------------------------------------------------------------------ GPUs on N1 machines
 # Vertex AI's GPU table for N1 machines (TRAINING_COMPUTE_URL, "GPUs", read 2026-11-26): the
@@ -108,7 +111,9 @@ reaches a private network through a Private Service Connect interface only
 PSC_URL = "https://cloud.google.com/vertex-ai/docs/training/psc-i-egress"
 """Vertex AI, "Use Private Service Connect interface for Vertex AI Training" (read 2026-11-26):
 "recommended for private connectivity"; the request names a network attachment in
-``pscInterfaceConfig.networkAttachment``, one "within the region and user project"."""
+``pscInterfaceConfig.networkAttachment``, one "within the region and user project". Whether a
+job may also set ``network`` (VPC peering) is not documented there: both together are refused
+(the conservative choice)."""
 NETWORK_ATTACHMENT = re.compile(
     r"(?:projects/(?P<project>[^/\s]+)/regions/(?P<region>[a-z0-9-]+)/networkAttachments/)?"
     r"(?P<name>[a-z]([-a-z0-9]{0,61}[a-z0-9])?)"

@@ -19,7 +19,7 @@ import pytest
 from jobutil import JOB_DEADLINE_S, job_pids, plan_for, run_job, wait_gone, write_notebook
 
 from tfc_jupyter.backends.watch_loop import VERTEX_RESTARTS, restartable
-from tfc_jupyter.jobs import Job, launch, store_for
+from tfc_jupyter.jobs import Job, job_dict, launch, store_for
 from tfc_jupyter.logs import is_noise
 from tfc_jupyter.records import JobState
 
@@ -86,6 +86,7 @@ def _killed_and_whole(tmp_path: Path, flags: str, victim: str) -> tuple[Job, str
     record = job.wait(timeout=JOB_DEADLINE_S)
     assert record.state is JobState.SUCCEEDED, (record.error, job.logs())
     assert record.handle["restarts"] == 1
+    assert job_dict(record)["restarts"] == 1 and "(restarted once)" in job.summary_line()
     assert killed_pid not in job_pids(record)
     assert wait_gone(job_pids(record)) == []
     return job, job.logs(), _final(whole.logs())[1]

@@ -379,6 +379,9 @@ class Job:
         text = f"{rec.id}: {rec.state.value} after {rec.elapsed:.1f} s"
         if rec.error and rec.state is not JobState.SUCCEEDED and rec.error != "cancelled":
             text += f": {logs.printable(rec.error)}"  # a cancel you asked for says no more
+        restarts = restart_count(rec)
+        if restarts:
+            text += f" (restarted {_times(restarts)})"
         flags = job_results(rec.log_dir).flags if rec.log_dir else []
         if flags:
             text += f"; {', '.join(flags)}"
@@ -466,6 +469,17 @@ def model_dir(rec: JobRecord, results: Results) -> str | None:
     return left[0] if left else None
 
 
+def restart_count(record: JobRecord) -> int:
+    """How many times the job's replicas were restarted after one died (0 when none were, or
+    when its backend does not say)."""
+    value = record.handle.get("restarts", 0)
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+
+
+def _times(count: int) -> str:
+    return "once" if count == 1 else "twice" if count == 2 else f"{count} times"
+
+
 def delete(store: JobStore, job_id: str, *, files: bool = False) -> JobRecord:
     """Remove an ended job's record (an id or unique prefix); with ``files``, its folder too,
     when that folder is this store's own (``<home>/jobs/<id>``). Returns the removed record.
@@ -494,7 +508,8 @@ def job_dict(record: JobRecord) -> dict[str, Any]:
     listed price); ``cost_estimate`` is what the job has cost so far: that rate times the elapsed
     time on Vertex AI (None without a rate), 0 on this machine.
     ``last_metrics`` is the last Keras epoch's loss and metrics (None before one ends);
-    ``metric_flags`` says which became NaN or infinite, and where (``loss is NaN from epoch 3``).
+    ``metric_flags`` says which became NaN or infinite, and where (``loss is NaN from epoch 3``);
+    ``restarts`` how many times its replicas were restarted after one died.
     """
     data = record.to_dict()
     spec = _spec(record.spec)
@@ -525,6 +540,7 @@ def job_dict(record: JobRecord) -> dict[str, Any]:
         billed=billed,
         last_metrics=results.last if results else None,
         metric_flags=results.flags if results else [],
+        restarts=restart_count(record),
     )
     return data
 

@@ -644,6 +644,8 @@ export interface components {
             } | null;
             /** @description metrics that became NaN or infinite, and where: 'loss is NaN from epoch 3' */
             metric_flags: string[];
+            /** @description how many times the job's replicas were restarted after one died (training resumed from its last saved epoch) */
+            restarts: number;
             error: string | null;
             error_location: string | null;
             console_url: string | null;

@@ -50,6 +50,8 @@ export interface IJob {
   last_metrics: { [name: string]: MetricValue } | null;
   /** Metrics that became NaN or infinite, and where (`loss is NaN from epoch 3`). */
   metric_flags: string[];
+  /** How many times its replicas were restarted after one died. */
+  restarts: number;
 }
 
 /** A metric's value: a number, or NaN and infinity as JSON can carry them (strings). */

@@ -50,6 +50,7 @@ function job(overrides: Partial<IJob> = {}): IJob {
     spec: {},
     last_metrics: null,
     metric_flags: [],
+    restarts: 0,
     ...overrides
   };
 }

@@ -197,6 +197,17 @@ export function JobDetail(props: {
             <th>elapsed</th>
             <td className="tfc-Elapsed">{formatElapsed(job.elapsed)}</td>
           </tr>
+          {job.restarts ? (
+            <tr>
+              <th>restarts</th>
+              <td className="tfc-Restarts">
+                {job.restarts === 1
+                  ? 'restarted once'
+                  : `restarted ${job.restarts} times`}{' '}
+                after a replica died; training resumed from its last saved epoch
+              </td>
+            </tr>
+          ) : null}
           <tr>
             <th>cost</th>
             <td title={costTitle(job)}>

@@ -50,6 +50,14 @@ export function JobRow(props: {
       <div className="tfc-JobRow-meta">
         <span className="tfc-JobRow-backend">{job.backend}</span>
         <span className="tfc-JobRow-elapsed">{formatElapsed(job.elapsed)}</span>
+        {job.restarts ? (
+          <span
+            className="tfc-JobRow-restarts"
+            title="replicas restarted after one died; training resumed from its last saved epoch"
+          >
+            ↻ {job.restarts}
+          </span>
+        ) : null}
         <span className="tfc-JobRow-cost" title={costTitle(job)}>
           {formatCost(job)}
         </span>

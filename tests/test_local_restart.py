@@ -7,6 +7,7 @@ with every epoch trained once and a loss in line with the same job run uninterru
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
@@ -114,6 +115,10 @@ def test_a_killed_worker_restarts_the_cluster_and_the_fit_resumes(tmp_path: Path
     job, logs, whole_loss = _killed_and_whole(tmp_path, " --workers 1", "worker-0")
     assert "[worker-0] [tfc_jupyter] worker-0 was killed by SIGKILL" in logs, logs
     assert "[chief] [tfc_jupyter] worker-0 was killed by SIGKILL" in logs
+    shown = io.StringIO()  # as the cell shows it: our note once, not as a replica's words
+    job.follow(out=shown)
+    said = [ln for ln in shown.getvalue().splitlines() if "was killed by" in ln]
+    assert len(said) == 1 and said[0].startswith("[tfc_jupyter] worker-0 was killed"), said
     for replica in ("chief", "worker-0"):
         resumed = re.search(rf"\[{replica}\] \[tfc_runtime\] fit 1 resumed after epoch (\d+)", logs)
         assert resumed and int(resumed.group(1)) >= 3, logs

@@ -27,7 +27,7 @@ from .events import JOB_ENDED
 from .files import disk_full, is_disk_full, write_private
 from .job import catalog
 from .job.plan import Plan
-from .logs import LogTail, Merger, label
+from .logs import LogTail, Merger
 from .pidfds import nap
 from .records import JobRecord, JobState, JobStore, default_home, new_job_id
 from .results import ResultFeed, Results, finite_number, job_results, loss_name
@@ -308,7 +308,7 @@ class Job:
             for replica, line in tail.read(final=done):
                 if pending and replica == first and _due(pending, chief_at):
                     for names, said in shown:  # what was printed before the report, first
-                        stream.write(f"{rewind}[{label(names)}] {said}\n")
+                        stream.write(f"{rewind}{logs.said(names, said)}\n")
                         rewind, bar = "", ""
                     shown = []
                     stream.flush()
@@ -322,7 +322,7 @@ class Job:
                 elif (text := logs.shown(line, verbose=verbose)) is not None:
                     shown += merger.add(replica, text if ansi else logs.strip_ansi(text), now)
             for names, line in shown + merger.ready(now, final=done):
-                stream.write(f"{rewind}[{label(names)}] {line}\n")
+                stream.write(f"{rewind}{logs.said(names, line)}\n")
                 rewind, bar = "", ""
             if pending:
                 stream.flush()
@@ -335,7 +335,7 @@ class Job:
             stream.flush()
             if done or (deadline is not None and time.monotonic() > deadline):
                 for names, line in merger.ready(now, final=True):
-                    stream.write(f"{rewind}[{label(names)}] {line}\n")
+                    stream.write(f"{rewind}{logs.said(names, line)}\n")
                     rewind = ""
                 stream.flush()
                 return rec

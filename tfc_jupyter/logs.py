@@ -308,6 +308,16 @@ class Merger:
         return out
 
 
+OURS = "[tfc_jupyter] "
+"""How tfc_jupyter's own notes start in a replica's log (a restart, said in each replica's)."""
+
+
+def said(replicas: list[str], line: str) -> str:
+    """A shown line with its replicas named (``[chief, worker-0] Epoch 1/3``); tfc_jupyter's
+    own notes as they are: they are not a replica's words."""
+    return line if line.startswith(OURS) else f"[{label(replicas)}] {line}"
+
+
 def label(replicas: list[str]) -> str:
     """``chief``, ``chief, worker-0``; four or more: ``chief +3``."""
     names = in_order(replicas)

@@ -27,7 +27,7 @@ from typing import Any
 from .. import jobs, registry
 from ..client import Client
 from ..errors import TfcError
-from ..logs import LogTail, Merger, is_noise, label, strip_ansi
+from ..logs import LogTail, Merger, is_noise, said, strip_ansi
 from ..logs import shown as shown_line
 from ..records import JobRecord, JobState, JobStore
 from ..results import ResultFeed, Results
@@ -268,7 +268,7 @@ class JobWatch:
             if not is_noise(line):
                 shown += self._merger.add(replica, line, now)
         for names, line in shown + self._merger.ready(now, final=done):
-            self.shown.append(f"[{label(names)}] {line}")
+            self.shown.append(said(names, line))
         for replica in self._tail.replicas():
             self.lines.setdefault(replica, deque(maxlen=self.max_lines))
         self._ended = done

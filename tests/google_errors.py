@@ -152,8 +152,9 @@ class Budget:
     """A per-project rate quota: ``limit`` requests in any ``window`` seconds, then ``refuse``.
 
     ``charge`` counts a request of ``project`` and returns the refusal when the budget is spent
-    (a refused request counts too, as at Google). ``limit`` and ``window`` may change while a
-    test runs (``limit=0``: every request refused).
+    (refused requests are counted too: stricter than needed, a client that keeps knocking
+    stays refused). ``limit`` and ``window`` may change while a test runs (``limit=0``: every
+    request refused). ``peak`` is the most requests of one project seen in any window.
     """
 
     limit: int
@@ -162,6 +163,7 @@ class Budget:
     used: dict[str, deque[float]] = field(default_factory=dict)
     refused: int = 0
     answered: int = 0
+    peak: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def charge(self, project: str) -> Refused | None:
@@ -173,14 +175,9 @@ class Budget:
                 times.popleft()
             over = len(times) >= self.limit
             times.append(now)
+            self.peak = max(self.peak, len(times))
             if over:
                 self.refused += 1
                 return self.refuse(project, self.limit)
             self.answered += 1
             return None
-
-    def most_in_window(self, project: str) -> int:
-        """Requests of ``project`` in the last ``window`` seconds now."""
-        now = time.monotonic()
-        with self._lock:
-            return sum(1 for t in self.used.get(project, ()) if now - t < self.window)

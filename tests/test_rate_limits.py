@@ -1,0 +1,386 @@
+"""Google's rate limits and quotas, as Google answers them, against the product.
+
+The test server keeps real per-project quotas (``VertexServer(log_reads=..., crud=...,
+minute=...)``: a minute shortened so that a test takes seconds) and answers with the services'
+own bodies (:mod:`google_errors`). Nothing of tfc_jupyter is patched.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import requests
+from google.api_core import exceptions as gexc
+from google.cloud.aiplatform_v1.types import CustomJob  # noqa: F401  (the server's: loaded once)
+from google_errors import (
+    Refused,
+    internal,
+    logging_read_daily,
+    logging_read_rate,
+    permission_denied,
+    unavailable,
+    vertex_crud_rate,
+)
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from jobutil import JOB_DEADLINE_S, plan_for, write_notebook
+from vertex_server import Fault, VertexServer, project_number
+
+from tfc_jupyter.backends.vertex import stop_watcher
+from tfc_jupyter.errors import BackendError
+from tfc_jupyter.gcloud import DailyQuotaError, QuotaError, TransientError, explain
+from tfc_jupyter.jobs import Job, launch, store_for
+from tfc_jupyter.records import JobRecord, JobState
+
+ROOT = Path(__file__).resolve().parents[1]
+IMAGE = "registry.test/tfc/rate:1"
+PROJECT = "test-project"
+NUMBER = project_number(PROJECT)
+CREATE = r"POST /v1/projects/[^/]+/locations/[^/]+/customJobs$"
+GET_JOB = r"GET /v1/projects/[^/]+/locations/[^/]+/customJobs/\d+$"
+ENTRIES = r"POST /v2/entries:list$"
+MINUTE = 6.0  # the test server's minute, in seconds (Google's quotas are per minute)
+SCALE = 60.0 / MINUTE
+
+
+# ------------------------------------------------------------------------------- helpers
+def answer(refused: Refused, url: str = "https://logging.googleapis.com/v2/entries:list") -> Any:
+    """The Google API error the client libraries raise for this answer over the wire."""
+    from vertex_server import ApiError
+
+    reply = requests.Response()
+    reply.status_code = {"RESOURCE_EXHAUSTED": 429, "PERMISSION_DENIED": 403}.get(
+        refused.status, 500 if refused.status == "INTERNAL" else 503
+    )
+    reply._content = json.dumps(ApiError.of(refused).body()).encode()
+    reply.headers.update(refused.headers)
+    reply.request = requests.Request("POST", url).prepare()
+    return gexc.from_http_response(reply)
+
+
+def said(exc: Any) -> tuple[bool, Exception]:
+    return explain(exc, project=PROJECT, region="us-central1", what="reading the job's logs")
+
+
+@pytest.fixture
+def home(tfc_env: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A job store; watchers ended afterwards (by the pids in their records)."""
+    home = Path(os.environ["TFC_JUPYTER_HOME"])
+    yield home
+    for record in store_for(home).list(limit=None):
+        stop_watcher(record)
+
+
+def point_at(server: VertexServer, monkeypatch: pytest.MonkeyPatch, **extra: str) -> None:
+    """The backend pointed at ``server``, with the test's patience (times scaled as the
+    server's minute is)."""
+    for name, value in {
+        "TFC_VERTEX_ENDPOINT": server.url,
+        "TFC_VERTEX_POLL": "0.2",
+        "TFC_VERTEX_BACKOFF": "0.05",
+        "TFC_VERTEX_TIMEOUT": "30",
+        "TFC_VERTEX_RETRY_TOTAL": "10",
+        "TFC_VERTEX_DRAIN": "1.5",
+        "TFC_VERTEX_LOG_READS": str(20 * SCALE),  # the product's 20 a minute, in the test's minute
+        **extra,
+    }.items():
+        monkeypatch.setenv(name, value)
+
+
+def vertex_job(server: VertexServer, home: Path, folder: Path, body: str) -> Job:
+    """Plan a one-cell notebook with a folder image registered with the server; launch it."""
+    folder.mkdir(parents=True)
+    nb = write_notebook(folder / "job.ipynb", f"%%tfc_run\n{body}")
+    plan = plan_for(nb, f"--backend vertex --project {PROJECT} --image {IMAGE}")
+    image = folder / "image"
+    image.mkdir()
+    (image / "script.py").write_text(plan.script.text)
+    smap = plan.script.source_map_json(plan.selection.name)
+    (image / "script.map.json").write_text(json.dumps(smap))
+    shutil.copytree(ROOT / "runtime" / "tfc_runtime", image / "tfc_runtime")
+    server.add_image(IMAGE, image)
+    return launch(plan, store=store_for(home))
+
+
+def log(record: JobRecord, replica: str) -> str:
+    path = Path(record.log_dir) / f"{replica}.log"
+    return path.read_text() if path.exists() else ""
+
+
+def wait_for(what: str, check: Any, timeout: float = 60.0) -> Any:
+    deadline = time.monotonic() + timeout
+    while not (value := check()):
+        assert time.monotonic() < deadline, f"no {what} after {timeout} s"
+        time.sleep(0.05)
+    return value
+
+
+# ------------------------------------------------------------------------------- bodies
+def test_the_server_answers_as_google_does(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Cloud Logging's read quota kept for real, answered with Google's own body; read by the
+    real logging client as Google's answer is."""
+    from google.auth.credentials import AnonymousCredentials
+    from google.cloud.logging_v2 import Client
+
+    with VertexServer(executor="process", log_reads=5, minute=2.0) as server:
+        client = Client(
+            project=PROJECT,
+            credentials=AnonymousCredentials(),
+            _use_grpc=False,
+            client_options={"api_endpoint": server.url},
+        )
+        for _ in range(5):
+            list(client.list_entries(resource_names=[f"projects/{PROJECT}"]))
+        with pytest.raises(gexc.TooManyRequests) as info:
+            list(client.list_entries(resource_names=[f"projects/{PROJECT}"]))
+        error = info.value
+        assert error.reason == "RATE_LIMIT_EXCEEDED" and error.domain == "googleapis.com"
+        assert error.metadata["quota_limit"] == "ReadRequestsPerMinutePerProject"
+        assert error.metadata["quota_metric"] == "logging.googleapis.com/read_requests"
+        assert error.metadata["quota_unit"] == "1/min/{project}"
+        assert error.message.split(": ", 1)[1].startswith(
+            "Quota exceeded for quota metric 'Read requests' and limit 'Read requests per minute'"
+            " of service 'logging.googleapis.com' for consumer 'project_number:"
+        )
+        assert [d["@type"].rsplit(".", 1)[1] for d in error.details] == ["ErrorInfo", "Help"]
+        time.sleep(2.05)  # the (shortened) minute passed: answered again
+        list(client.list_entries(resource_names=[f"projects/{PROJECT}"]))
+        assert server.log_budget is not None and server.log_budget.refused == 1
+
+
+# Google's refusals and what each must mean: (transient, error class, words in the message).
+CASES = [
+    (logging_read_rate(NUMBER), True, TransientError, "Cloud Logging is rate-limiting"),
+    (vertex_crud_rate(NUMBER), True, TransientError, "Vertex AI is rate-limiting"),
+    (logging_read_daily(NUMBER), False, DailyQuotaError, "daily quota is used up"),
+    (permission_denied("logging.logEntries.list", f"projects/{PROJECT}"), False, BackendError, ""),
+    (unavailable(2), True, TransientError, "unavailable (503)"),
+    (internal(), True, TransientError, "unavailable (500)"),
+]
+
+
+@pytest.mark.parametrize(("refused", "transient", "kind", "words"), CASES)
+def test_each_refusal_is_told_by_its_structure(
+    refused: Refused, transient: bool, kind: type, words: str
+) -> None:
+    retry, error = said(answer(refused))
+    assert retry is transient and type(error) is kind, (retry, error)
+    assert words in str(error) and "\n" not in str(error) and "Fix: " in str(error)
+
+
+def test_a_daily_quota_names_its_reset_and_the_quota_page() -> None:
+    _, error = said(answer(logging_read_daily(NUMBER)))
+    text = str(error)
+    assert "Cloud Logging's daily quota is used up in project test-project" in text
+    assert "ReadRequestsPerDayPerProject" in text and "midnight Pacific time" in text
+    assert f"quotas?project={PROJECT}&metric=logging.googleapis.com/read_requests" in text
+    assert not isinstance(error, QuotaError)  # not "ask for fewer or smaller machines"
+
+
+def test_retry_after_is_read_from_the_header_and_from_retry_info() -> None:
+    _, error = said(answer(unavailable(7)))
+    assert getattr(error, "retry_after", None) == 7.0
+    with_info = Refused(
+        "RESOURCE_EXHAUSTED",
+        "Resource has been exhausted (e.g. check quota).",
+        [{"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "23s"}],
+    )
+    retry, error = said(answer(with_info))
+    assert retry and getattr(error, "retry_after", None) == 23.0
+
+
+WORDS = st.sampled_from(
+    ["Quota exceeded", "quota", "per day", "daily", "per minute", "limit", "Too many requests", ""]
+)
+UNITS = st.sampled_from(
+    ["1/min/{project}", "1/d/{project}", "1/s/{project}", "1/min/{project}/{region}", ""]
+)
+LIMITS = st.sampled_from(
+    ["ReadRequestsPerMinutePerProject", "defaultPerDayPerProject", "WritePerSecond", "", "x"]
+)
+REASONS = st.sampled_from(["RATE_LIMIT_EXCEEDED", "RESOURCE_QUOTA_EXCEEDED", "OTHER", None])
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(WORDS, max_size=4), UNITS, LIMITS, REASONS, st.integers(1, 10**6))
+def test_a_refusal_is_never_told_by_a_word_in_its_text(
+    words: list[str], unit: str, limit: str, reason: str | None, value: int
+) -> None:
+    """The same structure with any words says the same thing; a daily quota is told by its
+    unit (or, without one, its limit's name), a per-minute limit is retried."""
+    details: list[dict[str, Any]] = []
+    if reason is not None:
+        meta = {"quota_limit": limit, "quota_limit_value": str(value)}
+        meta |= {"quota_unit": unit} if unit else {}
+        details.append(
+            {
+                "@type": "type.googleapis.com/google.rpc.ErrorInfo",
+                "reason": reason,
+                "domain": "googleapis.com",
+                "metadata": meta,
+            }
+        )
+    outcomes = set()
+    for text in (" ".join(words), "nothing to see", "Quota exceeded per day, daily quota"):
+        retry, error = said(answer(Refused("RESOURCE_EXHAUSTED", text, details)))
+        outcomes.add((retry, type(error)))
+    assert len(outcomes) == 1, outcomes
+    ((retry, kind),) = outcomes
+    daily = unit.startswith("1/d/") or (not unit and "PerDay" in limit)
+    if reason == "RATE_LIMIT_EXCEEDED":
+        assert (kind, retry) == ((DailyQuotaError, False) if daily else (TransientError, True))
+    elif reason == "RESOURCE_QUOTA_EXCEEDED":
+        assert (kind, retry) == (QuotaError, False)
+    else:  # a 429 that says nothing more: a rate limit, retried
+        assert (kind, retry) == (TransientError, True)
+
+
+# ------------------------------------------------------------------------------- launches
+def test_retry_after_is_waited_for(
+    home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with VertexServer(executor="process") as server:
+        point_at(server, monkeypatch)
+        server.inject(Fault.unavailable(CREATE, retry_after=1))
+        started = time.monotonic()
+        job = vertex_job(server, home, tmp_path / "a", "print('up')")
+        assert time.monotonic() - started >= 1.0  # not the 0.05 s backoff
+        assert [r.answer for r in server.received("POST", "customJobs$")] == [503, 200]
+        assert job.record().handle["api_retries"] == 1
+
+
+def test_a_daily_quota_at_launch_stops_with_its_own_message(
+    home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with VertexServer(executor="process") as server:
+        point_at(server, monkeypatch)
+        server.inject(Fault.daily_quota(CREATE))
+        with pytest.raises(DailyQuotaError) as info:
+            vertex_job(server, home, tmp_path / "a", "print('up')")
+        assert "daily quota is used up" in str(info.value)
+        assert "midnight Pacific time" in str(info.value) and "\n" not in str(info.value)
+        assert len(server.received("POST", "customJobs$")) == 1  # never retried
+        assert server.jobs == {}
+
+
+# ------------------------------------------------------------------------------- watchers
+def test_refused_state_reads_never_fail_a_running_job(
+    home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Vertex AI's CRUD limit on getCustomJob: the job is "status unknown", never FAILED, and
+    its watcher goes on until the reads are answered again."""
+    go = tmp_path / "go"
+    body = (
+        "import os, time\nprint('up', flush=True)\n"
+        f"while not os.path.exists({str(go)!r}):\n    time.sleep(0.05)\nprint('done', flush=True)"
+    )
+    with VertexServer(executor="process", crud=600, minute=MINUTE) as server:
+        point_at(server, monkeypatch, TFC_VERTEX_RETRY_TOTAL="1")
+        job = vertex_job(server, home, tmp_path / "a", body)
+        record = wait_for(
+            "running job", lambda: log(job.record(), "chief").count("up") and job.record()
+        )
+        run = server.job(record.handle["vertex_job_id"])
+        assert server.crud_budget is not None
+        server.crud_budget.limit = 0  # every job call refused with Google's CRUD 429
+        try:
+            note = wait_for("note", lambda: job.record().handle.get("watch_note"), 30)
+            assert note.startswith("status unknown (reads refused since ")
+            assert "the job may still be running" in note and "Vertex AI is rate-limiting" in note
+            assert run.state() == "JOB_STATE_RUNNING"
+            time.sleep(1.0)  # refused for a while longer
+            assert job.record().state is JobState.RUNNING, job.record().error
+        finally:
+            server.crud_budget.limit = 600
+            go.touch()
+        record = job.wait(timeout=JOB_DEADLINE_S)
+    assert record.state is JobState.SUCCEEDED, record.error
+    assert "watch_note" not in record.handle
+    assert "status unknown (reads refused since" in log(record, "vertex")
+    assert "done" in log(record, "chief")
+    refused = [r for r in server.received("GET", r"customJobs/\d+$") if r.answer == 429]
+    assert len(refused) >= 2
+
+
+def test_a_daily_log_quota_stops_the_logs_with_its_own_message(
+    home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with VertexServer(executor="process") as server:
+        point_at(server, monkeypatch)
+        server.inject(Fault.daily_quota(ENTRIES))
+        job = vertex_job(server, home, tmp_path / "a", "print('trained')")
+        record = job.wait(timeout=JOB_DEADLINE_S)
+    assert record.state is JobState.SUCCEEDED, record.error  # the state reads go on
+    (line,) = [x for x in log(record, "vertex").splitlines() if "cannot read" in x]
+    assert line.startswith(
+        "[tfc_jupyter] cannot read the job's logs: Cloud Logging's daily quota is used up in "
+        "project test-project (ReadRequestsPerDayPerProject"
+    )
+    assert "midnight Pacific time" in line and "Fix: " in line
+    assert len(server.received("POST", "entries:list$")) == 1  # not asked again today
+
+
+TEN = 10
+LINES = 40
+EPOCHS = 3
+
+
+@pytest.mark.slow
+def test_ten_jobs_followed_at_once_within_the_read_quota(
+    home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Cloud Logging's 60 reads a minute for the project (Google's body when spent), ten jobs
+    followed from one process: every line and metric arrives, no job is recorded FAILED while
+    the server runs it, and the reads stay well under the quota."""
+    body = (
+        "import time\nfrom tfc_runtime.results import emit\n"
+        f"for i in range({LINES}):\n    print(f'line {{i:02d}}', flush=True)\n"
+        f"    if i % {LINES // EPOCHS} == {LINES // EPOCHS - 1}:\n"
+        "        emit({'event': 'epoch', 'fit': 0, 'epoch': i // "
+        f"{LINES // EPOCHS} + 1, 'metrics': {{'loss': 1.0 / (i + 1)}}}})\n"
+        "    time.sleep(0.05)\n"
+    )
+    wrong: list[str] = []
+    with VertexServer(executor="process", log_reads=60, crud=600, minute=MINUTE) as server:
+        point_at(server, monkeypatch)
+        # Refused from the start as well: the reader backs off and comes back.
+        server.inject(*[Fault.rate_limited(ENTRIES) for _ in range(3)])
+        jobs = [vertex_job(server, home, tmp_path / f"j{i}", body) for i in range(TEN)]
+        stop = threading.Event()
+
+        def watch() -> None:  # no job FAILED while the server says it runs
+            while not stop.is_set():
+                for job in jobs:
+                    record = job.record()
+                    vertex_id = record.handle.get("vertex_job_id")
+                    if record.state is JobState.FAILED and vertex_id:
+                        wrong.append(f"{job.id} FAILED while {server.job(vertex_id).state()}")
+                time.sleep(0.1)
+
+        watcher = threading.Thread(target=watch, daemon=True)
+        watcher.start()
+        try:
+            records = [job.wait(timeout=JOB_DEADLINE_S) for job in jobs]
+        finally:
+            stop.set()
+            watcher.join(5)
+        budget = server.log_budget
+        assert budget is not None
+        reads = len(server.received("POST", "entries:list$"))
+    assert wrong == []
+    for job, record in zip(jobs, records, strict=True):
+        assert record.state is JobState.SUCCEEDED, (job.id, record.error)
+        lines = [x for x in log(record, "chief").splitlines() if x.startswith("line ")]
+        assert lines == [f"line {i:02d}" for i in range(LINES)], job.id
+        assert [m["epoch"] for m in job.metrics] == list(range(1, EPOCHS + 1)), job.id
+        assert "Job completed successfully." in log(record, "vertex")
+    assert budget.peak <= 30, f"{budget.peak} reads in one minute: not well under 60"
+    assert reads < TEN * 20  # batched: far fewer reads than jobs x polls

@@ -106,20 +106,6 @@ def job_client(settings: VertexSettings, region: str) -> Any:
     )
 
 
-def logging_client(settings: VertexSettings, project: str) -> Any:
-    """A Cloud Logging client over its JSON API (``entries:list``)."""
-    require_clients()
-    from google.cloud.logging_v2 import Client
-
-    endpoint = settings.log_endpoint()
-    return Client(
-        project=project,
-        credentials=credentials(endpoint),
-        _use_grpc=False,
-        client_options={"api_endpoint": endpoint},
-    )
-
-
 def rest_url(settings: VertexSettings, region: str) -> str:
     """Vertex AI's REST base URL for ``region`` (``http://`` on loopback)."""
     return base_url(settings.api_endpoint(region))

@@ -265,14 +265,15 @@ class Watcher:
             self.refused_since = time.time()
         since = time.strftime("%H:%M", time.localtime(self.refused_since))
         note = f"status unknown (reads refused since {since}), the job may still be running"
-        first = self.store.get(self.job_id).handle.get("watch_note") is None
-        self.store.update(
-            self.job_id,
-            mutate=lambda r: {"handle": {**r.handle, "watch_note": f"{note}: {error}"[:600]}},
-        )
-        if first:
-            self._append("vertex", [f"[tfc_jupyter] {note}: {error}"])
-        print(f"[watcher] {note}: {error}", flush=True)
+        said = f"{note}: {error}"[:600]
+        before = self.store.get(self.job_id).handle.get("watch_note")
+        if said != before:  # the record is written when what it says changes
+            self.store.update(
+                self.job_id, mutate=lambda r: {"handle": {**r.handle, "watch_note": said}}
+            )
+        if before is None:
+            self._append("vertex", [f"[tfc_jupyter] {said}"])
+        print(f"[watcher] {said}", flush=True)
 
     def answered(self) -> None:
         """A read of the job's state was answered: the status is known again."""

@@ -73,7 +73,7 @@ def test_cell_option(capsys: pytest.CaptureFixture[str], train_nb: Path) -> None
 def test_text_plan(capsys: pytest.CaptureFixture[str], train_nb: Path) -> None:
     code, out, _ = _main(capsys, "plan", str(train_nb), "--cell", "9")
     assert code == 0
-    assert "Plan for 'train.ipynb' (found by command line)" in out
+    assert "Plan for 'train.ipynb' (the file named on the command line)" in out
     assert "--- script.py ---" in out and "--- Vertex AI request ---" in out
     code, out, _ = _main(capsys, "plan", str(train_nb), "--cell", "9", "--no-script")
     assert code == 0 and "--- script.py ---" not in out

@@ -572,7 +572,7 @@ def _script_scenario(lab_server: LabServer, page: Any) -> None:
     _checked(form, "ok")
     preview = form.locator(".tfc-PlanPreview")
     assert "script train.py" in preview.inner_text()
-    assert "found by the editor's text" in preview.inner_text()
+    assert "the script as open in the editor, unsaved edits included" in preview.inner_text()
     assert "train.py has unsaved edits" in preview.inner_text()
     line = preview.locator(".tfc-PlanLine").inner_text()
     assert line.startswith("as a command: tfc-jupyter run train.py --backend local"), line

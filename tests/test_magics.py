@@ -91,7 +91,7 @@ print(json.dumps({
 # ---------------------------------------------------------------- dry run
 def test_dry_run_shows_the_whole_plan(ip: Any, session: Path) -> None:
     text, html = _dry_run(ip, RUN_LINE)
-    assert "Plan for 'train.ipynb' (found by JPY_SESSION_NAME)" in text
+    assert "Plan for 'train.ipynb' (this kernel's notebook, as saved)" in text
     assert "cells: 2, 3, 7, 8, 9  (skipped by tag: 4, 6)" in text
     assert "requirements: tensorflow-datasets>=4.9, pandas==2.2.2" in text
     assert "strategy: multi_worker_mirrored (auto: " in text
@@ -132,7 +132,8 @@ def test_stale_session_falls_back_to_history(
     with capture_output() as cap:
         ip.run_cell("%%tfc_run --dry-run\nprint(history_value + 2)", store_history=True)
     (shown,) = [o.data["text/plain"] for o in cap.outputs if "text/plain" in o.data]
-    assert "Plan for 'kernel history' (found by kernel history)" in shown
+    found = "(this kernel's input history (no notebook file found))"
+    assert f"Plan for 'kernel history' {found}" in shown
     assert "renamed-away.ipynb" in shown and "--notebook PATH" in shown
     script = shown.split("--- script.py ---")[1].split("--- Vertex AI request ---")[0]
     assert "history_value = 40" in script and "_tfc.writefile('/dev/null'" in script
@@ -142,7 +143,8 @@ def test_stale_session_falls_back_to_history(
 
 def test_explicit_notebook_flag(ip: Any, fixtures_dir: Path) -> None:
     text, _ = _dry_run(ip, f"--notebook {fixtures_dir / 'v3.ipynb'} --dry-run", "print(value)")
-    assert "Plan for 'v3.ipynb' (found by --notebook)" in text and "value = 41 + 1" in text
+    assert "Plan for 'v3.ipynb' (the notebook --notebook names)" in text
+    assert "value = 41 + 1" in text
 
 
 @pytest.mark.parametrize(

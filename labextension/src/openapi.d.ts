@@ -593,6 +593,11 @@ export interface components {
             notebook: string | null;
             /** @example live notebook model */
             found_by: string;
+            /**
+             * @description found_by in the user's words
+             * @example the notebook as open in the editor, unsaved edits included
+             */
+            source: string;
             cells: number[];
             skipped_cells: number[];
             spec: Record<string, unknown>;

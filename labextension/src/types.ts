@@ -157,6 +157,8 @@ export interface IRefusal {
 export interface IPlan {
   notebook: string | null;
   found_by: string;
+  /** Where the code came from, in the user's words (`found_by` is the API's label). */
+  source: string;
   cells: number[];
   skipped_cells: number[];
   strategy: string;

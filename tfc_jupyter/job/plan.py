@@ -34,6 +34,29 @@ from .options import JobOptions
 from .route import Route, choose_route
 from .spec import JobSpec, Strategy
 
+_SOURCES = {
+    "JPY_SESSION_NAME": "this kernel's notebook, as saved",
+    "the Jupyter server's sessions": "this kernel's notebook, as saved",
+    "VS Code": "VS Code's notebook, as saved",
+    "Colab's live notebook": "Colab's notebook",
+    "live notebook model": "the notebook as open in the editor, unsaved edits included",
+    "saved notebook file": "the notebook as saved",
+    "kernel history": "this kernel's input history (no notebook file found)",
+    "--notebook": "the notebook --notebook names",
+    "command line": "the file named on the command line",
+    "entry point": "the file named",
+    "entry_point": "the entry_point file",
+    "%tfc_run": "the file %tfc_run names",
+    "saved script file": "the script as saved",
+    "the editor's text": "the script as open in the editor, unsaved edits included",
+    "the running script": "the running script",
+}
+
+
+def source_words(how: str) -> str:
+    """Where the plan's code came from, in the user's words (``how`` is capture's own label)."""
+    return _SOURCES.get(how, how)
+
 
 @dataclass
 class Plan:
@@ -89,6 +112,7 @@ class Plan:
         return {
             "notebook": str(self.selection.notebook) if self.selection.notebook else None,
             "found_by": self.selection.how,
+            "source": source_words(self.selection.how),
             "cells": self.script.cells,
             "skipped_cells": self.selection.skipped,
             "spec": self.spec.to_dict(),
@@ -176,7 +200,7 @@ class Plan:
     def to_text(self, *, script: bool = True) -> str:
         """The dry run as plain text (CLI, terminal IPython)."""
         spec = self.spec
-        out = [f"Plan for {self.selection.name!r} (found by {self.selection.how})"]
+        out = [f"Plan for {self.selection.name!r} ({source_words(self.selection.how)})"]
         if self.refused is not None:
             out.append(f"!! Launching it would stop here: {self.refused}")
         out += [f"! {w}" for w in self.warnings]
@@ -234,7 +258,7 @@ class Plan:
         reqs = esc(", ".join(self.requirements) or "none")
         return (
             f"<div class='tfc-plan'><b>Plan for {esc(self.selection.name)}</b> "
-            f"<small>(found by {esc(self.selection.how)})</small>{warn}"
+            f"<small>({esc(source_words(self.selection.how))})</small>{warn}"
             f"<div>cells {esc(', '.join(map(str, self.script.cells)))}"
             f" &middot; backend <b>{esc(spec.backend.value)}</b>"
             f" &middot; strategy <b>{esc(self._strategy_line())}</b>"

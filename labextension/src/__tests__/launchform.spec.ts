@@ -66,6 +66,7 @@ function plan(overrides: Partial<IPlan> = {}): IPlan {
   return {
     notebook: '/root/train.py',
     found_by: "the editor's text",
+    source: 'the script as open in the editor, unsaved edits included',
     cells: [1],
     skipped_cells: [],
     strategy: 'none',
@@ -169,6 +170,8 @@ describe('PlanPreview', () => {
           plan: plan({
             cells: [1, 3],
             found_by: 'live notebook model',
+            source:
+              'the notebook as open in the editor, unsaved edits included',
             line: '%%tfc_run --workers 1'
           })
         })
@@ -184,7 +187,9 @@ describe('PlanPreview', () => {
         React.createElement(PlanPreview, { plan: plan(), script: 'train.py' })
       )
     );
-    expect(words).toContain("script train.py · found by the editor's text");
+    expect(words).toContain(
+      'script train.py · the script as open in the editor, unsaved edits included'
+    );
     expect(words).toContain(
       "as a command: tfc-jupyter run train.py --args '--epochs 3'"
     );

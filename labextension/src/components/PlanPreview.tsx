@@ -29,7 +29,7 @@ export function PlanPreview(props: {
               : ''}
           </>
         )}{' '}
-        &middot; found by {plan.found_by}
+        &middot; {plan.source ?? plan.found_by}
       </div>
       <div>
         {plan.spec.backend}: chief {chief.name}

@@ -310,6 +310,43 @@ def test_refused_state_reads_never_fail_a_running_job(
     assert len(refused) >= 2
 
 
+def test_a_withdrawn_permission_leaves_the_job_unknown_not_failed(
+    home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """403 IAM_PERMISSION_DENIED on getCustomJob while the job runs: status unknown, the fix
+    named, then the job followed to its end once the reads are answered again."""
+    go = tmp_path / "go"
+    body = f"import os, time\nwhile not os.path.exists({str(go)!r}):\n    time.sleep(0.05)\n"
+    resource = f"projects/{PROJECT}/locations/us-central1/customJobs/1"
+    denied = permission_denied("aiplatform.customJobs.get", resource)
+    with VertexServer(executor="process") as server:
+        point_at(server, monkeypatch)
+        job = vertex_job(server, home, tmp_path / "a", body)
+        wait_for("running job", lambda: job.record().state is JobState.RUNNING)
+        server.inject(*[Fault.of(denied, GET_JOB) for _ in range(4)])
+        try:
+            note = wait_for("note", lambda: job.record().handle.get("watch_note"), 30)
+            assert note.startswith("status unknown (reads refused since ") and "roles/" in note
+            assert job.record().state is JobState.RUNNING
+            wait_for("the faults met", lambda: server.faults == [], 30)
+        finally:
+            go.touch()
+        record = job.wait(timeout=JOB_DEADLINE_S)
+    assert record.state is JobState.SUCCEEDED, record.error
+
+
+def test_a_job_vertex_says_does_not_exist_is_lost_track_of(
+    home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with VertexServer(executor="process") as server:
+        point_at(server, monkeypatch)
+        server.inject(Fault.not_found(GET_JOB))
+        job = vertex_job(server, home, tmp_path / "a", "import time\ntime.sleep(30)")
+        record = job.wait(timeout=JOB_DEADLINE_S)
+    assert record.state is JobState.FAILED
+    assert record.error is not None and "does not exist" in record.error
+
+
 def test_a_daily_log_quota_stops_the_logs_with_its_own_message(
     home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -105,7 +105,7 @@ class TransientError(BackendError):
     """An answer worth retrying (a per-minute rate limit, 5xx): ``retry_after`` is the wait the
     server asked for, None when it asked for none."""
 
-    http_status = 429
+    http_status = 503
 
     def __init__(self, message: str, hint: str = "", *, retry_after: float | None = None):
         super().__init__(message, hint)

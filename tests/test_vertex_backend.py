@@ -25,7 +25,7 @@ from google.cloud.aiplatform_v1.types import CustomJob
 from jobutil import JOB_DEADLINE_S, plan_for, wait_state, write_notebook
 from vertex_server import Fault, VertexServer
 
-from tfc_jupyter.backends import vertex_request
+from tfc_jupyter.backends import vertex_request, watch_lock
 from tfc_jupyter.backends.vertex import VertexBackend, stop_watcher
 from tfc_jupyter.backends.vertex_api import VertexSettings
 from tfc_jupyter.errors import BackendError, MissingDependency, TfcError
@@ -374,6 +374,37 @@ def test_a_restarted_watcher_resumes_without_repeating_lines(
     assert record.handle["watcher_starts"] == 2
     lines = [x for x in log(record, "chief").splitlines() if x.startswith("line ")]
     assert lines == [f"line {i}" for i in range(30)]
+
+
+@pytest.mark.slow
+def test_a_second_watcher_of_a_job_leaves_it_to_the_first(
+    vertex_server: VertexServer, home: Path, tmp_path: Path
+) -> None:
+    """Two processes may each find a job's watcher dead and start one: the second leaves at
+    once (the job's watcher lock), so no line is written twice; a record whose pid is stale
+    is not restarted while the lock is held."""
+    body = (
+        "import time\nfor i in range(20):\n    print(f'line {i}', flush=True)\n    time.sleep(0.2)"
+    )
+    _, job = submit(vertex_server, home, notebook(tmp_path, body))
+    record = job.record()
+    deadline = time.monotonic() + 30
+    while not watch_lock.watched(Path(record.job_dir)):  # the first watcher has started
+        assert time.monotonic() < deadline, "the job's watcher never took its lock"
+        time.sleep(0.1)
+    second = subprocess.run(
+        [sys.executable, "-m", "tfc_jupyter.backends.vertex_watcher", record.job_dir],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    assert second.returncode == 0 and "another watcher follows this job" in second.stdout
+    record = finish(job, timeout=90)
+    assert record.state is JobState.SUCCEEDED, record.error
+    assert record.handle["watcher_starts"] == 1
+    lines = [x for x in log(record, "chief").splitlines() if x.startswith("line ")]
+    assert lines == [f"line {i}" for i in range(20)]
 
 
 @pytest.mark.slow

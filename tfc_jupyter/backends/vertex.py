@@ -31,7 +31,7 @@ from ..gcloud import RetryCount
 from ..job.spec import JobSpec
 from ..records import CANCEL_ASKED, JobRecord, JobState, JobStore
 from ..registry import Preview, Traits
-from . import vertex_api, vertex_request
+from . import vertex_api, vertex_request, watch_lock
 from .vertex_api import VertexSettings
 from .watched import (
     WATCHER_LOG,
@@ -228,7 +228,8 @@ class VertexBackend:
         if record.state.is_terminal() or not (Path(record.job_dir) / WATCH_FILE).exists():
             return record
         pid = record.handle.get("watcher_pid")
-        if (pid and alive(pid)) or time.time() - record.updated_at < 2:
+        watched = watch_lock.watched(Path(record.job_dir))  # its lock, though the pid be stale
+        if watched or (pid and alive(pid)) or time.time() - record.updated_at < 2:
             return record
         fresh = self.store.get(record.id)
         if fresh.state.is_terminal() or fresh.handle.get("watcher_pid") != pid:

@@ -36,6 +36,7 @@ from ..errors import BackendError, TfcError
 from ..files import open_private
 from ..gcloud import call, checked
 from ..records import JobState, JobStore
+from . import watch_lock
 from .vertex_api import VertexSettings, require_clients, rest_session, rest_url
 from .vertex_logs import ProjectLogs, parse_stamp
 
@@ -317,7 +318,12 @@ class Watcher:
                 self.finish(job)
                 return 0
             changed = job is not None and state != last
-            current = self.store.get(self.job_id).state
+            record = self.store.get(self.job_id)
+            current = record.state
+            if record.handle.get("watcher_pid") != pid:  # a watcher started beside it, gone
+                self.store.update(
+                    self.job_id, mutate=lambda r: {"handle": {**r.handle, "watcher_pid": pid}}
+                )
             if (
                 changed
                 and state is not None
@@ -352,6 +358,9 @@ def main(argv: list[str] | None = None) -> int:
         print("usage: python -m tfc_jupyter.backends.vertex_watcher JOB_DIR", file=sys.stderr)
         return 2
     job_dir = Path(args[0])
+    if not watch_lock.hold(job_dir):  # another watcher follows this job: one writer only
+        print("[watcher] another watcher follows this job; leaving it to it", flush=True)
+        return 0
     try:
         watcher = Watcher(job_dir)
     except TfcError as exc:  # no credentials, no client libraries: the job cannot be followed

@@ -37,6 +37,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .machines import MACHINE_TYPES
+
 REGION = "us-central1"
 PAGE_URL = "https://cloud.google.com/vertex-ai/pricing#custom-trained_models"
 """Vertex AI's price page, custom-trained models: training."""
@@ -267,8 +269,6 @@ def _family(machine_type: str) -> str:
 
 def _shape(machine_type: str) -> tuple[int, float] | None:
     """(vCPUs, memory GB) of a machine type, from the catalog."""
-    from .catalog import MACHINE_TYPES  # the catalog imports this module
-
     row = MACHINE_TYPES.get(machine_type)
     return (int(row[0]), float(row[1])) if row else None
 

@@ -139,6 +139,16 @@ def _start_text(created_at: float) -> str:
     return f"{time.strftime('%b', when)} {when.tm_mday} {clock}"
 
 
+def _cancel_job(page: Any, detail: Any) -> None:
+    """Press a job view's *Cancel job*; confirm when it asks (a job that has run a minute)."""
+    detail.locator(".tfc-CancelButton").click()
+    page.wait_for_timeout(1000)
+    confirm = page.locator(".jp-Dialog button", has_text="Stop the job")
+    if confirm.count():
+        assert "has run for" in page.locator(".jp-Dialog").inner_text()
+        confirm.click()
+
+
 def _tab(page: Any, job_id: str) -> Any:
     """The main-area tab of a job's detail view (its tooltip holds the full id)."""
     return page.locator(f".lm-DockPanel-tabBar .lm-TabBar-tab[title*='{job_id}']")
@@ -185,7 +195,7 @@ def _scenario(lab_server: LabServer, page: Any) -> None:
     _checked(form, "ok")
     preview = form.locator(".tfc-PlanPreview")
     assert "multi_worker_mirrored" in preview.inner_text()
-    assert "live notebook model" in preview.inner_text()
+    assert "the notebook as open in the editor, unsaved edits included" in preview.inner_text()
     line = preview.locator(".tfc-PlanLine").inner_text()
     assert "--workers 1 " in line and "--label team=ui" in line and "--gpus" not in line
     assert _launch_enabled(page)
@@ -309,7 +319,7 @@ def _scenario(lab_server: LabServer, page: Any) -> None:
         arg=watcher_note,
         timeout=15_000,
     )
-    running.locator(".tfc-CancelButton").click()
+    _cancel_job(page, running)
     page.locator(".tfc-JobDetail[data-state='cancelled']").wait_for(timeout=60_000)
     _job_row(page, "cancelled").wait_for(timeout=10_000)
     cancelled = page.locator(f".tfc-JobDetail[data-job-id='{running_id}']")
@@ -964,7 +974,7 @@ def _restart_scenario(lab_server: LabServer, page: Any) -> None:
     # Cancel from its job view: the job stops; the attaching cell says how it ended.
     page.locator(f".tfc-Sidebar .tfc-JobRow[data-job-id='{job_id}']").click()
     detail = page.locator(f".tfc-JobDetail[data-job-id='{job_id}']")
-    detail.locator(".tfc-CancelButton").click()
+    _cancel_job(page, detail)
     page.locator(f".tfc-JobDetail[data-job-id='{job_id}'][data-state='cancelled']").wait_for(
         timeout=60_000
     )

@@ -195,7 +195,7 @@ def _scenario(lab_server: LabServer, page: Any) -> None:
     _checked(form, "ok")
     preview = form.locator(".tfc-PlanPreview")
     assert "multi_worker_mirrored" in preview.inner_text()
-    assert "the notebook as open in the editor, unsaved edits included" in preview.inner_text()
+    assert "the notebook as open in the editor" in preview.inner_text()
     line = preview.locator(".tfc-PlanLine").inner_text()
     assert "--workers 1 " in line and "--label team=ui" in line and "--gpus" not in line
     assert _launch_enabled(page)
@@ -582,7 +582,7 @@ def _script_scenario(lab_server: LabServer, page: Any) -> None:
     _checked(form, "ok")
     preview = form.locator(".tfc-PlanPreview")
     assert "script train.py" in preview.inner_text()
-    assert "the script as open in the editor, unsaved edits included" in preview.inner_text()
+    assert "the script as open in the editor" in preview.inner_text()
     assert "train.py has unsaved edits" in preview.inner_text()
     line = preview.locator(".tfc-PlanLine").inner_text()
     assert line.startswith("as a command: tfc-jupyter run train.py --backend local"), line

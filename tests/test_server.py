@@ -224,12 +224,12 @@ async def test_dry_run_of_the_live_model_runs_unsaved_edits(
     assert data["dry_run"] is True
     plan = data["plan"]
     assert plan["found_by"] == "live notebook model"
-    assert plan["source"] == "the notebook as open in the editor, unsaved edits included"
+    assert plan["source"] == "the notebook as open in the editor"
     assert plan["notebook"] == str(notebook.resolve())
     assert plan["strategy"] == "multi_worker_mirrored" and plan["spec"]["worker_count"] == 1
     assert any("unsaved edits" in w for w in plan["warnings"])
     assert "edited, not saved" in data["script"] and "saved cell" not in data["script"]
-    live = "(the notebook as open in the editor, unsaved edits included)"
+    live = "(the notebook as open in the editor)"
     assert f"Plan for 'train.ipynb' {live}" in data["text"]
     assert not jobs.store_for().list(limit=None), "a dry run launched nothing"
 

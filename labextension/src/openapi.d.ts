@@ -595,7 +595,7 @@ export interface components {
             found_by: string;
             /**
              * @description found_by in the user's words
-             * @example the notebook as open in the editor, unsaved edits included
+             * @example the notebook as open in the editor
              */
             source: string;
             cells: number[];

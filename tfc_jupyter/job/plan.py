@@ -39,7 +39,7 @@ _SOURCES = {
     "the Jupyter server's sessions": "this kernel's notebook, as saved",
     "VS Code": "VS Code's notebook, as saved",
     "Colab's live notebook": "Colab's notebook",
-    "live notebook model": "the notebook as open in the editor, unsaved edits included",
+    "live notebook model": "the notebook as open in the editor",
     "saved notebook file": "the notebook as saved",
     "kernel history": "this kernel's input history (no notebook file found)",
     "--notebook": "the notebook --notebook names",
@@ -48,7 +48,7 @@ _SOURCES = {
     "entry_point": "the entry_point file",
     "%tfc_run": "the file %tfc_run names",
     "saved script file": "the script as saved",
-    "the editor's text": "the script as open in the editor, unsaved edits included",
+    "the editor's text": "the script as open in the editor",
     "the running script": "the running script",
 }
 

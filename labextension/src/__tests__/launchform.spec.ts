@@ -66,7 +66,7 @@ function plan(overrides: Partial<IPlan> = {}): IPlan {
   return {
     notebook: '/root/train.py',
     found_by: "the editor's text",
-    source: 'the script as open in the editor, unsaved edits included',
+    source: 'the script as open in the editor',
     cells: [1],
     skipped_cells: [],
     strategy: 'none',
@@ -170,8 +170,7 @@ describe('PlanPreview', () => {
           plan: plan({
             cells: [1, 3],
             found_by: 'live notebook model',
-            source:
-              'the notebook as open in the editor, unsaved edits included',
+            source: 'the notebook as open in the editor',
             line: '%%tfc_run --workers 1'
           })
         })
@@ -188,7 +187,7 @@ describe('PlanPreview', () => {
       )
     );
     expect(words).toContain(
-      'script train.py · the script as open in the editor, unsaved edits included'
+      'script train.py · the script as open in the editor'
     );
     expect(words).toContain(
       "as a command: tfc-jupyter run train.py --args '--epochs 3'"

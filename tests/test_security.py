@@ -451,10 +451,20 @@ def test_hostile_flags_reach_no_shell(
         code, _, err = _cli_run(["run", str(nb), "--requirements", str(req)], capsys)
         assert code == 0, err
         counts["ran"] += 1
-    # --name and --label: refused by validation, in one line, before anything runs.
+    # --name: any text Vertex AI takes (UTF-8, no control characters) is kept as written and
+    # runs nowhere; a name it would refuse is refused in one line.
+    for s in strings:
+        code, _, err = _cli_run(["run", str(nb), "--name", s], capsys)
+        if code == 0:
+            assert jobs.store_for().list(limit=1)[0].name == s
+            counts["ran"] += 1
+        else:
+            assert code == 2 and err.count("\n") == 1 and "Fix:" in err, err
+            counts["refused"] += 1
+    # --label: refused by validation, in one line, before anything runs.
     before = len(jobs.store_for().list(limit=None))
     for s in strings:
-        for flags in (["--name", s], ["--label", f"k={s}"], ["--label", f"{s}=v"]):
+        for flags in (["--label", f"k={s}"], ["--label", f"{s}=v"]):
             code, _, err = _cli_run(["run", str(nb), *flags], capsys)
             assert code == 2 and err.count("\n") == 1 and "Fix:" in err, err
             counts["refused"] += 1

@@ -45,7 +45,12 @@ AUTH_HINT = (
 
 
 # JobSpec fields and the flags that set them, for "fix the field" hints.
-_FLAGS = {
+_FLAGS = {  # the first key found in the field wins: the longer names first
+    "psc_interface_config": "--psc-network-attachment",
+    "reservation_affinity": "--reservation",
+    "persistent_resource_id": "--persistent-resource",
+    "disk_spec": "--boot-disk-type / --boot-disk-size",
+    "container_spec.env": "--env",
     "machine_spec": "--machine / --gpus / --tpu",
     "replica_count": "--workers",
     "labels": "--label",

@@ -21,7 +21,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
@@ -43,6 +42,7 @@ from faultinfra import (
     tmpfs_unavailable,
 )
 from jobutil import JOB_DEADLINE_S, job_pids, plan_for, wait_gone, wait_state, write_notebook
+from test_vertex_backend import image_folder
 
 from tfc_jupyter.errors import TfcError
 from tfc_jupyter.image import BuildError
@@ -622,13 +622,7 @@ def _vertex_job(server: Any, home: Path, folder: Path, body: str) -> Job:
     image = "registry.test/tfc/faults:1"
     nb = write_notebook(folder / "job.ipynb", f"%%tfc_run\n{body}")
     plan = plan_for(nb, f"--backend vertex --project test-project --image {image}")
-    image_dir = folder / "image"
-    image_dir.mkdir()
-    (image_dir / "script.py").write_text(plan.script.text)
-    smap = plan.script.source_map_json(plan.selection.name)
-    (image_dir / "script.map.json").write_text(json.dumps(smap))
-    shutil.copytree(ROOT / "runtime" / "tfc_runtime", image_dir / "tfc_runtime")
-    server.add_image(image, image_dir)
+    image_folder(server, plan, folder / "image")
     return launch(plan, store=store_for(home))
 
 

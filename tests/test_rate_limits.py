@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import threading
 import time
 from collections.abc import Iterator
@@ -32,6 +31,7 @@ from google_errors import (
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from jobutil import JOB_DEADLINE_S, plan_for, write_notebook
+from test_vertex_backend import image_folder
 from vertex_server import Fault, VertexServer, project_number
 
 from tfc_jupyter.backends.vertex import stop_watcher
@@ -100,13 +100,7 @@ def vertex_job(server: VertexServer, home: Path, folder: Path, body: str) -> Job
     folder.mkdir(parents=True)
     nb = write_notebook(folder / "job.ipynb", f"%%tfc_run\n{body}")
     plan = plan_for(nb, f"--backend vertex --project {PROJECT} --image {IMAGE}")
-    image = folder / "image"
-    image.mkdir()
-    (image / "script.py").write_text(plan.script.text)
-    smap = plan.script.source_map_json(plan.selection.name)
-    (image / "script.map.json").write_text(json.dumps(smap))
-    shutil.copytree(ROOT / "runtime" / "tfc_runtime", image / "tfc_runtime")
-    server.add_image(IMAGE, image)
+    image_folder(server, plan, folder / "image")
     return launch(plan, store=store_for(home))
 
 

@@ -3,6 +3,7 @@ import React, { useEffect, useState } from 'react';
 import { Dialog, showDialog } from '@jupyterlab/apputils';
 
 import { cancelJob, deleteJob, openTensorBoard } from '../api';
+import { askRemove } from '../confirm';
 import { ICellLink, linkOfLocation } from '../celllink';
 import {
   costTitle,
@@ -88,20 +89,17 @@ export function JobDetail(props: {
     if (!ended) {
       return;
     }
-    const answer = await showDialog({
-      title: 'Remove this job?',
-      body: `${ended.name} (${ended.state}) leaves the list. Its folder on this machine (logs, outputs, checkpoints) can go too; what it wrote to Cloud Storage stays.`,
-      buttons: [
-        Dialog.cancelButton({ label: 'Keep' }),
-        Dialog.warnButton({ label: 'Remove with its files' }),
-        Dialog.warnButton({ label: 'Remove from the list' })
-      ]
-    });
-    if (!answer.button.accept) {
+    const answer = await askRemove(
+      'Remove this job?',
+      `${ended.name} (${ended.state}) leaves the list. Its folder on this machine (logs, outputs, checkpoints) can go too; what it wrote to Cloud Storage stays.`,
+      'Remove with its files',
+      'Remove from the list'
+    );
+    if (!answer) {
       return;
     }
     try {
-      await deleteJob(jobId, answer.button.label === 'Remove with its files');
+      await deleteJob(jobId, answer.files);
       store.forget([jobId]);
       setError(null);
     } catch (e) {

@@ -1,7 +1,7 @@
-import { Dialog, showDialog } from '@jupyterlab/apputils';
 import React, { useState } from 'react';
 
 import { clearFinished } from '../api';
+import { askRemove } from '../confirm';
 
 import { matchesFilter } from '../format';
 import { JobStore, useJobStore } from '../store';
@@ -30,21 +30,17 @@ export function JobsPanel(props: IJobsPanelProps): JSX.Element {
   const [clearError, setClearError] = useState<string | null>(null);
 
   const onClear = async (): Promise<void> => {
-    const answer = await showDialog({
-      title: `Clear ${ended.length} finished job(s)?`,
-      body: 'They leave the list; running and queued jobs stay. Their folders on this machine (logs, outputs, checkpoints) can go too.',
-      buttons: [
-        Dialog.cancelButton({ label: 'Keep' }),
-        Dialog.warnButton({ label: 'Clear with their files' }),
-        Dialog.warnButton({ label: 'Clear the list' })
-      ]
-    });
-    if (!answer.button.accept) {
+    const answer = await askRemove(
+      `Clear ${ended.length} finished job(s)?`,
+      'They leave the list; running and queued jobs stay. Their folders on this machine (logs, outputs, checkpoints) can go too.',
+      'Clear with their files',
+      'Clear the list'
+    );
+    if (!answer) {
       return;
     }
     try {
-      const files = answer.button.label === 'Clear with their files';
-      store.forget(await clearFinished(files));
+      store.forget(await clearFinished(answer.files));
       setClearError(null);
     } catch (e) {
       setClearError(String(e));

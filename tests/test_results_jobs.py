@@ -129,9 +129,10 @@ def test_a_loss_that_turns_nan_is_kept_and_flagged(tmp_path: Path, tfc_env: Path
     """A fit whose loss overflows to inf, then NaN (too high a learning rate): ``job.metrics``
     keeps every epoch's value as the History has it, the job's line, its listing and its plot
     say where it stopped being a number, and the jobs API's JSON stays JSON."""
+    from tfc_runtime.protocol import json_safe
+
     from tfc_jupyter.jobs import job_dict
     from tfc_jupyter.plot import svg
-    from tfc_jupyter.results import json_safe
 
     nb = write_notebook(tmp_path / "diverges.ipynb", DIVERGES)
     job, record = run_job(nb, tmp_path / "home")

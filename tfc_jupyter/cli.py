@@ -147,11 +147,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         # A local job's supervisor starts now, while the rest of the command is imported and
         # the notebook planned (issue 27): the job's first line comes about 70 ms sooner.
         spare.start()
+    from tfc_runtime.protocol import json_safe
+
     from .client import Client
     from .errors import TfcError
     from .job.options import split_script_args
     from .jobs import job_dict, jobs_table
-    from .results import json_safe
 
     words, script_args = split_script_args(words)
     args, extra = parser.parse_known_args(words)

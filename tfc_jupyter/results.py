@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tfc_runtime.protocol import NONFINITE, RESULTS_FILE
 from tfc_runtime.protocol import RESULT_PREFIX as PREFIX  # the runtime's protocol (stdlib only)
-from tfc_runtime.protocol import RESULTS_FILE
 
 from . import registry
 from .errors import SpecError
@@ -66,30 +66,14 @@ def finite_number(value: Any) -> float | None:
     return float(value) if math.isfinite(value) else None
 
 
-_NONFINITE = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
-"""How the runtime reports a metric JSON cannot hold (``tfc_runtime.results.NONFINITE``)."""
-
-
 def metric_number(value: Any) -> float | None:
     """A reported metric as a float, NaN and infinity included (the runtime writes them as
     ``"NaN"``, ``"Infinity"``, ``"-Infinity"``); None for anything else."""
     if isinstance(value, str):
-        return _NONFINITE.get(value)
+        return NONFINITE.get(value)
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
     return float(value)
-
-
-def json_safe(value: Any) -> Any:
-    """``value`` (a job's results, records, metrics) for JSON that a browser parses: each NaN
-    or infinity written as the runtime writes it (``"NaN"``, ``"Infinity"``, ``"-Infinity"``)."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return "NaN" if math.isnan(value) else "Infinity" if value > 0 else "-Infinity"
-    if isinstance(value, dict):
-        return {k: json_safe(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [json_safe(v) for v in value]
-    return value
 
 
 def value_text(value: float) -> str:

@@ -7,13 +7,16 @@ chooses where replicas run and the addresses they reach each other at:
 - the files a job's code travels in (:data:`SCRIPT`, :data:`SOURCE_MAP`, :data:`WORKDIR`);
 - the runtime's command line (:func:`runtime_argv`; ``python -m tfc_runtime`` parses it);
 - each replica's cluster environment, as Vertex AI sets it (:func:`cluster_env`);
-- the result channel (:data:`RESULTS_FILE`, :data:`RESULT_PREFIX`).
+- the result channel (:data:`RESULTS_FILE`, :data:`RESULT_PREFIX`), strict JSON: NaN and infinity
+  written as :data:`NONFINITE` names them (:func:`json_safe`).
 """
 
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 SCRIPT = "script.py"
 """The converted notebook, in the job folder or the image's :data:`WORKDIR`."""
@@ -25,6 +28,22 @@ RESULTS_FILE = "results.jsonl"
 """The job folder's file of reports, one JSON object a line (the chief's)."""
 RESULT_PREFIX = "[tfc_runtime] result "
 """The start of a report on stderr, where the job has no job folder (Vertex AI)."""
+
+NONFINITE = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
+"""How a report writes a value JSON cannot hold (JavaScript's own words for them)."""
+
+
+def json_safe(value: Any) -> Any:
+    """``value`` with each NaN or infinity written as :data:`NONFINITE` names it (a report, or
+    what the jobs API sends a browser: ``JSON.parse`` takes no bare ``NaN``)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if math.isnan(value) else "Infinity" if value > 0 else "-Infinity"
+    if isinstance(value, dict):
+        return {k: json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(v) for v in value]
+    return value
+
 
 ROLES = ("chief", "worker", "ps", "evaluator")
 """Replica roles, in Vertex AI's worker pool order (pool 0 to 3)."""

@@ -32,7 +32,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
-import math
 import os
 import sys
 import time
@@ -43,7 +42,7 @@ from typing import Any
 
 from tfc_runtime import hooks
 from tfc_runtime.protocol import RESULT_PREFIX as PREFIX
-from tfc_runtime.protocol import RESULTS_FILE
+from tfc_runtime.protocol import RESULTS_FILE, json_safe
 
 _fits = 0
 _INTERNAL = frozenset({"keras", "tf_keras", "tensorflow", "tfc_runtime"})
@@ -61,7 +60,7 @@ def emit(event: dict[str, Any]) -> None:
     """One report: a line of the job folder's :data:`RESULTS_FILE`, else a line on the
     process's own stderr (a ``redirect_stderr`` in the code, or a ``%%capture`` cell, does not
     swallow it). Never a line of stdout, where the code's progress bars are drawn."""
-    text = json.dumps(_json_safe(event), separators=(",", ":"), allow_nan=False)
+    text = json.dumps(json_safe(event), separators=(",", ":"), allow_nan=False)
     job_dir = os.environ.get("TFC_JOB_DIR")
     if job_dir:
         try:
@@ -92,21 +91,6 @@ def _number(value: Any) -> float | None:
         return float(value)
     except (TypeError, ValueError):
         return None
-
-
-NONFINITE = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
-"""How a report writes a value JSON cannot hold (JavaScript's own words for them)."""
-
-
-def _json_safe(value: Any) -> Any:
-    """``value`` with each NaN or infinity written as :data:`NONFINITE` names it."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return "NaN" if math.isnan(value) else "Infinity" if value > 0 else "-Infinity"
-    if isinstance(value, dict):
-        return {k: _json_safe(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_json_safe(v) for v in value]
-    return value
 
 
 def _where(path: Any) -> str:

@@ -19,10 +19,10 @@ from typing import Any, TypeVar
 
 from jupyter_server.base.handlers import APIHandler
 from jupyter_server.utils import url_path_join
+from tfc_runtime.protocol import json_safe
 from tornado import web
 
 from ..errors import SpecError, TfcError, TooLarge
-from ..results import json_safe
 from .service import MAX_BODY_BYTES, JobService
 
 NAMESPACE = "tfc-jupyter"

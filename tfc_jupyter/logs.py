@@ -112,19 +112,26 @@ class LogTail:
     def partial(self, name: str, limit: int = 65536) -> str:
         """The line ``name`` is writing now, not yet ended (a progress bar between updates);
         "" when its log ends with a complete line."""
-        offset = self.offsets.get(name, 0)
-        try:
-            with open(self.log_dir / f"{name}.log", "rb") as fh:
-                size = fh.seek(0, 2)
-                if size <= offset:
-                    return ""
-                fh.seek(max(offset, size - limit))
-                data = fh.read(limit)
-        except OSError:
-            return ""
-        if b"\n" in data:  # a complete line not read yet: read() takes it next
-            return ""
-        return _utf8_prefix(data).decode("utf-8", errors="replace")
+        return unfinished_line(self.log_dir / f"{name}.log", self.offsets.get(name, 0), limit)[0]
+
+
+def unfinished_line(path: Path, offset: int, limit: int = 65536) -> tuple[str, bool]:
+    """``(text, cut)``: the line being written at the end of the log past ``offset`` (where the
+    complete lines read so far end), its last ``limit`` bytes at most (``cut``: it is longer);
+    ``("", False)`` when the log ends with a complete line or has complete lines not read yet."""
+    try:
+        with open(path, "rb") as fh:
+            size = fh.seek(0, 2)
+            if size <= offset:
+                return "", False
+            start = max(offset, size - limit)
+            fh.seek(start)
+            data = fh.read(limit)
+    except OSError:
+        return "", False
+    if b"\n" in data:  # a complete line not read yet: it is read next
+        return "", False
+    return _utf8_prefix(data).decode("utf-8", errors="replace"), start > offset
 
 
 # ---------------------------------------------------------------------------- what is shown
@@ -228,26 +235,12 @@ def shown_text(text: str, *, verbose: bool = False, ansi: bool = False) -> str:
     return "".join(out)
 
 
-PENDING_TAIL = 16_384
-"""Bytes of an unfinished last line read to show its latest state (a progress bar)."""
-
-
 def pending_line(path: Path, offset: int, *, verbose: bool = False) -> str:
     """The latest state of the line being written at the end of the log (a progress bar being
     drawn, after its last ``\r``), as :func:`shown` shows it; "" when there is none or it is
     hidden. ``offset`` is where the complete lines end."""
-    try:
-        with open(path, "rb") as fh:
-            size = fh.seek(0, 2)
-            start = max(offset, size - PENDING_TAIL)
-            fh.seek(start)
-            data = fh.read(size - start)
-    except OSError:
-        return ""
-    if b"\n" in data:  # complete lines not read yet: they come first
-        return ""
-    text = data.decode("utf-8", errors="replace")
-    if start > offset:  # cut in the middle: from its latest update on
+    text, cut = unfinished_line(path, offset)
+    if cut:  # read from its middle: from its latest update on
         text = text[text.find("\r") + 1 :] if "\r" in text else ""
     line = shown(text, verbose=verbose)
     return strip_ansi(line) if line else ""

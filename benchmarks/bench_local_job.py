@@ -94,9 +94,9 @@ def plan_and_launch(path: Path, home: Path, flags: str) -> tuple[float, str]:
     """Plan and launch as ``%%tfc_run`` does, wait (bounded); ``(call time, job folder)``."""
     from tfc_jupyter import config
     from tfc_jupyter.job import options
-    from tfc_jupyter.job.plan import make_plan
     from tfc_jupyter.jobs import launch, store_for
     from tfc_jupyter.notebook import capture
+    from tfc_jupyter.planner.plan import make_plan
 
     t0 = time.time()
     nb = capture.read_notebook(path)

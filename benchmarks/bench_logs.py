@@ -74,9 +74,9 @@ def via_follow(nb: Path, home: Path) -> tuple[list[float], str]:
     """Plan and launch as the magic does, then ``Job.follow``; ``(latencies, job folder)``."""
     from tfc_jupyter import config
     from tfc_jupyter.job import options
-    from tfc_jupyter.job.plan import make_plan
     from tfc_jupyter.jobs import launch, store_for
     from tfc_jupyter.notebook import capture
+    from tfc_jupyter.planner.plan import make_plan
 
     selection = capture.select_cells(capture.read_notebook(nb), path=nb, how="benchmark")
     settings = config.load_settings(include_server=False)

@@ -13,9 +13,9 @@ import psutil
 
 from tfc_jupyter import config
 from tfc_jupyter.job import options
-from tfc_jupyter.job.plan import Plan, make_plan
 from tfc_jupyter.jobs import Job, launch, store_for
 from tfc_jupyter.notebook import capture
+from tfc_jupyter.planner.plan import Plan, make_plan
 from tfc_jupyter.records import JobRecord, JobState
 
 JOB_DEADLINE_S = 150

@@ -23,9 +23,9 @@ from tfc_jupyter import cli, registry
 from tfc_jupyter.backends import Preview
 from tfc_jupyter.config import Settings
 from tfc_jupyter.errors import BackendError
-from tfc_jupyter.job.plan import Plan
 from tfc_jupyter.job.replica import container_args, job_env, replica_env
 from tfc_jupyter.job.spec import JobSpec, check_runnable
+from tfc_jupyter.planner.plan import Plan
 from tfc_jupyter.records import JobRecord, JobState, JobStore
 from tfc_jupyter.registry import Traits
 

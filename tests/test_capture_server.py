@@ -124,6 +124,6 @@ def test_colab_gives_its_live_notebook(tmp_path: Path, monkeypatch: pytest.Monke
     assert path.name == ".MNIST demo.ipynb" and oct(path.stat().st_mode & 0o777) == "0o600"
     selection = select_cells(read_notebook(path), path=path, how=how)
     assert [c.source for c in selection.cells] == ["x = 1"]
-    from tfc_jupyter.job.plan import job_name
+    from tfc_jupyter.planner.plan import job_name
 
     assert job_name(selection) == "MNIST demo"

@@ -35,8 +35,8 @@ from vertex_server import Fault, VertexServer
 from tfc_jupyter.backends.vertex import VertexBackend, stop_watcher
 from tfc_jupyter.errors import BackendError, SpecError, TfcError
 from tfc_jupyter.image import BuildError, Progress, cloudbuild, ensure_image, reporting
-from tfc_jupyter.job.plan import Plan
 from tfc_jupyter.jobs import launch, store_for
+from tfc_jupyter.planner.plan import Plan
 from tfc_jupyter.records import JobState
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -96,6 +96,62 @@ def test_no_import_circles(package: str) -> None:
     assert _circles(graph) == []
 
 
+def _package_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    """The same arrows between the product's folders (``tfc_jupyter.job``, ``tfc_jupyter.image``
+    ...); a top-level module is its own node."""
+
+    def folder(module: str) -> str:
+        return ".".join(module.split(".")[:2])
+
+    out: dict[str, set[str]] = {}
+    for name, targets in graph.items():
+        out.setdefault(folder(name), set())
+        for target in targets:
+            out.setdefault(folder(target), set())
+            if folder(target) != folder(name):
+                out[folder(name)].add(folder(target))
+    return out
+
+
+def test_no_import_circles_between_folders() -> None:
+    """``job/`` and ``image/`` once imported each other (the plan built images, and the image
+    package typed its argument as the plan): a circle between folders, type-only imports
+    included, is one too."""
+    folders = _package_graph(_graph(ROOT / "tfc_jupyter"))
+    assert {"tfc_jupyter.job", "tfc_jupyter.image", "tfc_jupyter.planner"} <= set(folders)
+    assert _circles(folders) == []
+
+
+@pytest.mark.parametrize("below", ["job", "notebook", "image"])
+def test_the_planner_sits_above_what_it_plans_with(below: str) -> None:
+    """The planner reads jobs, notebooks and images; none of them reads the planner (types
+    included: the image package asks for an ``ImageOrder``, which a Plan is)."""
+    graph = _graph(ROOT / "tfc_jupyter")
+    folder = f"tfc_jupyter.{below}"
+    up = sorted(
+        f"{name} -> {target}"
+        for name, targets in graph.items()
+        if f"{name}.".startswith(f"{folder}.")
+        for target in targets
+        if f"{target}.".startswith("tfc_jupyter.planner.")
+    )
+    assert up == []
+    assert any(f"{t}.".startswith(f"{folder}.") for t in graph["tfc_jupyter.planner.plan"])
+
+
+def test_the_folder_circle_finder_sees_a_type_only_import(tmp_path: Path) -> None:
+    package = tmp_path / "pkg"
+    for folder, text in {
+        "a": "from ..b.y import Y\n",
+        "b": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from ..a.x import X\n",
+    }.items():
+        (package / folder).mkdir(parents=True)
+        (package / "__init__.py").write_text("")
+        (package / folder / "__init__.py").write_text("")
+        (package / folder / ("x.py" if folder == "a" else "y.py")).write_text(text)
+    assert _circles(_package_graph(_graph(package))) == [["pkg.a", "pkg.b"]]
+
+
 def test_every_relative_import_names_a_module_of_ours() -> None:
     """A lazy import inside a function is only run when it is needed: a module that moved
     must not leave one behind that names a module no longer there."""

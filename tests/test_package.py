@@ -32,8 +32,8 @@ from tfc_jupyter.image import docker as build
 from tfc_jupyter.image import names as images
 from tfc_jupyter.image.context import SecretInFile
 from tfc_jupyter.job import options
-from tfc_jupyter.job.plan import Plan
 from tfc_jupyter.job.spec import ImageSettings, JobSpec
+from tfc_jupyter.planner.plan import Plan
 
 BODY = "%%tfc_run {flags}\nprint('rows', len(open('data/train.csv').read().splitlines()))\n"
 PEM = "-----BEGIN RSA PRIVATE KEY-----\nPLANTED-{kind}\n-----END RSA PRIVATE KEY-----\n"

@@ -12,10 +12,10 @@ from tfc_jupyter.config import Settings
 from tfc_jupyter.errors import ConversionError, RequirementsError
 from tfc_jupyter.image import names as images
 from tfc_jupyter.job import catalog, options, prices
-from tfc_jupyter.job.plan import Plan, job_name, make_plan
 from tfc_jupyter.job.spec import Strategy
 from tfc_jupyter.notebook.capture import Selection, read_notebook, select_cells
 from tfc_jupyter.notebook.convert import Cell
+from tfc_jupyter.planner.plan import Plan, job_name, make_plan
 
 RUN_LINE = "--workers 1 --dry-run"
 RUN_BODY = "result = build()\nprint(json.dumps(result))"
@@ -178,7 +178,7 @@ def test_the_core_imports_no_frontend() -> None:
     import subprocess
 
     code = (
-        "import sys, tfc_jupyter.job.plan, tfc_jupyter.cli\n"
+        "import sys, tfc_jupyter.planner.plan, tfc_jupyter.cli\n"
         "heavy = ('IPython', 'tornado', 'ipywidgets', 'tensorflow')\n"
         "heavy = [m for m in heavy if m in sys.modules]\n"
         "print(heavy)"

@@ -15,10 +15,10 @@ from jobutil import plan_for
 from tfc_jupyter.config import Settings
 from tfc_jupyter.image import names as images
 from tfc_jupyter.job import options
-from tfc_jupyter.job.plan import Plan, make_plan, uses_estimator
 from tfc_jupyter.job.spec import JobSpec, Strategy
 from tfc_jupyter.notebook.capture import Selection
 from tfc_jupyter.notebook.convert import Cell, convert
+from tfc_jupyter.planner.plan import Plan, make_plan, uses_estimator
 
 ROOT = Path(__file__).resolve().parents[1]
 TPU_NOTEBOOK = ROOT / "notebooks" / "tpu_keras.ipynb"

@@ -21,10 +21,11 @@ from jobutil import run_plain, write_notebook
 
 from tfc_jupyter.config import Settings
 from tfc_jupyter.errors import ConversionError, ConversionErrors, TfcError
-from tfc_jupyter.job import options, prelaunch
-from tfc_jupyter.job.plan import Plan, make_plan
+from tfc_jupyter.job import options
 from tfc_jupyter.notebook.capture import Selection, read_notebook, select_cells
 from tfc_jupyter.notebook.convert import Cell, convert
+from tfc_jupyter.planner import prelaunch
+from tfc_jupyter.planner.plan import Plan, make_plan
 from tfc_jupyter.server.service import JobService
 
 DATA = "import numpy as np\nx = np.ones((8, 2))\ny = x.sum(1)\nmodel = object()"

@@ -12,9 +12,9 @@ import pytest
 
 from tfc_jupyter.config import Settings
 from tfc_jupyter.job import catalog, options, prices
-from tfc_jupyter.job.plan import make_plan
 from tfc_jupyter.notebook.capture import Selection
 from tfc_jupyter.notebook.convert import Cell
+from tfc_jupyter.planner.plan import make_plan
 
 # ---- Google's rows (us-central1), as read; see prices.py for where and when.
 # Vertex AI price page, custom training, "n1-standard-4 | $0.21849885" (read 2026-10-07).

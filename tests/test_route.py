@@ -18,8 +18,8 @@ from tfc_jupyter.config import load_settings
 from tfc_jupyter.errors import SpecError
 from tfc_jupyter.image.names import local_tensorflow_version
 from tfc_jupyter.job import options, prebuilt
-from tfc_jupyter.job.plan import Plan, make_plan
 from tfc_jupyter.notebook import capture
+from tfc_jupyter.planner.plan import Plan, make_plan
 
 types = pytest.importorskip("google.cloud.aiplatform_v1.types")
 

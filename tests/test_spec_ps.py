@@ -14,11 +14,11 @@ from tfc_jupyter.config import Settings
 from tfc_jupyter.errors import BackendError, SpecError
 from tfc_jupyter.job import options, prices
 from tfc_jupyter.job.catalog import lookup, tpu_machine
-from tfc_jupyter.job.plan import make_plan
 from tfc_jupyter.job.spec import JobSpec, Strategy
 from tfc_jupyter.jobs import store_for
 from tfc_jupyter.notebook.capture import Selection
 from tfc_jupyter.notebook.convert import Cell
+from tfc_jupyter.planner.plan import make_plan
 
 CPU, T4 = lookup("CPU"), lookup("T4_1X")
 ESTIMATOR_CELL = "import tensorflow as tf\nconfig = tf.estimator.RunConfig()\n"

@@ -31,8 +31,8 @@ from tfc_jupyter.backends.vertex_api import VertexSettings
 from tfc_jupyter.errors import BackendError, MissingDependency, TfcError
 from tfc_jupyter.gcloud import QuotaError, credentials, is_loopback
 from tfc_jupyter.job.catalog import Machine
-from tfc_jupyter.job.plan import Plan
 from tfc_jupyter.jobs import Job, launch, store_for
+from tfc_jupyter.planner.plan import Plan
 from tfc_jupyter.records import JobRecord, JobState
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -10,9 +10,9 @@ import pytest
 from tfc_jupyter.backends import vertex_request
 from tfc_jupyter.config import Settings
 from tfc_jupyter.job import options
-from tfc_jupyter.job.plan import make_plan
 from tfc_jupyter.notebook.capture import Selection
 from tfc_jupyter.notebook.convert import Cell
+from tfc_jupyter.planner.plan import make_plan
 
 types = pytest.importorskip("google.cloud.aiplatform_v1.types")
 

@@ -25,7 +25,7 @@ from .backends import spare
 
 if TYPE_CHECKING:  # imported in main(), after `run` has started its job's supervisor
     from .client import Client
-    from .job.plan import Plan
+    from .planner.plan import Plan
 
 
 def _plan(

@@ -25,9 +25,9 @@ from .errors import TfcError
 from .job.options import JobOptions
 
 if TYPE_CHECKING:  # the core is imported when it is used, never at %load_ext
-    from .job.plan import Plan
     from .jobs import Job
     from .notebook.capture import Selection
+    from .planner.plan import Plan
     from .records import JobRecord, JobState, JobStore
 
 
@@ -63,7 +63,7 @@ class Client:
         Raises:
             TfcError: a conversion, requirements or option problem, with the fix.
         """
-        from .job.plan import make_plan
+        from .planner.plan import make_plan
 
         plan = make_plan(selection, options or JobOptions(), self.settings)
         plan.refused, plan.checked = self.verdict(plan), True

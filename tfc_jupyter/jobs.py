@@ -26,9 +26,9 @@ from .errors import BackendError, JobConflict, TfcError
 from .events import JOB_ENDED
 from .files import disk_full, is_disk_full, write_private
 from .job import catalog
-from .job.plan import Plan
 from .logs import LogTail, Merger
 from .pidfds import nap
+from .planner.plan import Plan
 from .records import JobRecord, JobState, JobStore, default_home, new_job_id
 from .results import ResultFeed, Results, finite_number, job_results, loss_name
 from .results import parse as parse_result

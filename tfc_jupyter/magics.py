@@ -1,8 +1,8 @@
 """IPython magics: ``%%tfc_run``, ``%tfc_panel``, ``%tfc_jobs``, ``%tfc_logs``, ``%tfc_attach``,
 ``%tfc_cancel``, ``%tfc_tensorboard``, ``%tfc_config``, ``%tfc_machines``.
 
-The magics only parse input and call the core (:mod:`tfc_jupyter.job.plan`); every TfcError is shown
-as one ``UsageError`` line, never a traceback.
+The magics only parse input and call the core (:mod:`tfc_jupyter.planner.plan`); every TfcError is
+shown as one ``UsageError`` line, never a traceback.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from .tables import table
 if TYPE_CHECKING:  # plan pulls in packaging code: imported when a cell runs, not at load
     from .client import Client
     from .config import Settings
-    from .job.plan import Plan
+    from .planner.plan import Plan
 
 _RULES_TEXT = "\n".join(f"    {what}: {effect}" for what, effect in RULES)
 

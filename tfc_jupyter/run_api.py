@@ -39,9 +39,9 @@ from .tfc_types import (
 if TYPE_CHECKING:
     from .client import Client
     from .job.options import JobOptions
-    from .job.plan import Plan
     from .jobs import Job
     from .notebook.capture import Selection
+    from .planner.plan import Plan
 
 _MAPPED = {
     "tpu": "worker_config=tfc.COMMON_MACHINE_CONFIGS['TPU'], worker_count=1",
@@ -126,7 +126,7 @@ def run(
     ``stream_logs=True``), ``verbose=True`` with every line.
 
     Returns:
-        ``{"job_id", "docker_image"}`` with ``.job``; the :class:`~tfc_jupyter.job.plan.Plan`
+        ``{"job_id", "docker_image"}`` with ``.job``; the :class:`~tfc_jupyter.planner.plan.Plan`
         for ``dry_run=True``; None inside a job.
 
     Raises:

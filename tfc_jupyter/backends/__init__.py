@@ -20,8 +20,8 @@ from ..registry import Preview, Traits
 
 if TYPE_CHECKING:
     from ..config import Settings
-    from ..job.plan import Plan
     from ..job.spec import JobSpec
+    from ..planner.plan import Plan
     from ..records import JobRecord, JobStore
 
 

@@ -46,7 +46,7 @@ from .watched import (
 )
 
 if TYPE_CHECKING:
-    from ..job.plan import Plan
+    from ..planner.plan import Plan
 
 JOB_LABEL = "org.tfc-jupyter.job"
 REPLICA_LABEL = "org.tfc-jupyter.replica"

@@ -40,7 +40,7 @@ from .watched import (
 )
 
 if TYPE_CHECKING:
-    from ..job.plan import Plan
+    from ..planner.plan import Plan
 
 RUNTIME_PARENT = Path(__file__).resolve().parents[2] / "runtime"
 _DROP_ENV = ("JPY_", "PYDEVD_", "VSCODE_", "KERNEL_")

@@ -43,7 +43,7 @@ from .watched import (
 
 if TYPE_CHECKING:
     from ..config import Settings
-    from ..job.plan import Plan
+    from ..planner.plan import Plan
 
 WATCH_FILE = "vertex.json"
 MAX_WATCHER_STARTS = 4

@@ -17,7 +17,7 @@ from ..job.spec import JOB_ENV, JobSpec
 from ..registry import Preview
 
 if TYPE_CHECKING:
-    from ..job.plan import Plan
+    from ..planner.plan import Plan
 
 PACKAGE_MODULE = "tfc_job.task"  # the package route's entry point (tfc_jupyter.image.wheel)
 

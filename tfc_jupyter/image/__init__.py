@@ -14,17 +14,19 @@ registry has it: resubmitting an unchanged notebook costs a hash and a lookup.
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
-from ..config import current_settings
+from ..config import Settings, current_settings
 from ..errors import BackendError
 from .progress import BuildError, ImageResult, LineProgress, Progress, report, reporting
 
 if TYPE_CHECKING:
-    from ..job.plan import Plan
+    from ..job.spec import JobSpec
+    from .context import Context
 
 __all__ = [
     "BuildError",
+    "ImageOrder",
     "ImageResult",
     "LineProgress",
     "Progress",
@@ -34,7 +36,20 @@ __all__ = [
 ]
 
 
-def ensure_image(plan: Plan, *, push: bool, client: Any = None) -> ImageResult:
+class ImageOrder(Protocol):
+    """What :func:`ensure_image` reads of a plan: the job, its settings and its build context.
+    A :class:`~tfc_jupyter.planner.plan.Plan` is one; the image package never imports the
+    planner (it sits below it)."""
+
+    @property
+    def spec(self) -> JobSpec: ...
+    @property
+    def settings(self) -> Settings | None: ...
+    @property
+    def context(self) -> Context | None: ...
+
+
+def ensure_image(plan: ImageOrder, *, push: bool, client: Any = None) -> ImageResult:
     """Make the plan's image available: here (``push=False``, the docker backend) or in its
     registry (``push=True``, Vertex AI). Builds only when no image of the same content exists;
     pushes only when the registry lacks it. With no engine here, ``push=True`` and a build

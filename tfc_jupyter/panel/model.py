@@ -26,10 +26,10 @@ from ..config import Settings
 from ..errors import TfcError
 from ..job import catalog, prices
 from ..job.options import JobOptions
-from ..job.plan import Plan
 from ..job.spec import JobSpec, Strategy, check_runnable
 from ..notebook import capture
 from ..notebook.capture import Selection
+from ..planner.plan import Plan
 from ..registry import DEFAULT
 from .memory import ChoicesDisplay
 

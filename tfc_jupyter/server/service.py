@@ -3,7 +3,7 @@
 The REST handlers (:mod:`.handlers`) only move JSON between HTTP and a :class:`JobService`; every
 failure here is a :class:`~tfc_jupyter.errors.TfcError`, which the handlers map to HTTP in one
 place. Launching follows the same core path as ``%%tfc_run``: a Selection from
-:mod:`~tfc_jupyter.notebook.capture`, :func:`~tfc_jupyter.job.plan.make_plan`,
+:mod:`~tfc_jupyter.notebook.capture`, :func:`~tfc_jupyter.planner.plan.make_plan`,
 :func:`~tfc_jupyter.jobs.launch`, and the same job records, so kernels and the server see each
 other's jobs.
 """

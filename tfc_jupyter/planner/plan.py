@@ -23,16 +23,17 @@ from ..files import human_size
 from ..image import context as package
 from ..image import names as images
 from ..image import wheel
+from ..job import catalog, prices
+from ..job.choose import choose
+from ..job.options import JobOptions
+from ..job.route import Route, choose_route
+from ..job.spec import JobSpec, Strategy
 from ..notebook import codeinfo, needs
 from ..notebook.capture import Selection
 from ..notebook.convert import Script, convert
 from ..notebook.requirements import Requirements, unsatisfied
 from ..registry import Preview
-from . import catalog, prelaunch, prices
-from .choose import choose
-from .options import JobOptions
-from .route import Route, choose_route
-from .spec import JobSpec, Strategy
+from . import prelaunch
 
 _SOURCES = {
     "JPY_SESSION_NAME": "this kernel's notebook, as saved",

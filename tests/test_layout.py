@@ -224,3 +224,31 @@ def test_the_backend_name_finder_finds_them(tmp_path: Path) -> None:
         "'vertex'",
         "BackendName.DOCKER",
     ]
+
+
+def _role_tables(path: Path) -> list[str]:
+    """Literals that spell out the replica roles (a tuple, list or dict holding both "chief" and
+    "evaluator"): a pool/role table."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        items: list[ast.expr | None] = []
+        if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+            items = list(node.elts)
+        elif isinstance(node, ast.Dict):
+            items = [*node.keys, *node.values]
+        words = {i.value for i in items if isinstance(i, ast.Constant)}
+        if {"chief", "evaluator"} <= words:
+            found.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    return found
+
+
+def test_the_pool_role_table_is_written_once() -> None:
+    """Vertex AI's pools 0 to 3 are chief, worker, ps and evaluator: ``tfc_runtime.protocol``
+    says so once (``ROLES``, ``POOL_ROLES``), for the runtime and the product alike."""
+    found = [
+        where
+        for package in ("tfc_jupyter", "runtime/tfc_runtime")
+        for path in sorted((ROOT / package).rglob("*.py"))
+        for where in _role_tables(path)
+    ]
+    assert found == ["runtime/tfc_runtime/protocol.py:48"]

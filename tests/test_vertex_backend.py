@@ -496,3 +496,25 @@ def test_loading_the_extension_imports_no_aiplatform() -> None:
     )
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize(
+    ("task", "replica"),
+    [
+        ("workerpool0-0", "chief"),
+        ("workerpool1-0", "worker-0"),
+        ("workerpool1-12", "worker-12"),
+        ("workerpool2-1", "ps-1"),
+        ("workerpool3-0", "evaluator-0"),
+        ("workerpool7-0", "pool7-0"),
+        ("service", "vertex"),
+        (None, "vertex"),
+    ],
+)
+def test_a_vertex_task_name_is_the_replica_named_as_local_jobs_name_it(
+    task: str | None, replica: str
+) -> None:
+    """Cloud Logging's ``task_name`` label becomes the log the local backend would write."""
+    from tfc_jupyter.backends.vertex_watcher import replica_name
+
+    assert replica_name(task) == replica

@@ -12,10 +12,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from tfc_runtime.protocol import RESULT_PREFIX as _REPORT  # the runtime's report lines
+from tfc_runtime.protocol import ROLES
 
 CHUNK = 1 << 20
 """Most bytes one read takes from one log."""
-_ORDER = {"chief": 0, "worker": 1, "ps": 2, "evaluator": 3}
+_ORDER = {role: i for i, role in enumerate(ROLES)}
 
 
 class OffsetPastEnd(ValueError):

@@ -13,13 +13,8 @@ from collections.abc import Mapping, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any
 
-#: Vertex AI worker pool position -> TensorFlow task type.
-POOL_TO_TASK_TYPE = {
-    "workerpool0": "chief",
-    "workerpool1": "worker",
-    "workerpool2": "ps",
-    "workerpool3": "evaluator",
-}
+from .protocol import POOL_ROLES as POOL_TO_TASK_TYPE
+
 #: Job names always present in ``ClusterInfo.cluster`` (possibly empty).
 CLUSTER_JOBS = ("chief", "worker", "ps")
 

@@ -48,6 +48,10 @@ def json_safe(value: Any) -> Any:
 ROLES = ("chief", "worker", "ps", "evaluator")
 """Replica roles, in Vertex AI's worker pool order (pool 0 to 3)."""
 
+POOL_ROLES = {f"workerpool{i}": role for i, role in enumerate(ROLES)}
+"""Vertex AI's worker pool names (``CLUSTER_SPEC``, task names ``workerpool1-0``) -> the role:
+the one pool/role table, read by the runtime's cluster module and the Vertex AI watcher."""
+
 
 def runtime_argv(
     strategy: str,
@@ -88,7 +92,7 @@ def cluster_env(
     for i, count in enumerate(counts):
         if count:
             pools[f"workerpool{i}"] = [next(addrs) for _ in range(count)]
-    role_of = {f"workerpool{i}": role for i, role in enumerate(ROLES)}
+    role_of = POOL_ROLES
     tf_cluster = {role_of[p]: a for p, a in pools.items() if role_of[p] != "evaluator"}
     distributed = sum(counts) > 1
     out = []

@@ -32,6 +32,9 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
+from tfc_runtime.protocol import POOL_ROLES
+from tfc_runtime.protocol import replica_name as protocol_replica_name
+
 from ..errors import BackendError, TfcError
 from ..files import open_private
 from ..gcloud import call, checked
@@ -41,7 +44,6 @@ from .vertex_api import VertexSettings, require_clients, rest_session, rest_url
 from .vertex_logs import ProjectLogs, parse_stamp
 
 LOOKBACK = timedelta(seconds=10)  # entries may arrive late: re-read this window, deduplicated
-_ROLES = {"0": "chief", "1": "worker", "2": "ps", "3": "evaluator"}
 _FAILED_AT = re.compile(r"\[tfc_runtime\] job failed at (.+?): (.*)$")
 _CANNOT_START = re.compile(r"\[tfc_runtime\] cannot start the job: (.*)$")
 _REPLICA_EXIT = re.compile(
@@ -59,11 +61,11 @@ def _when(entry: dict[str, Any]) -> datetime:
 
 def replica_name(task_name: str | None) -> str:
     """``workerpool0-0`` -> ``chief``, ``workerpool1-1`` -> ``worker-1``; None -> ``vertex``."""
-    m = re.fullmatch(r"workerpool(\d)-(\d+)", task_name or "")
+    m = re.fullmatch(r"(workerpool(\d))-(\d+)", task_name or "")
     if not m:
         return "vertex"
-    role = _ROLES.get(m.group(1), f"pool{m.group(1)}")
-    return role if role == "chief" else f"{role}-{m.group(2)}"
+    role = POOL_ROLES.get(m.group(1), f"pool{m.group(2)}")
+    return protocol_replica_name(role, int(m.group(3)))
 
 
 def _text(entry: dict[str, Any]) -> str:

@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tfc_runtime.protocol import ROLES
+
 from .. import registry, secretscan
 from ..config import Settings
 from ..errors import SpecError, TfcError
@@ -147,7 +149,7 @@ class Plan:
         lines = []
         for role, n, machine in self.pools():
             lines.append(
-                f"  pool {_POOL_OF[role]} {role} x{n}: {machine.name} = {machine.describe()}"
+                f"  pool {ROLES.index(role)} {role} x{n}: {machine.name} = {machine.describe()}"
                 f"  ({catalog.price_text(self.spec.pool_cost_per_hour(machine, n))})"
             )
         return lines
@@ -284,9 +286,6 @@ class Plan:
             f"<details><summary>{esc(preview.title)}</summary>"
             f"<pre>{esc(preview.text)}</pre></details></div>"
         )
-
-
-_POOL_OF = {"chief": 0, "worker": 1, "ps": 2, "evaluator": 3}  # Vertex AI pool positions
 
 
 _RATES = {

@@ -1,4 +1,5 @@
-"""``python -m tfc_runtime [--strategy NAME] [--gpus N] [--source-map FILE] SCRIPT [ARGS...]``.
+"""``python -m tfc_runtime [--strategy NAME] [--gpus N] [--source-map FILE] SCRIPT [ARGS...]``
+(:class:`tfc_runtime.protocol.RuntimeArgs`).
 
 The job's entry point: sets up the environment, builds the strategy, runs the converted
 notebook script, and on failure names the notebook cell and line that raised.
@@ -6,7 +7,6 @@ notebook script, and on failure names the notebook cell and line that raised.
 
 from __future__ import annotations
 
-import argparse
 import gc
 import io
 import json
@@ -28,58 +28,26 @@ from tfc_runtime import (
     tfc_shim,
 )
 from tfc_runtime.cluster import ClusterInfo, cluster_info, ensure_tf_config
+from tfc_runtime.protocol import USAGE, RuntimeArgs
 from tfc_runtime.script import call_with_room, run_script
 from tfc_runtime.strategy import (
-    STRATEGIES,
     build_strategy,
     describe,
     prepare_keras,
     will_be_multi_worker,
 )
 
-_VALUED = ("--strategy", "--gpus", "--source-map")
 _FRAME = re.compile(r'^(\s*File "(.*)", line (\d+), in .*)$')
 
 
-def _parser() -> argparse.ArgumentParser:
-    """The command line of ``python -m tfc_runtime``."""
-    p = argparse.ArgumentParser(
-        prog="python -m tfc_runtime", description="Run a converted notebook as a training job."
-    )
-    p.add_argument(
-        "--strategy",
-        default=os.environ.get("TFC_STRATEGY") or "auto",
-        help=f"one of {', '.join(STRATEGIES)} (default: $TFC_STRATEGY, else auto)",
-    )
-    p.add_argument("--gpus", type=int, default=None, help="GPUs to mirror over (default: all)")
-    p.add_argument("--source-map", default=None, help="JSON map of script lines to cells")
-    p.add_argument(
-        "--legacy-keras",
-        action="store_true",
-        help="Keras fit under the code's own MultiWorkerMirroredStrategy: use tf-keras",
-    )
-    p.add_argument(
-        "--serve",
-        action="store_true",
-        help="the code's ParameterServerStrategy: worker and ps tasks run tf.distribute.Server",
-    )
-    p.add_argument("script", help="the script to run")
-    return p
-
-
-def parse_args(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
-    """Our options and SCRIPT, plus the script's own arguments (everything after SCRIPT)."""
-    i = 0
-    while i < len(argv):
-        word = argv[i]
-        if word == "--":
-            i += 1
-            break
-        if not word.startswith("-") or word == "-":
-            break
-        i += 2 if word in _VALUED else 1
-    ours, theirs = list(argv[: i + 1]), list(argv[i + 1 :])
-    return _parser().parse_args(ours), theirs
+def parse_args(argv: Sequence[str]) -> RuntimeArgs:
+    """The runtime's command line (:class:`tfc_runtime.protocol.RuntimeArgs`, the type the
+    product writes it with)."""
+    try:
+        return RuntimeArgs.from_argv(argv)
+    except ValueError as exc:
+        print(f"{USAGE}\npython -m tfc_runtime: error: {exc}", file=sys.stderr)
+        raise SystemExit(2) from None
 
 
 def _script_frames(tb: TracebackType | None, script: str) -> list[int]:
@@ -231,7 +199,7 @@ def _serve(info: ClusterInfo) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the job; the exit status (a script's SystemExit passes through unchanged)."""
-    args, script_args = parse_args(sys.argv[1:] if argv is None else argv)
+    args = parse_args(sys.argv[1:] if argv is None else argv)
     _line_buffered()
     os.environ["TFC_REMOTE"] = "1"
     os.environ["TF_KERAS_RUNNING_REMOTELY"] = "1"
@@ -265,7 +233,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     resume.install()  # every task: all restore a fit's backup, as Keras asks
     runcell.install(chief=info.is_chief)  # the run cell's outputs and names go back
     hooks.when_imported("tensorflow", _freeze_tensorflow, "the job's exit is slower")
-    sys.argv = [args.script, *script_args]
+    sys.argv = [args.script, *args.args]
     sys.path.insert(0, os.path.dirname(script))
     tfc_shim.install()  # `import tfc_jupyter as tfc` in an image without it
     __import__("tfc_runtime.globs").globs.install()  # a glob that matches nothing: a warning

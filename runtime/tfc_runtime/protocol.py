@@ -5,7 +5,8 @@ the runtime reads the same names inside the job. Every backend uses it, so a bac
 chooses where replicas run and the addresses they reach each other at:
 
 - the files a job's code travels in (:data:`SCRIPT`, :data:`SOURCE_MAP`, :data:`WORKDIR`);
-- the runtime's command line (:func:`runtime_argv`; ``python -m tfc_runtime`` parses it);
+- the runtime's command line (:class:`RuntimeArgs`: the product writes it, ``python -m
+  tfc_runtime`` reads it, through the same type);
 - each replica's cluster environment, as Vertex AI sets it (:func:`cluster_env`);
 - the result channel (:data:`RESULTS_FILE`, :data:`RESULT_PREFIX`), strict JSON: NaN and infinity
   written as :data:`NONFINITE` names them (:func:`json_safe`).
@@ -16,6 +17,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 SCRIPT = "script.py"
@@ -53,22 +55,99 @@ POOL_ROLES = {f"workerpool{i}": role for i, role in enumerate(ROLES)}
 the one pool/role table, read by the runtime's cluster module and the Vertex AI watcher."""
 
 
-def runtime_argv(
-    strategy: str,
-    script: str,
-    source_map: str,
-    args: Sequence[str] = (),
-    *,
-    legacy_keras: bool = False,
-    serve: bool = False,
-) -> list[str]:
-    """The arguments of ``python -m tfc_runtime`` that run ``script`` with ``args``."""
-    flags = ["--strategy", strategy]
-    if legacy_keras:
-        flags.append("--legacy-keras")
-    if serve:
-        flags.append("--serve")
-    return [*flags, "--source-map", source_map, script, *args]
+@dataclass(frozen=True)
+class RuntimeArgs:
+    """The command line of ``python -m tfc_runtime``, typed on both sides of the process
+    boundary: the product writes it (:meth:`to_argv`), the runtime reads it (:meth:`from_argv`),
+    and ``from_argv(a.to_argv()) == a`` for every ``a``."""
+
+    script: str
+    """The converted notebook (or entry point) to run."""
+    strategy: str = "auto"
+    """The ``tf.distribute`` strategy's name (``tfc_runtime.strategy.STRATEGIES``)."""
+    source_map: str | None = None
+    """The JSON map of script lines to notebook cells."""
+    args: tuple[str, ...] = ()
+    """The script's own arguments (its ``sys.argv[1:]``), passed through untouched."""
+    legacy_keras: bool = False
+    """Keras fit under the code's own MultiWorkerMirroredStrategy: use tf-keras."""
+    serve: bool = False
+    """The code's ParameterServerStrategy: worker and ps tasks run ``tf.distribute.Server``."""
+    gpus: int | None = None
+    """GPUs to mirror over (``None``: all)."""
+
+    def to_argv(self) -> list[str]:
+        """The arguments after ``python -m tfc_runtime``."""
+        flags = _valued("--strategy", self.strategy)
+        if self.gpus is not None:
+            flags += _valued("--gpus", str(self.gpus))
+        if self.legacy_keras:
+            flags.append("--legacy-keras")
+        if self.serve:
+            flags.append("--serve")
+        if self.source_map is not None:
+            flags += _valued("--source-map", self.source_map)
+        if self.script.startswith("-"):
+            flags.append("--")  # a script named like an option
+        return [*flags, self.script, *self.args]
+
+    @classmethod
+    def from_argv(cls, argv: Sequence[str]) -> RuntimeArgs:
+        """Read the runtime's command line: its options (``--opt value`` or ``--opt=value``),
+        then SCRIPT (after ``--`` where it reads like an option), then the script's own
+        arguments, each kept as written (``--strategy`` after SCRIPT is the script's).
+
+        Raises:
+            ValueError: an unknown option, a missing value or script, or ``--gpus`` not a number.
+        """
+        values: dict[str, str] = {}
+        switches: set[str] = set()
+        i = 0
+        while i < len(argv) and argv[i].startswith("-") and argv[i] != "-":
+            name, eq, value = argv[i].partition("=")
+            if argv[i] == "--":
+                i += 1
+                break
+            if name in _VALUED and not eq:
+                if i + 1 == len(argv):
+                    raise ValueError(f"{name} needs a value")
+                i, value = i + 1, argv[i + 1]
+            elif name not in _VALUED and (name not in _SWITCHES or eq):
+                raise ValueError(f"unknown option {argv[i]!r} (options: {', '.join(_OPTIONS)})")
+            if name in _VALUED:
+                values[name] = value
+            else:
+                switches.add(name)
+            i += 1
+        if i == len(argv):
+            raise ValueError("no script to run")
+        gpus = values.get("--gpus")
+        if gpus is not None and not gpus.lstrip("-").isdigit():
+            raise ValueError(f"--gpus takes a number, not {gpus!r}")
+        return cls(
+            script=argv[i],
+            strategy=values.get("--strategy", "auto"),
+            source_map=values.get("--source-map"),
+            args=tuple(argv[i + 1 :]),
+            legacy_keras="--legacy-keras" in switches,
+            serve="--serve" in switches,
+            gpus=None if gpus is None else int(gpus),
+        )
+
+
+_VALUED = ("--strategy", "--gpus", "--source-map")
+_SWITCHES = ("--legacy-keras", "--serve")
+_OPTIONS = (*_VALUED, *_SWITCHES)
+USAGE = (
+    "usage: python -m tfc_runtime [--strategy NAME] [--gpus N] [--source-map FILE] "
+    "[--legacy-keras] [--serve] [--] SCRIPT [ARGS...]"
+)
+"""The runtime's command line, for its usage errors."""
+
+
+def _valued(flag: str, value: str) -> list[str]:
+    """``[flag, value]``; ``[flag=value]`` where the value reads like an option."""
+    return [f"{flag}={value}"] if value.startswith("-") else [flag, value]
 
 
 def replica_name(role: str, index: int) -> str:

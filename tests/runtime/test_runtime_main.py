@@ -87,23 +87,24 @@ def test_syntax_error_and_startup_failure(tmp_path: Path) -> None:
     done = run_runtime(["--strategy", "none", "broken.py"], tmp_path, job_env())
     assert done.returncode == 1
     assert done.stderr.splitlines()[-1].startswith("[tfc_runtime] job failed at script line 2")
-    env = job_env(TFC_STRATEGY="tpu", TFC_JOB_DIR=str(tmp_path))
-    done = run_runtime(["broken.py"], tmp_path, env)
+    env = job_env(TFC_JOB_DIR=str(tmp_path))
+    done = run_runtime(["--strategy", "tpu", "broken.py"], tmp_path, env)
     assert done.returncode == 1
     assert "cannot start the job: no TPU found: looked at the tpu argument" in done.stderr
     assert json.loads((tmp_path / "errors" / "chief-0.json").read_text())["cell"] is None
 
 
 def test_parse_args_leaves_the_scripts_options_alone() -> None:
-    args, rest = parse_args(["--gpus", "2", "--strategy=mirrored", "s.py", "--strategy", "x"])
-    assert (args.gpus, args.strategy, args.script, rest) == (
+    args = parse_args(["--gpus", "2", "--strategy=mirrored", "s.py", "--strategy", "x"])
+    assert (args.gpus, args.strategy, args.script, args.args) == (
         2,
         "mirrored",
         "s.py",
-        ["--strategy", "x"],
+        ("--strategy", "x"),
     )
-    args, rest = parse_args(["--", "-odd.py", "a"])
-    assert (args.script, rest) == ("-odd.py", ["a"])
+    args = parse_args(["--", "-odd.py", "a"])
+    assert (args.script, args.args) == ("-odd.py", ("a",))
+    assert parse_args(["s.py", "--", "x"]).args == ("--", "x")  # the script's own "--" stays
 
 
 EXIT_FLUSH = """\

@@ -232,7 +232,6 @@ class LocalBackend(WatchedBackend):
             {
                 "PYTHONPATH": inherited.get("PYTHONPATH", ""),  # the kernel's, for the replicas
                 "TFC_REMOTE": "1",
-                "TFC_STRATEGY": spec.resolved_strategy().value,
                 "TMPDIR": str(job_dir / "tmp"),  # task_save_path folders private to this job
             }
         )

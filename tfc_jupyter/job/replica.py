@@ -15,14 +15,14 @@ from .spec import JobSpec
 
 def runtime_args(spec: JobSpec, script: str, source_map: str) -> list[str]:
     """Arguments of ``python -m tfc_runtime`` for ``script``, on every backend."""
-    return protocol.runtime_argv(
-        spec.resolved_strategy().value,
-        script,
-        source_map,
-        spec.entry_args,
+    return protocol.RuntimeArgs(
+        script=script,
+        strategy=spec.resolved_strategy().value,
+        source_map=source_map,
+        args=tuple(spec.entry_args),
         legacy_keras=spec.legacy_keras,
         serve=spec.serve,
-    )
+    ).to_argv()
 
 
 def container_args(spec: JobSpec) -> list[str]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -39,7 +40,17 @@ def test_plan_of_the_fixture(train_nb: Path, settings: Settings) -> None:
     assert plan.pools() == [("chief", 1, cpu), ("worker", 1, cpu)]
     disk = prices.boot_disk_price("pd-ssd", 100) or 0.0  # each replica's boot disk counts
     assert plan.spec.cost_per_hour() == pytest.approx(2 * ((cpu.price_per_hour or 0) + disk))
-    assert plan.warnings == []
+    assert plan.warnings == ()
+
+
+def test_a_plan_once_made_is_not_changed(train_nb: Path, settings: Settings) -> None:
+    """A plan crosses from the planner to every edge and backend: none can change it under
+    another (the client's verdict makes a new plan)."""
+    plan = _plan(train_nb, settings)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        plan.refused = None  # type: ignore[misc]
+    with pytest.raises(AttributeError):
+        plan.warnings.append("x")  # type: ignore[attr-defined]
 
 
 def test_text_shows_every_part(train_nb: Path, settings: Settings) -> None:
@@ -97,7 +108,7 @@ def test_vertex_without_a_project_warns(train_nb: Path, settings: Settings) -> N
     assert any("--project" in w for w in plan.warnings)
     assert "PROJECT" in plan.request()["url"]
     named = _plan(train_nb, settings, "--backend vertex --project my-proj-1 --region europe-west4")
-    assert named.warnings == []
+    assert named.warnings == ()
     assert named.request()["url"] == (
         "https://europe-west4-aiplatform.googleapis.com/v1/projects/my-proj-1/locations/"
         "europe-west4/customJobs"

@@ -16,6 +16,7 @@ Example::
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -66,8 +67,7 @@ class Client:
         from .planner.plan import make_plan
 
         plan = make_plan(selection, options or JobOptions(), self.settings)
-        plan.refused, plan.checked = self.verdict(plan), True
-        return plan
+        return dataclasses.replace(plan, refused=self.verdict(plan), checked=True)
 
     def verdict(self, plan: Plan) -> TfcError | None:
         """What the plan's backend says before launching it: None, or its refusal (this

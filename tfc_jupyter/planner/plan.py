@@ -61,16 +61,17 @@ def source_words(how: str) -> str:
     return _SOURCES.get(how, how)
 
 
-@dataclass
+@dataclass(frozen=True)
 class Plan:
-    """Everything about one job before it runs: spec, cells, script, image and request."""
+    """Everything about one job before it runs: spec, cells, script, image and request.
+    Immutable once made: the client's verdict makes a new one (:func:`dataclasses.replace`)."""
 
     spec: JobSpec
     selection: Selection
     script: Script
     parent_image: str
     image_uri: str
-    warnings: list[str] = field(default_factory=list)
+    warnings: tuple[str, ...] = ()
     context: package.Context | None = None  # what goes into the image (None with --image)
     options: JobOptions = field(default_factory=JobOptions)  # what the plan was made from
     settings: Settings | None = None  # the effective defaults it was made with (limits ...)
@@ -135,7 +136,7 @@ class Plan:
             }
             if self.route
             else None,
-            "warnings": self.warnings,
+            "warnings": list(self.warnings),
             "notes": self.script.notes,
             "request": preview.request,
             "request_title": preview.title,
@@ -708,7 +709,7 @@ def make_plan(selection: Selection, ns: JobOptions, settings: Settings) -> Plan:
         script=script,
         parent_image=parent,
         image_uri=image_uri,
-        warnings=warnings,
+        warnings=tuple(warnings),
         context=context,
         options=ns,
         settings=settings,

@@ -30,6 +30,7 @@ from tfc_jupyter.records import JobRecord, JobState, JobStore
 from tfc_jupyter.registry import Traits
 
 PORT = 2222
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def _dns(text: str) -> str:
@@ -341,6 +342,11 @@ def test_it_launches_and_lists_through_the_product(
     (job,) = json.loads(out)
     assert job["backend"] == "jobset" and job["state"] == "succeeded"
     assert job["billed"] is False
+    # The jobs API's schema takes its name (the TypeScript Backend type is generated from it).
+    api = yaml.safe_load((ROOT / "tfc_jupyter" / "server" / "openapi.yaml").read_text())
+    schemas = api["components"]["schemas"]
+    assert schemas["Job"]["properties"]["backend"] == {"$ref": "#/components/schemas/BackendName"}
+    jsonschema.validate(job["backend"], schemas["BackendName"])
     manifest = yaml.safe_load((Path(job["job_dir"]) / "jobset.yaml").read_text())
     jsonschema.validate(manifest, JOBSET_SCHEMA)
     containers = [

@@ -20,7 +20,8 @@ export interface paths {
                     limit?: number;
                     /** @description comma-separated states to keep (e.g. `running,pending`) */
                     state?: string;
-                    backend?: "local" | "docker" | "vertex";
+                    /** @description a backend's name (`GET /api/status` lists the installed ones) */
+                    backend?: components["schemas"]["BackendName"];
                 };
                 header?: never;
                 path?: never;
@@ -620,11 +621,15 @@ export interface components {
             /** @example Vertex AI request */
             request_title: string;
         };
+        /**
+         * @description Where a job runs: a built-in backend (`local`, `docker`, `vertex`) or one an installed package adds (its `tfc_jupyter.backends` entry point); `GET /api/status` lists them.
+         * @example local
+         */
+        BackendName: string;
         Job: {
             id: string;
             name: string;
-            /** @enum {string} */
-            backend: "local" | "docker" | "vertex";
+            backend: components["schemas"]["BackendName"];
             /** @enum {string} */
             state: "queued" | "pending" | "running" | "succeeded" | "failed" | "cancelling" | "cancelled";
             terminal: boolean;

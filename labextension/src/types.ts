@@ -12,8 +12,12 @@ export type JobState =
   | 'cancelling'
   | 'cancelled';
 
-/** Where a job runs. */
-export type Backend = 'local' | 'docker' | 'vertex';
+/**
+ * Where a job runs: a built-in backend (`local`, `docker`, `vertex`) or one an installed package
+ * adds; `GET /api/status` lists them. Any name: the sidebar asks a backend's traits, never its
+ * name.
+ */
+export type Backend = string;
 
 /** One job record, with elapsed time and cost estimate. */
 export interface IJob {

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import calendar
+import contextlib
 import itertools
 import json
 import os
@@ -471,6 +472,58 @@ def test_threads_update_one_record_atomically(store: JobStore) -> None:
     record = store.get("shared")
     assert record.handle["n"] == threads * rounds
     assert record.error is not None and record.error.startswith("thread ")
+
+
+@pytest.mark.timeout(120)
+def test_a_store_per_request_loses_no_update(store: JobStore) -> None:
+    """The Jupyter server's pattern: each request opens its own JobStore, on threads of one
+    process. Opening one must not drop the locks another thread's connection holds (closing
+    any descriptor of a file drops all of the process's POSIX locks on it, SQLite's too)."""
+    store.create(make("shared", handle={"n": 0}))
+    threads, rounds = 8, 25
+
+    def work(i: int) -> None:
+        for j in range(rounds):
+            mine = JobStore(store.path)  # one per request
+            if j % 5 == 0:
+                mine.create(make(f"t{i}-{j}"))
+            mine.update("shared", mutate=bump)
+
+    assert run_threads(threads, work) == []
+    assert store.get("shared").handle["n"] == threads * rounds
+    assert len(store.list(limit=500)) == 1 + threads * rounds // 5
+    with sqlite3.connect(store.path) as conn:
+        assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+
+
+LOCK_PROBE = """
+import fcntl, os, sys
+fd = os.open(sys.argv[1], os.O_RDWR)
+try:  # SQLite's shared-lock bytes of the database file (its os_unix.c SHARED_FIRST, 510 bytes)
+    fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 510, 0x40000002, 0)
+    print("free")
+except OSError:
+    print("held")
+"""
+
+
+@pytest.mark.skipif(os.name != "posix", reason="POSIX record locks")
+def test_opening_a_store_keeps_the_locks_of_this_process_s_connections(store: JobStore) -> None:
+    """Issue 39: ``JobStore()`` opened and closed the database file outside SQLite, and closing
+    any descriptor of a file drops every POSIX lock the process holds on it: another thread's
+    connection lost its lock, and another process (a job's supervisor) could then checkpoint or
+    delete the WAL under it ("disk I/O error", "database disk image is malformed")."""
+
+    def probe() -> str:
+        argv = [sys.executable, "-c", LOCK_PROBE, str(store.path)]
+        return subprocess.run(argv, capture_output=True, text=True, check=True).stdout.strip()
+
+    with contextlib.closing(sqlite3.connect(store.path)) as conn:
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        assert probe() == "held"
+        JobStore(store.path)  # another request's store, in this process
+        assert probe() == "held"
+    assert probe() == "free"
 
 
 @pytest.mark.timeout(120)

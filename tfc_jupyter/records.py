@@ -612,7 +612,13 @@ class JobStore:
                 tighten_dir = True
             if tighten_dir:
                 _tighten(folder, 0o700)
-            os.close(os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600))
+            if not self.path.exists():
+                # Never open a database file that exists outside SQLite: closing any descriptor
+                # of a file drops every POSIX lock this process holds on it, SQLite's included
+                # (another thread's connection would lose its lock, and another process could
+                # then checkpoint or delete the WAL under it). A new one is made owner-only.
+                with contextlib.suppress(FileExistsError):
+                    os.close(os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600))
             for suffix in ("", "-wal", "-shm"):
                 _tighten(Path(f"{self.path}{suffix}"), 0o600)
         except OSError as exc:

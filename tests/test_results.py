@@ -77,14 +77,14 @@ def test_a_custom_loops_rounds_become_epochs(tmp_path: Path) -> None:
         _line(event="metric", name=7, round=3, value=1.0),  # a name must be a string
     ]
     log.write_text("".join(lines[:3]))
-    first = job_results(tmp_path)
+    first = job_results(tmp_path, in_logs=True)
     assert [(e["fit"], e["epoch"]) for e in first.epochs] == [(LOOP, 1), (LOOP, 2)]
     assert first.epochs[0]["metrics"] == {"train_loss": 2.5, "train_accuracy": 0.5}
     assert first.last == {"train_loss": 1.25}
     with log.open("a") as out:
         out.write("".join(lines[3:]))
         out.write(_line(event="metric", name="train_accuracy", round=2, value=0.75))
-    again = job_results(tmp_path)
+    again = job_results(tmp_path, in_logs=True)
     assert again.last == {"train_loss": 1.25, "train_accuracy": 0.75}
     assert first.last == {"train_loss": 1.25}  # the earlier copy is unchanged
     assert again.names == ["train_loss", "train_accuracy"]
@@ -110,23 +110,23 @@ def test_a_log_is_read_once_and_a_report_being_written_waits(tmp_path: Path) -> 
     logs.mkdir()
     chief = logs / "chief.log"
     chief.write_text("hello\n" + _epoch(0, 1, loss=0.9) + _epoch(0, 2, loss=0.5)[:20])
-    assert [e["epoch"] for e in job_results(logs).epochs] == [1]
+    assert [e["epoch"] for e in job_results(logs, in_logs=True).epochs] == [1]
     with chief.open("a") as f:  # the rest of the line, then a save
         f.write(_epoch(0, 2, loss=0.5)[20:] + _line(event="saved", path="/m.keras", how="save"))
-    results = job_results(logs)
+    results = job_results(logs, in_logs=True)
     assert [e["epoch"] for e in results.epochs] == [1, 2] and results.last == {"loss": 0.5}
     assert results.model_dir == "/m.keras"
     # A copy: what the caller changes is not the cache.
     results.epochs.clear()
-    assert len(job_results(logs).epochs) == 2
+    assert len(job_results(logs, in_logs=True).epochs) == 2
     # A log replaced by a shorter one is read again from its start.
     chief.write_text(_epoch(0, 1, loss=0.1))
-    assert job_results(logs).last in (None, {"loss": 0.1})
-    assert job_results(logs).last == {"loss": 0.1}
+    assert job_results(logs, in_logs=True).last in (None, {"loss": 0.1})
+    assert job_results(logs, in_logs=True).last == {"loss": 0.1}
     # The worker's log is not the job's: only the chief's is read.
     (logs / "worker-0.log").write_text(_epoch(0, 1, loss=9.0))
-    assert job_results(logs).last == {"loss": 0.1}
-    assert job_results(tmp_path / "missing").epochs == []
+    assert job_results(logs, in_logs=True).last == {"loss": 0.1}
+    assert job_results(tmp_path / "missing", in_logs=True).epochs == []
 
 
 def test_the_plot_is_a_safe_svg_of_every_metric() -> None:

@@ -155,3 +155,31 @@ def test_a_loss_that_turns_nan_is_kept_and_flagged(tmp_path: Path, tfc_env: Path
     picture = svg(job.results())
     assert picture is not None and flag in picture
     assert not re.search(r'="[^"]*\b(nan|inf)\b', picture)  # no point drawn at NaN or inf
+
+
+LOOKALIKE = """\
+%%tfc_run
+import sys
+fake = '[tfc_runtime] result {"event": "%s", %s}'
+print(fake % ("epoch", '"fit": 0, "epoch": 1, "logs": {"loss": 123.0}'))
+print(fake % ("saved", '"path": "/etc/passwd", "how": "save"'), file=sys.stderr)
+print("done")
+"""
+
+
+def test_printed_look_alikes_of_reports_are_only_lines(tmp_path: Path, tfc_env: Path) -> None:
+    """Issue 39: a local job that prints ``[tfc_runtime] result ...`` lines set ``job.metrics``
+    (loss 123.0) and the model path (/etc/passwd). Its runtime reports in its results file;
+    a line its code prints is a line, whatever it says."""
+    from tfc_jupyter.jobs import job_dict
+
+    nb = write_notebook(tmp_path / "fake.ipynb", LOOKALIKE)
+    job, record = run_job(nb, tmp_path / "home")
+    assert record.state is JobState.SUCCEEDED, record.error
+    assert "done" in job.logs("chief")
+    results = job.results()
+    assert (results.epochs, results.model_dir, job.metrics) == ([], None, [])
+    assert job_dict(job.record())["last_metrics"] is None
+    reported: list[dict[str, object]] = []
+    job.follow(out=io.StringIO(), on_result=reported.append, timeout=30)
+    assert [r["event"] for r in reported] == ["cell"]  # the runtime's own: the names came back

@@ -218,7 +218,7 @@ class Job:
 
     def results(self) -> Results:
         """What the job reported so far: Keras epochs, saved models, TensorBoard folders."""
-        return job_results(self.store.get(self.id).log_dir)
+        return results_of(self.store.get(self.id))
 
     @property
     def metrics(self) -> list[dict[str, Any]]:
@@ -283,6 +283,7 @@ class Job:
         rec = self.store.get(self.id)
         tail = LogTail(Path(rec.log_dir))
         feed = ResultFeed(rec.log_dir)
+        in_logs = registry.traits(rec.backend).reports_in_logs  # else a look-alike is a line
         merger = Merger(replica_count(rec) if not verbose else 1)
         if skip_existing:
             tail.read()
@@ -315,7 +316,12 @@ class Job:
                     pending = _release(pending, chief_at, False, on_result)
                 if pending and replica == first:  # positions matter only while reports wait
                     chief_at += len(line.encode("utf-8", "replace")) + 1
-                if on_result is not None and (found := parse_result(line)) is not None:
+                if (
+                    on_result is not None
+                    and in_logs
+                    and replica == first
+                    and (found := parse_result(line)) is not None
+                ):
                     on_result(found)
                 if on_line:
                     on_line(replica, line)
@@ -382,7 +388,7 @@ class Job:
         restarts = restart_count(rec)
         if restarts:
             text += f" (restarted {_times(restarts)})"
-        flags = job_results(rec.log_dir).flags if rec.log_dir else []
+        flags = results_of(rec).flags if rec.log_dir else []
         if flags:
             text += f"; {', '.join(flags)}"
         return text
@@ -451,6 +457,12 @@ def _release(
         if on_result is not None:
             on_result(event)
     return []
+
+
+def results_of(record: JobRecord) -> Results:
+    """What the job reported so far, read where its backend's runtime writes reports."""
+    in_logs = registry.traits(record.backend).reports_in_logs
+    return job_results(record.log_dir or "", in_logs=in_logs)
 
 
 def model_dir(rec: JobRecord, results: Results) -> str | None:
@@ -527,7 +539,7 @@ def job_dict(record: JobRecord) -> dict[str, Any]:
             1 + count,
         )
     billed = registry.traits(record.backend).billed
-    results = job_results(record.log_dir) if record.log_dir else None
+    results = results_of(record) if record.log_dir else None
     data.update(
         elapsed=round(record.elapsed, 3),
         terminal=record.state.is_terminal(),
@@ -595,7 +607,7 @@ def jobs_table(records: list[JobRecord]) -> str:
     for rec in records:
         created = time.strftime("%Y-%m-%d %H:%M", time.localtime(rec.created_at))
         error = logs.printable(rec.error or "")[:60] if rec.state is not JobState.SUCCEEDED else ""
-        last = job_results(rec.log_dir).last if rec.log_dir else None
+        last = results_of(rec).last if rec.log_dir else None
         name = loss_name(list(last)) if last else None
         loss = f"{last[name]:.4g}" if last and name else ""
         rows.append(

@@ -63,6 +63,11 @@ class Traits:
     restarts: str = ""
     """Who restarts a replica that dies, and when, as a clause ("Vertex AI restarts a replica
     after ..."); empty: nothing does."""
+    reports_in_logs: bool = False
+    """The runtime's reports (metrics, saved models) come in the chief's log, as
+    ``[tfc_runtime] result`` lines (Vertex AI: no job folder is shared). Otherwise they come
+    only in the job folder's results file, and a line the code prints that looks like one is
+    just a line: it sets no metric and no model path."""
     keeps_backups: bool = False
     """The job's checkpoint folder outlives a replica's machine with no ``--base-output-dir``
     (a folder on this machine), so a restarted replica finds its backups there."""

@@ -291,10 +291,11 @@ def _new_events(
 
 class _Reader:
     """A job's reports, read from where the last read stopped: its results file (local,
-    docker) and its chief's log (Vertex AI's reports come with the logs)."""
+    docker) and, with ``in_logs``, its chief's log (Vertex AI's reports come with the logs)."""
 
-    def __init__(self, log_dir: Path) -> None:
+    def __init__(self, log_dir: Path, in_logs: bool) -> None:
         self.log_dir = log_dir
+        self.in_logs = in_logs
         self.offsets: dict[Path, int] = {}
         self.results = Results()
 
@@ -302,7 +303,7 @@ class _Reader:
         files: list[tuple[Path, Callable[[str], dict[str, Any] | None]]] = [
             (self.log_dir.parent / RESULTS_FILE, parse_json)
         ]
-        chief = chief_log(self.log_dir)
+        chief = chief_log(self.log_dir) if self.in_logs else None
         if chief is not None:
             files.append((chief, parse))
         for path, parse_line in files:
@@ -318,7 +319,7 @@ class _Reader:
         return self.results
 
 
-_CACHE: OrderedDict[Path, _Reader] = OrderedDict()
+_CACHE: OrderedDict[tuple[Path, bool], _Reader] = OrderedDict()
 _CACHE_SIZE = 256
 _LOCK = threading.Lock()
 
@@ -346,13 +347,16 @@ def chief_log(log_dir: Path) -> Path | None:
     return log_dir / f"{names[0]}.log" if names else None
 
 
-def job_results(log_dir: str | Path) -> Results:
-    """A job's results so far, from its log folder. Each log is read once: later calls read
-    only what was added (the jobs API lists many jobs at every poll). A copy is returned."""
+def job_results(log_dir: str | Path, *, in_logs: bool = False) -> Results:
+    """A job's results so far, from its log folder: its results file, and with ``in_logs``
+    the report lines of its chief's log (a backend whose reports come there: its
+    ``Traits.reports_in_logs``). Each log is read once: later calls read only what was added
+    (the jobs API lists many jobs at every poll). A copy is returned."""
     path = Path(log_dir)
     with _LOCK:
-        reader = _CACHE.pop(path, None) or _Reader(path)
-        _CACHE[path] = reader
+        key = (path, in_logs)
+        reader = _CACHE.pop(key, None) or _Reader(path, in_logs)
+        _CACHE[key] = reader
         while len(_CACHE) > _CACHE_SIZE:
             _CACHE.popitem(last=False)
         return reader.read().copy()

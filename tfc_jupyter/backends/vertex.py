@@ -69,6 +69,7 @@ class VertexBackend:
         needs_project=True,
         routes=True,
         scheduling=True,
+        reports_in_logs=True,
         model_place="on the Vertex AI machine",
         restarts="Vertex AI restarts a replica after VM maintenance, a preemption or a crash",
     )

@@ -316,12 +316,12 @@ class JobService:
     def metrics(self, job_id: str) -> dict[str, Any]:
         """What the job reported: each Keras epoch's loss and metrics, the last ones, where it
         saved its model, and the curves as an SVG image (``svg``: None before an epoch ends)."""
+        from ..jobs import results_of
         from ..plot import svg
-        from ..results import job_results
 
         client = self.client()
         record = self._record(client, job_id)
-        results = job_results(record.log_dir)
+        results = results_of(record)
         shown = results.downsampled()  # a job of 100k rounds answers in a few hundred KB
         return {
             "job_id": record.id,

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import shutil
 import sys
 from pathlib import Path
 
 import pytest
 
 from tfc_jupyter.config import Settings
-from tfc_jupyter.errors import ConversionError, RequirementsError
+from tfc_jupyter.errors import ConversionError, RequirementsError, SpecError
 from tfc_jupyter.image import names as images
 from tfc_jupyter.job import catalog, options, prices
 from tfc_jupyter.job.spec import Strategy
@@ -258,3 +259,27 @@ def test_a_machine_without_a_listed_price_says_so(settings: Settings) -> None:
     assert catalog.PRICING_URL in plan._repr_html_()
     assert plan.summary()["cost_per_hour"] is None
     json.dumps(plan.summary())  # null in JSON
+
+
+@pytest.mark.parametrize("name", ["tfc_runtime.py", "tfc_runtime"])
+def test_a_module_named_like_the_runtime_is_refused_with_the_fix(
+    tmp_path: Path, settings: Settings, name: str
+) -> None:
+    """Issue 39: a ``tfc_runtime.py`` beside the notebook ran instead of the runtime (Python
+    imports from the job's folder first), and the job read "succeeded after 0.0 s"."""
+    write = tmp_path / name
+    if name.endswith(".py"):
+        write.write_text("print('not the runtime')\n")
+    else:
+        write.mkdir()
+        (write / "__init__.py").write_text("")
+    sel = Selection(cells=[Cell(1, "print(1)")], notebook=tmp_path / "nb.ipynb", how="t")
+    with pytest.raises(SpecError, match=r"has the name of the job's runtime") as err:
+        make_plan(sel, options.parse_line(""), settings)
+    assert err.value.hint == f"rename {name} (and its imports)"
+    (tmp_path / "tfc_runtime_notes.py").write_text("")  # a name that only starts like it
+    if write.is_file():
+        write.unlink()
+    else:
+        shutil.rmtree(write)
+    assert make_plan(sel, options.parse_line(""), settings).spec.name == "nb"

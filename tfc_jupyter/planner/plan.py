@@ -610,12 +610,28 @@ def _locator(script: Script, file: str | None = None) -> Callable[[int], str]:
     return locate
 
 
+def _no_module_named_like_the_runtime(base_dir: Path) -> None:
+    """A ``tfc_runtime`` module beside the notebook would be imported in place of the job's
+    runtime (the job starts there, and Python looks there first): the job would run that
+    module and nothing of the notebook, and end "succeeded"."""
+    for name in ("tfc_runtime.py", "tfc_runtime"):
+        found = base_dir / name
+        if found.is_file() if name.endswith(".py") else found.is_dir():
+            raise SpecError(
+                f"{found} has the name of the job's runtime (tfc_runtime): the job would "
+                "run it instead of the notebook",
+                f"rename {name} (and its imports)",
+                field="notebook",
+            )
+
+
 def make_plan(selection: Selection, ns: JobOptions, settings: Settings) -> Plan:
     """Convert the selected cells and build the validated JobSpec.
 
     Raises:
         TfcError: a conversion, requirements or spec problem, with the fix.
     """
+    _no_module_named_like_the_runtime(selection.base_dir)
     extra = _requirements_files(list(ns.requirements or []), selection.base_dir)
     script = convert(
         selection.cells,

@@ -17,8 +17,10 @@ from typing import Any
 
 import pytest
 from jobutil import plan_for, run_job, wait_gone, wait_state, write_notebook
+from tfc_runtime.protocol import RuntimeArgs
 
 from tfc_jupyter.backends.docker import JOB_LABEL, DockerBackend, container_env
+from tfc_jupyter.backends.launch_file import DockerLaunch
 from tfc_jupyter.errors import BackendError, SpecError
 from tfc_jupyter.job.catalog import tpu_machine
 from tfc_jupyter.job.spec import JobSpec
@@ -110,8 +112,9 @@ def test_two_workers_train_in_containers(
     assert set(record.handle["containers"]) == {"chief", "worker-0", "worker-1"}
     assert _containers(docker_client, job.id) == []  # removed afterwards
     assert wait_gone([record.handle["watcher_pid"]]) == []
-    launch_file = json.loads((Path(record.job_dir) / "launch.json").read_text())
-    assert launch_file["command"][:3] == ["python", "-m", "tfc_runtime"]
+    launch = DockerLaunch.read(Path(record.job_dir))  # the watcher's own reading of it
+    assert RuntimeArgs.from_argv(launch.runtime_args).script == "script.py"
+    assert [r.name for r in launch.replicas] == ["chief", "worker-0", "worker-1"]
 
 
 @pytest.mark.slow

@@ -30,6 +30,7 @@ from ..ports import free_ports
 from ..records import JobRecord
 from ..registry import Preview, Traits
 from . import vertex_request
+from .launch_file import DockerLaunch, ReplicaLaunch
 from .local import (
     RUNTIME_PARENT,
     cluster_env,
@@ -114,26 +115,26 @@ class DockerBackend(WatchedBackend):
         replicas = cluster_env(spec, record.id, free_ports(spec.replica_count))
         n_gpus = local_gpu_count() if spec.chief.gpu_count else 0
         gpus = gpu_split(n_gpus, len(replicas), spec.chief.gpu_count)
-        launch = {
-            "job_id": record.id,
-            "store": str(self.store.path),
-            "image": image.uri,
-            "command": ["python", "-m", "tfc_runtime", *container_args(spec)],
-            "env": base_env,
-            "mounts": [str(job_dir)],
-            "user": None if os.getuid() == 0 else f"{os.getuid()}:{os.getgid()}",
-            "startup_timeout": self.startup_timeout,
-            "timeout": spec.timeout_s,
-            "replicas": [
-                {
-                    "name": name,
-                    "daemon": is_daemon(spec, name),
-                    "env": env,
-                    "gpus": [g for g in gpu.split(",") if g],  # no GPUs here: CPU, as locally
-                }
+        launch = DockerLaunch(
+            job_id=record.id,
+            store=str(self.store.path),
+            image=image.uri,
+            runtime_args=tuple(container_args(spec)),
+            env=base_env,
+            mounts=(str(job_dir),),
+            user=None if os.getuid() == 0 else f"{os.getuid()}:{os.getgid()}",
+            startup_timeout=self.startup_timeout,
+            timeout=spec.timeout_s,
+            replicas=tuple(
+                ReplicaLaunch(
+                    name=name,
+                    daemon=is_daemon(spec, name),
+                    env=env,
+                    gpus=tuple(g for g in gpu.split(",") if g),  # no GPUs here: CPU, as locally
+                )
                 for (name, env), gpu in zip(replicas, gpus, strict=True)
-            ],
-        }
+            ),
+        )
         write_launch(job_dir, launch)
         pid = start_watcher(
             "tfc_jupyter.backends.docker_watcher",

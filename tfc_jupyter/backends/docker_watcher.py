@@ -26,6 +26,7 @@ from typing import Any
 from ..files import open_private
 from ..records import JobState
 from .docker import JOB_LABEL, REPLICA_LABEL
+from .launch_file import RUNTIME, DockerLaunch
 from .watch_loop import JobWatcher, ReplicaState, describe_failure
 
 GRACE_S = 3
@@ -54,36 +55,37 @@ class Watcher(JobWatcher[Replica]):
 
     poll_s = POLL_S
     quick_poll_s = POLL_S  # each poll asks the engine: no quicker start
+    launch_type = DockerLaunch
+    launch: DockerLaunch
 
     def __init__(self, job_dir: Path) -> None:
         import docker
 
         super().__init__(job_dir)
         self.replicas = [
-            Replica(r["name"], r["env"], r.get("daemon", False), gpus=r.get("gpus", []))
-            for r in self.launch["replicas"]
+            Replica(r.name, r.env, r.daemon, gpus=list(r.gpus)) for r in self.launch.replicas
         ]
         self.client = docker.from_env(timeout=60)
 
     def _create(self, replica: Replica) -> Any:
         from docker.types import DeviceRequest
 
-        mounts = {p: {"bind": p, "mode": "rw"} for p in self.launch["mounts"]}
+        mounts = {p: {"bind": p, "mode": "rw"} for p in self.launch.mounts}
         devices = (
             [DeviceRequest(device_ids=replica.gpus, capabilities=[["gpu"]])]
             if replica.gpus
             else None
         )
         return self.client.containers.create(
-            self.launch["image"],
-            command=self.launch["command"][3:],  # after the image's entrypoint
-            entrypoint=self.launch["command"][:3],
+            self.launch.image,
+            command=list(self.launch.runtime_args),
+            entrypoint=list(RUNTIME),
             name=f"tfc-{self.job_id}-{replica.name}",
-            environment={**self.launch["env"], **replica.env},
+            environment={**self.launch.env, **replica.env},
             labels={JOB_LABEL: self.job_id, REPLICA_LABEL: replica.name},
             network_mode="host",
             volumes=mounts,
-            user=self.launch.get("user") or None,
+            user=self.launch.user,
             device_requests=devices,
         )
 
@@ -100,7 +102,7 @@ class Watcher(JobWatcher[Replica]):
             replica.pump.start()
         handle = {
             "watcher_pid": os.getpid(),
-            "image": self.launch["image"],
+            "image": self.launch.image,
             "containers": {r.name: r.container.id[:12] for r in self.replicas},
         }
         self.store.transition(

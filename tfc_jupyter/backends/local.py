@@ -27,6 +27,7 @@ from ..ports import free_ports
 from ..records import JobRecord
 from ..registry import Preview, Traits
 from . import spare, vertex_request
+from .launch_file import LocalLaunch, ReplicaLaunch
 from .watch_loop import VERTEX_RESTARTS
 from .watched import (
     WATCHER_LOG,
@@ -237,25 +238,25 @@ class LocalBackend(WatchedBackend):
         )
         (job_dir / "tmp").mkdir(mode=0o700, exist_ok=True)
         args = runtime_args(spec, str(job_dir / "script.py"), str(job_dir / "script.map.json"))
-        launch = {
-            "job_id": record.id,
-            "store": str(self.store.path),
-            "cwd": str(cwd),
-            "python": sys.executable,
-            "env": common,
-            "runtime_args": args,
-            "startup_timeout": self.startup_timeout,
-            "timeout": spec.timeout_s,
-            "restarts": VERTEX_RESTARTS,  # a replica killed here is restarted, as on Vertex AI
-            "replicas": [
-                {
-                    "name": name,
-                    "daemon": is_daemon(spec, name),
-                    "env": {**env, "CUDA_VISIBLE_DEVICES": gpu} if n_gpus else env,
-                }
+        launch = LocalLaunch(
+            job_id=record.id,
+            store=str(self.store.path),
+            cwd=str(cwd),
+            python=sys.executable,
+            env=common,
+            runtime_args=tuple(args),
+            startup_timeout=self.startup_timeout,
+            timeout=spec.timeout_s,
+            restarts=VERTEX_RESTARTS,  # a replica killed here is restarted, as on Vertex AI
+            replicas=tuple(
+                ReplicaLaunch(
+                    name=name,
+                    daemon=is_daemon(spec, name),
+                    env={**env, "CUDA_VISIBLE_DEVICES": gpu} if n_gpus else env,
+                )
                 for (name, env), gpu in zip(replicas, gpus, strict=True)
-            ],
-        }
+            ),
+        )
         write_launch(job_dir, launch)
         open_private(job_dir / "logs" / WATCHER_LOG).close()  # a full disk says so here
         pid = spare.claim(job_dir)  # a supervisor started ahead (tfc-jupyter run), else now

@@ -34,6 +34,7 @@ from typing import Any
 
 from ..files import open_private
 from ..records import JobState
+from .launch_file import RUNTIME, LocalLaunch
 from .watch_loop import JobWatcher, ReplicaState, killed_by
 from .watched import started_at
 
@@ -79,27 +80,27 @@ class Supervisor(JobWatcher[Replica]):
 
     poll_s = POLL_S
     quick_poll_s = POLL_S  # no quick polls: the loop wakes when a replica exits (_live_pids)
+    launch_type = LocalLaunch
+    launch: LocalLaunch
 
     def __init__(self, job_dir: Path) -> None:
         super().__init__(job_dir)
-        self.replicas = [
-            Replica(r["name"], r["env"], r.get("daemon", False)) for r in self.launch["replicas"]
-        ]
+        self.replicas = [Replica(r.name, r.env, r.daemon) for r in self.launch.replicas]
         self.logs = job_dir / "logs"
         self.status = job_dir / "status"
 
     def _start(self) -> None:
-        python = self.launch.get("python") or sys.executable
-        argv = [python, "-m", "tfc_runtime", *self.launch["runtime_args"]]
+        python = self.launch.python or sys.executable
+        argv = [python, *RUNTIME[1:], *self.launch.runtime_args]
         for replica in self.replicas:
             log = open_private(self.logs / f"{replica.name}.log", buffering=0)
             # The kernel's environment, inherited (launch.json holds only the job's variables).
-            env = {**os.environ, **self.launch["env"], **replica.env}
+            env = {**os.environ, **self.launch.env, **replica.env}
             if not env.get("PYTHONPATH"):
                 env.pop("PYTHONPATH", None)
             replica.proc = subprocess.Popen(
                 argv,
-                cwd=self.launch["cwd"],
+                cwd=self.launch.cwd,
                 env=env,
                 stdin=subprocess.DEVNULL,
                 stdout=log,

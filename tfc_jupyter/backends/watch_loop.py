@@ -17,11 +17,12 @@ import signal
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import Any, ClassVar, Generic, TypeVar
 
 from ..files import disk_full, is_disk_full, write_private
 from ..pidfds import nap
 from ..records import JobState, JobStore, JobStoreError
+from .launch_file import Launch
 
 Outcome = tuple[JobState, str | None, str | None]  # state, error, notebook location
 
@@ -220,14 +221,16 @@ class JobWatcher(Generic[R]):
     poll_s = 0.1
     quick_poll_s = QUICK_POLL_S  # the poll of a job's first QUICK_S seconds
     replicas: list[R]
+    launch_type: ClassVar[type[Launch]] = Launch
+    """What its ``launch.json`` holds (a subclass reads its own backend's)."""
 
     def __init__(self, job_dir: Path) -> None:
         self.job_dir = job_dir
-        self.launch: dict[str, Any] = json.loads((job_dir / "launch.json").read_text())
-        self.job_id: str = self.launch["job_id"]
-        self.store = JobStore(self.launch["store"])
+        self.launch = self.launch_type.read(job_dir)
+        self.job_id: str = self.launch.job_id
+        self.store = JobStore(self.launch.store)
         self.cancel_requested = False
-        self.max_restarts = int(self.launch.get("restarts", 0))
+        self.max_restarts = self.launch.restarts
         self.restarts = 0
 
     def _on_term(self, signum: int, frame: Any) -> None:
@@ -264,8 +267,8 @@ class JobWatcher(Generic[R]):
     def watch(self) -> Outcome:
         """Poll until the job's fate is decided."""
         started = joining = time.monotonic()
-        startup = float(self.launch.get("startup_timeout", 300))
-        timeout = self.launch.get("timeout")
+        startup = self.launch.startup_timeout
+        timeout = self.launch.timeout
         while True:
             if self.cancel_requested:
                 return JobState.CANCELLED, "cancelled", None

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import BackendError
 from ..files import open_private, write_private
 from ..records import CANCEL_ASKED, JobRecord, JobState, JobStore, JobStoreError
+from .launch_file import FILE, Launch
 from .watch_loop import read_outcome, reserve_outcome
 
 if TYPE_CHECKING:
@@ -32,10 +33,10 @@ if TYPE_CHECKING:
 WATCHER_LOG = "supervisor.log"
 
 
-def write_launch(job_dir: Path, launch: dict[str, Any]) -> None:
+def write_launch(job_dir: Path, launch: Launch) -> None:
     """Write the watcher's instructions, ``launch.json``, owner-only (it holds the job's env),
     and the room for how the job ends (:func:`~.watch_loop.reserve_outcome`)."""
-    write_private(job_dir / "launch.json", json.dumps(launch, indent=1))
+    write_private(job_dir / FILE, json.dumps(launch.to_json(), indent=1))
     reserve_outcome(job_dir)
 
 

@@ -11,6 +11,7 @@ commands: no product file knows it.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,7 @@ from tfc_jupyter import cli, registry
 from tfc_jupyter.backends import Preview
 from tfc_jupyter.config import Settings
 from tfc_jupyter.errors import BackendError
+from tfc_jupyter.job.options import JobOptions, option, target_options
 from tfc_jupyter.job.replica import container_args, job_env, replica_env
 from tfc_jupyter.job.spec import JobSpec, check_runnable
 from tfc_jupyter.planner.plan import Plan
@@ -77,7 +79,11 @@ def jobset(plan: Plan, job_id: str = "JOB_ID") -> dict[str, Any]:
     return {
         "apiVersion": "jobset.x-k8s.io/v1alpha2",
         "kind": "JobSet",
-        "metadata": {"name": name, "labels": {"tfc-jupyter": "1"}},
+        "metadata": {
+            "name": name,
+            "namespace": target_options(plan.options, JobSetOptions).namespace,
+            "labels": {"tfc-jupyter": "1"},
+        },
         "spec": {
             "network": {"enableDNSHostnames": True, "subdomain": name},
             "successPolicy": {"operator": "All", "targetReplicatedJobs": ["chief"]},
@@ -87,10 +93,21 @@ def jobset(plan: Plan, job_id: str = "JOB_ID") -> dict[str, Any]:
     }
 
 
+@dataclass(frozen=True)
+class JobSetOptions:
+    """The JobSet backend's own options: declared here, they are flags of the magic and the
+    CLI, ``run()`` keywords and jobs API options, with no change to the product."""
+
+    namespace: str = option(
+        "default", "Kubernetes namespace the JobSet is created in.", metavar="NAMESPACE"
+    )
+
+
 class JobSetBackend:
     """Writes the job's JobSet manifest (what ``kubectl apply -f`` takes) to its folder."""
 
     name = "jobset"
+    options = JobSetOptions
     traits = Traits(label="Kubernetes", runs_image=True, model_place="in its pod, which is gone")
 
     def __init__(self, store: JobStore) -> None:
@@ -335,6 +352,8 @@ def test_it_launches_and_lists_through_the_product(
         "1",
         "--image",
         image,
+        "--namespace",
+        "team-a",
     )
     assert code == 0, err
     code, out, err = _cli(capsys, "jobs", "--json")
@@ -354,6 +373,7 @@ def test_it_launches_and_lists_through_the_product(
         for r in manifest["spec"]["replicatedJobs"]
     ]
     assert {c["image"] for c in containers} == {image}
+    assert manifest["metadata"]["namespace"] == "team-a"  # its own flag, launched
     assert job["id"] in json.dumps(manifest)
 
 
@@ -370,3 +390,61 @@ def test_the_product_refuses_what_its_traits_say_it_cannot_do(
     refused = json.loads(out)["refused"]
     assert refused["message"] == "the jobset backend cannot run TPU jobs"
     assert "use --backend vertex" in refused["hint"]
+
+
+def test_a_backend_s_own_flag_works_on_every_edge(
+    jobset_installed: str,
+    ps_notebook: Path,
+    tfc_env: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``--namespace`` is declared only above (``JobSetOptions``): the CLI, the magic's line,
+    ``run()``, the jobs API and the help all take it, and another backend refuses it."""
+    from tfc_jupyter.run_api import job_options
+    from tfc_jupyter.server.service import JobService
+
+    nb = str(ps_notebook)
+    flags = ["--backend", "jobset", "--image", "registry.example/tf:2.17"]
+    code, out, err = _cli(
+        capsys, "plan", str(ps_notebook), *flags, "--namespace", "team-a", "--json"
+    )
+    assert code == 0, err
+    assert json.loads(out)["request"]["metadata"]["namespace"] == "team-a"
+    code, out, err = _cli(capsys, "plan", str(ps_notebook), *flags, "--json")
+    assert json.loads(out)["request"]["metadata"]["namespace"] == "default"
+
+    line = JobOptions.from_line("--backend jobset --namespace team-a --workers 1")
+    assert line.target == (("namespace", "team-a"),)
+    assert JobOptions.from_line(line.to_line().removeprefix("%%tfc_run")) == line
+    assert JobOptions.from_json(line.to_json()) == line
+    assert job_options(entry_point=nb, backend="jobset", namespace="team-a").target == (
+        ("namespace", "team-a"),
+    )
+    cell = JobOptions.from_line("--namespace team-a")
+    assert JobOptions.from_line("--namespace team-b").over(cell).target == (
+        ("namespace", "team-b"),
+    )
+    assert "--namespace NAMESPACE" in options_help() and "(jobset backend)" in options_help()
+
+    status, body = JobService(ps_notebook.parent).create(
+        {
+            "path": ps_notebook.name,
+            "options": {"backend": "jobset", "namespace": "team-a", "dry_run": True},
+        }
+    )
+    assert status == 200, body
+    assert body["plan"]["request"]["metadata"]["namespace"] == "team-a"
+
+    code, out, err = _cli(capsys, "plan", str(ps_notebook), "--namespace", "team-a")
+    assert code != 0
+    assert (
+        "--namespace is a jobset backend setting; on the local backend it would mean nothing" in err
+    )
+    assert "drop --namespace, or use --backend jobset" in err
+
+
+def options_help() -> str:
+    """The job flags' help, installed backends' included, on one line."""
+    from tfc_jupyter.job import options
+
+    return " ".join(options.parser(installed=True).format_help().split())

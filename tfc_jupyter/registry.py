@@ -154,9 +154,14 @@ def _entry_points() -> dict[str, str]:
     return {ep.name.lower(): ep.value for ep in entry_points(group=GROUP)}
 
 
+def installed() -> list[str]:
+    """The backends installed packages add (not the built-in ones)."""
+    return [n for n in _entry_points() if n not in BUILTIN]
+
+
 def names() -> list[str]:
     """Every known backend: the built-in ones, then the installed ones."""
-    return list(BUILTIN) + [n for n in _entry_points() if n not in BUILTIN]
+    return list(BUILTIN) + installed()
 
 
 def target(name: str) -> str | None:

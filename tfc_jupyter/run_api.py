@@ -204,7 +204,7 @@ def job_options(
     Raises:
         ConfigError: what tfc.run refused (a ``ValueError``), one line naming the fix.
     """
-    from .job.options import JobOptions
+    from .job.options import JobOptions, backend_fields
 
     _check_files(entry_point, requirements_txt)
     if isinstance(worker_count, str) and worker_count.strip().isdigit():
@@ -244,8 +244,11 @@ def job_options(
             field="service_account",
         )
     values: dict[str, Any] = {**machines, **_docker(docker_config, kwargs)}
-    known = {f.name for f in dataclasses.fields(JobOptions) if f.name != "given"}
+    known = {f.name for f in dataclasses.fields(JobOptions) if f.name not in ("given", "target")}
     unknown = sorted(k for k in kwargs if k not in known)
+    if unknown:  # an installed backend's own option?
+        known |= {f.name for f in backend_fields()}
+        unknown = sorted(k for k in kwargs if k not in known)
     if unknown:
         raise UnknownArguments(
             f"Unknown keyword arguments: {', '.join(unknown)}",

@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from .. import registry
 from ..config import Settings
 from ..errors import SpecError
 from ..registry import DEFAULT
@@ -38,6 +39,7 @@ from .spec import (
 )
 
 F = TypeVar("F", bound=Callable[..., Any])
+T = TypeVar("T")
 HELP_HINT = "see %%tfc_run? (or tfc-jupyter plan --help) for the flags"
 
 
@@ -63,8 +65,14 @@ class Flag:
     in_json: bool = True  # taken from a REST request's options
 
 
-def _opt(default: Any, help: str, **flag: Any) -> Any:
+def option(default: Any, help: str, **flag: Any) -> Any:
+    """Declare one option: a dataclass field with its flag's help (and :class:`Flag`'s other
+    parts). :class:`JobOptions` declares the portable ones; a backend declares its own the
+    same way, on the dataclass it names as its ``options`` (see :func:`backend_fields`)."""
     return field(default=default, metadata={"flag": Flag(help=help, **flag)})
+
+
+_opt = option
 
 
 @dataclass(frozen=True)
@@ -233,6 +241,9 @@ class JobOptions:
         in_line=False,
         in_json=False,
     )
+    target: tuple[tuple[str, Any], ...] = ()
+    """The options an installed backend declares (``(name, value)``, sorted by name): given
+    only, read and written with the others (:func:`backend_fields`)."""
     given: frozenset[str] = field(default=frozenset(), compare=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -247,11 +258,22 @@ class JobOptions:
         Raises:
             SpecError: an unknown flag or a bad value, with the fix.
         """
-        parsed = vars(parser(prog=prog, only_given=True).parse_args(list(words)))
+        core = parser(prog=prog, only_given=True)
+        _, unknown = core.parse_known_args(list(words))
+        if unknown:  # an installed backend's flag, or a mistake: the full table says which
+            core = parser(prog=prog, only_given=True, installed=True)
+        parsed = vars(core.parse_args(list(words)))
         values: dict[str, Any] = {
             k: tuple(v) if isinstance(v, list) else v for k, v in parsed.items()
         }
-        return cls(**values, given=frozenset(values))
+        return cls._made(values)
+
+    @classmethod
+    def _made(cls, values: Mapping[str, Any]) -> JobOptions:
+        """Options from given values: the portable ones as fields, a backend's in ``target``."""
+        core = {k: v for k, v in values.items() if k in _CORE}
+        target = tuple(sorted((k, v) for k, v in values.items() if k not in _CORE))
+        return cls(**core, target=target, given=frozenset(core))
 
     @classmethod
     def from_line(cls, line: str) -> JobOptions:
@@ -280,13 +302,13 @@ class JobOptions:
             raise SpecError(
                 "'options' must be a JSON object", 'send {"workers": 1, ...}', field="options"
             )
-        return cls._checked(raw, {f.name: f for f in FIELDS if f.flag.in_json})
+        return cls._checked(raw, {f.name: f for f in all_fields() if f.flag.in_json})
 
     @classmethod
     def of(cls, **kwargs: Any) -> JobOptions:
         """Options from Python keyword arguments (``JobOptions.of(workers=2)``), checked as
         :meth:`from_json` checks JSON; ``wait``, ``notebook`` and ``interactive`` are taken."""
-        return cls._checked(kwargs, {f.name: f for f in FIELDS})
+        return cls._checked(kwargs, {f.name: f for f in all_fields()})
 
     @classmethod
     def _checked(cls, raw: Mapping[Any, Any], table: Mapping[str, OptionField]) -> JobOptions:
@@ -295,6 +317,8 @@ class JobOptions:
         values: dict[str, Any] = {}
         for key, value in raw.items():
             spec = table.get(key) if isinstance(key, str) else None
+            if spec is None and isinstance(key, str):  # an installed backend's option?
+                spec = {f.name: f for f in backend_fields() if f.flag.in_json}.get(key)
             if spec is None:
                 raise SpecError(
                     f"unknown option {key!r}",
@@ -303,7 +327,7 @@ class JobOptions:
                 )
             if value is not None:
                 values[key] = spec.coerce(value)
-        return cls(**values, given=frozenset(values))
+        return cls._made(values)
 
     # ------------------------------------------------------------------ combining
     def over(self, base: JobOptions, *, replace: bool = False) -> JobOptions:
@@ -315,7 +339,8 @@ class JobOptions:
             mine = getattr(self, name)
             extend = isinstance(mine, tuple) and not replace
             values[name] = (*values[name], *mine) if extend else mine
-        return JobOptions(**values, given=base.given | self.given)
+        target = tuple(sorted({**dict(base.target), **dict(self.target)}.items()))
+        return JobOptions(**values, target=target, given=base.given | self.given)
 
     def replace(self, **changes: Any) -> JobOptions:
         """A copy with ``changes`` (values of the right type), each counted as given."""
@@ -331,6 +356,10 @@ class JobOptions:
             value = getattr(self, f.name)
             if f.flag.in_line and value != f.default:
                 words += f.words(value)
+        fields = {f.name: f for f in backend_fields()} if self.target else {}
+        for name, value in self.target:
+            if name in fields and value != fields[name].default:
+                words += fields[name].words(value)
         return " ".join(words)
 
     def to_json(self) -> dict[str, Any]:
@@ -341,6 +370,8 @@ class JobOptions:
             value = getattr(self, f.name)
             if f.flag.in_json and f.flag.in_line and value != f.default:
                 out[f.name] = list(value) if isinstance(value, tuple) else value
+        for name, value in self.target:
+            out[name] = list(value) if isinstance(value, tuple) else value
         return out
 
     def to_spec(
@@ -357,12 +388,14 @@ class JobOptions:
 
 @dataclass(frozen=True)
 class OptionField:
-    """One :class:`JobOptions` field as a flag: name, kind, default and :class:`Flag`."""
+    """One option as a flag: name, kind, default and :class:`Flag`; ``backend`` names the
+    backend that declares it (None: a portable option of :class:`JobOptions`)."""
 
     name: str
     kind: str  # "count" | "text" | "list" | "switch"
     default: Any
     flag: Flag
+    backend: str | None = None
 
     @property
     def option(self) -> str:
@@ -371,7 +404,8 @@ class OptionField:
 
     def argparse(self, *, only_given: bool) -> tuple[tuple[str], dict[str, Any]]:
         """``add_argument`` arguments for this flag."""
-        kwargs: dict[str, Any] = {"dest": self.name, "help": self.flag.help}
+        help = self.flag.help + (f" ({self.backend} backend)" if self.backend else "")
+        kwargs: dict[str, Any] = {"dest": self.name, "help": help}
         if self.kind == "switch":
             kwargs["action"] = "store_false" if self.default else "store_true"
         else:
@@ -430,9 +464,9 @@ class OptionField:
         return str(value)
 
 
-def _fields() -> list[OptionField]:
+def _fields(declared: type = JobOptions, backend: str | None = None) -> list[OptionField]:
     out = []
-    for f in dataclasses.fields(JobOptions):
+    for f in dataclasses.fields(declared):
         if "flag" not in f.metadata:
             continue
         kind = (
@@ -444,24 +478,68 @@ def _fields() -> list[OptionField]:
             if "int" in str(f.type)
             else "text"
         )
-        out.append(OptionField(f.name, kind, f.default, f.metadata["flag"]))
+        out.append(OptionField(f.name, kind, f.default, f.metadata["flag"], backend))
     return out
 
 
 FIELDS: list[OptionField] = _fields()
-"""Every option, in declaration order: the one flag table."""
+"""Every portable option, in declaration order: the one flag table."""
+_CORE = frozenset(f.name for f in FIELDS)
 DEFAULTS = JobOptions()
 
 
-def arguments(*, only_given: bool = False) -> Iterator[tuple[tuple[str], dict[str, Any]]]:
-    """``add_argument`` arguments of every job flag."""
-    for f in FIELDS:
+def backend_fields() -> list[OptionField]:
+    """The options installed backends declare: a backend class's ``options`` is a frozen
+    dataclass whose fields are declared with :func:`option`, and its flags then work on every
+    edge (the magic and its help, the CLI, ``run()``, the jobs API), kept in
+    :attr:`JobOptions.target`; the backend reads them with :func:`target_options`. (The
+    built-in backends' options are still portable fields.)
+
+    Raises:
+        SpecError: a backend declares an option another option already has.
+    """
+    out: list[OptionField] = []
+    for name in registry.installed():
+        declared = getattr(registry.load(name), "options", None)
+        if declared is None:
+            continue
+        for f in _fields(declared, name):
+            if f.name in _CORE or any(f.name == o.name for o in out):
+                raise SpecError(
+                    f"the {name} backend declares --{f.name.replace('_', '-')}, which another "
+                    "option has",
+                    f"rename that option in the {name} backend's package",
+                    field="backend",
+                )
+            out.append(f)
+    return out
+
+
+def all_fields() -> list[OptionField]:
+    """The portable options, then every installed backend's (:func:`backend_fields`)."""
+    return [*FIELDS, *backend_fields()]
+
+
+def target_options(options: JobOptions, declared: type[T]) -> T:
+    """A backend's own options, typed: its ``options`` dataclass from what was given (each
+    other field at its default)."""
+    names = {f.name for f in dataclasses.fields(declared)}  # type: ignore[arg-type]
+    return declared(**{k: v for k, v in options.target if k in names})
+
+
+def arguments(
+    *, only_given: bool = False, installed: bool = False
+) -> Iterator[tuple[tuple[str], dict[str, Any]]]:
+    """``add_argument`` arguments of every portable job flag, and with ``installed`` the
+    installed backends' too (reading which packages are installed costs every launch time: it
+    is asked only when a flag is not a portable one)."""
+    for f in all_fields() if installed else FIELDS:
         yield f.argparse(only_given=only_given)
 
 
 def add_to_parser(parser: argparse.ArgumentParser) -> None:
-    """Add every job flag to an argparse parser (the CLI's help)."""
-    for args, kwargs in arguments():
+    """Add every job flag, installed backends' included, to an argparse parser (a help)."""
+    for args, kwargs in arguments(installed=True):
         parser.add_argument(*args, **kwargs)
 
 
@@ -480,12 +558,15 @@ class _Parser(argparse.ArgumentParser):
         raise SpecError(" ".join(message.split()), HELP_HINT)
 
 
-def parser(*, only_given: bool = False, prog: str = "%%tfc_run") -> argparse.ArgumentParser:
+def parser(
+    *, only_given: bool = False, prog: str = "%%tfc_run", installed: bool = False
+) -> argparse.ArgumentParser:
     """A parser of the job flags that raises SpecError instead of exiting; with
-    ``only_given``, only the flags actually given appear in its namespace."""
+    ``only_given``, only the flags actually given appear in its namespace; with ``installed``,
+    the installed backends' flags too."""
     kwargs: dict[str, Any] = {"argument_default": argparse.SUPPRESS} if only_given else {}
     p = _Parser(prog=prog, add_help=False, **kwargs)
-    for args, options in arguments(only_given=only_given):
+    for args, options in arguments(only_given=only_given, installed=installed):
         p.add_argument(*args, **options)
     return p
 
@@ -573,13 +654,15 @@ def to_spec(
             f"cannot split --args: {exc}", "check the quotes in --args", field="entry_args"
         ) from None
     timeout = parse_duration(ns.timeout)
+    backend = BackendName.parse(ns.backend or settings.get("backend") or DEFAULT)
+    _check_target(ns, backend.value)
     return JobSpec(
         name=ns.name or name,
         strategy=ns.strategy,  # type: ignore[arg-type]  # JobSpec parses the name
         chief=chief,
         worker=worker,
         worker_count=ns.workers,
-        backend=BackendName.parse(ns.backend or settings.get("backend") or DEFAULT),
+        backend=backend,
         image=ImageSettings(
             image=ns.image,
             parent_image=ns.parent_image,
@@ -612,6 +695,28 @@ def to_spec(
         estimator=estimator,
         **_ps_and_evaluator(ns),
     )
+
+
+def _check_target(ns: JobOptions, backend: str) -> None:
+    """Refuse a backend's own option on another backend (or one no installed backend has)."""
+    if not ns.target:
+        return
+    owners = {f.name: f for f in backend_fields()}
+    for name, _ in ns.target:
+        owner = owners.get(name)
+        if owner is None:
+            raise SpecError(
+                f"unknown option {name!r}: no installed backend has it",
+                "install the backend's package, or drop it",
+                field=name,
+            )
+        if owner.backend != backend:
+            raise SpecError(
+                f"{owner.option} is a {owner.backend} backend setting; on the {backend} "
+                "backend it would mean nothing",
+                f"drop {owner.option}, or use --backend {owner.backend}",
+                field=name,
+            )
 
 
 def _scheduling(ns: JobOptions) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -121,3 +122,21 @@ def test_a_follower_reads_quickly_at_first_then_less_often() -> None:
     assert poll_delays(100.0, 101.9) == (LOG_POLL_S, QUICK_POLL_S)
     assert poll_delays(100.0, 103.0) == (LOG_POLL_S, LOG_POLL_S)
     assert poll_delays(100.0, 200.0) == (POLL_S, LOG_POLL_S)
+
+
+@pytest.mark.timeout(20)
+def test_a_fifo_among_a_job_s_files_is_never_waited_on(tmp_path: Path) -> None:
+    """Issue 39: a FIFO planted as a replica's log or as the results file hung `run`, `logs`
+    and `jobs` (opening a FIFO with no writer waits for one). Only regular files are read."""
+    from tfc_jupyter.logs import unfinished_line
+    from tfc_jupyter.results import job_results
+
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    os.mkfifo(logs / "chief.log")
+    os.mkfifo(tmp_path / "results.jsonl")
+    (logs / "worker-0.log").write_text("a line\n")
+    assert read_chunk(logs / "chief.log", 0, final=True) == (b"", 0)
+    assert unfinished_line(logs / "chief.log", 0) == ("", False)
+    assert [line for _, line in LogTail(logs).lines(final=True)] == ["a line"]
+    assert job_results(logs, in_logs=True).epochs == []

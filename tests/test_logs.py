@@ -3,11 +3,24 @@
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from tfc_jupyter.logs import LogTail, Merger, OffsetPastEnd, is_noise, label, read_chunk, replicas
+from tfc_jupyter.logs import (
+    LogTail,
+    Merger,
+    OffsetPastEnd,
+    colours_only,
+    is_noise,
+    label,
+    printable,
+    read_chunk,
+    replicas,
+)
 
 
 def test_whole_lines_only_until_the_job_ends(tmp_path: Path) -> None:
@@ -140,3 +153,59 @@ def test_a_fifo_among_a_job_s_files_is_never_waited_on(tmp_path: Path) -> None:
     assert unfinished_line(logs / "chief.log", 0) == ("", False)
     assert [line for _, line in LogTail(logs).lines(final=True)] == ["a line"]
     assert job_results(logs, in_logs=True).epochs == []
+
+
+_ESCAPES = st.sampled_from(
+    [
+        "\x1b]52;c;SGVsbG8=\x07",  # write the clipboard
+        "\x1b]0;title\x1b\\",  # set the title
+        "\x1b[2J",  # clear the screen
+        "\x1bc",  # reset the terminal
+        "\x1b[?1049h",  # the alternate screen
+        "\x9b2J",  # an 8-bit CSI
+        "\x1b]8;;https://example.com\x07",  # a link
+        "\x1b",
+        "\x07",
+    ]
+)
+_SGR_CODES = st.sampled_from(["\x1b[31m", "\x1b[0m", "\x1b[1;32m", "\x1b[38;5;208m"])
+
+
+@given(st.lists(_ESCAPES | _SGR_CODES | st.text(max_size=5), max_size=12).map("".join))
+def test_no_escape_but_a_colour_reaches_a_terminal(line: str) -> None:
+    """Issue 39: a job's OSC 52 (clipboard), screen clear, title and reset reached a terminal
+    through `tfc-jupyter logs -f` and pipes through `run` and `logs`."""
+    kept = re.sub(r"\x1b\[[0-9;:]*m", "", colours_only(line))  # less the colours it keeps
+    assert not re.search(r"[\x00-\x08\x0b-\x0c\x0e-\x1f\x7f-\x9f]", kept)
+    assert "\x1b" not in printable(line)
+
+
+@given(st.lists(_SGR_CODES | st.text(st.characters(categories=["L", "N", "P", "Zs"])), max_size=8))
+def test_what_a_job_prints_in_colour_is_kept_as_printed(parts: list[str]) -> None:
+    assert colours_only("".join(parts)) == "".join(parts)
+
+
+def test_the_cli_prints_a_job_s_log_without_its_escapes(
+    tmp_path: Path, tfc_env: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tfc_jupyter import cli
+    from tfc_jupyter.jobs import job_dict, store_for
+    from tfc_jupyter.records import JobRecord
+
+    logs = tmp_path / "job" / "logs"
+    logs.mkdir(parents=True)
+    (logs / "chief.log").write_text("ok \x1b]52;c;SGVsbG8=\x07\x1b[2Jdone\n")
+    store = store_for()
+    record = store.create(
+        JobRecord(
+            id="esc-1",
+            name="esc",
+            backend="local",
+            job_dir=str(logs.parent),
+            log_dir=str(logs),
+            error="boom \x1b]0;pwned\x07",
+        )
+    )
+    assert cli.main(["logs", "esc-1"]) == 0
+    assert capsys.readouterr().out == "[chief] ok done\n"
+    assert job_dict(record)["error"] == "boom "

@@ -149,10 +149,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         spare.start()
     from tfc_runtime.protocol import json_safe
 
+    from . import logs
     from .client import Client
     from .errors import TfcError
     from .job.options import split_script_args
-    from .jobs import job_dict, jobs_table
+    from .jobs import draws_colour, job_dict, jobs_table
 
     words, script_args = split_script_args(words)
     args, extra = parser.parse_known_args(words)
@@ -182,8 +183,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             if args.follow:
                 client.job(args.job).follow(verbose=args.verbose)
             else:
+                safe = logs.colours_only if draws_colour(sys.stdout) else logs.printable
                 for line in client.job(args.job).log_lines():  # streamed: a log of any size
-                    print(line)
+                    print(safe(line))
         elif args.command == "cancel":
             record = client.cancel(args.job)
             print(f"{record.id}: {record.state.value}")

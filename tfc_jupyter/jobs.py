@@ -326,7 +326,8 @@ class Job:
                 if on_line:
                     on_line(replica, line)
                 elif (text := logs.shown(line, verbose=verbose)) is not None:
-                    shown += merger.add(replica, text if ansi else logs.strip_ansi(text), now)
+                    safe = logs.colours_only(text) if ansi else logs.printable(text)
+                    shown += merger.add(replica, safe, now)
             for names, line in shown + merger.ready(now, final=done):
                 stream.write(f"{rewind}{logs.said(names, line)}\n")
                 rewind, bar = "", ""
@@ -335,6 +336,7 @@ class Job:
                 pending = _release(pending, tail.offsets.get(first, 0), done, on_result)
             if ansi and not on_line and not done:  # a line being written: as Jupyter shows it
                 live = logs.shown(tail.partial(first), verbose=verbose) if first else None
+                live = logs.colours_only(live) if live else live
                 if live and live != bar:
                     stream.write(f"\r[{first}] {live}")
                     rewind, bar = "\r", live
@@ -554,6 +556,8 @@ def job_dict(record: JobRecord) -> dict[str, Any]:
         metric_flags=results.flags if results else [],
         restarts=restart_count(record),
     )
+    if record.error:  # a browser shows what a job wrote, never its escape sequences
+        data["error"] = logs.printable(record.error)
     return data
 
 

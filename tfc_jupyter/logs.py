@@ -208,6 +208,24 @@ def _cells(segment: str) -> tuple[list[str], str]:
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
+_SGR = re.compile(r"\x1b\[[0-9;:]*m")
+
+
+def colours_only(text: str) -> str:
+    """``text`` safe to print on a terminal that shows colours: its colour codes kept, every
+    other escape sequence (clipboard writes, screen clears, titles, resets, cursor moves) and
+    control character removed (``\r`` and ``\t`` kept)."""
+    out, last = [], 0
+    for m in _SGR.finditer(text):
+        out += [_plain(text[last : m.start()]), m.group(0)]
+        last = m.end()
+    return "".join([*out, _plain(text[last:])])
+
+
+def _plain(text: str) -> str:
+    return _CONTROL.sub(lambda m: "\r" if m.group(0) == "\r" else "", strip_ansi(text))
+
+
 def printable(text: str) -> str:
     """``text`` safe to print on a terminal or in a listing: terminal escape sequences removed
     (a job's line cannot clear the screen or write the clipboard), other control characters

@@ -708,8 +708,9 @@ def _future_notes(future: list[tuple[str, list[Location]]], cells: Sequence[Cell
 
 
 def _comment(text: str) -> str:
-    """``text`` safe inside a one-line comment (no line breaks of any kind)."""
-    return " ".join(text.split()) or "notebook"
+    """``text`` safe inside a one-line comment (no line breaks of any kind, no control
+    characters: a file name can hold a terminal escape)."""
+    return " ".join("".join(c if c.isprintable() else " " for c in text).split()) or "notebook"
 
 
 def _leftover_ipython(tree: ast.Module, where: list[Location]) -> ConversionError | None:

@@ -251,4 +251,4 @@ def test_the_pool_role_table_is_written_once() -> None:
         for path in sorted((ROOT / package).rglob("*.py"))
         for where in _role_tables(path)
     ]
-    assert found == ["runtime/tfc_runtime/protocol.py:48"]
+    assert [where.split(":")[0] for where in found] == ["runtime/tfc_runtime/protocol.py"]

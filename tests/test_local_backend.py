@@ -211,6 +211,52 @@ def test_cancel_stops_every_process(tmp_path: Path) -> None:
     assert wait_gone(pids) == []
 
 
+LEAVES_PROCESSES = """\
+%%tfc_run
+import os, subprocess, sys, time
+sleeper = [sys.executable, "-c", "import time; time.sleep(300)"]
+own_session = subprocess.Popen(sleeper, start_new_session=True)
+if os.fork() == 0:  # a daemon: fork twice, the middle one exits at once
+    if os.fork() == 0:
+        os.setsid()
+        with open("daemon.pid", "w") as f:
+            f.write(str(os.getpid()))
+        time.sleep(300)
+    os._exit(0)
+with open("child.pid", "w") as f:
+    f.write(str(own_session.pid))
+while not os.path.exists("daemon.pid"):
+    time.sleep(0.05)
+print("started", flush=True)
+{ending}
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("ending", ["natural end", "cancel"])
+def test_no_process_the_job_started_outlives_it(tmp_path: Path, ending: str) -> None:
+    """Issue 39: a child started in a session of its own survived cancel, and a double-forked
+    daemon survived the job's natural end (the README promises cancel stops every process)."""
+    from jobutil import plan_for
+
+    from tfc_jupyter.jobs import launch
+
+    code = "time.sleep(300)" if ending == "cancel" else "print('done')"
+    nb = write_notebook(tmp_path / "leaves.ipynb", LEAVES_PROCESSES.format(ending=code))
+    job = launch(plan_for(nb), store=store_for(tmp_path / "home"))
+    if ending == "cancel":
+        deadline = time.monotonic() + 60
+        while "started" not in job.logs() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        record = job.cancel()
+        assert record.state is JobState.CANCELLED
+    else:
+        record = job.wait(timeout=60)
+        assert record.state is JobState.SUCCEEDED, record.error
+    left = [int((tmp_path / name).read_text()) for name in ("child.pid", "daemon.pid")]
+    assert wait_gone([*left, *job_pids(record)]) == []
+
+
 @pytest.mark.slow
 def test_replica_that_never_joins_fails_by_the_deadline(tmp_path: Path, monkeypatch) -> None:
     hang = tmp_path / "hang"

@@ -13,7 +13,9 @@ process group and tied to the supervisor's life (PR_SET_PDEATHSIG), and then:
   the cluster by the start-up deadline, naming the replica, its last lines and the notebook
   cell of the error;
 * on SIGTERM (cancel) stops every replica: SIGTERM, then SIGKILL after a grace period
-  (TensorFlow ignores SIGTERM);
+  (TensorFlow ignores SIGTERM); and when the job ends, however it ends, every process the
+  job's code started, in a session of its own or orphaned (the supervisor is their
+  subreaper);
 * ends parameter servers when the chief is done (they never exit by themselves);
 * enforces the job's timeout.
 
@@ -68,6 +70,36 @@ def _set_pdeathsig() -> None:
     if _LIBC is not None:
         with contextlib.suppress(Exception):
             _LIBC.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+
+def _become_subreaper() -> None:
+    """Processes the replicas leave behind (a daemon that forked twice, a child in a session
+    of its own) become this supervisor's children when their parent ends (Linux
+    PR_SET_CHILD_SUBREAPER), so that the job's end ends them too."""
+    if _LIBC is not None:
+        with contextlib.suppress(Exception):
+            _LIBC.prctl(36, 1)  # PR_SET_CHILD_SUBREAPER
+
+
+def _descendants(keep: set[int]) -> list[Any]:
+    """Every process below this supervisor but the replicas' own (``keep``): what the job's
+    code started, wherever it moved to."""
+    import psutil
+
+    try:
+        return [p for p in psutil.Process().children(recursive=True) if p.pid not in keep]
+    except psutil.Error:
+        return []
+
+
+def _end_descendants(keep: set[int]) -> None:
+    """SIGKILL what :func:`_descendants` finds, and reap those that were orphans (ours now)."""
+    for proc in _descendants(keep):
+        with contextlib.suppress(Exception):
+            proc.kill()
+    for proc in _descendants(keep):
+        with contextlib.suppress(Exception):
+            proc.wait(timeout=2)
 
 
 def _kill_group(proc: subprocess.Popen[bytes], sig: int) -> None:
@@ -134,6 +166,9 @@ class Supervisor(JobWatcher[Replica]):
             if replica.proc:
                 _kill_group(replica.proc, signal.SIGKILL)
         self._poll()
+        # ... and those in sessions of their own, or orphaned: the replicas are gone, so
+        # everything still below this supervisor is what the job's code started.
+        _end_descendants({r.proc.pid for r in self.replicas if r.proc and r.exit_code is None})
 
     def _restart(self, replica: Replica) -> bool:
         """Stop every replica and start them all again (a multi-worker job's tasks cannot go on
@@ -174,6 +209,7 @@ class Supervisor(JobWatcher[Replica]):
     def run(self) -> int:
         """Start the replicas and watch them to the end; returns the supervisor's exit code."""
         self.handle_signals()
+        _become_subreaper()
         self.logs.mkdir(exist_ok=True)
         self.status.mkdir(exist_ok=True)
         try:

@@ -781,6 +781,8 @@ _ODD_RECORDS = {
     "log_dir as a number": {"log_dir": 42},
     "error as an object": {"error": {"message": "boom"}},
     "a bad watcher_pid": {"handle": {"watcher_pid": "12x"}},
+    "watcher_pid -1 (every process)": {"handle": {"watcher_pid": -1}},
+    "watcher_pid 0 (the group)": {"handle": {"watcher_pid": 0}},
     "worker_count as a word": {"spec": {"worker_count": "two"}},
     "spec as a list": {"spec": ["auto"]},
     "owner_pid as a float": {"owner_pid": 3.5},

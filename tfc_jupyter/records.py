@@ -222,7 +222,8 @@ def _check_shape(record: JobRecord) -> None:
         wrong += [
             f"handle.{k}"
             for k in _HANDLE_PIDS
-            if k in record.handle and not _whole(record.handle[k])
+            if k in record.handle
+            and not (_whole(record.handle[k]) and record.handle[k] > 0)  # -1: every process
         ]
     if isinstance(record.spec, dict):
         wrong += [

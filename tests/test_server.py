@@ -548,10 +548,11 @@ async def test_a_job_launched_through_the_api_runs_and_is_in_the_shared_records(
     # Reading past the end, or a bad replica name, is a 400.
     status, data = await _call(jp_fetch, "GET", "jobs", job["id"], "logs", params={"offset": 10**9})
     assert (status, data["field"]) == (400, "offset")
-    status, data = await _call(
-        jp_fetch, "GET", "jobs", job["id"], "logs", params={"replica": "../../etc"}
-    )
-    assert (status, data["field"]) == (400, "replica")
+    for bad in ("../../etc", "../../../etc/passwd", "chief\x00", " chief", "chief\n"):
+        status, data = await _call(
+            jp_fetch, "GET", "jobs", job["id"], "logs", params={"replica": bad}
+        )
+        assert (status, data["field"]) == (400, "replica"), bad
 
 
 async def test_a_running_jobs_log_followed_as_the_tab_does_has_no_empty_lines(

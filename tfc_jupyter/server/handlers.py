@@ -108,6 +108,12 @@ class TfcHandler(APIHandler):
                 f"{name} must be a whole number, got {raw!r}", f"send ?{name}=N", field=name
             ) from None
 
+    def raw_arg(self, name: str) -> str | None:
+        """A query argument exactly as sent (tornado's own reading turns control characters
+        into spaces and strips them: ``chief%00`` would read as ``chief``)."""
+        values = self.request.query_arguments.get(name)
+        return values[-1].decode("utf-8", errors="replace") if values else None
+
     def flag(self, name: str) -> bool:
         """A yes/no query argument: ``1`` or ``true`` is yes."""
         return self.get_query_argument(name, "") in ("1", "true")
@@ -196,7 +202,7 @@ class LogsHandler(TfcHandler):
         result = await self.call(
             self.service.logs,
             job_id,
-            replica=self.get_query_argument("replica", None) or None,
+            replica=self.raw_arg("replica") or None,
             offset=self.int_arg("offset", 0),
             limit=self.int_arg("limit", 256 * 1024),
             quiet=self.flag("quiet"),

@@ -272,7 +272,7 @@ class JobService:
         record = self._record(self.client(), job_id)
         replicas = logs.replicas(Path(record.log_dir))
         name = replica or (replicas[0] if replicas else "chief")
-        if not _REPLICA.match(name):
+        if not _REPLICA.fullmatch(name):
             raise SpecError(
                 f"bad replica name {name!r}",
                 f"use one of: {', '.join(replicas) or 'chief'}",

@@ -187,3 +187,26 @@ print(json.dumps([status, sorted(m for m in sys.modules if m.startswith(heavy))]
     assert proc.returncode == 0, proc.stderr
     assert "[chief] FIRST" in proc.stdout and "succeeded" in proc.stderr
     assert json.loads(proc.stdout.strip().splitlines()[-1]) == [0, []]
+
+
+def test_a_py_entry_point_runs_as_python_runs_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 39: ``__file__`` and ``sys.argv[0]`` were the job folder's ``script.py``, so a
+    script that opens ``config.json`` beside itself failed, and argparse named script.py."""
+    folder = tmp_path / "project"
+    folder.mkdir()
+    (folder / "config.json").write_text('{"lr": 0.5}')
+    (folder / "train.py").write_text(
+        "import argparse, json, os, sys\n"
+        "here = os.path.dirname(os.path.abspath(__file__))\n"
+        "print('CONFIG', json.load(open(os.path.join(here, 'config.json')))['lr'])\n"
+        "print('FILE', os.path.basename(__file__), 'ARGV0', sys.argv[0], 'ARGS', sys.argv[1:])\n"
+        "print('PATH0', sys.path[0] == here)\n"
+        "print('PROG', argparse.ArgumentParser().prog)\n"
+    )
+    assert cli.main(["run", str(folder / "train.py"), "--", "--epochs", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "[chief] CONFIG 0.5" in out
+    assert "[chief] FILE train.py ARGV0 train.py ARGS ['--epochs', '2']" in out
+    assert "[chief] PATH0 True" in out and "[chief] PROG train.py" in out

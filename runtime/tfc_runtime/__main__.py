@@ -233,13 +233,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     resume.install()  # every task: all restore a fit's backup, as Keras asks
     runcell.install(chief=info.is_chief)  # the run cell's outputs and names go back
     hooks.when_imported("tensorflow", _freeze_tensorflow, "the job's exit is slower")
-    sys.argv = [args.script, *args.args]
-    sys.path.insert(0, os.path.dirname(script))
+    # A .py entry point runs as `python train.py` runs it in its folder (the job's working
+    # folder): __file__, sys.argv[0] and sys.path[0] are that file's, not the job's copy.
+    entry = os.path.basename(smap.notebook) if smap.script and smap.notebook else None
+    sys.argv = [entry or args.script, *args.args]
+    sys.path.insert(0, os.getcwd() if entry else os.path.dirname(script))
     tfc_shim.install()  # `import tfc_jupyter as tfc` in an image without it
     __import__("tfc_runtime.globs").globs.install()  # a glob that matches nothing: a warning
     ipython_shim.install()  # `from IPython.display import display` in an image without it
     try:
-        run_script(script, lambda tree, text: runcell.transform(tree, smap, text))
+        run_script(
+            script,
+            lambda tree, text: runcell.transform(tree, smap, text),
+            file=os.path.join(os.getcwd(), entry) if entry else None,
+        )
     except SystemExit as exc:
         results.finish()
         if exc.code in (None, 0):

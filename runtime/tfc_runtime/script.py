@@ -24,7 +24,10 @@ ROOM_SLOTS = 1 << 16  # stack slots the frame of call_with_room declares (8 byte
 
 
 def run_script(
-    script: str, transform: Callable[[ast.Module, str], ast.Module] | None = None
+    script: str,
+    transform: Callable[[ast.Module, str], ast.Module] | None = None,
+    *,
+    file: str | None = None,
 ) -> None:
     """Run ``script`` as Python runs a script: as the module ``__main__``, compiled from its
     bytes (its coding line honoured), with the globals ``runpy.run_path`` gives it.
@@ -37,6 +40,8 @@ def run_script(
 
     ``transform(tree, text)``, when given, may change the script's syntax tree before it is
     compiled (the run cell's marks: :mod:`tfc_runtime.runcell`); line numbers stay the file's.
+    ``file`` is its ``__file__`` where that is not ``script`` (a ``.py`` entry point runs as
+    the file it was, from its own folder).
     """
     with io.open_code(script) as f:
         source = f.read()
@@ -48,7 +53,7 @@ def run_script(
         code = compile(transform(tree, text), script, "exec", dont_inherit=True)
     module = ModuleType("__main__")
     module.__dict__.update(
-        __file__=script, __cached__=None, __loader__=None, __package__="", __spec__=None
+        __file__=file or script, __cached__=None, __loader__=None, __package__="", __spec__=None
     )
     sys.modules["__main__"] = module
     atexit.register(_clear_globals, module.__dict__)  # runs after the notebook's atexit functions

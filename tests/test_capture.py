@@ -277,13 +277,21 @@ def test_unreadable_path(tmp_path: Path) -> None:
     assert "cannot read" in _one_line(info.value)
 
 
-def test_escaped_null_characters_in_cells_are_dropped(tmp_path: Path) -> None:
-    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x = 1\u0000")])
+def test_a_nul_character_in_a_cell_is_refused_naming_the_cell(tmp_path: Path) -> None:
+    """Issue 39: a NUL inside a cell was removed silently and the code ran, where IPython
+    refuses to run it. The plan refuses it in one line naming cell and line."""
+    from tfc_jupyter.errors import ConversionError
+    from tfc_jupyter.notebook.convert import convert
+
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("y = 0\nx = '1\u0000'")])
     nb.cells.append(nbformat.v4.new_code_cell("%%tfc_run\nprint(x)"))
     path = tmp_path / "nul.ipynb"
     nbformat.write(nb, path)
     sel = _select(path, magic_line="", body="print(x)")
-    assert "\x00" not in sel.cells[0].source
+    with pytest.raises(ConversionError) as info:
+        convert(sel.cells, base_dir=tmp_path, notebook=sel.name)
+    assert _one_line(info.value).startswith("cell 1, line 2: holds a NUL character")
+    assert "Fix: delete it from the cell" in _one_line(info.value)
 
 
 def test_notebook_from_a_frontend_model(train_nb: Path) -> None:

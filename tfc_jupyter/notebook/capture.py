@@ -344,7 +344,7 @@ def _code_cells(nb: Any) -> list[Cell]:
         if isinstance(source, list):
             source = "".join(source)
         tags = tuple(str(t) for t in cell.get("metadata", {}).get("tags", []) or [])
-        cells.append(Cell(i, str(source).replace("\x00", ""), tags))
+        cells.append(Cell(i, str(source), tags))  # a NUL is refused where the job has it
     return cells
 
 
@@ -439,7 +439,7 @@ def _as_run(
         if _norm(ran.code) == _norm(cell.source):
             out.append(cell)
             continue
-        out.append(Cell(cell.index, ran.code.replace("\x00", ""), cell.tags, cell.label))
+        out.append(Cell(cell.index, ran.code, cell.tags, cell.label))
         if skipped:
             continue
         when = (f"In [{ran.count}] at " if ran.count else "at ") + _clock(ran.at)

@@ -644,6 +644,7 @@ def convert(
         used.append(cell.index)
         body.add(f"# %% {cell.place}", None)
         try:
+            _refuse_nul(cell)
             converter = _CellConverter(cell, Path(base_dir), reqs, notes, bound, future)
             converter.convert(body, cell.source)
         except ConversionError as exc:  # go on: every refusal is reported in one run
@@ -705,6 +706,20 @@ def _future_notes(future: list[tuple[str, list[Location]]], cells: Sequence[Cell
             )
         seen |= features
     return notes
+
+
+def _refuse_nul(cell: Cell) -> None:
+    """A NUL character in a cell: IPython refuses to run it ("source code string cannot
+    contain null bytes"), so the job would not run it either; dropping it would run other code.
+    """
+    if "\x00" in cell.source:
+        line = cell.source[: cell.source.index("\x00")].count("\n") + 1
+        raise ConversionError(
+            "holds a NUL character, which Python refuses to run",
+            "delete it from the cell (a string can spell it '\\x00')",
+            cell=cell.index,
+            line=line,
+        )
 
 
 def _comment(text: str) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import subprocess
 import sys
 import tarfile
@@ -16,6 +17,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from jobutil import plan_for, write_notebook
 
 from tfc_jupyter.errors import BackendError, MissingDependency, SpecError
@@ -516,3 +519,28 @@ def test_a_missing_import_fails_the_build_naming_it() -> None:
         "the image lacks pandas (helpers.py, line 1), which the job imports: the job would die "
         "there. Fix: add %pip install pandas (its package name) to the notebook, or --requirements"
     )
+
+
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    lines=st.lists(
+        st.text(
+            st.characters(blacklist_categories=("Cs",), blacklist_characters="\n\r"), max_size=8
+        )
+        | st.sampled_from(["[", "\\", "foo\\", "[a-", "**/", "!", "a/**/b", "[!]", "\\[x"]),
+        max_size=5,
+    )
+)
+def test_any_ignore_file_is_read_or_refused_in_one_line(tmp_path: Path, lines: list[str]) -> None:
+    """Issue 39: a `.tfcignore` with a lone `[` or a trailing backslash was a
+    GitIgnorePatternError traceback. Any text is read, or refused naming its line."""
+    folder = tmp_path / "p"
+    folder.mkdir(exist_ok=True)
+    (folder / ".tfcignore").write_text("\n".join(lines), encoding="utf-8")
+    try:
+        package.exclusions(folder)
+    except SpecError as exc:
+        text = str(exc)
+        assert "\n" not in text and re.search(r"\.tfcignore line \d+, .* is not a pattern", text)

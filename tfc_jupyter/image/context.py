@@ -220,6 +220,23 @@ def _on_disk(arcname: str, path: Path) -> Entry:
     return Entry(arcname, path.stat().st_size, file_digest(path), source=path, mode=mode)
 
 
+def _bad_ignore_line(path: Path, lines: list[str]) -> SpecError:
+    """The first line of an ignore file that is not a pattern, as one line with the fix."""
+    from pathspec import GitIgnoreSpec
+
+    for number, line in enumerate(lines, start=1):
+        try:
+            GitIgnoreSpec.from_lines([line])
+        except ValueError:
+            return SpecError(
+                f"{path.name} line {number}, {line.strip()!r}, is not a pattern (git's "
+                "ignore rules)",
+                "fix or delete that line: write a lone [ as \\[, and end no line with \\",
+                field="include",
+            )
+    return SpecError(f"{path.name} cannot be read as ignore patterns", "check its lines")
+
+
 class _Walker:
     """Collects the declared files under the notebook folder, applying every exclusion."""
 
@@ -233,7 +250,11 @@ class _Walker:
             from pathspec import GitIgnoreSpec
 
             text = read_regular(ignore_file, 1_000_000, IGNORE_FILE).decode("utf-8", "replace")
-            self.ignore = GitIgnoreSpec.from_lines(text.splitlines())
+            lines = text.splitlines()
+            try:
+                self.ignore = GitIgnoreSpec.from_lines(lines)
+            except ValueError:  # pathspec's GitIgnorePatternError: say which line
+                raise _bad_ignore_line(ignore_file, lines) from None
 
     def leave(self, rel: str, reason: str) -> None:
         """Record a left-out path once (not again under a folder left out already)."""

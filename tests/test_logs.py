@@ -209,3 +209,57 @@ def test_the_cli_prints_a_job_s_log_without_its_escapes(
     assert cli.main(["logs", "esc-1"]) == 0
     assert capsys.readouterr().out == "[chief] ok done\n"
     assert job_dict(record)["error"] == "boom "
+
+
+class _Sink:
+    """A stream that keeps nothing (a pipe read by someone else)."""
+
+    written = 0
+
+    def write(self, text: str) -> int:
+        self.written += text.count("\n")
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+    def isatty(self) -> bool:
+        return False
+
+
+def test_following_a_big_log_holds_it_in_bounded_memory(tmp_path: Path, tfc_env: Path) -> None:
+    """Issue 39: `tfc-jupyter run` and `logs -f` following a job that printed 1 GB reached
+    3 GB and were killed: the whole backlog was read into one list. Here 2 replicas x 100,000
+    lines (about 8 MB of log) are followed within a few MB."""
+    import tracemalloc
+
+    from tfc_jupyter.jobs import Job, store_for
+    from tfc_jupyter.records import JobRecord, JobState
+
+    logs = tmp_path / "job" / "logs"
+    logs.mkdir(parents=True)
+    for replica in ("chief", "worker-0"):
+        with (logs / f"{replica}.log").open("w") as f:
+            for i in range(100_000):
+                f.write(f"{replica} line {i:07d} of the job's own output\n")
+    store = store_for()
+    store.create(
+        JobRecord(
+            id="big-1",
+            name="big",
+            backend="local",
+            state=JobState.SUCCEEDED,
+            job_dir=str(logs.parent),
+            log_dir=str(logs),
+            spec={"worker_count": 1},
+        )
+    )
+    sink = _Sink()
+    tracemalloc.start()
+    try:
+        Job("big-1", store).follow(out=sink, timeout=120)  # type: ignore[arg-type]
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert sink.written >= 200_000
+    assert peak < 8 << 20, f"{peak / 2**20:.1f} MiB"

@@ -34,6 +34,8 @@ from .results import ResultFeed, Results, finite_number, job_results, loss_name
 from .results import parse as parse_result
 from .tables import table
 
+SHOWN_BATCH = 1000
+"""Lines a follower writes out at once while it reads a backlog (memory stays bounded)."""
 POLL_S = 0.2  # how often a follower reads the job's record (its state)
 LOG_POLL_S = 0.05  # how often it reads the log files: a print shows within about this
 QUICK_POLL_S = 0.01  # the logs, for the first QUICK_S of a follow: a short job's first line
@@ -286,7 +288,8 @@ class Job:
         in_logs = registry.traits(rec.backend).reports_in_logs  # else a look-alike is a line
         merger = Merger(replica_count(rec) if not verbose else 1)
         if skip_existing:
-            tail.read()
+            for _ in tail.lines():  # a chunk at a time: a log of any size is never held whole
+                pass
             feed.read()
         deadline = None if timeout is None else time.monotonic() + timeout
         started = time.monotonic()
@@ -306,7 +309,7 @@ class Job:
             if on_result is not None:
                 pending += feed.read()
             chief_at = tail.offsets.get(first, 0)  # where the chief's new lines start
-            for replica, line in tail.read(final=done):
+            for replica, line in tail.lines(final=done):  # a chunk at a time, never whole
                 if pending and replica == first and _due(pending, chief_at):
                     for names, said in shown:  # what was printed before the report, first
                         stream.write(f"{rewind}{logs.said(names, said)}\n")
@@ -328,6 +331,11 @@ class Job:
                 elif (text := logs.shown(line, verbose=verbose)) is not None:
                     safe = logs.colours_only(text) if ansi else logs.printable(text)
                     shown += merger.add(replica, safe, now)
+                    if len(shown) >= SHOWN_BATCH:  # a backlog of any size in bounded memory
+                        for names, said in shown:
+                            stream.write(f"{rewind}{logs.said(names, said)}\n")
+                            rewind, bar = "", ""
+                        shown = []
             for names, line in shown + merger.ready(now, final=done):
                 stream.write(f"{rewind}{logs.said(names, line)}\n")
                 rewind, bar = "", ""

@@ -311,13 +311,15 @@ class Merger:
     across its cluster); every replica's own lines as they come. Lines that differ only in
     their timings (Keras' ``- 756ms/epoch``) are alike; the first replica's is shown.
 
-    A line waits at most ``hold_s`` for the other replicas to print it too; with one replica
-    nothing waits.
+    A line waits at most ``hold_s`` for the other replicas to print it too, and at most
+    ``most`` lines wait (a backlog read at once goes on in bounded memory and time); with one
+    replica nothing waits.
     """
 
-    def __init__(self, replicas: int, hold_s: float = 1.0) -> None:
+    def __init__(self, replicas: int, hold_s: float = 1.0, most: int = 512) -> None:
         self.replicas = replicas
         self.hold_s = hold_s
+        self.most = most
         self._pending: list[tuple[str, str, list[str], float]] = []
 
     def add(self, replica: str, line: str, now: float) -> list[tuple[list[str], str]]:
@@ -331,7 +333,11 @@ class Merger:
                 break
         else:
             self._pending.append((key, line, [replica], now))
-        return self.ready(now)
+        out = self.ready(now)
+        while len(self._pending) > self.most:  # the oldest goes: its wait is over
+            _, text, names, _ = self._pending.pop(0)
+            out.append((names, text))
+        return out
 
     def ready(self, now: float, *, final: bool = False) -> list[tuple[list[str], str]]:
         """The lines whose wait is over (every one with ``final``)."""

@@ -264,3 +264,18 @@ def test_cli_parser_gets_every_flag() -> None:
     options.add_to_parser(parser)
     ns = parser.parse_args(["--workers", "2", "--dry-run", "--spot"])
     assert (ns.workers, ns.dry_run, ns.spot) == (2, True, True)
+
+
+def test_each_label_is_declared_once_in_the_option_table() -> None:
+    """The panel, the UI's words for a fix and the jobs API read an option's label (and what
+    leaving it out is) from its declaration: one table, no copies to keep in step."""
+    from tfc_jupyter import words
+    from tfc_jupyter.panel import view
+
+    declared = {f.option: f.flag.label for f in options.FIELDS if f.flag.label}
+    assert words.LABELS == declared
+    assert words.DROPPED["--workers"] == "set Workers to 0"
+    by_name = {f.name: f.flag.label for f in options.FIELDS}
+    shown = {**view._DROPDOWNS, **view._TEXTS}
+    assert shown == {name: by_name[view._OPTION_OF.get(name, name)] for name in shown}
+    assert len(set(declared.values())) == len(declared)  # no two controls share a label

@@ -63,6 +63,8 @@ class Flag:
     name: str | None = None  # the flag when it is not ``--field-name`` (``--no-wait``)
     in_line: bool = True  # written by to_line (a dry run or the panel is not part of the job)
     in_json: bool = True  # taken from a REST request's options
+    label: str | None = None  # its control's name in the panel and the form (None: it has none)
+    neutral: str | None = None  # what leaving it out is there ("0", "none", "auto")
 
 
 def option(default: Any, help: str, **flag: Any) -> Any:
@@ -85,20 +87,40 @@ class JobOptions:
         "Run on a TPU host: v2-8, v3-8 (default), v5e-1, v5e-4, v5e-8.",
         metavar="TYPE",
         const="v3-8",
+        label="TPU",
+        neutral="none",
     )
-    gpus: int | None = _opt(None, "GPUs per machine (chief and workers).", metavar="N")
+    gpus: int | None = _opt(
+        None,
+        "GPUs per machine (chief and workers).",
+        metavar="N",
+        label="GPUs per machine",
+        neutral="0",
+    )
     gpu_type: str | None = _opt(
-        None, f"GPU type: {', '.join(catalog.OFFERED_GPU_TYPES)} (default T4).", metavar="TYPE"
+        None,
+        f"GPU type: {', '.join(catalog.OFFERED_GPU_TYPES)} (default T4).",
+        metavar="TYPE",
+        label="GPU type",
+        neutral="none",
     )
     machine: str | None = _opt(
         None,
         "Chief machine: a catalog name (CPU, T4_1X, A100_8X ...) or a machine type "
         "(n1-standard-8). See %%tfc_machines.",
         metavar="NAME",
+        label="Chief machine",
+        neutral="CPU",
     )
-    workers: int = _opt(0, "Workers besides the chief (multi-worker training).", metavar="N")
+    workers: int = _opt(
+        0,
+        "Workers besides the chief (multi-worker training).",
+        metavar="N",
+        label="Workers",
+        neutral="0",
+    )
     worker_machine: str | None = _opt(
-        None, "Worker machine (default: same as the chief).", metavar="NAME"
+        None, "Worker machine (default: same as the chief).", metavar="NAME", label="Worker machine"
     )
     ps: int = _opt(0, "Parameter servers (tf.estimator training; Vertex AI pool 2).", metavar="N")
     ps_machine: str | None = _opt(None, "Parameter server machine (default: CPU).", metavar="NAME")
@@ -110,13 +132,20 @@ class JobOptions:
         const="",
     )
     strategy: str = _opt(
-        "auto", "auto, one_device, mirrored, multi_worker_mirrored, tpu, none.", metavar="NAME"
+        "auto",
+        "auto, one_device, mirrored, multi_worker_mirrored, tpu, none.",
+        metavar="NAME",
+        label="Strategy",
+        neutral="auto",
     )
     backend: str | None = _opt(
-        None, "local (this machine, default), docker or vertex.", metavar="NAME"
+        None, "local (this machine, default), docker or vertex.", metavar="NAME", label="Backend"
     )
     requirements: tuple[str, ...] = _opt(
-        (), "A requirements.txt merged with the notebook's %%pip lines.", metavar="FILE"
+        (),
+        "A requirements.txt merged with the notebook's %%pip lines.",
+        metavar="FILE",
+        label="Requirements",
     )
     notebook: str | None = _opt(
         None,
@@ -125,9 +154,11 @@ class JobOptions:
         in_json=False,
     )
     name: str | None = _opt(
-        None, "Job display name (default: the notebook's name).", metavar="NAME"
+        None, "Job display name (default: the notebook's name).", metavar="NAME", label="Job name"
     )
-    label: tuple[str, ...] = _opt((), "Job label; repeat for more.", metavar="KEY=VALUE")
+    label: tuple[str, ...] = _opt(
+        (), "Job label; repeat for more.", metavar="KEY=VALUE", label="Labels"
+    )
     env: tuple[str, ...] = _opt(
         (),
         "An environment variable for every replica; repeat for more. Not for secrets (they "
@@ -135,13 +166,16 @@ class JobOptions:
         metavar="NAME=VALUE",
     )
     args: str = _opt(
-        "", "Arguments passed to the script (sys.argv), split like a shell.", metavar="STRING"
+        "",
+        "Arguments passed to the script (sys.argv), split like a shell.",
+        metavar="STRING",
+        label="Script arguments",
     )
     service_account: str | None = _opt(
         None, "Service account the Vertex AI job runs as.", metavar="EMAIL"
     )
-    region: str | None = _opt(None, "Vertex AI region.", metavar="REGION")
-    project: str | None = _opt(None, "Google Cloud project id.", metavar="PROJECT")
+    region: str | None = _opt(None, "Vertex AI region.", metavar="REGION", label="Region")
+    project: str | None = _opt(None, "Google Cloud project id.", metavar="PROJECT", label="Project")
     include: tuple[str, ...] = _opt(
         (),
         "A file or folder (next to the notebook) the job needs, copied into the image; "

@@ -17,6 +17,7 @@ from typing import Any
 import ipywidgets as w
 
 from ..job import catalog
+from ..job.options import FIELDS
 from ..job.spec import MAX_WORKERS
 from ..jobs import Job
 from ..plot import svg
@@ -28,19 +29,14 @@ VIEW_LINES = 400
 _STATE_COLORS = {"succeeded": "#1a7f37", "failed": "#cf222e", "cancelled": "#6e7781"}
 _NEUTRAL = "#6e7781"  # a cancel asked for: no failure, no error colour
 _STAGE_MARKS = {"pending": "○", "running": "◐", "done": "✓", "skipped": "–", "failed": "✗"}
+_OPTION_OF = {"labels": "label"}  # the panel's field -> its option, where the names differ
+_LABEL = {f.name: f.flag.label for f in FIELDS if f.flag.label}  # the option table's labels
 _DROPDOWNS = {
-    "backend": "Backend",
-    "strategy": "Strategy",
-    "machine": "Chief machine",
-    "gpu_type": "GPU type",
-    "gpus": "GPUs per machine",
-    "tpu": "TPU",
-    "worker_machine": "Worker machine",
+    name: _LABEL[name]
+    for name in ("backend", "strategy", "machine", "gpu_type", "gpus", "tpu", "worker_machine")
 }
 _TEXTS = {
-    "project": "Project",
-    "labels": "Labels",
-    "requirements": "Requirements",
+    name: _LABEL[_OPTION_OF.get(name, name)] for name in ("project", "labels", "requirements")
 }
 _STYLE = {"description_width": "130px"}
 _WIDE = w.Layout(width="100%")
@@ -152,10 +148,10 @@ class LaunchPanel:
         for name, label in _DROPDOWNS.items():
             self.controls[name] = w.Dropdown(description=label, style=_STYLE, layout=_WIDE)
         self.controls["workers"] = w.BoundedIntText(
-            description="Workers", min=0, max=MAX_WORKERS, style=_STYLE, layout=_WIDE
+            description=_LABEL["workers"], min=0, max=MAX_WORKERS, style=_STYLE, layout=_WIDE
         )
         self.controls["region"] = w.Combobox(
-            description="Region",
+            description=_LABEL["region"],
             options=REGIONS,
             ensure_option=False,
             continuous_update=False,

@@ -263,3 +263,15 @@ def test_following_a_big_log_holds_it_in_bounded_memory(tmp_path: Path, tfc_env:
         tracemalloc.stop()
     assert sink.written >= 200_000
     assert peak < 8 << 20, f"{peak / 2**20:.1f} MiB"
+
+
+def test_a_finished_job_s_long_line_is_one_line(tmp_path: Path) -> None:
+    """Issue 39: a 10 MB line was printed as 10 lines by `tfc-jupyter logs` (read a 1 MB chunk
+    at a time). A finished job's long line comes whole; a live one still comes in pieces (the
+    follower shows what there is)."""
+    long = "é" * (3 << 20)  # 6 MB of two-byte characters: chunks cut inside none of them
+    (tmp_path / "chief.log").write_text(f"first\n{long}\nnext\nlast, unfinished")
+    got = [line for _, line in LogTail(tmp_path).lines(final=True)]
+    assert got == ["first", long, "next", "last, unfinished"]
+    live = [line for _, line in LogTail(tmp_path).lines()]
+    assert live[0] == "first" and "".join(live[1:-1]) == long and live[-1] == "next"

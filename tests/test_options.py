@@ -273,7 +273,7 @@ def test_each_label_is_declared_once_in_the_option_table() -> None:
     from tfc_jupyter.panel import view
 
     declared = {f.option: f.flag.label for f in options.FIELDS if f.flag.label}
-    assert words.LABELS == declared
+    assert declared == words.LABELS
     assert words.DROPPED["--workers"] == "set Workers to 0"
     by_name = {f.name: f.flag.label for f in options.FIELDS}
     shown = {**view._DROPDOWNS, **view._TEXTS}

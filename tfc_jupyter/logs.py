@@ -95,6 +95,10 @@ def replicas(log_dir: Path) -> list[str]:
     return in_order([p.stem for p in log_dir.glob("*.log") if p.stem != "supervisor"])
 
 
+LONG_LINE = 64 << 20
+"""The longest line a finished job's log gives whole (characters); longer ones come in pieces."""
+
+
 class LogTail:
     """Follows every replica log of a job folder from an offset, line by line."""
 
@@ -112,9 +116,12 @@ class LogTail:
         return list(self.lines(final=final))
 
     def lines(self, *, final: bool = False) -> Iterator[tuple[str, str]]:
-        """:meth:`read`, a chunk at a time: a log of any size is never held whole."""
+        """:meth:`read`, a chunk at a time: a log of any size is never held whole. With
+        ``final`` (the job has ended), a line longer than a chunk comes whole, up to
+        :data:`LONG_LINE` characters (then in pieces of that size)."""
         for name in self.replicas():
             offset = self.offsets.get(name, 0)
+            carry = ""  # the start of a long line, with final
             while True:
                 try:
                     data, size = read_chunk(self.log_dir / f"{name}.log", offset, final=final)
@@ -122,6 +129,12 @@ class LogTail:
                     break
                 offset += len(data)
                 text = data.decode("utf-8", errors="replace")
+                long = final and data and b"\n" not in data and offset < size
+                if long and len(carry) + len(text) < LONG_LINE:  # the start of a long line
+                    carry += text
+                    self.offsets[name] = offset
+                    continue
+                text, carry = carry + text, ""
                 if text.endswith("\n"):
                     text = text[:-1]
                 # "\n" alone ends a line: a "\r" rewrites it (a progress bar), see render()

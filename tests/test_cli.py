@@ -210,3 +210,42 @@ def test_a_py_entry_point_runs_as_python_runs_it(
     assert "[chief] CONFIG 0.5" in out
     assert "[chief] FILE train.py ARGV0 train.py ARGS ['--epochs', '2']" in out
     assert "[chief] PATH0 True" in out and "[chief] PROG train.py" in out
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("after_s", [0.3, 0.5, 0.7, 1.0, 1.5, 2.0, 3.0])
+def test_ctrl_c_at_any_moment_of_a_run_is_one_line(tmp_path: Path, after_s: float) -> None:
+    """Issue 39: Ctrl-C of `tfc-jupyter run` at 8 moments of its launch printed 6 tracebacks.
+    At any moment once the command runs (not while Python itself starts) it is one line; a job
+    it launched is not left running or queued."""
+    import os
+    import signal
+    import time
+
+    from tfc_jupyter.jobs import store_for
+
+    nb = tmp_path / "slow.ipynb"
+    source = "%%tfc_run\nimport time\nprint('go', flush=True)\ntime.sleep(60)\n"
+    cell = {"cell_type": "code", "metadata": {}, "source": source, "outputs": []}
+    cell["execution_count"] = None
+    nb.write_text(json.dumps({"nbformat": 4, "nbformat_minor": 4, "metadata": {}, "cells": [cell]}))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tfc_jupyter.cli", "run", str(nb)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=tmp_path,
+    )
+    time.sleep(after_s)
+    os.kill(proc.pid, signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert "Traceback" not in err, err
+    assert proc.returncode in (0, 1, 130), err
+    deadline = time.monotonic() + 30
+    store = store_for()
+    while time.monotonic() < deadline:
+        left = [r for r in store.list(limit=None) if not r.state.is_terminal()]
+        if not left:
+            break
+        time.sleep(0.3)
+    assert left == [], [(r.id, r.state.value) for r in left]

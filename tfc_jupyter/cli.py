@@ -139,7 +139,18 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``tfc-jupyter`` command."""
+    """Entry point of the ``tfc-jupyter`` command. Ctrl-C at any moment is one line (exit
+    status 130): a job being launched is cancelled, one being followed too."""
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:
+        print("tfc-jupyter: interrupted (Ctrl-C)", file=sys.stderr)
+        return 130
+    finally:
+        spare.discard()  # unused: interrupted before a job took it
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     words = list(sys.argv[1:] if argv is None else argv)
     head = words[: words.index("--")] if "--" in words else words

@@ -139,6 +139,10 @@ def launch(plan: Plan, *, store: JobStore | None = None) -> Job:
         raise
     try:
         backend.submit(record, plan)
+    except KeyboardInterrupt:  # Ctrl-C during the launch: what started is stopped, and said
+        with contextlib.suppress(Exception):
+            Job(job_id, store).cancel()
+        raise
     except Exception as exc:
         store.transition(job_id, JobState.FAILED, error=f"launch failed: {exc}")
         if isinstance(exc, OSError):  # the job folder (launch file, logs) on a full disk ...

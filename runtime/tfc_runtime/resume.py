@@ -26,6 +26,7 @@ import inspect
 import json
 import os
 import shutil
+import stat
 import sys
 import tempfile
 from collections.abc import Callable, Iterator
@@ -91,12 +92,41 @@ def _read_json(path: str) -> Any:
                 return None
             with tf.io.gfile.GFile(path, "r") as fh:
                 return json.loads(fh.read())
-        with open(path, encoding="utf-8") as fh:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # a FIFO is never waited on
+        with os.fdopen(fd, encoding="utf-8") as fh:
+            if _untrusted_entry(path, os.fstat(fd)):
+                return None
             return json.load(fh)
     except (OSError, ValueError):
         return None
     except Exception:  # tf.errors.* from a remote file system
         return None
+
+
+def _untrusted_entry(path: str, st: os.stat_result) -> str | None:
+    """Why a file or folder of a backup cannot be trusted (None: it can): not this user's (a
+    shared ``--base-output-dir``), or not a plain file or folder (a FIFO would hang the read, a
+    link could lead anywhere)."""
+    if hasattr(os, "getuid") and st.st_uid != os.getuid():
+        return f"{path} belongs to another user"
+    if not (stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode)):
+        return f"{path} is not a plain file"
+    return None
+
+
+def untrusted(folder: str) -> str | None:
+    """Why the backups under ``folder`` (on this machine) cannot be restored, or None: each of
+    its entries must be this user's plain file or folder. A remote folder is not checked."""
+    if _remote(folder) or not os.path.lexists(folder):
+        return None
+    why = _untrusted_entry(folder, os.lstat(folder))
+    for here, dirs, files in os.walk(folder):  # links are not followed
+        for name in [*dirs, *files]:
+            if why is not None:
+                return why
+            path = os.path.join(here, name)
+            why = _untrusted_entry(path, os.lstat(path))
+    return why
 
 
 def _write_json(path: str, data: Any) -> None:
@@ -260,6 +290,16 @@ def _callback_for(keras: ModuleType, model: Any, callbacks: Any, backup_cls: typ
         return None
     try:
         folder = f"{root()}/fit-{number}"
+        why = untrusted(folder) or untrusted(f"{folder}.history.json")
+        if why is not None:  # never restored: the fit starts over, and says why
+            _say(f"warning: fit {number}'s backup is not restored ({why}): it trains from the "
+                 "start")  # fmt: skip
+            for path in (folder, f"{folder}.history.json"):
+                if os.path.isdir(path) and not os.path.islink(path):
+                    _remove_tree(path)
+                else:
+                    with contextlib.suppress(OSError):
+                        os.remove(path)
         chief = cluster_info(os.environ).is_chief
         return backup_cls(number, folder, f"{folder}.history.json", chief)
     except Exception as exc:  # graph mode (tf.compat.v1), no checkpoint folder: it runs as it is

@@ -62,7 +62,7 @@ def test_text_shows_every_part(train_nb: Path, settings: Settings) -> None:
     assert "strategy: multi_worker_mirrored (auto: " in text
     assert "pool 0 chief x1: T4_1X" in text and "pool 1 worker x2: T4_1X" in text
     assert t4.price_per_hour is None  # no listed T4 price (tests/test_prices.py)
-    assert "estimated cost: none; no verified list price for T4_1X" in text
+    assert "cost: nothing billed (it runs on this machine)" in text  # not Vertex AI's price
     assert "requirements: tensorflow-datasets>=4.9, pandas==2.2.2" in text
     assert "--- script.py ---" in text and "print(json.dumps(result))" in text
     request = json.loads(text.split("--- Vertex AI request ---", 1)[1])
@@ -283,3 +283,15 @@ def test_a_module_named_like_the_runtime_is_refused_with_the_fix(
     else:
         shutil.rmtree(write)
     assert make_plan(sel, options.parse_line(""), settings).spec.name == "nb"
+
+
+@pytest.mark.parametrize("backend", ["local", "docker"])
+def test_a_job_here_is_not_priced_in_vertex_ai_s_words(settings: Settings, backend: str) -> None:
+    """Issue 38: a local job's dry run said "estimated cost: $0.22 per hour" and "about
+    $0.22/h" (Vertex AI's price of its machine); it bills nothing."""
+    sel = Selection(cells=[Cell(1, "print('hi')")], notebook=None, how="t")
+    plan = make_plan(sel, options.parse_line(f"--backend {backend}"), settings)
+    label = {"local": "this machine", "docker": "Docker on this machine"}[backend]
+    assert f"cost: nothing billed (it runs on {label})" in plan.to_text(script=False)
+    assert "estimated cost" not in plan.to_text(script=False)
+    assert "$" not in plan._repr_html_().split("cost:", 1)[1].split("</div>", 1)[0]

@@ -222,7 +222,7 @@ class Plan:
         out.append(f"backend: {spec.backend.value}   strategy: {self._strategy_line()}")
         out.append("worker pools:")
         out += self._pool_lines()
-        out.append(_cost_line(spec.cost_per_hour(), self.pools(), spec) + self._cost_bound())
+        out.append(self._cost_text())
         out.append(f"restarts: {self.restarts()}")
         out.append("requirements: " + (", ".join(self.requirements) or "none"))
         if self.route is not None:
@@ -247,6 +247,25 @@ class Plan:
         out.append(preview.text)
         return "\n".join(out)
 
+    def _unbilled(self) -> str | None:
+        """What a job on a backend that bills nothing costs, in its words (None: it bills)."""
+        traits = registry.traits(self.spec.backend)
+        return None if traits.billed else f"cost: nothing billed (it runs on {traits.label})"
+
+    def _cost_text(self) -> str:
+        """The plan's cost line: the backend's price list, or that it bills nothing."""
+        unbilled = self._unbilled()
+        if unbilled is not None:
+            return unbilled
+        spec = self.spec
+        return _cost_line(spec.cost_per_hour(), self.pools(), spec) + self._cost_bound()
+
+    def _cost_markup(self) -> str:
+        unbilled = self._unbilled()
+        if unbilled is not None:
+            return html.escape(unbilled)
+        return _cost_html(self.spec.cost_per_hour()) + html.escape(self._cost_bound())
+
     def _repr_html_(self) -> str:
         esc = html.escape
         spec = self.spec
@@ -266,7 +285,7 @@ class Plan:
             f"<div>cells {esc(', '.join(map(str, self.script.cells)))}"
             f" &middot; backend <b>{esc(spec.backend.value)}</b>"
             f" &middot; strategy <b>{esc(self._strategy_line())}</b>"
-            f" &middot; {_cost_html(spec.cost_per_hour())}{esc(self._cost_bound())}</div>"
+            f" &middot; {self._cost_markup()}</div>"
             f"<ul>{pools}</ul><div>restarts: {esc(self.restarts())}</div>"
             f"<div>requirements: <code>{reqs}</code></div>"
             + (

@@ -525,7 +525,7 @@ DEFAULTS = JobOptions()
 def backend_fields() -> list[OptionField]:
     """The options installed backends declare: a backend class's ``options`` is a frozen
     dataclass whose fields are declared with :func:`option`, and its flags then work on every
-    edge (the magic and its help, the CLI, ``run()``, the jobs API), kept in
+    edge (the magic's line, the CLI and its help, ``run()``, the jobs API), kept in
     :attr:`JobOptions.target`; the backend reads them with :func:`target_options`. (The
     built-in backends' options are still portable fields.)
 

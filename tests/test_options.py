@@ -267,14 +267,19 @@ def test_cli_parser_gets_every_flag() -> None:
 
 
 def test_each_label_is_declared_once_in_the_option_table() -> None:
-    """The panel, the UI's words for a fix and the jobs API read an option's label (and what
-    leaving it out is) from its declaration: one table, no copies to keep in step."""
+    """An option's label (and what leaving it out is) is declared on its field: the panel reads
+    it there; the UI's words for a fix keep a copy this test holds equal."""
     from tfc_jupyter import words
     from tfc_jupyter.panel import view
 
     declared = {f.option: f.flag.label for f in options.FIELDS if f.flag.label}
-    assert declared == words.LABELS
-    assert words.DROPPED["--workers"] == "set Workers to 0"
+    assert declared == words.LABELS  # words.py keeps a copy (it sits below the options)
+    neutral = {
+        f.option: f"set {f.flag.label} to {f.flag.neutral}"
+        for f in options.FIELDS
+        if f.flag.label and f.flag.neutral
+    }
+    assert neutral == words.DROPPED
     by_name = {f.name: f.flag.label for f in options.FIELDS}
     shown = {**view._DROPDOWNS, **view._TEXTS}
     assert shown == {name: by_name[view._OPTION_OF.get(name, name)] for name in shown}

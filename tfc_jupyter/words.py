@@ -11,25 +11,34 @@ from __future__ import annotations
 
 import re
 
-
-def _table() -> tuple[dict[str, str], dict[str, str]]:
-    """``(flag -> its control's label, flag -> what dropping it is there)``, read from the
-    option table (:data:`tfc_jupyter.job.options.FIELDS`: each option declares its label and
-    its neutral value, once, for every surface)."""
-    from .job.options import FIELDS
-
-    labels = {f.option: f.flag.label for f in FIELDS if f.flag.label}
-    dropped = {
-        f.option: f"set {f.flag.label} to {f.flag.neutral}"
-        for f in FIELDS
-        if f.flag.label and f.flag.neutral
-    }
-    return labels, dropped
-
-
-LABELS, DROPPED = _table()
-"""Flag -> the label of its control in the panel and the form; flag -> what dropping it is in
-the UI (a control has no "absent"; it has a neutral value)."""
+LABELS = {
+    "--backend": "Backend",
+    "--strategy": "Strategy",
+    "--machine": "Chief machine",
+    "--gpu-type": "GPU type",
+    "--gpus": "GPUs per machine",
+    "--tpu": "TPU",
+    "--workers": "Workers",
+    "--worker-machine": "Worker machine",
+    "--region": "Region",
+    "--project": "Project",
+    "--label": "Labels",
+    "--requirements": "Requirements",
+    "--name": "Job name",
+    "--args": "Script arguments",
+}
+"""Flag -> the label of its control in the panel and the form: the labels each option declares
+in the option table (``tfc_jupyter.job.options``), which this module cannot import (the
+errors it words are raised below it); ``tests/test_options.py`` holds the two equal."""
+DROPPED = {
+    "--workers": "set Workers to 0",
+    "--gpus": "set GPUs per machine to 0",
+    "--gpu-type": "set GPU type to none",
+    "--tpu": "set TPU to none",
+    "--strategy": "set Strategy to auto",
+    "--machine": "set Chief machine to CPU",
+}
+"""What dropping a flag is in the UI (a control has no "absent"; it has a neutral value)."""
 
 _FLAG = r"--[a-z][a-z-]*"
 _DROP = re.compile(rf"\b(?:drop|remove|leave out) ({_FLAG})")

@@ -301,6 +301,14 @@ class Job:
         rewind, bar = "", ""  # a progress bar drawn live (its line not ended yet) is rewritten
         gone: set[int] = set()  # watcher processes seen ending
         pending: list[dict[str, Any]] = []  # reports waiting for the lines printed before them
+
+        def write(lines: list[tuple[list[str], str]]) -> None:
+            """Write shown lines, each over a live bar still on screen."""
+            nonlocal rewind, bar
+            for names, said in lines:
+                stream.write(f"{rewind}{logs.said(names, said)}\n")
+                rewind, bar = "", ""
+
         while True:
             first = next(iter(tail.replicas()), "")  # the chief: its bar is drawn as it moves
             if time.monotonic() >= next_state:  # the record less often than the (cheap) logs
@@ -315,9 +323,7 @@ class Job:
             chief_at = tail.offsets.get(first, 0)  # where the chief's new lines start
             for replica, line in tail.lines(final=done):  # a chunk at a time, never whole
                 if pending and replica == first and _due(pending, chief_at):
-                    for names, said in shown:  # what was printed before the report, first
-                        stream.write(f"{rewind}{logs.said(names, said)}\n")
-                        rewind, bar = "", ""
+                    write(shown)  # what was printed before the report, first
                     shown = []
                     stream.flush()
                     pending = _release(pending, chief_at, False, on_result)
@@ -336,13 +342,9 @@ class Job:
                     safe = logs.colours_only(text) if ansi else logs.printable(text)
                     shown += merger.add(replica, safe, now)
                     if len(shown) >= SHOWN_BATCH:  # a backlog of any size in bounded memory
-                        for names, said in shown:
-                            stream.write(f"{rewind}{logs.said(names, said)}\n")
-                            rewind, bar = "", ""
+                        write(shown)
                         shown = []
-            for names, line in shown + merger.ready(now, final=done):
-                stream.write(f"{rewind}{logs.said(names, line)}\n")
-                rewind, bar = "", ""
+            write(shown + merger.ready(now, final=done))
             if pending:
                 stream.flush()
                 pending = _release(pending, tail.offsets.get(first, 0), done, on_result)
@@ -354,9 +356,7 @@ class Job:
                     rewind, bar = "\r", live
             stream.flush()
             if done or (deadline is not None and time.monotonic() > deadline):
-                for names, line in merger.ready(now, final=True):
-                    stream.write(f"{rewind}{logs.said(names, line)}\n")
-                    rewind = ""
+                write(merger.ready(now, final=True))
                 stream.flush()
                 return rec
             if nap(poll_delays(started, time.monotonic())[1], watcher):

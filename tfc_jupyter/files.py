@@ -109,6 +109,24 @@ def disk_full(path: Path | str, need: int | None = None) -> str:
     return f"the disk at {mount} (holding {path}) is full: {free}{needed}"
 
 
+_READ_NOW = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+"""Open for reading without waiting: O_NONBLOCK opens a FIFO with no writer at once."""
+
+
+def open_regular(path: Path | str) -> IO[bytes] | None:
+    """``path`` open for reading; None where it is not a regular file (a FIFO or a device is
+    never waited on).
+
+    Raises:
+        OSError: it cannot be opened (FileNotFoundError: there is none).
+    """
+    fd = os.open(path, _READ_NOW)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        return None
+    return os.fdopen(fd, "rb")
+
+
 def read_regular(path: Path | str, limit: int, what: str = "file") -> bytes:
     """The bytes of a regular file of at most ``limit`` bytes.
 
@@ -116,8 +134,7 @@ def read_regular(path: Path | str, limit: int, what: str = "file") -> bytes:
         OSError: it cannot be opened (missing, no permission).
         UnsafeFile: it is not a regular file, or is larger than ``limit``.
     """
-    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
-    fd = os.open(path, flags)  # O_NONBLOCK: opening a FIFO with no writer does not wait
+    fd = os.open(path, _READ_NOW)
     try:
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):

@@ -7,15 +7,14 @@ byte offset, whole lines only (so a line being written is never cut), with a siz
 
 from __future__ import annotations
 
-import os
 import re
-import stat
 from collections.abc import Iterator
 from pathlib import Path
-from typing import BinaryIO
 
 from tfc_runtime.protocol import RESULT_PREFIX as _REPORT  # the runtime's report lines
 from tfc_runtime.protocol import ROLES
+
+from .files import open_regular
 
 CHUNK = 1 << 20
 """Most bytes one read takes from one log."""
@@ -37,7 +36,7 @@ def read_chunk(path: Path, offset: int, limit: int = CHUNK, *, final: bool) -> t
         OffsetPastEnd: ``offset`` is past the end of the file.
     """
     try:
-        fh = _open_regular(path)
+        fh = open_regular(path)  # a FIFO in the job's folder is never waited on
         if fh is None:
             return b"", 0  # not a log the job wrote: nothing to show
         with fh:
@@ -59,20 +58,6 @@ def read_chunk(path: Path, offset: int, limit: int = CHUNK, *, final: bool) -> t
         else:
             data = b""  # a partial last line: wait for the rest
     return data, size
-
-
-def _open_regular(path: Path) -> BinaryIO | None:
-    """``path`` open for reading; None where it is not a regular file: a FIFO or a device in
-    the job's folder is never waited on (O_NONBLOCK opens a FIFO with no writer at once).
-
-    Raises:
-        OSError: it cannot be opened (FileNotFoundError: there is none).
-    """
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        os.close(fd)
-        return None
-    return os.fdopen(fd, "rb")
 
 
 def _utf8_prefix(data: bytes) -> bytes:
@@ -156,7 +141,7 @@ def unfinished_line(path: Path, offset: int, limit: int = 65536) -> tuple[str, b
     complete lines read so far end), its last ``limit`` bytes at most (``cut``: it is longer);
     ``("", False)`` when the log ends with a complete line or has complete lines not read yet."""
     try:
-        fh = _open_regular(path)
+        fh = open_regular(path)  # a FIFO in the job's folder is never waited on
         if fh is None:
             return "", False
         with fh:

@@ -119,14 +119,10 @@ def untrusted(folder: str) -> str | None:
     its entries must be this user's plain file or folder. A remote folder is not checked."""
     if _remote(folder) or not os.path.lexists(folder):
         return None
-    why = _untrusted_entry(folder, os.lstat(folder))
+    paths = [folder]
     for here, dirs, files in os.walk(folder):  # links are not followed
-        for name in [*dirs, *files]:
-            if why is not None:
-                return why
-            path = os.path.join(here, name)
-            why = _untrusted_entry(path, os.lstat(path))
-    return why
+        paths += [os.path.join(here, name) for name in [*dirs, *files]]
+    return next((why for p in paths if (why := _untrusted_entry(p, os.lstat(p)))), None)
 
 
 def _write_json(path: str, data: Any) -> None:

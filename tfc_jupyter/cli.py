@@ -14,14 +14,31 @@ Errors print one line on stderr and exit with status 2.
 
 from __future__ import annotations
 
-import argparse
-import json
+import atexit
+import os
+import signal
 import sys
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, NoReturn
 
-from . import __version__
-from .backends import spare
+_INTERRUPTED = "tfc-jupyter: interrupted (Ctrl-C)"
+
+
+def _interrupted_while_starting(signum: int, frame: object) -> None:
+    """Ctrl-C while the command imports (before :func:`main`): one line, exit status 130."""
+    os.write(2, f"{_INTERRUPTED}\n".encode())
+    os._exit(130)
+
+
+if __name__ == "__main__" or os.path.basename(sys.argv[0]) == "tfc-jupyter":
+    signal.signal(signal.SIGINT, _interrupted_while_starting)  # the command, not an importer
+
+import argparse  # noqa: E402
+import contextlib  # noqa: E402  (after the handler: an interrupt while importing is one line)
+import json  # noqa: E402
+from collections.abc import Sequence  # noqa: E402
+from typing import TYPE_CHECKING, Any, NoReturn  # noqa: E402
+
+from . import __version__  # noqa: E402
+from .backends import spare  # noqa: E402
 
 if TYPE_CHECKING:  # imported in main(), after `run` has started its job's supervisor
     from .client import Client
@@ -141,13 +158,50 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``tfc-jupyter`` command. Ctrl-C at any moment is one line (exit
     status 130): a job being launched is cancelled, one being followed too."""
+    before = signal.getsignal(signal.SIGINT)
+    if before is _interrupted_while_starting or before is signal.default_int_handler:
+        _set_sigint(_on_interrupt)  # from here: cancel what started, then exit
     try:
         return _main(argv)
     except KeyboardInterrupt:
-        print("tfc-jupyter: interrupted (Ctrl-C)", file=sys.stderr)
+        print(_INTERRUPTED, file=sys.stderr)
         return 130
     finally:
         spare.discard()  # unused: interrupted before a job took it
+        if signal.getsignal(signal.SIGINT) is _on_interrupt:
+            _set_sigint(signal.default_int_handler)
+
+
+def _set_sigint(handler: Any) -> None:
+    """Set SIGINT's handler; from another thread (main() called by a program) leave it."""
+    with contextlib.suppress(ValueError):  # "signal only works in main thread"
+        signal.signal(signal.SIGINT, handler)
+
+
+_interrupts = 0  # Ctrl-Cs this command has had (each raised KeyboardInterrupt where it landed)
+
+
+def _on_interrupt(signum: int, frame: object) -> None:
+    """Python's own SIGINT handler (KeyboardInterrupt), counting."""
+    global _interrupts
+    _interrupts += 1
+    raise KeyboardInterrupt
+
+
+def command() -> NoReturn:
+    """The ``tfc-jupyter`` console script: :func:`main`'s status is the process's.
+
+    After a Ctrl-C (handled by :func:`main`: 130, or 1 for a followed job it cancelled), the
+    process ends with ``os._exit`` once its exit handlers ran. CPython would instead kill itself
+    with SIGINT at exit whenever the interrupt had passed through an ``exec`` of a string (a
+    ``@dataclass`` being made), caught or not."""
+    code = main()
+    if _interrupts:
+        for stream in (sys.stdout, sys.stderr):
+            stream.flush()
+        atexit._run_exitfuncs()
+        os._exit(code)
+    sys.exit(code)
 
 
 def _main(argv: Sequence[str] | None) -> int:
@@ -215,4 +269,4 @@ def _main(argv: Sequence[str] | None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    command()

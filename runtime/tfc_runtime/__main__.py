@@ -7,6 +7,7 @@ notebook script, and on failure names the notebook cell and line that raised.
 
 from __future__ import annotations
 
+import ast
 import gc
 import io
 import json
@@ -21,6 +22,7 @@ from tfc_runtime import (
     crash,
     hooks,
     ipython_shim,
+    params,
     results,
     resume,
     runcell,
@@ -48,6 +50,29 @@ def parse_args(argv: Sequence[str]) -> RuntimeArgs:
     except ValueError as exc:
         print(f"{USAGE}\npython -m tfc_runtime: error: {exc}", file=sys.stderr)
         raise SystemExit(2) from None
+
+
+def _trial_values(args: RuntimeArgs) -> tuple[dict[str, params.Value], list[str]]:
+    """A sweep trial's values, taken out of the script's arguments (which keep the rest), and
+    said in the log; a value that does not read is a usage error."""
+    if not args.params:
+        return {}, list(args.args)
+    try:
+        values, rest = params.take(args.args, args.params)
+    except ValueError as exc:
+        print(f"{USAGE}\npython -m tfc_runtime: error: {exc}", file=sys.stderr)
+        raise SystemExit(2) from None
+    shown = ", ".join(f"{k}={v!r}" for k, v in values.items()) or "the notebook's own"
+    print(f"[tfc_runtime] trial values: {shown}")
+    return values, rest
+
+
+def _swept(
+    tree: ast.Module, targets: Sequence[params.Target], values: dict[str, params.Value]
+) -> ast.Module:
+    """``tree`` with the trial's values in place of the notebook's assignments."""
+    params.override(tree, targets, values)
+    return tree
 
 
 def _script_frames(tb: TracebackType | None, script: str) -> list[int]:
@@ -236,7 +261,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     # A .py entry point runs as `python train.py` runs it in its folder (the job's working
     # folder): __file__, sys.argv[0] and sys.path[0] are that file's, not the job's copy.
     entry = os.path.basename(smap.notebook) if smap.script and smap.notebook else None
-    sys.argv = [entry or args.script, *args.args]
+    swept, script_args = _trial_values(args)
+    sys.argv = [entry or args.script, *script_args]
     sys.path.insert(0, os.getcwd() if entry else os.path.dirname(script))
     tfc_shim.install()  # `import tfc_jupyter as tfc` in an image without it
     __import__("tfc_runtime.globs").globs.install()  # a glob that matches nothing: a warning
@@ -244,7 +270,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         run_script(
             script,
-            lambda tree, text: runcell.transform(tree, smap, text),
+            lambda tree, text: runcell.transform(_swept(tree, args.params, swept), smap, text),
             file=os.path.join(os.getcwd(), entry) if entry else None,
         )
     except SystemExit as exc:

@@ -20,6 +20,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .params import Target, decode, encode
+
 SCRIPT = "script.py"
 """The converted notebook, in the job folder or the image's :data:`WORKDIR`."""
 SOURCE_MAP = "script.map.json"
@@ -75,6 +77,9 @@ class RuntimeArgs:
     """The code's ParameterServerStrategy: worker and ps tasks run ``tf.distribute.Server``."""
     gpus: int | None = None
     """GPUs to mirror over (``None``: all)."""
+    params: tuple[Target, ...] = ()
+    """A sweep trial's variables: their values come among ``args`` (``--lr=0.01``), as
+    Vertex AI passes a tuning trial's (:mod:`tfc_runtime.params`)."""
 
     def to_argv(self) -> list[str]:
         """The arguments after ``python -m tfc_runtime``."""
@@ -87,6 +92,8 @@ class RuntimeArgs:
             flags.append("--serve")
         if self.source_map is not None:
             flags += _valued("--source-map", self.source_map)
+        if self.params:
+            flags += _valued("--params", encode(self.params))
         if self.script.startswith("-"):
             flags.append("--")  # a script named like an option
         return [*flags, self.script, *self.args]
@@ -98,7 +105,8 @@ class RuntimeArgs:
         arguments, each kept as written (``--strategy`` after SCRIPT is the script's).
 
         Raises:
-            ValueError: an unknown option, a missing value or script, or ``--gpus`` not a number.
+            ValueError: an unknown option, a missing value or script, ``--gpus`` not a number,
+                or ``--params`` not ``NAME:KIND:LINE,...``.
         """
         values: dict[str, str] = {}
         switches: set[str] = set()
@@ -132,15 +140,16 @@ class RuntimeArgs:
             legacy_keras="--legacy-keras" in switches,
             serve="--serve" in switches,
             gpus=None if gpus is None else int(gpus),
+            params=decode(values.get("--params", "")),
         )
 
 
-_VALUED = ("--strategy", "--gpus", "--source-map")
+_VALUED = ("--strategy", "--gpus", "--source-map", "--params")
 _SWITCHES = ("--legacy-keras", "--serve")
 _OPTIONS = (*_VALUED, *_SWITCHES)
 USAGE = (
     "usage: python -m tfc_runtime [--strategy NAME] [--gpus N] [--source-map FILE] "
-    "[--legacy-keras] [--serve] [--] SCRIPT [ARGS...]"
+    "[--params NAME:KIND:LINE,...] [--legacy-keras] [--serve] [--] SCRIPT [ARGS...]"
 )
 """The runtime's command line, for its usage errors."""
 

@@ -1,0 +1,145 @@
+"""The sweep spec (``tfc_jupyter.sweep.spec``): every parameter reads back as written, and any
+other text is one error naming the fix."""
+
+from __future__ import annotations
+
+import keyword
+import math
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tfc_jupyter.errors import SpecError
+from tfc_jupyter.sweep.spec import Param, default_goal, parse_param, sweep_spec
+
+names = st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,12}", fullmatch=True).filter(
+    lambda n: not keyword.iskeyword(n)
+)
+finite = st.floats(allow_nan=False, allow_infinity=False, width=64)
+scalars = st.one_of(
+    st.integers(-(10**12), 10**12),
+    finite,
+    st.text(max_size=12),  # any code point, quotes and surrogates included
+    st.booleans(),
+)
+
+
+def _unique(values: list[object]) -> bool:
+    return all(
+        not any(type(a) is type(b) and a == b for b in values[:i]) for i, a in enumerate(values)
+    )
+
+
+@st.composite
+def params(draw: st.DrawFn) -> Param:
+    name = draw(names)
+    kind = draw(st.sampled_from(["uniform", "loguniform", "int", "choice"]))
+    if kind == "choice":
+        values = draw(st.lists(scalars, min_size=1, max_size=6).filter(_unique))
+        return Param(name, "choice", choices=tuple(values))
+    if kind == "int":
+        low = draw(st.integers(-1000, 1000))
+        step = draw(st.integers(1, 50))
+        high = low + step * draw(st.integers(1, 40))
+        return Param(name, "int", float(low), float(high), step)
+    positive = kind == "loguniform"
+    low = draw(st.floats(1e-300 if positive else -1e300, 1e300))
+    high = draw(st.floats(low, 1e300).filter(lambda h: h > low))
+    return Param(name, kind, low, high)
+
+
+@given(params())
+def test_each_parameter_reads_back_as_written(param: Param) -> None:
+    assert parse_param(param.text()) == param
+
+
+@given(st.text(max_size=60))
+def test_any_other_text_is_one_line_naming_the_fix(text: str) -> None:
+    try:
+        param = parse_param(text)
+    except SpecError as exc:
+        message = str(exc)
+        assert "\n" not in message and "Fix: " in message, message
+    else:  # what did read is a parameter that writes back the same
+        assert parse_param(param.text()) == param
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        ("lr", "has no values"),
+        ("lr=", "has no values"),
+        ("1lr=[1]", "is not a Python name"),
+        ("class=[1]", "is not a Python name"),
+        ("lr=loguniform(0, 1)", "a log scale starts above 0"),
+        ("lr=uniform(1, 1)", "LOW must be below HIGH"),
+        ("lr=uniform(0, inf)", "is not a number"),
+        ("lr=uniform(0, 1e999)", "both finite"),
+        ("units=int(1, 10, 4)", "HIGH is not LOW plus a number of STEPs"),
+        ("units=int(1.5, 10)", "whole numbers"),
+        ("units=[64, 64]", "lists 64 twice"),
+        ("units=[]", "lists no values"),
+        ("units=[x]", "'x' is not a number, string or boolean"),
+        ("lr=normal(0, 1)", "unknown range 'normal'"),
+        ("lr=uniform(low=0, high=1)", "is not a range or a list"),
+        ("lr=__import__('os')", "unknown range"),
+    ],
+)
+def test_a_wrong_parameter_says_what_is_wrong(text: str, says: str) -> None:
+    with pytest.raises(SpecError, match="Fix: ") as caught:
+        parse_param(text)
+    assert says in str(caught.value)
+
+
+def test_numbers_and_strings_that_look_alike_stay_apart() -> None:
+    """``[1, 1.0, True, '1']`` are four values: each keeps its type, as the notebook reads it."""
+    param = parse_param("x=[1, 1.0, True, '1']")
+    assert [type(c) for c in param.choices] == [int, float, bool, str]
+    assert param.value_kind == "any"
+    assert parse_param("x=[1, 2.5]").value_kind == "float"
+    assert parse_param("x=['a', 'b']").value_kind == "str"
+    assert parse_param("x=int(1, 9, 2)").grid() == (1, 3, 5, 7, 9)
+
+
+@pytest.mark.parametrize(
+    ("metric", "goal"),
+    [
+        ("val_loss", "min"),
+        ("loss", "min"),
+        ("val_mean_absolute_error", "min"),
+        ("val_accuracy", "max"),
+        ("sparse_categorical_accuracy", "max"),
+        ("auc", "max"),
+        ("val_f1_score", "max"),
+        ("throughput", None),
+    ],
+)
+def test_the_goal_follows_from_the_metric_s_name(metric: str, goal: str | None) -> None:
+    assert default_goal(metric) == goal
+
+
+def test_a_sweep_checks_its_parts_together() -> None:
+    spec = sweep_spec(["lr=loguniform(1e-4,1e-1)", "units=[64,128,256]"], metric="val_accuracy")
+    assert (spec.goal, spec.method, spec.trials, spec.parallel) == ("max", "bayes", 10, 1)
+    assert spec.names == ("lr", "units")
+    grid = sweep_spec(["units=[64,128,256]", "layers=int(1,2)"], method="grid")
+    assert (grid.trials, grid.metric, grid.goal) == (6, "val_loss", "min")
+    assert sweep_spec(["units=[1,2]"], trials=5, parallel=8).parallel == 5
+    for kwargs, says in [
+        ({"method": "grid"}, "a grid cannot list lr"),
+        ({"metric": "throughput"}, "cannot tell whether 'throughput' should go up or down"),
+        ({"goal": "up"}, "--goal 'up' is not min or max"),
+        ({"method": "tpe"}, "--method 'tpe' is unknown"),
+        ({"trials": 0}, "--trials 0 is below 1"),
+        ({"parallel": 0}, "--parallel 0 is below 1"),
+        ({"metric": "val loss"}, "is not a metric name"),
+    ]:
+        with pytest.raises(SpecError, match="Fix: ") as caught:
+            sweep_spec(["lr=uniform(0,1)"], **kwargs)  # type: ignore[arg-type]
+        assert says in str(caught.value), (kwargs, str(caught.value))
+    with pytest.raises(SpecError, match="names 'lr' twice"):
+        sweep_spec(["lr=[1]", "lr=[2]"])
+    with pytest.raises(SpecError, match="more than the grid's 2 combinations"):
+        sweep_spec(["units=[1,2]"], method="grid", trials=3)
+    assert math.isclose(parse_param("lr=loguniform(1e-4, 0.1)").high or 0, 0.1)

@@ -1,0 +1,167 @@
+"""Which line of the notebook each swept name replaces in a trial, found before launch.
+
+A sweep gives a trial its values with no change to the code (issue 37): the trial runs the job's
+script with the assignment of each swept name replaced (``lr = 1e-3`` runs as ``lr = 0.0031``,
+see :mod:`tfc_runtime.params`). The assignment is:
+
+- the last top-level ``NAME = ...`` in a cell tagged ``parameters`` (papermill's convention,
+  which notebooks already have); else
+- the only top-level ``NAME = <plain value>`` in the job's cells.
+
+A name set several times with no ``parameters`` cell, set only by a computation, or not set at
+top level at all, is refused before launch with the fix.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from tfc_runtime.params import Target
+
+from ..errors import SpecError
+from ..notebook.convert import Cell, Script
+from .spec import Param
+
+PARAMETERS_TAG = "parameters"
+"""papermill's tag for the cell that holds a notebook's parameters."""
+
+
+@dataclass(frozen=True)
+class Replaced:
+    """A swept name's assignment in the job: the runtime's target, and where it is written."""
+
+    target: Target
+    place: str
+    """``cell 2, line 1`` (or ``train.py, line 4``)."""
+    text: str
+    """The assignment as written (its first line)."""
+
+    def describe(self) -> str:
+        """``lr: cell 2, line 1 (lr = 1e-3)``: what the plan shows."""
+        return f"{self.target.name}: {self.place} ({self.text.strip()})"
+
+
+@dataclass(frozen=True)
+class _Assignment:
+    line: int  # in the script
+    cell: int | None
+    place: str
+    text: str
+    plain: bool  # its value is a literal
+
+
+def find_targets(
+    script: Script, cells: Sequence[Cell], params: Sequence[Param]
+) -> tuple[Replaced, ...]:
+    """The assignment each parameter replaces, in ``params``' order.
+
+    Raises:
+        SpecError: a name this rule cannot place, with where it is set and the fix.
+    """
+    tree = ast.parse(script.text)
+    lines = script.text.splitlines()
+    labels = {c.index: c for c in cells}
+    tagged = {c.index for c in cells if PARAMETERS_TAG in c.tags}
+    found: dict[str, list[_Assignment]] = {}
+    for node in tree.body:
+        name, value = _assigned(node)
+        if name is None or value is None:
+            continue
+        where = script.locate(node.lineno)
+        cell = where[0] if where else None
+        found.setdefault(name, []).append(
+            _Assignment(
+                node.lineno,
+                cell,
+                _place(labels.get(cell) if cell is not None else None, where),
+                lines[node.lineno - 1],
+                _plain(value),
+            )
+        )
+    out = []
+    for param in params:
+        if param.name not in found:
+            _refuse_nested(param.name, tree, script, labels)
+        chosen = _choose(param, found.get(param.name, []), tagged)
+        target = Target(param.name, param.value_kind, chosen.line)
+        out.append(Replaced(target, chosen.place, chosen.text))
+    return tuple(out)
+
+
+def _choose(param: Param, assignments: list[_Assignment], tagged: set[int]) -> _Assignment:
+    """The assignment that :func:`find_targets`' rule picks for ``param``, or its error."""
+    name = param.name
+    in_parameters = [a for a in assignments if a.cell in tagged]
+    if in_parameters:
+        return in_parameters[-1]
+    plain = [a for a in assignments if a.plain]
+    if len(plain) == 1:
+        return plain[0]
+    fix = (
+        f"set it once to a plain value ({name} = ...) in a cell tagged {PARAMETERS_TAG!r} "
+        "(Property Inspector, Cell Tags)"
+    )
+    if len(plain) > 1:
+        places = "; ".join(a.place for a in plain)
+        raise SpecError(
+            f"--sweep {name}: it is set {len(plain)} times ({places}) and no cell is tagged "
+            f"{PARAMETERS_TAG!r}, so a trial cannot tell which to replace",
+            f"tag the cell that sets it {PARAMETERS_TAG!r}",
+            field="sweep",
+        )
+    if assignments:
+        first = assignments[0]
+        raise SpecError(
+            f"--sweep {name}: it is only computed ({first.place}: {first.text.strip()})",
+            fix,
+            field="sweep",
+        )
+    raise SpecError(
+        f"--sweep {name}: the job's cells never assign {name} at top level", fix, field="sweep"
+    )
+
+
+def _refuse_nested(name: str, tree: ast.Module, script: Script, labels: dict[int, Cell]) -> None:
+    """Refuse a name that is set only inside a block (an ``if``, a ``for``, a function)."""
+    for node in ast.walk(tree):
+        targets = node.targets if isinstance(node, ast.Assign) else []
+        if isinstance(node, (ast.AnnAssign, ast.AugAssign)):
+            targets = [node.target]
+        if any(isinstance(t, ast.Name) and t.id == name for t in targets):
+            where = script.locate(getattr(node, "lineno", 0))
+            place = _place(labels.get(where[0]) if where else None, where)
+            raise SpecError(
+                f"--sweep {name}: it is only set inside a block ({place})",
+                f"set it to a plain value at the top of a cell tagged {PARAMETERS_TAG!r}, "
+                "before the block that uses it",
+                field="sweep",
+            )
+
+
+def _assigned(node: ast.stmt) -> tuple[str | None, ast.expr | None]:
+    """The name and value of ``NAME = value`` or ``NAME: T = value``; else ``(None, None)``."""
+    if isinstance(node, ast.Assign) and len(node.targets) == 1:
+        target, value = node.targets[0], node.value
+    elif isinstance(node, ast.AnnAssign) and node.value is not None:
+        target, value = node.target, node.value
+    else:
+        return None, None
+    return (target.id, value) if isinstance(target, ast.Name) else (None, None)
+
+
+def _plain(value: ast.expr) -> bool:
+    """A literal value (``1e-3``, ``-2``, ``'relu'``, ``[64, 128]``)."""
+    try:
+        ast.literal_eval(value)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return False
+    return True
+
+
+def _place(cell: Cell | None, where: tuple[int, int] | None) -> str:
+    """``cell 2, line 1``, or ``train.py, line 4``."""
+    if cell is None or where is None:
+        return "the job's script"
+    return f"{cell.place}, line {where[1]}"

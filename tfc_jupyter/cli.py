@@ -61,6 +61,8 @@ def _run(client: Client, plan: Plan) -> int:
 
     for warning in plan.warnings:
         print(f"! {warning}", file=sys.stderr)
+    if plan.sweep is not None:
+        return _sweep(client, plan)
     try:
         job = client.submit(plan)
     finally:
@@ -85,6 +87,35 @@ def _run(client: Client, plan: Plan) -> int:
         record = job.cancel()
     print(job.summary_line(), file=sys.stderr)
     return 0 if record.state is JobState.SUCCEEDED else 1
+
+
+def _sweep(client: Client, plan: Plan) -> int:
+    """Run the plan's sweep: a line as each trial starts and ends, then the table of trials
+    (stdout); 0 when a trial succeeded. Ctrl-C stops the driving, not the trials."""
+    from .trials import Sweep, run_sweep, trial_line
+
+    said: dict[int, str] = {}
+
+    def changed(sweep: Sweep) -> None:
+        for trial in sweep.trials:
+            line = trial_line(trial, sweep.spec.metric)
+            if said.get(trial.number) != line:
+                said[trial.number] = line
+                print(line, file=sys.stderr, flush=True)
+
+    spare.discard()  # each trial starts its own supervisor
+    try:
+        sweep = run_sweep(client, plan, on_change=changed)
+    except KeyboardInterrupt:
+        print(
+            "tfc-jupyter: stopped the sweep; its running trials go on. Run the same command "
+            "again to go on with it (finished trials are kept).",
+            file=sys.stderr,
+        )
+        return 130
+    print(sweep.table())
+    print(sweep.summary_line(), file=sys.stderr)
+    return 0 if sweep.best_trial is not None else 1
 
 
 class _Parser(argparse.ArgumentParser):

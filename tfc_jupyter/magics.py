@@ -187,6 +187,8 @@ class TfcMagics(Magics):
         notebook = cell.in_notebook(self.shell)
         if notebook and plan.selection.cell_id is None:  # the cell the job's output stays with
             plan.selection.cell_id = cell.run_cell_id(self.shell)
+        if plan.sweep is not None:
+            return self._sweep(plan, notebook)
         with _build_progress(self.shell):
             job = self._client(plan.settings).submit(plan)  # the settings it was planned with
         self.shell.user_ns["_tfc_job"] = job  # type: ignore[union-attr]
@@ -214,6 +216,52 @@ class TfcMagics(Magics):
         return _follow_in_cell(
             job, verbose=args.verbose, shell=self.shell, lines=lines, cell_run=True
         )
+
+    def _sweep(self, plan: Plan, notebook: bool) -> Any:
+        """Run the plan's sweep (:mod:`tfc_jupyter.trials`): its table and plot kept up to
+        date in the cell (a line a change in a terminal). At the end the best trial's run
+        cell names are set here, as one job's are; the cell's value is the sweep
+        (``sweep.best`` is the best trial's job). An interrupt stops the driving, not the
+        trials: running the cell again goes on with the same sweep."""
+        from .trials import Sweep, run_sweep, trial_line
+
+        shell = self.shell
+        said: dict[int, str] = {}
+        handle: Any = None
+        if notebook:
+            from IPython.display import HTML, display
+
+            handle = display(HTML("<div>starting the sweep ...</div>"), display_id=True)
+
+        def changed(sweep: Sweep) -> None:
+            shell.user_ns["_tfc_sweep"] = sweep  # type: ignore[union-attr]
+            if handle is not None:
+                handle.update(HTML(sweep._repr_html_()))
+                return
+            for trial in sweep.trials:
+                line = trial_line(trial, sweep.spec.metric)
+                if said.get(trial.number) != line:
+                    said[trial.number] = line
+                    print(line, flush=True)
+
+        try:
+            sweep = run_sweep(self._client(plan.settings), plan, on_change=changed)
+        except KeyboardInterrupt:
+            print(
+                "Stopped the sweep; its running trials go on. Run this cell again to go on "
+                "with it (finished trials are kept)."
+            )
+            return shell.user_ns.get("_tfc_sweep")  # type: ignore[union-attr]
+        if handle is not None:  # the cell's value shows the final table and plot
+            handle.update(HTML(""))
+        print(sweep.summary_line())
+        best = sweep.best
+        if best is not None:
+            rec = best.record()
+            if rec.job_dir:
+                print(f"The best trial's names ({best.id}):")
+                _bring_back(best, rec, shell, _Outputs(best, False, sys.stdout))
+        return sweep
 
     @line_magic
     def tfc_panel(self, line: str) -> None:

@@ -171,6 +171,32 @@ class JobOptions:
         metavar="STRING",
         label="Script arguments",
     )
+    sweep: tuple[str, ...] = _opt(
+        (),
+        "Sweep a variable the notebook assigns (in its cell tagged parameters, or once): "
+        "NAME=SPACE, SPACE one of uniform(LOW,HIGH), loguniform(LOW,HIGH), "
+        "int(LOW,HIGH[,STEP]) or [A,B,...]; repeat for more. Each trial is a job of its own.",
+        metavar="NAME=SPACE",
+    )
+    trials: int = _opt(0, "Sweep: trials in all (default 10, or the whole grid).", metavar="N")
+    parallel: int = _opt(1, "Sweep: trials running at once (default 1).", metavar="N")
+    metric: str | None = _opt(
+        None,
+        "Sweep: the metric the job reports that ranks trials (a Keras log name; default val_loss).",
+        metavar="NAME",
+    )
+    goal: str | None = _opt(
+        None, "Sweep: min or max (default: from the metric's name).", metavar="GOAL"
+    )
+    method: str = _opt(
+        "bayes",
+        "Sweep: bayes (default), random or grid: how the next values are chosen.",
+        metavar="METHOD",
+    )
+    prune: bool = _opt(
+        False,
+        "Sweep: stop a trial whose metric falls behind the others' median at the same epoch.",
+    )
     service_account: str | None = _opt(
         None, "Service account the Vertex AI job runs as.", metavar="EMAIL"
     )

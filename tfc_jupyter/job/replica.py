@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from tfc_runtime import protocol
+from tfc_runtime import params, protocol
 
 from .spec import JobSpec
 
@@ -22,6 +22,7 @@ def runtime_args(spec: JobSpec, script: str, source_map: str) -> list[str]:
         args=tuple(spec.entry_args),
         legacy_keras=spec.legacy_keras,
         serve=spec.serve,
+        params=params.decode(spec.swept),
     ).to_argv()
 
 

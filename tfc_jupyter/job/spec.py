@@ -287,6 +287,7 @@ class JobSpec:
     route: str = ""  # Vertex AI, set by planning: "package" (prebuilt image) or "image"
     legacy_keras: bool = False  # Keras fit under MultiWorkerMirroredStrategy: tf-keras
     serve: bool = False  # the code's ParameterServerStrategy: workers and ps serve
+    swept: str = ""  # a sweep's variables and the lines they replace (tfc_runtime.params.encode)
 
     def __post_init__(self) -> None:
         # Accept plain strings for the enums, so callers (CLI, REST) can pass JSON values.

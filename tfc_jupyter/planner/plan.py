@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tfc_runtime import params
 from tfc_runtime.protocol import ROLES
 
 from .. import registry, secretscan
@@ -35,6 +36,7 @@ from ..notebook.capture import Selection
 from ..notebook.convert import Script, convert
 from ..notebook.requirements import Requirements, unsatisfied
 from ..registry import Preview
+from ..sweep.targets import SweepPlan, plan_sweep
 from . import prelaunch
 
 _SOURCES = {
@@ -79,6 +81,7 @@ class Plan:
     package: wheel.JobPackage | None = None  # the package route's wheel
     refused: TfcError | None = None  # the backend's verdict: what launching it would say
     checked: bool = False  # the verdict was taken (Client.plan): launching does not ask again
+    sweep: SweepPlan | None = None  # --sweep: each trial is this plan with its values
 
     def source_map_text(self) -> str:
         """The job's ``script.map.json``: script lines to cells (or to the ``.py`` file)."""
@@ -143,6 +146,7 @@ class Plan:
             "options": self.options.to_json(),
             "line": self.options.to_line(),
             "refused": self.refused.to_dict() if self.refused else None,
+            "sweep": self.sweep.to_dict() if self.sweep else None,
         }
 
     # ------------------------------------------------------------------ rendering
@@ -224,6 +228,8 @@ class Plan:
         out += self._pool_lines()
         out.append(self._cost_text())
         out.append(f"restarts: {self.restarts()}")
+        if self.sweep is not None:
+            out += self.sweep.lines()
         out.append("requirements: " + (", ".join(self.requirements) or "none"))
         if self.route is not None:
             out.append(f"route: {self.route.kind} ({self.route.reason})")
@@ -664,6 +670,20 @@ def make_plan(selection: Selection, ns: JobOptions, settings: Settings) -> Plan:
     spec = ns.to_spec(
         settings, name=job_name(selection), estimator=uses_estimator(script) or facts.estimator
     )
+    sweep = None
+    if ns.sweep:  # each trial runs this plan with its values on the lines found here
+        sweep = plan_sweep(
+            script,
+            selection.cells,
+            ns.sweep,
+            trials=ns.trials or None,
+            parallel=ns.parallel,
+            metric=ns.metric,
+            goal=ns.goal,
+            method=ns.method,
+            prune=ns.prune,
+        )
+        spec = spec.evolve(swept=params.encode(sweep.targets))
     locate = _locator(script, selection.name if selection.script else None)
     choice = choose(spec, facts, locate)
     spec = spec.evolve(
@@ -750,4 +770,5 @@ def make_plan(selection: Selection, ns: JobOptions, settings: Settings) -> Plan:
         settings=settings,
         route=route,
         package=job_package,
+        sweep=sweep,
     )

@@ -17,6 +17,7 @@ from __future__ import annotations
 import ast
 import keyword
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal, cast
 
@@ -101,8 +102,8 @@ class SweepSpec:
     """The reported metric that ranks trials (a Keras log name, or a custom loop's metric)."""
     goal: Goal = "min"
     method: Method = "bayes"
-    max_failed: int | None = None
-    """Failed trials after which the sweep stops (None: as Vertex AI, about a third)."""
+    prune: bool = False
+    """Stop a trial whose metric falls behind the others' median at the same epoch."""
     names: tuple[str, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -231,13 +232,14 @@ def _choices(text: str, node: ast.List | ast.Tuple) -> tuple[Choice, ...]:
 
 
 def sweep_spec(
-    params: list[str] | tuple[str, ...],
+    params: Sequence[str],
     *,
     trials: int | None = None,
     parallel: int = 1,
     metric: str | None = None,
     goal: str | None = None,
     method: str = "bayes",
+    prune: bool = False,
 ) -> SweepSpec:
     """The sweep of ``--sweep`` values and the options beside them, checked together.
 
@@ -267,7 +269,7 @@ def sweep_spec(
             f"pass --goal max or --goal min with --metric {name}",
         )
     how = cast(Method, method)
-    spec = SweepSpec(parsed, 1, 1, name, cast(Goal, chosen), how)
+    spec = SweepSpec(parsed, 1, 1, name, cast(Goal, chosen), how, prune)
     size = spec.grid_size()
     if method == "grid" and size is None:
         floats = [p.name for p in parsed if p.grid() is None]
@@ -287,4 +289,4 @@ def sweep_spec(
             f"--trials {count} is more than the grid's {size} combinations",
             f"pass --trials {size} or fewer",
         )
-    return SweepSpec(parsed, count, min(parallel, count), name, cast(Goal, chosen), how)
+    return SweepSpec(parsed, count, min(parallel, count), name, cast(Goal, chosen), how, prune)

@@ -22,7 +22,7 @@ from tfc_runtime.params import Target
 
 from ..errors import SpecError
 from ..notebook.convert import Cell, Script
-from .spec import Param
+from .spec import Param, SweepSpec, sweep_spec
 
 PARAMETERS_TAG = "parameters"
 """papermill's tag for the cell that holds a notebook's parameters."""
@@ -165,3 +165,79 @@ def _place(cell: Cell | None, where: tuple[int, int] | None) -> str:
     if cell is None or where is None:
         return "the job's script"
     return f"{cell.place}, line {where[1]}"
+
+
+@dataclass(frozen=True)
+class SweepPlan:
+    """A sweep as planned: what it tries, and the line each name replaces."""
+
+    spec: SweepSpec
+    replaced: tuple[Replaced, ...]
+
+    @property
+    def targets(self) -> tuple[Target, ...]:
+        """The runtime's view: each name, its kind and its script line."""
+        return tuple(r.target for r in self.replaced)
+
+    def lines(self) -> list[str]:
+        """The plan's ``sweep`` lines: the trials, then each name, its line and its values."""
+        spec = self.spec
+        out = [
+            f"sweep: {spec.trials} trials, {spec.parallel} at once, {spec.method}; best: "
+            f"{'highest' if spec.goal == 'max' else 'lowest'} {spec.metric}"
+            + ("; poor trials stopped early" if spec.prune else "")
+        ]
+        for param, replaced in zip(spec.params, self.replaced, strict=True):
+            space = param.text().split("=", 1)[1]
+            out.append(f"  {replaced.describe()} <- {space}")
+        return out
+
+    def to_dict(self) -> dict[str, object]:
+        """JSON-ready (the plan's summary)."""
+        spec = self.spec
+        return {
+            "trials": spec.trials,
+            "parallel": spec.parallel,
+            "metric": spec.metric,
+            "goal": spec.goal,
+            "method": spec.method,
+            "prune": spec.prune,
+            "params": [
+                {
+                    "name": p.name,
+                    "space": p.text().split("=", 1)[1],
+                    "replaces": r.place,
+                    "line": r.text.strip(),
+                }
+                for p, r in zip(spec.params, self.replaced, strict=True)
+            ],
+        }
+
+
+def plan_sweep(
+    script: Script,
+    cells: Sequence[Cell],
+    params: Sequence[str],
+    *,
+    trials: int | None,
+    parallel: int,
+    metric: str | None,
+    goal: str | None,
+    method: str,
+    prune: bool,
+) -> SweepPlan:
+    """The sweep of ``--sweep`` values over the job's script.
+
+    Raises:
+        SpecError: a parameter, a combination or a name the notebook does not assign.
+    """
+    spec = sweep_spec(
+        params,
+        trials=trials,
+        parallel=parallel,
+        metric=metric,
+        goal=goal,
+        method=method,
+        prune=prune,
+    )
+    return SweepPlan(spec, find_targets(script, cells, spec.params))

@@ -1,0 +1,158 @@
+"""Sweeps run here (``tfc_jupyter.trials``): each trial a real local job, its values on the
+notebook's lines, Optuna choosing, the folder keeping what ran. The trials report epochs
+through the runtime's own channel (``tfc_runtime.results.emit``), so a trial's metric is a
+known function of its values: the test can tell that the values reached the code."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from tfc_jupyter import cli
+from tfc_jupyter.client import Client
+from tfc_jupyter.errors import JobConflict, SpecError
+from tfc_jupyter.job.options import JobOptions
+from tfc_jupyter.trials import Sweep, _driving, run_sweep, sweep_folder
+
+pytestmark = [pytest.mark.usefixtures("tfc_env"), pytest.mark.slow]
+
+RUN = """%%tfc_run
+import math
+from tfc_runtime.results import emit
+score = units / 100 - (math.log10(lr) + 2) ** 2
+for epoch in (1, 2):
+    emit({"event": "epoch", "fit": 0, "epoch": epoch,
+          "metrics": {"loss": 1 - score, "val_score": score * epoch / 2}})
+print("trained with", lr, units)
+"""
+
+
+def score(lr: float, units: int) -> float:
+    """What a trial of :data:`RUN` reports last as val_score."""
+    return units / 100 - (math.log10(lr) + 2) ** 2
+
+
+def _notebook(folder: Path, run: str = RUN) -> Path:
+    cells = [
+        {
+            "cell_type": "code",
+            "metadata": {"tags": ["parameters"]},
+            "source": "lr = 0.1  # the notebook's own\nunits = 8\n",
+        },
+        {"cell_type": "code", "metadata": {}, "source": run},
+    ]
+    for i, c in enumerate(cells):
+        c.update(outputs=[], execution_count=None, id=f"c{i}")
+    nb = folder / "sweep.ipynb"
+    nb.write_text(json.dumps({"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": cells}))
+    return nb
+
+
+SWEEP = ("--sweep", "lr=loguniform(1e-4,1)", "--sweep", "units=[8,16,32]", "--metric", "val_score")
+
+
+def _plan(client: Client, nb: Path, *words: str):  # type: ignore[no-untyped-def]
+    return client.plan_file(str(nb), JobOptions.from_words([*SWEEP, *words]), how="test")
+
+
+def _sweep_jobs(client: Client, sweep: Sweep) -> list[str]:
+    return [
+        r.id for r in client.list(limit=None) if dict(r.spec["labels"]).get("tfc-sweep") == sweep.id
+    ]
+
+
+def test_a_sweep_runs_each_trial_as_a_job_with_its_values(tmp_path: Path) -> None:
+    client = Client()
+    sweep = run_sweep(
+        client, _plan(client, _notebook(tmp_path), "--trials", "6", "--parallel", "2")
+    )
+    assert len(sweep.trials) == 6 and {t.state for t in sweep.trials} == {"succeeded"}
+    for trial in sweep.trials:  # the metric is what the code computed from the trial's values
+        lr, units = trial.values["lr"], trial.values["units"]
+        assert trial.metric == pytest.approx(score(lr, units)), trial
+        assert f"[chief] trained with {lr} {units}" in client.job(trial.job_id).logs()
+    assert sorted(_sweep_jobs(client, sweep)) == sorted(t.job_id for t in sweep.trials)
+    best = max(sweep.trials, key=lambda t: t.metric or -math.inf)
+    assert sweep.best_trial is best and sweep.best is not None and sweep.best.id == best.job_id
+    lines = sweep.table().splitlines()
+    assert lines[0].split() == ["#", "lr", "units", "state", "val_score", "time", "job"]
+    assert len(lines) == 7 and sum("succeeded*" in line for line in lines) == 1
+    svg = sweep._repr_html_()
+    assert svg.count("<circle") == 6 * 3  # metric by trial, against lr, against units
+
+
+def test_a_stopped_sweep_goes_on_without_running_a_trial_twice(tmp_path: Path) -> None:
+    """The driver is interrupted once 3 trials ended (as a kernel interrupt or death would):
+    the trial still running goes on, and the same sweep run again ends with 6 trials in all,
+    each value set run once."""
+    client = Client()
+    nb = _notebook(tmp_path)
+    plan = _plan(client, nb, "--trials", "6", "--parallel", "2")
+
+    def stop_after_three(sweep: Sweep) -> None:
+        if sum(t.state == "succeeded" for t in sweep.trials) >= 3:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        run_sweep(client, plan, on_change=stop_after_three)
+    again = run_sweep(client, _plan(client, nb, "--trials", "6", "--parallel", "2"))
+    assert len(again.trials) == 6 and {t.state for t in again.trials} == {"succeeded"}
+    jobs = _sweep_jobs(client, again)
+    assert len(jobs) == 6 and sorted(jobs) == sorted(t.job_id for t in again.trials)
+    more = run_sweep(client, _plan(client, nb, "--trials", "7"))  # more trials: the same sweep
+    assert len(more.trials) == 7 and more.id == again.id
+
+
+def test_a_metric_the_trials_do_not_report_fails_them_and_says_what_they_did(
+    tmp_path: Path,
+) -> None:
+    client = Client()
+    nb = _notebook(tmp_path)
+    plan = client.plan_file(
+        str(nb),
+        JobOptions.from_words([*SWEEP[:4], "--metric", "val_accuracy", "--trials", "6"]),
+        how="test",
+    )
+    sweep = run_sweep(client, plan)
+    assert [t.state for t in sweep.trials] == ["failed", "failed"]  # stopped at a third of 6
+    assert sweep.trials[0].note == "it reported no val_accuracy (loss, val_score)"
+    assert sweep.best is None
+
+
+def test_one_process_drives_a_sweep_at_a_time(tmp_path: Path) -> None:
+    client = Client()
+    plan = _plan(client, _notebook(tmp_path))
+    with _driving(sweep_folder(client, plan)), pytest.raises(JobConflict, match="another process"):
+        run_sweep(client, plan)
+
+
+def test_the_cli_runs_a_sweep_and_prints_its_table(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    nb = _notebook(tmp_path)
+    code = cli.main(["run", str(nb), *SWEEP, "--trials", "2", "--method", "random"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert out.splitlines()[0].split()[:4] == ["#", "lr", "units", "state"]
+    assert "trial 0 running: lr=" in err and "trial 1 succeeded: val_score " in err
+    assert "of 2 trials (2 succeeded); best #" in err
+
+
+def test_a_name_the_notebook_does_not_assign_is_refused_before_anything_runs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    nb = _notebook(tmp_path)
+    code = cli.main(["run", str(nb), "--sweep", "epochs=[1,2]"])
+    _, err = capsys.readouterr()
+    assert code == 2
+    assert err.strip().splitlines() == [
+        "tfc-jupyter: error: --sweep epochs: the job's cells never assign epochs at top level. "
+        "Fix: set it once to a plain value (epochs = ...) in a cell tagged 'parameters' "
+        "(Property Inspector, Cell Tags)"
+    ]
+    assert Client().list(limit=None) == []
+    with pytest.raises(SpecError):
+        _plan(Client(), nb, "--method", "grid")  # lr is a float range

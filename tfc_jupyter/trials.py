@@ -1,0 +1,556 @@
+"""A sweep's trials, each a job of its own, chosen by Optuna (issue 37).
+
+:func:`run_sweep` keeps ``--parallel`` trial jobs running until ``--trials`` have run: it asks
+Optuna for each trial's values (TPE for ``bayes``, random, or a grid), launches the plan with
+them (``--lr=0.0031`` among the script's arguments, as Vertex AI passes a tuning trial's;
+:mod:`tfc_runtime.params` puts them on the notebook's lines), and tells Optuna each trial's
+metric: the last value the job reported under that name.
+
+Everything a sweep knows is in its folder (``HOME/sweeps/NAME-KEY/``, KEY from the script and
+the sweep's flags): Optuna's journal of the trials and their job ids. Running the same cell
+again goes on with the same sweep: finished trials are kept, and trials still running (the
+driver was interrupted, or the kernel died) are waited for, not run again. One process drives
+a sweep at a time (a lock in its folder).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import fcntl
+import hashlib
+import html
+import json
+import math
+import os
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from tfc_runtime.params import Value, argument
+
+from .errors import JobConflict, SpecError, TfcError
+from .records import JobState
+from .results import Results, metric_number
+
+if TYPE_CHECKING:
+    from .client import Client, Job
+    from .planner.plan import Plan
+    from .sweep.spec import Param, SweepSpec
+
+SWEEPS = "sweeps"
+JOURNAL = "study.journal"
+LOCK = "sweep.lock"
+POLL_S = 0.5
+
+
+@dataclass
+class Trial:
+    """One trial: its values, its job, and how it went."""
+
+    number: int
+    values: dict[str, Value]
+    state: str
+    """``running``, ``succeeded``, ``failed``, ``pruned`` or ``stopped`` (cancelled)."""
+    job_id: str | None = None
+    metric: float | None = None
+    seconds: float | None = None
+    note: str = ""
+    curve: list[tuple[int, float]] = field(default_factory=list)
+    """``(epoch, metric)`` as the job reported them."""
+
+
+class Sweep:
+    """A sweep's handle: its trials, the best one, and their table and plot."""
+
+    def __init__(self, folder: Path, spec: SweepSpec, client: Client) -> None:
+        self.folder = folder
+        self.id = folder.name
+        self.spec = spec
+        self.client = client
+        self.trials: list[Trial] = []
+
+    @property
+    def best_trial(self) -> Trial | None:
+        """The succeeded trial with the best metric (the first of equals)."""
+        done = [t for t in self.trials if t.state == "succeeded" and t.metric is not None]
+        if not done:
+            return None
+        sign = -1.0 if self.spec.goal == "max" else 1.0
+        return min(done, key=lambda t: (sign * (t.metric or 0.0), t.number))
+
+    @property
+    def best(self) -> Job | None:
+        """The best trial's job handle (its model, history, logs), or None."""
+        trial = self.best_trial
+        return self.client.job(trial.job_id) if trial and trial.job_id else None
+
+    def counts(self) -> dict[str, int]:
+        """Trials in each state."""
+        out: dict[str, int] = {}
+        for t in self.trials:
+            out[t.state] = out.get(t.state, 0) + 1
+        return out
+
+    def summary_line(self) -> str:
+        """``sweep S: 6 trials (6 succeeded); best #3 val_accuracy 0.91 (lr=0.01, units=64)``."""
+        parts = ", ".join(f"{n} {s}" for s, n in sorted(self.counts().items()))
+        text = f"sweep {self.id}: {len(self.trials)} of {self.spec.trials} trials ({parts})"
+        best = self.best_trial
+        if best is not None:
+            text += (
+                f"; best #{best.number} {self.spec.metric} {_num(best.metric)} "
+                f"({_values(best.values)}), job {best.job_id}"
+            )
+        return text
+
+    def table(self) -> str:
+        """The trials as a plain-text table."""
+        names = list(self.spec.names)
+        head = ["#", *names, "state", self.spec.metric, "time", "job"]
+        rows = [head] + [
+            [
+                str(t.number),
+                *(_num(t.values.get(n)) for n in names),
+                t.state + ("*" if t is self.best_trial else ""),
+                _num(t.metric),
+                f"{t.seconds:.0f} s" if t.seconds is not None else "",
+                t.job_id or "",
+            ]
+            for t in self.trials
+        ]
+        widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
+        lines = ("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in rows)
+        return "\n".join(line.rstrip() for line in lines)
+
+    def _repr_html_(self) -> str:
+        names = list(self.spec.names)
+        best = self.best_trial
+        head = "".join(
+            f"<th>{html.escape(h)}</th>"
+            for h in ["#", *names, "state", self.spec.metric, "time", "job"]
+        )
+        body = ""
+        for t in self.trials:
+            mark = ' style="font-weight:bold"' if t is best else ""
+            cells = [
+                str(t.number),
+                *(_num(t.values.get(n)) for n in names),
+                t.state + (f": {t.note}" if t.note else ""),
+                _num(t.metric),
+                f"{t.seconds:.0f} s" if t.seconds is not None else "",
+                t.job_id or "",
+            ]
+            body += f"<tr{mark}>" + "".join(f"<td>{html.escape(c)}</td>" for c in cells) + "</tr>"
+        plot = sweep_svg(self) or ""
+        title = html.escape(self.summary_line())
+        return (
+            f'<div class="tfc-sweep"><div>{title}</div>{plot}'
+            f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>"
+        )
+
+    def __repr__(self) -> str:
+        return self.summary_line()
+
+
+def trial_line(trial: Trial, metric: str) -> str:
+    """``trial 3 running: lr=0.01, units=64 (job ID)``, ``trial 3 succeeded: val_accuracy
+    0.91 in 12 s``, ``trial 4 failed: <why>``: one line a trial's change."""
+    head = f"trial {trial.number} {trial.state}"
+    if trial.state == "running":
+        return f"{head}: {_values(trial.values)} (job {trial.job_id})"
+    took = f" in {trial.seconds:.0f} s" if trial.seconds is not None else ""
+    if trial.state == "succeeded":
+        return f"{head}: {metric} {_num(trial.metric)}{took}"
+    return f"{head}{took}" + (f": {trial.note}" if trial.note else "")
+
+
+def _num(value: Any) -> str:
+    """A value for a table: numbers short, the rest as written."""
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return str(value)
+
+
+def _values(values: dict[str, Value]) -> str:
+    return ", ".join(f"{k}={_num(v)}" for k, v in values.items())
+
+
+def sweep_key(plan: Plan) -> str:
+    """What makes two runs the same sweep: the script, the job and what the sweep tries
+    (not how many trials, nor how many at once: ``--trials 12`` goes on from 6)."""
+    if plan.sweep is None:
+        raise SpecError("the plan has no sweep", "pass --sweep NAME=SPACE")
+    spec = plan.spec.to_dict()
+    spec.pop("name", None)
+    what = plan.sweep.to_dict()
+    for how_much in ("trials", "parallel"):  # more trials, or more at once: the same sweep
+        what.pop(how_much)
+    text = json.dumps(
+        {"script": plan.script.text, "spec": spec, "sweep": what},
+        sort_keys=True,
+        default=str,
+    )
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+def sweep_folder(client: Client, plan: Plan) -> Path:
+    """``HOME/sweeps/NAME-KEY``: where this plan's sweep keeps its study."""
+    name = "".join(c if c.isalnum() or c in "-_" else "-" for c in plan.spec.name)[:40]
+    return Path(client.store.path).parent / SWEEPS / f"{name}-{sweep_key(plan)}"
+
+
+def _optuna() -> Any:
+    try:
+        import optuna
+    except ImportError:
+        raise TfcError(
+            "a sweep here needs Optuna, which is not installed",
+            "pip install 'tfc_jupyter[sweep]' (or optuna) in this kernel's environment",
+        ) from None
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    return optuna
+
+
+def _distribution(optuna: Any, param: Param) -> Any:
+    """The Optuna distribution of one parameter."""
+    dists = optuna.distributions
+    if param.kind == "choice":
+        return dists.CategoricalDistribution(list(param.choices))
+    low, high = float(param.low or 0), float(param.high or 0)
+    if param.kind == "int":
+        return dists.IntDistribution(int(low), int(high), step=param.step)
+    return dists.FloatDistribution(low, high, log=param.kind == "loguniform")
+
+
+def _study(optuna: Any, folder: Path, spec: SweepSpec) -> Any:
+    """The sweep's study, made or loaded from its journal."""
+    journal = optuna.storages.journal
+    storage = optuna.storages.JournalStorage(journal.JournalFileBackend(str(folder / JOURNAL)))
+    if spec.method == "grid":
+        space = {p.name: list(p.grid() or ()) for p in spec.params}
+        sampler = optuna.samplers.GridSampler(space)
+    elif spec.method == "random":
+        sampler = optuna.samplers.RandomSampler()
+    else:
+        sampler = optuna.samplers.TPESampler(n_startup_trials=min(10, max(2, spec.trials // 3)))
+    pruner = (
+        optuna.pruners.MedianPruner(n_startup_trials=2, n_warmup_steps=1)
+        if spec.prune
+        else optuna.pruners.NopPruner()
+    )
+    return optuna.create_study(
+        study_name="sweep",
+        storage=storage,
+        sampler=sampler,
+        pruner=pruner,
+        direction="maximize" if spec.goal == "max" else "minimize",
+        load_if_exists=True,
+    )
+
+
+@contextlib.contextmanager
+def _driving(folder: Path) -> Iterator[None]:
+    """Hold the sweep's lock: one process drives it at a time."""
+    folder.mkdir(parents=True, exist_ok=True)
+    fd = os.open(folder / LOCK, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise JobConflict(
+                f"sweep {folder.name} is being run by another process",
+                "wait for it, or interrupt that kernel (its trials go on)",
+            ) from None
+        yield
+    finally:
+        os.close(fd)
+
+
+def trial_plan(plan: Plan, number: int, values: dict[str, Value], sweep_id: str) -> Plan:
+    """The plan of one trial: the sweep's plan with the values among the script's arguments
+    (where the runtime takes them, as on Vertex AI) and the trial in its name and labels."""
+    spec = plan.spec
+    labels = (*spec.labels, ("tfc-sweep", sweep_id.lower()[-63:]), ("tfc-trial", str(number)))
+    trial = spec.evolve(
+        name=f"{spec.name}-trial-{number}",
+        entry_args=(*spec.entry_args, *(argument(k, v) for k, v in values.items())),
+        labels=labels,
+    )
+    return dataclasses.replace(plan, spec=trial, sweep=None)
+
+
+def curve(results: Results, metric: str) -> list[tuple[int, float]]:
+    """``(epoch, value)`` of ``metric``, as the job reported it (its last fit or loop)."""
+    out: list[tuple[int, float]] = []
+    for row in results.epochs:
+        value = metric_number(row.get("metrics", {}).get(metric))
+        if value is not None:
+            out.append((int(row.get("epoch") or len(out) + 1), value))
+    return out
+
+
+def _outcome(trial: Trial, results: Results, metric: str, state: JobState, error: str) -> None:
+    """Fill a finished trial's state, metric and note from its job."""
+    trial.curve = curve(results, metric)
+    if state is JobState.SUCCEEDED:
+        if not trial.curve:
+            reported = ", ".join(results.names) or "no metric"
+            trial.state, trial.note = "failed", f"it reported no {metric} ({reported})"
+        elif not math.isfinite(trial.curve[-1][1]):
+            trial.state, trial.note = "failed", f"{metric} is {trial.curve[-1][1]}"
+        else:
+            trial.state, trial.metric = "succeeded", trial.curve[-1][1]
+    elif state is JobState.CANCELLED:
+        trial.state = "pruned" if trial.state == "pruned" else "stopped"
+    else:
+        trial.state, trial.note = "failed", error
+
+
+def _job_of(client: Client, job_id: str) -> Job | None:
+    try:
+        return client.job(job_id)
+    except TfcError:
+        return None
+
+
+def run_sweep(
+    client: Client,
+    plan: Plan,
+    *,
+    on_change: Callable[[Sweep], None] | None = None,
+    poll_s: float = POLL_S,
+) -> Sweep:
+    """Run ``plan``'s sweep to its end (or go on with it): ``--parallel`` trial jobs at a time
+    until ``--trials`` have run, each told to Optuna. ``on_change`` is called with the sweep
+    whenever a trial starts or ends. An interrupt stops the driving, not the trials.
+
+    Raises:
+        TfcError: no sweep in the plan, Optuna missing, the sweep driven elsewhere, a launch
+            refused (the first trial's, before any runs).
+    """
+    if plan.sweep is None:
+        raise SpecError("the plan has no sweep", "pass --sweep NAME=SPACE")
+    spec = plan.sweep.spec
+    optuna = _optuna()
+    folder = sweep_folder(client, plan)
+    sweep = Sweep(folder, spec, client)
+    with _driving(folder):
+        (folder / "sweep.json").write_text(
+            json.dumps({"line": plan.options.to_line(), "sweep": plan.sweep.to_dict()}, indent=1)
+        )
+        study = _study(optuna, folder, spec)
+        dists = {p.name: _distribution(optuna, p) for p in spec.params}
+        _Driver(client, plan, sweep, study, dists, optuna, on_change, poll_s).run()
+    return sweep
+
+
+class _Driver:
+    """One run of :func:`run_sweep`: the loop that launches, watches and tells trials."""
+
+    def __init__(
+        self,
+        client: Client,
+        plan: Plan,
+        sweep: Sweep,
+        study: Any,
+        dists: dict[str, Any],
+        optuna: Any,
+        on_change: Callable[[Sweep], None] | None,
+        poll_s: float,
+    ) -> None:
+        self.client, self.plan, self.sweep, self.study = client, plan, sweep, study
+        self.dists, self.optuna, self.on_change, self.poll_s = dists, optuna, on_change, poll_s
+        self.spec = sweep.spec
+        self.running: dict[int, tuple[Trial, Job, Any]] = {}  # number -> trial, job, optuna's
+
+    def run(self) -> None:
+        self._load()
+        self._changed()
+        max_failed = max(1, math.ceil(self.spec.trials / 3))
+        while True:
+            changed = self._harvest()
+            failed = sum(t.state == "failed" for t in self.sweep.trials)
+            counted = sum(t.state != "stopped" for t in self.sweep.trials)
+            while (
+                len(self.running) < self.spec.parallel
+                and counted < self.spec.trials
+                and failed < max_failed
+            ):
+                self._launch()
+                counted += 1
+                changed = True
+            if changed:
+                self._changed()
+            if not self.running:
+                return
+            time.sleep(self.poll_s)
+
+    def _changed(self) -> None:
+        self.sweep.trials.sort(key=lambda t: t.number)
+        if self.on_change is not None:
+            self.on_change(self.sweep)
+
+    def _load(self) -> None:
+        """The trials of earlier runs: finished ones as they ended, running ones watched."""
+        TrialState = self.optuna.trial.TrialState
+        for frozen in self.study.get_trials(deepcopy=False):
+            job_id = frozen.user_attrs.get("job")
+            trial = Trial(frozen.number, dict(frozen.params), "running", job_id)
+            trial.note = frozen.user_attrs.get("note", "")
+            trial.seconds = frozen.user_attrs.get("seconds")
+            if frozen.state is TrialState.RUNNING:
+                job = _job_of(self.client, job_id) if job_id else None
+                if job is None:  # asked, never launched (the driver stopped in between)
+                    self.study.tell(frozen.number, state=TrialState.FAIL)
+                    continue
+                # Optuna's handle on a trial asked by an earlier run (its id is the study's)
+                self.running[frozen.number] = (
+                    trial,
+                    job,
+                    self.optuna.Trial(self.study, frozen._trial_id),
+                )
+            elif frozen.state is TrialState.COMPLETE:
+                trial.state, trial.metric = "succeeded", frozen.value
+            elif frozen.state is TrialState.PRUNED:
+                trial.state = "pruned"
+            else:
+                if not job_id:
+                    continue
+                trial.state = frozen.user_attrs.get("state", "failed")
+            if job_id:
+                with contextlib.suppress(TfcError):
+                    trial.curve = curve(self.client.job(job_id).results(), self.spec.metric)
+            self.sweep.trials.append(trial)
+
+    def _launch(self) -> None:
+        asked = self.study.ask(self.dists)
+        values = dict(asked.params)
+        trial = Trial(asked.number, values, "running")
+        try:
+            job = self.client.submit(trial_plan(self.plan, asked.number, values, self.sweep.id))
+        except BaseException:
+            self.study.tell(asked.number, state=self.optuna.trial.TrialState.FAIL)
+            raise
+        asked.set_user_attr("job", job.id)
+        trial.job_id = job.id
+        self.running[asked.number] = (trial, job, asked)
+        self.sweep.trials.append(trial)
+
+    def _harvest(self) -> bool:
+        """Tell Optuna of each trial that ended (or that the pruner stops); True if any."""
+        TrialState = self.optuna.trial.TrialState
+        changed = False
+        for number, (trial, job, asked) in list(self.running.items()):
+            rec = job.record()
+            results = job.results()
+            if self.spec.prune and not rec.state.is_terminal():
+                self._report(trial, job, asked, results)
+            if not rec.state.is_terminal():
+                continue
+            _outcome(trial, results, self.spec.metric, rec.state, rec.error or "")
+            trial.seconds = rec.elapsed
+            attrs = {"seconds": rec.elapsed, "state": trial.state, "note": trial.note}
+            for key, value in attrs.items():
+                asked.set_user_attr(key, value)
+            if trial.state == "succeeded":
+                self.study.tell(number, trial.metric)
+            elif trial.state == "pruned":
+                self.study.tell(number, state=TrialState.PRUNED)
+            else:
+                self.study.tell(number, state=TrialState.FAIL)
+            del self.running[number]
+            changed = True
+        return changed
+
+    def _report(self, trial: Trial, job: Job, asked: Any, results: Results) -> None:
+        """Give the pruner the trial's epochs so far; stop the trial if it says so."""
+        told = len(trial.curve)
+        trial.curve = curve(results, self.spec.metric)
+        if len(trial.curve) == told:
+            return
+        for epoch, value in trial.curve[told:]:
+            asked.report(value, epoch)
+        if asked.should_prune():
+            trial.state = "pruned"
+            trial.note = f"behind the others' median at epoch {trial.curve[-1][0]}"
+            with contextlib.suppress(TfcError):
+                job.cancel()
+
+
+def sweep_svg(sweep: Sweep) -> str | None:
+    """The metric by trial, and against each parameter: small panels in one SVG (colours
+    follow the page's text colour, for light and dark themes)."""
+    points = [t for t in sweep.trials if t.metric is not None]
+    if not points:
+        return None
+    panels: list[tuple[str, list[tuple[Any, float, bool]], bool]] = [
+        ("trial", [(t.number, t.metric or 0.0, t is sweep.best_trial) for t in points], False)
+    ]
+    for param in sweep.spec.params:
+        pts = [(t.values.get(param.name), t.metric or 0.0, t is sweep.best_trial) for t in points]
+        panels.append((param.name, pts, param.kind == "loguniform"))
+    width, height, pad = 220, 160, 34
+    parts = []
+    for i, (label, pts, log) in enumerate(panels):
+        x0 = i * (width + 10)
+        parts.append(_panel(label, pts, log, x0, width, height, pad, sweep.spec.metric))
+    total = len(panels) * (width + 10)
+    return (
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{total}" height="{height}" '
+        f'viewBox="0 0 {total} {height}" style="max-width:100%;height:auto;color:inherit" '
+        f'font-size="10" font-family="sans-serif">{"".join(parts)}</svg>'
+    )
+
+
+def _panel(
+    label: str,
+    pts: list[tuple[Any, float, bool]],
+    log: bool,
+    x0: int,
+    width: int,
+    height: int,
+    pad: int,
+    metric: str,
+) -> str:
+    """One panel: ``metric`` (y) against ``label`` (x); categories spread evenly."""
+    xs_raw = [p[0] for p in pts]
+    numeric = all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in xs_raw)
+    if numeric:
+        xs = [math.log10(float(x)) if log and float(x) > 0 else float(x) for x in xs_raw]
+    else:
+        order = sorted({str(x) for x in xs_raw})
+        xs = [float(order.index(str(x))) for x in xs_raw]
+    ys = [p[1] for p in pts]
+    lo_x, hi_x = min(xs), max(xs)
+    lo_y, hi_y = min(ys), max(ys)
+    span_x = (hi_x - lo_x) or 1.0
+    span_y = (hi_y - lo_y) or 1.0
+    inner_w, inner_h = width - pad - 8, height - pad - 14
+
+    def sx(x: float) -> float:
+        return x0 + pad + (x - lo_x) / span_x * inner_w if hi_x > lo_x else x0 + pad + inner_w / 2
+
+    def sy(y: float) -> float:
+        return 8 + (hi_y - y) / span_y * inner_h if hi_y > lo_y else 8 + inner_h / 2
+
+    out = [
+        f'<rect x="{x0 + pad}" y="8" width="{inner_w}" height="{inner_h}" fill="none" '
+        'stroke="currentColor" stroke-opacity="0.3"/>',
+        f'<text x="{x0 + pad + inner_w / 2:.1f}" y="{height - 4}" text-anchor="middle" '
+        f'fill="currentColor">{html.escape(label)}{" (log)" if log else ""}</text>',
+        f'<text x="{x0 + 2}" y="12" fill="currentColor">{html.escape(_num(hi_y))}</text>',
+        f'<text x="{x0 + 2}" y="{8 + inner_h}" fill="currentColor">'
+        f"{html.escape(_num(lo_y))}</text>",
+    ]
+    for x, y, best in zip(xs, ys, (p[2] for p in pts), strict=True):
+        colour = "#e8710a" if best else "#1a73e8"
+        out.append(
+            f'<circle cx="{sx(x):.1f}" cy="{sy(y):.1f}" r="{5 if best else 3.5}" '
+            f'fill="{colour}"><title>{html.escape(metric)} {_num(y)}</title></circle>'
+        )
+    return "".join(out)

@@ -25,12 +25,15 @@ FLAGS = (
     '--sweep "lr=loguniform(1e-3,3e-1)" --sweep "units=[2,4,16]" --trials 6 --parallel 2 '
     "--metric val_accuracy"
 )
-RUN = f"%%tfc_run {FLAGS}\n" + """\
+RUN = (
+    f"%%tfc_run {FLAGS}\n"
+    + """\
 tf.keras.utils.set_random_seed(1)
 model = tf.keras.Sequential([tf.keras.Input((4,)), tf.keras.layers.Dense(units, activation="relu"),
                              tf.keras.layers.Dense(1, activation="sigmoid")])
 model.compile(tf.keras.optimizers.Adam(lr), "binary_crossentropy", metrics=["accuracy"])
 history = model.fit(x, y, epochs=3, validation_split=0.25, verbose=0)"""
+)
 CHECK = """\
 import json
 sweep = _

@@ -17,7 +17,7 @@ from tfc_jupyter.errors import JobConflict, SpecError
 from tfc_jupyter.job.options import JobOptions
 from tfc_jupyter.trials import Sweep, _driving, run_sweep, sweep_folder
 
-pytestmark = [pytest.mark.usefixtures("tfc_env"), pytest.mark.slow]
+pytestmark = pytest.mark.usefixtures("tfc_env")
 
 RUN = """%%tfc_run
 import math
@@ -64,6 +64,7 @@ def _sweep_jobs(client: Client, sweep: Sweep) -> list[str]:
     ]
 
 
+@pytest.mark.slow
 def test_a_sweep_runs_each_trial_as_a_job_with_its_values(tmp_path: Path) -> None:
     client = Client()
     sweep = run_sweep(
@@ -84,6 +85,7 @@ def test_a_sweep_runs_each_trial_as_a_job_with_its_values(tmp_path: Path) -> Non
     assert svg.count("<circle") == 6 * 3  # metric by trial, against lr, against units
 
 
+@pytest.mark.slow
 def test_a_stopped_sweep_goes_on_without_running_a_trial_twice(tmp_path: Path) -> None:
     """The driver is interrupted once 3 trials ended (as a kernel interrupt or death would):
     the trial still running goes on, and the same sweep run again ends with 6 trials in all,
@@ -106,6 +108,7 @@ def test_a_stopped_sweep_goes_on_without_running_a_trial_twice(tmp_path: Path) -
     assert len(more.trials) == 7 and more.id == again.id
 
 
+@pytest.mark.slow
 def test_a_metric_the_trials_do_not_report_fails_them_and_says_what_they_did(
     tmp_path: Path,
 ) -> None:
@@ -129,6 +132,7 @@ def test_one_process_drives_a_sweep_at_a_time(tmp_path: Path) -> None:
         run_sweep(client, plan)
 
 
+@pytest.mark.slow
 def test_the_cli_runs_a_sweep_and_prints_its_table(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -156,3 +160,30 @@ def test_a_name_the_notebook_does_not_assign_is_refused_before_anything_runs(
     assert Client().list(limit=None) == []
     with pytest.raises(SpecError):
         _plan(Client(), nb, "--method", "grid")  # lr is a float range
+
+
+def test_no_surface_launches_a_sweep_as_one_job(tmp_path: Path) -> None:
+    """A plan with a sweep launched as one job would run the notebook's own values, once: the
+    client and the jobs API refuse it (the API dry-runs it, with the lines it replaces)."""
+    from tfc_jupyter.server.service import JobService
+
+    nb = _notebook(tmp_path)
+    client = Client()
+    with pytest.raises(SpecError, match="this plan is a sweep: it launches as trials"):
+        client.submit(_plan(client, nb))
+    service = JobService(tmp_path)
+    options = {"sweep": ["lr=loguniform(1e-4,1)"], "metric": "val_score"}
+    status, dry = service.create({"path": nb.name, "options": {**options, "dry_run": True}})
+    assert status == 200
+    assert dry["plan"]["sweep"]["params"] == [
+        {
+            "name": "lr",
+            "space": "loguniform(0.0001, 1.0)",
+            "replaces": "cell 1, line 1",
+            "line": "lr = 0.1  # the notebook's own",
+        }
+    ]
+    assert "sweep: 10 trials, 1 at once, bayes; best: highest val_score" in dry["text"]
+    with pytest.raises(SpecError, match="launches as trials"):
+        service.create({"path": nb.name, "options": options})
+    assert client.list(limit=None) == []

@@ -22,7 +22,7 @@ from typing import Any, TextIO
 from . import backends, logs, registry
 from .backends import Backend
 from .config import Settings, current_settings
-from .errors import BackendError, JobConflict, TfcError
+from .errors import BackendError, JobConflict, SpecError, TfcError
 from .events import JOB_ENDED
 from .files import disk_full, is_disk_full, write_private
 from .job import catalog
@@ -102,6 +102,12 @@ def launch(plan: Plan, *, store: JobStore | None = None) -> Job:
     Raises:
         TfcError: the backend refuses the job (missing requirements, TPU on a CPU machine ...).
     """
+    if plan.sweep is not None:  # one job would run the notebook's own values, once
+        raise SpecError(
+            "this plan is a sweep: it launches as trials, not as one job",
+            "run it from %%tfc_run or tfc-jupyter run (tfc_jupyter.trials.run_sweep)",
+            field="sweep",
+        )
     store = store or store_for()
     backend = backend_for(plan.spec.backend.value, store, plan.settings)
     if plan.refused is not None:  # the verdict the plan already holds (Client.plan)

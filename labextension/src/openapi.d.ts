@@ -608,6 +608,26 @@ export interface components {
             cost_at_most: number | null;
             /** @description what happens when a replica dies mid-job: who restarts it, and whether the job resumes */
             restarts: string;
+            /** @description --sweep: the trials, how the best is chosen, and the line each swept name replaces (a sweep launches from %%tfc_run or the CLI; a create request for one is refused) */
+            sweep: {
+                trials: number;
+                parallel: number;
+                metric: string;
+                /** @enum {string} */
+                goal: "min" | "max";
+                /** @enum {string} */
+                method: "bayes" | "random" | "grid";
+                prune: boolean;
+                params: {
+                    name: string;
+                    /** @example loguniform(0.0001, 0.1) */
+                    space: string;
+                    /** @example cell 2, line 1 */
+                    replaces: string;
+                    /** @example lr = 1e-3 */
+                    line: string;
+                }[];
+            } | null;
             /** @description the job's options: the cell's flags with the request's over them (what differs from the defaults) */
             options: Record<string, unknown>;
             /** @description the equivalent %%tfc_run line */

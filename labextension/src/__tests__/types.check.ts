@@ -160,7 +160,12 @@ export type Checks = [
       IPlan,
       Schemas['Plan'],
       'refused',
-      'image' | 'request' | 'request_title' | 'cost_at_most' | 'restarts',
+      | 'image'
+      | 'request'
+      | 'request_title'
+      | 'cost_at_most'
+      | 'restarts'
+      | 'sweep',
       'spec'
     >
   >,

@@ -187,3 +187,8 @@ def test_no_surface_launches_a_sweep_as_one_job(tmp_path: Path) -> None:
     with pytest.raises(SpecError, match="launches as trials"):
         service.create({"path": nb.name, "options": options})
     assert client.list(limit=None) == []
+
+
+def test_a_sweep_off_this_machine_is_refused_for_now(tmp_path: Path) -> None:
+    with pytest.raises(SpecError, match="a sweep on Vertex AI is not supported yet"):
+        _plan(Client(), _notebook(tmp_path), "--backend", "vertex", "--project", "my-project")

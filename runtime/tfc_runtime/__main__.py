@@ -21,6 +21,7 @@ from types import TracebackType
 from tfc_runtime import (
     crash,
     hooks,
+    hypertune,
     ipython_shim,
     params,
     results,
@@ -255,6 +256,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     crash.track_position(script, task, smap.describe)
     if info.is_chief:
         results.install(several_tasks=sum(map(len, info.cluster.values())) > 1)
+        if args.hp_metric:
+            hypertune.install(args.hp_metric)  # what Vertex AI reads of a tuning trial
     resume.install()  # every task: all restore a fit's backup, as Keras asks
     runcell.install(chief=info.is_chief)  # the run cell's outputs and names go back
     hooks.when_imported("tensorflow", _freeze_tensorflow, "the job's exit is slower")

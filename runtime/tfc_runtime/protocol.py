@@ -80,6 +80,9 @@ class RuntimeArgs:
     params: tuple[Target, ...] = ()
     """A sweep trial's variables: their values come among ``args`` (``--lr=0.01``), as
     Vertex AI passes a tuning trial's (:mod:`tfc_runtime.params`)."""
+    hp_metric: str | None = None
+    """A Vertex AI tuning trial: the metric the chief writes to the tuning file
+    (:mod:`tfc_runtime.hypertune`)."""
 
     def to_argv(self) -> list[str]:
         """The arguments after ``python -m tfc_runtime``."""
@@ -94,6 +97,8 @@ class RuntimeArgs:
             flags += _valued("--source-map", self.source_map)
         if self.params:
             flags += _valued("--params", encode(self.params))
+        if self.hp_metric is not None:
+            flags += _valued("--hp-metric", self.hp_metric)
         if self.script.startswith("-"):
             flags.append("--")  # a script named like an option
         return [*flags, self.script, *self.args]
@@ -141,15 +146,17 @@ class RuntimeArgs:
             serve="--serve" in switches,
             gpus=None if gpus is None else int(gpus),
             params=decode(values.get("--params", "")),
+            hp_metric=values.get("--hp-metric"),
         )
 
 
-_VALUED = ("--strategy", "--gpus", "--source-map", "--params")
+_VALUED = ("--strategy", "--gpus", "--source-map", "--params", "--hp-metric")
 _SWITCHES = ("--legacy-keras", "--serve")
 _OPTIONS = (*_VALUED, *_SWITCHES)
 USAGE = (
     "usage: python -m tfc_runtime [--strategy NAME] [--gpus N] [--source-map FILE] "
-    "[--params NAME:KIND:LINE,...] [--legacy-keras] [--serve] [--] SCRIPT [ARGS...]"
+    "[--params NAME:KIND:LINE,...] [--hp-metric NAME] [--legacy-keras] [--serve] "
+    "[--] SCRIPT [ARGS...]"
 )
 """The runtime's command line, for its usage errors."""
 

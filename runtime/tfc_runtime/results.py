@@ -40,7 +40,7 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
-from tfc_runtime import hooks
+from tfc_runtime import hooks, hypertune
 from tfc_runtime.protocol import RESULT_PREFIX as PREFIX
 from tfc_runtime.protocol import RESULTS_FILE, json_safe
 
@@ -60,6 +60,7 @@ def emit(event: dict[str, Any]) -> None:
     """One report: a line of the job folder's :data:`RESULTS_FILE`, else a line on the
     process's own stderr (a ``redirect_stderr`` in the code, or a ``%%capture`` cell, does not
     swallow it). Never a line of stdout, where the code's progress bars are drawn."""
+    hypertune.observe(event)  # a Vertex AI tuning trial's metric file, when asked for
     text = json.dumps(json_safe(event), separators=(",", ":"), allow_nan=False)
     job_dir = os.environ.get("TFC_JOB_DIR")
     if job_dir:

@@ -113,3 +113,35 @@ def test_a_trial_value_that_does_not_read_is_a_usage_error(tmp_path: Path) -> No
     done = run_runtime([*args.to_argv(), "--lr=fast"], tmp_path, job_env())
     assert done.returncode == 2
     assert done.stderr.splitlines()[-1].startswith("python -m tfc_runtime: error: --lr: ")
+
+
+REPORTS = """\
+from tfc_runtime.results import emit
+for epoch in range(1, 121):
+    emit({"event": "epoch", "fit": 0, "epoch": epoch,
+          "metrics": {"loss": 1 / epoch, "val_score": epoch / 200}})
+emit({"event": "epoch", "fit": 0, "epoch": 121, "metrics": {"val_score": float("nan")}})
+"""
+
+
+def test_a_tuning_trial_s_metric_is_written_as_vertex_ai_reads_it(tmp_path: Path) -> None:
+    """``--hp-metric``: the chief writes the metric file cloudml-hypertune writes (one JSON
+    object a line, values as strings, the last 100 kept), where Vertex AI says
+    (``CLOUD_ML_HP_METRIC_FILE``), from the epochs the runtime reports; NaN is left out."""
+    (tmp_path / "job.py").write_text(REPORTS)
+    metrics = tmp_path / "hypertune" / "output.metrics"
+    env = job_env(
+        TFC_JOB_DIR=str(tmp_path), CLOUD_ML_HP_METRIC_FILE=str(metrics), CLOUD_ML_TRIAL_ID="4"
+    )
+    args = RuntimeArgs("job.py", strategy="none", hp_metric="val_score")
+    done = run_runtime(args.to_argv(), tmp_path, env)
+    assert done.returncode == 0, done.stderr
+    lines = [json.loads(line) for line in metrics.read_text().splitlines()]
+    assert len(lines) == 100
+    assert {k for line in lines for k in line} == {"timestamp", "trial", "val_score", "global_step"}
+    assert lines[-1]["val_score"] == "0.6" and lines[-1]["global_step"] == "120"
+    assert lines[0]["global_step"] == "21" and {line["trial"] for line in lines} == {"4"}
+    plain = RuntimeArgs("job.py", strategy="none")  # no --hp-metric: no file
+    metrics.unlink()
+    assert run_runtime(plain.to_argv(), tmp_path, env).returncode == 0
+    assert not metrics.exists()

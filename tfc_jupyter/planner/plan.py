@@ -695,6 +695,13 @@ def make_plan(selection: Selection, ns: JobOptions, settings: Settings) -> Plan:
     if not spec.estimator:  # an Estimator job runs TensorFlow 2.15, whose tf.keras is Keras 2
         _keras_for_multiworker(spec, script, script.notes)
     traits = registry.traits(spec.backend)
+    if sweep is not None and not traits.on_this_machine:
+        raise SpecError(
+            f"a sweep on {traits.label} is not supported yet (it would be one job a trial, "
+            "driven from this kernel)",
+            "run the sweep on this machine (--backend local, or docker) for now",
+            field="sweep",
+        )
     builds = traits.runs_image and not spec.image.image  # the job runs an image we build
     found: list[str] = []
     need_warnings: list[str] = []

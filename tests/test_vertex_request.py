@@ -6,13 +6,17 @@ import json
 from typing import Any
 
 import pytest
+from hypothesis import given
+from test_sweep_spec import params
 
 from tfc_jupyter.backends import vertex_request
 from tfc_jupyter.config import Settings
+from tfc_jupyter.errors import SpecError
 from tfc_jupyter.job import options
 from tfc_jupyter.notebook.capture import Selection
 from tfc_jupyter.notebook.convert import Cell
 from tfc_jupyter.planner.plan import make_plan
+from tfc_jupyter.sweep.spec import Param
 
 types = pytest.importorskip("google.cloud.aiplatform_v1.types")
 
@@ -156,3 +160,53 @@ def test_env_reaches_every_pool_as_given(settings: Settings) -> None:
     assert {"name": "MODE", "value": "fast"} in (
         request["body"]["jobSpec"]["workerPoolSpecs"][0]["containerSpec"]["env"]
     )
+
+
+def test_a_sweep_on_vertex_ai_is_one_tuning_job_running_the_single_job_spec(
+    settings: Settings,
+) -> None:
+    """Issue 37: the plan of a sweep on Vertex AI is a HyperparameterTuningJob (parsed strictly
+    into aiplatform_v1's type) whose trialJobSpec is the CustomJobSpec one job of the same plan
+    sends, multi-worker and GPUs included; its runtime writes the metric file Vizier reads."""
+    cells = [
+        Cell(1, "lr = 1e-3\nunits = 64\nact = 'relu'\nlayers = 2\n", ("parameters",)),
+        Cell(2, "%%tfc_run\nprint(lr, units)\n"),
+    ]
+    sel = Selection(cells=cells, notebook=None, how="test")
+    line = (
+        '--sweep "lr=loguniform(1e-4,1e-1)" --sweep "units=[64,128,256]" --sweep '
+        "\"act=['relu','tanh']\" --sweep \"layers=int(1,3)\" --trials 6 --parallel 2 "
+        "--metric val_accuracy --backend vertex --project my-proj-1 --workers 1 --gpus 1 "
+        "--image us-docker.pkg.dev/my-proj-1/r/i:1 --dry-run"
+    )
+    plan = make_plan(sel, options.parse_line(line), settings)
+    request = plan.request()
+    assert request["url"].endswith("/v1/projects/my-proj-1/locations/us-central1/"
+                                   "hyperparameterTuningJobs")  # fmt: skip
+    job = types.HyperparameterTuningJob.from_json(json.dumps(request["body"]))
+    single = vertex_request.custom_job_body(plan.spec, plan.image_uri)
+    assert request["body"]["trialJobSpec"] == single["jobSpec"]
+    assert len(job.trial_job_spec.worker_pool_specs) == 2
+    args = list(job.trial_job_spec.worker_pool_specs[0].container_spec.args)
+    assert args[args.index("--hp-metric") + 1] == "val_accuracy"
+    assert args[args.index("--params") + 1].split(",")[0].startswith("lr:float:")
+    study = job.study_spec
+    assert [(m.metric_id, m.goal.name) for m in study.metrics] == [("val_accuracy", "MAXIMIZE")]
+    lr, units, act, layers = study.parameters
+    assert (lr.double_value_spec.min_value, lr.scale_type.name) == (1e-4, "UNIT_LOG_SCALE")
+    assert list(units.discrete_value_spec.values) == [64, 128, 256]
+    assert list(act.categorical_value_spec.values) == ["relu", "tanh"]
+    assert (layers.integer_value_spec.min_value, layers.integer_value_spec.max_value) == (1, 3)
+    assert (job.max_trial_count, job.parallel_trial_count, job.max_failed_trial_count) == (6, 2, 2)
+    assert study.algorithm.name == "ALGORITHM_UNSPECIFIED"  # Vizier's Bayesian optimization
+    with pytest.raises(SpecError, match="launching a sweep on Vertex AI is not supported yet"):
+        make_plan(sel, options.parse_line(line.replace(" --dry-run", "")), settings)
+
+
+@given(params())
+def test_every_swept_space_is_a_parameter_spec_vertex_ai_takes(param: Param) -> None:
+    spec = vertex_request._parameter(param)
+    parsed = types.StudySpec.ParameterSpec.from_json(json.dumps(spec))
+    assert parsed.parameter_id == param.name
+    if param.kind == "choice" and parsed.categorical_value_spec.values:
+        assert list(parsed.categorical_value_spec.values) == [str(c) for c in param.choices]

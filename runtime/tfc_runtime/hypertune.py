@@ -27,10 +27,14 @@ _entries: collections.deque[dict[str, Any]] = collections.deque(maxlen=KEEP)
 
 
 def install(metric: str) -> None:
-    """Write ``metric``'s values to the tuning file from now on (the chief only)."""
+    """Write ``metric``'s values to the tuning file from now on (the chief only), when the job
+    is a tuning trial: Vertex AI sets ``CLOUD_ML_TRIAL_ID`` (or ``CLOUD_ML_HP_METRIC_FILE``)
+    there. A sweep's trial on this machine writes nothing (its metric is read from its
+    reports)."""
     global _metric
-    _metric = metric
-    _entries.clear()
+    if os.environ.get("CLOUD_ML_TRIAL_ID") or os.environ.get("CLOUD_ML_HP_METRIC_FILE"):
+        _metric = metric
+        _entries.clear()
 
 
 def path() -> str:

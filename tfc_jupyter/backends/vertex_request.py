@@ -7,6 +7,7 @@ submits this same body.
 
 from __future__ import annotations
 
+import math
 import re
 from typing import TYPE_CHECKING, Any
 
@@ -18,6 +19,7 @@ from ..registry import Preview
 
 if TYPE_CHECKING:
     from ..planner.plan import Plan
+    from ..sweep.spec import Param, SweepSpec
 
 PACKAGE_MODULE = "tfc_job.task"  # the package route's entry point (tfc_jupyter.image.wheel)
 
@@ -169,8 +171,67 @@ def custom_job_request(
     }
 
 
+_ALGORITHMS = {"bayes": "ALGORITHM_UNSPECIFIED", "random": "RANDOM_SEARCH", "grid": "GRID_SEARCH"}
+"""``--method`` -> Vertex AI's algorithm (unspecified is Vizier's Bayesian optimization)."""
+
+
+def _parameter(param: Param) -> dict[str, Any]:
+    """One swept name as a Vertex AI ``ParameterSpec``."""
+    spec: dict[str, Any] = {"parameterId": param.name}
+    if param.kind in ("uniform", "loguniform"):
+        spec["doubleValueSpec"] = {"minValue": param.low, "maxValue": param.high}
+        spec["scaleType"] = "UNIT_LOG_SCALE" if param.kind == "loguniform" else "UNIT_LINEAR_SCALE"
+    elif param.kind == "int" and param.step == 1:
+        spec["integerValueSpec"] = {"minValue": str(int(param.low or 0)),
+                                    "maxValue": str(int(param.high or 0))}  # fmt: skip
+        spec["scaleType"] = "UNIT_LINEAR_SCALE"
+    elif all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in param.grid() or ()):
+        spec["discreteValueSpec"] = {"values": [float(v) for v in param.grid() or ()]}
+    else:  # strings, booleans, mixed: the trial reads each back as the notebook wrote it
+        spec["categoricalValueSpec"] = {"values": [str(v) for v in param.choices]}
+    return spec
+
+
+def tuning_job_body(
+    spec: JobSpec, sweep: SweepSpec, image_uri: str, package_uri: str | None = None
+) -> dict[str, Any]:
+    """The ``HyperparameterTuningJob`` of a sweep: Vizier's study (the metric and its goal,
+    the parameters, the algorithm) over trials that each run the very CustomJobSpec one job of
+    this plan would send (its runtime writes the metric file Vizier reads; the trial's values
+    come as ``--NAME=VALUE`` arguments, which the runtime puts on the notebook's lines)."""
+    single = custom_job_body(spec, image_uri, package_uri=package_uri)
+    goal = "MAXIMIZE" if sweep.goal == "max" else "MINIMIZE"
+    return {
+        "displayName": single["displayName"],
+        "studySpec": {
+            "metrics": [{"metricId": sweep.metric, "goal": goal}],
+            "parameters": [_parameter(p) for p in sweep.params],
+            "algorithm": _ALGORITHMS[sweep.method],
+            "measurementSelectionType": "LAST_MEASUREMENT",
+        },
+        "maxTrialCount": sweep.trials,
+        "parallelTrialCount": sweep.parallel,
+        "maxFailedTrialCount": max(1, math.ceil(sweep.trials / 3)),
+        "trialJobSpec": single["jobSpec"],
+        "labels": single["labels"],
+    }
+
+
 def preview(plan: Plan) -> Preview:
-    """The dry run's view of ``plan`` on Vertex AI: the exact CustomJob create request."""
+    """The dry run's view of ``plan`` on Vertex AI: the exact CustomJob create request (a
+    sweep's: the HyperparameterTuningJob create request)."""
+    if plan.sweep is not None:
+        return Preview(
+            "Vertex AI request (a hyperparameter tuning job)",
+            {
+                "method": "POST",
+                "url": f"https://{endpoint(plan.spec)}/v1/{parent_path(plan.spec)}"
+                "/hyperparameterTuningJobs",
+                "body": tuning_job_body(
+                    plan.spec, plan.sweep.spec, plan.image_uri, plan.package_uri
+                ),
+            },
+        )
     return Preview(
         "Vertex AI request",
         custom_job_request(plan.spec, plan.image_uri, package_uri=plan.package_uri),

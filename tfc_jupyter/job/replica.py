@@ -23,6 +23,7 @@ def runtime_args(spec: JobSpec, script: str, source_map: str) -> list[str]:
         legacy_keras=spec.legacy_keras,
         serve=spec.serve,
         params=params.decode(spec.swept),
+        hp_metric=spec.sweep_metric or None,
     ).to_argv()
 
 

@@ -683,7 +683,7 @@ def make_plan(selection: Selection, ns: JobOptions, settings: Settings) -> Plan:
             method=ns.method,
             prune=ns.prune,
         )
-        spec = spec.evolve(swept=params.encode(sweep.targets))
+        spec = spec.evolve(swept=params.encode(sweep.targets), sweep_metric=sweep.spec.metric)
     locate = _locator(script, selection.name if selection.script else None)
     choice = choose(spec, facts, locate)
     spec = spec.evolve(
@@ -695,10 +695,10 @@ def make_plan(selection: Selection, ns: JobOptions, settings: Settings) -> Plan:
     if not spec.estimator:  # an Estimator job runs TensorFlow 2.15, whose tf.keras is Keras 2
         _keras_for_multiworker(spec, script, script.notes)
     traits = registry.traits(spec.backend)
-    if sweep is not None and not traits.on_this_machine:
+    if sweep is not None and not traits.on_this_machine and not ns.dry_run:
         raise SpecError(
-            f"a sweep on {traits.label} is not supported yet (it would be one job a trial, "
-            "driven from this kernel)",
+            f"launching a sweep on {traits.label} is not supported yet (--dry-run shows its "
+            "request)",
             "run the sweep on this machine (--backend local, or docker) for now",
             field="sweep",
         )

@@ -192,3 +192,35 @@ def test_no_surface_launches_a_sweep_as_one_job(tmp_path: Path) -> None:
 def test_a_sweep_off_this_machine_is_refused_for_now(tmp_path: Path) -> None:
     with pytest.raises(SpecError, match="a sweep on Vertex AI is not supported yet"):
         _plan(Client(), _notebook(tmp_path), "--backend", "vertex", "--project", "my-project")
+
+
+HP_RUN = """%%tfc_run
+import tfc_jupyter
+from tfc_runtime.results import emit
+rate = tfc_jupyter.hp("rate", 0.5)
+emit({"event": "epoch", "fit": 0, "epoch": 1, "metrics": {"val_score": rate * 10}})
+print("rate", rate)
+"""
+
+
+@pytest.mark.slow
+def test_code_that_reads_hp_gets_each_trial_s_value_and_the_kernel_its_default(
+    tmp_path: Path,
+) -> None:
+    import tfc_jupyter
+
+    assert tfc_jupyter.hp("rate", 0.5) == 0.5  # in the kernel: the default
+    client = Client()
+    nb = _notebook(tmp_path, HP_RUN)
+    words = ["--sweep", "rate=[0.1, 0.2, 0.3]", "--metric", "val_score", "--method", "grid"]
+    plan = client.plan_file(str(nb), JobOptions.from_words(words), how="test")
+    assert plan.sweep is not None
+    assert [r.describe() for r in plan.sweep.replaced] == [
+        'rate: cell 2, line 4 (rate = tfc_jupyter.hp("rate", 0.5))'
+    ]
+    sweep = run_sweep(client, plan)
+    assert sorted((t.values["rate"], t.metric) for t in sweep.trials) == [
+        (0.1, 1.0),
+        (0.2, 2.0),
+        (0.3, 3.0),
+    ]

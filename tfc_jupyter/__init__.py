@@ -18,6 +18,7 @@ _LAZY = {
     "JobOptions": "job.options",
     "run": "run_api",
     "remote": "run_api",
+    "hp": "run_api",
     "RunResult": "run_api",
     "MachineConfig": "tfc_types",
     "AcceleratorType": "tfc_types",

@@ -23,7 +23,7 @@ import shlex
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from . import registry
 from .errors import SpecError
@@ -69,11 +69,25 @@ class UnknownArguments(SpecError, TypeError):
     """A keyword ``run()`` does not take: a ``TypeError``, as tfc.run raised."""
 
 
+T = TypeVar("T")
+
+
 def remote() -> bool:
     """True inside a job (as ``tfc.remote()``): ``run()`` then returns at once."""
     from tfc_runtime import remote as in_job
 
     return in_job()
+
+
+def hp(name: str, default: T) -> T:
+    """A value a sweep may set, for code that prefers a call to a plain assignment:
+    ``lr = tfc_jupyter.hp("lr", 1e-3)``. In the kernel (and in a job that is no sweep trial)
+    it is ``default``; in a trial of ``--sweep "lr=..."``, the trial's value."""
+    if not remote():
+        return default
+    from tfc_runtime.params import hp as trial_value
+
+    return cast(T, trial_value(name, cast(Any, default)))
 
 
 class RunResult(dict[str, Any]):

@@ -390,6 +390,16 @@ class _Driver:
                 return
             time.sleep(self.poll_s)
 
+    def _tell(self, number: int, value: float | None = None, **state: Any) -> None:
+        """Tell Optuna how a trial ended. Its grid sampler then stops the study when the grid
+        is done, which outside ``optimize`` is an error raised after the trial is recorded:
+        the loop stops by its own count."""
+        try:
+            self.study.tell(number, value, **state)
+        except RuntimeError as exc:
+            if "Study.stop" not in str(exc):
+                raise
+
     def _changed(self) -> None:
         self.sweep.trials.sort(key=lambda t: t.number)
         if self.on_change is not None:
@@ -406,7 +416,7 @@ class _Driver:
             if frozen.state is TrialState.RUNNING:
                 job = _job_of(self.client, job_id) if job_id else None
                 if job is None:  # asked, never launched (the driver stopped in between)
-                    self.study.tell(frozen.number, state=TrialState.FAIL)
+                    self._tell(frozen.number, state=TrialState.FAIL)
                     continue
                 # Optuna's handle on a trial asked by an earlier run (its id is the study's)
                 self.running[frozen.number] = (
@@ -434,7 +444,7 @@ class _Driver:
         try:
             job = self.client.submit(trial_plan(self.plan, asked.number, values, self.sweep.id))
         except BaseException:
-            self.study.tell(asked.number, state=self.optuna.trial.TrialState.FAIL)
+            self._tell(asked.number, state=self.optuna.trial.TrialState.FAIL)
             raise
         asked.set_user_attr("job", job.id)
         trial.job_id = job.id
@@ -458,11 +468,11 @@ class _Driver:
             for key, value in attrs.items():
                 asked.set_user_attr(key, value)
             if trial.state == "succeeded":
-                self.study.tell(number, trial.metric)
+                self._tell(number, trial.metric)
             elif trial.state == "pruned":
-                self.study.tell(number, state=TrialState.PRUNED)
+                self._tell(number, state=TrialState.PRUNED)
             else:
-                self.study.tell(number, state=TrialState.FAIL)
+                self._tell(number, state=TrialState.FAIL)
             del self.running[number]
             changed = True
         return changed

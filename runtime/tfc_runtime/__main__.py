@@ -63,6 +63,7 @@ def _trial_values(args: RuntimeArgs) -> tuple[dict[str, params.Value], list[str]
     except ValueError as exc:
         print(f"{USAGE}\npython -m tfc_runtime: error: {exc}", file=sys.stderr)
         raise SystemExit(2) from None
+    params.set_values(values)  # for tfc_jupyter.hp(name, default)
     shown = ", ".join(f"{k}={v!r}" for k, v in values.items()) or "the notebook's own"
     print(f"[tfc_runtime] trial values: {shown}")
     return values, rest

@@ -24,14 +24,15 @@ KINDS = ("float", "int", "str", "any")
 
 @dataclass(frozen=True)
 class Target:
-    """A swept variable: its name, how its value reads, and the script line assigning it."""
+    """A swept variable: its name, how its value reads, and the script line assigning it (0:
+    the code reads it with ``hp(name, default)`` only)."""
 
     name: str
     kind: str
     line: int
 
     def __post_init__(self) -> None:
-        if not self.name.isidentifier() or self.kind not in KINDS or self.line < 1:
+        if not self.name.isidentifier() or self.kind not in KINDS or self.line < 0:
             raise ValueError(f"not a swept variable: {self.name!r}:{self.kind}:{self.line}")
 
 
@@ -126,7 +127,7 @@ def override(tree: ast.Module, targets: Sequence[Target], values: Mapping[str, V
         ValueError: a target whose line holds no such assignment (the script was changed).
     """
     for target in targets:
-        if target.name not in values:
+        if target.name not in values or target.line == 0:
             continue
         node = _assignment(tree, target)
         if node is None:
@@ -153,3 +154,18 @@ def _assignment(tree: ast.Module, target: Target) -> ast.Assign | ast.AnnAssign 
         if isinstance(named, ast.Name) and named.id == target.name:
             return node
     return None
+
+
+_current: dict[str, Value] = {}
+
+
+def set_values(values: Mapping[str, Value]) -> None:
+    """This trial's values, for :func:`hp` (the runtime sets them before the code runs)."""
+    _current.clear()
+    _current.update(values)
+
+
+def hp(name: str, default: Value) -> Value:
+    """``tfc_jupyter.hp(name, default)`` in a job: the trial's value of ``name``, else
+    ``default`` (a job that is no trial, or a name it does not sweep)."""
+    return _current.get(name, default)

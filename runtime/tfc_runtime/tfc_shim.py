@@ -25,6 +25,13 @@ def run(*args: Any, **kwargs: Any) -> None:
     return None
 
 
+def hp(name: str, default: Any) -> Any:
+    """``tfc_jupyter.hp(name, default)``: a sweep trial's value of ``name``, else ``default``."""
+    from tfc_runtime.params import hp as trial_value
+
+    return trial_value(name, default)
+
+
 class _Config:
     """Accepts the arguments it was made with, and keeps them as attributes."""
 

@@ -6,7 +6,9 @@ see :mod:`tfc_runtime.params`). The assignment is:
 
 - the last top-level ``NAME = ...`` in a cell tagged ``parameters`` (papermill's convention,
   which notebooks already have); else
-- the only top-level ``NAME = <plain value>`` in the job's cells.
+- the only top-level ``NAME = <plain value>`` in the job's cells; else
+- none, where the code reads the name with ``tfc_jupyter.hp("NAME", default)`` (the trial's
+  value, the default in the kernel).
 
 A name set several times with no ``parameters`` cell, set only by a computation, or not set at
 top level at all, is refused before launch with the fix.
@@ -80,11 +82,22 @@ def find_targets(
                 _plain(value),
             )
         )
+    calls = _hp_calls(tree)
     out = []
     for param in params:
-        if param.name not in found:
-            _refuse_nested(param.name, tree, script, labels)
-        chosen = _choose(param, found.get(param.name, []), tagged)
+        try:
+            if param.name not in found:
+                _refuse_nested(param.name, tree, script, labels)
+            chosen = _choose(param, found.get(param.name, []), tagged)
+        except SpecError:
+            if param.name not in calls:
+                raise
+            line = calls[param.name]  # hp("lr", 1e-3) reads it: nothing to replace
+            where = script.locate(line)
+            place = _place(labels.get(where[0]) if where else None, where)
+            target = Target(param.name, param.value_kind, 0)
+            out.append(Replaced(target, place, lines[line - 1]))
+            continue
         target = Target(param.name, param.value_kind, chosen.line)
         out.append(Replaced(target, chosen.place, chosen.text))
     return tuple(out)
@@ -121,6 +134,21 @@ def _choose(param: Param, assignments: list[_Assignment], tagged: set[int]) -> _
     raise SpecError(
         f"--sweep {name}: the job's cells never assign {name} at top level", fix, field="sweep"
     )
+
+
+def _hp_calls(tree: ast.Module) -> dict[str, int]:
+    """Names the code reads with ``hp("name", default)`` (``tfc_jupyter.hp``, ``tfc.hp``): the
+    script line of the first such call each."""
+    out: dict[str, int] = {}
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call) or not node.args:
+            continue
+        func = node.func
+        called = func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)
+        first = node.args[0]
+        if called == "hp" and isinstance(first, ast.Constant) and isinstance(first.value, str):
+            out.setdefault(first.value, node.lineno)
+    return out
 
 
 def _refuse_nested(name: str, tree: ast.Module, script: Script, labels: dict[int, Cell]) -> None:

@@ -232,8 +232,9 @@ def bring_back(
     limit = limit_mb * (1 << 20)
     for name, entry in entries.items():  # models first: a History names its model
         if isinstance(entry, dict) and entry.get("kind") == "model":
-            path = folder / str(entry.get("file"))
-            if not path.resolve().is_relative_to(folder.resolve()):
+            file = str(entry.get("file"))
+            path = folder / file
+            if "\x00" in file or not path.resolve().is_relative_to(folder.resolve()):
                 got.stayed[name] = "Keras model outside the job's folder: not loaded"
                 continue
             model, problem = _load_model(

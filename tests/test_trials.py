@@ -224,3 +224,41 @@ def test_code_that_reads_hp_gets_each_trial_s_value_and_the_kernel_its_default(
         (0.2, 2.0),
         (0.3, 3.0),
     ]
+
+
+@pytest.mark.slow
+def test_a_sweep_whose_command_was_killed_goes_on_without_running_a_trial_twice(
+    tmp_path: Path,
+) -> None:
+    """``tfc-jupyter run --sweep`` SIGKILLed once its third trial ended (as a dead kernel): the
+    same command again waits for the trial still running and ends with 6 trials in all."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    nb = _notebook(tmp_path, RUN.replace("print(", "import time; time.sleep(0.5); print("))
+    argv = [sys.executable, "-m", "tfc_jupyter.cli", "run", str(nb), *SWEEP]
+    argv += ["--trials", "6", "--parallel", "2"]
+    proc = subprocess.Popen(argv, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
+    ended = 0
+    assert proc.stderr is not None
+    for line in proc.stderr:
+        ended += " succeeded: " in line
+        if ended == 3:
+            os.kill(proc.pid, signal.SIGKILL)
+            break
+    proc.wait(timeout=60)
+    assert ended == 3
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "6 of 6 trials (6 succeeded)" in done.stderr
+    started = [line for line in done.stderr.splitlines() if " running: " in line]
+    assert len(started) <= 3, done.stderr  # only what was left, or was still running
+    client = Client()
+    trials = [
+        dict(r.spec["labels"]).get("tfc-trial")
+        for r in client.list(limit=None)
+        if "tfc-sweep" in dict(r.spec["labels"])
+    ]
+    assert sorted(trials) == ["0", "1", "2", "3", "4", "5"]  # six jobs, none run twice

@@ -597,6 +597,16 @@ PAIRS: dict[str, tuple[list[str], dict[str, Any]]] = {
         ["--psc-network-attachment", "my-attachment"],
         {"psc_network_attachment": "my-attachment"},
     ),
+    "sweep": (
+        ["--sweep", "lr=[0.1, 0.01]", "--sweep", "units=int(8, 32, 8)"],
+        {"sweep": ["lr=[0.1, 0.01]", "units=int(8, 32, 8)"]},
+    ),
+    "trials": (["--trials", "4"], {"trials": 4}),
+    "parallel": (["--parallel", "2"], {"parallel": 2}),
+    "metric": (["--metric", "val_accuracy"], {"metric": "val_accuracy"}),
+    "goal": (["--goal", "max"], {"goal": "max"}),
+    "method": (["--method", "grid"], {"method": "grid"}),
+    "prune": (["--prune"], {"prune": True}),
 }
 BEHAVIOUR = {  # flags that are not part of the job: the test that checks each keyword
     "notebook": "test_the_notebook_flag_is_the_entry_point",

@@ -262,3 +262,18 @@ def test_a_sweep_whose_command_was_killed_goes_on_without_running_a_trial_twice(
         if "tfc-sweep" in dict(r.spec["labels"])
     ]
     assert sorted(trials) == ["0", "1", "2", "3", "4", "5"]  # six jobs, none run twice
+
+
+@pytest.mark.slow
+def test_run_with_sweep_keywords_runs_the_sweep(tmp_path: Path) -> None:
+    import tfc_jupyter as tfc
+
+    nb = _notebook(tmp_path)
+    sweep = tfc.run(
+        entry_point=str(nb),
+        sweep=["lr=loguniform(1e-4,1)", "units=[8,16,32]"],
+        metric="val_score",
+        trials=2,
+    )
+    assert isinstance(sweep, Sweep) and len(sweep.trials) == 2
+    assert sweep.best is not None and sweep.best_trial is not None

@@ -30,7 +30,7 @@ from tfc_runtime import (
     sourcemap,
     tfc_shim,
 )
-from tfc_runtime.cluster import ClusterInfo, cluster_info, ensure_tf_config
+from tfc_runtime.cluster import ClusterInfo, cluster_info, ensure_tf_config, keras_tuner_env
 from tfc_runtime.protocol import USAGE, RuntimeArgs
 from tfc_runtime.script import call_with_room, run_script
 from tfc_runtime.strategy import (
@@ -240,6 +240,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         prepare_keras(args.strategy, legacy=args.legacy_keras)
         if args.serve:
             os.environ.setdefault("GRPC_FAIL_FAST", "use_caller")
+        if args.keras_tuner:  # the code's own names win
+            for name, value in keras_tuner_env(info).items():
+                os.environ.setdefault(name, value)
         if will_be_multi_worker(args.strategy):  # the strategy waits for every task to join
             print(f"[tfc_runtime] task {info.describe()}: waiting for the cluster to join")
         strategy = build_strategy(args.strategy, gpus=args.gpus)

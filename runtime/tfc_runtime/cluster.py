@@ -157,3 +157,20 @@ def ensure_tf_config(environ: MutableMapping[str, str] = os.environ) -> None:
     pools = spec.get("cluster") or {}
     if sum(len(hosts) for hosts in pools.values() if isinstance(hosts, list)) > 1:
         environ["TF_CONFIG"] = json.dumps(config)
+
+
+def keras_tuner_env(info: ClusterInfo) -> dict[str, str]:
+    """The ``KERASTUNER_*`` variables of Keras Tuner's distributed search for this task: the
+    chief runs the oracle at its own cluster address (``KERASTUNER_TUNER_ID=chief``), each
+    worker is a tuner (``tuner0``, ``tuner1`` ...) that asks it for trials. Empty on a single
+    machine (Keras Tuner then searches alone)."""
+    chief = info.cluster.get("chief") or []
+    if not chief or not info.cluster.get("worker"):
+        return {}
+    host, _, port = chief[0].rpartition(":")
+    tuner = "chief" if info.is_chief else f"tuner{info.task_index}"
+    return {
+        "KERASTUNER_ORACLE_IP": host,
+        "KERASTUNER_ORACLE_PORT": port,
+        "KERASTUNER_TUNER_ID": tuner,
+    }

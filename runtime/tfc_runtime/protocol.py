@@ -83,6 +83,9 @@ class RuntimeArgs:
     hp_metric: str | None = None
     """A Vertex AI tuning trial: the metric the chief writes to the tuning file
     (:mod:`tfc_runtime.hypertune`)."""
+    keras_tuner: bool = False
+    """Keras Tuner's distributed search: each replica gets its ``KERASTUNER_*`` variables (the
+    chief runs the oracle at its cluster address, the workers tune)."""
 
     def to_argv(self) -> list[str]:
         """The arguments after ``python -m tfc_runtime``."""
@@ -93,6 +96,8 @@ class RuntimeArgs:
             flags.append("--legacy-keras")
         if self.serve:
             flags.append("--serve")
+        if self.keras_tuner:
+            flags.append("--keras-tuner")
         if self.source_map is not None:
             flags += _valued("--source-map", self.source_map)
         if self.params:
@@ -147,16 +152,17 @@ class RuntimeArgs:
             gpus=None if gpus is None else int(gpus),
             params=decode(values.get("--params", "")),
             hp_metric=values.get("--hp-metric"),
+            keras_tuner="--keras-tuner" in switches,
         )
 
 
 _VALUED = ("--strategy", "--gpus", "--source-map", "--params", "--hp-metric")
-_SWITCHES = ("--legacy-keras", "--serve")
+_SWITCHES = ("--legacy-keras", "--serve", "--keras-tuner")
 _OPTIONS = (*_VALUED, *_SWITCHES)
 USAGE = (
     "usage: python -m tfc_runtime [--strategy NAME] [--gpus N] [--source-map FILE] "
     "[--params NAME:KIND:LINE,...] [--hp-metric NAME] [--legacy-keras] [--serve] "
-    "[--] SCRIPT [ARGS...]"
+    "[--keras-tuner] [--] SCRIPT [ARGS...]"
 )
 """The runtime's command line, for its usage errors."""
 

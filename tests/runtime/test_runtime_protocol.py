@@ -27,6 +27,8 @@ _WORDS = st.text(
     legacy_keras=st.booleans(),
     serve=st.booleans(),
     gpus=st.none() | st.integers(-3, 64),
+    hp_metric=st.none() | _WORDS,
+    keras_tuner=st.booleans(),
 )
 def test_what_the_product_writes_the_runtime_reads(
     script: str,
@@ -36,9 +38,21 @@ def test_what_the_product_writes_the_runtime_reads(
     legacy_keras: bool,
     serve: bool,
     gpus: int | None,
+    hp_metric: str | None,
+    keras_tuner: bool,
 ) -> None:
     """Any value, options among the script's arguments and names like options included."""
-    sent = RuntimeArgs(script, strategy, source_map, args, legacy_keras, serve, gpus)
+    sent = RuntimeArgs(
+        script,
+        strategy,
+        source_map,
+        args,
+        legacy_keras,
+        serve,
+        gpus,
+        hp_metric=hp_metric,
+        keras_tuner=keras_tuner,
+    )
     assert RuntimeArgs.from_argv(sent.to_argv()) == sent
 
 

@@ -29,6 +29,7 @@ class Choice:
     warnings: list[str] = field(default_factory=list)
     legacy_keras: bool = False  # the job runs Keras fit under MultiWorkerMirroredStrategy
     serve: bool = False  # ParameterServerStrategy: worker and ps tasks serve, the chief drives
+    keras_tuner: bool = False  # Keras Tuner's distributed search: chief oracle, worker tuners
 
 
 def _one_machine(name: str) -> bool:
@@ -135,6 +136,14 @@ def choose(spec: JobSpec, facts: CodeFacts, locate: Locate = _noop) -> Choice:
         return choice
     if facts.makes_own_strategy:
         return _own(spec, facts, locate(facts.own_line))
+    if facts.keras_tuner and spec.worker_count > 0 and not spec.ps_count:
+        return Choice(
+            Strategy.NONE,
+            f"Keras Tuner ({locate(facts.keras_tuner)}) with {spec.worker_count} "
+            f"worker{'s' * (spec.worker_count != 1)}: its own distributed search, no strategy "
+            "(the chief runs the oracle, each worker tunes trials of its own)",
+            keras_tuner=True,
+        )
     if spec.ps_count > 0:
         return Choice(
             Strategy.NONE,

@@ -24,6 +24,7 @@ def runtime_args(spec: JobSpec, script: str, source_map: str) -> list[str]:
         serve=spec.serve,
         params=params.decode(spec.swept),
         hp_metric=spec.sweep_metric or None,
+        keras_tuner=spec.keras_tuner,
     ).to_argv()
 
 

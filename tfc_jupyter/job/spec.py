@@ -289,6 +289,7 @@ class JobSpec:
     serve: bool = False  # the code's ParameterServerStrategy: workers and ps serve
     swept: str = ""  # a sweep's variables and the lines they replace (tfc_runtime.params.encode)
     sweep_metric: str = ""  # a sweep's metric: a Vertex AI tuning trial writes it for Vizier
+    keras_tuner: bool = False  # set by planning: Keras Tuner's distributed search (runtime env)
 
     def __post_init__(self) -> None:
         # Accept plain strings for the enums, so callers (CLI, REST) can pass JSON values.

@@ -71,6 +71,7 @@ class CodeFacts:
     colab: Where = 0  # from google.colab import ...: Colab's own modules
     kernel_handle: Where = 0  # reads _tfc_job / _tfc_plan, which only the kernel holds
     kernel_handle_name: str = ""
+    keras_tuner: Where = 0  # import keras_tuner: its distributed search over the replicas
     names: dict[str, str] = field(default_factory=dict)  # alias -> qualified name
     strategies: set[str] = field(default_factory=set)  # every strategy class made or named
 
@@ -269,6 +270,8 @@ def analyse(text: str) -> CodeFacts:
             module = node.names[0].name
         if module.split(".")[:2] == ["google", "colab"] and not facts.colab:
             facts.colab = getattr(node, "lineno", 0)
+        if module.split(".")[0] in ("keras_tuner", "kerastuner") and not facts.keras_tuner:
+            facts.keras_tuner = getattr(node, "lineno", 0)
     visitor = _Visitor(facts)
     visitor.visit(tree)
     uses_keras = any(

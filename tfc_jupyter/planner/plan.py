@@ -691,6 +691,7 @@ def make_plan(selection: Selection, ns: JobOptions, settings: Settings) -> Plan:
         strategy_reason=choice.reason,
         legacy_keras=choice.legacy_keras and not spec.estimator,
         serve=choice.serve,
+        keras_tuner=choice.keras_tuner,
     )
     if not spec.estimator:  # an Estimator job runs TensorFlow 2.15, whose tf.keras is Keras 2
         _keras_for_multiworker(spec, script, script.notes)

@@ -25,8 +25,10 @@ x = rng.normal(size=(128, 4)).astype("float32")
 y = (x.sum(1) > 0).astype("float32")"""
 SEARCH = """\
 %%tfc_run {flags}
+import time
 import keras_tuner as kt
 def build(hp):
+    time.sleep(2)  # a trial takes a while: a worker that starts late still gets trials
     model = tf.keras.Sequential([
         tf.keras.Input((4,)),
         tf.keras.layers.Dense(hp.Int("units", 2, 16, step=2), activation="relu"),
@@ -36,7 +38,7 @@ def build(hp):
     return model
 tuner = kt.RandomSearch(build, objective="val_accuracy", max_trials=4, directory="kt",
                         project_name="search", seed=1)
-tuner.search(x, y, epochs=1, validation_split=0.25, verbose=0)
+tuner.search(x, y, epochs=1, validation_split=0.25, verbose=1)
 print("BEST", tuner.get_best_hyperparameters(1)[0].get("units"))"""
 
 
@@ -65,9 +67,13 @@ def test_with_workers_it_is_keras_tuner_s_distributed_search(tmp_path: Path) -> 
     done, jobs = _run(tmp_path, "--workers 2")
     assert done.returncode == 0, done.stderr[-3000:]
     job = Client().job(jobs[0])
-    trials = {
-        replica: len(re.findall(r"Trial \d+ Complete", job.logs(replica)))
-        for replica in ("worker-0", "worker-1")
+    trained = {  # each trial's one epoch ends with its validation numbers, where it trained
+        replica: len(re.findall(r"val_accuracy: [\d.]+ - val_loss", job.logs(replica)))
+        for replica in ("chief", "worker-0", "worker-1")
     }
-    assert sum(trials.values()) == 4 and all(trials.values()), (trials, job.logs()[-3000:])
-    assert re.search(r"\[chief\] BEST \d+", job.logs("chief")), job.logs("chief")[-2000:]
+    assert trained["chief"] == 0, job.logs("chief")[-2000:]  # the oracle trains nothing
+    assert trained["worker-0"] + trained["worker-1"] == 4, (trained, job.logs()[-3000:])
+    assert trained["worker-0"] and trained["worker-1"], trained
+    chief = job.logs("chief")
+    assert len(re.findall(r"Trial \d Complete", chief)) == 4, chief[-2000:]
+    assert re.search(r"\[chief\] BEST \d+", chief), chief[-2000:]

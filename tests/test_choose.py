@@ -103,3 +103,22 @@ def test_tpu_and_tfc_run_rule() -> None:
     assert own.strategy is Strategy.NONE
     plain = decide("print('hello')", worker_count=1)
     assert plain.strategy is Strategy.MULTI_WORKER_MIRRORED and "tfc.run's rule" in plain.reason
+
+
+@pytest.mark.parametrize(
+    "imports", ["import keras_tuner as kt", "from keras_tuner import Hyperband"]
+)
+def test_keras_tuner_with_workers_is_its_own_distributed_search(imports: str) -> None:
+    """Keras Tuner's workers each train their own trials: a MultiWorkerMirroredStrategy around
+    them would make them one model. Alone, the search runs as in Jupyter."""
+    code = f"{imports}\n{FIT}"
+    choice = decide(code, worker_count=2)
+    assert (choice.strategy, choice.keras_tuner, choice.legacy_keras) == (
+        Strategy.NONE,
+        True,
+        False,
+    )
+    assert "Keras Tuner (script line 1) with 2 workers" in choice.reason
+    alone = decide(code)
+    assert (alone.strategy, alone.keras_tuner) == (Strategy.NONE, False)
+    assert decide(FIT, worker_count=2).strategy is Strategy.MULTI_WORKER_MIRRORED

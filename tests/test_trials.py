@@ -277,3 +277,16 @@ def test_run_with_sweep_keywords_runs_the_sweep(tmp_path: Path) -> None:
     )
     assert isinstance(sweep, Sweep) and len(sweep.trials) == 2
     assert sweep.best is not None and sweep.best_trial is not None
+
+
+def test_the_plan_prices_the_whole_sweep(tmp_path: Path) -> None:
+    """Before launch: a billed sweep costs at most its trials times one trial's bound."""
+    client = Client()
+    nb = _notebook(tmp_path)
+    words = ["--backend", "vertex", "--project", "my-project", "--dry-run", "--trials", "6"]
+    plan = _plan(client, nb, *words, "--timeout", "2h")
+    one = plan.cost_at_most()
+    assert one is not None
+    assert f"; the sweep: 6 trials, at most ${one * 6:,.2f}" in plan.to_text(script=False)
+    here = _plan(client, nb, "--dry-run")
+    assert "cost: nothing billed (it runs on this machine)" in here.to_text(script=False)

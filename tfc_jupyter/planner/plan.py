@@ -264,13 +264,34 @@ class Plan:
         if unbilled is not None:
             return unbilled
         spec = self.spec
-        return _cost_line(spec.cost_per_hour(), self.pools(), spec) + self._cost_bound()
+        return (
+            _cost_line(spec.cost_per_hour(), self.pools(), spec)
+            + self._cost_bound()
+            + self._sweep_cost()
+        )
+
+    def _sweep_cost(self) -> str:
+        """``; the sweep: 12 trials, at most $X`` (each trial is priced as this job is)."""
+        if self.sweep is None:
+            return ""
+        trials, rate = self.sweep.spec.trials, self.spec.cost_per_hour()
+        at_most = self.cost_at_most()
+        if at_most is not None:
+            return f"; the sweep: {trials} trials, at most ${at_most * trials:,.2f}"
+        if rate is not None:
+            return (
+                f"; the sweep: {trials} trials, ${rate:,.2f}/h each "
+                f"({self.sweep.spec.parallel} at once: ${rate * self.sweep.spec.parallel:,.2f}/h)"
+            )
+        return f"; the sweep: {trials} trials"
 
     def _cost_markup(self) -> str:
         unbilled = self._unbilled()
         if unbilled is not None:
             return html.escape(unbilled)
-        return _cost_html(self.spec.cost_per_hour()) + html.escape(self._cost_bound())
+        return _cost_html(self.spec.cost_per_hour()) + html.escape(
+            self._cost_bound() + self._sweep_cost()
+        )
 
     def _repr_html_(self) -> str:
         esc = html.escape

@@ -682,3 +682,53 @@ def test_wait_and_verbose_follow_the_job_as_the_magic_does(project: Path, capsys
 def test_interactive_is_refused_with_the_magic_named(project: Path) -> None:
     with pytest.raises(ValueError, match=r"run\(\) does not open the launch panel.*--interactive"):
         tfc.run(entry_point="train.py", interactive=True)
+
+
+@pytest.mark.slow
+def test_tfc_tuner_tutorial_runs_as_keras_tuner_s_distributed_search(
+    tfc_env: Path, tmp_path: Path
+) -> None:
+    """TensorFlow Cloud's CIFAR10 tuning tutorial (tests/tfcloud/tuner/, the import the change,
+    data small and synthetic): CloudTuner with its Vizier-era arguments, and
+    ``run_cloudtuner(num_jobs=2)`` as a chief oracle and two tuning workers sharing it."""
+    script = tmp_path / "hp_tuning_cifar10.py"  # it writes its tuner folder beside itself
+    script.write_text((EXAMPLES / "tuner" / script.name).read_text())
+    proc = _python(script, {"NUM_JOBS": "2"})
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert "chief + 2 worker(s), strategy none" in proc.stderr
+    assert len(re.findall(r"Trial \d Complete", proc.stdout)) == 4, proc.stdout[-3000:]
+    trained = re.findall(r"\[(worker-\d)\] \d+/\d+ \S+ .* val_accuracy", proc.stdout)
+    assert sorted(set(trained)) == ["worker-0", "worker-1"] and len(trained) == 4, trained
+    best = re.findall(r"\[([^\]]+)\] BEST (\[\('conv_blocks'.*)", proc.stdout)
+    assert {r for who, _ in best for r in who.split(", ")} == {"chief", "worker-0", "worker-1"}
+    # (a worker asks the oracle for the best trial when it runs out of trials: the chief, last,
+    # when every trial has ended)
+
+
+@pytest.mark.slow
+def test_cloud_oracle_reads_a_vizier_study_config() -> None:
+    """TensorFlow Cloud's other way in: a Vizier study_config in place of objective and
+    hyperparameters; both, or neither, is refused with its words."""
+    study_config = {
+        "metrics": [{"metric": "val_loss", "goal": "MINIMIZE"}],
+        "parameters": [
+            {"parameter": "lr", "type": "DOUBLE", "scale_type": "UNIT_LOG_SCALE",
+             "double_value_spec": {"min_value": 1e-4, "max_value": 1e-1}},
+            {"parameter": "units", "type": "INTEGER",
+             "integer_value_spec": {"min_value": 8, "max_value": 64}},
+            {"parameter": "act", "type": "CATEGORICAL",
+             "categorical_value_spec": {"values": ["relu", "tanh"]}},
+            {"parameter": "batch", "type": "DISCRETE",
+             "discrete_value_spec": {"values": [16, 32]}},
+        ],
+    }  # fmt: skip
+    oracle = tfc.CloudOracle("my-project", "us-central1", study_config=study_config, max_trials=3)
+    assert (oracle.objective.name, oracle.objective.direction) == ("val_loss", "min")
+    assert sorted(hp.name for hp in oracle.hyperparameters.space) == ["act", "batch", "lr", "units"]
+    values = oracle.populate_space("t0")["values"]
+    assert 1e-4 <= values["lr"] <= 1e-1 and values["act"] in ("relu", "tanh")
+    assert values["batch"] in (16, 32) and 8 <= values["units"] <= 64
+    with pytest.raises(ValueError, match="either study_config or"):
+        tfc.CloudOracle("p", "r", objective="val_loss", study_config=study_config)
+    with pytest.raises(ValueError, match="objective and hyperparameters must be set"):
+        tfc.CloudOracle("p", "r")

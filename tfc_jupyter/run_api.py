@@ -80,6 +80,18 @@ def remote() -> bool:
     return in_job()
 
 
+def run_cloudtuner(num_jobs: int = 1, **kwargs: Any) -> RunResult | Plan | Sweep | None:
+    """``tfc.run_cloudtuner``: :func:`run` for code that tunes with ``CloudTuner``. With
+    ``num_jobs`` N above 1 the tuners share one oracle, as Keras Tuner's distributed search:
+    the chief runs the oracle and N workers tune (``--workers N``). None inside a job."""
+    if num_jobs < 1:
+        raise ConfigError(f"num_jobs {num_jobs} is below 1", "pass num_jobs=1 or more")
+    if num_jobs > 1:
+        kwargs["worker_count"] = num_jobs
+        kwargs.setdefault("worker_config", kwargs.get("chief_config", "auto"))
+    return run(**kwargs)
+
+
 def hp(name: str, default: T) -> T:
     """A value a sweep may set, for code that prefers a call to a plain assignment:
     ``lr = tfc_jupyter.hp("lr", 1e-3)``. In the kernel (and in a job that is no sweep trial)

@@ -25,6 +25,21 @@ def run(*args: Any, **kwargs: Any) -> None:
     return None
 
 
+def run_cloudtuner(*args: Any, **kwargs: Any) -> None:
+    """Inside the job, ``tfc.run_cloudtuner(...)`` returns None at once (as tfc.run)."""
+    return None
+
+
+def __getattr__(name: str) -> Any:
+    """``tfc.CloudTuner`` and ``tfc.CloudOracle`` (Keras Tuner's, see
+    :mod:`tfc_runtime.cloudtuner`)."""
+    if name in ("CloudTuner", "CloudOracle"):
+        from tfc_runtime import cloudtuner
+
+        return getattr(cloudtuner, name)
+    raise AttributeError(f"module 'tfc_jupyter' has no attribute {name!r}")
+
+
 def hp(name: str, default: Any) -> Any:
     """``tfc_jupyter.hp(name, default)``: a sweep trial's value of ``name``, else ``default``."""
     from tfc_runtime.params import hp as trial_value
@@ -95,6 +110,9 @@ def install() -> None:
         "AcceleratorType",
         "COMMON_MACHINE_CONFIGS",
         "is_tpu_config",
+        "hp",
+        "run_cloudtuner",
+        "__getattr__",  # CloudTuner, CloudOracle: made when asked for
     ):
         setattr(module, name, globals()[name])
     sys.modules["tfc_jupyter"] = module

@@ -22,6 +22,7 @@ cfg = tfc.MachineConfig(8, 30, tfc.AcceleratorType.NVIDIA_TESLA_T4, accelerator_
 print("config", cfg.cpu_cores, cfg.accelerator_type, cfg.accelerator_count)
 print("tpu", tfc.is_tpu_config(tfc.COMMON_MACHINE_CONFIGS["TPU"]))
 print("argv", sys.argv[1:])
+print("hp", tfc.hp("lr", 0.5), "tuner", tfc.run_cloudtuner(num_jobs=2))
 """
 
 
@@ -44,6 +45,7 @@ def test_tfc_calls_answer_in_an_image_without_tfc_jupyter(tmp_path: Path) -> Non
         "config 8 NVIDIA_TESLA_T4 2",
         "tpu True",
         "argv ['--x']",
+        "hp 0.5 tuner None",
     ]
 
 

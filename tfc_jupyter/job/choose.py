@@ -134,16 +134,21 @@ def choose(spec: JobSpec, facts: CodeFacts, locate: Locate = _noop) -> Choice:
             facts.keras_fit
         )
         return choice
-    if facts.makes_own_strategy:
-        return _own(spec, facts, locate(facts.own_line))
     if facts.keras_tuner and spec.worker_count > 0 and not spec.ps_count:
+        own = (
+            f"; the notebook's own {facts.own_what} stays its own"
+            if facts.makes_own_strategy
+            else ""
+        )
         return Choice(
             Strategy.NONE,
             f"Keras Tuner ({locate(facts.keras_tuner)}) with {spec.worker_count} "
             f"worker{'s' * (spec.worker_count != 1)}: its own distributed search, no strategy "
-            "(the chief runs the oracle, each worker tunes trials of its own)",
+            f"added (the chief runs the oracle, each worker tunes trials of its own){own}",
             keras_tuner=True,
         )
+    if facts.makes_own_strategy:
+        return _own(spec, facts, locate(facts.own_line))
     if spec.ps_count > 0:
         return Choice(
             Strategy.NONE,

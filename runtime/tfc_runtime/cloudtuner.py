@@ -1,0 +1,182 @@
+"""TensorFlow Cloud's ``CloudTuner`` and ``CloudOracle``, over Keras Tuner (issue 37).
+
+A script or notebook written for ``tensorflow_cloud`` tunes with ``CloudTuner(build_model,
+project_id=..., region=..., objective=..., hyperparameters=..., max_trials=...)``. Here it keeps
+its code, with ``import tfc_jupyter as tfc`` (or ``from tfc_jupyter import CloudTuner``): the
+tuner is a Keras Tuner ``Tuner`` whose oracle asks Optuna (TPE: Bayesian optimization, as the
+sweeps of ``tfc_jupyter`` do) for each trial's values, in the job (TensorFlow Cloud asked
+Vertex AI Vizier; the project and region are kept, not called).
+Several tuners share one oracle through Keras Tuner's own distributed search
+(``run_cloudtuner(num_jobs=N)``, ``--workers N``).
+
+The classes are made when first asked for: importing this module imports no Keras Tuner.
+"""
+
+from __future__ import annotations
+
+import datetime
+from typing import Any
+
+_made: dict[str, Any] = {}
+
+
+def _objective_and_space(study_config: dict[str, Any]) -> tuple[Any, Any]:
+    """A Vizier study config's metric and parameters, as Keras Tuner's objective and
+    ``HyperParameters`` (double, integer, categorical and discrete parameters)."""
+    import keras_tuner as kt
+
+    metrics = study_config.get("metrics") or []
+    if len(metrics) != 1 or "metric" not in metrics[0]:
+        raise ValueError("study_config needs exactly one metric ({'metric': ..., 'goal': ...})")
+    goal = str(metrics[0].get("goal", "MAXIMIZE")).upper()
+    objective = kt.Objective(metrics[0]["metric"], "max" if goal == "MAXIMIZE" else "min")
+    space = kt.HyperParameters()
+    for param in study_config.get("parameters") or []:
+        name, kind = param["parameter"], param.get("type")
+        scale = "log" if param.get("scale_type") == "UNIT_LOG_SCALE" else "linear"
+        if kind == "DOUBLE":
+            spec = param["double_value_spec"]
+            space.Float(name, spec["min_value"], spec["max_value"], sampling=scale)
+        elif kind == "INTEGER":
+            spec = param["integer_value_spec"]
+            space.Int(name, int(spec["min_value"]), int(spec["max_value"]), sampling=scale)
+        elif kind == "CATEGORICAL":
+            space.Choice(name, list(param["categorical_value_spec"]["values"]))
+        elif kind == "DISCRETE":
+            space.Choice(name, list(param["discrete_value_spec"]["values"]))
+        else:
+            raise ValueError(f"study_config parameter {name!r}: unknown type {kind!r}")
+    return objective, space
+
+
+def _suggest(asked: Any, hp: Any) -> Any:
+    """Optuna's value for one Keras Tuner hyperparameter."""
+    kind = type(hp).__name__
+    log = getattr(hp, "sampling", "linear") == "log"
+    if kind == "Int":
+        step = None if log else (hp.step or 1)
+        return asked.suggest_int(hp.name, hp.min_value, hp.max_value, step=step or 1, log=log)
+    if kind == "Float":
+        step = None if log else hp.step
+        return asked.suggest_float(hp.name, hp.min_value, hp.max_value, step=step, log=log)
+    if kind == "Choice":
+        return asked.suggest_categorical(hp.name, list(hp.values))
+    if kind == "Boolean":
+        return asked.suggest_categorical(hp.name, [True, False])
+    return hp.default  # Fixed, or a kind Optuna has no distribution for
+
+
+def _make() -> None:
+    import keras_tuner as kt
+
+    try:
+        import optuna
+    except ImportError:
+        raise ImportError(
+            "CloudTuner needs optuna (its trials' values): pip install optuna, or add optuna "
+            "to the job's requirements"
+        ) from None
+
+    class CloudOracle(kt.Oracle):
+        """``tfc.CloudOracle``: TensorFlow Cloud's arguments (either ``study_config``, or
+        ``objective`` and ``hyperparameters``); each trial's values from Optuna's TPE."""
+
+        def __init__(
+            self,
+            project_id: str | None = None,
+            region: str | None = None,
+            objective: Any = None,
+            hyperparameters: Any = None,
+            study_config: dict[str, Any] | None = None,
+            max_trials: int | None = None,
+            study_id: str | None = None,
+            **kwargs: Any,
+        ) -> None:
+            if study_config:
+                if objective or hyperparameters:
+                    raise ValueError(
+                        'Please configure either study_config or "objective, and hyperparameters".'
+                    )
+                objective, hyperparameters = _objective_and_space(study_config)
+            elif not (objective and hyperparameters):
+                raise ValueError(
+                    "If study_config is not set, objective and hyperparameters must be set."
+                )
+            super().__init__(
+                objective=objective,
+                hyperparameters=hyperparameters,
+                max_trials=max_trials or 10,
+                allow_new_entries=False,
+                tune_new_entries=False,
+                **kwargs,
+            )
+            self.project_id, self.region = project_id, region
+            self.study_id = study_id or "CloudTuner_study_{}".format(
+                datetime.datetime.now().strftime("%Y%m%d_%H%M%S")
+            )
+            optuna.logging.set_verbosity(optuna.logging.WARNING)
+            maximize = self.objective.direction == "max"
+            self._study = optuna.create_study(
+                direction="maximize" if maximize else "minimize",
+                sampler=optuna.samplers.TPESampler(seed=self.seed),
+            )
+            self._asked: dict[str, Any] = {}
+
+        def populate_space(self, trial_id: str) -> dict[str, Any]:
+            """The next trial's values, asked of Optuna."""
+            asked = self._study.ask()
+            self._asked[trial_id] = asked
+            values = {hp.name: _suggest(asked, hp) for hp in self.hyperparameters.space}
+            return {"status": "RUNNING", "values": values}
+
+        def end_trial(self, trial: Any) -> None:
+            """Keras Tuner's bookkeeping, then Optuna told the trial's score."""
+            super().end_trial(trial)
+            asked = self._asked.pop(trial.trial_id, None)
+            ended = self.trials[trial.trial_id]
+            if asked is None:
+                return
+            if ended.status == "COMPLETED" and ended.score is not None:
+                self._study.tell(asked, float(ended.score))
+            else:
+                self._study.tell(asked, state=optuna.trial.TrialState.FAIL)
+
+    class CloudTuner(kt.Tuner):
+        """``tfc.CloudTuner``: a Keras Tuner ``Tuner`` over :class:`CloudOracle`, with
+        TensorFlow Cloud's arguments (the rest go to ``Tuner``: ``directory``,
+        ``project_name``, ``overwrite``, ``distribution_strategy`` ...)."""
+
+        def __init__(
+            self,
+            hypermodel: Any,
+            project_id: str | None = None,
+            region: str | None = None,
+            objective: Any = None,
+            hyperparameters: Any = None,
+            study_config: dict[str, Any] | None = None,
+            max_trials: int | None = None,
+            study_id: str | None = None,
+            **kwargs: Any,
+        ) -> None:
+            oracle = CloudOracle(
+                project_id=project_id,
+                region=region,
+                objective=objective,
+                hyperparameters=hyperparameters,
+                study_config=study_config,
+                max_trials=max_trials,
+                study_id=study_id,
+            )
+            kwargs.setdefault("project_name", oracle.study_id)
+            super().__init__(oracle=oracle, hypermodel=hypermodel, **kwargs)
+
+    _made.update(CloudOracle=CloudOracle, CloudTuner=CloudTuner)
+
+
+def __getattr__(name: str) -> Any:
+    """``CloudTuner`` and ``CloudOracle``, made on first use (Keras Tuner imported then)."""
+    if name not in ("CloudTuner", "CloudOracle"):
+        raise AttributeError(name)
+    if not _made:
+        _make()
+    return _made[name]

@@ -732,3 +732,35 @@ def test_cloud_oracle_reads_a_vizier_study_config() -> None:
         tfc.CloudOracle("p", "r", objective="val_loss", study_config=study_config)
     with pytest.raises(ValueError, match="objective and hyperparameters must be set"):
         tfc.CloudOracle("p", "r")
+
+
+TUNER_NOTEBOOKS = [
+    "g3doc__tutorials__hp_tuning_cifar10_using_google_cloud.ipynb",
+    "g3doc__tutorials__hp_tuning_wide_and_deep_model.ipynb",
+    "src__python__tensorflow_cloud__tuner__tests__examples__ai_platform_vizier_tuner.ipynb",
+]
+CLOUD_CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus" / "cloud"
+
+
+@pytest.mark.parametrize("name", TUNER_NOTEBOOKS)
+def test_tfc_tuner_notebooks_plan_with_the_import_changed(
+    tfc_env: Path, tmp_path: Path, name: str
+) -> None:
+    """TensorFlow Cloud's tuner tutorials and example, `tensorflow_cloud` swapped for
+    `tfc_jupyter` and nothing else: each plans, and what the plan runs finds CloudTuner."""
+    source = CLOUD_CORPUS / name
+    if not source.exists():
+        pytest.skip("the shared corpus is not beside this clone")
+    text = source.read_text().replace("import tensorflow_cloud as tfc", "import tfc_jupyter as tfc")
+    nb = tmp_path / name
+    nb.write_text(text.replace("from tensorflow_cloud import", "from tfc_jupyter import"))
+    plan = Client().plan_file(str(nb), job_options(entry_point=str(nb), dry_run=True), how="test")
+    import ast
+
+    used = set()
+    for node in ast.walk(ast.parse(plan.script.text)):
+        if isinstance(node, ast.ImportFrom) and node.module == "tfc_jupyter":
+            used |= {alias.name for alias in node.names}
+        if isinstance(node, ast.Attribute) and getattr(node.value, "id", None) == "tfc":
+            used.add(node.attr)
+    assert used and all(hasattr(tfc, name) for name in used), sorted(used)

@@ -31,8 +31,8 @@ def _interrupted_while_starting(signum: int, frame: object) -> None:
 if __name__ == "__main__" or os.path.basename(sys.argv[0]) == "tfc-jupyter":
     signal.signal(signal.SIGINT, _interrupted_while_starting)  # the command, not an importer
 
-import argparse  # noqa: E402
-import contextlib  # noqa: E402  (after the handler: an interrupt while importing is one line)
+import argparse  # noqa: E402  (after the handler: an interrupt while importing is one line)
+import contextlib  # noqa: E402
 import json  # noqa: E402
 from collections.abc import Sequence  # noqa: E402
 from typing import TYPE_CHECKING, Any, NoReturn  # noqa: E402
@@ -92,20 +92,12 @@ def _run(client: Client, plan: Plan) -> int:
 def _sweep(client: Client, plan: Plan) -> int:
     """Run the plan's sweep: a line as each trial starts and ends, then the table of trials
     (stdout); 0 when a trial succeeded. Ctrl-C stops the driving, not the trials."""
-    from .trials import Sweep, run_sweep, trial_line
-
-    said: dict[int, str] = {}
-
-    def changed(sweep: Sweep) -> None:
-        for trial in sweep.trials:
-            line = trial_line(trial, sweep.spec.metric)
-            if said.get(trial.number) != line:
-                said[trial.number] = line
-                print(line, file=sys.stderr, flush=True)
+    from .trials import run_sweep, trial_lines
 
     spare.discard()  # each trial starts its own supervisor
+    said = trial_lines(lambda line: print(line, file=sys.stderr, flush=True))
     try:
-        sweep = run_sweep(client, plan, on_change=changed)
+        sweep = run_sweep(client, plan, on_change=said)
     except KeyboardInterrupt:
         print(
             "tfc-jupyter: stopped the sweep; its running trials go on. Run the same command "

@@ -223,10 +223,10 @@ class TfcMagics(Magics):
         cell names are set here, as one job's are; the cell's value is the sweep
         (``sweep.best`` is the best trial's job). An interrupt stops the driving, not the
         trials: running the cell again goes on with the same sweep."""
-        from .trials import Sweep, run_sweep, trial_line
+        from .trials import Sweep, run_sweep, trial_lines
 
         shell = self.shell
-        said: dict[int, str] = {}
+        said = trial_lines(lambda line: print(line, flush=True))
         handle: Any = None
         if notebook:
             from IPython.display import HTML, display
@@ -237,12 +237,8 @@ class TfcMagics(Magics):
             shell.user_ns["_tfc_sweep"] = sweep  # type: ignore[union-attr]
             if handle is not None:
                 handle.update(HTML(sweep._repr_html_()))
-                return
-            for trial in sweep.trials:
-                line = trial_line(trial, sweep.spec.metric)
-                if said.get(trial.number) != line:
-                    said[trial.number] = line
-                    print(line, flush=True)
+            else:
+                said(sweep)
 
         try:
             sweep = run_sweep(self._client(plan.settings), plan, on_change=changed)

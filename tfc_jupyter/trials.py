@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from tfc_runtime.params import Value, argument
 
+from . import tables
 from .errors import JobConflict, SpecError, TfcError
 from .records import JobState
 from .results import Results, metric_number
@@ -106,49 +107,43 @@ class Sweep:
             )
         return text
 
-    def table(self) -> str:
-        """The trials as a plain-text table."""
-        names = list(self.spec.names)
-        head = ["#", *names, "state", self.spec.metric, "time", "job"]
-        rows = [head] + [
-            [
-                str(t.number),
-                *(_num(t.values.get(n)) for n in names),
-                t.state + ("*" if t is self.best_trial else ""),
-                _num(t.metric),
-                f"{t.seconds:.0f} s" if t.seconds is not None else "",
-                t.job_id or "",
-            ]
-            for t in self.trials
-        ]
-        widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
-        lines = ("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in rows)
-        return "\n".join(line.rstrip() for line in lines)
-
-    def _repr_html_(self) -> str:
+    def _rows(self, *, notes: bool) -> list[list[str]]:
+        """The header, then a row a trial: number, values, state, metric, time, job. The best
+        trial's state is starred (``notes``: the state is followed by the trial's note)."""
         names = list(self.spec.names)
         best = self.best_trial
-        head = "".join(
-            f"<th>{html.escape(h)}</th>"
-            for h in ["#", *names, "state", self.spec.metric, "time", "job"]
-        )
-        body = ""
+        rows = [["#", *names, "state", self.spec.metric, "time", "job"]]
         for t in self.trials:
+            state = t.state + (f": {t.note}" if notes and t.note else "")
+            rows.append(
+                [
+                    str(t.number),
+                    *(_num(t.values.get(n)) for n in names),
+                    state + ("*" if t is best and not notes else ""),
+                    _num(t.metric),
+                    f"{t.seconds:.0f} s" if t.seconds is not None else "",
+                    t.job_id or "",
+                ]
+            )
+        return rows
+
+    def table(self) -> str:
+        """The trials as a plain-text table (the best trial's state starred)."""
+        return tables.table(self._rows(notes=False))
+
+    def _repr_html_(self) -> str:
+        head, *rows = self._rows(notes=True)
+        best = self.best_trial
+        cells = "".join(f"<th>{html.escape(h)}</th>" for h in head)
+        body = ""
+        for t, row in zip(self.trials, rows, strict=True):
             mark = ' style="font-weight:bold"' if t is best else ""
-            cells = [
-                str(t.number),
-                *(_num(t.values.get(n)) for n in names),
-                t.state + (f": {t.note}" if t.note else ""),
-                _num(t.metric),
-                f"{t.seconds:.0f} s" if t.seconds is not None else "",
-                t.job_id or "",
-            ]
-            body += f"<tr{mark}>" + "".join(f"<td>{html.escape(c)}</td>" for c in cells) + "</tr>"
+            body += f"<tr{mark}>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>"
         plot = sweep_svg(self) or ""
         title = html.escape(self.summary_line())
         return (
             f'<div class="tfc-sweep"><div>{title}</div>{plot}'
-            f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>"
+            f"<table><thead><tr>{cells}</tr></thead><tbody>{body}</tbody></table></div>"
         )
 
     def __repr__(self) -> str:
@@ -165,6 +160,21 @@ def trial_line(trial: Trial, metric: str) -> str:
     if trial.state == "succeeded":
         return f"{head}: {metric} {_num(trial.metric)}{took}"
     return f"{head}{took}" + (f": {trial.note}" if trial.note else "")
+
+
+def trial_lines(write: Callable[[str], None]) -> Callable[[Sweep], None]:
+    """An ``on_change`` for :func:`run_sweep` that writes each trial's :func:`trial_line`
+    once, and again whenever it changes (a terminal's view of a sweep)."""
+    said: dict[int, str] = {}
+
+    def changed(sweep: Sweep) -> None:
+        for trial in sweep.trials:
+            line = trial_line(trial, sweep.spec.metric)
+            if said.get(trial.number) != line:
+                said[trial.number] = line
+                write(line)
+
+    return changed
 
 
 def _num(value: Any) -> str:
@@ -457,11 +467,11 @@ class _Driver:
         changed = False
         for number, (trial, job, asked) in list(self.running.items()):
             rec = job.record()
-            results = job.results()
-            if self.spec.prune and not rec.state.is_terminal():
-                self._report(trial, job, asked, results)
             if not rec.state.is_terminal():
+                if self.spec.prune:  # the epochs so far: read only for the pruner
+                    self._report(trial, job, asked, job.results())
                 continue
+            results = job.results()
             _outcome(trial, results, self.spec.metric, rec.state, rec.error or "")
             trial.seconds = rec.elapsed
             attrs = {"seconds": rec.elapsed, "state": trial.state, "note": trial.note}

@@ -17,6 +17,7 @@ import sys
 import traceback
 from collections.abc import Sequence
 from types import TracebackType
+from typing import NoReturn
 
 from tfc_runtime import (
     crash,
@@ -49,8 +50,13 @@ def parse_args(argv: Sequence[str]) -> RuntimeArgs:
     try:
         return RuntimeArgs.from_argv(argv)
     except ValueError as exc:
-        print(f"{USAGE}\npython -m tfc_runtime: error: {exc}", file=sys.stderr)
-        raise SystemExit(2) from None
+        _usage_error(exc)
+
+
+def _usage_error(exc: ValueError) -> NoReturn:
+    """The usage and what is wrong with the command line, on stderr; exit status 2."""
+    print(f"{USAGE}\npython -m tfc_runtime: error: {exc}", file=sys.stderr)
+    raise SystemExit(2) from None
 
 
 def _trial_values(args: RuntimeArgs) -> tuple[dict[str, params.Value], list[str]]:
@@ -61,8 +67,7 @@ def _trial_values(args: RuntimeArgs) -> tuple[dict[str, params.Value], list[str]
     try:
         values, rest = params.take(args.args, args.params)
     except ValueError as exc:
-        print(f"{USAGE}\npython -m tfc_runtime: error: {exc}", file=sys.stderr)
-        raise SystemExit(2) from None
+        _usage_error(exc)
     params.set_values(values)  # for tfc_jupyter.hp(name, default)
     shown = ", ".join(f"{k}={v!r}" for k, v in values.items()) or "the notebook's own"
     print(f"[tfc_runtime] trial values: {shown}")

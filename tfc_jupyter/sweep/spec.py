@@ -54,15 +54,20 @@ class Param:
     """The values of a ``[A, B, ...]`` list, in its order."""
 
     def text(self) -> str:
-        """The parameter in the words :func:`parse_param` reads."""
+        """The parameter in the words :func:`parse_param` reads: ``NAME=SPACE``."""
+        return f"{self.name}={self.space}"
+
+    @property
+    def space(self) -> str:
+        """Its values as written after ``NAME=``: ``loguniform(0.0001, 0.1)``, ``[64, 128]``."""
         if self.kind == "choice":
-            return f"{self.name}=[{', '.join(repr(c) for c in self.choices)}]"
+            return f"[{', '.join(repr(c) for c in self.choices)}]"
         bounds = f"{self.low!r}, {self.high!r}"
         if self.kind == "int":
             bounds = f"{int(self.low or 0)}, {int(self.high or 0)}"
             if self.step != 1:
                 bounds += f", {self.step}"
-        return f"{self.name}={self.kind}({bounds})"
+        return f"{self.kind}({bounds})"
 
     @property
     def value_kind(self) -> str:

@@ -72,12 +72,11 @@ def find_targets(
         if name is None or value is None:
             continue
         where = script.locate(node.lineno)
-        cell = where[0] if where else None
         found.setdefault(name, []).append(
             _Assignment(
                 node.lineno,
-                cell,
-                _place(labels.get(cell) if cell is not None else None, where),
+                where[0] if where else None,
+                _place(script, labels, node.lineno),
                 lines[node.lineno - 1],
                 _plain(value),
             )
@@ -93,10 +92,8 @@ def find_targets(
             if param.name not in calls:
                 raise
             line = calls[param.name]  # hp("lr", 1e-3) reads it: nothing to replace
-            where = script.locate(line)
-            place = _place(labels.get(where[0]) if where else None, where)
             target = Target(param.name, param.value_kind, 0)
-            out.append(Replaced(target, place, lines[line - 1]))
+            out.append(Replaced(target, _place(script, labels, line), lines[line - 1]))
             continue
         target = Target(param.name, param.value_kind, chosen.line)
         out.append(Replaced(target, chosen.place, chosen.text))
@@ -158,8 +155,7 @@ def _refuse_nested(name: str, tree: ast.Module, script: Script, labels: dict[int
         if isinstance(node, (ast.AnnAssign, ast.AugAssign)):
             targets = [node.target]
         if any(isinstance(t, ast.Name) and t.id == name for t in targets):
-            where = script.locate(getattr(node, "lineno", 0))
-            place = _place(labels.get(where[0]) if where else None, where)
+            place = _place(script, labels, getattr(node, "lineno", 0))
             raise SpecError(
                 f"--sweep {name}: it is only set inside a block ({place})",
                 f"set it to a plain value at the top of a cell tagged {PARAMETERS_TAG!r}, "
@@ -188,8 +184,10 @@ def _plain(value: ast.expr) -> bool:
     return True
 
 
-def _place(cell: Cell | None, where: tuple[int, int] | None) -> str:
-    """``cell 2, line 1``, or ``train.py, line 4``."""
+def _place(script: Script, cells: dict[int, Cell], line: int) -> str:
+    """Where script line ``line`` is written: ``cell 2, line 1``, or ``train.py, line 4``."""
+    where = script.locate(line)
+    cell = cells.get(where[0]) if where else None
     if cell is None or where is None:
         return "the job's script"
     return f"{cell.place}, line {where[1]}"
@@ -216,8 +214,7 @@ class SweepPlan:
             + ("; poor trials stopped early" if spec.prune else "")
         ]
         for param, replaced in zip(spec.params, self.replaced, strict=True):
-            space = param.text().split("=", 1)[1]
-            out.append(f"  {replaced.describe()} <- {space}")
+            out.append(f"  {replaced.describe()} <- {param.space}")
         return out
 
     def to_dict(self) -> dict[str, object]:
@@ -233,7 +230,7 @@ class SweepPlan:
             "params": [
                 {
                     "name": p.name,
-                    "space": p.text().split("=", 1)[1],
+                    "space": p.space,
                     "replaces": r.place,
                     "line": r.text.strip(),
                 }

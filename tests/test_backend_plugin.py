@@ -390,6 +390,14 @@ def test_the_product_refuses_what_its_traits_say_it_cannot_do(
     refused = json.loads(out)["refused"]
     assert refused["message"] == "the jobset backend cannot run TPU jobs"
     assert "use --backend vertex" in refused["hint"]
+    # A sweep: its trials are jobs this machine drives, or a tuning job of a backend that tunes.
+    swept = write_notebook(ps_notebook.with_name("swept.ipynb"), "lr = 0.1\nprint(lr)")
+    sweep = ["--sweep", "lr=[0.1,0.2]", "--metric", "loss"]
+    code, out, err = _cli(capsys, "run", str(swept), "--backend", "jobset", *sweep)
+    assert code != 0 and "launching a sweep on Kubernetes is not supported" in err, err
+    assert "--backend local" in err
+    code, out, err = _cli(capsys, "plan", str(swept), "--backend", "jobset", *sweep, "--dry-run")
+    assert code == 0, err  # its dry run shows it
 
 
 def test_a_backend_s_own_flag_works_on_every_edge(

@@ -189,9 +189,14 @@ def test_no_surface_launches_a_sweep_as_one_job(tmp_path: Path) -> None:
     assert client.list(limit=None) == []
 
 
-def test_a_sweep_off_this_machine_is_refused_for_now(tmp_path: Path) -> None:
-    with pytest.raises(SpecError, match="a sweep on Vertex AI is not supported yet"):
-        _plan(Client(), _notebook(tmp_path), "--backend", "vertex", "--project", "my-project")
+def test_a_sweep_on_vertex_ai_plans_as_one_launchable_job(tmp_path: Path) -> None:
+    """Vertex AI runs a sweep as its own tuning job (tests/test_vertex_tuning.py runs one):
+    the plan is not refused, and the jobs API would launch it as one job."""
+    flags = ("--backend", "vertex", "--project", "my-project", "--image", "registry.test/x:1")
+    plan = _plan(Client(), _notebook(tmp_path), *flags)
+    assert plan.sweep is not None  # made, not refused (here only for want of credentials)
+    assert plan.refused is None or "credentials" in str(plan.refused)
+    assert "/hyperparameterTuningJobs" in plan.preview().request["url"]
 
 
 HP_RUN = """%%tfc_run

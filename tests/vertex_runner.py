@@ -279,24 +279,35 @@ class LogStore:
         self._ids = itertools.count(1)
         self._last = datetime.now(timezone.utc)
 
-    def add(self, project: str, job_id: str, task: str | None, text: str, severity: str) -> None:
-        """One entry: a replica's line (``task`` like ``workerpool0-0``) or a service message."""
+    def add(
+        self,
+        project: str,
+        job_id: str,
+        task: str | None,
+        text: str,
+        severity: str,
+        labels: dict[str, str] | None = None,
+    ) -> None:
+        """One entry: a replica's line (``task`` like ``workerpool0-0``) or a service message;
+        ``labels``: the entry's own (a tuning trial's ``ml.googleapis.com/trial_id``)."""
         with self._lock:
             now = max(datetime.now(timezone.utc), self._last + timedelta(microseconds=1))
             self._last = now
-            labels = {"job_id": job_id, "project_id": project}
+            resource = {"job_id": job_id, "project_id": project}
             if task:
-                labels["task_name"] = task
+                resource["task_name"] = task
             log = task or f"ml.googleapis.com%2F{job_id}"
             entry = {
                 "logName": f"projects/{project}/logs/{log}",
-                "resource": {"type": "ml_job", "labels": labels},
+                "resource": {"type": "ml_job", "labels": resource},
                 "textPayload": text,
                 "timestamp": rfc3339(now),
                 "receiveTimestamp": rfc3339(now),
                 "severity": severity,
                 "insertId": f"{next(self._ids):012x}",
             }
+            if labels:
+                entry["labels"] = dict(labels)
             self.entries.append((time.monotonic() + self.delay, entry))
 
     def visible(self) -> list[dict[str, Any]]:
@@ -320,6 +331,9 @@ class Running(Protocol):
 
     def finish(self, timeout: float) -> None:
         """Wait (bounded) until its output is read, then release it."""
+
+    def read_file(self, path: str) -> bytes | None:
+        """A file the replica wrote (before :meth:`finish` releases it), None if absent."""
 
 
 class Executor(Protocol):
@@ -394,6 +408,12 @@ class _Process:
         for t in self.readers:
             t.join(timeout)
         self.kill()  # whatever the replica left behind in its group
+
+    def read_file(self, path: str) -> bytes | None:
+        try:
+            return Path(path).read_bytes()
+        except OSError:
+            return None
 
 
 class ProcessExecutor:
@@ -505,6 +525,15 @@ class _Container:
             t.join(timeout)
         with contextlib.suppress(Exception):
             self.container.remove(force=True)
+
+    def read_file(self, path: str) -> bytes | None:
+        try:
+            chunks, _ = self.container.get_archive(path)
+            with tarfile.open(fileobj=io.BytesIO(b"".join(chunks))) as tar:
+                member = tar.extractfile(tar.getmembers()[0])
+                return member.read() if member is not None else None
+        except Exception:
+            return None
 
 
 class DockerExecutor:
@@ -736,6 +765,13 @@ class JobRun:
     fail_with: str | None = None
     storage_url: str | None = None  # the fake Cloud Storage that package URIs are read from
     workdir: Path | None = None  # package replicas' folders (made on demand, removed at the end)
+    # A tuning trial's job (vertex_tuning): its lines are logged under the tuning job's id with
+    # the trial's labels, its replicas get the trial's variables, and ``collect`` sees the
+    # replicas once they ended (before they are released).
+    log_as: str | None = None
+    log_labels: dict[str, str] = field(default_factory=dict)
+    extra_env: dict[str, str] = field(default_factory=dict)
+    collect: Callable[[dict[str, Running]], None] | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
     cancel_requested: threading.Event = field(default_factory=threading.Event)
     replicas: dict[str, Running] = field(default_factory=dict)
@@ -775,8 +811,13 @@ class JobRun:
             if error:
                 self.resource["error"] = {"code": code, "message": error}
 
+    def _log(self, task: str | None, text: str, severity: str) -> None:
+        self.logs.add(
+            self.project, self.log_as or self.job_id, task, text, severity, self.log_labels
+        )
+
     def _service(self, text: str, severity: str = "INFO") -> None:
-        self.logs.add(self.project, self.job_id, None, text, severity)
+        self._log(None, text, severity)
 
     def _sleep(self, seconds: float) -> bool:
         """Sleep unless cancelled; True when a cancel arrived."""
@@ -813,10 +854,10 @@ class JobRun:
         for task, pool, env in vertex_env(self.resource, self.job_id):
             package = pools[pool].get("pythonPackageSpec")
             spec_env = (package or pools[pool].get("containerSpec", {})).get("env", [])
-            env = {**container_env(spec_env), **env}  # $(NAME) and $$ expanded as Vertex does
+            env = {**container_env(spec_env), **env, **self.extra_env}  # $(NAME) expanded
 
             def on_line(text: str, severity: str, task: str = task) -> None:
-                self.logs.add(self.project, self.job_id, task, text, severity)
+                self._log(task, text, severity)
 
             try:
                 if package is not None:
@@ -904,6 +945,8 @@ class JobRun:
 
     def _drain(self) -> None:
         """Wait (bounded) for the replicas' last output to reach the logs."""
+        if self.collect is not None:
+            self.collect(self.replicas)
         for replica in self.replicas.values():
             replica.finish(10)
 

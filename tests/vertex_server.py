@@ -5,6 +5,8 @@ unpatched (``api_endpoint="http://127.0.0.1:PORT"``, anonymous credentials):
 
 * ``POST /v1/{parent}/customJobs``, ``GET /v1/{name}``, ``GET /v1/{parent}/customJobs``
   (``filter``, ``pageSize``, ``pageToken``), ``POST /v1/{name}:cancel``;
+* the same for ``hyperparameterTuningJobs``, Vizier played here (:mod:`vertex_tuning`: each
+  trial a custom job run for real, its metric read from the file the trial writes);
 * ``POST /v2/entries:list`` with Cloud Logging's filter language (the subset log readers use).
 
 Bodies go through the real proto types (``CustomJob.from_json``), so an unknown field or enum is
@@ -58,6 +60,7 @@ from vertex_runner import (
     parse_rfc3339,
     rfc3339,
 )
+from vertex_tuning import TuningRun, check_study
 from vertex_validate import error_message, validate
 
 _GRPC_CODES = {
@@ -479,6 +482,8 @@ class VertexServer(FakeServer):
         )
         super().__init__()
         self.jobs: dict[str, JobRun] = {}
+        self.trial_jobs: dict[str, JobRun] = {}  # tuning trials' custom jobs (not listed)
+        self.tuning_jobs: dict[str, TuningRun] = {}
         self.failing_jobs: list[str] = []
         self._ids = itertools.count(int(time.time() * 1000) % 10**12 * 10**6)
 
@@ -495,7 +500,7 @@ class VertexServer(FakeServer):
 
     # -- control ----------------------------------------------------------------------------
     def _runs(self) -> list[Any]:
-        return list(self.jobs.values())
+        return [*self.tuning_jobs.values(), *self.jobs.values(), *self.trial_jobs.values()]
 
     def fail_next_job(self, message: str) -> None:
         """Accept the next created job, then fail it with ``message`` before it runs."""
@@ -510,7 +515,12 @@ class VertexServer(FakeServer):
 
     def job(self, job_id: str) -> JobRun:
         """A job by numeric id or resource name."""
-        return self.jobs[job_id.rsplit("/", 1)[-1]]
+        key = job_id.rsplit("/", 1)[-1]
+        return self.jobs.get(key) or self.trial_jobs[key]
+
+    def tuning_job(self, job_id: str) -> TuningRun:
+        """A tuning job by numeric id or resource name."""
+        return self.tuning_jobs[job_id.rsplit("/", 1)[-1]]
 
     # -- the API ----------------------------------------------------------------------------
     def handle(self, method: str, path: str, query: dict[str, list[str]], body: Any) -> Any:
@@ -535,7 +545,7 @@ class VertexServer(FakeServer):
             names = body.get("resourceNames", []) if isinstance(body, dict) else []
             if names and str(names[0]).startswith("projects/"):
                 refused = self.log_budget.charge(project_number(str(names[0]).split("/")[1]))
-        m = re.match(r"/v1/projects/([^/]+)/locations/[^/]+/customJobs", path)
+        m = re.match(r"/v1/projects/([^/]+)/locations/[^/]+/(customJobs|hyperparameterTun)", path)
         if m and self.crud_budget is not None:
             refused = self.crud_budget.charge(project_number(m.group(1)))
         if refused is not None:
@@ -547,25 +557,34 @@ class VertexServer(FakeServer):
         if method == "POST" and path == "/v2/entries:list":
             return self._list_entries(body or {})
         m = re.fullmatch(
-            r"/v1/projects/([^/]+)/locations/([^/]+)/customJobs(?:/(\d+))?(:cancel)?", path
+            r"/v1/projects/([^/]+)/locations/([^/]+)/(customJobs|hyperparameterTuningJobs)"
+            r"(?:/(\d+))?(:cancel)?",
+            path,
         )
         if not m:
             raise ApiError("NOT_FOUND", f"The requested URL {path} was not found on this server.")
-        project, location, job_id, cancel = m.groups()
+        project, location, collection, job_id, cancel = m.groups()
+        tuning = collection == "hyperparameterTuningJobs"
         if job_id is None and method == "POST":
-            return self._create(project, location, body)
+            create = self._create_tuning if tuning else self._create
+            return create(project, location, body)
         if job_id is None and method == "GET":
-            return self._list_jobs(project, location, query)
-        run = self.jobs.get(job_id or "")
+            return self._list_jobs(project, location, query, tuning=tuning)
+        kind = "HyperparameterTuningJob" if tuning else "CustomJob"
+        run: JobRun | TuningRun | None = (
+            self.tuning_jobs.get(job_id or "")
+            if tuning
+            else self.jobs.get(job_id or "") or self.trial_jobs.get(job_id or "")
+        )
         if run is None or project_number(run.project) != project_number(project):
-            raise ApiError("NOT_FOUND", f"The CustomJob {job_id} does not exist.")
+            raise ApiError("NOT_FOUND", f"The {kind} {job_id} does not exist.")
         if method == "GET" and not cancel:
             return run.snapshot()
         if method == "POST" and cancel:
             state = run.state()
             if state in _TERMINAL:
                 raise ApiError(
-                    "FAILED_PRECONDITION", f"Cannot cancel CustomJob {job_id} in state {state}."
+                    "FAILED_PRECONDITION", f"Cannot cancel {kind} {job_id} in state {state}."
                 )
             run.cancel_requested.set()
             return {}
@@ -589,27 +608,23 @@ class VertexServer(FakeServer):
         except Exception as exc:
             raise ApiError("INVALID_ARGUMENT", f"Invalid JSON payload received. {exc}") from None
         resource = MessageToDict(CustomJob.pb(job))
-        problems = validate(resource)
-        if problems:
-            violations = [{"field": f, "description": d} for f, d in problems]
-            detail = {
-                "@type": "type.googleapis.com/google.rpc.BadRequest",
-                "fieldViolations": violations,
-            }
-            raise ApiError("INVALID_ARGUMENT", error_message(problems), [detail])
-        job_id = str(next(self._ids))
-        now = rfc3339(datetime.now(timezone.utc))
-        for key in ("name", "state", "createTime", "startTime", "endTime", "updateTime", "error"):
-            resource.pop(key, None)
-        resource.update(
-            name=f"projects/{project_number(project)}/locations/{location}/customJobs/{job_id}",
-            state="JOB_STATE_QUEUED",
-            createTime=now,
-            updateTime=now,
-        )
+        _refuse(validate(resource))
         with self._lock:
             fail_with = self.failing_jobs.pop(0) if self.failing_jobs else None
-        run = JobRun(
+        run = self._job_run(project, location, resource, fail_with)
+        self.jobs[run.job_id] = run
+        run.start()
+        return run.snapshot()
+
+    def _job_run(
+        self, project: str, location: str, resource: dict[str, Any], fail_with: str | None = None
+    ) -> JobRun:
+        """A CustomJob resource named, stamped and ready to run."""
+        job_id = str(next(self._ids))
+        _stamp(
+            resource, f"projects/{project_number(project)}/locations/{location}/customJobs/{job_id}"
+        )
+        return JobRun(
             resource,
             project,
             self.executor,
@@ -618,22 +633,56 @@ class VertexServer(FakeServer):
             fail_with,
             storage_url=self.storage_url,
         )
-        self.jobs[job_id] = run
-        run.start()
-        return run.snapshot()
 
-    def _list_jobs(self, project: str, location: str, query: dict[str, list[str]]) -> Any:
+    def _create_tuning(self, project: str, location: str, body: Any) -> dict[str, Any]:
+        from google.cloud.aiplatform_v1.types import HyperparameterTuningJob
+        from google.protobuf.json_format import MessageToDict
+
+        try:
+            job = HyperparameterTuningJob.from_json(json.dumps(body), ignore_unknown_fields=False)
+        except Exception as exc:
+            raise ApiError("INVALID_ARGUMENT", f"Invalid JSON payload received. {exc}") from None
+        resource = MessageToDict(HyperparameterTuningJob.pb(job))
+        as_custom = {"displayName": resource.get("displayName", ""),
+                     "jobSpec": resource.get("trialJobSpec", {}),
+                     "labels": resource.get("labels", {})}  # fmt: skip
+        problems = [(f.replace("job_spec", "trial_job_spec", 1), d) for f, d in validate(as_custom)]
+        _refuse(problems + check_study(resource))
+        job_id = str(next(self._ids))
+        name = f"projects/{project_number(project)}/locations/{location}"
+        _stamp(resource, f"{name}/hyperparameterTuningJobs/{job_id}")
+        resource.pop("trials", None)
+
+        def start_trial(
+            trial: dict[str, Any], labels: dict[str, str], env: dict[str, str], collect: Any
+        ) -> JobRun:
+            run = self._job_run(project, location, trial)
+            run.log_as, run.log_labels, run.extra_env, run.collect = job_id, labels, env, collect
+            self.trial_jobs[run.job_id] = run
+            run.start()
+            return run
+
+        tuning = TuningRun(resource, project, start_trial)
+        self.tuning_jobs[job_id] = tuning
+        tuning.start()
+        return tuning.snapshot()
+
+    def _list_jobs(
+        self, project: str, location: str, query: dict[str, list[str]], *, tuning: bool = False
+    ) -> Any:
         terms = parse_filter(query.get("filter", [""])[0])
         alias = {"display_name": "displayName", "create_time": "createTime", "state": "state"}
         number = project_number(project)
-        runs = [r for r in self.jobs.values() if project_number(r.project) == number]
+        every: list[Any] = list((self.tuning_jobs if tuning else self.jobs).values())
+        runs = [r for r in every if project_number(r.project) == number]
         jobs = [r.snapshot() for r in runs]
         jobs = [j for j in jobs if f"/locations/{location}/" in j["name"]]
         jobs = [j for j in jobs if matches(j, terms, alias)]
         jobs.sort(key=lambda j: j["createTime"], reverse=True)
         size = int(query.get("pageSize", ["0"])[0])
         page, token = _page(jobs, size, query.get("pageToken", [""])[0])
-        return {"customJobs": page, **({"nextPageToken": token} if token else {})}
+        key = "hyperparameterTuningJobs" if tuning else "customJobs"
+        return {key: page, **({"nextPageToken": token} if token else {})}
 
     def _list_entries(self, body: dict[str, Any]) -> Any:
         projects = [
@@ -651,6 +700,25 @@ class VertexServer(FakeServer):
             entries.reverse()
         page, token = _page(entries, int(body.get("pageSize", 0)), body.get("pageToken", ""))
         return {"entries": page, **({"nextPageToken": token} if token else {})}
+
+
+def _refuse(problems: list[tuple[str, str]]) -> None:
+    """Vertex AI's 400 for a body with problems (``(field, message)`` pairs), if any."""
+    if problems:
+        violations = [{"field": f, "description": d} for f, d in problems]
+        detail = {
+            "@type": "type.googleapis.com/google.rpc.BadRequest",
+            "fieldViolations": violations,
+        }
+        raise ApiError("INVALID_ARGUMENT", error_message(problems), [detail])
+
+
+def _stamp(resource: dict[str, Any], name: str) -> None:
+    """Give a created resource its name and queued state (what the caller sent is dropped)."""
+    now = rfc3339(datetime.now(timezone.utc))
+    for key in ("name", "state", "createTime", "startTime", "endTime", "updateTime", "error"):
+        resource.pop(key, None)
+    resource.update(name=name, state="JOB_STATE_QUEUED", createTime=now, updateTime=now)
 
 
 class _Handler(BaseHTTPRequestHandler):

@@ -102,7 +102,8 @@ def launch(plan: Plan, *, store: JobStore | None = None) -> Job:
     Raises:
         TfcError: the backend refuses the job (missing requirements, TPU on a CPU machine ...).
     """
-    if plan.sweep is not None:  # one job would run the notebook's own values, once
+    if plan.sweep is not None and not registry.traits(plan.spec.backend).tunes:
+        # one job would run the notebook's own values, once
         raise SpecError(
             "this plan is a sweep: it launches as trials, not as one job",
             "run it from %%tfc_run or tfc-jupyter run (tfc_jupyter.trials.run_sweep)",

@@ -68,9 +68,19 @@ class Traits:
     ``[tfc_runtime] result`` lines (Vertex AI: no job folder is shared). Otherwise they come
     only in the job folder's results file, and a line the code prints that looks like one is
     just a line: it sets no metric and no model path."""
+    tunes: bool = False
+    """It runs a sweep as one job of its own (Vertex AI's HyperparameterTuningJob, Vizier
+    choosing the values): the trials are the service's, not jobs of ours. Its watcher keeps
+    them in the job folder's :data:`TRIALS_FILE`."""
     keeps_backups: bool = False
     """The job's checkpoint folder outlives a replica's machine with no ``--base-output-dir``
     (a folder on this machine), so a restarted replica finds its backups there."""
+
+
+TRIALS_FILE = "trials.json"
+"""A sweep's job folder (a backend that ``tunes``): its trials as the service last reported
+them, a JSON list of Vertex AI ``Trial`` objects (``id``, ``state``, ``parameters``,
+``measurements``, ``finalMeasurement``, ``startTime``, ``endTime``, ``infeasibleReason``)."""
 
 
 @dataclass(frozen=True)

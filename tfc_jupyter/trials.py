@@ -19,175 +19,44 @@ import contextlib
 import dataclasses
 import fcntl
 import hashlib
-import html
 import json
 import math
 import os
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tfc_runtime.params import Value, argument
 
-from . import tables
+from . import registry
 from .errors import JobConflict, SpecError, TfcError
 from .records import JobState
 from .results import Results, metric_number
+from .trial_table import Sweep, Trial, sweep_svg, trial_line, trial_lines
 
 if TYPE_CHECKING:
     from .client import Client, Job
     from .planner.plan import Plan
     from .sweep.spec import Param, SweepSpec
 
+__all__ = [
+    "Sweep",
+    "Trial",
+    "curve",
+    "run_sweep",
+    "sweep_folder",
+    "sweep_key",
+    "sweep_svg",
+    "trial_line",
+    "trial_lines",
+    "trial_plan",
+]
+
 SWEEPS = "sweeps"
 JOURNAL = "study.journal"
 LOCK = "sweep.lock"
 POLL_S = 0.5
-
-
-@dataclass
-class Trial:
-    """One trial: its values, its job, and how it went."""
-
-    number: int
-    values: dict[str, Value]
-    state: str
-    """``running``, ``succeeded``, ``failed``, ``pruned`` or ``stopped`` (cancelled)."""
-    job_id: str | None = None
-    metric: float | None = None
-    seconds: float | None = None
-    note: str = ""
-    curve: list[tuple[int, float]] = field(default_factory=list)
-    """``(epoch, metric)`` as the job reported them."""
-
-
-class Sweep:
-    """A sweep's handle: its trials, the best one, and their table and plot."""
-
-    def __init__(self, folder: Path, spec: SweepSpec, client: Client) -> None:
-        self.folder = folder
-        self.id = folder.name
-        self.spec = spec
-        self.client = client
-        self.trials: list[Trial] = []
-
-    @property
-    def best_trial(self) -> Trial | None:
-        """The succeeded trial with the best metric (the first of equals)."""
-        done = [t for t in self.trials if t.state == "succeeded" and t.metric is not None]
-        if not done:
-            return None
-        sign = -1.0 if self.spec.goal == "max" else 1.0
-        return min(done, key=lambda t: (sign * (t.metric or 0.0), t.number))
-
-    @property
-    def best(self) -> Job | None:
-        """The best trial's job handle (its model, history, logs), or None."""
-        trial = self.best_trial
-        return self.client.job(trial.job_id) if trial and trial.job_id else None
-
-    def counts(self) -> dict[str, int]:
-        """Trials in each state."""
-        out: dict[str, int] = {}
-        for t in self.trials:
-            out[t.state] = out.get(t.state, 0) + 1
-        return out
-
-    def summary_line(self) -> str:
-        """``sweep S: 6 trials (6 succeeded); best #3 val_accuracy 0.91 (lr=0.01, units=64)``."""
-        parts = ", ".join(f"{n} {s}" for s, n in sorted(self.counts().items()))
-        text = f"sweep {self.id}: {len(self.trials)} of {self.spec.trials} trials ({parts})"
-        best = self.best_trial
-        if best is not None:
-            text += (
-                f"; best #{best.number} {self.spec.metric} {_num(best.metric)} "
-                f"({_values(best.values)}), job {best.job_id}"
-            )
-        return text
-
-    def _rows(self, *, notes: bool) -> list[list[str]]:
-        """The header, then a row a trial: number, values, state, metric, time, job. The best
-        trial's state is starred (``notes``: the state is followed by the trial's note)."""
-        names = list(self.spec.names)
-        best = self.best_trial
-        rows = [["#", *names, "state", self.spec.metric, "time", "job"]]
-        for t in self.trials:
-            state = t.state + (f": {t.note}" if notes and t.note else "")
-            rows.append(
-                [
-                    str(t.number),
-                    *(_num(t.values.get(n)) for n in names),
-                    state + ("*" if t is best and not notes else ""),
-                    _num(t.metric),
-                    f"{t.seconds:.0f} s" if t.seconds is not None else "",
-                    t.job_id or "",
-                ]
-            )
-        return rows
-
-    def table(self) -> str:
-        """The trials as a plain-text table (the best trial's state starred)."""
-        return tables.table(self._rows(notes=False))
-
-    def _repr_html_(self) -> str:
-        head, *rows = self._rows(notes=True)
-        best = self.best_trial
-        cells = "".join(f"<th>{html.escape(h)}</th>" for h in head)
-        body = ""
-        for t, row in zip(self.trials, rows, strict=True):
-            mark = ' style="font-weight:bold"' if t is best else ""
-            body += f"<tr{mark}>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>"
-        plot = sweep_svg(self) or ""
-        title = html.escape(self.summary_line())
-        return (
-            f'<div class="tfc-sweep"><div>{title}</div>{plot}'
-            f"<table><thead><tr>{cells}</tr></thead><tbody>{body}</tbody></table></div>"
-        )
-
-    def __repr__(self) -> str:
-        return self.summary_line()
-
-
-def trial_line(trial: Trial, metric: str) -> str:
-    """``trial 3 running: lr=0.01, units=64 (job ID)``, ``trial 3 succeeded: val_accuracy
-    0.91 in 12 s``, ``trial 4 failed: <why>``: one line a trial's change."""
-    head = f"trial {trial.number} {trial.state}"
-    if trial.state == "running":
-        return f"{head}: {_values(trial.values)} (job {trial.job_id})"
-    took = f" in {trial.seconds:.0f} s" if trial.seconds is not None else ""
-    if trial.state == "succeeded":
-        return f"{head}: {metric} {_num(trial.metric)}{took}"
-    return f"{head}{took}" + (f": {trial.note}" if trial.note else "")
-
-
-def trial_lines(write: Callable[[str], None]) -> Callable[[Sweep], None]:
-    """An ``on_change`` for :func:`run_sweep` that writes each trial's :func:`trial_line`
-    once, and again whenever it changes (a terminal's view of a sweep)."""
-    said: dict[int, str] = {}
-
-    def changed(sweep: Sweep) -> None:
-        for trial in sweep.trials:
-            line = trial_line(trial, sweep.spec.metric)
-            if said.get(trial.number) != line:
-                said[trial.number] = line
-                write(line)
-
-    return changed
-
-
-def _num(value: Any) -> str:
-    """A value for a table: numbers short, the rest as written."""
-    if value is None:
-        return ""
-    if isinstance(value, float):
-        return f"{value:.4g}"
-    return str(value)
-
-
-def _values(values: dict[str, Value]) -> str:
-    return ", ".join(f"{k}={_num(v)}" for k, v in values.items())
 
 
 def sweep_key(plan: Plan) -> str:
@@ -346,8 +215,13 @@ def run_sweep(
     if plan.sweep is None:
         raise SpecError("the plan has no sweep", "pass --sweep NAME=SPACE")
     spec = plan.sweep.spec
-    optuna = _optuna()
     folder = sweep_folder(client, plan)
+    if registry.traits(plan.spec.backend).tunes:  # the backend's own tuning job runs it
+        from .tuned import follow_tuning
+
+        with _driving(folder):
+            return follow_tuning(client, plan, folder, on_change=on_change, poll_s=poll_s)
+    optuna = _optuna()
     sweep = Sweep(folder, spec, client)
     with _driving(folder):
         (folder / "sweep.json").write_text(
@@ -500,77 +374,3 @@ class _Driver:
             trial.note = f"behind the others' median at epoch {trial.curve[-1][0]}"
             with contextlib.suppress(TfcError):
                 job.cancel()
-
-
-def sweep_svg(sweep: Sweep) -> str | None:
-    """The metric by trial, and against each parameter: small panels in one SVG (colours
-    follow the page's text colour, for light and dark themes)."""
-    points = [t for t in sweep.trials if t.metric is not None]
-    if not points:
-        return None
-    panels: list[tuple[str, list[tuple[Any, float, bool]], bool]] = [
-        ("trial", [(t.number, t.metric or 0.0, t is sweep.best_trial) for t in points], False)
-    ]
-    for param in sweep.spec.params:
-        pts = [(t.values.get(param.name), t.metric or 0.0, t is sweep.best_trial) for t in points]
-        panels.append((param.name, pts, param.kind == "loguniform"))
-    width, height, pad = 220, 160, 34
-    parts = []
-    for i, (label, pts, log) in enumerate(panels):
-        x0 = i * (width + 10)
-        parts.append(_panel(label, pts, log, x0, width, height, pad, sweep.spec.metric))
-    total = len(panels) * (width + 10)
-    return (
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{total}" height="{height}" '
-        f'viewBox="0 0 {total} {height}" style="max-width:100%;height:auto;color:inherit" '
-        f'font-size="10" font-family="sans-serif">{"".join(parts)}</svg>'
-    )
-
-
-def _panel(
-    label: str,
-    pts: list[tuple[Any, float, bool]],
-    log: bool,
-    x0: int,
-    width: int,
-    height: int,
-    pad: int,
-    metric: str,
-) -> str:
-    """One panel: ``metric`` (y) against ``label`` (x); categories spread evenly."""
-    xs_raw = [p[0] for p in pts]
-    numeric = all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in xs_raw)
-    if numeric:
-        xs = [math.log10(float(x)) if log and float(x) > 0 else float(x) for x in xs_raw]
-    else:
-        order = sorted({str(x) for x in xs_raw})
-        xs = [float(order.index(str(x))) for x in xs_raw]
-    ys = [p[1] for p in pts]
-    lo_x, hi_x = min(xs), max(xs)
-    lo_y, hi_y = min(ys), max(ys)
-    span_x = (hi_x - lo_x) or 1.0
-    span_y = (hi_y - lo_y) or 1.0
-    inner_w, inner_h = width - pad - 8, height - pad - 14
-
-    def sx(x: float) -> float:
-        return x0 + pad + (x - lo_x) / span_x * inner_w if hi_x > lo_x else x0 + pad + inner_w / 2
-
-    def sy(y: float) -> float:
-        return 8 + (hi_y - y) / span_y * inner_h if hi_y > lo_y else 8 + inner_h / 2
-
-    out = [
-        f'<rect x="{x0 + pad}" y="8" width="{inner_w}" height="{inner_h}" fill="none" '
-        'stroke="currentColor" stroke-opacity="0.3"/>',
-        f'<text x="{x0 + pad + inner_w / 2:.1f}" y="{height - 4}" text-anchor="middle" '
-        f'fill="currentColor">{html.escape(label)}{" (log)" if log else ""}</text>',
-        f'<text x="{x0 + 2}" y="12" fill="currentColor">{html.escape(_num(hi_y))}</text>',
-        f'<text x="{x0 + 2}" y="{8 + inner_h}" fill="currentColor">'
-        f"{html.escape(_num(lo_y))}</text>",
-    ]
-    for x, y, best in zip(xs, ys, (p[2] for p in pts), strict=True):
-        colour = "#e8710a" if best else "#1a73e8"
-        out.append(
-            f'<circle cx="{sx(x):.1f}" cy="{sy(y):.1f}" r="{5 if best else 3.5}" '
-            f'fill="{colour}"><title>{html.escape(metric)} {_num(y)}</title></circle>'
-        )
-    return "".join(out)

@@ -7,7 +7,9 @@ google-cloud-aiplatform's ``JobServiceClient`` over REST, records the console li
 TensorBoard link when one is set), and starts a detached watcher (:mod:`.vertex_watcher`) that
 polls the job's state and copies its Cloud Logging entries into ``<job_dir>/logs/<replica>.log``.
 So ``Job.follow()``, ``%tfc_logs`` and ``%tfc_attach`` work as for local jobs, and the job
-outlives the kernel.
+outlives the kernel. A plan with a sweep is one ``HyperparameterTuningJob`` instead
+(:func:`~tfc_jupyter.backends.vertex_request.tuning_job_body`), created, watched and cancelled
+the same way; its watcher keeps the trials in the job folder (:mod:`tfc_jupyter.tuned`).
 
 Transient API errors are retried with backoff within a bounded time; authentication, permission,
 quota, not-found and invalid-argument errors stop at once with a one-line
@@ -70,6 +72,7 @@ class VertexBackend:
         routes=True,
         scheduling=True,
         reports_in_logs=True,
+        tunes=True,
         model_place="on the Vertex AI machine",
         restarts="Vertex AI restarts a replica after VM maintenance, a preemption or a crash",
     )
@@ -138,13 +141,16 @@ class VertexBackend:
 
             result = ensure_image(plan, push=True)
             image, built = result.uri, {"built": result.built, "pushed": result.pushed}
-        body = vertex_request.custom_job_body(spec, image, package_uri=package_uri)  # as shown
+        if plan.sweep is not None:  # a sweep: one tuning job, Vizier choosing each trial's values
+            body = vertex_request.tuning_job_body(spec, plan.sweep.spec, image, package_uri)
+        else:
+            body = vertex_request.custom_job_body(spec, image, package_uri=package_uri)  # as shown
         job_dir = Path(record.job_dir)
         write_private(job_dir / "vertex_request.json", json.dumps(body, indent=2))
         if self._cancel_asked(record.id):  # during the build or the upload: create nothing
             return
         counter = RetryCount()
-        job = self._create(spec, body, counter)
+        job = self._create(spec, body, counter, tuning=plan.sweep is not None)
         resource = str(job["name"])
         vertex_id = resource.rsplit("/", 1)[-1]
         watch = {
@@ -172,7 +178,9 @@ class VertexBackend:
         created = self.store.update(
             record.id,
             mutate=lambda rec: {"handle": {**rec.handle, **handle}},
-            console_url=vertex_request.console_url(spec, vertex_id),
+            console_url=vertex_request.console_url(
+                spec, vertex_id, tuning=vertex_api.is_tuning(resource)
+            ),
             tensorboard_url=tensorboard_url(spec.tensorboard, vertex_id)
             if spec.tensorboard
             else None,
@@ -194,13 +202,9 @@ class VertexBackend:
     def _cancel_created(self, record: JobRecord, spec: JobSpec, resource: str) -> None:
         """Cancel at once a job Vertex AI created after its cancel was asked for, and say so in
         the record (which keeps its resource name, so it can be looked at)."""
-        client = vertex_api.job_client(self.settings, spec.region)
         try:
-            self._call(
-                spec,
-                "cancelling the job created during its cancel",
-                lambda: client.cancel_custom_job(name=resource, timeout=self.settings.timeout_s),
-            )
+            cancel = self._canceller(spec, resource)
+            self._call(spec, "cancelling the job created during its cancel", cancel)
             said = f"cancelled during its launch; Vertex AI job {resource} was cancelled at once"
         except BackendError as exc:
             said = f"cancelled during its launch; cancelling Vertex AI job {resource} failed: {exc}"
@@ -258,13 +262,8 @@ class VertexBackend:
         if not resource:  # still being created: the launch cancels it once created
             return self.store.transition(record.id, JobState.CANCELLED, error="cancelled")
         spec = JobSpec.from_dict(record.spec)
-        client = vertex_api.job_client(self.settings, spec.region)
         try:
-            self._call(
-                spec,
-                "cancelling the job",
-                lambda: client.cancel_custom_job(name=resource, timeout=self.settings.timeout_s),
-            )
+            self._call(spec, "cancelling the job", self._canceller(spec, resource))
         except BackendError:  # e.g. "cannot cancel": fine if the job has just ended
             if not JobState(self.status(record)["state"]).is_terminal():
                 raise
@@ -283,10 +282,13 @@ class VertexBackend:
         spec = JobSpec.from_dict(record.spec)
         client = vertex_api.job_client(self.settings, spec.region)
         resource = record.handle["resource_name"]
+        get = (
+            client.get_hyperparameter_tuning_job
+            if vertex_api.is_tuning(resource)
+            else client.get_custom_job
+        )
         job = self._call(
-            spec,
-            "reading the job",
-            lambda: client.get_custom_job(name=resource, timeout=self.settings.timeout_s),
+            spec, "reading the job", lambda: get(name=resource, timeout=self.settings.timeout_s)
         )
         return _summary(job, spec)
 
@@ -317,6 +319,16 @@ class VertexBackend:
         return out
 
     # -- internals --------------------------------------------------------------------------
+    def _canceller(self, spec: JobSpec, resource: str) -> Any:
+        """The call that cancels a job (a custom job, or a sweep's tuning job)."""
+        client = vertex_api.job_client(self.settings, spec.region)
+        cancel = (
+            client.cancel_hyperparameter_tuning_job
+            if vertex_api.is_tuning(resource)
+            else client.cancel_custom_job
+        )
+        return lambda: cancel(name=resource, timeout=self.settings.timeout_s)
+
     def _call(self, spec: JobSpec, what: str, fn: Any, **kw: Any) -> Any:
         return gcloud.call(
             fn,
@@ -327,15 +339,19 @@ class VertexBackend:
             **kw,
         )
 
-    def _create(self, spec: JobSpec, body: dict[str, Any], counter: RetryCount) -> dict[str, Any]:
-        """Create the CustomJob over Vertex AI's REST API, as the aiplatform client would send
-        it (the body is already its JSON), without importing aiplatform: that import alone
-        takes seconds, and launching is where the user waits. Errors are Google API errors,
+    def _create(
+        self, spec: JobSpec, body: dict[str, Any], counter: RetryCount, *, tuning: bool = False
+    ) -> dict[str, Any]:
+        """Create the CustomJob (``tuning``: the HyperparameterTuningJob) over Vertex AI's REST
+        API, as the aiplatform client would send it (the body is already its JSON), without
+        importing aiplatform: that import alone takes seconds, and launching is where the user
+        waits. Errors are Google API errors,
         explained and retried as the client's are; a timed-out create is looked up before it
         is retried, so a job is never created twice."""
         session = vertex_api.rest_session(self.settings, spec.region)
         url = f"{vertex_api.rest_url(self.settings, spec.region)}/v1/"
-        url += f"{vertex_request.parent_path(spec)}/customJobs"
+        collection = vertex_api.TUNING if tuning else "customJobs"
+        url += f"{vertex_request.parent_path(spec)}/{collection}"
         timeout = self.settings.timeout_s
         since = datetime.now(timezone.utc) - timedelta(minutes=2)  # clock skew
         name = json.dumps(body["displayName"], ensure_ascii=False)  # any UTF-8, '"' escaped
@@ -349,10 +365,10 @@ class VertexBackend:
         def adopt() -> dict[str, Any] | None:
             """A job that an earlier, timed-out try created after all (so: no duplicate)."""
             reply = session.get(url, params={"filter": flt}, timeout=timeout)
-            for found in gcloud.checked(reply).json().get("customJobs", []):
+            for found in gcloud.checked(reply).json().get(collection, []):
                 if found.get("name") in known:
                     continue
-                if vertex_api.same_job(found, body):
+                if vertex_api.same_job(found, body, tuning=tuning):
                     return dict(found)
             return None
 
@@ -386,7 +402,9 @@ def _summary(job: Any, spec: JobSpec) -> dict[str, Any]:
         "create_time": job.create_time.isoformat() if job.create_time else None,
         "end_time": job.end_time.isoformat() if job.end_time else None,
         "error": job.error.message or None,
-        "console_url": vertex_request.console_url(spec, vertex_id),
+        "console_url": vertex_request.console_url(
+            spec, vertex_id, tuning=vertex_api.is_tuning(str(job.name))
+        ),
     }
 
 

@@ -118,11 +118,28 @@ def rest_session(settings: VertexSettings, region: str) -> Any:
     return authorized_session(settings.api_endpoint(region))
 
 
-def same_job(found: Mapping[str, Any], body: Mapping[str, Any]) -> bool:
-    """Whether a listed CustomJob is the one ``body`` creates (its spec and labels), compared
-    as the protos they are (defaults filled in, int64 as text): only when a create timed out."""
-    from google.cloud.aiplatform_v1.types import CustomJob
+TUNING = "hyperparameterTuningJobs"
+"""The collection of a sweep's job (a ``HyperparameterTuningJob``); ``customJobs`` otherwise."""
 
-    mine = CustomJob.from_json(json.dumps(dict(body)))
-    theirs = CustomJob.from_json(json.dumps(dict(found)), ignore_unknown_fields=True)
-    return bool(theirs.job_spec == mine.job_spec and dict(theirs.labels) == dict(mine.labels))
+
+def is_tuning(resource: str) -> bool:
+    """Whether a resource name is a tuning job's."""
+    return f"/{TUNING}/" in resource
+
+
+def same_job(found: Mapping[str, Any], body: Mapping[str, Any], *, tuning: bool = False) -> bool:
+    """Whether a listed job is the one ``body`` creates (its spec and labels; a tuning job's
+    study and trial spec), compared as the protos they are (defaults filled in, int64 as
+    text): only when a create timed out."""
+    from google.cloud.aiplatform_v1.types import CustomJob, HyperparameterTuningJob
+
+    kind: Any = HyperparameterTuningJob if tuning else CustomJob
+    mine = kind.from_json(json.dumps(dict(body)))
+    theirs = kind.from_json(json.dumps(dict(found)), ignore_unknown_fields=True)
+    if dict(theirs.labels) != dict(mine.labels):
+        return False
+    if tuning:
+        return bool(
+            theirs.trial_job_spec == mine.trial_job_spec and theirs.study_spec == mine.study_spec
+        )
+    return bool(theirs.job_spec == mine.job_spec)

@@ -34,11 +34,12 @@ def endpoint(spec: JobSpec) -> str:
     return f"{spec.region}-aiplatform.googleapis.com"
 
 
-def console_url(spec: JobSpec, job_id: str) -> str:
-    """The Google Cloud console page of a custom job."""
+def console_url(spec: JobSpec, job_id: str, *, tuning: bool = False) -> str:
+    """The Google Cloud console page of a custom job (``tuning``: of a tuning job, its
+    trials)."""
     return (
         f"https://console.cloud.google.com/vertex-ai/locations/{spec.region}/training/"
-        f"{job_id}/cpu?project={spec.project or 'PROJECT'}"
+        f"{job_id}{'' if tuning else '/cpu'}?project={spec.project or 'PROJECT'}"
     )
 
 

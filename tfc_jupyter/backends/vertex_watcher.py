@@ -19,6 +19,10 @@ survives a killed kernel. Until the job ends it:
   Vertex AI says does not exist is lost track of;
 * when the job ends, waits (bounded) for the last log entries, then records the final state with
   the failing replica's error and notebook cell (from ``tfc_runtime``'s last line).
+
+A sweep's job (a ``HyperparameterTuningJob``) is followed the same way; its trials, as Vertex AI
+reports them (values, state, measurements), are kept in ``<job_dir>/trials.json`` as they change,
+and each trial's replicas log to ``trial-N.chief.log``, ``trial-N.worker-0.log`` ...
 """
 
 from __future__ import annotations
@@ -36,9 +40,10 @@ from tfc_runtime.protocol import POOL_ROLES
 from tfc_runtime.protocol import replica_name as protocol_replica_name
 
 from ..errors import BackendError, TfcError
-from ..files import open_private
+from ..files import open_private, write_private
 from ..gcloud import call, checked
 from ..records import JobState, JobStore
+from ..registry import TRIALS_FILE
 from . import watch_lock
 from .vertex_api import VertexSettings, require_clients, rest_session, rest_url
 from .vertex_logs import ProjectLogs, parse_stamp
@@ -76,6 +81,10 @@ def _text(entry: dict[str, Any]) -> str:
         if isinstance(payload, dict):
             payload = payload.get("message", json.dumps(payload))
     return str(payload if payload is not None else "").rstrip("\n")
+
+
+TRIAL_LABEL = "ml.googleapis.com/trial_id"
+"""The label of a tuning trial's log entries."""
 
 
 def _state(job: dict[str, Any]) -> str:
@@ -177,6 +186,9 @@ class Watcher:
                 newest = max(newest, stamp)
                 labels = (entry.get("resource") or {}).get("labels") or {}
                 replica = replica_name(labels.get("task_name"))
+                trial = str((entry.get("labels") or {}).get(TRIAL_LABEL) or "")
+                if trial.isdigit():
+                    replica = f"trial-{trial}.{replica}"
                 text = _text(entry)
                 lines.setdefault(replica, []).extend(text.split("\n"))
                 self._note_failure(replica, text)
@@ -201,6 +213,17 @@ class Watcher:
         with open_private(self.logs / f"{replica}.log", "a", encoding="utf-8") as fh:
             fh.write("".join(f"{line}\n" for line in lines))
 
+    def keep_trials(self, job: dict[str, Any]) -> None:
+        """A tuning job's trials into ``trials.json`` when they changed (written whole)."""
+        trials = job.get("trials")
+        if not isinstance(trials, list):
+            return
+        text = json.dumps(trials, indent=1)
+        path = self.job_dir / TRIALS_FILE  # a list of Vertex AI's Trial
+        if path.exists() and path.read_text(encoding="utf-8", errors="replace") == text:
+            return
+        write_private(path, text, atomic=True)
+
     # -- the end ----------------------------------------------------------------------------
     def failure(self, job: dict[str, Any]) -> tuple[str, str | None]:
         """The one-line error of a failed job and its notebook location."""
@@ -209,13 +232,18 @@ class Watcher:
         replica = replica_name(m.group(1)) if m else None
         if replica is None and self.failures:
             replica = next(iter(self.failures))
+        if replica not in self.failures:  # a tuning job's: the last trial's that failed there
+            replica = next(
+                (k for k in reversed(self.failures) if k.endswith(f".{replica}")), replica
+            )
         where, what = self.failures.get(replica or "", ("", ""))
         if m or where:
             how = f"exited with status {m.group(4)}" if m else "failed"
             place = f" at {where}" if where and where != "startup" else ""
             detail = what or message.split(". ")[0]
             location = where if where.startswith("cell ") else None
-            return f"{replica} {how}{place}: {detail}"[:500], location
+            said = (replica or "").replace("trial-", "trial ").replace(".", " ")
+            return f"{said} {how}{place}: {detail}"[:500], location
         return f"Vertex AI: {message or 'the job failed'}"[:500], None
 
     def drain(self) -> None:
@@ -313,6 +341,7 @@ class Watcher:
                 job = None
             if job is not None:
                 self.answered()
+                self.keep_trials(job)
             state = JobState.from_vertex(_state(job)) if job is not None else last
             new = self.pull_logs()
             if job is not None and state is not None and state.is_terminal():

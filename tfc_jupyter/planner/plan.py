@@ -717,11 +717,12 @@ def make_plan(selection: Selection, ns: JobOptions, settings: Settings) -> Plan:
     if not spec.estimator:  # an Estimator job runs TensorFlow 2.15, whose tf.keras is Keras 2
         _keras_for_multiworker(spec, script, script.notes)
     traits = registry.traits(spec.backend)
-    if sweep is not None and not traits.on_this_machine and not ns.dry_run:
+    if sweep is not None and not (traits.on_this_machine or traits.tunes or ns.dry_run):
         raise SpecError(
-            f"launching a sweep on {traits.label} is not supported yet (--dry-run shows its "
+            f"launching a sweep on {traits.label} is not supported (--dry-run shows its "
             "request)",
-            "run the sweep on this machine (--backend local, or docker) for now",
+            "run the sweep on this machine (--backend local, or docker), or on Vertex AI "
+            "(--backend vertex), which runs it as a tuning job",
             field="sweep",
         )
     builds = traits.runs_image and not spec.image.image  # the job runs an image we build

@@ -706,6 +706,23 @@ def test_tfc_tuner_tutorial_runs_as_keras_tuner_s_distributed_search(
 
 
 @pytest.mark.slow
+def test_tfc_wide_and_deep_tuning_tutorial_runs_locally(tfc_env: Path, tmp_path: Path) -> None:
+    """TensorFlow Cloud's wide-and-deep tuning tutorial (tests/tfcloud/tuner/: the import
+    changed, data small and synthetic, Keras 3's renames): a functional model over a dict of
+    string and numeric columns, CloudTuner with a HyperParameters object, and
+    ``run_cloudtuner(num_jobs=2)``: three trials, all trained by the two tuning workers."""
+    script = tmp_path / "hp_tuning_wide_and_deep.py"
+    script.write_text((EXAMPLES / "tuner" / script.name).read_text())
+    proc = _python(script, {"NUM_JOBS": "2"})
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert "chief + 2 worker(s), strategy none" in proc.stderr
+    assert len(re.findall(r"Trial \d Complete", proc.stdout)) == 3, proc.stdout[-3000:]
+    trained = re.findall(r"\[(worker-\d)\] \d+/\d+ \S+ .* val_accuracy", proc.stdout)
+    assert set(trained) <= {"worker-0", "worker-1"} and len(trained) == 3 * 2, trained  # 2 epochs
+    assert re.search(r"\[chief\] BEST \[\('dropout_rate_0'", proc.stdout)
+
+
+@pytest.mark.slow
 def test_cloud_oracle_reads_a_vizier_study_config() -> None:
     """TensorFlow Cloud's other way in: a Vizier study_config in place of objective and
     hyperparameters; both, or neither, is refused with its words."""

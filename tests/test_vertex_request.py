@@ -11,7 +11,6 @@ from test_sweep_spec import params
 
 from tfc_jupyter.backends import vertex_request
 from tfc_jupyter.config import Settings
-from tfc_jupyter.errors import SpecError
 from tfc_jupyter.job import options
 from tfc_jupyter.notebook.capture import Selection
 from tfc_jupyter.notebook.convert import Cell

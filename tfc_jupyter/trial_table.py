@@ -148,7 +148,8 @@ def trial_line(trial: Trial, metric: str) -> str:
     0.91 in 12 s``, ``trial 4 failed: <why>``: one line a trial's change."""
     head = f"trial {trial.number} {trial.state}"
     if trial.state == "running":
-        return f"{head}: {_values(trial.values)}" + (f" (job {trial.job_id})" if trial.job_id else "")
+        job = f" (job {trial.job_id})" if trial.job_id else ""
+        return f"{head}: {_values(trial.values)}{job}"
     took = f" in {trial.seconds:.0f} s" if trial.seconds is not None else ""
     if trial.state == "succeeded":
         return f"{head}: {metric} {_num(trial.metric)}{took}"

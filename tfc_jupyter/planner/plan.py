@@ -719,8 +719,7 @@ def make_plan(selection: Selection, ns: JobOptions, settings: Settings) -> Plan:
     traits = registry.traits(spec.backend)
     if sweep is not None and not (traits.on_this_machine or traits.tunes or ns.dry_run):
         raise SpecError(
-            f"launching a sweep on {traits.label} is not supported (--dry-run shows its "
-            "request)",
+            f"launching a sweep on {traits.label} is not supported (--dry-run shows its request)",
             "run the sweep on this machine (--backend local, or docker), or on Vertex AI "
             "(--backend vertex), which runs it as a tuning job",
             field="sweep",

@@ -723,6 +723,26 @@ def test_tfc_wide_and_deep_tuning_tutorial_runs_locally(tfc_env: Path, tmp_path:
 
 
 @pytest.mark.slow
+def test_tfc_vizier_tuner_example_searches_in_the_kernel_with_shared_studies(
+    tfc_env: Path, tmp_path: Path
+) -> None:
+    """TensorFlow Cloud's Vizier tuner example (tests/tfcloud/tuner/: the import changed, data
+    small and synthetic): CloudTuner searching in the process that made it, then four tuners in
+    threads sharing one ``study_id``, whose ``max_trials`` counts the study's trials as a
+    Vizier study's did (6 in all, not 6 each)."""
+    script = tmp_path / "ai_platform_vizier_tuner.py"
+    script.write_text((EXAMPLES / "tuner" / script.name).read_text())
+    proc = _python(script)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert "Traceback" not in proc.stdout + proc.stderr, proc.stderr[-3000:]
+    assert "ONE TUNER 2" in proc.stdout
+    shared = re.search(r"SHARED \[([\d, ]+)\]", proc.stdout)
+    assert shared is not None, proc.stdout[-2000:]
+    counts = [int(n) for n in shared.group(1).split(",")]
+    assert sum(counts) == 6 and len(counts) == 4, counts
+
+
+@pytest.mark.slow
 def test_cloud_oracle_reads_a_vizier_study_config() -> None:
     """TensorFlow Cloud's other way in: a Vizier study_config in place of objective and
     hyperparameters; both, or neither, is refused with its words."""

@@ -7,7 +7,10 @@ tuner is a Keras Tuner ``Tuner`` whose oracle asks Optuna (TPE: Bayesian optimiz
 sweeps of ``tfc_jupyter`` do) for each trial's values, in the job (TensorFlow Cloud asked
 Vertex AI Vizier; the project and region are kept, not called).
 Several tuners share one oracle through Keras Tuner's own distributed search
-(``run_cloudtuner(num_jobs=N)``, ``--workers N``).
+(``run_cloudtuner(num_jobs=N)``, ``--workers N``). Tuners of one process given the same
+``study_id`` share its study, as they shared a Vizier study: ``max_trials`` counts the study's
+trials, whichever tuner ran them, and each tuner's values are chosen knowing every trial told
+(TensorFlow Cloud's example runs four such tuners in threads).
 
 The classes are made when first asked for: importing this module imports no Keras Tuner.
 """
@@ -15,9 +18,13 @@ The classes are made when first asked for: importing this module imports no Kera
 from __future__ import annotations
 
 import datetime
+import threading
 from typing import Any
 
 _made: dict[str, Any] = {}
+_studies: dict[str, Any] = {}
+"""Optuna's study of each ``study_id`` asked for in this process (tuners sharing it)."""
+_lock = threading.Lock()
 
 
 def _objective_and_space(study_config: dict[str, Any]) -> tuple[Any, Any]:
@@ -116,15 +123,24 @@ def _make() -> None:
             )
             optuna.logging.set_verbosity(optuna.logging.WARNING)
             maximize = self.objective.direction == "max"
-            self._study = optuna.create_study(
-                direction="maximize" if maximize else "minimize",
-                sampler=optuna.samplers.TPESampler(seed=self.seed),
-            )
+            with _lock:
+                study = _studies.get(self.study_id) if study_id else None
+                if study is None:
+                    study = optuna.create_study(
+                        direction="maximize" if maximize else "minimize",
+                        sampler=optuna.samplers.TPESampler(seed=self.seed),
+                    )
+                    _studies[self.study_id] = study
+            self._study = study
             self._asked: dict[str, Any] = {}
 
         def populate_space(self, trial_id: str) -> dict[str, Any]:
-            """The next trial's values, asked of Optuna."""
-            asked = self._study.ask()
+            """The next trial's values, asked of Optuna; none once the study (shared by the
+            tuners of its ``study_id``) has ``max_trials`` trials."""
+            with _lock:
+                if len(self._study.get_trials(deepcopy=False)) >= self.max_trials:
+                    return {"status": "STOPPED", "values": None}
+                asked = self._study.ask()
             self._asked[trial_id] = asked
             values = {hp.name: _suggest(asked, hp) for hp in self.hyperparameters.space}
             return {"status": "RUNNING", "values": values}

@@ -46,9 +46,9 @@ def test_plan_json_with_workers(capsys: pytest.CaptureFixture[str], train_nb: Pa
     assert plan["cost_per_hour"] is None
     assert plan["requirements"] == ["tensorflow-datasets>=4.9", "pandas==2.2.2"]
     assert any("3 %%tfc_run cells" in w for w in plan["warnings"])  # type: ignore[union-attr]
-    request = plan["request"]
-    assert isinstance(request, dict)
-    assert len(request["body"]["jobSpec"]["workerPoolSpecs"]) == 2
+    request = plan["request"]  # the processes a local launch starts
+    assert isinstance(request, dict) and plan["request_title"] == "Processes on this machine"
+    assert [r["name"] for r in request["replicas"]] == ["chief", "worker-0"]
 
 
 def test_flags_override_the_cells_own_line(
@@ -75,7 +75,7 @@ def test_text_plan(capsys: pytest.CaptureFixture[str], train_nb: Path) -> None:
     code, out, _ = _main(capsys, "plan", str(train_nb), "--cell", "9")
     assert code == 0
     assert "Plan for 'train.ipynb' (the file named on the command line)" in out
-    assert "--- script.py ---" in out and "--- Vertex AI request ---" in out
+    assert "--- script.py ---" in out and "--- Processes on this machine ---" in out
     code, out, _ = _main(capsys, "plan", str(train_nb), "--cell", "9", "--no-script")
     assert code == 0 and "--- script.py ---" not in out
 

@@ -97,13 +97,12 @@ def test_dry_run_shows_the_whole_plan(ip: Any, session: Path) -> None:
     assert "strategy: multi_worker_mirrored (auto: " in text
     assert "pool 0 chief x1: CPU" in text and "pool 1 worker x1: CPU" in text
     assert "cost: nothing billed (it runs on this machine)" in text  # a local job: no price
-    script = text.split("--- script.py ---")[1].split("--- Vertex AI request ---")[0]
+    script = text.split("--- script.py ---")[1].split("--- Processes on this machine ---")[0]
     assert "_tfc.system('echo data > data.txt')" in script and "get_ipython" not in script
-    request = json.loads(text.split("--- Vertex AI request ---", 1)[1])
-    pools = request["body"]["jobSpec"]["workerPoolSpecs"]
-    assert [p["replicaCount"] for p in pools] == ["1", "1"]
-    # the notebook view: the script and the request are collapsible
-    assert "<details><summary>script.py" in html and "Vertex AI request</summary>" in html
+    launch = text.split("--- Processes on this machine ---", 1)[1]
+    assert "TF_CONFIG: chief 0 of chief" in launch and "TF_CONFIG: worker 0 of" in launch
+    # the notebook view: the script and the launch are collapsible
+    assert "<details><summary>script.py" in html and "Processes on this machine</summary>" in html
     assert ip.user_ns["_tfc_plan"].spec.worker_count == 1
 
 
@@ -133,7 +132,7 @@ def test_stale_session_falls_back_to_history(
     found = "(this kernel's input history (no notebook file found))"
     assert f"Plan for 'kernel history' {found}" in shown
     assert "renamed-away.ipynb" in shown and "--notebook PATH" in shown
-    script = shown.split("--- script.py ---")[1].split("--- Vertex AI request ---")[0]
+    script = shown.split("--- script.py ---")[1].split("--- Processes on this machine ---")[0]
     assert "history_value = 40" in script and "_tfc.writefile('/dev/null'" in script
     assert script.rstrip().endswith("print(history_value + 2)")
     assert "get_ipython" not in script

@@ -65,8 +65,11 @@ def test_text_shows_every_part(train_nb: Path, settings: Settings) -> None:
     assert "cost: nothing billed (it runs on this machine)" in text  # not Vertex AI's price
     assert "requirements: tensorflow-datasets>=4.9, pandas==2.2.2" in text
     assert "--- script.py ---" in text and "print(json.dumps(result))" in text
-    request = json.loads(text.split("--- Vertex AI request ---", 1)[1])
-    assert request == plan.request()
+    # a local job's launch in its own words: each process, its command and its task
+    shown = text.split("--- Processes on this machine ---", 1)[1]
+    assert f"folder: {train_nb.parent}" in shown
+    assert "TF_CONFIG: worker 1 of chief 127.0.0.1:<port 0>; worker 127.0.0.1:<port 1>, " in shown
+    assert [r["name"] for r in plan.request()["replicas"]] == ["chief", "worker-0", "worker-1"]
     assert "--- script.py ---" not in plan.to_text(script=False)
 
 
@@ -79,7 +82,7 @@ def test_html_is_escaped_and_collapsible(tmp_path: Path, settings: Settings) -> 
     sel = Selection(cells=[Cell(1, "x = '<script>alert(1)</script>'")], notebook=None, how="t")
     html = make_plan(sel, options.parse_line(""), settings)._repr_html_()
     assert "<script>" not in html and "&lt;script&gt;" in html
-    assert html.count("<details>") >= 2 and "Vertex AI request" in html
+    assert html.count("<details>") >= 2 and "Processes on this machine" in html
 
 
 def test_summary_is_json(train_nb: Path, settings: Settings) -> None:
@@ -88,7 +91,7 @@ def test_summary_is_json(train_nb: Path, settings: Settings) -> None:
     assert summary["cells"] == [2, 3, 7, 8, 9] and summary["skipped_cells"] == [4, 6]
     assert summary["strategy"] == "multi_worker_mirrored"
     assert summary["spec"]["worker_count"] == 1
-    assert summary["request"]["method"] == "POST"
+    assert [r["name"] for r in summary["request"]["replicas"]] == ["chief", "worker-0"]
 
 
 def test_requirements_file_is_merged_under_the_notebook(

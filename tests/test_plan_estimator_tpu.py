@@ -116,7 +116,7 @@ def test_tpu_jobs_get_an_image_built_with_tensorflows_tpu_wheel_and_libtpu(
 
 
 def test_tpu_notebook_dry_run_shows_the_vertex_request(tfc_env: Path) -> None:
-    plan = plan_for(TPU_NOTEBOOK)
+    plan = plan_for(TPU_NOTEBOOK, "--backend vertex --project my-project --image registry.test/x:1")
     assert plan.spec.resolved_strategy() is Strategy.TPU
     (pool,) = plan.request()["body"]["jobSpec"]["workerPoolSpecs"]
     assert pool["machineSpec"] == {

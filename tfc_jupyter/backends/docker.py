@@ -21,16 +21,18 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tfc_runtime import protocol
+
 from ..errors import BackendError
 from ..image import ensure_image
 from ..image.docker import docker_client
+from ..job import replica
 from ..job.replica import container_args, job_env
 from ..job.spec import JobSpec, check_runnable
 from ..ports import free_ports
 from ..records import JobRecord
 from ..registry import Preview, Traits
-from . import vertex_request
-from .launch_file import DockerLaunch, ReplicaLaunch
+from .launch_file import RUNTIME, DockerLaunch, ReplicaLaunch
 from .local import (
     RUNTIME_PARENT,
     cluster_env,
@@ -90,8 +92,19 @@ class DockerBackend(WatchedBackend):
 
     @classmethod
     def preview(cls, plan: Plan) -> Preview:
-        """The same job as a Vertex AI request: where it goes once it outgrows this machine."""
-        return vertex_request.preview(plan)
+        """The containers a launch starts here, from the plan's image: each replica's command
+        and cluster variables, on the host's network (``--backend vertex --dry-run`` shows the
+        same job as Vertex AI's request)."""
+        request = replica.launch_preview(
+            plan.spec,
+            RUNTIME,
+            script=protocol.SCRIPT,
+            source_map=protocol.SOURCE_MAP,
+            image=plan.image_uri,
+            network="host",
+            mounts=[replica.JOB_DIR],
+        )
+        return Preview("Containers on this machine", request, replica.launch_text(request))
 
     def check(self, spec: JobSpec) -> None:
         """Refuse TPU jobs, and say what is missing when there is no docker package or engine."""

@@ -20,13 +20,14 @@ from typing import TYPE_CHECKING, Any
 from ..errors import BackendError
 from ..files import open_private
 from ..image.names import local_tensorflow_version
+from ..job import replica
 from ..job.replica import job_env, replica_env, runtime_args
 from ..job.spec import JobSpec, check_runnable
 from ..notebook.requirements import TENSORFLOW_DISTRIBUTIONS, canonical_name, installed, unsatisfied
 from ..ports import free_ports
 from ..records import JobRecord
 from ..registry import Preview, Traits
-from . import spare, vertex_request
+from . import spare
 from .launch_file import LocalLaunch, ReplicaLaunch
 from .watch_loop import VERTEX_RESTARTS
 from .watched import (
@@ -180,8 +181,18 @@ class LocalBackend(WatchedBackend):
 
     @classmethod
     def preview(cls, plan: Plan) -> Preview:
-        """The same job as a Vertex AI request: where it goes once it outgrows this machine."""
-        return vertex_request.preview(plan)
+        """The processes a launch starts here: each replica's command and cluster variables
+        (``--backend vertex --dry-run`` shows the same job as Vertex AI's request)."""
+        job_dir = replica.JOB_DIR
+        request = replica.launch_preview(
+            plan.spec,
+            (sys.executable, "-m", "tfc_runtime"),
+            script=f"{job_dir}/script.py",
+            source_map=f"{job_dir}/script.map.json",
+            folder=str(plan.selection.base_dir),
+            restarts=VERTEX_RESTARTS,
+        )
+        return Preview("Processes on this machine", request, replica.launch_text(request))
 
     def check(self, spec: JobSpec) -> None:
         """Refuse before launch what this machine cannot run, naming the fix."""

@@ -6,7 +6,10 @@ A backend chooses only where its replicas run and the ``host:port`` each is reac
 
 from __future__ import annotations
 
+import json
+import shlex
 from collections.abc import Iterable
+from typing import Any
 
 from tfc_runtime import params, protocol
 
@@ -70,3 +73,45 @@ def job_env(spec: JobSpec, job_id: str, job_dir: str) -> dict[str, str]:
             }
         )
     return env
+
+
+JOB_ID, JOB_DIR = "<job id>", "<job folder>"
+"""What a dry run shows for the values a launch makes: the job's id and folder."""
+
+
+def launch_preview(
+    spec: JobSpec, command: Iterable[str], *, script: str, source_map: str, **where: object
+) -> dict[str, object]:
+    """What a backend that runs replicas on this machine starts, as a dry run shows it: each
+    replica's command and own variables (its cluster, on loopback ports chosen at launch),
+    the variables every replica gets, and ``where`` (the folder, the image ...)."""
+    addresses = [f"127.0.0.1:<port {i}>" for i in range(spec.replica_count)]
+    argv = [*command, *runtime_args(spec, script, source_map)]
+    return {
+        **where,
+        "replicas": [
+            {"name": name, "command": argv, "env": env}
+            for name, env in replica_env(spec, JOB_ID, addresses)
+        ],
+        "env": job_env(spec, JOB_ID, JOB_DIR),
+        "timeout_s": spec.timeout_s,
+    }
+
+
+def launch_text(request: dict[str, Any]) -> str:
+    """:func:`launch_preview` as lines to read: where, then each replica's command and task,
+    then the variables every replica gets (the request's JSON holds them all)."""
+    where = [f"{k}: {v}" for k, v in request.items() if k not in ("replicas", "env")]
+    lines = [", ".join(w for w in where if not w.endswith(": None"))]
+    width = max(len(r["name"]) for r in request["replicas"])
+    for rep in request["replicas"]:
+        lines.append(f"{rep['name']:<{width}}  {shlex.join(rep['command'])}")
+        config = rep["env"].get("TF_CONFIG")
+        if config:
+            data = json.loads(config)
+            cluster = "; ".join(f"{k} {', '.join(v)}" for k, v in data["cluster"].items())
+            task = data["task"]
+            lines.append(f"{'':<{width}}  TF_CONFIG: {task['type']} {task['index']} of {cluster}")
+    shared = " ".join(f"{k}={shlex.quote(v)}" for k, v in request["env"].items())
+    lines.append(f"every replica: {shared}")
+    return "\n".join(lines)

@@ -233,21 +233,27 @@ print("started", flush=True)
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("ending", ["natural end", "cancel"])
+@pytest.mark.parametrize("ending", ["natural end", "cancel", "supervisor killed"])
 def test_no_process_the_job_started_outlives_it(tmp_path: Path, ending: str) -> None:
     """Issue 39: a child started in a session of its own survived cancel, and a double-forked
-    daemon survived the job's natural end (the README promises cancel stops every process)."""
+    daemon survived the job's natural end and SIGKILL of the supervisor (the README promises
+    cancel stops every process)."""
     from jobutil import plan_for
 
     from tfc_jupyter.jobs import launch
 
-    code = "time.sleep(300)" if ending == "cancel" else "print('done')"
+    code = "print('done')" if ending == "natural end" else "time.sleep(300)"
     nb = write_notebook(tmp_path / "leaves.ipynb", LEAVES_PROCESSES.format(ending=code))
     job = launch(plan_for(nb), store=store_for(tmp_path / "home"))
-    if ending == "cancel":
+    if ending != "natural end":
         deadline = time.monotonic() + 60
         while "started" not in job.logs() and time.monotonic() < deadline:
             time.sleep(0.2)
+    if ending == "supervisor killed":
+        os.kill(int(job.record().handle["watcher_pid"]), signal.SIGKILL)
+        record = job.wait(timeout=60)  # the next look finds it dead: failed, processes killed
+        assert record.state is JobState.FAILED, record
+    elif ending == "cancel":
         record = job.cancel()
         assert record.state is JobState.CANCELLED
     else:

@@ -286,8 +286,10 @@ class LocalBackend(WatchedBackend):
         self.stop_if_cancelled(mark_pending(self.store, record.id, handle))
 
     def cleanup(self, record: JobRecord) -> None:
-        """Kill every replica's process group (their supervisor is gone)."""
+        """Kill every replica's process group, and every process the job's code left (their
+        supervisor, the subreaper that would have collected them, is gone)."""
         _kill_replicas(record.handle)
+        kill_left_behind(record.id)
 
 
 def _kill_replicas(handle: dict[str, Any]) -> None:
@@ -298,3 +300,28 @@ def _kill_replicas(handle: dict[str, Any]) -> None:
             continue  # gone, or the pid now belongs to another process: never signal it
         with contextlib.suppress(ProcessLookupError, PermissionError, ValueError):
             os.killpg(int(pid), signal.SIGKILL)
+
+
+def kill_left_behind(job_id: str) -> list[int]:
+    """SIGKILL this user's processes that carry the job's id in the environment they started
+    with (``TFC_JOB_ID``, which every replica gets and its children inherit): what the job's
+    code started in a session of its own, or as a daemon, outlives a supervisor killed with
+    SIGKILL (orphans then go to init, not to it). Never this process or its parents. The pids
+    killed."""
+    import psutil
+
+    mine = os.getuid()
+    spared = {os.getpid(), *(p.pid for p in psutil.Process().parents())}
+    wanted = f"{job_id}"
+    killed = []
+    for proc in psutil.process_iter(["uids"]):
+        try:
+            if proc.pid in spared or proc.info["uids"] is None or proc.info["uids"].real != mine:
+                continue
+            if proc.environ().get("TFC_JOB_ID") != wanted:
+                continue
+            proc.kill()
+            killed.append(proc.pid)
+        except (psutil.Error, OSError):
+            continue  # gone meanwhile, or not ours to read
+    return killed

@@ -2,7 +2,8 @@
 
 One scenario: with no notebook open, "Launch on ..." says so in a dialog, and the Launcher has a
 tile for it; a running job's tab shows its log as the cell does, with no empty line and its
-progress bar drawn in place, at three moments of its life; a job whose loss overflows (too high
+progress bar drawn in place, at three moments of its life, and when it ends JupyterLab says so
+in a notification that opens it; a job whose loss overflows (too high
 a learning rate) is flagged in its row and its view, which names no Vertex AI and opens its
 TensorBoard; an ended job is removed with its files, and "Clear finished" empties the list of
 ended jobs, each after a confirmation, in the list and in the API alike.
@@ -126,6 +127,11 @@ def _scenario(lab_server: LabServer, page: Any) -> None:
     ended = _log_text(page, ids["bar"])  # moment 3: ended
     _no_empty_lines(ended)
     assert ended.strip().splitlines() == ["first", "step 8/8 ========", "last"], ended
+    # Heard: a job seen running has ended, and JupyterLab says so, with a way to open it.
+    said = f"bar · {ids['bar'][-6:]} succeeded after"
+    toast = page.locator(".Toastify__toast", has_text=said)
+    toast.wait_for(timeout=20_000)
+    assert "Open job" in toast.inner_text(), toast.inner_text()
 
     # The job whose loss overflowed: flagged in its row and its view.
     row = page.locator(f".tfc-Sidebar .tfc-JobRow[data-job-id='{ids['diverges']}']")

@@ -8,4 +8,6 @@ export namespace CommandIDs {
   export const openJob = 'tfc-jupyter:open-job';
   /** Show the jobs sidebar. */
   export const showJobs = 'tfc-jupyter:show-jobs';
+  /** Ask the browser for desktop notifications when a job ends. */
+  export const notifyDesktop = 'tfc-jupyter:notify-desktop';
 }

@@ -220,3 +220,23 @@ export function codeAt(log: string, location: string): string {
   }
   return '';
 }
+
+/**
+ * One job's end in a sentence, for a notification: `quickstart · a1b2c3 succeeded after 2 min
+ * 05 s (loss 0.043)`, `... failed after 12 s: worker-0 exited with status 1 ...`.
+ */
+export function endedText(job: IJob): string {
+  const head = `${jobTitle(job)} ${job.state} after ${formatElapsed(job.elapsed)}`;
+  if (job.state === 'failed' && job.error) {
+    return `${head}: ${job.error.split('\n')[0]}`;
+  }
+  const flags = job.metric_flags ?? [];
+  if (flags.length) {
+    return `${head}; ${flags.join('; ')}`;
+  }
+  const metrics = job.last_metrics ?? {};
+  const name = lossName(Object.keys(metrics));
+  return name === undefined
+    ? head
+    : `${head} (${name} ${formatMetric(metrics[name])})`;
+}

@@ -34,6 +34,7 @@ export class JobStore {
   private readonly _byId = new Map<string, IJob>();
   private readonly _watched = new Map<string, IWatched>();
   private readonly _listeners = new Set<() => void>();
+  private readonly _endListeners = new Set<(job: IJob) => void>();
   private _error: TfcApiError | null = null;
   private _version = 0;
   private _timer: number | undefined;
@@ -89,6 +90,16 @@ export class JobStore {
     this._listeners.add(listener);
     return () => this._listeners.delete(listener);
   };
+
+  /**
+   * Call `listener` with each job seen to end: one this page saw queued, pending or running
+   * that an answer now gives as ended (never a job that had ended when first seen). Returns the
+   * unsubscribe function.
+   */
+  onEnd(listener: (job: IJob) => void): () => void {
+    this._endListeners.add(listener);
+    return () => this._endListeners.delete(listener);
+  }
 
   /**
    * A detail view shows this job: read its record, metrics and supervisor log each round (until
@@ -191,7 +202,7 @@ export class JobStore {
         this._latest(job)
       );
       this._jobs = jobs;
-      jobs.forEach(job => this._byId.set(job.id, job));
+      jobs.forEach(job => this._set(job));
       this._error = null;
     } catch (e) {
       this._error = asApiError(e);
@@ -257,7 +268,7 @@ export class JobStore {
   /** The latest answer about a job, for every view: the list's row is replaced too. */
   private _store(answer: IJob): void {
     const job = this._latest(answer);
-    this._byId.set(job.id, job);
+    this._set(job);
     if (this._jobs?.some(j => j.id === job.id)) {
       this._jobs = this._jobs.map(j => (j.id === job.id ? job : j));
     }
@@ -270,6 +281,15 @@ export class JobStore {
   private _latest(answer: IJob): IJob {
     const known = this._byId.get(answer.id);
     return known && known.terminal && !answer.terminal ? known : answer;
+  }
+
+  /** Keep `job`, telling the end listeners when it is seen to end. */
+  private _set(job: IJob): void {
+    const before = this._byId.get(job.id);
+    this._byId.set(job.id, job);
+    if (before && !before.terminal && job.terminal) {
+      this._endListeners.forEach(listener => listener(job));
+    }
   }
 
   private _changed(): void {

@@ -9,11 +9,13 @@ import {
 import {
   ICommandPalette,
   MainAreaWidget,
+  Notification,
   WidgetTracker
 } from '@jupyterlab/apputils';
 
 import { CommandIDs } from '../commands';
 import { tfcIcon } from '../icons';
+import { askDesktop, notifyEnd } from '../notify';
 import { openFailedCell } from '../opencell';
 import { JobStore } from '../store';
 import { JobDetailWidget, JobsSidebar } from '../widgets';
@@ -35,6 +37,7 @@ export const jobsPlugin: JupyterFrontEndPlugin<void> = {
     });
     // The one poller of job state: the sidebar, the detail tabs and their titles read it.
     const store = new JobStore(2000);
+    store.onEnd(job => notifyEnd(app, job)); // a job seen running ends: say so
     store.start();
     const sidebar = new JobsSidebar({
       store,
@@ -71,6 +74,14 @@ export const jobsPlugin: JupyterFrontEndPlugin<void> = {
         app.shell.activateById(widget.id);
         return widget;
       }
+    });
+    app.commands.addCommand(CommandIDs.notifyDesktop, {
+      label: 'Notify me on the desktop when a TensorFlow job ends',
+      execute: async () => Notification.info(await askDesktop())
+    });
+    palette?.addItem({
+      command: CommandIDs.notifyDesktop,
+      category: 'TensorFlow jobs'
     });
     app.commands.addCommand(CommandIDs.showJobs, {
       label: 'Show TensorFlow jobs',

@@ -1,0 +1,122 @@
+/**
+ * Hearing when a job ends (issue 38): the store tells its end listeners of each job it saw
+ * running and now sees ended, once, and never of a job that had ended when first seen; the
+ * notification's words and kind.
+ */
+import { Notification } from '@jupyterlab/apputils';
+
+import { listJobs } from '../api';
+import { endedText } from '../format';
+import { endNotice, notifyEnd } from '../notify';
+import { JobStore } from '../store';
+import { IJob } from '../types';
+
+jest.mock('@jupyterlab/apputils', () => ({
+  Notification: { emit: jest.fn(), info: jest.fn() }
+}));
+jest.mock('../api', () => ({
+  getJob: jest.fn(),
+  getMetrics: jest.fn(),
+  listJobs: jest.fn(),
+  readLogs: jest.fn()
+}));
+
+function job(id: string, overrides: Partial<IJob> = {}): IJob {
+  return {
+    id,
+    name: 'quickstart',
+    backend: 'local',
+    state: 'running',
+    terminal: false,
+    notebook: null,
+    cell_id: null,
+    created_at: 1,
+    started_at: 1,
+    ended_at: null,
+    elapsed: 125,
+    replica_count: 1,
+    replicas: ['chief'],
+    cost_per_hour: null,
+    cost_estimate: null,
+    billed: false,
+    error: null,
+    error_location: null,
+    console_url: null,
+    tensorboard_url: null,
+    job_dir: '/tmp/x',
+    spec: {},
+    last_metrics: null,
+    metric_flags: [],
+    restarts: 0,
+    ...overrides
+  };
+}
+
+const ended = (id: string, overrides: Partial<IJob> = {}): IJob =>
+  job(id, { state: 'succeeded', terminal: true, ...overrides });
+
+describe('JobStore.onEnd', () => {
+  it('tells of each job seen running that ends, once', async () => {
+    const list = listJobs as jest.Mock;
+    const store = new JobStore(1000);
+    const heard: string[] = [];
+    store.onEnd(j => heard.push(`${j.id} ${j.state}`));
+    list.mockResolvedValueOnce([job('a-000001'), ended('b-000002')]);
+    await store.refresh();
+    expect(heard).toEqual([]); // b had ended before this page saw it
+    list.mockResolvedValueOnce([
+      ended('a-000001', { state: 'failed' }),
+      ended('b-000002')
+    ]);
+    await store.refresh();
+    expect(heard).toEqual(['a-000001 failed']);
+    list.mockResolvedValueOnce([ended('a-000001', { state: 'failed' })]);
+    await store.refresh();
+    expect(heard).toEqual(['a-000001 failed']); // once
+  });
+});
+
+describe('endedText and endNotice', () => {
+  it('says how it ended, in one line, with its loss or its error', () => {
+    const done = ended('quickstart-20261127-100000-a1b2c3', {
+      last_metrics: { loss: 0.0429, accuracy: 0.9 }
+    });
+    expect(endedText(done)).toBe(
+      'quickstart · a1b2c3 succeeded after 2 min 05 s (loss 0.0429)'
+    );
+    expect(endNotice(done)).toEqual({ kind: 'success', autoClose: 15000 });
+    const failed = ended('x-a1b2c4', {
+      state: 'failed',
+      error: 'chief failed at cell 3, line 2: ValueError: bad\nmore'
+    });
+    expect(endedText(failed)).toBe(
+      'quickstart · a1b2c4 failed after 2 min 05 s: chief failed at cell 3, line 2: ValueError: bad'
+    );
+    expect(endNotice(failed)).toEqual({ kind: 'error', autoClose: false });
+    const nan = ended('x-a1b2c5', {
+      metric_flags: ['loss is NaN from epoch 3']
+    });
+    expect(endedText(nan)).toBe(
+      'quickstart · a1b2c5 succeeded after 2 min 05 s; loss is NaN from epoch 3'
+    );
+    expect(endNotice(nan).kind).toBe('info'); // a success that is not one
+  });
+});
+
+describe('notifyEnd', () => {
+  it('says it in JupyterLab, with a button that opens the job', () => {
+    const execute = jest.fn();
+    const app = { commands: { execute } } as any;
+    notifyEnd(app, ended('quickstart-20261127-100000-a1b2c3'));
+    const emit = Notification.emit as jest.Mock;
+    expect(emit).toHaveBeenCalledTimes(1);
+    const [text, kind, options] = emit.mock.calls[0];
+    expect(text).toBe('quickstart · a1b2c3 succeeded after 2 min 05 s');
+    expect(kind).toBe('success');
+    expect(options.actions[0].label).toBe('Open job');
+    options.actions[0].callback();
+    expect(execute).toHaveBeenCalledWith('tfc-jupyter:open-job', {
+      id: 'quickstart-20261127-100000-a1b2c3'
+    });
+  });
+});

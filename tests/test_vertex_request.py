@@ -23,10 +23,15 @@ SA = "trainer@my-proj-1.iam.gserviceaccount.com"
 
 
 def _job(settings: Settings, line: str) -> tuple[Any, dict[str, Any]]:
-    """(CustomJob, request) of a dry run of a one-cell notebook with these flags."""
+    """(CustomJob, request) of a one-cell notebook with these flags, as Vertex AI would get it
+    (the request a ``--backend vertex`` dry run shows)."""
     sel = Selection(cells=[Cell(1, "print('hi')")], notebook=None, how="test")
     plan = make_plan(sel, options.parse_line(line), settings)
-    request = plan.request()
+    request = vertex_request.custom_job_request(
+        plan.spec, plan.image_uri, package_uri=plan.package_uri
+    )
+    if "--backend vertex" in line:
+        assert request == plan.request()
     job = types.CustomJob.from_json(json.dumps(request["body"]))
     return job, request
 

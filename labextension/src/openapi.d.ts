@@ -606,6 +606,11 @@ export interface components {
             cost_per_hour: number | null;
             /** @description a billed job's cost if it runs its whole --timeout (null: no timeout, or not billed) */
             cost_at_most: number | null;
+            /**
+             * @description the cost in the backend's own words, as the plan's text says it
+             * @example cost: nothing billed (it runs on this machine)
+             */
+            cost_text: string;
             /** @description what happens when a replica dies mid-job: who restarts it, and whether the job resumes */
             restarts: string;
             /** @description --sweep: the trials, how the best is chosen, and the line each swept name replaces (a sweep launches from %%tfc_run or the CLI; a create request for one is refused) */

@@ -167,6 +167,8 @@ export interface IPlan {
   skipped_cells: number[];
   strategy: string;
   cost_per_hour: number | null;
+  /** The cost in the backend's words (`cost: nothing billed (it runs on this machine)`). */
+  cost_text: string;
   requirements: string[];
   warnings: string[];
   notes: string[];

@@ -127,6 +127,7 @@ class Plan:
             "strategy_reason": self.spec.strategy_reason,
             "cost_per_hour": self.spec.cost_per_hour(),
             "cost_at_most": self.cost_at_most(),
+            "cost_text": self._cost_text(),
             "restarts": self.restarts(),
             "requirements": self.requirements,
             "image": self.image_uri,

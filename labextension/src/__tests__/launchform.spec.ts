@@ -71,6 +71,7 @@ function plan(overrides: Partial<IPlan> = {}): IPlan {
     skipped_cells: [],
     strategy: 'none',
     cost_per_hour: 0.2185,
+    cost_text: 'cost: nothing billed (it runs on this machine)',
     requirements: [],
     warnings: [],
     notes: [],
@@ -178,6 +179,20 @@ describe('PlanPreview', () => {
     );
     expect(words).toContain('cells 1, 3');
     expect(words).toContain('as a cell: %%tfc_run --workers 1');
+    // a local job is priced in its own words, never as a Vertex AI job
+    expect(words).toContain('nothing billed (it runs on this machine)');
+    expect(words).not.toContain('Vertex AI');
+  });
+
+  it('prices a Vertex AI job as its server line says', () => {
+    const words = text(
+      renderToStaticMarkup(
+        React.createElement(PlanPreview, {
+          plan: plan({ cost_text: 'cost: about $0.22/h (pool 0: $0.22/h)' })
+        })
+      )
+    );
+    expect(words).toContain('about $0.22/h (pool 0: $0.22/h)');
   });
 
   it("shows a script's name and its command, no cells", () => {

@@ -5,6 +5,19 @@ import { scriptCommand } from '../target';
 import { IPlan } from '../types';
 
 /**
+ * The plan's cost in its backend's words (the server's `cost: ...` line, less its label); a
+ * server without it: the Vertex AI price, so named.
+ */
+export function costWords(plan: IPlan): string {
+  if (typeof plan.cost_text === 'string' && plan.cost_text) {
+    return plan.cost_text.replace(/^cost: /, '');
+  }
+  return plan.cost_per_hour === null
+    ? `${NOT_LISTED} on Vertex AI`
+    : `about ${formatRate(plan.cost_per_hour)} on Vertex AI`;
+}
+
+/**
  * The result of a dry run: what would run, where, and what it costs. `script`: the file name of
  * the Python script the plan runs (no cells then, and the CLI command in place of the cell line).
  */
@@ -37,9 +50,7 @@ export function PlanPreview(props: {
           ? ` + ${plan.spec.worker_count} worker(s)`
           : ''}{' '}
         &middot; strategy <b>{plan.strategy}</b> &middot;{' '}
-        {plan.cost_per_hour === null
-          ? `${NOT_LISTED} on Vertex AI`
-          : `about ${formatRate(plan.cost_per_hour)} on Vertex AI`}
+        <span className="tfc-PlanCost">{costWords(plan)}</span>
       </div>
       <div>requirements: {plan.requirements.join(', ') || 'none'}</div>
       <div className="tfc-PlanLine">

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 import textwrap
 from pathlib import Path
 
@@ -181,3 +182,25 @@ def test_a_failing_trial_is_infeasible_and_too_many_fail_the_job_with_its_cell(
     assert sweep.error.startswith(
         "trial 2 chief exited with status 1 at cell 3, line 2: AssertionError: too wide"
     )
+
+
+def test_a_sweep_launched_with_no_wait_goes_on(
+    vertex_server: VertexServer, home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`tfc-jupyter run --no-wait` of a Vertex AI sweep returns once its tuning job is
+    created, saying how to follow it; the job goes on (and is cancelled here)."""
+    from tfc_jupyter import cli
+
+    nb = _notebook(tmp_path / "nb")
+    plan = plan_for(nb, f"{FLAGS} {SWEEP}")
+    image_folder(vertex_server, plan, tmp_path / "image")
+    vertex_server.provision_delay = 30.0
+    flags = [*FLAGS.split(), *shlex.split(SWEEP), "--no-wait"]
+    assert cli.main(["run", str(nb), *flags]) == 0
+    err = capsys.readouterr().err
+    (tuning,) = vertex_server.tuning_jobs.values()
+    assert tuning.state() in ("JOB_STATE_QUEUED", "JOB_STATE_PENDING", "JOB_STATE_RUNNING")
+    said = re.search(r"the sweep's job goes on: tfc-jupyter logs -f (\S+)", err)
+    assert said is not None, err
+    record = Client(store=store_for(home)).job(said.group(1)).cancel()
+    assert record.state is JobState.CANCELLED and tuning.state() == "JOB_STATE_CANCELLED"

@@ -97,7 +97,7 @@ def _sweep(client: Client, plan: Plan) -> int:
     spare.discard()  # each trial starts its own supervisor
     said = trial_lines(lambda line: print(line, file=sys.stderr, flush=True))
     try:
-        sweep = run_sweep(client, plan, on_change=said)
+        sweep = run_sweep(client, plan, on_change=said, wait=plan.options.wait)
     except KeyboardInterrupt:
         print(
             "tfc-jupyter: stopped the sweep; its running trials go on. Run the same command "
@@ -107,6 +107,10 @@ def _sweep(client: Client, plan: Plan) -> int:
         return 130
     print(sweep.table())
     print(sweep.summary_line(), file=sys.stderr)
+    if sweep.going_on:
+        print(f"tfc-jupyter: the sweep's job goes on: tfc-jupyter logs -f {sweep.job_id}",
+              file=sys.stderr)  # fmt: skip
+        return 0
     return 0 if sweep.best_trial is not None else 1
 
 

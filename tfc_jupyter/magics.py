@@ -240,8 +240,16 @@ class TfcMagics(Magics):
             else:
                 said(sweep)
 
+        from . import registry
+
+        wait = plan.options.wait
+        if not wait and not registry.traits(plan.spec.backend).tunes:
+            print(
+                "--no-wait: a sweep on this machine is driven by this kernel, so the cell runs "
+                "it to its end (interrupt it to stop driving: the trials go on)."
+            )
         try:
-            sweep = run_sweep(self._client(plan.settings), plan, on_change=changed)
+            sweep = run_sweep(self._client(plan.settings), plan, on_change=changed, wait=wait)
         except KeyboardInterrupt:
             print(
                 "Stopped the sweep; its running trials go on. Run this cell again to go on "
@@ -251,6 +259,8 @@ class TfcMagics(Magics):
         if handle is not None:  # the cell's value shows the final table and plot
             handle.update(HTML(""))
         print(sweep.summary_line())
+        if sweep.going_on:
+            print(f"The sweep's job goes on: %tfc_attach {sweep.job_id} follows it.")
         best = sweep.best
         if best is not None:
             rec = best.record()

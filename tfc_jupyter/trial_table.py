@@ -72,6 +72,12 @@ class Sweep:
         return self.client.job(trial.job_id) if trial and trial.job_id else None
 
     @property
+    def going_on(self) -> bool:
+        """The one job that runs the sweep has not ended (it was launched with --no-wait, or
+        its following was interrupted)."""
+        return bool(self.job_id) and self.state not in ("succeeded", "failed", "cancelled")
+
+    @property
     def job(self) -> Job | None:
         """The handle of the one job that runs the sweep (a tuning job), or None."""
         return self.client.job(self.job_id) if self.job_id else None

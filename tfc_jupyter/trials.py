@@ -203,10 +203,13 @@ def run_sweep(
     *,
     on_change: Callable[[Sweep], None] | None = None,
     poll_s: float = POLL_S,
+    wait: bool = True,
 ) -> Sweep:
     """Run ``plan``'s sweep to its end (or go on with it): ``--parallel`` trial jobs at a time
     until ``--trials`` have run, each told to Optuna. ``on_change`` is called with the sweep
-    whenever a trial starts or ends. An interrupt stops the driving, not the trials.
+    whenever a trial starts or ends. An interrupt stops the driving, not the trials. Where the
+    backend runs the sweep as one job (Vertex AI), ``wait=False`` returns once it is launched
+    (this machine's sweeps are driven here, so they always run to their end).
 
     Raises:
         TfcError: no sweep in the plan, Optuna missing, the sweep driven elsewhere, a launch
@@ -220,7 +223,9 @@ def run_sweep(
         from .tuned import follow_tuning
 
         with _driving(folder):
-            return follow_tuning(client, plan, folder, on_change=on_change, poll_s=poll_s)
+            return follow_tuning(
+                client, plan, folder, on_change=on_change, poll_s=poll_s, wait=wait
+            )
     optuna = _optuna()
     sweep = Sweep(folder, spec, client)
     with _driving(folder):

@@ -141,9 +141,11 @@ def follow_tuning(
     *,
     on_change: Callable[[Sweep], None] | None = None,
     poll_s: float = 1.0,
+    wait: bool = True,
 ) -> Sweep:
     """Launch the sweep as one job (or follow the one an earlier run launched) and keep its
-    trials up to date until it ends. An interrupt stops the following, not the job."""
+    trials up to date until it ends (``wait=False``: return once launched). An interrupt
+    stops the following, not the job."""
     assert plan.sweep is not None
     spec = plan.sweep.spec
     job = _job_to_follow(client, folder, plan)
@@ -162,6 +164,6 @@ def follow_tuning(
             said = now + sweep.state
             if on_change is not None:
                 on_change(sweep)
-        if record.state.is_terminal():
+        if record.state.is_terminal() or not wait:
             return sweep
         time.sleep(poll_s)

@@ -67,7 +67,7 @@ from vertex_validate import container_env
 
 OnLine = Callable[[str, str], None]  # (text, severity)
 _ROLES = {0: "chief", 1: "worker", 2: "ps", 3: "evaluator"}
-_TERMINAL = {"JOB_STATE_SUCCEEDED", "JOB_STATE_FAILED", "JOB_STATE_CANCELLED"}
+TERMINAL = {"JOB_STATE_SUCCEEDED", "JOB_STATE_FAILED", "JOB_STATE_CANCELLED"}
 PACKAGES_IN_CONTAINER = "/tfc-packages"
 _PY = 'PY="$(command -v python || command -v python3)"'  # the image's Python, in sh
 _INSTALLED = """\
@@ -753,29 +753,14 @@ def vertex_env(body: dict[str, Any], job_id: str) -> list[tuple[str, int, dict[s
     return out
 
 
-@dataclass
-class JobRun:
-    """One accepted job: its resource (a JSON dict) and the thread that runs it."""
+class Lifecycle:
+    """A job resource's life as Vertex AI shows it: its state under a lock, its times, its
+    error, and the daemon thread that runs it (``_run``). Shared by custom jobs
+    (:class:`JobRun`) and tuning jobs (``vertex_tuning.TuningRun``)."""
 
     resource: dict[str, Any]
-    project: str
-    executor: Executor | None
-    logs: LogStore
-    provision_delay: float = 0.1
-    fail_with: str | None = None
-    storage_url: str | None = None  # the fake Cloud Storage that package URIs are read from
-    workdir: Path | None = None  # package replicas' folders (made on demand, removed at the end)
-    # A tuning trial's job (vertex_tuning): its lines are logged under the tuning job's id with
-    # the trial's labels, its replicas get the trial's variables, and ``collect`` sees the
-    # replicas once they ended (before they are released).
-    log_as: str | None = None
-    log_labels: dict[str, str] = field(default_factory=dict)
-    extra_env: dict[str, str] = field(default_factory=dict)
-    collect: Callable[[dict[str, Running]], None] | None = None
-    lock: threading.Lock = field(default_factory=threading.Lock)
-    cancel_requested: threading.Event = field(default_factory=threading.Event)
-    replicas: dict[str, Running] = field(default_factory=dict)
-    thread: threading.Thread | None = None
+    lock: threading.Lock
+    thread: threading.Thread | None
 
     @property
     def job_id(self) -> str:
@@ -797,19 +782,48 @@ class JobRun:
         self.thread = threading.Thread(target=self._run, name=f"job-{self.job_id}", daemon=True)
         self.thread.start()
 
+    def _run(self) -> None:
+        raise NotImplementedError
+
     def _set(self, state: str, error: str | None = None, code: int = 0) -> None:
+        """Move to ``state`` (never out of an ended one), stamping its times and error."""
         now = rfc3339(datetime.now(timezone.utc))
         with self.lock:
-            if self.resource["state"] in _TERMINAL:
+            if self.resource["state"] in TERMINAL:
                 return
             self.resource["state"] = state
             self.resource["updateTime"] = now
             if state == "JOB_STATE_RUNNING":
                 self.resource.setdefault("startTime", now)
-            if state in _TERMINAL:
+            if state in TERMINAL:
                 self.resource["endTime"] = now
             if error:
                 self.resource["error"] = {"code": code, "message": error}
+
+
+@dataclass
+class JobRun(Lifecycle):
+    """One accepted job: its resource (a JSON dict) and the thread that runs it."""
+
+    resource: dict[str, Any]
+    project: str
+    executor: Executor | None
+    logs: LogStore
+    provision_delay: float = 0.1
+    fail_with: str | None = None
+    storage_url: str | None = None  # the fake Cloud Storage that package URIs are read from
+    workdir: Path | None = None  # package replicas' folders (made on demand, removed at the end)
+    # A tuning trial's job (vertex_tuning): its lines are logged under the tuning job's id with
+    # the trial's labels, its replicas get the trial's variables, and ``collect`` sees the
+    # replicas once they ended (before they are released).
+    log_as: str | None = None
+    log_labels: dict[str, str] = field(default_factory=dict)
+    extra_env: dict[str, str] = field(default_factory=dict)
+    collect: Callable[[dict[str, Running]], None] | None = None
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    cancel_requested: threading.Event = field(default_factory=threading.Event)
+    replicas: dict[str, Running] = field(default_factory=dict)
+    thread: threading.Thread | None = None
 
     def _log(self, task: str | None, text: str, severity: str) -> None:
         self.logs.add(

@@ -51,6 +51,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from google_errors import Budget, Refused, logging_read_daily, logging_read_rate, vertex_crud_rate
 from vertex_runner import (
+    TERMINAL,
     AutoExecutor,
     Executor,
     JobRun,
@@ -74,7 +75,6 @@ _GRPC_CODES = {
     "UNAVAILABLE": 503,
     "DEADLINE_EXCEEDED": 504,
 }
-_TERMINAL = {"JOB_STATE_SUCCEEDED", "JOB_STATE_FAILED", "JOB_STATE_CANCELLED"}
 
 
 class ApiError(Exception):
@@ -582,7 +582,7 @@ class VertexServer(FakeServer):
             return run.snapshot()
         if method == "POST" and cancel:
             state = run.state()
-            if state in _TERMINAL:
+            if state in TERMINAL:
                 raise ApiError(
                     "FAILED_PRECONDITION", f"Cannot cancel {kind} {job_id} in state {state}."
                 )

@@ -34,9 +34,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from vertex_runner import JobRun, Running, rfc3339
+from vertex_runner import TERMINAL, JobRun, Lifecycle, Running, rfc3339
 
-TERMINAL = {"JOB_STATE_SUCCEEDED", "JOB_STATE_FAILED", "JOB_STATE_CANCELLED"}
 TRIAL_LABEL = "ml.googleapis.com/trial_id"
 _VALUE_SPECS = ("doubleValueSpec", "integerValueSpec", "discreteValueSpec", "categoricalValueSpec")
 
@@ -122,7 +121,7 @@ def read_measurements(text: str, metric: str) -> list[dict[str, Any]]:
 
 
 @dataclass
-class TuningRun:
+class TuningRun(Lifecycle):
     """One accepted tuning job: its resource (JSON) and the thread that runs its trials.
 
     ``start_trial(resource, labels, env, collect)`` makes, registers and starts a trial's
@@ -136,35 +135,6 @@ class TuningRun:
     thread: threading.Thread | None = None
     runs: dict[str, JobRun] = field(default_factory=dict)
     folder: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="vertex-hpt-")))
-
-    @property
-    def job_id(self) -> str:
-        return str(self.resource["name"].rsplit("/", 1)[1])
-
-    def snapshot(self) -> dict[str, Any]:
-        with self.lock:
-            return json.loads(json.dumps(self.resource))
-
-    def state(self) -> str:
-        with self.lock:
-            return str(self.resource["state"])
-
-    def start(self) -> None:
-        self.thread = threading.Thread(target=self._run, name=f"hpt-{self.job_id}", daemon=True)
-        self.thread.start()
-
-    def _set(self, state: str, error: str | None = None, code: int = 0) -> None:
-        now = rfc3339(datetime.now(timezone.utc))
-        with self.lock:
-            if self.resource["state"] in TERMINAL:
-                return
-            self.resource.update(state=state, updateTime=now)
-            if state == "JOB_STATE_RUNNING":
-                self.resource.setdefault("startTime", now)
-            if state in TERMINAL:
-                self.resource["endTime"] = now
-            if error:
-                self.resource["error"] = {"code": code, "message": error}
 
     def _values(self) -> Any:
         """Each trial's parameter values, in trial order."""

@@ -380,3 +380,10 @@ def screenshot(target: Any, name: str) -> Path:
     path = ARTIFACTS / name
     target.screenshot(path=str(path))
     return path
+
+
+def hide_notifications(page: Any) -> None:
+    """Hide JupyterLab's notification toasts from now on (a "Launched" toast, a job's end): a
+    screenshot for the README shows the jobs, and a toast that stays (a failed job's, until
+    dismissed) never covers what a test looks at. They stay in the notification centre."""
+    page.add_style_tag(content=".Toastify { display: none !important; }")

@@ -47,6 +47,7 @@ from browser import (
     LabServer,
     cell_outputs,
     check_shown_log,
+    hide_notifications,
     lab_command,
     open_notebook,
     screenshot,
@@ -367,7 +368,7 @@ def _scenario(lab_server: LabServer, page: Any) -> None:
     # Both jobs in the sidebar, the succeeded one's logs open.
     _job_row(page, "succeeded").first.click()
     page.locator(".tfc-JobDetail[data-state='succeeded'] .tfc-LogText").first.wait_for()
-    page.locator(".Toastify__toast").first.wait_for(state="detached", timeout=15_000)
+    hide_notifications(page)  # a job that ended says so in a toast: not in the picture
     screenshot(page, "lab-jobs.png")
 
 
@@ -463,7 +464,7 @@ def _plot_scenario(lab_server: LabServer, page: Any) -> None:
     assert "fit.ipynb" in row.inner_text()
     assert page.evaluate("() => window.tfcDisagreements") == []
     # The picture for the README: the sidebar's jobs, this one's curves and log.
-    page.locator(".Toastify__toast").first.wait_for(state="detached", timeout=15_000)
+    hide_notifications(page)  # a job that ended says so in a toast: not in the picture
     detail.locator(".tfc-Following").wait_for(state="detached", timeout=10_000)
     shot = screenshot(page, "lab-sidebar.png")
     if os.environ.get("TFC_UPDATE_DOCS") == "1":
@@ -634,7 +635,7 @@ def _script_scenario(lab_server: LabServer, page: Any) -> None:
     assert "train.py" in row.inner_text()
     # Launching never saved the script.
     assert script.read_text() == SAVED_SCRIPT
-    page.locator(".Toastify__toast").first.wait_for(state="detached", timeout=15_000)
+    hide_notifications(page)  # a job that ended says so in a toast: not in the picture
     screenshot(page, "lab-script-job.png")
 
 
@@ -995,7 +996,7 @@ def _restart_scenario(lab_server: LabServer, page: Any) -> None:
             "n => [getComputedStyle(n).backgroundColor, getComputedStyle(n).color]"
         )
         assert error_color not in colors, (colors, error_color)
-    page.locator(".Toastify__toast").first.wait_for(state="detached", timeout=15_000)
+    hide_notifications(page)  # a job that ended says so in a toast: not in the picture
     detail.locator(".tfc-Following").wait_for(state="detached", timeout=15_000)
     screenshot(page, "lab-restart-cancelled.png")
     page.locator(".lm-DockPanel-tabBar .lm-TabBar-tab", has_text=name).click()

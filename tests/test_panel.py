@@ -127,7 +127,7 @@ def test_impossible_choices_are_flagged_as_the_user_picks(
     assert check.error == _spec_error("--tpu v3-8", settings)  # the local backend has no TPU
     backends = {o.value: o for o in model.options("backend")}
     assert backends["vertex"].reason is None and backends["local"].reason
-    assert backends["local"].label.startswith("✗ local — the local backend cannot run TPU jobs")
+    assert backends["local"].label.startswith("✗ local (this machine) — the local backend cannot run TPU jobs")
 
     check = model.update(backend="vertex", workers=2)
     assert check.field == "workers"
@@ -138,9 +138,9 @@ def test_impossible_choices_are_flagged_as_the_user_picks(
     check = model.update(tpu="", strategy="tpu")
     assert check.error == _spec_error("--strategy tpu --backend vertex", settings)
 
-    check = model.update(strategy="auto", labels="team=ml, Run=1")
+    check = model.update(strategy="auto", label="team=ml, Run=1")
     assert check.field == "labels" and "label key 'Run'" in (check.error or "")
-    check = model.update(labels="team=ml, run=1", region="mars")
+    check = model.update(label="team=ml, run=1", region="mars")
     assert check.field == "region"
     check = model.update(region="europe-west4", requirements="missing.txt")
     assert check.field == "requirements" and "missing.txt" in (check.error or "")
@@ -154,7 +154,7 @@ def test_summary_shows_strategy_pools_cost_and_the_equivalent_line(
     tmp_path: Path, settings: Settings
 ) -> None:
     model = _model(tmp_path, settings, QUICK)
-    model.update(backend="vertex", workers=2, gpus=1, gpu_type="T4", labels="team=ml")
+    model.update(backend="vertex", workers=2, gpus=1, gpu_type="T4", label="team=ml")
     summary = model.summary()
     assert summary is not None
     assert summary["strategy"] == "multi_worker_mirrored (auto)"
@@ -240,7 +240,7 @@ def test_choices_are_remembered_in_the_panels_saved_output(
     sent = _Published()
     model.display = ChoicesDisplay(model.notebook, publish=sent)
     model.display.show(model.line())
-    model.update(workers=1, strategy="none", labels="team=ml")
+    model.update(workers=1, strategy="none", label="team=ml")
     line = "%%tfc_run --workers 1 --strategy none --label team=ml"
     assert sent[-1][0][MIME_TYPE]["line"] == line
     # Not saved yet: a new kernel (a new model over the same file) does not know them.
@@ -249,7 +249,7 @@ def test_choices_are_remembered_in_the_panels_saved_output(
     nb = write_notebook(tmp_path / "demo.ipynb", QUICK)
     _save_with_output(nb, sent[-1][0])
     again = build_model(settings, select=lambda: _select(nb.resolve()), notebook=nb.resolve())
-    assert (again.choices.workers, again.choices.strategy, again.choices.labels) == (
+    assert (again.choices.workers, again.choices.strategy, again.choices.label) == (
         1,
         "none",
         "team=ml",

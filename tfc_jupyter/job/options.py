@@ -65,6 +65,10 @@ class Flag:
     in_json: bool = True  # taken from a REST request's options
     label: str | None = None  # its control's name in the panel and the form (None: it has none)
     neutral: str | None = None  # what leaving it out is there ("0", "none", "auto")
+    group: str = "Job"  # the section of the panel and the form its control is in
+    choices: str | None = None  # where its control's values come from (planner.fields.CHOICES)
+    placeholder: str = ""  # what its empty text box says
+    separator: str = ","  # a list's items in one text box are split on this (" ": and commas)
 
 
 def option(default: Any, help: str, **flag: Any) -> Any:
@@ -89,6 +93,8 @@ class JobOptions:
         const="v3-8",
         label="TPU",
         neutral="none",
+        group="Machines",
+        choices="tpus",
     )
     gpus: int | None = _opt(
         None,
@@ -96,6 +102,8 @@ class JobOptions:
         metavar="N",
         label="GPUs per machine",
         neutral="0",
+        group="Machines",
+        choices="gpu_counts",
     )
     gpu_type: str | None = _opt(
         None,
@@ -103,6 +111,8 @@ class JobOptions:
         metavar="TYPE",
         label="GPU type",
         neutral="none",
+        group="Machines",
+        choices="gpu_types",
     )
     machine: str | None = _opt(
         None,
@@ -111,6 +121,8 @@ class JobOptions:
         metavar="NAME",
         label="Chief machine",
         neutral="CPU",
+        group="Machines",
+        choices="machines",
     )
     workers: int = _opt(
         0,
@@ -118,9 +130,15 @@ class JobOptions:
         metavar="N",
         label="Workers",
         neutral="0",
+        group="Machines",
     )
     worker_machine: str | None = _opt(
-        None, "Worker machine (default: same as the chief).", metavar="NAME", label="Worker machine"
+        None,
+        "Worker machine (default: same as the chief).",
+        metavar="NAME",
+        label="Worker machine",
+        group="Machines",
+        choices="worker_machines",
     )
     ps: int = _opt(0, "Parameter servers (tf.estimator training; Vertex AI pool 2).", metavar="N")
     ps_machine: str | None = _opt(None, "Parameter server machine (default: CPU).", metavar="NAME")
@@ -137,15 +155,23 @@ class JobOptions:
         metavar="NAME",
         label="Strategy",
         neutral="auto",
+        group="Where",
+        choices="strategies",
     )
     backend: str | None = _opt(
-        None, "local (this machine, default), docker or vertex.", metavar="NAME", label="Backend"
+        None,
+        "local (this machine, default), docker or vertex.",
+        metavar="NAME",
+        label="Backend",
+        group="Where",
+        choices="backends",
     )
     requirements: tuple[str, ...] = _opt(
         (),
         "A requirements.txt merged with the notebook's %%pip lines.",
         metavar="FILE",
         label="Requirements",
+        placeholder="requirements.txt (next to the notebook)",
     )
     notebook: str | None = _opt(
         None,
@@ -154,10 +180,19 @@ class JobOptions:
         in_json=False,
     )
     name: str | None = _opt(
-        None, "Job display name (default: the notebook's name).", metavar="NAME", label="Job name"
+        None,
+        "Job display name (default: the notebook's name).",
+        metavar="NAME",
+        label="Job name",
+        placeholder="the notebook's name",
     )
     label: tuple[str, ...] = _opt(
-        (), "Job label; repeat for more.", metavar="KEY=VALUE", label="Labels"
+        (),
+        "Job label; repeat for more.",
+        metavar="KEY=VALUE",
+        label="Labels",
+        placeholder="team=ml, run=3",
+        separator=" ",
     )
     env: tuple[str, ...] = _opt(
         (),
@@ -170,6 +205,7 @@ class JobOptions:
         "Arguments passed to the script (sys.argv), split like a shell.",
         metavar="STRING",
         label="Script arguments",
+        placeholder="--epochs 3",
     )
     sweep: tuple[str, ...] = _opt(
         (),
@@ -177,21 +213,49 @@ class JobOptions:
         "NAME=SPACE, SPACE one of uniform(LOW,HIGH), loguniform(LOW,HIGH), "
         "int(LOW,HIGH[,STEP]) or [A,B,...]; repeat for more. Each trial is a job of its own.",
         metavar="NAME=SPACE",
+        label="Swept variables",
+        group="Sweep",
+        placeholder="lr=loguniform(1e-4,1e-1); units=[64,128]",
+        separator=";",
     )
-    trials: int = _opt(0, "Sweep: trials in all (default 10, or the whole grid).", metavar="N")
-    parallel: int = _opt(1, "Sweep: trials running at once (default 1).", metavar="N")
+    trials: int = _opt(
+        0,
+        "Sweep: trials in all (default 10, or the whole grid).",
+        metavar="N",
+        label="Trials",
+        group="Sweep",
+        neutral="0",
+    )
+    parallel: int = _opt(
+        1,
+        "Sweep: trials running at once (default 1).",
+        metavar="N",
+        label="Trials at once",
+        group="Sweep",
+    )
     metric: str | None = _opt(
         None,
         "Sweep: the metric the job reports that ranks trials (a Keras log name; default val_loss).",
         metavar="NAME",
+        label="Metric",
+        group="Sweep",
+        placeholder="val_loss",
     )
     goal: str | None = _opt(
-        None, "Sweep: min or max (default: from the metric's name).", metavar="GOAL"
+        None,
+        "Sweep: min or max (default: from the metric's name).",
+        metavar="GOAL",
+        label="Goal",
+        group="Sweep",
+        choices="goals",
     )
     method: str = _opt(
         "bayes",
         "Sweep: bayes (default), random or grid: how the next values are chosen.",
         metavar="METHOD",
+        label="Search",
+        group="Sweep",
+        choices="methods",
     )
     prune: bool = _opt(
         False,
@@ -200,8 +264,22 @@ class JobOptions:
     service_account: str | None = _opt(
         None, "Service account the Vertex AI job runs as.", metavar="EMAIL"
     )
-    region: str | None = _opt(None, "Vertex AI region.", metavar="REGION", label="Region")
-    project: str | None = _opt(None, "Google Cloud project id.", metavar="PROJECT", label="Project")
+    region: str | None = _opt(
+        None,
+        "Vertex AI region.",
+        metavar="REGION",
+        label="Region",
+        group="Google Cloud",
+        choices="regions",
+    )
+    project: str | None = _opt(
+        None,
+        "Google Cloud project id.",
+        metavar="PROJECT",
+        label="Project",
+        group="Google Cloud",
+        placeholder="Google Cloud project id (Vertex AI)",
+    )
     include: tuple[str, ...] = _opt(
         (),
         "A file or folder (next to the notebook) the job needs, copied into the image; "
@@ -405,6 +483,21 @@ class JobOptions:
     def replace(self, **changes: Any) -> JobOptions:
         """A copy with ``changes`` (values of the right type), each counted as given."""
         return dataclasses.replace(self, **changes, given=self.given | set(changes))
+
+    def value(self, name: str) -> Any:
+        """An option's value by name, an installed backend's too (None: that one not given)."""
+        return getattr(self, name) if name in _CORE else dict(self.target).get(name)
+
+    def with_values(self, **changes: Any) -> JobOptions:
+        """:meth:`replace`, where an installed backend's options go to ``target`` (an empty
+        value takes one out)."""
+        out = self.replace(**{k: v for k, v in changes.items() if k in _CORE})
+        other = {k: v for k, v in changes.items() if k not in _CORE}
+        if not other:
+            return out
+        target = {**dict(out.target), **other}
+        kept = tuple(sorted((k, v) for k, v in target.items() if v not in (None, "", ())))
+        return dataclasses.replace(out, target=kept, given=out.given | set(other))
 
     # ------------------------------------------------------------------ writers
     def to_line(self, *, magic: str = "%%tfc_run") -> str:

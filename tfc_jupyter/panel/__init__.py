@@ -18,7 +18,7 @@ from ..job.options import JobOptions
 from ..notebook import capture
 from ..records import JobStore
 from .memory import ChoicesDisplay, saved_cell, saved_line
-from .model import DEST_FIELD, Choices, PanelModel, run_cells
+from .model import Choices, PanelModel, run_cells
 
 if TYPE_CHECKING:
     from .view import LaunchPanel
@@ -87,9 +87,7 @@ def build_model(
     full = given.over(base) if given is not None else base
     if given is not None:
         now = Choices.from_options(given.over(start), settings).to_dict()
-        choices = choices.merged(
-            {DEST_FIELD[d]: now[DEST_FIELD[d]] for d in given.given if d in DEST_FIELD}
-        )
+        choices = choices.merged({d: now[d] for d in given.given if d in now})
     return PanelModel(
         settings,
         select=select,

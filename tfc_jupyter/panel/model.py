@@ -16,7 +16,7 @@ import logging
 import re
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -24,61 +24,30 @@ from .. import registry
 from ..client import Client
 from ..config import Settings
 from ..errors import TfcError
-from ..job import catalog, prices
-from ..job.options import JobOptions
+from ..job import catalog
+from ..job.options import JobOptions, all_fields
 from ..job.spec import JobSpec, Strategy, check_runnable
 from ..notebook import capture
 from ..notebook.capture import Selection
+from ..planner import fields
+from ..planner.fields import form_fields
 from ..planner.plan import Plan
 from ..registry import DEFAULT
 from .memory import ChoicesDisplay
 
 log = logging.getLogger(__name__)
 
-# Vertex AI training regions offered as suggestions; any region the spec accepts may be typed.
-REGIONS = (
-    "us-central1",
-    "us-east1",
-    "us-east4",
-    "us-west1",
-    "us-west4",
-    "northamerica-northeast1",
-    "europe-west1",
-    "europe-west2",
-    "europe-west4",
-    "asia-east1",
-    "asia-northeast1",
-    "asia-southeast1",
-    "australia-southeast1",
-)
 
-# SpecError.field (or flag dest) -> the choice it belongs to.
-_FIELD_OF = {
-    "backend": "backend",
-    "strategy": "strategy",
-    "machine": "machine",
-    "gpu_type": "gpu_type",
-    "gpus": "gpus",
-    "tpu": "tpu",
-    "worker_count": "workers",
-    "workers": "workers",
-    "worker": "worker_machine",
-    "worker_machine": "worker_machine",
-    "region": "region",
-    "project": "project",
-    "labels": "labels",
-    "label": "labels",
-    "requirements": "requirements",
-}
+def option_of(error_field: str | None) -> str | None:
+    """The field a refusal is about: its ``field`` is an option's name, or one of the spec's
+    own names for it (``worker_count`` is ``workers``)."""
+    names = {f.name for f in form_fields()}
+    name = _SPEC_NAMES.get(error_field or "", error_field)
+    return name if name in names else None
 
 
-def _split(text: str, pattern: str) -> list[str]:
-    return [part for part in re.split(pattern, text.strip()) if part]
-
-
-STRATEGY_AUTO_LABEL = "auto (the code decides)"
-"""The label of strategy ``auto``: the code decides whether a strategy is added (see the
-README's "Strategy auto"), which is not what ``tfc.run`` did."""
+_SPEC_NAMES = {"worker_count": "workers", "worker": "worker_machine", "labels": "label"}
+"""The spec's names for what an option sets, where they differ (refusals name either)."""
 
 
 @dataclass(frozen=True)
@@ -118,40 +87,75 @@ def run_cells(nb: Any) -> list[RunCell]:
     return found
 
 
-@dataclass
-class Choices:
-    """What the user picked. Empty strings mean "the configured default" (as an absent flag)."""
+FROM_SETTINGS = ("backend", "region", "project")
+"""Fields that show the configured value when the line names none."""
+_NORMAL: dict[str, Callable[[str], str]] = {
+    "strategy": lambda v: Strategy.parse(v).value,
+    "machine": lambda v: catalog.lookup(v).name,
+    "worker_machine": lambda v: catalog.lookup(v).name,
+    "gpu_type": catalog.normalize_gpu_type,
+}
+"""How a name typed in a flag is shown among the field's values (kept as typed if unknown:
+validation flags it)."""
 
-    backend: str = DEFAULT
-    strategy: str = "auto"
-    machine: str = ""
-    gpu_type: str = ""
-    gpus: int = 0
-    tpu: str = ""
-    workers: int = 0
-    worker_machine: str = ""
-    region: str = ""
-    project: str = ""
-    labels: str = ""
-    requirements: str = ""
+
+def _items(text: str, separator: str) -> tuple[str, ...]:
+    """A list field's items: split on its separator (``" "``: commas and spaces)."""
+    pattern = r"[,\s]+" if separator == " " else re.escape(separator)
+    return tuple(part.strip() for part in re.split(pattern, text.strip()) if part.strip())
+
+
+class Choices:
+    """What the user picked, one value a field of :func:`form_fields` (by option name): text
+    (empty: the configured default, as an absent flag), a count, or a switch."""
+
+    def __init__(self, **values: Any) -> None:
+        self._fields = {f.name: f for f in form_fields()}
+        unknown = set(values) - set(self._fields)
+        if unknown:
+            raise TypeError(f"no such choice: {', '.join(sorted(unknown))}")
+        self._values: dict[str, Any] = {
+            name: 0 if f.kind == "count" else False if f.kind == "switch" else ""
+            for name, f in self._fields.items()
+        }
+        self._values.update(values)
+
+    def __getattr__(self, name: str) -> Any:
+        values = self.__dict__.get("_values", {})
+        if name in values:
+            return values[name]
+        raise AttributeError(name)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Choices) and self._values == other._values
+
+    def __repr__(self) -> str:
+        return f"Choices({self._values!r})"
+
+    def replaced(self, **changes: Any) -> Choices:
+        """A copy with ``changes`` (a name that is no field: TypeError)."""
+        return Choices(**{**self._values, **changes})
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
-        return asdict(self)
+        return dict(self._values)
 
     def merged(self, data: Mapping[str, Any] | None) -> Choices:
         """A copy with the known, well-typed keys of ``data`` applied."""
-        out = replace(self)
-        for f in fields(self):
-            if data is None or f.name not in data:
+        out = dict(self._values)
+        for name, f in self._fields.items():
+            if data is None or name not in data:
                 continue
-            value = data[f.name]
-            if f.name in ("gpus", "workers"):
+            value = data[name]
+            if f.kind == "count":
                 if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
-                    setattr(out, f.name, value)
+                    out[name] = value
+            elif f.kind == "switch":
+                if isinstance(value, bool):
+                    out[name] = value
             elif isinstance(value, str):
-                setattr(out, f.name, value.strip())
-        return out
+                out[name] = value.strip()
+        return Choices(**out)
 
     def apply(self, base: JobOptions, settings: Settings) -> JobOptions:
         """``base`` (a ``%%tfc_run`` line's options) with these choices as its options.
@@ -159,62 +163,42 @@ class Choices:
         A choice equal to the configured default becomes an absent flag, so the equivalent
         ``%%tfc_run`` line holds only what differs from the defaults.
         """
-        return base.replace(
-            backend=None if self.backend == (settings.get("backend") or DEFAULT) else self.backend,
-            strategy=self.strategy or "auto",
-            machine=self.machine or None,
-            gpu_type=self.gpu_type or None,
-            gpus=self.gpus or None,
-            tpu=self.tpu or None,
-            workers=self.workers,
-            worker_machine=self.worker_machine or None,
-            region=None if self.region in ("", settings.get("region")) else self.region,
-            project=None if self.project in ("", settings.get("project")) else self.project,
-            label=tuple(_split(self.labels, r"[,\s]+")),
-            requirements=tuple(_split(self.requirements, r"\s*,\s*")),
-        )
+        defaults = {f.name: f.default for f in all_fields()}
+        changes: dict[str, Any] = {}
+        for name, f in self._fields.items():
+            value = self._values[name]
+            if f.kind == "list":
+                changes[name] = _items(value, f.separator)
+            elif f.kind in ("count", "switch"):
+                changes[name] = value
+            else:
+                configured = settings.get(name) or (DEFAULT if name == "backend" else None)
+                changes[name] = None if value == configured else value or defaults[name]
+        return base.with_values(**changes)
 
     @classmethod
     def from_options(cls, ns: JobOptions, settings: Settings) -> Choices:
         """The choices a parsed ``%%tfc_run`` line stands for (names normalized when known)."""
-        strategy, machine, gpu_type = ns.strategy or "auto", ns.machine or "", ns.gpu_type or ""
-        with contextlib.suppress(TfcError):  # kept as typed if unknown: validation flags it
-            strategy = Strategy.parse(strategy).value
-        with contextlib.suppress(TfcError):
-            machine = catalog.lookup(machine).name if machine else ""
-        with contextlib.suppress(TfcError):
-            gpu_type = catalog.normalize_gpu_type(gpu_type) if gpu_type else ""
-        return cls(
-            backend=str(ns.backend or settings.get("backend") or DEFAULT).strip().lower(),
-            strategy=strategy,
-            machine=machine,
-            gpu_type=gpu_type,
-            gpus=ns.gpus or 0,
-            tpu=ns.tpu or "",
-            workers=ns.workers or 0,
-            worker_machine=ns.worker_machine or "",
-            region=ns.region or settings.get("region") or "",
-            project=ns.project or settings.get("project") or "",
-            labels=", ".join(ns.label or []),
-            requirements=", ".join(ns.requirements or []),
-        )
-
-
-# Flag dests of a %%tfc_run line -> the choice each one sets.
-DEST_FIELD = {
-    "backend": "backend",
-    "strategy": "strategy",
-    "machine": "machine",
-    "gpu_type": "gpu_type",
-    "gpus": "gpus",
-    "tpu": "tpu",
-    "workers": "workers",
-    "worker_machine": "worker_machine",
-    "region": "region",
-    "project": "project",
-    "label": "labels",
-    "requirements": "requirements",
-}
+        values: dict[str, Any] = {}
+        for f in form_fields():
+            value = ns.value(f.name)
+            if f.kind == "list":
+                joiner = ", " if f.separator in (",", " ") else f"{f.separator} "
+                values[f.name] = joiner.join(str(v) for v in value or ())
+            elif f.kind == "count":
+                values[f.name] = value or 0
+            elif f.kind == "switch":
+                values[f.name] = bool(value)
+            else:
+                text = str(value or "")
+                if f.name in FROM_SETTINGS:
+                    text = text or str(settings.get(f.name) or "")
+                    text = text or (DEFAULT if f.name == "backend" else "")
+                if text and f.name in _NORMAL:
+                    with contextlib.suppress(TfcError):
+                        text = _NORMAL[f.name](text)
+                values[f.name] = text.strip().lower() if f.name == "backend" else text
+        return cls(**values)
 
 
 @dataclass(frozen=True)
@@ -239,19 +223,6 @@ class Check:
     def ok(self) -> bool:
         """True when the job can be launched as chosen."""
         return self.error is None and self.plan is not None
-
-
-def _machines() -> list[catalog.Machine]:
-    """Non-TPU presets, then plain machine types (the TPU choice picks TPU hosts)."""
-    rows = [m for m in catalog.catalog_rows() if not m.is_tpu]
-    for machine_type in catalog.MACHINE_TYPES:
-        try:
-            machine = catalog.lookup(machine_type)
-        except TfcError:
-            continue  # TPU hosts
-        if not machine.accelerator_type and machine.name not in {m.name for m in rows}:
-            rows.append(machine)
-    return rows
 
 
 class PanelModel:
@@ -294,16 +265,12 @@ class PanelModel:
         self._stamp: float | None = None
         self._cells: list[RunCell] = []
         self._cells_stamp: float | None = None
-        self.machines = _machines()
         self.check = self.validate()
 
     # ----------------------------------------------------------------- changes
     def update(self, **changes: Any) -> Check:
         """Apply the user's changes, validate them, remember them; returns the new check."""
-        unknown = set(changes) - {f.name for f in fields(Choices)}
-        if unknown:
-            raise TypeError(f"no such choice: {', '.join(sorted(unknown))}")
-        self.choices = replace(self.choices, **changes)
+        self.choices = self.choices.replaced(**changes)
         self.check = self.validate()
         self.remember()
         return self.check
@@ -431,23 +398,23 @@ class PanelModel:
         try:
             spec = self._spec(self.job_options())
         except TfcError as exc:
-            return Check(error=exc.ui_text(), field=_FIELD_OF.get(exc.field or ""))
+            return Check(error=exc.ui_text(), field=option_of(exc.field))
         try:
             plan = self.plan()
         except TfcError as exc:
-            field = _FIELD_OF.get(exc.field or "")
+            field = option_of(exc.field)
             if field is None and self.choices.requirements and self._fine_without_requirements():
                 field = "requirements"  # a requirements file given here, not the notebook
             return Check(error=exc.ui_text(), field=field, spec=spec)
         if plan.refused is not None:  # what Launch would meet: said now, as the run says it
             refused = plan.refused
-            field = _FIELD_OF.get(refused.field or "")
+            field = option_of(refused.field)
             return Check(error=refused.ui_text(), field=field, spec=spec, plan=plan)
         return Check(spec=plan.spec, plan=plan)
 
     def _fine_without_requirements(self) -> bool:
         try:
-            ns = self.job_options(replace(self.choices, requirements=""))
+            ns = self.job_options(self.choices.replaced(requirements=""))
             self.client.plan(self.selection(), ns)
         except TfcError:
             return False
@@ -456,7 +423,7 @@ class PanelModel:
     def reason(self, name: str, value: Any) -> str | None:
         """Why setting choice ``name`` to ``value`` (the rest unchanged) cannot work, or None."""
         try:
-            self._spec(self.job_options(replace(self.choices, **{name: value})))
+            self._spec(self.job_options(self.choices.replaced(**{name: value})))
         except TfcError as exc:
             error = exc.ui_text()
             # The current error, from another choice, is not this value's fault.
@@ -465,48 +432,16 @@ class PanelModel:
 
     # ----------------------------------------------------------------- options
     def options(self, name: str) -> list[Option]:
-        """The values offered for a choice, from the catalog, each with its reason if any."""
-        rows: list[tuple[Any, str]]
-        default_machine = self.settings.get("machine") or "CPU"
-        if name == "backend":
-            rows = [(name, name) for name in registry.names()]
-        elif name == "strategy":
-            rows = [
-                (s.value, STRATEGY_AUTO_LABEL if s is Strategy.AUTO else s.value) for s in Strategy
-            ]
-        elif name in ("machine", "worker_machine"):
-            first = f"default ({default_machine})" if name == "machine" else "same as the chief"
-            machines = list(self.machines)
-            named = getattr(self.choices, name)
-            if named and named not in {m.name for m in machines}:  # a legacy one, named
-                with contextlib.suppress(TfcError):
-                    machines.append(catalog.lookup(named))
-            rows = [("", first)] + [
-                (m.name, f"{m.name} · {m.describe()} · {catalog.price_text(m.price_per_hour)}")
-                for m in machines
-            ]
-        elif name == "gpu_type":
-            rows = [("", "default (the machine's, else T4)")] + [
-                (g, f"{g} · {catalog.price_text(prices.gpu_price(enum), ' per GPU-hour')}")
-                for g, (enum, _, _) in catalog.GPUS.items()
-                if g in catalog.OFFERED_GPU_TYPES
-                or g == self.choices.gpu_type  # a legacy one named
-            ]
-        elif name == "gpus":
-            counts = sorted({n for _, _, a in catalog.GPUS.values() for c in a.values() for n in c})
-            rows = [(0, "none")] + [(n, str(n)) for n in counts]
-        elif name == "tpu":
-            rows = [("", "none")]
-            for key in catalog.TPU_TYPES:
-                m = catalog.tpu_machine(key)
-                rows.append(
-                    (key, f"{key} · {m.describe()} · {catalog.price_text(m.price_per_hour)}")
-                )
-        else:
+        """The values offered for a choice (:func:`planner.fields.choices`), each with its
+        reason if it cannot work now."""
+        field = {f.name: f for f in form_fields()}.get(name)
+        if field is None or field.choices is None:
             raise KeyError(f"no options for {name!r}")
         current = getattr(self.choices, name)
-        if current not in [value for value, _ in rows]:
-            rows.append((current, str(current)))  # typed in a flag: keep it, validation speaks
+        default_machine = self.settings.get("machine") or "CPU"
+        rows = fields.choices(field.choices, default_machine=default_machine, current=current)
+        if field.control == "suggest":  # any value may be typed: nothing to mark
+            return [Option(value, label) for value, label in rows]
         out = []
         for value, label in rows:
             reason = self.reason(name, value)

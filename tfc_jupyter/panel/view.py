@@ -17,29 +17,42 @@ from typing import Any
 import ipywidgets as w
 
 from ..job import catalog
-from ..job.options import FIELDS
 from ..job.spec import MAX_WORKERS
 from ..jobs import Job
+from ..planner.fields import FormField, choices, form_fields
 from ..plot import svg
 from ..records import JobState, JobStore
 from .launcher import JobWatch, Launcher
-from .model import REGIONS, PanelModel
+from .model import PanelModel
 
 VIEW_LINES = 400
 _STATE_COLORS = {"succeeded": "#1a7f37", "failed": "#cf222e", "cancelled": "#6e7781"}
 _NEUTRAL = "#6e7781"  # a cancel asked for: no failure, no error colour
 _STAGE_MARKS = {"pending": "○", "running": "◐", "done": "✓", "skipped": "–", "failed": "✗"}
-_OPTION_OF = {"labels": "label"}  # the panel's field -> its option, where the names differ
-_LABEL = {f.name: f.flag.label for f in FIELDS if f.flag.label}  # the option table's labels
-_DROPDOWNS = {
-    name: _LABEL[name]
-    for name in ("backend", "strategy", "machine", "gpu_type", "gpus", "tpu", "worker_machine")
-}
-_TEXTS = {
-    name: _LABEL[_OPTION_OF.get(name, name)] for name in ("project", "labels", "requirements")
-}
+_COUNT_MAX = {"workers": MAX_WORKERS}  # a count's largest value (others: 1000)
 _STYLE = {"description_width": "130px"}
 _WIDE = w.Layout(width="100%")
+
+
+def _control(field: FormField) -> Any:
+    """The widget of one field, labelled with the option table's words."""
+    common: dict[str, Any] = {"description": field.label, "style": _STYLE, "layout": _WIDE}
+    if field.control == "choice":
+        control: Any = w.Dropdown(**common)
+    elif field.control == "count":
+        top = _COUNT_MAX.get(field.name, 1000)
+        control = w.BoundedIntText(min=0, max=top, **common)
+    elif field.control == "switch":
+        control = w.Checkbox(indent=False, **common)
+    elif field.control == "suggest":
+        values = [str(v) for v, _ in choices(field.choices or "")]
+        control = w.Combobox(options=values, ensure_option=False, continuous_update=False, **common)
+    else:
+        control = w.Text(continuous_update=False, **common)
+    if hasattr(control, "placeholder"):
+        control.placeholder = field.placeholder
+    control.tooltip = field.help.replace("%%", "%")
+    return control
 
 
 def _esc(text: Any) -> str:
@@ -137,44 +150,28 @@ class LaunchPanel:
         self.refresh_jobs()
 
     def _make_controls(self) -> list[Any]:
-        """One control per choice (CSS class ``tfc-<choice>``), each with its error line; first,
-        the ``%%tfc_run`` cell to run (``tfc-cell``), shown when the notebook has several."""
+        """One control per field of the option table (:func:`form_fields`, as the JupyterLab
+        form has them; CSS class ``tfc-<name>``), each with its error line, under its section's
+        heading; first, the ``%%tfc_run`` cell to run (``tfc-cell``), shown when the notebook
+        has several."""
         self.cell_choice = w.Dropdown(  # a layout of its own: it is hidden with one cell
             description="%%tfc_run cell", style=_STYLE, layout=w.Layout(width="100%")
         )
         self.cell_choice.add_class("tfc-cell")
         self.cell_choice.observe(self._on_cell, names="value")
         rows: list[Any] = [self.cell_choice]
-        for name, label in _DROPDOWNS.items():
-            self.controls[name] = w.Dropdown(description=label, style=_STYLE, layout=_WIDE)
-        self.controls["workers"] = w.BoundedIntText(
-            description=_LABEL["workers"], min=0, max=MAX_WORKERS, style=_STYLE, layout=_WIDE
-        )
-        self.controls["region"] = w.Combobox(
-            description=_LABEL["region"],
-            options=REGIONS,
-            ensure_option=False,
-            continuous_update=False,
-            style=_STYLE,
-            layout=_WIDE,
-        )
-        for name in ("project", "labels", "requirements"):
-            self.controls[name] = w.Text(
-                description=_TEXTS[name], continuous_update=False, style=_STYLE, layout=_WIDE
-            )
-        self.controls["labels"].placeholder = "team=ml, run=1"
-        self.controls["requirements"].placeholder = "requirements.txt (next to the notebook)"
-        self.controls["project"].placeholder = "Google Cloud project id (Vertex AI)"
-        order = (
-            *("backend", "strategy", "machine", "gpu_type", "gpus", "tpu", "workers"),
-            *("worker_machine", "region", "project", "labels", "requirements"),
-        )
-        for name in order:
-            control = self.controls[name]
-            control.add_class(f"tfc-{name.replace('_', '-')}")
-            control.observe(self._on_change(name), names="value")
-            self.errors[name] = w.HTML().add_class("tfc-field-error")
-            rows += [control, self.errors[name]]
+        self.fields = {f.name: f for f in form_fields()}
+        group = ""
+        for field in self.fields.values():
+            if field.group != group:
+                group = field.group
+                rows.append(w.HTML(f"<b>{_esc(group)}</b>").add_class("tfc-group"))
+            control = _control(field)
+            control.add_class(f"tfc-{field.name.replace('_', '-')}")
+            control.observe(self._on_change(field.name), names="value")
+            self.controls[field.name] = control
+            self.errors[field.name] = w.HTML().add_class("tfc-field-error")
+            rows += [control, self.errors[field.name]]
         return rows
 
     # ----------------------------------------------------------------- display, close
@@ -201,7 +198,7 @@ class LaunchPanel:
             if self._syncing:
                 return
             value = change["new"]
-            if name == "workers":
+            if self.fields[name].kind == "count":
                 value = int(value or 0)
             elif isinstance(value, str):
                 value = value.strip()
@@ -234,7 +231,7 @@ class LaunchPanel:
                     self.cell_choice.value = current
                 self.cell_choice.layout.display = None if cells else "none"
                 for name, control in self.controls.items():
-                    if name in _DROPDOWNS:
+                    if self.fields[name].control == "choice":
                         opts = [(o.label, o.value) for o in self.model.options(name)]
                         if list(control.options) != opts:
                             control.options = opts

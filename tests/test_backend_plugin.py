@@ -99,7 +99,10 @@ class JobSetOptions:
     CLI, ``run()`` keywords and jobs API options, with no change to the product."""
 
     namespace: str = option(
-        "default", "Kubernetes namespace the JobSet is created in.", metavar="NAMESPACE"
+        "default",
+        "Kubernetes namespace the JobSet is created in.",
+        metavar="NAMESPACE",
+        label="Namespace",
     )
 
 
@@ -433,6 +436,27 @@ def test_a_backend_s_own_flag_works_on_every_edge(
         ("namespace", "team-b"),
     )
     assert "--namespace NAMESPACE" in options_help() and "(jobset backend)" in options_help()
+
+    # The panel and the form: a field of its own (it has a label), in its backend's section.
+    from tfc_jupyter.config import load_settings
+    from tfc_jupyter.panel.model import Choices
+    from tfc_jupyter.planner.fields import fields_json
+
+    (field,) = [f for f in fields_json() if f["name"] == "namespace"]
+    assert (field["label"], field["group"], field["control"], field["default"]) == (
+        "Namespace",
+        "Kubernetes",
+        "text",
+        "default",
+    )
+    served = JobService(ps_notebook.parent).defaults()["fields"]
+    assert [f for f in served if f["name"] == "namespace"] == [field]
+    settings = load_settings(include_server=False)
+    choices = Choices.from_options(line, settings)
+    assert choices.namespace == "team-a" and choices.workers == 1
+    picked = choices.replaced(namespace="team-c").apply(JobOptions(), settings)
+    assert picked.target == (("namespace", "team-c"),)
+    assert "--namespace team-c" in picked.to_line()
 
     status, body = JobService(ps_notebook.parent).create(
         {

@@ -270,7 +270,7 @@ def test_each_label_is_declared_once_in_the_option_table() -> None:
     """An option's label (and what leaving it out is) is declared on its field: the panel reads
     it there; the UI's words for a fix keep a copy this test holds equal."""
     from tfc_jupyter import words
-    from tfc_jupyter.panel import view
+    from tfc_jupyter.planner.fields import form_fields
 
     declared = {f.option: f.flag.label for f in options.FIELDS if f.flag.label}
     assert declared == words.LABELS  # words.py keeps a copy (it sits below the options)
@@ -280,7 +280,6 @@ def test_each_label_is_declared_once_in_the_option_table() -> None:
         if f.flag.label and f.flag.neutral
     }
     assert neutral == words.DROPPED
-    by_name = {f.name: f.flag.label for f in options.FIELDS}
-    shown = {**view._DROPDOWNS, **view._TEXTS}
-    assert shown == {name: by_name[view._OPTION_OF.get(name, name)] for name in shown}
+    by_name = {f.name: f.flag.label for f in options.FIELDS if f.flag.label}
+    assert {f.name: f.label for f in form_fields()} == by_name  # the panel's and form's
     assert len(set(declared.values())) == len(declared)  # no two controls share a label

@@ -127,7 +127,9 @@ def test_impossible_choices_are_flagged_as_the_user_picks(
     assert check.error == _spec_error("--tpu v3-8", settings)  # the local backend has no TPU
     backends = {o.value: o for o in model.options("backend")}
     assert backends["vertex"].reason is None and backends["local"].reason
-    assert backends["local"].label.startswith("✗ local (this machine) — the local backend cannot run TPU jobs")
+    assert backends["local"].label.startswith(
+        "✗ local (this machine) — the local backend cannot run TPU jobs"
+    )
 
     check = model.update(backend="vertex", workers=2)
     assert check.field == "workers"

@@ -26,6 +26,12 @@ LABELS = {
     "--requirements": "Requirements",
     "--name": "Job name",
     "--args": "Script arguments",
+    "--sweep": "Swept variables",
+    "--trials": "Trials",
+    "--parallel": "Trials at once",
+    "--metric": "Metric",
+    "--goal": "Goal",
+    "--method": "Search",
 }
 """Flag -> the label of its control in the panel and the form: the labels each option declares
 in the option table (``tfc_jupyter.job.options``), which this module cannot import (the
@@ -37,6 +43,7 @@ DROPPED = {
     "--tpu": "set TPU to none",
     "--strategy": "set Strategy to auto",
     "--machine": "set Chief machine to CPU",
+    "--trials": "set Trials to 0",
 }
 """What dropping a flag is in the UI (a control has no "absent"; it has a neutral value)."""
 

@@ -11,6 +11,7 @@ import { Widget } from '@lumino/widgets';
 import { createJob, getDefaults, getMachines } from './api';
 import {
   cellOf,
+  emptyValue,
   fromOptions,
   ILaunchValues,
   toOptions
@@ -149,19 +150,17 @@ function initialValues(
 ): ILaunchValues {
   const server = (key: string): string =>
     String(defaults.settings[key]?.value ?? '');
+  const values: ILaunchValues = {};
+  for (const field of defaults.fields ?? []) {
+    values[field.name] = emptyValue(field);
+  }
   return {
+    ...values,
     backend: settings.backend || server('backend') || 'local',
     machine: settings.machine,
-    workers: '0',
-    gpus: '',
-    gpu_type: '',
-    tpu: '',
     strategy: 'auto',
     region: settings.region || server('region'),
     project: server('project'),
-    name: '',
-    labels: '',
-    args: '',
     cell: ''
   };
 }
@@ -208,7 +207,12 @@ export async function launchDocument(
     const plan = (await createJob(request({ dry_run: true }, false, cell)))
       .plan;
     return {
-      ...fromOptions(plan.options, String(plan.options.backend ?? ''), fresh),
+      ...fromOptions(
+        plan.options,
+        String(plan.options.backend ?? ''),
+        fresh,
+        defaults.fields ?? []
+      ),
       cell: cell === null ? '' : String(cell)
     };
   };
@@ -257,7 +261,11 @@ export async function launchDocument(
     try {
       unsaved = await target.unsaved();
       const created = await createJob(
-        request(toOptions(result.value), true, cellOf(result.value))
+        request(
+          toOptions(result.value, defaults.fields ?? []),
+          true,
+          cellOf(result.value)
+        )
       );
       const job = created.job as IJob;
       Notification.success(

@@ -488,6 +488,35 @@ export interface paths {
                                 repeatable: boolean;
                                 boolean: boolean;
                             }[];
+                            /** @description The launch form's fields (the panel's too), from the option table: each labelled option, by section, with its words and, for a list, its values */
+                            fields: {
+                                /** @description the option (its key in options) */
+                                name: string;
+                                label: string;
+                                /**
+                                 * @description its section
+                                 * @example Machines
+                                 */
+                                group: string;
+                                /**
+                                 * @description its value
+                                 * @enum {string}
+                                 */
+                                kind: "count" | "text" | "list" | "switch";
+                                /** @enum {string} */
+                                control: "choice" | "suggest" | "count" | "text" | "list" | "switch";
+                                help: string;
+                                placeholder: string;
+                                /** @description a list's items are split on it (a space: on commas and spaces too) */
+                                separator: string;
+                                neutral: string | null;
+                                /** @description the option's default as the field shows it (empty: none) */
+                                default: string;
+                                choices: {
+                                    value: string | number;
+                                    label: string;
+                                }[] | null;
+                            }[];
                             root_dir: string;
                             jobs_home: string;
                         };

@@ -122,6 +122,28 @@ export interface IMachines {
   pricing_url: string;
 }
 
+/** One field of the launch form (and the panel), from the option table. */
+export interface IFormField {
+  /** The option (its key in the job options). */
+  name: string;
+  label: string;
+  /** Its section. */
+  group: string;
+  /** Its value: a whole number, text, a list of texts, or true/false. */
+  kind: 'count' | 'text' | 'list' | 'switch';
+  /** Its control; `suggest`: a list to pick from, or any text. */
+  control: 'choice' | 'suggest' | 'count' | 'text' | 'list' | 'switch';
+  help: string;
+  placeholder: string;
+  /** A list's items are split on it (a space: on commas and spaces too). */
+  separator: string;
+  neutral: string | null;
+  /** The option's default as the field shows it (`1`, `bayes`; empty: none). */
+  default: string;
+  /** The values offered, with their labels (a choice or a suggestion). */
+  choices: { value: string | number; label: string }[] | null;
+}
+
 /** GET /defaults. */
 export interface IDefaults {
   version: string;
@@ -129,6 +151,8 @@ export interface IDefaults {
   backends: string[];
   strategies: string[];
   options: { name: string; flag: string; help: string }[];
+  /** The form's fields, by section (the panel shows the same). */
+  fields: IFormField[];
 }
 
 /** The options of a job: the %%tfc_run flags by name ("" for a text option: its default). */

@@ -71,6 +71,8 @@ class FormField:
     placeholder: str = ""
     separator: str = ","
     neutral: str | None = None
+    default: str = ""
+    """The option's default as the field shows it (``1``, ``bayes``; empty: none)."""
     choices: str | None = None
     """The name of its values' list (:func:`choices`), for a choice or a suggestion."""
 
@@ -86,6 +88,7 @@ class FormField:
             "placeholder": self.placeholder,
             "separator": self.separator,
             "neutral": self.neutral,
+            "default": self.default,
             "choices": [{"value": v, "label": label} for v, label in values]
             if values is not None
             else None,
@@ -111,8 +114,19 @@ def _field(option: OptionField) -> FormField:
         flag.placeholder,
         flag.separator,
         flag.neutral,
+        _shown(option),
         flag.choices,
     )
+
+
+def _shown(option: OptionField) -> str:
+    """An option's default as its field shows it."""
+    value = option.default
+    if option.kind == "list":
+        return ""
+    if option.kind == "switch":
+        return "true" if value else "false"
+    return "" if value is None else str(value)
 
 
 def form_fields() -> list[FormField]:

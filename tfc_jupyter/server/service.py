@@ -377,6 +377,7 @@ class JobService:
         """The effective defaults (and where each came from), and the options a job takes."""
         from .. import registry
         from ..job.spec import Strategy
+        from ..planner import fields
 
         settings = self._settings()
         return {
@@ -397,6 +398,7 @@ class JobService:
                 for f in options.FIELDS
                 if f.flag.in_json
             ],
+            "fields": fields.fields_json(str(settings.get("machine") or "CPU")),
             "root_dir": str(self.root_dir),
             "jobs_home": str(Client(settings).store.path.parent),
         }

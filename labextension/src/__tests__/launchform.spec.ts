@@ -8,13 +8,14 @@ import {
   cellLabel,
   cellOf,
   fromOptions,
+  toOptions,
   ILaunchFormProps,
   ILaunchValues,
   LaunchForm,
   strategyLabel
 } from '../components/LaunchForm';
 import { PlanPreview } from '../components/PlanPreview';
-import { IDefaults, IMachines, IPlan } from '../types';
+import { IDefaults, IFormField, IMachines, IPlan } from '../types';
 
 // react-dom has no types installed here: its server renderer, typed by hand.
 // eslint-disable-next-line @typescript-eslint/no-var-requires
@@ -33,12 +34,17 @@ const { act } = require('react-dom/test-utils') as {
   act: (work: () => void | Promise<void>) => Promise<void>;
 };
 
+/** The fields GET /defaults serves, from the option table (tests/test_fields.py keeps this
+ * file equal to what the server sends). */
+// eslint-disable-next-line @typescript-eslint/no-var-requires
+const FIELDS = require('./fields.json') as IFormField[];
 const DEFAULTS: IDefaults = {
   version: '0.1.0',
   settings: { machine: { value: 'CPU', source: 'default' } },
   backends: ['local', 'docker', 'vertex'],
   strategies: ['auto', 'none'],
-  options: []
+  options: [],
+  fields: FIELDS
 };
 const MACHINES: IMachines = {
   machines: [],
@@ -58,7 +64,7 @@ const VALUES = {
   region: '',
   project: '',
   name: '',
-  labels: '',
+  label: '',
   args: '--epochs 3'
 };
 
@@ -130,7 +136,7 @@ describe('LaunchForm', () => {
   it("keeps a notebook's fields in their order, arguments last", () => {
     const html = form({ kind: 'notebook' });
     expect(html.indexOf('name="args"')).toBeGreaterThan(
-      html.indexOf('name="labels"')
+      html.indexOf('name="label"')
     );
   });
 
@@ -269,10 +275,12 @@ describe('the %%tfc_run cell choice', () => {
   });
 
   it("is kept when the values are read from a cell's options", () => {
-    const values = fromOptions({ workers: 2 }, 'local', {
-      ...VALUES,
-      cell: '5'
-    });
+    const values = fromOptions(
+      { workers: 2 },
+      'local',
+      { ...VALUES, cell: '5' },
+      FIELDS
+    );
     expect(values.cell).toBe('5');
     expect(values.workers).toBe('2');
   });
@@ -291,7 +299,7 @@ describe('the %%tfc_run cell choice', () => {
       ...VALUES,
       gpus: '1',
       workers: '0',
-      labels: `from=${cell}`
+      label: `from=${cell}`
     }));
     jest.useFakeTimers();
     try {
@@ -329,10 +337,10 @@ describe('the %%tfc_run cell choice', () => {
       });
       expect(loadCell).toHaveBeenCalledWith(5);
       const input = (name: string): string | undefined =>
-        container.querySelector<HTMLInputElement>(`input[name=${name}]`)?.value;
+        container.querySelector<HTMLInputElement>(`[name=${name}]`)?.value;
       expect(input('gpus')).toBe('1');
       expect(input('workers')).toBe('0');
-      expect(input('labels')).toBe('from=5');
+      expect(input('label')).toBe('from=5');
       expect(
         container.querySelector<HTMLSelectElement>('select[name=cell]')?.value
       ).toBe('5');
@@ -355,5 +363,68 @@ describe('the notice of unsaved edits', () => {
     const words = text(form({ dirty: false }));
     expect(words).not.toContain('unsaved');
     expect(words).toContain('Runs ui.ipynb as it is in the editor now:');
+  });
+});
+
+describe('the fields, from the option table', () => {
+  it('shows every field of the table with its label, by section', () => {
+    const html = form({ kind: 'notebook' });
+    for (const field of FIELDS) {
+      expect(html).toContain(`data-field="${field.name}"`);
+      expect(text(html)).toContain(field.label);
+    }
+    const sections = [...html.matchAll(/data-group="([^"]+)"/g)].map(m => m[1]);
+    expect(sections).toEqual([...new Set(FIELDS.map(f => f.group))]);
+    expect(sections).toContain('Sweep');
+  });
+
+  it('sends each value as its option takes it', () => {
+    const options = toOptions(
+      {
+        ...VALUES,
+        workers: '2',
+        label: 'team=ml run=3,x=1',
+        sweep: 'lr=loguniform(1e-4,1e-1); units=[64,128]',
+        trials: '6',
+        parallel: '2',
+        metric: ' val_accuracy ',
+        method: 'random'
+      },
+      FIELDS
+    ) as { [name: string]: unknown };
+    expect(options.workers).toBe(2);
+    expect(options.label).toEqual(['team=ml', 'run=3', 'x=1']);
+    expect(options.sweep).toEqual([
+      'lr=loguniform(1e-4,1e-1)',
+      'units=[64,128]'
+    ]);
+    expect([options.trials, options.parallel]).toEqual([6, 2]);
+    expect([options.metric, options.method]).toEqual([
+      'val_accuracy',
+      'random'
+    ]);
+    // a TPU host is the whole machine
+    const tpu = toOptions(
+      { ...VALUES, tpu: 'v3-8', machine: 'T4_1X', gpus: '1' },
+      FIELDS
+    );
+    expect([tpu.machine, tpu.gpus, tpu.gpu_type]).toEqual(['', 0, '']);
+  });
+
+  it('reads a cell line back into the same fields', () => {
+    const values = fromOptions(
+      {
+        sweep: ['lr=[0.1,0.2]', 'units=[2,4]'],
+        label: ['a=1', 'b=2'],
+        trials: 4
+      },
+      'vertex',
+      VALUES,
+      FIELDS
+    );
+    expect(values.sweep).toBe('lr=[0.1,0.2]; units=[2,4]');
+    expect(values.label).toBe('a=1, b=2');
+    expect(values.trials).toBe('4');
+    expect(values.backend).toBe('vertex');
   });
 });

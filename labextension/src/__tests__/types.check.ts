@@ -143,9 +143,10 @@ export type Checks = [
       never,
       'root_dir' | 'jobs_home',
       never,
-      'options'
+      'options' | 'fields'
     >
   >,
+  Assert<Mirror<IDefaults['fields'][number], DefaultsAnswer['fields'][number]>>,
   Assert<
     Mirror<
       IDefaults['options'][number],

@@ -1,31 +1,16 @@
 import React, { useEffect, useRef, useState } from 'react';
 
-import { formatRate } from '../format';
 import { errorText, TfcApiError } from '../request';
 import { IRunCell, LaunchKind } from '../target';
-import { IDefaults, IJobOptions, IMachines, IPlan } from '../types';
+import { IDefaults, IFormField, IJobOptions, IMachines, IPlan } from '../types';
 import { PlanPreview } from './PlanPreview';
 
-/** The form's values, as strings (empty: not set). */
-export interface ILaunchValues {
-  backend: string;
-  machine: string;
-  workers: string;
-  gpus: string;
-  gpu_type: string;
-  tpu: string;
-  strategy: string;
-  region: string;
-  project: string;
-  name: string;
-  labels: string;
-  args: string;
-  /**
-   * The `%%tfc_run` cell to run: its 1-based position among the notebook's cells, as text
-   * ("" or absent: the server's choice, the first). Not a job option: it picks what runs.
-   */
-  cell?: string;
-}
+/**
+ * The form's values, as strings, by field name (empty: not set). `cell` is not a field: the
+ * `%%tfc_run` cell to run, its 1-based position among the notebook's cells, as text ("" or
+ * absent: the server's choice, the first); it picks what runs.
+ */
+export type ILaunchValues = { [name: string]: string };
 
 /** The strategy choices' labels: `auto` is the code's own choice (see the README). */
 export function strategyLabel(strategy: string): string {
@@ -44,60 +29,73 @@ export function cellLabel(cell: IRunCell, max = 80): string {
   return text.length > max ? `${text.slice(0, max - 1)}…` : text;
 }
 
+/** A list field's items (its separator; a space: commas and spaces). */
+export function listItems(text: string, separator: string): string[] {
+  const parts =
+    separator === ' ' ? text.split(/[,\s]+/) : text.split(separator);
+  return parts.map(part => part.trim()).filter(Boolean);
+}
+
 /**
- * The job options the form's values stand for: every one of them, sent with `replace`, so what
- * the form shows is exactly what runs (a 0, an empty list or "" replaces the cell's value).
+ * The job options the form's values stand for: every field, sent with `replace`, so what the
+ * form shows is exactly what runs (a 0, an empty list or "" replaces the cell's value). A TPU
+ * host is the whole machine: no chief machine or GPUs with it, and a GPU type only with GPUs.
  */
-export function toOptions(values: ILaunchValues): IJobOptions {
-  const count = (text: string): number => Math.max(0, parseInt(text, 10) || 0);
-  const tpu = values.tpu;
-  return {
-    backend: values.backend,
-    strategy: values.strategy,
-    workers: count(values.workers),
-    tpu,
-    machine: tpu ? '' : values.machine,
-    gpus: tpu ? 0 : count(values.gpus),
-    gpu_type: tpu || !count(values.gpus) ? '' : values.gpu_type,
-    region: values.region.trim(),
-    project: values.project.trim(),
-    name: values.name.trim(),
-    args: values.args.trim(),
-    label: values.labels
-      .split(/[,\s]+/)
-      .map(l => l.trim())
-      .filter(Boolean)
-  };
+export function toOptions(
+  values: ILaunchValues,
+  fields: IFormField[]
+): IJobOptions {
+  const out: { [name: string]: unknown } = {};
+  for (const field of fields) {
+    const text = values[field.name] ?? '';
+    if (field.kind === 'count') {
+      out[field.name] = Math.max(0, parseInt(text, 10) || 0);
+    } else if (field.kind === 'list') {
+      out[field.name] = listItems(text, field.separator);
+    } else if (field.kind === 'switch') {
+      out[field.name] = text === 'true';
+    } else {
+      out[field.name] = text.trim();
+    }
+  }
+  if (out.tpu) {
+    out.machine = '';
+    out.gpus = 0;
+  }
+  if ('gpu_type' in out && (out.tpu || !out.gpus)) {
+    out.gpu_type = '';
+  }
+  return out as IJobOptions;
 }
 
 /** The form's values for a plan's options (the cell's `%%tfc_run` flags), else `fallback`. */
 export function fromOptions(
   options: { [key: string]: unknown },
   backend: string,
-  fallback: ILaunchValues
+  fallback: ILaunchValues,
+  fields: IFormField[]
 ): ILaunchValues {
-  const text = (key: string, other: string): string =>
-    options[key] === undefined || options[key] === null
-      ? other
-      : String(options[key]);
-  const labels = Array.isArray(options.label)
-    ? options.label.map(String).join(', ')
-    : '';
-  return {
-    backend: backend || fallback.backend,
-    machine: text('machine', fallback.machine),
-    workers: text('workers', fallback.workers),
-    gpus: text('gpus', fallback.gpus),
-    gpu_type: text('gpu_type', fallback.gpu_type),
-    tpu: text('tpu', fallback.tpu),
-    strategy: text('strategy', fallback.strategy),
-    region: text('region', fallback.region),
-    project: text('project', fallback.project),
-    name: text('name', fallback.name),
-    labels: labels || fallback.labels,
-    args: text('args', fallback.args),
-    cell: fallback.cell
-  };
+  const out: ILaunchValues = { ...fallback };
+  for (const field of fields) {
+    const value = options[field.name];
+    if (value === undefined || value === null) {
+      continue;
+    }
+    if (Array.isArray(value)) {
+      const joiner = field.separator === ' ' ? ', ' : `${field.separator} `;
+      const text = value.map(String).join(joiner);
+      out[field.name] = text || fallback[field.name] || '';
+    } else {
+      out[field.name] = String(value);
+    }
+  }
+  out.backend = backend || fallback.backend;
+  return out;
+}
+
+/** The value a field starts from with nothing set: the option's default (0, off, empty). */
+export function emptyValue(field: IFormField): string {
+  return field.default || (field.kind === 'count' ? '0' : '');
 }
 
 /** How long the form waits after a change before it checks the choices (a dry run). */
@@ -159,7 +157,10 @@ export function LaunchForm(props: ILaunchFormProps): JSX.Element {
       let next: IPlan | null = null;
       let problem: string | null = null;
       try {
-        next = await preview(toOptions(values), cellOf(values));
+        next = await preview(
+          toOptions(values, props.defaults.fields ?? []),
+          cellOf(values)
+        );
         if (next.refused) {
           // what Launch would meet, said now (in the UI's words when the server has them): the
           // dry run and the run give the same verdict
@@ -193,10 +194,6 @@ export function LaunchForm(props: ILaunchFormProps): JSX.Element {
     setLaunchError(null);
     props.onChange(next);
   };
-  const set =
-    (key: keyof ILaunchValues) =>
-    (event: React.ChangeEvent<HTMLInputElement | HTMLSelectElement>) =>
-      change({ ...values, [key]: event.target.value });
   // Another %%tfc_run cell: the form starts again from that cell's own flags.
   const pickCell = async (
     event: React.ChangeEvent<HTMLSelectElement>
@@ -220,23 +217,28 @@ export function LaunchForm(props: ILaunchFormProps): JSX.Element {
   };
   const kind = props.kind ?? 'notebook';
   const cells = kind === 'notebook' ? (props.cells ?? []) : [];
-  const defaultMachine = String(
-    props.defaults.settings.machine?.value ?? 'CPU'
-  );
+  const fields = props.defaults.fields ?? [];
   // A script's arguments (its sys.argv) come first, on a row of their own.
-  const args = (
-    <label
-      className={kind === 'script' ? 'tfc-FormWide' : undefined}
-      title="The job's sys.argv[1:], split as a shell splits words"
-    >
-      Script arguments
-      <input
-        name="args"
-        value={values.args}
-        placeholder="--epochs 3"
-        onChange={set('args')}
-      />
-    </label>
+  const first = kind === 'script' ? fields.filter(f => f.name === 'args') : [];
+  const rest = fields.filter(f => !first.includes(f));
+  const groups: [string, IFormField[]][] = [];
+  for (const field of rest) {
+    const last = groups[groups.length - 1];
+    if (last && last[0] === field.group) {
+      last[1].push(field);
+    } else {
+      groups.push([field.group, [field]]);
+    }
+  }
+  const control = (field: IFormField): JSX.Element => (
+    <FieldControl
+      key={field.name}
+      field={field}
+      value={values[field.name] ?? ''}
+      kind={kind}
+      wide={kind === 'script' && field.name === 'args'}
+      onChange={value => change({ ...values, [field.name]: value })}
+    />
   );
   return (
     <div className="tfc-LaunchForm">
@@ -248,7 +250,7 @@ export function LaunchForm(props: ILaunchFormProps): JSX.Element {
         several={cells.length > 1}
       />
       <div className="tfc-FormGrid">
-        {kind === 'script' ? args : null}
+        {first.map(control)}
         {cells.length > 1 ? (
           <label
             className="tfc-FormWide"
@@ -264,128 +266,13 @@ export function LaunchForm(props: ILaunchFormProps): JSX.Element {
             </select>
           </label>
         ) : null}
-        <label>
-          Backend
-          <select
-            name="backend"
-            value={values.backend}
-            onChange={set('backend')}
-          >
-            {props.defaults.backends.map(b => (
-              <option key={b} value={b}>
-                {b}
-              </option>
-            ))}
-          </select>
-        </label>
-        <label>
-          Chief machine
-          <select
-            name="machine"
-            value={values.machine}
-            onChange={set('machine')}
-          >
-            <option value="">default ({defaultMachine})</option>
-            {props.machines.machines.map(m => (
-              <option key={m.name} value={m.name} title={m.description}>
-                {m.name} ({formatRate(m.price_per_hour)})
-              </option>
-            ))}
-          </select>
-        </label>
-        <label>
-          Workers
-          <input
-            name="workers"
-            type="number"
-            min={0}
-            value={values.workers}
-            onChange={set('workers')}
-          />
-        </label>
-        <label>
-          GPUs per machine
-          <input
-            name="gpus"
-            type="number"
-            min={0}
-            value={values.gpus}
-            onChange={set('gpus')}
-          />
-        </label>
-        <label>
-          GPU type
-          <select
-            name="gpu_type"
-            value={values.gpu_type}
-            onChange={set('gpu_type')}
-          >
-            <option value="">default</option>
-            {props.machines.gpu_types.map(g => (
-              <option key={g} value={g}>
-                {g}
-              </option>
-            ))}
-          </select>
-        </label>
-        <label>
-          TPU
-          <select name="tpu" value={values.tpu} onChange={set('tpu')}>
-            <option value="">none</option>
-            {props.machines.tpu_types.map(t => (
-              <option key={t} value={t}>
-                {t}
-              </option>
-            ))}
-          </select>
-        </label>
-        <label>
-          Strategy
-          <select
-            name="strategy"
-            value={values.strategy}
-            onChange={set('strategy')}
-          >
-            {props.defaults.strategies.map(s => (
-              <option key={s} value={s}>
-                {strategyLabel(s)}
-              </option>
-            ))}
-          </select>
-        </label>
-        <label>
-          Region
-          <input name="region" value={values.region} onChange={set('region')} />
-        </label>
-        <label>
-          Project
-          <input
-            name="project"
-            value={values.project}
-            placeholder="Vertex AI only"
-            onChange={set('project')}
-          />
-        </label>
-        <label>
-          Job name
-          <input
-            name="name"
-            value={values.name}
-            placeholder={`the ${kind}'s name`}
-            onChange={set('name')}
-          />
-        </label>
-        <label>
-          Labels
-          <input
-            name="labels"
-            value={values.labels}
-            placeholder="team=ml, run=3"
-            onChange={set('labels')}
-          />
-        </label>
-        {kind === 'script' ? null : args}
       </div>
+      {groups.map(([group, members]) => (
+        <fieldset key={group} className="tfc-FormGroup" data-group={group}>
+          <legend>{group}</legend>
+          <div className="tfc-FormGrid">{members.map(control)}</div>
+        </fieldset>
+      ))}
       <div className="tfc-FormActions">
         <span
           className="tfc-CheckState"
@@ -414,6 +301,77 @@ export function LaunchForm(props: ILaunchFormProps): JSX.Element {
         ) : null}
       </div>
     </div>
+  );
+}
+
+/** One field's control, labelled with the option table's words. */
+function FieldControl(props: {
+  field: IFormField;
+  value: string;
+  kind: LaunchKind;
+  wide: boolean;
+  onChange: (value: string) => void;
+}): JSX.Element {
+  const { field, value } = props;
+  const set = (
+    event: React.ChangeEvent<HTMLInputElement | HTMLSelectElement>
+  ): void => props.onChange(event.target.value);
+  const placeholder =
+    field.name === 'name' ? `the ${props.kind}'s name` : field.placeholder;
+  let input: JSX.Element;
+  if (field.control === 'choice') {
+    input = (
+      <select name={field.name} value={value} onChange={set}>
+        {(field.choices ?? []).map(choice => (
+          <option key={String(choice.value)} value={String(choice.value)}>
+            {choice.label}
+          </option>
+        ))}
+      </select>
+    );
+  } else if (field.control === 'switch') {
+    input = (
+      <input
+        name={field.name}
+        type="checkbox"
+        checked={value === 'true'}
+        onChange={event => props.onChange(String(event.target.checked))}
+      />
+    );
+  } else {
+    const list = field.control === 'suggest' ? `tfc-${field.name}-values` : '';
+    input = (
+      <>
+        <input
+          name={field.name}
+          type={field.control === 'count' ? 'number' : undefined}
+          min={field.control === 'count' ? 0 : undefined}
+          list={list || undefined}
+          value={value}
+          placeholder={placeholder || undefined}
+          onChange={set}
+        />
+        {list ? (
+          <datalist id={list}>
+            {(field.choices ?? []).map(choice => (
+              <option key={String(choice.value)} value={String(choice.value)}>
+                {choice.label}
+              </option>
+            ))}
+          </datalist>
+        ) : null}
+      </>
+    );
+  }
+  return (
+    <label
+      className={props.wide ? 'tfc-FormWide' : undefined}
+      title={field.help}
+      data-field={field.name}
+    >
+      {field.label}
+      {input}
+    </label>
   );
 }
 

@@ -191,7 +191,7 @@ def _scenario(lab_server: LabServer, page: Any) -> None:
     assert form.locator("select[name=backend]").input_value() == "local"
     assert form.locator("input[name=region]").input_value() == "europe-west4"
     assert form.locator("input[name=workers]").input_value() == "1"  # the cell's --workers 1
-    assert form.locator("input[name=labels]").input_value() == "team=ui"
+    assert form.locator("input[name=label]").input_value() == "team=ui"
     assert form.locator("select[name=strategy]").input_value() == "auto"
     _checked(form, "ok")
     preview = form.locator(".tfc-PlanPreview")
@@ -232,7 +232,7 @@ def _scenario(lab_server: LabServer, page: Any) -> None:
         if aside.exists():
             aside.rename(jobs_dir)
     assert form.locator("input[name=workers]").input_value() == "1"
-    assert form.locator("input[name=labels]").input_value() == "team=ui"
+    assert form.locator("input[name=label]").input_value() == "team=ui"
     _checked(form, "ok")
     screenshot(page, "lab-launch-form.png")
     _accept(page)
@@ -1185,7 +1185,7 @@ def _form_cells_scenario(lab_server: LabServer, page: Any) -> None:
     # The second cell: its flags, its cells.
     cell.select_option("4")
     page.wait_for_function(
-        "() => document.querySelector('.tfc-LaunchForm input[name=labels]')?.value"
+        "() => document.querySelector('.tfc-LaunchForm input[name=label]')?.value"
         " === 'pick=second'",
         timeout=15_000,
     )

@@ -141,7 +141,7 @@ def test_impossible_choices_are_flagged_as_the_user_picks(
     assert check.error == _spec_error("--strategy tpu --backend vertex", settings)
 
     check = model.update(strategy="auto", label="team=ml, Run=1")
-    assert check.field == "labels" and "label key 'Run'" in (check.error or "")
+    assert check.field == "label" and "label key 'Run'" in (check.error or "")
     check = model.update(label="team=ml, run=1", region="mars")
     assert check.field == "region"
     check = model.update(region="europe-west4", requirements="missing.txt")

@@ -384,7 +384,7 @@ def _panel_cells_scenario(lab_server: LabServer, page: Any) -> None:
         timeout=30_000,
     )
     assert page.locator(f"{NB} .tfc-panel .tfc-workers input").input_value() == "0"
-    assert page.locator(f"{NB} .tfc-panel .tfc-labels input").input_value() == "pick=second"
+    assert page.locator(f"{NB} .tfc-panel .tfc-label input").input_value() == "pick=second"
     assert "--label pick=second" in _text(page, summary)
     # The panel's memory keeps the cell picked beside the line.
     page.wait_for_function(

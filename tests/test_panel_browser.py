@@ -45,7 +45,7 @@ from tfc_jupyter.notebook import capture
 from tfc_jupyter.panel import build_model
 from tfc_jupyter.panel.memory import MIME_TYPE as MIME
 from tfc_jupyter.panel.memory import ChoicesDisplay, choices_bundle, saved_cell
-from tfc_jupyter.panel.model import STRATEGY_AUTO_LABEL
+from tfc_jupyter.planner.fields import STRATEGY_AUTO_LABEL
 from tfc_jupyter.records import JobState
 
 TRAIN = """\
@@ -442,7 +442,7 @@ def test_the_panel_model_offers_and_runs_the_tfc_run_cell_picked(
     check = model.set_cell(4)
     assert check.ok, check.error
     assert model.current_cell() == 4 and model.choices.workers == 0
-    assert model.choices.labels == "pick=second"
+    assert model.choices.label == "pick=second"
     assert check.plan is not None and list(check.plan.script.cells) == [1, 3, 4]
     assert model.line() == "%%tfc_run --label pick=second"
     summary = model.summary()
@@ -505,3 +505,38 @@ def test_the_panel_remembers_the_tfc_run_cell_picked(tmp_path: Path, settings: S
     nbformat.write(nb, path)
     model = build_model(settings, select=select, base=first, notebook=path)
     assert model.run_cells() == [] and model.current_cell() is None
+
+
+_PANEL_FIELDS = """() => [...document.querySelectorAll('.tfc-panel .widget-label')]
+  .map(label => [label.closest('.jupyter-widgets'), label.innerText.trim()])
+  .map(([box, text]) => [[...(box?.classList ?? [])].find(c => c.startsWith('tfc-')), text])
+  .filter(([name, text]) => name && name !== 'tfc-cell' && name !== 'tfc-jobs' && text)
+  .map(([name, text]) => [name.slice(4).replace(/-/g, '_'), text])"""
+_FORM_FIELDS = """() => [...document.querySelectorAll('.jp-Dialog .tfc-LaunchForm label[data-field]')]
+  .map(label => [label.dataset.field, label.firstChild.textContent.trim()])"""
+
+
+@pytest.mark.slow
+def test_the_form_and_the_panel_show_the_same_fields(
+    lab_server: LabServer, browser_page: Any
+) -> None:
+    """Issue 36: the JupyterLab form and the ipywidgets panel render one list, the option
+    table's labelled options: the same fields, in the same order, with the same labels."""
+    page = browser_page
+    write_notebook(
+        lab_server.root_dir / "fields.ipynb", "%load_ext tfc_jupyter", "x = 1", "%tfc_panel"
+    )
+    open_notebook(page, lab_server, "fields.ipynb")
+    lab_command(page, "notebook:run-all-cells")
+    page.wait_for_selector(".tfc-panel .tfc-summary", timeout=60_000)
+    panel = [tuple(pair) for pair in page.evaluate(_PANEL_FIELDS)]
+    page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .tfc-LaunchButton").first.click()
+    page.locator(".jp-Dialog .tfc-LaunchForm").wait_for()
+    form = [tuple(pair) for pair in page.evaluate(_FORM_FIELDS)]
+    page.locator(".jp-Dialog .jp-mod-reject").click()
+    from tfc_jupyter.planner.fields import form_fields
+
+    table = [(f.name, f.label) for f in form_fields()]
+    assert form == table, form
+    assert panel == table, panel
+    assert ("sweep", "Swept variables") in table  # the sweep's section, on both

@@ -512,8 +512,9 @@ _PANEL_FIELDS = """() => [...document.querySelectorAll('.tfc-panel .widget-label
   .map(([box, text]) => [[...(box?.classList ?? [])].find(c => c.startsWith('tfc-')), text])
   .filter(([name, text]) => name && name !== 'tfc-cell' && name !== 'tfc-jobs' && text)
   .map(([name, text]) => [name.slice(4).replace(/-/g, '_'), text])"""
-_FORM_FIELDS = """() => [...document.querySelectorAll('.jp-Dialog .tfc-LaunchForm label[data-field]')]
-  .map(label => [label.dataset.field, label.firstChild.textContent.trim()])"""
+_FORM_FIELDS = """() => [
+  ...document.querySelectorAll('.jp-Dialog .tfc-LaunchForm label[data-field]')
+].map(label => [label.dataset.field, label.firstChild.textContent.trim()])"""
 
 
 @pytest.mark.slow

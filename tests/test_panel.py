@@ -673,3 +673,15 @@ def test_magics_open_prefilled_panels_and_load_no_widgets(tmp_path: Path, tfc_en
     assert result["interactive"] == [2, "none", [1, 2, 3, 4]]
     assert "unrecognized arguments: --no-such-flag" in result["bad"]
     assert store_for(__import__("os").environ["TFC_JUPYTER_HOME"]).list() == []
+
+
+def test_a_sweep_picked_in_the_panel_is_said_to_run_from_the_cell(
+    tmp_path: Path, settings: Settings
+) -> None:
+    """The Sweep section's fields make the cell's --sweep flags; on this machine a sweep is
+    trials the cell drives, so Launch (one job) says so before it is pressed."""
+    model = _model(tmp_path, settings, "lr = 0.1\nprint(lr)")
+    check = model.update(sweep="lr=[0.1, 0.2]; ", metric="loss", trials=2)
+    assert not check.ok and check.field == "sweep", check
+    assert "runs as trials that the %%tfc_run cell or tfc-jupyter run drives" in (check.error or "")
+    assert model.line() == "%%tfc_run --sweep 'lr=[0.1, 0.2]' --trials 2 --metric loss"

@@ -169,7 +169,7 @@ def test_no_surface_launches_a_sweep_as_one_job(tmp_path: Path) -> None:
 
     nb = _notebook(tmp_path)
     client = Client()
-    with pytest.raises(SpecError, match="this plan is a sweep: it launches as trials"):
+    with pytest.raises(SpecError, match="a sweep on this machine runs as trials that the"):
         client.submit(_plan(client, nb))
     service = JobService(tmp_path)
     options = {"sweep": ["lr=loguniform(1e-4,1)"], "metric": "val_score"}
@@ -184,7 +184,8 @@ def test_no_surface_launches_a_sweep_as_one_job(tmp_path: Path) -> None:
         }
     ]
     assert "sweep: 10 trials, 1 at once, bayes; best: highest val_score" in dry["text"]
-    with pytest.raises(SpecError, match="launches as trials"):
+    assert dry["plan"]["refused"]["field"] == "sweep"  # said before Launch, in the form
+    with pytest.raises(SpecError, match="runs as trials"):
         service.create({"path": nb.name, "options": options})
     assert client.list(limit=None) == []
 

@@ -96,19 +96,30 @@ def write_job_dir(plan: Plan, job_dir: Path) -> None:
         write_private(job_dir / name, text)
 
 
+def sweep_refusal(plan: Plan) -> SpecError | None:
+    """Why ``plan`` cannot launch as one job (None: it can): a sweep whose backend does not run
+    it as a job of its own is trials this kernel or command drives, not one job (one job would
+    run the notebook's own values, once). The jobs API and the panel say it before Launch."""
+    if plan.sweep is None or registry.traits(plan.spec.backend).tunes:
+        return None
+    return SpecError(
+        f"a sweep on {registry.traits(plan.spec.backend).label} runs as trials that the "
+        "%%tfc_run cell or tfc-jupyter run drives, not as one job launched from here",
+        "run the cell with its --sweep flags (or tfc-jupyter run), or use --backend vertex, "
+        "which runs a sweep as a job of its own",
+        field="sweep",
+    )
+
+
 def launch(plan: Plan, *, store: JobStore | None = None) -> Job:
     """Run a planned job on its backend; returns at once with a :class:`Job`.
 
     Raises:
         TfcError: the backend refuses the job (missing requirements, TPU on a CPU machine ...).
     """
-    if plan.sweep is not None and not registry.traits(plan.spec.backend).tunes:
-        # one job would run the notebook's own values, once
-        raise SpecError(
-            "this plan is a sweep: it launches as trials, not as one job",
-            "run it from %%tfc_run or tfc-jupyter run (tfc_jupyter.trials.run_sweep)",
-            field="sweep",
-        )
+    refusal = sweep_refusal(plan)
+    if refusal is not None:
+        raise refusal
     store = store or store_for()
     backend = backend_for(plan.spec.backend.value, store, plan.settings)
     if plan.refused is not None:  # the verdict the plan already holds (Client.plan)

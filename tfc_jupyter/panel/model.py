@@ -27,6 +27,7 @@ from ..errors import TfcError
 from ..job import catalog
 from ..job.options import JobOptions, all_fields
 from ..job.spec import JobSpec, Strategy, check_runnable
+from ..jobs import sweep_refusal
 from ..notebook import capture
 from ..notebook.capture import Selection
 from ..planner import fields
@@ -406,8 +407,8 @@ class PanelModel:
             if field is None and self.choices.requirements and self._fine_without_requirements():
                 field = "requirements"  # a requirements file given here, not the notebook
             return Check(error=exc.ui_text(), field=field, spec=spec)
-        if plan.refused is not None:  # what Launch would meet: said now, as the run says it
-            refused = plan.refused
+        refused = plan.refused or sweep_refusal(plan)
+        if refused is not None:  # what Launch would meet: said now, as the run says it
             field = option_of(refused.field)
             return Check(error=refused.ui_text(), field=field, spec=spec, plan=plan)
         return Check(spec=plan.spec, plan=plan)

@@ -11,6 +11,7 @@ other's jobs.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -23,7 +24,7 @@ from ..errors import SpecError, TfcError, TooLarge
 from ..files import confined
 from ..job import catalog, options
 from ..job.options import JobOptions
-from ..jobs import job_dict
+from ..jobs import job_dict, sweep_refusal
 from ..notebook import capture
 from ..records import JobRecord, JobState, JobStore
 
@@ -216,6 +217,9 @@ class JobService:
         client = self.client()
         with confined(self.root_dir):  # and every file the plan follows from there
             plan = client.plan(selection, ns)
+        refusal = sweep_refusal(plan)  # said by the dry run, as the launch would say it
+        if refusal is not None and plan.refused is None:
+            plan = dataclasses.replace(plan, refused=refusal)
         if ns.dry_run:
             return 200, {
                 "dry_run": True,

@@ -508,7 +508,7 @@ def test_the_panel_remembers_the_tfc_run_cell_picked(tmp_path: Path, settings: S
 
 
 _PANEL_FIELDS = """() => [...document.querySelectorAll('.tfc-panel .widget-label')]
-  .map(label => [label.closest('.jupyter-widgets'), label.innerText.trim()])
+  .map(label => [label.closest('.jupyter-widgets'), label.innerText.replace(/\u200b/g, '').trim()])
   .map(([box, text]) => [[...(box?.classList ?? [])].find(c => c.startsWith('tfc-')), text])
   .filter(([name, text]) => name && name !== 'tfc-cell' && name !== 'tfc-jobs' && text)
   .map(([name, text]) => [name.slice(4).replace(/-/g, '_'), text])"""

@@ -119,17 +119,15 @@ def read_trials(job_dir: Path, spec: SweepSpec) -> list[Trial]:
 def _job_to_follow(client: Client, folder: Path, plan: Plan) -> Job | None:
     """The tuning job an earlier run of this sweep launched, if it is worth following (not
     failed or cancelled, and as many trials as asked now)."""
+    asked = plan.sweep.spec.trials if plan.sweep else 0
     try:
         job_id = json.loads((folder / JOB_FILE).read_text())["job"]
         job = client.job(job_id)
         record = job.record()
-    except (OSError, ValueError, KeyError, TfcError):
-        return None
-    asked = plan.sweep.spec.trials if plan.sweep else 0
-    if (
-        record.state in (JobState.FAILED, JobState.CANCELLED)
-        or spec_of(Path(record.job_dir)).trials != asked
-    ):
+        same = spec_of(Path(record.job_dir)).trials == asked
+    except (OSError, ValueError, KeyError, TypeError, TfcError):
+        return None  # none yet, or its record or folder gone: a new one is launched
+    if not same or record.state in (JobState.FAILED, JobState.CANCELLED):
         return None
     return job
 

@@ -31,7 +31,7 @@ from ..jobs import sweep_refusal
 from ..notebook import capture
 from ..notebook.capture import Selection
 from ..planner import fields
-from ..planner.fields import form_fields
+from ..planner.fields import FormField, form_fields
 from ..planner.plan import Plan
 from ..registry import DEFAULT
 from .memory import ChoicesDisplay
@@ -106,12 +106,36 @@ def _items(text: str, separator: str) -> tuple[str, ...]:
     return tuple(part.strip() for part in re.split(pattern, text.strip()) if part.strip())
 
 
+@dataclass(frozen=True)
+class _Table:
+    """The fields and each option's default, read from the option table once for a
+    :class:`Choices` and every copy made from it (each change, and each value a list offers,
+    makes one: reading the table, installed backends included, takes milliseconds)."""
+
+    fields: dict[str, FormField]
+    defaults: dict[str, Any]
+
+
+def _table() -> _Table:
+    return _Table({f.name: f for f in form_fields()}, {f.name: f.default for f in all_fields()})
+
+
 class Choices:
     """What the user picked, one value a field of :func:`form_fields` (by option name): text
     (empty: the configured default, as an absent flag), a count, or a switch."""
 
     def __init__(self, **values: Any) -> None:
-        self._fields = {f.name: f for f in form_fields()}
+        self._set(_table(), values)
+
+    @classmethod
+    def _of(cls, table: _Table, values: Mapping[str, Any]) -> Choices:
+        made = cls.__new__(cls)
+        made._set(table, values)
+        return made
+
+    def _set(self, table: _Table, values: Mapping[str, Any]) -> None:
+        self._table = table
+        self._fields = table.fields
         unknown = set(values) - set(self._fields)
         if unknown:
             raise TypeError(f"no such choice: {', '.join(sorted(unknown))}")
@@ -135,7 +159,7 @@ class Choices:
 
     def replaced(self, **changes: Any) -> Choices:
         """A copy with ``changes`` (a name that is no field: TypeError)."""
-        return Choices(**{**self._values, **changes})
+        return Choices._of(self._table, {**self._values, **changes})
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
@@ -156,7 +180,7 @@ class Choices:
                     out[name] = value
             elif isinstance(value, str):
                 out[name] = value.strip()
-        return Choices(**out)
+        return Choices._of(self._table, out)
 
     def apply(self, base: JobOptions, settings: Settings) -> JobOptions:
         """``base`` (a ``%%tfc_run`` line's options) with these choices as its options.
@@ -164,7 +188,7 @@ class Choices:
         A choice equal to the configured default becomes an absent flag, so the equivalent
         ``%%tfc_run`` line holds only what differs from the defaults.
         """
-        defaults = {f.name: f.default for f in all_fields()}
+        defaults = self._table.defaults
         changes: dict[str, Any] = {}
         for name, f in self._fields.items():
             value = self._values[name]
@@ -180,8 +204,9 @@ class Choices:
     @classmethod
     def from_options(cls, ns: JobOptions, settings: Settings) -> Choices:
         """The choices a parsed ``%%tfc_run`` line stands for (names normalized when known)."""
+        table = _table()
         values: dict[str, Any] = {}
-        for f in form_fields():
+        for f in table.fields.values():
             value = ns.value(f.name)
             if f.kind == "list":
                 joiner = ", " if f.separator in (",", " ") else f"{f.separator} "
@@ -199,7 +224,7 @@ class Choices:
                     with contextlib.suppress(TfcError):
                         text = _NORMAL[f.name](text)
                 values[f.name] = text.strip().lower() if f.name == "backend" else text
-        return cls(**values)
+        return cls._of(table, values)
 
 
 @dataclass(frozen=True)

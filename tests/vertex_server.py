@@ -601,13 +601,8 @@ class VertexServer(FakeServer):
 
     def _create(self, project: str, location: str, body: Any) -> dict[str, Any]:
         from google.cloud.aiplatform_v1.types import CustomJob
-        from google.protobuf.json_format import MessageToDict
 
-        try:
-            job = CustomJob.from_json(json.dumps(body), ignore_unknown_fields=False)
-        except Exception as exc:
-            raise ApiError("INVALID_ARGUMENT", f"Invalid JSON payload received. {exc}") from None
-        resource = MessageToDict(CustomJob.pb(job))
+        resource = _parsed(CustomJob, body)
         _refuse(validate(resource))
         with self._lock:
             fail_with = self.failing_jobs.pop(0) if self.failing_jobs else None
@@ -636,13 +631,8 @@ class VertexServer(FakeServer):
 
     def _create_tuning(self, project: str, location: str, body: Any) -> dict[str, Any]:
         from google.cloud.aiplatform_v1.types import HyperparameterTuningJob
-        from google.protobuf.json_format import MessageToDict
 
-        try:
-            job = HyperparameterTuningJob.from_json(json.dumps(body), ignore_unknown_fields=False)
-        except Exception as exc:
-            raise ApiError("INVALID_ARGUMENT", f"Invalid JSON payload received. {exc}") from None
-        resource = MessageToDict(HyperparameterTuningJob.pb(job))
+        resource = _parsed(HyperparameterTuningJob, body)
         as_custom = {"displayName": resource.get("displayName", ""),
                      "jobSpec": resource.get("trialJobSpec", {}),
                      "labels": resource.get("labels", {})}  # fmt: skip
@@ -700,6 +690,18 @@ class VertexServer(FakeServer):
             entries.reverse()
         page, token = _page(entries, int(body.get("pageSize", 0)), body.get("pageToken", ""))
         return {"entries": page, **({"nextPageToken": token} if token else {})}
+
+
+def _parsed(kind: Any, body: Any) -> dict[str, Any]:
+    """A create request's body read strictly as the ``aiplatform_v1`` type ``kind`` (an unknown
+    field or enum refused as Vertex AI refuses it), as the resource's JSON."""
+    from google.protobuf.json_format import MessageToDict
+
+    try:
+        message = kind.from_json(json.dumps(body), ignore_unknown_fields=False)
+    except Exception as exc:
+        raise ApiError("INVALID_ARGUMENT", f"Invalid JSON payload received. {exc}") from None
+    return dict(MessageToDict(kind.pb(message)))
 
 
 def _refuse(problems: list[tuple[str, str]]) -> None:

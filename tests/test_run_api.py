@@ -742,6 +742,54 @@ def test_tfc_vizier_tuner_example_searches_in_the_kernel_with_shared_studies(
     assert sum(counts) == 6 and len(counts) == 4, counts
 
 
+_TUNERS_IN_THREADS = """
+import threading, time
+import keras_tuner, numpy as np, tensorflow as tf
+from tfc_jupyter import CloudTuner
+
+x = np.zeros((8, 4), np.float32); y = np.zeros((8,), np.int64)
+
+def build_model(hp):
+    model = tf.keras.Sequential([tf.keras.Input((4,))])
+    for _ in range(3):
+        model.add(tf.keras.layers.Dense(hp.get("units")))
+        time.sleep(0.5)  # the other thread's clear_session() lands here
+    model.add(tf.keras.layers.Dense(2, activation="softmax"))
+    model.compile(loss="sparse_categorical_crossentropy", metrics=["accuracy"])
+    return model
+
+hps = keras_tuner.HyperParameters()
+hps.Int("units", 2, 4)
+tuners = [CloudTuner(build_model, objective="accuracy", hyperparameters=hps, max_trials=4,
+                     study_id="race", directory="tmp_dir") for _ in range(2)]
+for i, t in enumerate(tuners):
+    t.tuner_id = str(i)
+def search(tuner, delay):
+    time.sleep(delay)  # the other thread is mid-build when this one starts
+    tuner.search(x, y, epochs=1, verbose=0)
+
+threads = [threading.Thread(target=search, args=(t, 0.7 * i)) for i, t in enumerate(tuners)]
+for t in threads: t.start()
+for t in threads: t.join()
+print("TRIALS", sorted(t.status for u in tuners for t in u.oracle.trials.values()))
+"""
+
+
+@pytest.mark.slow
+def test_cloud_tuners_in_threads_build_their_models_one_at_a_time(tmp_path: Path) -> None:
+    """Keras Tuner clears Keras's session before each build, and Keras 3's clear_session()
+    resets every thread's layer names: two CloudTuners searching in threads (the example's
+    shape, without its two-second stagger) built models with two layers named ``dense``."""
+    script = tmp_path / "tuners_in_threads.py"
+    script.write_text(_TUNERS_IN_THREADS)
+    proc = _python(script)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert "already the name of a layer" not in proc.stdout + proc.stderr, proc.stderr[-3000:]
+    assert "TRIALS ['COMPLETED', 'COMPLETED', 'COMPLETED', 'COMPLETED']" in proc.stdout, (
+        proc.stdout[-2000:]
+    )
+
+
 @pytest.mark.slow
 def test_cloud_oracle_reads_a_vizier_study_config() -> None:
     """TensorFlow Cloud's other way in: a Vizier study_config in place of objective and

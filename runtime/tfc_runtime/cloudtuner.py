@@ -25,6 +25,12 @@ _made: dict[str, Any] = {}
 _studies: dict[str, Any] = {}
 """Optuna's study of each ``study_id`` asked for in this process (tuners sharing it)."""
 _lock = threading.Lock()
+_building = threading.Lock()
+"""Held while a tuner builds a trial's model: Keras 3's ``clear_session()``, which Keras Tuner
+calls before each build, resets the layer-name counters of every thread, so a model another
+thread is building meanwhile gets two layers named ``dense`` (TensorFlow Cloud's example staggers
+its four threads by two seconds for this "``model.build`` collision"; on a busy machine that is
+not enough)."""
 
 
 def _objective_and_space(study_config: dict[str, Any]) -> tuple[Any, Any]:
@@ -185,6 +191,11 @@ def _make() -> None:
             )
             kwargs.setdefault("project_name", oracle.study_id)
             super().__init__(oracle=oracle, hypermodel=hypermodel, **kwargs)
+
+        def _try_build(self, hp: Any) -> Any:
+            # one build at a time in this process: see _building
+            with _building:
+                return super()._try_build(hp)
 
     _made.update(CloudOracle=CloudOracle, CloudTuner=CloudTuner)
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -178,24 +178,28 @@ def replica_name(role: str, index: int) -> str:
 
 
 def cluster_env(
-    counts: Sequence[int], addresses: Iterable[str], job_id: str
+    replicas: Mapping[str, int], addresses: Iterable[str], job_id: str
 ) -> list[tuple[str, dict[str, str]]]:
     """``(replica name, env)`` for every replica, as Vertex AI sets them.
 
-    ``counts`` are the replicas of each role in :data:`ROLES` order (chief, workers, parameter
-    servers, evaluator); ``addresses`` gives one ``host:port`` per replica in that order.
+    ``replicas`` counts the replicas of each role by its name (``{"chief": 1, "worker": 2}``:
+    the names ``TF_CONFIG`` gives tasks, :data:`ROLES`); ``addresses`` gives one ``host:port``
+    per replica in :data:`ROLES` order (chief, workers, parameter servers, evaluator).
     ``CLUSTER_SPEC`` names the pools (``workerpool0``...); ``TF_CONFIG`` (set only when there is
     more than one replica, as on Vertex AI) names the roles and leaves the evaluator out of the
     training cluster.
     """
+    unknown = set(replicas) - set(ROLES)
+    if unknown:
+        raise ValueError(f"no replica role {sorted(unknown)[0]!r}: the roles are {ROLES}")
     addrs = iter(addresses)
     pools: dict[str, list[str]] = {}
-    for i, count in enumerate(counts):
-        if count:
-            pools[f"workerpool{i}"] = [next(addrs) for _ in range(count)]
+    for pool, role in POOL_ROLES.items():
+        if replicas.get(role):
+            pools[pool] = [next(addrs) for _ in range(replicas[role])]
     role_of = POOL_ROLES
     tf_cluster = {role_of[p]: a for p, a in pools.items() if role_of[p] != "evaluator"}
-    distributed = sum(counts) > 1
+    distributed = sum(replicas.values()) > 1
     out = []
     for pool, members in pools.items():
         role = role_of[pool]

@@ -11,6 +11,8 @@ import math
 import re
 from typing import TYPE_CHECKING, Any
 
+from tfc_runtime.protocol import ROLES
+
 from ..job import scheduling
 from ..job.catalog import Machine
 from ..job.replica import container_args
@@ -108,14 +110,12 @@ def worker_pools(
     Position is meaning on Vertex AI (TF_CONFIG names tasks by it): an unused pool before a used
     one stays as ``{}``, unused pools at the end are left out.
     """
-    wanted: list[tuple[Machine | None, int]] = [
-        (spec.chief, 1),
-        (spec.worker or spec.chief, spec.worker_count),
-        (spec.ps_machine, spec.ps_count),
-        (spec.evaluator_machine, int(spec.evaluator)),
-    ]
+    used = {pool.role: pool for pool in spec.pools()}
     pools = [
-        _pool(spec, m, n, image_uri, package_uri) if m is not None and n else {} for m, n in wanted
+        _pool(spec, used[role].machine, used[role].replicas, image_uri, package_uri)
+        if role in used
+        else {}
+        for role in ROLES
     ]
     while pools and not pools[-1]:
         pools.pop()

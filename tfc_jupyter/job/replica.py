@@ -36,9 +36,9 @@ def container_args(spec: JobSpec) -> list[str]:
     return runtime_args(spec, protocol.SCRIPT, protocol.SOURCE_MAP)
 
 
-def counts(spec: JobSpec) -> tuple[int, int, int, int]:
-    """Replicas of each role, in :data:`tfc_runtime.protocol.ROLES` order."""
-    return (1, spec.worker_count, spec.ps_count, int(spec.evaluator))
+def counts(spec: JobSpec) -> dict[str, int]:
+    """Replicas of each role the job has, by the role's name (:meth:`JobSpec.pools`)."""
+    return {pool.role: pool.replicas for pool in spec.pools()}
 
 
 def replica_env(

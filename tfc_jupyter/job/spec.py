@@ -12,7 +12,7 @@ import unicodedata
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field, replace
 from enum import Enum
-from typing import Any
+from typing import Any, NamedTuple
 
 from .. import registry
 from ..errors import SpecError
@@ -240,6 +240,15 @@ def _check_env(env: tuple[tuple[str, str], ...]) -> None:
 _DEFAULT_BACKEND = BackendName(DEFAULT)
 
 
+class Pool(NamedTuple):
+    """One worker pool of a job: its role (``chief``, ``worker``, ``ps``, ``evaluator``: the
+    task type of ``TF_CONFIG``, :data:`tfc_runtime.protocol.ROLES`), replicas and machine."""
+
+    role: str
+    replicas: int
+    machine: Machine
+
+
 @dataclass(frozen=True)
 class JobSpec:
     """The whole job: strategy, machines, backend, image, requirements and Vertex settings.
@@ -337,9 +346,10 @@ class JobSpec:
         """Some pool's machine has GPUs (its image is then a GPU build: the evaluator's too)."""
         return any(machine.gpu_count for _, _, machine in self.pools())
 
-    def pools(self) -> list[tuple[str, int, Machine]]:
-        """``(role, replicas, machine)`` of each worker pool the job has: ``chief``, then
-        ``worker``, ``ps`` and ``evaluator`` when it has them (their machines are set then)."""
+    def pools(self) -> list[Pool]:
+        """Each worker pool the job has: ``chief``, then ``worker``, ``ps`` and ``evaluator``
+        when it has them (their machines are set then). Its role is the name ``TF_CONFIG``
+        gives its tasks; every backend counts replicas from here."""
         rows: list[tuple[str, int, Machine | None]] = [("chief", 1, self.chief)]
         if self.worker_count:
             rows.append(("worker", self.worker_count, self.worker))
@@ -347,7 +357,7 @@ class JobSpec:
             rows.append(("ps", self.ps_count, self.ps_machine))
         if self.evaluator:
             rows.append(("evaluator", 1, self.evaluator_machine))
-        return [(role, n, m) for role, n, m in rows if m is not None]
+        return [Pool(role, n, m) for role, n, m in rows if m is not None]
 
     def pool_cost_per_hour(self, machine: Machine, replicas: int) -> float | None:
         """A pool's estimated Vertex AI price an hour: its machines, accelerators and boot

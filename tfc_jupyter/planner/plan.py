@@ -30,7 +30,7 @@ from ..job import catalog, prices
 from ..job.choose import choose
 from ..job.options import JobOptions
 from ..job.route import Route, choose_route
-from ..job.spec import JobSpec, Strategy
+from ..job.spec import JobSpec, Pool, Strategy
 from ..notebook import codeinfo, needs
 from ..notebook.capture import Selection
 from ..notebook.convert import Script, convert
@@ -109,8 +109,8 @@ class Plan:
         method, url and body)."""
         return self.preview().request
 
-    def pools(self) -> list[tuple[str, int, catalog.Machine]]:
-        """``(role, replicas, machine)`` for each worker pool (:meth:`JobSpec.pools`)."""
+    def pools(self) -> list[Pool]:
+        """Each worker pool, ``(role, replicas, machine)`` (:meth:`JobSpec.pools`)."""
         return self.spec.pools()
 
     def summary(self) -> dict[str, Any]:
@@ -343,9 +343,7 @@ _RATES = {
 }
 
 
-def _cost_line(
-    rate: float | None, pools: list[tuple[str, int, catalog.Machine]], spec: JobSpec
-) -> str:
+def _cost_line(rate: float | None, pools: list[Pool], spec: JobSpec) -> str:
     """The plan's cost line: machines, accelerators and boot disks at the rates of the job's
     scheduling, or which parts Google's list (as :mod:`.prices` holds it) does not price."""
     rates = _RATES.get(spec.scheduling, "list prices")

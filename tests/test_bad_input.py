@@ -1205,3 +1205,36 @@ def test_a_request_of_100k_cells_is_413_naming_the_limit(tmp_path: Path) -> None
         JobService(tmp_path).create(body)
     assert info.value.http_status == 413
     assert f"the limit is {MAX_CELLS}" in str(info.value) and "Fix:" in str(info.value)
+
+
+@pytest.mark.item("bounds: logs stream, metrics are downsampled, oversize requests get 413")
+@pytest.mark.parametrize(
+    ("body", "status"),
+    [
+        (b"[" + b",".join([b"{}"] * 3_000_000) + b"]", 413),
+        (b'{"a": [' + b",".join([b"0"] * 2_100_000) + b"]}", 413),
+        (b'{"a": ' + b"[" * 101 + b"]" * 101 + b"}", 400),
+        (b'{"a": ' + b"[" * 200_000 + b"]" * 200_000 + b"}", 400),
+        (b"[" * 3_000_000, 413),
+    ],
+    ids=["3M-objects", "2.1M-numbers", "depth-102", "depth-200k", "3M-open"],
+)
+def test_a_body_is_judged_by_its_values_and_depth_before_it_is_read(
+    body: bytes, status: int
+) -> None:
+    """Request bodies under the byte limit that would take gigabytes or a deep recursion to
+    read are refused first, holding little more than the body itself."""
+    import tracemalloc
+
+    from tfc_jupyter.server.service import parse_body
+
+    tracemalloc.start()
+    try:
+        with pytest.raises(TfcError) as info:
+            parse_body(body)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert info.value.http_status == status and "Fix:" in str(info.value), str(info.value)
+    assert info.value.field == "body"
+    assert peak < 3 * len(body) + 50_000_000, f"{peak // 1_000_000} MB for {len(body)} bytes"

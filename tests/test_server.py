@@ -20,6 +20,8 @@ from typing import Any
 import nbformat
 import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from jobutil import JOB_DEADLINE_S, plan_for, write_notebook
 from tornado.httpclient import HTTPClientError, HTTPResponse
 
@@ -343,6 +345,57 @@ async def test_a_body_that_is_not_json_is_400(jp_fetch: Fetch) -> None:
     for body in ("{not json", "[1, 2]"):
         status, data = await _call(jp_fetch, "POST", "jobs", body=body)
         assert (status, data["field"], data["error"]) == (400, "body", "SpecError")
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.floats(allow_nan=False) | st.integers() | st.text(),
+    lambda inner: st.lists(inner, max_size=5) | st.dictionaries(st.text(), inner, max_size=5),
+    max_leaves=30,
+)
+
+
+def _exact_values(value: Any) -> int:
+    """Containers, and each member after a container's first: what the count promises."""
+    if isinstance(value, dict):
+        members = list(value.values())
+    elif isinstance(value, list):
+        members = value
+    else:
+        return 0
+    return 1 + max(len(members) - 1, 0) + sum(_exact_values(m) for m in members)
+
+
+@settings(max_examples=300, deadline=None)
+@given(value=_JSON, ascii=st.booleans(), indent=st.sampled_from([None, 1]))
+def test_a_bodys_values_are_counted_outside_its_strings(
+    value: Any, ascii: bool, indent: Any
+) -> None:
+    """Strings holding quotes, backslashes, braces, commas and any Unicode (UTF-8 or escaped)
+    do not change the count the byte-level scan makes before a body is read."""
+    from tfc_jupyter.server.service import json_values
+
+    raw = json.dumps(value, ensure_ascii=ascii, indent=indent).encode()
+    assert json_values(raw) == _exact_values(value)
+
+
+async def test_a_body_of_too_many_values_is_413_and_the_server_goes_on(jp_fetch: Fetch) -> None:
+    """15 million empty objects fit in 42 MB (under the byte limit) and once took the server to
+    4 GB for 95 s: counted before they are read, they are one 413 naming the limit; a body
+    nested too deeply is one 400."""
+    import asyncio
+
+    from tfc_jupyter.server.service import MAX_BODY_DEPTH, MAX_BODY_VALUES
+
+    many = b'{"path": "a.ipynb", "x": [' + b",".join([b"{}"] * 15_000_000) + b"]}"
+    deep = '{"path": "a.ipynb", "x": ' + "[" * 500 + "]" * 500 + "}"
+    (status, data), (listed, _) = await asyncio.gather(
+        _call(jp_fetch, "POST", "jobs", body=many), _call(jp_fetch, "GET", "jobs")
+    )
+    assert status == 413 and f"the limit is {MAX_BODY_VALUES}" in data["message"], data
+    assert listed == 200
+    status, data = await _call(jp_fetch, "POST", "jobs", body=deep)
+    assert (status, data["field"]) == (400, "body"), data
+    assert f"deeper than {MAX_BODY_DEPTH} levels" in data["message"], data
 
 
 async def test_query_arguments_are_checked(jp_fetch: Fetch) -> None:

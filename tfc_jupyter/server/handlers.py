@@ -22,8 +22,8 @@ from jupyter_server.utils import url_path_join
 from tfc_runtime.protocol import json_safe
 from tornado import web
 
-from ..errors import SpecError, TfcError, TooLarge
-from .service import MAX_BODY_BYTES, JobService
+from ..errors import SpecError, TfcError
+from .service import JobService, parse_body
 
 NAMESPACE = "tfc-jupyter"
 SERVICE_KEY = "tfc_jupyter.service"
@@ -72,29 +72,6 @@ class TfcHandler(APIHandler):
     async def call(self, func: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """Run a (blocking) service call in a worker thread, off the server's event loop."""
         return await asyncio.to_thread(func, *args, **kwargs)
-
-    def json_body(self) -> dict[str, Any]:
-        """The request body as a JSON object, or a 400 naming the body (413 over the limit)."""
-        size = len(self.request.body or b"")
-        if size > MAX_BODY_BYTES:
-            raise TooLarge(
-                f"the request is {size} bytes; the limit is {MAX_BODY_BYTES}",
-                "send the notebook without its outputs, or launch its saved file",
-                field="body",
-            )
-        try:
-            data = json.loads(self.request.body or b"{}")
-        except ValueError as exc:
-            raise SpecError(
-                f"the body is not JSON ({exc})", "send a JSON object", field="body"
-            ) from None
-        except RecursionError:
-            raise SpecError(
-                "the body is nested too deeply to read", "send a flat JSON object", field="body"
-            ) from None
-        if not isinstance(data, dict):
-            raise SpecError("the body must be a JSON object", "send {...}", field="body")
-        return data
 
     def int_arg(self, name: str, default: int) -> int:
         """An integer query argument, or a 400 naming it."""
@@ -170,7 +147,8 @@ class JobsHandler(TfcHandler):
     @web.authenticated
     async def post(self) -> None:
         """Plan and launch a job from a notebook path or the notebook model sent."""
-        status, result = await self.call(self.service.create, self.json_body())
+        body = await self.call(parse_body, self.request.body or b"")
+        status, result = await self.call(self.service.create, body)
         self.reply(result, status)
 
     @web.authenticated

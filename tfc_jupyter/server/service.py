@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import json
 import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -34,6 +35,72 @@ LOG_CHUNK = 256 * 1024
 MAX_LIST = 500
 MAX_CELLS = 10_000  # cells of a notebook sent in a request
 MAX_BODY_BYTES = 64_000_000  # a request's body
+MAX_BODY_VALUES = 2_000_000
+"""Most JSON values in a request's body (objects, arrays and their members): 15 million empty
+objects fit in 42 MB and would take 4 GB to read; a notebook of :data:`MAX_CELLS` cells has a
+few hundred thousand."""
+MAX_BODY_DEPTH = 100
+"""Deepest nesting of objects and arrays in a request's body (a notebook's is under 10)."""
+_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')
+"""A JSON string, escapes included (its braces and commas are not the body's)."""
+
+
+def json_values(raw: bytes) -> int:
+    """How many values the JSON text ``raw`` holds, counted before it is read: each object or
+    array, and each member after the first (a comma outside strings). Strings are skipped
+    whole, so a notebook's braces and commas in its code do not count."""
+    bare = _STRING.sub(b"", raw)
+    return bare.count(b"{") + bare.count(b"[") + bare.count(b",")
+
+
+def _depth(value: Any) -> int:
+    """The deepest nesting of objects and arrays in ``value``, walked without recursion."""
+    deepest, todo = 0, [(value, 1)]
+    while todo:
+        item, depth = todo.pop()
+        members = item.values() if isinstance(item, dict) else item
+        deepest = max(deepest, depth)
+        todo.extend((m, depth + 1) for m in members if isinstance(m, (dict, list)))
+    return deepest if isinstance(value, (dict, list)) else 0
+
+
+def parse_body(raw: bytes) -> dict[str, Any]:
+    """A request's body as a JSON object, read within limits on bytes, values and depth.
+
+    Raises:
+        TooLarge: over :data:`MAX_BODY_BYTES` or :data:`MAX_BODY_VALUES` (413).
+        SpecError: not JSON, too deep, or not an object (400).
+    """
+    fix = "send the notebook without its outputs, or launch its saved file"
+    if len(raw) > MAX_BODY_BYTES:
+        raise TooLarge(
+            f"the request is {len(raw)} bytes; the limit is {MAX_BODY_BYTES}", fix, field="body"
+        )
+    values = json_values(raw)
+    if values > MAX_BODY_VALUES:
+        raise TooLarge(
+            f"the request holds {values} JSON values; the limit is {MAX_BODY_VALUES}",
+            fix,
+            field="body",
+        )
+    too_deep = SpecError(
+        f"the body is nested deeper than {MAX_BODY_DEPTH} levels",
+        "send a flatter JSON object",
+        field="body",
+    )
+    try:
+        data = json.loads(raw or b"{}")
+    except ValueError as exc:
+        raise SpecError(
+            f"the body is not JSON ({exc})", "send a JSON object", field="body"
+        ) from None
+    except RecursionError:
+        raise too_deep from None
+    if not isinstance(data, dict):
+        raise SpecError("the body must be a JSON object", "send {...}", field="body")
+    if _depth(data) > MAX_BODY_DEPTH:
+        raise too_deep
+    return data
 
 
 def parse_options(raw: Any) -> JobOptions:

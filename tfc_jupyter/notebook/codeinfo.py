@@ -8,9 +8,12 @@ comment cannot fool it. Nothing is executed and nothing heavy is imported.
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from tfc_runtime.imports import guarded_imports  # one rule, in the job and here
+
+from . import syntax
 
 #: tf.distribute strategy classes a notebook may build itself.
 STRATEGY_CLASSES = frozenset(
@@ -91,10 +94,10 @@ class CodeFacts:
         return self.own_strategy_line or self.own_resolver_line or self.sets_default_strategy
 
 
-def _import_names(tree: ast.AST) -> dict[str, str]:
-    """alias -> fully qualified name, from every import in the tree."""
+def _import_names(nodes: Iterable[ast.AST]) -> dict[str, str]:
+    """alias -> fully qualified name, from every import among ``nodes`` (a tree's, walked)."""
     names: dict[str, str] = {}
-    for node in ast.walk(tree):
+    for node in nodes:
         if isinstance(node, ast.Import):
             for alias in node.names:
                 if alias.asname:
@@ -255,12 +258,13 @@ def analyse(text: str) -> CodeFacts:
     """The facts of a script's source (empty facts when it does not parse)."""
     facts = CodeFacts()
     try:
-        tree = ast.parse(text)
+        shared = syntax.parsed(text)
     except SyntaxError:
         return facts
-    facts.names = _import_names(tree)
+    tree = shared.tree
+    facts.names = _import_names(shared.nodes)
     guarded = guarded_imports(tree)
-    for node in ast.walk(tree):
+    for node in shared.nodes:
         if id(node) in guarded:  # the code handles the import failing
             continue
         module = ""

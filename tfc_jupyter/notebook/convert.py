@@ -21,12 +21,13 @@ import builtins
 import keyword
 import re
 import shlex
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..errors import ConversionError, ConversionErrors, RequirementsError
+from . import syntax
 from .requirements import Requirements, parse_pip_args, shell_pip_args
 
 SKIP_TAGS = frozenset({"tfc-skip", "tfc-local-only"})
@@ -189,14 +190,14 @@ class _CellConverter:
         base_dir: Path,
         reqs: Requirements,
         notes: list[str],
-        bound: frozenset[str] = frozenset(),
+        bound: frozenset[str] = _SHADOWING,
         future: list[tuple[str, list[Location]]] | None = None,
     ) -> None:
         self.cell = cell
         self.base_dir = base_dir
         self.reqs = reqs
         self.notes = notes
-        self.bound = bound | _SHADOWING
+        self.bound = bound  # names the notebook binds, and Python's own (made once, not a cell)
         self.future = future  # the cell's `from __future__` lines, for the script's top
 
     def error(self, message: str, line: int, hint: str = HINT_SKIP) -> ConversionError:
@@ -594,11 +595,12 @@ def _span(node: ast.stmt | ast.expr, text: str) -> tuple[int, int, int, int, str
     )
 
 
-def _names(tree: ast.Module) -> tuple[set[str], set[str], set[str]]:
+def _names(nodes: Iterable[ast.AST]) -> tuple[set[str], set[str], set[str]]:
+    """The names ``nodes`` (a tree's, walked) load, bind and import."""
     loaded: set[str] = set()
     bound: set[str] = set()
     imports: set[str] = set()
-    for node in ast.walk(tree):
+    for node in nodes:
         if isinstance(node, ast.Name):
             (loaded if isinstance(node.ctx, ast.Load) else bound).add(node.id)
         elif isinstance(node, ast.FunctionDef | ast.ClassDef | ast.AsyncFunctionDef):
@@ -638,7 +640,7 @@ def convert(
     used: list[int] = []
     errors: list[ConversionError] = []
     job_cells = [c for c in cells if not SKIP_TAGS & set(c.tags) and c.source.strip()]
-    bound = _bound_names(job_cells)
+    bound = _bound_names(job_cells) | _SHADOWING
     future: list[tuple[str, list[Location]]] = []
     for cell in job_cells:
         used.append(cell.index)
@@ -660,9 +662,10 @@ def convert(
             top.add(line, where)
     notes[:0] = _future_notes(future, job_cells)
     text = "\n".join(top.lines + body.lines)
-    tree = _check_compiles(text, top.where + body.where, cells[0].label if cells else "cell")
-    loaded, names, imports = _names(tree)
-    leftover = _leftover_ipython(tree, body.where) if "get_ipython" not in names else None
+    _check_compiles(text, top.where + body.where, cells[0].label if cells else "cell")
+    nodes = syntax.parsed(text).nodes  # the tree _check_compiles compiled, walked once
+    loaded, names, imports = _names(nodes)
+    leftover = _leftover_ipython(nodes, body.where) if "get_ipython" not in names else None
     if leftover is not None:
         raise leftover
     head = _Out()
@@ -728,12 +731,12 @@ def _comment(text: str) -> str:
     return " ".join("".join(c if c.isprintable() else " " for c in text).split()) or "notebook"
 
 
-def _leftover_ipython(tree: ast.Module, where: list[Location]) -> ConversionError | None:
+def _leftover_ipython(nodes: Iterable[ast.AST], where: list[Location]) -> ConversionError | None:
     """An error for code that uses IPython's shell object (``get_ipython().events``...); None
     when ``get_ipython()`` is only called for its value (None in a job, as outside IPython)."""
     lines = [
         n.lineno
-        for n in ast.walk(tree)
+        for n in nodes
         if isinstance(n, ast.Attribute)
         and isinstance(n.value, ast.Call)
         and isinstance(n.value.func, ast.Name)
@@ -756,13 +759,13 @@ def _bound_names(cells: Sequence[Cell]) -> frozenset[str]:
             tree = ast.parse(cell.source)
         except SyntaxError:
             continue
-        bound |= _names(tree)[1]
+        bound |= _names(ast.walk(tree))[1]
     return frozenset(bound)
 
 
 def _check_compiles(text: str, where: list[Location], label: str) -> ast.Module:
     try:
-        tree = ast.parse(text)
+        tree = syntax.parse(text)
         compile(tree, "<job script>", "exec")
     except SyntaxError as exc:
         loc = where[(exc.lineno or 1) - 1] if exc.lineno and exc.lineno <= len(where) else None

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..files import human_size
+from . import syntax
 from .requirements import TENSORFLOW_DISTRIBUTIONS, canonical_name
 
 # Ours: in every image already.
@@ -218,7 +219,7 @@ def data_paths(text: str, base_dir: Path) -> list[str]:
     """Relative paths in the code's string literals that name files or folders next to the
     notebook (``pd.read_csv('data/train.csv')``, ``np.load('x.npy')``), notebook-relative."""
     try:
-        tree = ast.parse(text)
+        tree = syntax.parse(text)
     except SyntaxError:
         return []
     base = base_dir.resolve()
@@ -743,7 +744,7 @@ def read_patterns(
     all (:attr:`PatternRead.over`). A path the code builds (``os.path.join('data', name)``,
     ``f'data/{split}/*.png'``) reads the folder its literal part names."""
     try:
-        tree = ast.parse(text)
+        tree = syntax.parse(text)
     except SyntaxError:
         return []
     base = base_dir.resolve()

@@ -31,7 +31,7 @@ from ..job.choose import choose
 from ..job.options import JobOptions
 from ..job.route import Route, choose_route
 from ..job.spec import JobSpec, Pool, Strategy
-from ..notebook import codeinfo, needs
+from ..notebook import codeinfo, needs, syntax
 from ..notebook.capture import Selection
 from ..notebook.convert import Script, convert
 from ..notebook.requirements import Requirements, unsatisfied
@@ -414,11 +414,11 @@ def uses_estimator(script: Script) -> bool:
     if "tensorflow_estimator" in script.imports:
         return True
     try:
-        tree = ast.parse(script.text)
+        nodes = syntax.parsed(script.text).nodes
     except SyntaxError:
         return False
     tf_names = set(_TF_NAMES)
-    for node in ast.walk(tree):
+    for node in nodes:
         if isinstance(node, ast.Import):
             for alias in node.names:
                 if alias.name.startswith(("tensorflow.estimator", "tensorflow_estimator")):
@@ -432,7 +432,7 @@ def uses_estimator(script: Script) -> bool:
                 a.name == "estimator" for a in node.names
             ):
                 return True
-    for node in ast.walk(tree):
+    for node in nodes:
         if isinstance(node, ast.Attribute) and node.attr == "estimator":
             root = node.value
             while isinstance(root, ast.Attribute):
@@ -676,6 +676,13 @@ def make_plan(selection: Selection, ns: JobOptions, settings: Settings) -> Plan:
     Raises:
         TfcError: a conversion, requirements or spec problem, with the fix.
     """
+    try:
+        return _make_plan(selection, ns, settings)
+    finally:
+        syntax.forget()  # the script's tree, read by every step, is not kept
+
+
+def _make_plan(selection: Selection, ns: JobOptions, settings: Settings) -> Plan:
     _no_module_named_like_the_runtime(selection.base_dir)
     extra = _requirements_files(list(ns.requirements or []), selection.base_dir)
     script = convert(

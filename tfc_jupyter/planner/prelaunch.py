@@ -25,6 +25,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from ..errors import ConversionError, ConversionErrors, TfcError
+from ..notebook import syntax
 from ..notebook.capture import Selection, is_run_cell
 from ..notebook.codeinfo import KERNEL_HANDLES
 from ..notebook.convert import SKIP_TAGS, Cell, Script, convert
@@ -78,7 +79,7 @@ def check(script: Script, selection: Selection) -> list[str]:
         ConversionErrors: several names, a line each.
     """
     try:
-        tree = ast.parse(script.text)
+        tree = syntax.parse(script.text)
     except SyntaxError:  # convert() compiled it: not reached
         return []
     found = [u for u in undefined_names(tree) if script.locate(u.line) is not None]

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from tfc_runtime.params import Target
 
 from ..errors import SpecError
+from ..notebook import syntax
 from ..notebook.convert import Cell, Script
 from .spec import Param, SweepSpec, sweep_spec
 
@@ -62,7 +63,7 @@ def find_targets(
     Raises:
         SpecError: a name this rule cannot place, with where it is set and the fix.
     """
-    tree = ast.parse(script.text)
+    tree = syntax.parse(script.text)
     lines = script.text.splitlines()
     labels = {c.index: c for c in cells}
     tagged = {c.index for c in cells if PARAMETERS_TAG in c.tags}

@@ -21,6 +21,8 @@ from pathlib import Path
 import counted
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from jobutil import plan_for, write_notebook
 from secret_corpus import ARCHIVE_FORMS, AWS_SECRET, CLEAN, CONTENT_FORMS, NAME_FORMS, PEM, SA
 
@@ -97,6 +99,18 @@ def test_a_named_file_with_a_secret_stops_the_plan(tmp_path: Path) -> None:
     text = str(info.value)
     assert "config.yaml, line 2 holds a secret (an AWS secret access key)" in text
     assert AWS_SECRET not in text and "Fix:" in text
+
+
+@pytest.mark.item("a file the job needs that holds a secret stops the plan")
+def test_a_password_in_db_ini_stops_the_plan(tmp_path: Path) -> None:
+    """Issue 39: a ``db.ini`` with ``password=...`` shipped in the build context."""
+    (tmp_path / "db.ini").write_text("[db]\nhost = localhost\npassword=hunter2-Xq9\n")
+    nb = write_notebook(tmp_path / "nb.ipynb", "%%tfc_run --backend docker --dry-run\nx = 1")
+    with pytest.raises(SecretInFile) as info:
+        plan_for(nb, "--include db.ini")
+    text = str(info.value)
+    assert "db.ini, line 3 holds a secret (a password or key in a configuration file)" in text
+    assert "hunter2" not in text and "Fix:" in text
 
 
 @pytest.mark.item("a file the job needs that holds a secret stops the plan")
@@ -328,3 +342,73 @@ def test_a_jupyter_token_in_saved_outputs_stops_the_notebook(tmp_path: Path) -> 
     found = secretscan.scan_file(path)
     assert found is not None and found.what == "a Jupyter server token"
     assert secretscan.scan_text("see http://localhost:8888/lab?token=<your token>") is None
+
+
+_FIXTURE = HealthCheck.function_scoped_fixture
+_CONFIG_KEYS = ("password", "db_password", "secret_key", "api_key", "client_secret", "pwd")
+_SECRET_VALUE = st.text(
+    st.characters(codec="utf-8", categories=("L", "N", "P", "S"), exclude_characters="#;'\"$"),
+    min_size=6,
+    max_size=40,
+).filter(lambda v: not v.isdigit() and v.lower() not in ("none", "null", "true", "false"))
+
+
+@pytest.mark.item("content forms are found at their line")
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    key=st.sampled_from(_CONFIG_KEYS),
+    value=_SECRET_VALUE,
+    sep=st.sampled_from(["=", " = ", ": ", "="]),
+    quote=st.sampled_from(["", "'", '"']),
+    suffix=st.sampled_from(secretscan.CONFIG_SUFFIXES),
+    above=st.integers(0, 3),
+)
+def test_a_password_in_a_configuration_file_is_found_at_its_line(
+    tmp_path_factory: pytest.TempPathFactory,
+    key: str,
+    value: str,
+    sep: str,
+    quote: str,
+    suffix: str,
+    above: int,
+) -> None:
+    """``db.ini``'s ``password = ...`` (issue 39): a configuration file's key that names a
+    password or a key, whatever its value's characters, stops the file at its line."""
+    path = tmp_path_factory.mktemp("config") / f"db{suffix}"
+    lines = ["[client]"] + [f"host{i} = db{i}.example.com" for i in range(above)]
+    path.write_text("\n".join([*lines, f"{key}{sep}{quote}{value}{quote}", "port = 5432"]) + "\n")
+    found = secretscan.scan_file(path)
+    assert found is not None and found.line == len(lines) + 1, (path.read_text(), found)
+
+
+@pytest.mark.item("no false alarm on ordinary files")
+@settings(
+    max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    key=st.sampled_from((*_CONFIG_KEYS, "password_min_length", "use_api_key")),
+    value=st.sampled_from(["None", "null", "true", "off", "8", "${DB_PASSWORD}", "$API_KEY", ""]),
+    suffix=st.sampled_from(secretscan.CONFIG_SUFFIXES),
+    ordinary=st.lists(
+        st.tuples(
+            st.sampled_from(["learning_rate", "batch_size", "tokenizer", "max_tokens", "host"]),
+            st.text(st.characters(codec="ascii", categories=("L", "N")), min_size=1, max_size=12),
+        ),
+        max_size=5,
+    ),
+)
+def test_a_configuration_file_of_switches_and_variables_is_no_alarm(
+    tmp_path_factory: pytest.TempPathFactory,
+    key: str,
+    value: str,
+    suffix: str,
+    ordinary: list[tuple[str, str]],
+) -> None:
+    """A key that names a password whose value is a switch, a number or a variable holds no
+    secret, and an ordinary training config is no alarm."""
+    path = tmp_path_factory.mktemp("config") / f"train{suffix}"
+    lines = [f"{k} = {v}" for k, v in ordinary] + [f"{key} = {value}"]
+    path.write_text("\n".join(lines) + "\n")
+    assert secretscan.scan_file(path) is None, path.read_text()

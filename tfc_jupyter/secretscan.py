@@ -556,6 +556,68 @@ def scan_bytes(data: bytes) -> Finding | None:
 
 _SCANNED: dict[tuple[str, int, int, int], Finding | None] = {}
 
+CONFIG_SUFFIXES = (".ini", ".cfg", ".conf", ".cnf", ".properties")
+"""Configuration files whose ``key = value`` lines are read for passwords and keys by name
+(``db.ini``'s ``password = ...``): detect-secrets' keyword detector, told the file's type."""
+_NOT_A_SECRET = re.compile(
+    r"(?i)^(|none|null|nil|true|false|yes|no|on|off|\d+|<[^>]*>|\$\{?\w+\}?.*|%\(\w+\)s.*)$"
+)
+"""A value a keyword names that is not a secret: a switch, a number, a ``<placeholder>``, a
+variable (``${DB_PASSWORD}``, ``$dir/key.pem``, ``%(name)s``)."""
+_KEY_VALUE = re.compile(r"^\s*[^=:#;]+[=:]\s*['\"]?(?P<value>[^'\"#;]*)")
+_SECRET_KEY = re.compile(
+    r"(?i)^\s*(?:[\w.-]*[_.-])?(password|passwd|pwd|secret|token|(api|secret|private|access)"
+    r"[_-]?key)\s*[=:]"
+)
+"""Our rule beside detect-secrets': a key whose last word names a password or a key (the
+detector misses some values, such as ``password=:00000``)."""
+_COMMENT = ("#", ";", "!")
+
+
+def _keyword_in_config(path: Path) -> Finding | None:
+    """A password, secret or key assigned in a small configuration file (its ``key = value``
+    lines), by our :data:`_SECRET_KEY` and detect-secrets' keyword detector (told the file's
+    type) when it is installed; a value that is a switch, a number or a variable's name is
+    not one."""
+    try:
+        with path.open("rb") as f:
+            data = f.read(DETECT_SECRETS_LIMIT + 1)
+    except OSError:
+        return None
+    if len(data) > DETECT_SECRETS_LIMIT:
+        return None  # the whole-file rules have scanned it; a config file is small
+    lines = [
+        "" if line.lstrip().startswith(_COMMENT) else line
+        for line in data.decode("utf-8", "replace").splitlines()
+    ]
+    keyed = {n for n, line in enumerate(lines, 1) if _SECRET_KEY.match(line)}
+    keyed |= _keyword_lines(path.name, lines)
+    for number in sorted(keyed):
+        m = _KEY_VALUE.match(lines[number - 1])
+        if m is None or not _NOT_A_SECRET.match(m.group("value").strip()):
+            return Finding("a password or key in a configuration file", number)
+    return None
+
+
+def _keyword_lines(name: str, lines: list[str]) -> set[int]:
+    """The lines detect-secrets' keyword detector flags in a file called ``name``."""
+    try:
+        from detect_secrets.plugins.keyword import KeywordDetector
+        from detect_secrets.settings import transient_settings
+    except ImportError:  # an optional extra: our rule alone
+        return set()
+    detector = KeywordDetector()
+    try:
+        with transient_settings({"plugins_used": [{"name": "KeywordDetector"}]}):
+            return {
+                n
+                for n, line in enumerate(lines, 1)
+                if detector.analyze_line(filename=name, line=line, line_number=n)
+            }
+    except Exception:  # a detector that fails on odd input: our rule has run
+        return set()
+    return None
+
 
 def scan_file(path: Path) -> Finding | None:
     """The first secret in a regular file, read whole (packed streams and archives opened);
@@ -581,6 +643,8 @@ def scan_file(path: Path) -> Finding | None:
         if key not in _SCANNED:
             try:
                 _SCANNED[key] = _scan_stream(f, 0, _Budget())
+                if _SCANNED[key] is None and path.name.lower().endswith(CONFIG_SUFFIXES):
+                    _SCANNED[key] = _keyword_in_config(path)
             except _Unscannable as exc:
                 _SCANNED[key] = Finding(f"a file that cannot be scanned whole: {exc}")
             except OSError:

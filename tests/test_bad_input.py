@@ -855,6 +855,32 @@ def test_include_skips_fifos_and_refuses_devices(tmp_path: Path) -> None:
         plan_for(nb, "--include zero")
 
 
+@pytest.mark.item("FIFOs and devices are never read; every read is bounded")
+@pytest.mark.parametrize("named", [False, True], ids=["in-a-folder", "named"])
+@pytest.mark.parametrize("gb", [2, 10])
+def test_a_big_sparse_file_is_judged_by_its_size_before_it_is_read(
+    tmp_path: Path, named: bool, gb: int
+) -> None:
+    """A sparse file of gigabytes (included by its folder or by name) was read whole for
+    secrets, for minutes, before the context's size limit refused it: it is refused by its
+    size first, naming it, and never read."""
+    from tfc_jupyter import secretscan
+    from tfc_jupyter.image.context import ContextTooLarge
+
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "rows.csv").write_text("a\n1\n")
+    big = data / "big.bin"
+    with big.open("wb") as f:
+        f.truncate(gb * 1_000_000_000)  # sparse: no block written
+    nb = write_notebook(tmp_path / "nb.ipynb", "%%tfc_run --backend docker --dry-run\nx = 1")
+    with pytest.raises(ContextTooLarge) as info:
+        _within(20, lambda: plan_for(nb, "--include " + ("data/big.bin" if named else "data")))
+    text = str(info.value)
+    assert f"largest files: data/big.bin {gb}" in text and "Fix:" in text, text
+    assert not [k for k in secretscan._SCANNED if k[0] == str(big)], "the file was read"
+
+
 @pytest.mark.parametrize(
     ("field", "value"),
     [

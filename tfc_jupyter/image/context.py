@@ -240,8 +240,9 @@ def _bad_ignore_line(path: Path, lines: list[str]) -> SpecError:
 class _Walker:
     """Collects the declared files under the notebook folder, applying every exclusion."""
 
-    def __init__(self, base: Path) -> None:
+    def __init__(self, base: Path, limit: int | None = None) -> None:
         self.base = base.resolve()
+        self.limit = limit  # the context's size limit: files are judged by size before reading
         self.files: dict[str, Path] = {}
         self.left_out: list[tuple[str, str]] = []
         self.ignore: Any = None
@@ -262,15 +263,17 @@ class _Walker:
         if not under and (rel, reason) not in self.left_out:
             self.left_out.append((rel, reason))
 
-    def _excluded(self, rel: str, path: Path, is_dir: bool) -> str | None:
-        reason = secret_reason(rel, None if is_dir else path)
+    def _excluded(self, rel: str, path: Path, is_dir: bool, content: bool = True) -> str | None:
+        """Why ``rel`` stays out (None: it may go in); ``content``: read a file for secrets
+        too (a walk reads them after judging their sizes: :meth:`scan_contents`)."""
+        reason = secret_reason(rel, None if is_dir or not content else path)
         if reason is None and is_dir and secret_reason(rel + "/x") is not None:
             reason = secret_reason(rel + "/x")
         if reason is None and path.is_symlink():
             reason = leads_out(path)
             target = path.resolve() if reason is None else None
             if target is not None:
-                reason = secret_reason(target.name, None if is_dir else target)
+                reason = secret_reason(target.name, None if is_dir or not content else target)
         if reason:
             return reason
         if self.ignore is not None and self.ignore.match_file(rel + ("/" if is_dir else "")):
@@ -320,6 +323,7 @@ class _Walker:
                 field="include",
             )
         if not path.is_dir():  # a file named on purpose: a secret in it stops the plan
+            self._judge_size({rel: _size(path)})  # before reading it whole
             found = secretscan.scan_file(path)
             named = secret_reason(rel) or secret_reason(path.resolve().name)
             if found is not None or named is not None:
@@ -331,7 +335,7 @@ class _Walker:
                     f"Manager in the job), or do not include {rel}",
                     field="include",
                 )
-        reason = self._excluded(rel, path, path.is_dir())
+        reason = self._excluded(rel, path, path.is_dir(), content=False)
         if reason:
             self.leave(rel + ("/" if path.is_dir() else ""), reason)
         elif path.is_dir():
@@ -353,7 +357,7 @@ class _Walker:
             if kind and not is_dir:  # a FIFO, device or socket: never read
                 self.leave(child, f"{kind}, not a file")
                 continue
-            reason = self._excluded(child, path, is_dir)
+            reason = self._excluded(child, path, is_dir, content=False)
             if reason:
                 if reason not in ("not needed", "cache folder"):
                     self.leave(child + ("/" if is_dir else ""), reason)
@@ -363,6 +367,32 @@ class _Walker:
                 self._walk(path, child)
             elif path.is_file():
                 self.files[child] = path
+
+    def _judge_size(self, sizes: dict[str, int]) -> None:
+        """Stop files that make the context too large before any of them is read (a sparse
+        10 GB file was read whole for secrets, for minutes, before the size refused it)."""
+        if self.limit is not None and sum(sizes.values()) > self.limit:
+            raise too_large(sizes, self.limit)
+
+    def scan_contents(self) -> None:
+        """Judge the walked files by their sizes, then read each for secrets: one that holds
+        a secret is left out, with the reason."""
+        self._judge_size({rel: _size(path) for rel, path in self.files.items()})
+        for rel, path in list(self.files.items()):
+            reason = secret_reason(rel, path)
+            if reason is None and path.is_symlink():
+                reason = secret_reason(path.resolve().name, path.resolve())
+            if reason:
+                del self.files[rel]
+                self.leave(rel, reason)
+
+
+def _size(path: Path) -> int:
+    """A file's size in bytes, as ``stat`` says (0 when it cannot be read)."""
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
 
 
 def exclusions(base_dir: Path) -> Callable[[str, Path, bool], str | None]:
@@ -519,9 +549,10 @@ def make_context(
             is malformed.
         ContextTooLarge: the context is over the limit (when ``check_limit``).
     """
-    walker = _Walker(base_dir)
+    walker = _Walker(base_dir, (limit_bytes() if limit is None else limit) if check_limit else None)
     for declared in spec.image.include:
         walker.add(declared)
+    walker.scan_contents()
     auto, auto_over = _add_found(walker, base_dir, auto_include)
     for reserved in (protocol.SCRIPT, protocol.SOURCE_MAP):
         if reserved in walker.files:
@@ -610,12 +641,18 @@ def check_size(context: Context, limit: int | None = None) -> None:
     if context.size <= limit:
         return
     declared = [e for e in context.largest(len(context.entries)) if e.arcname.startswith("app/")]
-    largest = ", ".join(
-        f"{e.arcname.removeprefix('app/')} {human_size(e.size)}"
-        for e in (declared or context.entries)[:5]
-    )
-    raise ContextTooLarge(
-        f"the image's build context is {human_size(context.size)}, over the "
+    sizes = {e.arcname.removeprefix("app/"): e.size for e in (declared or context.entries)}
+    raise too_large(sizes, limit, context.size)
+
+
+def too_large(sizes: dict[str, int], limit: int, total: int | None = None) -> ContextTooLarge:
+    """The one-line refusal of a context of ``total`` bytes (default: the files' sum) over
+    ``limit``, naming its five largest ``sizes``."""
+    total = sum(sizes.values()) if total is None else total
+    top = sorted(sizes.items(), key=lambda kv: (-kv[1], kv[0]))[:5]
+    largest = ", ".join(f"{rel} {human_size(size)}" for rel, size in top)
+    return ContextTooLarge(
+        f"the image's build context is {human_size(total)}, over the "
         f"{human_size(limit)} limit; largest files: {largest}",
         f"leave big files out ({IGNORE_FILE} or fewer --include), read data from cloud storage "
         "in the job, or raise TFC_MAX_CONTEXT_MB",

@@ -206,7 +206,32 @@ def _backup_class(keras: ModuleType) -> type:
                          "it trains on, but a restart would start it over")  # fmt: skip
                 return False
 
+        def _tfc_out_of_range(self) -> str | None:
+            """Why the backup's training metadata cannot be this fit's (Keras 3 keeps the
+            last epoch in ``training_metadata.json``): an epoch past the fit's end, below 0 or
+            not a number would skip training and report success."""
+            path = getattr(self, "_training_metadata_path", None)
+            if not path:
+                return None  # tf-keras keeps its epoch in the checkpoint
+            meta = _read_json(path)
+            if meta is None:
+                return None  # none (or unreadable: Keras' own read says so)
+            epoch = meta.get("epoch") if isinstance(meta, dict) else None
+            total = (getattr(self, "params", None) or {}).get("epochs")
+            if isinstance(epoch, int) and not isinstance(epoch, bool):
+                last = total if isinstance(total, int) else epoch  # a fit of unknown length
+                if 0 <= epoch <= last:
+                    return None
+            of = f" of {total}" if isinstance(total, int) else ""
+            return f"it says epoch {str(epoch)[:20]}{of}"
+
         def on_train_begin(self, logs: Any = None) -> None:
+            why = self._tfc_out_of_range()
+            if why is not None:  # never restored: the fit starts over, and says why
+                _say(f"warning: fit {self.tfc_number}'s backup is not restored ({why}): it "
+                     "trains from the start")  # fmt: skip
+                _remove_tree(self.backup_dir)
+                self.tfc_done = []
             if not self._tfc_guarded("read", super().on_train_begin, logs):
                 self.tfc_done = []  # starts over: what it did before is not in the history
                 if getattr(self.model, "_initial_epoch", None) is not None:

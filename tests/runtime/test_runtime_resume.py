@@ -119,6 +119,26 @@ def test_a_killed_fit_resumes_after_its_last_epoch(tmp_path: Path) -> None:
     assert not backups.exists()
 
 
+@pytest.mark.parametrize("forged", [1_000_000, -3, "5"])
+def test_a_backup_whose_epoch_is_out_of_range_starts_the_fit_over(
+    tmp_path: Path, forged: object
+) -> None:
+    """Training metadata saying epoch 1,000,000 of 10 skipped training and reported success
+    (issue 39): an epoch past the fit's end, below 0 or not a number is not restored; the fit
+    trains from its start and the log says why."""
+    killed = _run(tmp_path, FIT, kill_at=5)
+    assert killed.returncode == -9, killed.stderr
+    (meta,) = (tmp_path / "job").rglob("fit-2/training_metadata.json")
+    meta.write_text(json.dumps({"epoch": forged, "batch": -1}))
+    again = _run(tmp_path, FIT)
+    assert again.returncode == 0, again.stderr
+    said = f"fit 2's backup is not restored (it says epoch {forged} of 10): it trains from"
+    assert said in again.stderr, again.stderr
+    assert "fit 2 resumed" not in again.stderr
+    assert "history 10 0 9" in again.stdout, again.stdout  # all ten epochs, run now
+    assert [e for f, e in _epochs(tmp_path) if f == 1][-10:] == list(range(1, 11))  # 0-based
+
+
 def test_a_killed_custom_loop_resumes_with_tfc_runtime_epochs(tmp_path: Path) -> None:
     killed = _run(tmp_path, LOOP, kill_at=3)
     assert killed.returncode == -9

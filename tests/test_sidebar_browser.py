@@ -174,3 +174,109 @@ def _scenario(lab_server: LabServer, page: Any) -> None:
     page.locator(".tfc-Sidebar .tfc-JobRow").first.wait_for(state="detached", timeout=10_000)
     assert lab_server.api("GET", "tfc-jupyter/jobs")["jobs"] == []
     assert _gone(lab_server, ids["bar"]) and _gone(lab_server, ids["diverges"])
+
+
+def test_fifty_jobs_in_sections_under_a_fixed_header_with_a_sweep_as_one_row(
+    lab_server: LabServer, browser_page: Any
+) -> None:
+    """The list as a tool: 50 jobs in Running and Finished sections of one-line rows, the
+    header and filter in view however far the list is scrolled, a long name whole on hover,
+    and a sweep's trials as one row that opens to them."""
+    page = browser_page
+    try:
+        _fifty_jobs(lab_server, page)
+    except Exception:
+        screenshot(page, "sidebar-fifty-failure.png")
+        raise
+
+
+def _fifty_jobs(lab_server: LabServer, page: Any) -> None:
+    from tfc_jupyter.jobs import store_for
+    from tfc_jupyter.records import JobRecord, JobState, new_job_id
+
+    store = store_for(lab_server.home)
+    for rec in store.list(limit=None):  # another test's jobs: this one counts its own
+        store.delete(rec.id)
+    now = time.time()
+    long_name = "a-rather-long-experiment-name-that-does-not-fit-the-sidebar"
+    made: list[JobRecord] = []
+    for i in range(47):
+        running = i < 3  # Vertex AI jobs are shown as recorded, never checked for a process
+        name = long_name if i == 10 else f"run-{i:02d}"
+        made.append(
+            JobRecord(
+                id=new_job_id(name),
+                name=name,
+                backend="vertex" if running else "local",
+                state=JobState.RUNNING if running else JobState.SUCCEEDED,
+                spec={"labels": [["team", "vision"]]},
+                created_at=now - 100 * i,
+                ended_at=None if running else now - 100 * i + 50,
+            )
+        )
+    for trial in range(3):
+        made.append(
+            JobRecord(
+                id=new_job_id(f"sweepy-trial-{trial}"),
+                name=f"sweepy-trial-{trial}",
+                backend="local",
+                state=JobState.SUCCEEDED,
+                spec={"labels": [["tfc-sweep", "sweepy-42"], ["tfc-trial", str(trial)]]},
+                created_at=now - 50 - trial,
+                ended_at=now - 40,
+            )
+        )
+    for rec in made:
+        store.create(rec)
+    assert len(lab_server.api("GET", "tfc-jupyter/jobs?limit=100")["jobs"]) == 50
+
+    page.goto(f"{lab_server.url}lab?reset&token={lab_server.token}")
+    page.locator(".jp-LabShell").wait_for()
+    page.wait_for_function("() => window.jupyterapp?.hasPlugin('tfc-jupyter:jobs')")
+    lab_command(page, "tfc-jupyter:show-jobs")
+    sidebar = page.locator(".tfc-Sidebar")
+    running = sidebar.locator(".tfc-JobSection[data-section='running']")
+    finished = sidebar.locator(".tfc-JobSection[data-section='finished']")
+    finished.wait_for(timeout=20_000)
+    assert running.locator(".tfc-JobSection-count").inner_text() == "3"
+    assert finished.locator(".tfc-JobSection-count").inner_text() == "47"
+    assert running.locator(".tfc-JobRow").count() == 3
+
+    # The sweep: one row, folded (its trials ended), that opens to its three trials.
+    sweep = finished.locator(".tfc-SweepRow[data-sweep='sweepy-42']")
+    assert sweep.locator(".tfc-SweepRow-count").inner_text() == "3 trials: 3 succeeded"
+    assert sweep.locator(".tfc-JobRow").count() == 0
+    sweep.locator(".tfc-SweepRow-summary").click()
+    trials = sweep.locator(".tfc-JobRow .tfc-JobRow-name")
+    trials.first.wait_for()
+    assert trials.all_inner_texts() == [f"sweepy-trial-{n}" for n in range(3)]
+
+    # One line a row, the long name cut short on screen and whole on hover.
+    heights = page.eval_on_selector_all(
+        ".tfc-Sidebar .tfc-JobRow", "rows => rows.map(r => r.getBoundingClientRect().height)"
+    )
+    assert len(heights) == 50 and max(heights) < 30, heights
+    long_row = sidebar.locator(".tfc-JobRow", has_text="a-rather-long")
+    assert long_row.get_attribute("title").startswith(long_name + "\n")
+    cut = long_row.locator(".tfc-JobRow-name").evaluate("e => e.scrollWidth > e.clientWidth")
+    assert cut, "the long name should be cut short in its row"
+
+    # Scrolled to the end, the header and the filter are where they were.
+    header = sidebar.locator(".tfc-JobsPanel-header")
+    top_before = header.bounding_box()["y"]
+    sidebar.evaluate("e => { e.scrollTop = e.scrollHeight; }")
+    page.wait_for_timeout(300)
+    assert sidebar.evaluate("e => e.scrollTop") > 200  # it did scroll
+    assert header.bounding_box()["y"] == pytest.approx(top_before, abs=1)
+    assert sidebar.locator(".tfc-JobFilter-input").is_visible()
+    screenshot(page, "sidebar-fifty.png")
+
+    # Folding a section hides its rows; the filter finds the sweep by name.
+    finished.locator(".tfc-JobSection-title").click()
+    assert finished.locator(".tfc-JobRow").count() == 0
+    finished.locator(".tfc-JobSection-title").click()
+    sidebar.locator(".tfc-JobFilter-input").fill("sweepy")
+    page.wait_for_function(
+        "() => document.querySelectorAll('.tfc-Sidebar .tfc-SweepRow').length === 1"
+        " && !document.querySelector('.tfc-Sidebar .tfc-JobSection[data-section=running]')"
+    )

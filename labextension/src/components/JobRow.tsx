@@ -4,7 +4,6 @@ import {
   basename,
   costTitle,
   formatCost,
-  formatCreated,
   formatElapsed,
   formatStart,
   headlineMetric,
@@ -13,9 +12,23 @@ import {
 import { IJob } from '../types';
 import { StateBadge } from './StateBadge';
 
+/** What hovering a row says: the full name and id, when, where, on what, at what cost. */
+export function rowTitle(job: IJob): string {
+  return [
+    job.name,
+    job.id,
+    `started ${formatStart(job)}`,
+    job.notebook ? basename(job.notebook) : '(no notebook)',
+    `${job.backend} · ${formatCost(job)} (${costTitle(job)})`,
+    ...(job.metric_flags ?? []),
+    ...(job.error && job.state === 'failed' ? [job.error] : []),
+    'click for logs and details'
+  ].join('\n');
+}
+
 /**
- * One job in the sidebar list: name and state; when it started, its notebook and its last loss;
- * backend, elapsed time, cost and short id.
+ * One job in the sidebar list, on one line: state, name, last loss or what went wrong,
+ * restarts, elapsed time and short id; the rest on hover.
  */
 export function JobRow(props: {
   job: IJob;
@@ -23,59 +36,42 @@ export function JobRow(props: {
 }): JSX.Element {
   const { job } = props;
   const metric = headlineMetric(job.last_metrics);
+  const failed = job.error && job.state === 'failed';
   return (
     <li
       className="tfc-JobRow"
       data-job-id={job.id}
       data-state={job.state}
-      title={`${job.id}\n${job.notebook ?? '(no notebook)'}\nclick for logs and details`}
-      onClick={() => props.onOpen(job)}
+      title={rowTitle(job)}
+      onClick={event => {
+        event.stopPropagation();
+        props.onOpen(job);
+      }}
     >
-      <div className="tfc-JobRow-top">
-        <span className="tfc-JobRow-name">{job.name}</span>
-        <StateBadge state={job.state} />
-      </div>
-      <div className="tfc-JobRow-meta">
-        <span
-          className="tfc-JobRow-start"
-          title={`started ${formatCreated(job)}`}
-        >
-          {formatStart(job)}
-        </span>
-        <span className="tfc-JobRow-notebook">
-          {job.notebook ? basename(job.notebook) : '(no notebook)'}
-        </span>
-        {metric ? <span className="tfc-JobRow-metric">{metric}</span> : null}
-      </div>
-      <div className="tfc-JobRow-meta">
-        <span className="tfc-JobRow-backend">{job.backend}</span>
-        <span className="tfc-JobRow-elapsed">{formatElapsed(job.elapsed)}</span>
-        {job.restarts ? (
-          <span
-            className="tfc-JobRow-restarts"
-            title="replicas restarted after one died; training resumed from its last saved epoch"
-          >
-            ↻ {job.restarts}
-          </span>
-        ) : null}
-        <span className="tfc-JobRow-cost" title={costTitle(job)}>
-          {formatCost(job)}
-        </span>
-        <span
-          className="tfc-JobRow-id"
-          title="the short id: %tfc_attach takes it"
-        >
-          {shortId(job.id)}
-        </span>
-      </div>
+      <StateBadge state={job.state} />
+      <span className="tfc-JobRow-name">{job.name}</span>
       {job.metric_flags?.length ? (
-        <div className="tfc-JobRow-flag" title={job.metric_flags.join('\n')}>
-          ⚠ {job.metric_flags.join(', ')}
-        </div>
+        <span className="tfc-JobRow-flag">⚠ {job.metric_flags.join(', ')}</span>
+      ) : failed ? (
+        <span className="tfc-JobRow-error">{job.error}</span>
+      ) : metric ? (
+        <span className="tfc-JobRow-metric">{metric}</span>
       ) : null}
-      {job.error && job.state === 'failed' ? (
-        <div className="tfc-JobRow-error">{job.error}</div>
+      {job.restarts ? (
+        <span
+          className="tfc-JobRow-restarts"
+          title="replicas restarted after one died; training resumed from its last saved epoch"
+        >
+          ↻{job.restarts}
+        </span>
       ) : null}
+      <span className="tfc-JobRow-elapsed">{formatElapsed(job.elapsed)}</span>
+      <span
+        className="tfc-JobRow-id"
+        title="the short id: %tfc_attach takes it"
+      >
+        {shortId(job.id)}
+      </span>
     </li>
   );
 }

@@ -4,10 +4,90 @@ import { clearFinished } from '../api';
 import { askRemove } from '../confirm';
 
 import { matchesFilter } from '../format';
+import { groupJobs, IJobGroup, sections, sweepSummary } from '../groups';
 import { JobStore, useJobStore } from '../store';
 import { IJob } from '../types';
 import { JobRow } from './JobRow';
 import { ServerMissing } from './ServerMissing';
+
+/** A sweep: one row, its trials under it (open while one runs, or when opened). */
+function SweepRow(props: {
+  group: IJobGroup;
+  onOpen: (job: IJob) => void;
+}): JSX.Element {
+  const { group } = props;
+  const [open, setOpen] = useState(group.running);
+  const { name, text } = sweepSummary(group);
+  return (
+    <li
+      className="tfc-SweepRow"
+      data-sweep={group.sweep ?? ''}
+      data-running={group.running ? 'true' : 'false'}
+    >
+      <div
+        className="tfc-SweepRow-summary"
+        role="button"
+        aria-expanded={open}
+        title={`sweep ${group.sweep}: ${text}\nclick to ${open ? 'hide' : 'show'} its trials`}
+        onClick={() => setOpen(!open)}
+      >
+        <span className="tfc-Caret">{open ? '▾' : '▸'}</span>
+        <span className="tfc-SweepRow-name">{name}</span>
+        <span className="tfc-SweepRow-count">{text}</span>
+      </div>
+      {open ? (
+        <ul className="tfc-JobList tfc-SweepRow-trials">
+          {group.jobs.map(job => (
+            <JobRow key={job.id} job={job} onOpen={props.onOpen} />
+          ))}
+        </ul>
+      ) : null}
+    </li>
+  );
+}
+
+/** Running or Finished: a title that folds the section, and its rows. */
+function JobSection(props: {
+  kind: 'running' | 'finished';
+  title: string;
+  groups: IJobGroup[];
+  onOpen: (job: IJob) => void;
+}): JSX.Element | null {
+  const [open, setOpen] = useState(true);
+  if (!props.groups.length) {
+    return null;
+  }
+  const count = props.groups.reduce((n, g) => n + g.jobs.length, 0);
+  return (
+    <section className="tfc-JobSection" data-section={props.kind}>
+      <div
+        className="tfc-JobSection-title"
+        role="button"
+        aria-expanded={open}
+        onClick={() => setOpen(!open)}
+      >
+        <span className="tfc-Caret">{open ? '▾' : '▸'}</span>
+        {props.title}
+        <span className="tfc-JobSection-count">{count}</span>
+      </div>
+      {open ? (
+        <ul className="tfc-JobList">
+          {props.groups.map(group =>
+            group.sweep === null ? (
+              <JobRow
+                key={group.key}
+                job={group.jobs[0]}
+                onOpen={props.onOpen}
+              />
+            ) : (
+              <SweepRow key={group.key} group={group} onOpen={props.onOpen} />
+            )
+          )}
+        </ul>
+      ) : null}
+    </section>
+  );
+}
 
 /** Props of {@link JobsPanel}. */
 export interface IJobsPanelProps {
@@ -19,7 +99,10 @@ export interface IJobsPanelProps {
   onLaunch: () => void;
 }
 
-/** The sidebar: every job (launched here or by kernels), newest first, with a filter. */
+/**
+ * The sidebar: every job (launched here or by kernels), newest first, in Running and Finished
+ * sections under a header and a filter that stay in view; a sweep is one row with its trials.
+ */
 export function JobsPanel(props: IJobsPanelProps): JSX.Element {
   const { store } = props;
   useJobStore(store);
@@ -63,61 +146,74 @@ export function JobsPanel(props: IJobsPanelProps): JSX.Element {
     );
   } else {
     const shown = jobs.filter(job => matchesFilter(job, filter));
-    body = (
+    const { running, finished } = sections(groupJobs(shown));
+    body = shown.length ? (
       <>
-        <div className="tfc-JobFilter">
-          <input
-            type="search"
-            className="jp-mod-styled tfc-JobFilter-input"
-            placeholder="Filter jobs"
-            title="Show the jobs whose name, id, notebook, state or backend hold every word"
-            aria-label="Filter jobs"
-            value={filter}
-            onChange={event => setFilter(event.target.value)}
-          />
-          {filter ? (
-            <span className="tfc-Muted tfc-JobFilter-count">
-              {shown.length} of {jobs.length}
-            </span>
-          ) : null}
-        </div>
-        {shown.length ? (
-          <ul className="tfc-JobList">
-            {shown.map(job => (
-              <JobRow key={job.id} job={job} onOpen={props.onOpen} />
-            ))}
-          </ul>
-        ) : (
-          <p className="tfc-Muted tfc-NoMatch">No job matches "{filter}".</p>
-        )}
+        <JobSection
+          kind="running"
+          title="Running"
+          groups={running}
+          onOpen={props.onOpen}
+        />
+        <JobSection
+          kind="finished"
+          title="Finished"
+          groups={finished}
+          onOpen={props.onOpen}
+        />
       </>
+    ) : (
+      <p className="tfc-Muted tfc-NoMatch">No job matches "{filter}".</p>
     );
   }
-  return (
-    <div className="tfc-JobsPanel">
-      <div className="tfc-JobsPanel-header">
-        <h2>TensorFlow jobs</h2>
-        <button
-          className="jp-Button jp-mod-styled jp-mod-accept tfc-LaunchShortcut"
-          title="Launch the notebook or Python script in the editor (unsaved edits included)"
-          onClick={props.onLaunch}
-        >
-          Launch on ...
-        </button>
-        {ended.length ? (
-          <button
-            className="jp-Button jp-mod-styled tfc-ClearFinished"
-            title="remove the jobs that have ended from the list"
-            onClick={onClear}
-          >
-            Clear finished
-          </button>
+  const filterBox =
+    jobs && jobs.length ? (
+      <div className="tfc-JobFilter">
+        <input
+          type="search"
+          className="jp-mod-styled tfc-JobFilter-input"
+          placeholder="Filter jobs"
+          title="Show the jobs whose name, id, notebook, state or backend hold every word"
+          aria-label="Filter jobs"
+          value={filter}
+          onChange={event => setFilter(event.target.value)}
+        />
+        {filter ? (
+          <span className="tfc-Muted tfc-JobFilter-count">
+            {jobs.filter(job => matchesFilter(job, filter)).length} of{' '}
+            {jobs.length}
+          </span>
         ) : null}
       </div>
-      {clearError ? <p className="tfc-Error">{clearError}</p> : null}
-      {error && !error.serverMissing && jobs !== null ? (
-        <p className="tfc-Error">{error.text}</p>
-      ) : null}
+    ) : null;
+  return (
+    <div className="tfc-JobsPanel">
+      <div className="tfc-JobsPanel-top">
+        <div className="tfc-JobsPanel-header">
+          <h2>TensorFlow jobs</h2>
+          <button
+            className="jp-Button jp-mod-styled jp-mod-accept tfc-LaunchShortcut"
+            title="Launch the notebook or Python script in the editor (unsaved edits included)"
+            onClick={props.onLaunch}
+          >
+            Launch on ...
+          </button>
+          {ended.length ? (
+            <button
+              className="jp-Button jp-mod-styled tfc-ClearFinished"
+              title="remove the jobs that have ended from the list"
+              onClick={onClear}
+            >
+              Clear finished
+            </button>
+          ) : null}
+        </div>
+        {clearError ? <p className="tfc-Error">{clearError}</p> : null}
+        {error && !error.serverMissing && jobs !== null ? (
+          <p className="tfc-Error">{error.text}</p>
+        ) : null}
+        {filterBox}
+      </div>
       {body}
     </div>
   );

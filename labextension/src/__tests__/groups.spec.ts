@@ -1,0 +1,106 @@
+/**
+ * src/groups.ts: the sidebar's rows (a sweep as one row with its trials) and its sections.
+ */
+import { groupJobs, labelOf, sections, sweepSummary } from '../groups';
+import { IJob, JobState } from '../types';
+
+let counter = 0;
+
+/** A job as GET /jobs gives it; a trial when `sweep` is given. */
+function job(
+  name: string,
+  state: JobState,
+  sweep?: string,
+  trial?: number
+): IJob {
+  counter += 1;
+  const labels: string[][] = [['team', 'vision']];
+  if (sweep !== undefined) {
+    labels.push(['tfc-sweep', sweep], ['tfc-trial', String(trial)]);
+  }
+  const terminal = !['queued', 'pending', 'running'].includes(state);
+  return {
+    id: `${name}-20261127-140000-${String(counter).padStart(6, '0')}`,
+    name,
+    backend: 'local',
+    state,
+    terminal,
+    notebook: 'nb.ipynb',
+    cell_id: null,
+    created_at: 1795000000 - counter,
+    started_at: null,
+    ended_at: null,
+    elapsed: 1,
+    replica_count: 1,
+    replicas: [],
+    cost_per_hour: null,
+    cost_estimate: 0,
+    billed: false,
+    error: null,
+    error_location: null,
+    console_url: null,
+    tensorboard_url: null,
+    job_dir: '/tmp/x',
+    spec: { labels },
+    last_metrics: null,
+    metric_flags: [],
+    restarts: 0
+  };
+}
+
+describe('labelOf', () => {
+  it('reads a label of the spec, and nothing from odd shapes', () => {
+    const j = job('a', 'running', 'sweep-1', 2);
+    expect(labelOf(j, 'tfc-trial')).toBe('2');
+    expect(labelOf(j, 'absent')).toBeNull();
+    expect(labelOf({ ...j, spec: { labels: 'x' } }, 'team')).toBeNull();
+    expect(
+      labelOf({ ...j, spec: { labels: [['team', 3]] } }, 'team')
+    ).toBeNull();
+    expect(labelOf({ ...j, spec: {} }, 'team')).toBeNull();
+  });
+});
+
+describe('groupJobs', () => {
+  it('makes a sweep one row where its newest trial is, its trials by number', () => {
+    const newest = job('alone', 'running');
+    const t2 = job('fit-trial-2', 'running', 's1', 2);
+    const other = job('other', 'succeeded');
+    const t0 = job('fit-trial-0', 'succeeded', 's1', 0);
+    const t1 = job('fit-trial-1', 'failed', 's1', 1);
+    const groups = groupJobs([newest, t2, other, t0, t1]);
+    expect(groups.map(g => g.key)).toEqual([newest.id, 'sweep:s1', other.id]);
+    expect(groups[1].jobs.map(j => j.name)).toEqual([
+      'fit-trial-0',
+      'fit-trial-1',
+      'fit-trial-2'
+    ]);
+    expect(groups[1].running).toBe(true);
+    expect(sweepSummary(groups[1])).toEqual({
+      name: 'fit',
+      text: '3 trials: 1 failed, 1 running, 1 succeeded'
+    });
+  });
+
+  it('keeps two sweeps apart, and a sweep whose trials all ended is finished', () => {
+    const groups = groupJobs([
+      job('a-trial-0', 'succeeded', 'sa', 0),
+      job('b-trial-0', 'running', 'sb', 0),
+      job('a-trial-1', 'cancelled', 'sa', 1)
+    ]);
+    const { running, finished } = sections(groups);
+    expect(running.map(g => g.sweep)).toEqual(['sb']);
+    expect(finished.map(g => g.sweep)).toEqual(['sa']);
+    expect(sweepSummary(finished[0]).text).toBe(
+      '2 trials: 1 cancelled, 1 succeeded'
+    );
+  });
+
+  it('splits jobs alone into Running and Finished, in their order', () => {
+    const states: JobState[] = ['queued', 'succeeded', 'pending', 'failed'];
+    const jobs = states.map((s, i) => job(`j${i}`, s));
+    const { running, finished } = sections(groupJobs(jobs));
+    expect(running.map(g => g.jobs[0].name)).toEqual(['j0', 'j2']);
+    expect(finished.map(g => g.jobs[0].name)).toEqual(['j1', 'j3']);
+  });
+});

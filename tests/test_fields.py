@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from tfc_jupyter.job.options import FIELDS
-from tfc_jupyter.planner.fields import GROUPS, fields_json, form_fields
+from tfc_jupyter.planner.fields import GROUPS, choices, fields_json, form_fields
 
 FIXTURE = Path(__file__).resolve().parents[1] / "labextension/src/__tests__/fields.json"
 
@@ -42,3 +42,26 @@ def test_each_choice_offers_values_with_labels() -> None:
             assert all(isinstance(c["label"], str) and c["label"] for c in field["choices"])
         else:
             assert field["choices"] is None
+
+
+def test_what_leaving_an_option_out_is_named_as_its_field_offers_it() -> None:
+    """A refusal's fix in the UI's words ("set GPUs per machine to none") names a value the
+    field offers, as the field words it (the list said "none" where the fix said "0")."""
+    from tfc_jupyter import words
+    from tfc_jupyter.job import options
+
+    checked = 0
+    for field in form_fields():
+        (option,) = [f for f in options.FIELDS if f.name == field.name]
+        if not field.neutral:
+            continue
+        assert words.DROPPED[option.option] == f"set {field.label} to {field.neutral}"
+        if field.choices:
+            labels = [label for _, label in choices(field.choices)]
+            assert any(
+                label == field.neutral or label.startswith(field.neutral + " ") for label in labels
+            ), (field.name, field.neutral, labels)
+        else:
+            assert field.control == "count" and field.neutral.isdigit(), field
+        checked += 1
+    assert checked >= 6

@@ -38,8 +38,8 @@ in the option table (``tfc_jupyter.job.options``), which this module cannot impo
 errors it words are raised below it); ``tests/test_options.py`` holds the two equal."""
 DROPPED = {
     "--workers": "set Workers to 0",
-    "--gpus": "set GPUs per machine to 0",
-    "--gpu-type": "set GPU type to none",
+    "--gpus": "set GPUs per machine to none",
+    "--gpu-type": "set GPU type to default",
     "--tpu": "set TPU to none",
     "--strategy": "set Strategy to auto",
     "--machine": "set Chief machine to CPU",

@@ -101,7 +101,7 @@ class JobOptions:
         "GPUs per machine (chief and workers).",
         metavar="N",
         label="GPUs per machine",
-        neutral="0",
+        neutral="none",
         group="Machines",
         choices="gpu_counts",
     )
@@ -110,7 +110,7 @@ class JobOptions:
         f"GPU type: {', '.join(catalog.OFFERED_GPU_TYPES)} (default T4).",
         metavar="TYPE",
         label="GPU type",
-        neutral="none",
+        neutral="default",
         group="Machines",
         choices="gpu_types",
     )

@@ -7,6 +7,7 @@ makes them with real Keras training); these tests are about reading them safely 
 from __future__ import annotations
 
 import json
+import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -148,6 +149,47 @@ def test_the_plot_is_a_safe_svg_of_every_metric() -> None:
     assert "epoch 3/3" not in (svg(results, done=True) or "")
     # Two fit calls: a dashed line where the second starts.
     assert image.count('stroke-dasharray="3,3"') == 2  # one per panel
+
+
+def _contrast(a: str, b: str) -> float:
+    """WCAG's contrast ratio of two ``#rrggbb`` colours."""
+
+    def luminance(colour: str) -> float:
+        channels = [int(colour.lstrip("#")[i : i + 2], 16) / 255 for i in (0, 2, 4)]
+        r, g, b = (c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4 for c in channels)
+        return 0.2126 * r + 0.7152 * g + 0.0722 * b
+
+    high, low = sorted((luminance(a), luminance(b)), reverse=True)
+    return (high + 0.05) / (low + 0.05)
+
+
+def test_the_plot_reads_on_a_light_and_a_dark_theme() -> None:
+    """Issue 38: the curves were a white rectangle in JupyterLab's dark theme. The image has no
+    background of its own, every colour it draws with (text, frame, curves, the NaN alert) is at
+    least 3:1 against a light theme's white and a dark theme's #212121, and it shrinks to a
+    narrow cell."""
+    results = Results()
+    names = ["loss", "val_loss", "accuracy", "val_accuracy", "auc", "precision", "recall"]
+    names += ["top_k", "mae"]
+    for i in range(1, 4):
+        metrics = {n: (float("nan") if n == "mae" and i == 3 else 1 / i) for n in names}
+        results.add({"event": "epoch", "fit": 0, "epoch": i, "metrics": metrics})
+    image = svg(results)
+    assert image is not None
+    root = ET.fromstring(image)
+    assert not [e for e in root.iter() if e.tag.endswith("rect") and e.get("fill") not in ("none",)]
+    assert "max-width:100%" in (root.get("style") or "")
+    colours = {
+        value
+        for e in root.iter()
+        for key in ("fill", "stroke")
+        if (value := e.get(key)) and value != "none"
+    }
+    assert len(colours) >= 8  # ink, the frame, the alert and the curves' colours
+    for colour in colours:
+        assert re.fullmatch(r"#[0-9a-f]{6}", colour), colour
+        for background in ("#ffffff", "#212121"):
+            assert _contrast(colour, background) >= 3.0, (colour, background)
 
 
 @pytest.mark.parametrize(

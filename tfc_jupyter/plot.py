@@ -15,7 +15,12 @@ from typing import Any
 
 from .results import Results, value_text
 
-COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2")
+COLORS = ("#1f77b4", "#d46b08", "#2ca02c", "#d62728", "#9467bd", "#b0705f", "#c75aa3")
+"""Curve colours, each at least 3:1 against a light theme's white and a dark theme's
+#212121 (WCAG's contrast for graphics): the image has no background of its own, so it sits on
+the notebook's, the panel's or the tab's, light or dark."""
+INK = "#808080"  # text, axes and the frame: readable on white and on a dark theme
+GRID = "#999999"
 PANEL_W, PANEL_H = 320, 190
 _LEFT, _RIGHT, _TOP, _BOTTOM = 46, 10, 34, 26
 
@@ -64,7 +69,7 @@ def _panel(results: Results, title: str, names: list[str], x0: int) -> list[str]
 
     out = [
         f'<text x="{x0 + 8}" y="14" font-weight="bold">{_text(title)}</text>',
-        f'<rect x="{left}" y="{top}" width="{w}" height="{h}" fill="none" stroke="#bbb"/>',
+        f'<rect x="{left}" y="{top}" width="{w}" height="{h}" fill="none" stroke="{INK}"/>',
         f'<text x="{left - 4}" y="{top + 4}" text-anchor="end">{_fmt(high)}</text>',
         f'<text x="{left - 4}" y="{top + h}" text-anchor="end">{_fmt(low)}</text>',
         f'<text x="{left}" y="{top + h + 16}">1</text>',
@@ -75,7 +80,7 @@ def _panel(results: Results, title: str, names: list[str], x0: int) -> list[str]
             xi = x(i) - (w / (count - 1)) / 2
             out.append(
                 f'<line x1="{xi:.1f}" y1="{top}" x2="{xi:.1f}" y2="{top + h}" '
-                'stroke="#ccc" stroke-dasharray="3,3"/>'
+                f'stroke="{GRID}" stroke-dasharray="3,3"/>'
             )
     bases = [n for n in names if not n.startswith("val_")]
     bases += [n[4:] for n in names if n.startswith("val_") and n[4:] not in bases]
@@ -114,7 +119,7 @@ def _panel(results: Results, title: str, names: list[str], x0: int) -> list[str]
     return out
 
 
-ALERT = "#c62828"  # a metric that is NaN or infinite
+ALERT = "#e53935"  # a metric that is NaN or infinite (3:1 on white and on #212121)
 
 
 def _value(value: float) -> str:
@@ -159,8 +164,7 @@ def svg(results: Results, *, done: bool = False) -> str | None:
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{PANEL_H}" '
         f'viewBox="0 0 {width} {PANEL_H}" font-family="sans-serif" font-size="10" '
-        'class="tfc-plot">',
-        f'<rect width="{width}" height="{PANEL_H}" fill="white"/>',
+        f'fill="{INK}" style="max-width:100%;height:auto" class="tfc-plot">',  # no background
     ]
     for i, (title, names) in enumerate(groups):
         parts += _panel(results, title, names, PANEL_W * i)
@@ -168,8 +172,7 @@ def svg(results: Results, *, done: bool = False) -> str | None:
         total = results.fits[-1]["epochs"]
         current = results.epochs[-1]["epoch"]
         parts.append(
-            f'<text x="{width - 8}" y="14" text-anchor="end" fill="#666">'
-            f"epoch {current}/{total}</text>"
+            f'<text x="{width - 8}" y="14" text-anchor="end">epoch {current}/{total}</text>'
         )
     parts.append("</svg>")
     return "".join(parts)

@@ -436,6 +436,14 @@ def test_a_backend_s_own_flag_works_on_every_edge(
         ("namespace", "team-b"),
     )
     assert "--namespace NAMESPACE" in options_help() and "(jobset backend)" in options_help()
+    # %%tfc_run? too: IPython asks the magic's getdoc, which reads the installed backends then.
+    from IPython.core.oinspect import getdoc
+
+    from tfc_jupyter.magics import TfcMagics
+
+    shown = " ".join(str(getdoc(TfcMagics(None).tfc_run)).split())
+    assert "installed backends' flags:" in shown and "--namespace NAMESPACE" in shown, shown
+    assert "--workers N" in shown  # the portable flags stay
 
     # The panel and the form: a field of its own (it has a label), in its backend's section.
     from tfc_jupyter.config import load_settings

@@ -56,6 +56,31 @@ folder; words after ``--`` are its arguments)::
 """
 
 
+def _installed_flags_doc() -> str:
+    """The flags installed backends add, as ``%%tfc_run?`` lists them (read when asked: finding
+    the installed packages costs every ``%load_ext`` otherwise)."""
+    import argparse
+
+    from .job.options import backend_fields
+
+    fields = backend_fields()
+    if not fields:
+        return ""
+    parser = argparse.ArgumentParser(prog="%%tfc_run", add_help=False, usage=argparse.SUPPRESS)
+    group = parser.add_argument_group("installed backends' flags")
+    for field in fields:
+        args, kwargs = field.argparse(only_given=False)
+        group.add_argument(*args, **kwargs)
+    return "\n" + parser.format_help()
+
+
+def _with_installed_flags(func: Any) -> Any:
+    """``func``'s help, and when asked for it (IPython's ``?`` calls an object's ``getdoc``),
+    the flags of the installed backends after it."""
+    func.getdoc = lambda: (func.__doc__ or "") + _installed_flags_doc()
+    return func
+
+
 def _with_doc(doc: str) -> Any:
     def set_doc(func: Any) -> Any:
         func.__doc__ = doc
@@ -127,6 +152,7 @@ class TfcMagics(Magics):
         args = args if args is not None else self.parse(line)
         return self._client().plan(self._selection(args, line, cell), args)
 
+    @_with_installed_flags
     @magic_decorate
     @_with_doc(_tfc_run_doc())
     @line_cell_magic

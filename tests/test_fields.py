@@ -6,8 +6,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from tfc_jupyter.config import Settings
 from tfc_jupyter.job.options import FIELDS
-from tfc_jupyter.planner.fields import GROUPS, choices, fields_json, form_fields
+from tfc_jupyter.planner.fields import GROUPS, choices, fields_json, form_fields, sent
 
 FIXTURE = Path(__file__).resolve().parents[1] / "labextension/src/__tests__/fields.json"
 
@@ -65,3 +66,29 @@ def test_what_leaving_an_option_out_is_named_as_its_field_offers_it() -> None:
             assert field.control == "count" and field.neutral.isdigit(), field
         checked += 1
     assert checked >= 6
+
+
+def test_the_panel_sends_a_field_by_the_rule_it_carries(settings: Settings) -> None:
+    """A TPU host is the whole machine, and a GPU type goes only with GPUs: the rule is on the
+    option table (``only_with``, ``only_without``), which the form's ``toOptions`` reads from
+    /defaults and the panel's choices apply alike (it was the form's code alone)."""
+    from tfc_jupyter.job.options import JobOptions
+    from tfc_jupyter.panel.model import Choices
+
+    by_name = {f.name: f for f in form_fields()}
+    assert by_name["gpu_type"].only_with == ("gpus",)
+    assert {n for n, f in by_name.items() if "tpu" in f.only_without} == {
+        "machine",
+        "gpus",
+        "gpu_type",
+    }
+    tpu = Choices(tpu="v3-8", machine="T4_1X", gpus=1, gpu_type="T4", backend="vertex")
+    ns = tpu.apply(JobOptions(), settings)
+    assert (ns.tpu, ns.machine, ns.gpus or 0, ns.gpu_type) == ("v3-8", None, 0, None)
+    assert "--gpus" not in ns.to_line() and "--machine" not in ns.to_line()
+    no_gpus = Choices(gpu_type="A100", gpus=0).apply(JobOptions(), settings)
+    assert no_gpus.gpu_type is None
+    gpus = Choices(gpu_type="A100", gpus=2).apply(JobOptions(), settings)
+    assert (gpus.gpu_type, gpus.gpus) == ("A100", 2)
+    sent_values = sent({"gpus": 1, "gpu_type": "T4", "tpu": "v3-8"}, form_fields())
+    assert sent_values == {"gpus": 0, "gpu_type": "", "tpu": "v3-8"}

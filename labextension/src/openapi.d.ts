@@ -516,6 +516,10 @@ export interface paths {
                                     value: string | number;
                                     label: string;
                                 }[] | null;
+                                /** @description fields that must be set for this one to be sent (a GPU type needs GPUs) */
+                                only_with: string[];
+                                /** @description fields that must not be set for this one to be sent (a TPU host has no GPUs) */
+                                only_without: string[];
                             }[];
                             root_dir: string;
                             jobs_home: string;

@@ -142,6 +142,10 @@ export interface IFormField {
   default: string;
   /** The values offered, with their labels (a choice or a suggestion). */
   choices: { value: string | number; label: string }[] | null;
+  /** Fields that must be set for this one to be sent (a GPU type needs GPUs). */
+  only_with: string[];
+  /** Fields that must not be set for this one to be sent (a TPU host has no GPUs). */
+  only_without: string[];
 }
 
 /** GET /defaults. */

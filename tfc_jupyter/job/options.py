@@ -69,6 +69,8 @@ class Flag:
     choices: str | None = None  # where its control's values come from (planner.fields.CHOICES)
     placeholder: str = ""  # what its empty text box says
     separator: str = ","  # a list's items in one text box are split on this (" ": and commas)
+    only_with: tuple[str, ...] = ()  # the panel and the form send it only when these are set
+    only_without: tuple[str, ...] = ()  # ... and only when these are not (a TPU: no GPUs)
 
 
 def option(default: Any, help: str, **flag: Any) -> Any:
@@ -104,6 +106,7 @@ class JobOptions:
         neutral="none",
         group="Machines",
         choices="gpu_counts",
+        only_without=("tpu",),
     )
     gpu_type: str | None = _opt(
         None,
@@ -113,6 +116,8 @@ class JobOptions:
         neutral="default",
         group="Machines",
         choices="gpu_types",
+        only_with=("gpus",),
+        only_without=("tpu",),
     )
     machine: str | None = _opt(
         None,
@@ -123,6 +128,7 @@ class JobOptions:
         neutral="CPU",
         group="Machines",
         choices="machines",
+        only_without=("tpu",),  # a TPU host is the whole machine
     )
     workers: int = _opt(
         0,

@@ -31,7 +31,7 @@ from ..jobs import sweep_refusal
 from ..notebook import capture
 from ..notebook.capture import Selection
 from ..planner import fields
-from ..planner.fields import FormField, form_fields
+from ..planner.fields import FormField, form_fields, sent
 from ..planner.plan import Plan
 from ..registry import DEFAULT
 from .memory import ChoicesDisplay
@@ -186,12 +186,15 @@ class Choices:
         """``base`` (a ``%%tfc_run`` line's options) with these choices as its options.
 
         A choice equal to the configured default becomes an absent flag, so the equivalent
-        ``%%tfc_run`` line holds only what differs from the defaults.
+        ``%%tfc_run`` line holds only what differs from the defaults; a choice its field sends
+        only with or without others is left out as the form leaves it (:func:`sent`: a TPU
+        host has no chief machine or GPUs).
         """
         defaults = self._table.defaults
         changes: dict[str, Any] = {}
+        picked = sent(self._values, self._fields.values())
         for name, f in self._fields.items():
-            value = self._values[name]
+            value = picked[name]
             if f.kind == "list":
                 changes[name] = _items(value, f.separator)
             elif f.kind in ("count", "switch"):

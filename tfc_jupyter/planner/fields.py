@@ -11,6 +11,7 @@ API, which the option table already drives.
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -75,6 +76,11 @@ class FormField:
     """The option's default as the field shows it (``1``, ``bayes``; empty: none)."""
     choices: str | None = None
     """The name of its values' list (:func:`choices`), for a choice or a suggestion."""
+    only_with: tuple[str, ...] = ()
+    """Fields that must be set for this one to be sent (a GPU type: with GPUs)."""
+    only_without: tuple[str, ...] = ()
+    """Fields that must not be set for this one to be sent (a TPU host: no chief machine or
+    GPUs); the panel and the form clear it then (:func:`sent`)."""
 
     def to_json(self, values: list[tuple[Any, str]] | None = None) -> dict[str, Any]:
         """JSON-ready, with its values (``[{"value", "label"}]``) when it offers some."""
@@ -92,6 +98,8 @@ class FormField:
             "choices": [{"value": v, "label": label} for v, label in values]
             if values is not None
             else None,
+            "only_with": list(self.only_with),
+            "only_without": list(self.only_without),
         }
 
 
@@ -116,6 +124,8 @@ def _field(option: OptionField) -> FormField:
         flag.neutral,
         _shown(option),
         flag.choices,
+        flag.only_with,
+        flag.only_without,
     )
 
 
@@ -210,3 +220,22 @@ def fields_json(default_machine: str = "CPU") -> list[dict[str, Any]]:
         f.to_json(choices(f.choices, default_machine=default_machine) if f.choices else None)
         for f in form_fields()
     ]
+
+
+def sent(values: Mapping[str, Any], fields: Iterable[FormField]) -> dict[str, Any]:
+    """``values`` (one a field) as the panel and the form send them: a field whose
+    ``only_with`` fields are not all set, or one of whose ``only_without`` fields is, is
+    emptied (0, "", no items, off). The form's ``toOptions`` applies the same rule, read from
+    the fields the server sends."""
+    out = dict(values)
+    for f in fields:
+        if f.name not in out:
+            continue
+        if any(not values.get(n) for n in f.only_with) or any(
+            values.get(n) for n in f.only_without
+        ):
+            out[f.name] = _EMPTY.get(f.kind, "")
+    return out
+
+
+_EMPTY: dict[str, Any] = {"count": 0, "switch": False, "list": ""}

@@ -409,6 +409,34 @@ describe('the fields, from the option table', () => {
       FIELDS
     );
     expect([tpu.machine, tpu.gpus, tpu.gpu_type]).toEqual(['', 0, '']);
+    // a GPU type only with GPUs; with them it is sent
+    const noGpus = toOptions(
+      { ...VALUES, gpu_type: 'A100', gpus: '0' },
+      FIELDS
+    );
+    expect(noGpus.gpu_type).toBe('');
+    const gpus = toOptions({ ...VALUES, gpu_type: 'A100', gpus: '2' }, FIELDS);
+    expect([gpus.gpu_type, gpus.gpus]).toEqual(['A100', 2]);
+  });
+
+  it('empties a field by the rule its field carries, for any field', () => {
+    // the rule is data the server sends: a backend's own field may carry one too
+    const extra: IFormField[] = [
+      ...FIELDS,
+      {
+        ...FIELDS[0],
+        name: 'zone',
+        kind: 'text',
+        only_with: ['region'],
+        only_without: ['tpu']
+      }
+    ];
+    const base = { ...VALUES, region: 'us-central1', zone: 'b' };
+    const zone = (values: typeof base): unknown =>
+      (toOptions(values, extra) as { [name: string]: unknown }).zone;
+    expect(zone(base)).toBe('b');
+    expect(zone({ ...base, region: '' })).toBe('');
+    expect(zone({ ...base, tpu: 'v3-8' })).toBe('');
   });
 
   it('reads a cell line back into the same fields', () => {

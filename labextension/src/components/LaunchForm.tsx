@@ -36,10 +36,23 @@ export function listItems(text: string, separator: string): string[] {
   return parts.map(part => part.trim()).filter(Boolean);
 }
 
+/** An option with nothing in it, as the form sends it. */
+function emptyOption(field: IFormField): unknown {
+  return field.kind === 'count'
+    ? 0
+    : field.kind === 'list'
+      ? []
+      : field.kind === 'switch'
+        ? false
+        : '';
+}
+
 /**
  * The job options the form's values stand for: every field, sent with `replace`, so what the
- * form shows is exactly what runs (a 0, an empty list or "" replaces the cell's value). A TPU
- * host is the whole machine: no chief machine or GPUs with it, and a GPU type only with GPUs.
+ * form shows is exactly what runs (a 0, an empty list or "" replaces the cell's value). A field
+ * is emptied when one of its `only_with` fields is not set or one of its `only_without` fields
+ * is (the option table's rule, as the panel applies it: a TPU host is the whole machine, no
+ * chief machine or GPUs with it, and a GPU type only with GPUs).
  */
 export function toOptions(
   values: ILaunchValues,
@@ -58,12 +71,14 @@ export function toOptions(
       out[field.name] = text.trim();
     }
   }
-  if (out.tpu) {
-    out.machine = '';
-    out.gpus = 0;
-  }
-  if ('gpu_type' in out && (out.tpu || !out.gpus)) {
-    out.gpu_type = '';
+  const given = { ...out };
+  for (const field of fields) {
+    const unmet =
+      (field.only_with ?? []).some(name => !given[name]) ||
+      (field.only_without ?? []).some(name => given[name]);
+    if (unmet && field.name in out) {
+      out[field.name] = emptyOption(field);
+    }
   }
   return out as IJobOptions;
 }

@@ -280,3 +280,127 @@ def _fifty_jobs(lab_server: LabServer, page: Any) -> None:
         "() => document.querySelectorAll('.tfc-Sidebar .tfc-SweepRow').length === 1"
         " && !document.querySelector('.tfc-Sidebar .tfc-JobSection[data-section=running]')"
     )
+
+
+def test_two_jobs_compared_in_one_overlaid_plot(lab_server: LabServer, browser_page: Any) -> None:
+    """Compare: two jobs picked in the list open one view with their loss curves overlaid
+    (one scale, one colour each, a legend) and the options they differ in."""
+    page = browser_page
+    try:
+        _compare(lab_server, page)
+    except Exception:
+        screenshot(page, "sidebar-compare-failure.png")
+        raise
+
+
+def _compare(lab_server: LabServer, page: Any) -> None:
+    import json
+
+    from tfc_jupyter.jobs import store_for
+    from tfc_jupyter.records import JobRecord, JobState, new_job_id
+
+    store = store_for(lab_server.home)
+    for rec in store.list(limit=None):
+        store.delete(rec.id)
+    ids = []
+    for name, scale, workers in (("adam", 1.0, 0), ("sgd", 2.0, 1)):
+        job_id = new_job_id(name)
+        job_dir = lab_server.home / "jobs" / job_id
+        (job_dir / "logs").mkdir(parents=True)
+        with (job_dir / "results.jsonl").open("w") as f:
+            for epoch in range(1, 6):
+                metrics = {"loss": scale / epoch, "accuracy": 1 - 0.1 / epoch}
+                event = {"event": "epoch", "fit": 0, "epoch": epoch, "metrics": metrics}
+                f.write(json.dumps(event) + "\n")
+        spec = {"worker_count": workers, "entry_args": [f"--optimizer={name}"]}
+        store.create(
+            JobRecord(
+                id=job_id,
+                name=name,
+                backend="local",
+                state=JobState.SUCCEEDED,
+                spec=spec,
+                job_dir=str(job_dir),
+                log_dir=str(job_dir / "logs"),
+                ended_at=time.time(),
+            )
+        )
+        ids.append(job_id)
+    assert lab_server.api("GET", f"tfc-jupyter/jobs/{ids[1]}/metrics")["epoch_count"] == 5
+
+    page.goto(f"{lab_server.url}lab?reset&token={lab_server.token}")
+    page.locator(".jp-LabShell").wait_for()
+    page.wait_for_function("() => window.jupyterapp?.hasPlugin('tfc-jupyter:jobs')")
+    lab_command(page, "tfc-jupyter:show-jobs")
+    for job_id in ids:
+        box = page.locator(f".tfc-Sidebar .tfc-JobRow[data-job-id='{job_id}'] .tfc-JobRow-pick")
+        box.wait_for(timeout=20_000)
+        assert page.locator(".tfc-CompareButton").count() == 0  # two are needed
+        box.check()
+    assert page.locator(".jp-MainAreaWidget .tfc-JobDetail").count() == 0  # no job opened
+    page.locator(".tfc-CompareButton", has_text="Compare 2").click()
+    view = page.locator(f".tfc-Compare[data-jobs='{' '.join(ids)}']")
+    view.wait_for(timeout=10_000)
+    lines = view.locator("polyline.tfc-Compare-line")
+    lines.first.wait_for(timeout=10_000)
+    assert sorted(lines.evaluate_all("ls => ls.map(l => l.dataset.jobId)")) == sorted(ids)
+    colours = lines.evaluate_all("ls => ls.map(l => l.getAttribute('stroke'))")
+    assert len(set(colours)) == 2, colours
+    # One scale: the second job's loss starts twice as high, at the top of the box.
+    tops = lines.evaluate_all(
+        "ls => ls.map(l => Number(l.getAttribute('points').split(' ')[0].split(',')[1]))"
+    )
+    assert tops[1] == 0 and tops[0] > 0, tops
+    legend = view.locator(".tfc-Compare-legend").inner_text()
+    assert "adam" in legend and "sgd" in legend and "loss 0.4" in legend, legend
+    row = view.locator(".tfc-Compare-options tr[data-option='worker_count']")
+    assert row.locator("td").all_inner_texts() == ["worker_count", "0", "1"]
+    assert view.locator(".tfc-Compare-options tr[data-option='entry_args']").count() == 1
+    # Another metric every job reported.
+    view.locator(".tfc-Compare-metric select").select_option("accuracy")
+    view.locator(".tfc-Compare-legend", has_text="accuracy").wait_for(timeout=5_000)
+    screenshot(page, "sidebar-compare.png")
+
+
+def test_a_long_job_is_not_cancelled_by_a_stray_click(
+    lab_server: LabServer, browser_page: Any
+) -> None:
+    """Cancel asks first when the job has run over a minute; *Keep running* sends nothing."""
+    from tfc_jupyter.jobs import store_for
+    from tfc_jupyter.records import JobRecord, JobState, new_job_id
+
+    page = browser_page
+    store = store_for(lab_server.home)
+    job_id = new_job_id("long")
+    started = time.time() - 180  # a Vertex AI job is shown as recorded: three minutes in
+    store.create(
+        JobRecord(
+            id=job_id,
+            name="long",
+            backend="vertex",
+            state=JobState.RUNNING,
+            created_at=started,
+            started_at=started,
+        )
+    )
+    try:
+        page.goto(f"{lab_server.url}lab?reset&token={lab_server.token}")
+        page.locator(".jp-LabShell").wait_for()
+        page.wait_for_function("() => window.jupyterapp?.hasPlugin('tfc-jupyter:jobs')")
+        lab_command(page, "tfc-jupyter:open-job", {"id": job_id})
+        detail = page.locator(f".tfc-JobDetail[data-job-id='{job_id}']")
+        detail.locator(".tfc-CancelButton").click()
+        dialog = page.locator(".jp-Dialog", has_text="Stop this job?")
+        dialog.wait_for(timeout=10_000)
+        assert "long has run for 3 min" in dialog.inner_text(), dialog.inner_text()
+        _dialog_button(page, "Keep running").click()
+        dialog.wait_for(state="detached")
+        page.wait_for_timeout(1500)
+        assert lab_server.api("GET", f"tfc-jupyter/jobs/{job_id}")["state"] == "running"
+        assert detail.get_attribute("data-state") == "running"
+        assert detail.locator(".tfc-CancelButton").is_enabled()
+    except Exception:
+        screenshot(page, "sidebar-cancel-ask-failure.png")
+        raise
+    finally:
+        store.delete(job_id)

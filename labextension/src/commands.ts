@@ -8,6 +8,8 @@ export namespace CommandIDs {
   export const openJob = 'tfc-jupyter:open-job';
   /** Show the jobs sidebar. */
   export const showJobs = 'tfc-jupyter:show-jobs';
+  /** Compare jobs: their curves overlaid and the options they differ in (args: `{ ids }`). */
+  export const compareJobs = 'tfc-jupyter:compare-jobs';
   /** Ask the browser for desktop notifications when a job ends. */
   export const notifyDesktop = 'tfc-jupyter:notify-desktop';
 }

@@ -5,6 +5,7 @@ import { Dialog, ReactWidget } from '@jupyterlab/apputils';
 import React from 'react';
 
 import { ICellLink } from './celllink';
+import { CompareView } from './components/CompareView';
 import { JobDetail } from './components/JobDetail';
 import {
   ILaunchFormProps,
@@ -79,6 +80,23 @@ export class JobDetailWidget extends ReactWidget {
         onGoToCell={this.onGoToCell}
       />
     );
+  }
+}
+
+/** A main-area tab comparing jobs (their curves overlaid, the options they differ in). */
+export class CompareWidget extends ReactWidget {
+  constructor(
+    readonly ids: string[],
+    private readonly store: JobStore
+  ) {
+    super();
+    this.addClass('tfc-CompareWidget');
+    this.title.label = `Compare ${ids.length} jobs`;
+    this.title.caption = ids.join('\n');
+  }
+
+  protected render(): JSX.Element {
+    return <CompareView ids={this.ids} store={this.store} />;
   }
 }
 

@@ -3,6 +3,7 @@
  */
 import { groupJobs, labelOf, sections, sweepSummary } from '../groups';
 import { IJob, JobState } from '../types';
+import { makeJob } from './jobfixture';
 
 let counter = 0;
 
@@ -19,33 +20,14 @@ function job(
     labels.push(['tfc-sweep', sweep], ['tfc-trial', String(trial)]);
   }
   const terminal = !['queued', 'pending', 'running'].includes(state);
-  return {
+  return makeJob({
     id: `${name}-20261127-140000-${String(counter).padStart(6, '0')}`,
     name,
-    backend: 'local',
     state,
     terminal,
-    notebook: 'nb.ipynb',
-    cell_id: null,
     created_at: 1795000000 - counter,
-    started_at: null,
-    ended_at: null,
-    elapsed: 1,
-    replica_count: 1,
-    replicas: [],
-    cost_per_hour: null,
-    cost_estimate: 0,
-    billed: false,
-    error: null,
-    error_location: null,
-    console_url: null,
-    tensorboard_url: null,
-    job_dir: '/tmp/x',
-    spec: { labels },
-    last_metrics: null,
-    metric_flags: [],
-    restarts: 0
-  };
+    spec: { labels }
+  });
 }
 
 describe('labelOf', () => {

@@ -33,6 +33,9 @@ export function rowTitle(job: IJob): string {
 export function JobRow(props: {
   job: IJob;
   onOpen: (job: IJob) => void;
+  /** Picked for comparing; toggled by the row's check box. */
+  picked?: boolean;
+  onPick?: (id: string) => void;
 }): JSX.Element {
   const { job } = props;
   const metric = headlineMetric(job.last_metrics);
@@ -48,6 +51,17 @@ export function JobRow(props: {
         props.onOpen(job);
       }}
     >
+      {props.onPick ? (
+        <input
+          type="checkbox"
+          className="tfc-JobRow-pick"
+          title="pick to compare with other jobs"
+          aria-label={`pick ${job.name} to compare`}
+          checked={!!props.picked}
+          onClick={event => event.stopPropagation()}
+          onChange={() => props.onPick?.(job.id)}
+        />
+      ) : null}
       <StateBadge state={job.state} />
       <span className="tfc-JobRow-name">{job.name}</span>
       {job.metric_flags?.length ? (

@@ -10,10 +10,17 @@ import { IJob } from '../types';
 import { JobRow } from './JobRow';
 import { ServerMissing } from './ServerMissing';
 
+/** The jobs picked for comparing. */
+interface IPicks {
+  has: (id: string) => boolean;
+  toggle: (id: string) => void;
+}
+
 /** A sweep: one row, its trials under it (open while one runs, or when opened). */
 function SweepRow(props: {
   group: IJobGroup;
   onOpen: (job: IJob) => void;
+  picks: IPicks;
 }): JSX.Element {
   const { group } = props;
   const [open, setOpen] = useState(group.running);
@@ -38,7 +45,13 @@ function SweepRow(props: {
       {open ? (
         <ul className="tfc-JobList tfc-SweepRow-trials">
           {group.jobs.map(job => (
-            <JobRow key={job.id} job={job} onOpen={props.onOpen} />
+            <JobRow
+              key={job.id}
+              job={job}
+              onOpen={props.onOpen}
+              picked={props.picks.has(job.id)}
+              onPick={props.picks.toggle}
+            />
           ))}
         </ul>
       ) : null}
@@ -52,6 +65,7 @@ function JobSection(props: {
   title: string;
   groups: IJobGroup[];
   onOpen: (job: IJob) => void;
+  picks: IPicks;
 }): JSX.Element | null {
   const [open, setOpen] = useState(true);
   if (!props.groups.length) {
@@ -78,9 +92,16 @@ function JobSection(props: {
                 key={group.key}
                 job={group.jobs[0]}
                 onOpen={props.onOpen}
+                picked={props.picks.has(group.key)}
+                onPick={props.picks.toggle}
               />
             ) : (
-              <SweepRow key={group.key} group={group} onOpen={props.onOpen} />
+              <SweepRow
+                key={group.key}
+                group={group}
+                onOpen={props.onOpen}
+                picks={props.picks}
+              />
             )
           )}
         </ul>
@@ -97,6 +118,8 @@ export interface IJobsPanelProps {
   onOpen: (job: IJob) => void;
   /** Open the launch form for the current notebook or Python script. */
   onLaunch: () => void;
+  /** Compare the picked jobs (two or more). */
+  onCompare?: (ids: string[]) => void;
 }
 
 /**
@@ -111,6 +134,16 @@ export function JobsPanel(props: IJobsPanelProps): JSX.Element {
   const error = store.error;
   const ended = (jobs ?? []).filter(job => job.terminal);
   const [clearError, setClearError] = useState<string | null>(null);
+  const [picked, setPicked] = useState<string[]>([]);
+  const known = new Set((jobs ?? []).map(job => job.id));
+  const pickedNow = picked.filter(id => known.has(id)); // a cleared job is no longer picked
+  const picks: IPicks = {
+    has: id => pickedNow.includes(id),
+    toggle: id =>
+      setPicked(now =>
+        now.includes(id) ? now.filter(p => p !== id) : [...now, id]
+      )
+  };
 
   const onClear = async (): Promise<void> => {
     const answer = await askRemove(
@@ -154,12 +187,14 @@ export function JobsPanel(props: IJobsPanelProps): JSX.Element {
           title="Running"
           groups={running}
           onOpen={props.onOpen}
+          picks={picks}
         />
         <JobSection
           kind="finished"
           title="Finished"
           groups={finished}
           onOpen={props.onOpen}
+          picks={picks}
         />
       </>
     ) : (
@@ -198,6 +233,15 @@ export function JobsPanel(props: IJobsPanelProps): JSX.Element {
           >
             Launch on ...
           </button>
+          {pickedNow.length >= 2 && props.onCompare ? (
+            <button
+              className="jp-Button jp-mod-styled tfc-CompareButton"
+              title="their curves overlaid in one view, and the options they differ in"
+              onClick={() => props.onCompare?.(pickedNow)}
+            >
+              Compare {pickedNow.length}
+            </button>
+          ) : null}
           {ended.length ? (
             <button
               className="jp-Button jp-mod-styled tfc-ClearFinished"

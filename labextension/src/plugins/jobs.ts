@@ -18,7 +18,7 @@ import { tfcIcon } from '../icons';
 import { askDesktop, notifyEnd } from '../notify';
 import { openFailedCell } from '../opencell';
 import { JobStore } from '../store';
-import { JobDetailWidget, JobsSidebar } from '../widgets';
+import { CompareWidget, JobDetailWidget, JobsSidebar } from '../widgets';
 
 /** The sidebar, the "open job" command and restoring open job tabs. */
 export const jobsPlugin: JupyterFrontEndPlugin<void> = {
@@ -43,7 +43,9 @@ export const jobsPlugin: JupyterFrontEndPlugin<void> = {
       store,
       onOpen: job =>
         void app.commands.execute(CommandIDs.openJob, { id: job.id }),
-      onLaunch: () => void app.commands.execute(CommandIDs.launch)
+      onLaunch: () => void app.commands.execute(CommandIDs.launch),
+      onCompare: ids =>
+        void app.commands.execute(CommandIDs.compareJobs, { ids })
     });
     sidebar.id = 'tfc-jupyter-jobs';
     sidebar.title.icon = tfcIcon;
@@ -70,6 +72,21 @@ export const jobsPlugin: JupyterFrontEndPlugin<void> = {
         widget.title.icon = tfcIcon;
         widget.title.closable = true;
         void tracker.add(widget);
+        app.shell.add(widget, 'main');
+        app.shell.activateById(widget.id);
+        return widget;
+      }
+    });
+    app.commands.addCommand(CommandIDs.compareJobs, {
+      label: 'Compare the picked TensorFlow jobs',
+      execute: args => {
+        const ids = (Array.isArray(args.ids) ? args.ids : []).map(String);
+        const widget = new MainAreaWidget({
+          content: new CompareWidget(ids, store)
+        });
+        widget.id = `tfc-compare-${Date.now()}`;
+        widget.title.icon = tfcIcon;
+        widget.title.closable = true;
         app.shell.add(widget, 'main');
         app.shell.activateById(widget.id);
         return widget;

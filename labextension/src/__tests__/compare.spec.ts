@@ -1,0 +1,110 @@
+/**
+ * src/compare.ts: several jobs' curves of one metric, and the options they differ in.
+ */
+import {
+  differingOptions,
+  extent,
+  polylines,
+  seriesOf,
+  sharedMetrics
+} from '../compare';
+import { IJob, IMetrics, MetricValue } from '../types';
+import { makeJob } from './jobfixture';
+
+function job(id: string, spec: { [key: string]: unknown }): IJob {
+  return makeJob({ id, name: id.split('-')[0], spec });
+}
+
+function metrics(
+  id: string,
+  rows: { [name: string]: MetricValue }[]
+): IMetrics {
+  return {
+    job_id: id,
+    state: 'succeeded',
+    terminal: true,
+    names: [...new Set(rows.flatMap(r => Object.keys(r)))],
+    epochs: rows.map((m, i) => ({
+      fit: 0,
+      epoch: i + 1,
+      time: null,
+      metrics: m
+    })),
+    last: rows[rows.length - 1] ?? null,
+    flags: [],
+    model_dir: null,
+    svg: null
+  };
+}
+
+describe('sharedMetrics', () => {
+  it('offers what every job reported, the loss first', () => {
+    const a = metrics('a', [{ accuracy: 0.5, loss: 1, val_loss: 2 }]);
+    const b = metrics('b', [{ loss: 1, accuracy: 0.4, auc: 0.9 }]);
+    expect(sharedMetrics([a, b])).toEqual(['loss', 'accuracy']);
+    expect(sharedMetrics([])).toEqual([]);
+  });
+});
+
+describe('seriesOf and polylines', () => {
+  it('overlays each job on one scale, breaking a curve where it is not a number', () => {
+    const jobs = [job('fast-1-aaaaaa', {}), job('slow-1-bbbbbb', {})];
+    const runs = [
+      metrics('a', [{ loss: 4 }, { loss: 2 }, { loss: 'NaN' }, { loss: 0 }]),
+      metrics('b', [{ loss: 4 }, { loss: 3 }])
+    ];
+    const series = seriesOf(jobs, runs, 'loss');
+    expect(series.map(s => s.label)).toEqual([
+      'fast · aaaaaa',
+      'slow · bbbbbb'
+    ]);
+    expect(series[0].values).toEqual([4, 2, null, 0]);
+    expect(extent(series)).toEqual([0, 4]);
+    const lines = polylines(series, 300, 100);
+    // one scale for both: x by epoch over the longest run, y from 4 (top) to 0 (bottom)
+    expect(lines[0].runs).toEqual(['0.0,0.0 100.0,50.0', '300.0,100.0']);
+    expect(lines[1].runs).toEqual(['0.0,0.0 100.0,25.0']);
+  });
+
+  it('draws a flat curve mid-box, and nothing for no value', () => {
+    const flat = seriesOf(
+      [job('a-1-aaaaaa', {})],
+      [metrics('a', [{ loss: 1 }, { loss: 1 }])],
+      'loss'
+    );
+    expect(polylines(flat, 10, 10)[0].runs).toEqual(['0.0,5.0 10.0,5.0']);
+    const none = seriesOf(
+      [job('a-1-aaaaaa', {})],
+      [metrics('a', [{ acc: 1 }])],
+      'loss'
+    );
+    expect(polylines(none, 10, 10)[0].runs).toEqual([]);
+    expect(extent(none)).toBeNull();
+  });
+});
+
+describe('differingOptions', () => {
+  it('lists each option whose values differ, with every value', () => {
+    const a = job('a-1-aaaaaa', {
+      worker_count: 0,
+      entry_args: ['--lr=0.1'],
+      region: 'us-central1',
+      name: 'a'
+    });
+    const b = {
+      ...job('b-1-bbbbbb', {
+        worker_count: 2,
+        entry_args: ['--lr=0.01'],
+        region: 'us-central1',
+        name: 'b'
+      }),
+      backend: 'docker'
+    };
+    expect(differingOptions([a, b])).toEqual([
+      { name: 'backend', values: ['local', 'docker'] },
+      { name: 'entry_args', values: ['["--lr=0.1"]', '["--lr=0.01"]'] },
+      { name: 'worker_count', values: ['0', '2'] }
+    ]);
+    expect(differingOptions([a, { ...a, id: 'c' }])).toEqual([]);
+  });
+});

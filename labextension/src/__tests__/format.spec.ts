@@ -22,37 +22,24 @@ import {
   shortId
 } from '../format';
 import { IJob } from '../types';
+import { makeJob } from './jobfixture';
 
 /** A job record as GET /jobs gives it; `overrides` changes some members. */
 function job(overrides: Partial<IJob> = {}): IJob {
-  return {
+  return makeJob({
     id: 'quickstart-20251123-140200-a1b2c3',
     name: 'quickstart',
-    backend: 'local',
     state: 'running',
     terminal: false,
     notebook: '/home/me/notebooks/Quickstart.ipynb',
-    cell_id: null,
     created_at: 1763906520,
     started_at: 1763906521,
     ended_at: null,
     elapsed: 42,
-    replica_count: 1,
-    replicas: ['chief'],
     cost_per_hour: 0.35,
-    cost_estimate: 0,
-    billed: false,
-    error: null,
-    error_location: null,
-    console_url: null,
-    tensorboard_url: null,
     job_dir: '/home/me/.tfc-jupyter/jobs/quickstart-20251123-140200-a1b2c3',
-    spec: {},
-    last_metrics: null,
-    metric_flags: [],
-    restarts: 0,
     ...overrides
-  };
+  });
 }
 
 /** Seconds since the epoch of a local time (formatStart shows local time). */

@@ -26,6 +26,7 @@ import {
 import { readLogs } from '../api';
 import { TfcApiError } from '../request';
 import { IJob } from '../types';
+import { makeJob } from './jobfixture';
 
 jest.mock('../api', () => ({
   getJob: jest.fn(),
@@ -35,10 +36,9 @@ jest.mock('../api', () => ({
 const ID = 'ticks-20261126-120000-a1b2c3';
 
 function job(overrides: Partial<IJob> = {}): IJob {
-  return {
+  return makeJob({
     id: ID,
     name: 'ticks',
-    backend: 'local',
     state: 'running',
     terminal: false,
     notebook: '/srv/root/work/ticks.ipynb',
@@ -47,22 +47,10 @@ function job(overrides: Partial<IJob> = {}): IJob {
     started_at: 2_000_000_001,
     ended_at: null,
     elapsed: 12,
-    replica_count: 1,
-    replicas: ['chief'],
     cost_per_hour: 0.2,
-    cost_estimate: 0,
-    billed: false,
-    error: null,
-    error_location: null,
-    console_url: null,
-    tensorboard_url: null,
     job_dir: `/home/me/.tfc-jupyter/jobs/${ID}`,
-    spec: {},
-    last_metrics: null,
-    metric_flags: [],
-    restarts: 0,
     ...overrides
-  };
+  });
 }
 
 const ended = (state: IJob['state'] = 'succeeded', elapsed = 17): IJob =>

@@ -10,6 +10,7 @@ import { endedText } from '../format';
 import { endNotice, notifyEnd } from '../notify';
 import { JobStore } from '../store';
 import { IJob } from '../types';
+import { makeJob } from './jobfixture';
 
 jest.mock('@jupyterlab/apputils', () => ({
   Notification: { emit: jest.fn(), info: jest.fn() }
@@ -22,34 +23,19 @@ jest.mock('../api', () => ({
 }));
 
 function job(id: string, overrides: Partial<IJob> = {}): IJob {
-  return {
+  return makeJob({
     id,
     name: 'quickstart',
-    backend: 'local',
     state: 'running',
     terminal: false,
     notebook: null,
-    cell_id: null,
     created_at: 1,
     started_at: 1,
     ended_at: null,
     elapsed: 125,
-    replica_count: 1,
-    replicas: ['chief'],
-    cost_per_hour: null,
     cost_estimate: null,
-    billed: false,
-    error: null,
-    error_location: null,
-    console_url: null,
-    tensorboard_url: null,
-    job_dir: '/tmp/x',
-    spec: {},
-    last_metrics: null,
-    metric_flags: [],
-    restarts: 0,
     ...overrides
-  };
+  });
 }
 
 const ended = (id: string, overrides: Partial<IJob> = {}): IJob =>

@@ -404,3 +404,77 @@ def test_a_long_job_is_not_cancelled_by_a_stray_click(
         raise
     finally:
         store.delete(job_id)
+
+
+def test_the_curves_read_in_the_dark_theme_and_fit_an_800_px_window(
+    lab_server: LabServer, browser_page: Any
+) -> None:
+    """Issue 38: in JupyterLab's dark theme the curves were a white rectangle, and an 800-px
+    window cut the plot off. The job's tab, dark: the plot's pixels are the theme's dark, with
+    the curve's colour on it; at 800 px wide the plot fits its view."""
+    import io
+    import json
+
+    from PIL import Image
+
+    from tfc_jupyter.jobs import store_for
+    from tfc_jupyter.records import JobRecord, JobState, new_job_id
+
+    page = browser_page
+    store = store_for(lab_server.home)
+    job_id = new_job_id("dark")
+    job_dir = lab_server.home / "jobs" / job_id
+    (job_dir / "logs").mkdir(parents=True)
+    with (job_dir / "results.jsonl").open("w") as f:
+        for epoch in range(1, 9):
+            metrics = {"loss": 1 / epoch, "accuracy": 1 - 0.5 / epoch}
+            f.write(json.dumps({"event": "epoch", "fit": 0, "epoch": epoch, "metrics": metrics}))
+            f.write("\n")
+    store.create(
+        JobRecord(
+            id=job_id,
+            name="dark",
+            backend="local",
+            state=JobState.SUCCEEDED,
+            job_dir=str(job_dir),
+            log_dir=str(job_dir / "logs"),
+            ended_at=time.time(),
+        )
+    )
+    try:
+        page.set_viewport_size({"width": 800, "height": 900})
+        page.goto(f"{lab_server.url}lab?reset&token={lab_server.token}")
+        page.locator(".jp-LabShell").wait_for()
+        page.wait_for_function("() => window.jupyterapp?.hasPlugin('tfc-jupyter:jobs')")
+        lab_command(page, "apputils:change-theme", {"theme": "JupyterLab Dark"})
+        page.wait_for_function(
+            "() => document.body.dataset.jpThemeLight === 'false'", timeout=20_000
+        )
+        lab_command(page, "tfc-jupyter:open-job", {"id": job_id})
+        detail = page.locator(f".tfc-JobDetail[data-job-id='{job_id}']")
+        plot = detail.locator("img.tfc-MetricsPlot")
+        plot.wait_for(timeout=20_000)
+        page.wait_for_function(
+            "id => document.querySelector(`.tfc-JobDetail[data-job-id='${id}'] img`)"
+            "?.naturalWidth > 0",
+            arg=job_id,
+        )
+        box, view = plot.bounding_box(), detail.bounding_box()
+        assert box and view and box["x"] + box["width"] <= view["x"] + view["width"] + 1, (
+            box,
+            view,
+        )
+        image = Image.open(io.BytesIO(plot.screenshot())).convert("RGB")
+        pixels = list(image.getdata())
+        white = sum(1 for r, g, b in pixels if min(r, g, b) > 230) / len(pixels)
+        dark = sum(1 for r, g, b in pixels if max(r, g, b) < 70) / len(pixels)
+        blue = sum(1 for r, g, b in pixels if b > 140 and r < 90 and 90 < g < 150)
+        screenshot(page, "sidebar-dark-plot.png")
+        assert white < 0.01 and dark > 0.8, (white, dark)
+        assert blue > 20, blue  # the loss curve, in its colour, on the dark
+    except Exception:
+        screenshot(page, "sidebar-dark-failure.png")
+        raise
+    finally:
+        lab_command(page, "apputils:change-theme", {"theme": "JupyterLab Light"})
+        store.delete(job_id)

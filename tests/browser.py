@@ -293,6 +293,13 @@ def restart_kernel(page: Any, name: str, timeout_ms: int = 60_000) -> None:
     page.wait_for_function(_KERNEL_READY, arg=name, timeout=timeout_ms)
 
 
+def open_lab(page: Any, server: LabServer) -> None:
+    """JupyterLab, its workspace reset, with tfc_jupyter's jobs plugin loaded."""
+    page.goto(f"{server.url}lab?reset&token={server.token}")
+    page.locator(".jp-LabShell").wait_for()
+    page.wait_for_function("() => window.jupyterapp?.hasPlugin('tfc-jupyter:jobs')")
+
+
 def lab_command(page: Any, command: str, args: dict[str, Any] | None = None) -> Any:
     """Run a JupyterLab command (``notebook:run-all-cells`` ...) through the exposed app; returns
     once the command has (``notebook:run-all-cells``: once every cell has run), with its result

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import nbformat
 import psutil
@@ -113,3 +116,34 @@ def run_plain(text: str, cwd: Path, timeout: float = 60) -> subprocess.Completed
         text=True,
         timeout=timeout,
     )
+
+
+def stored_job(
+    home: Path,
+    job_id: str,
+    name: str = "job",
+    *,
+    spec: dict[str, Any] | None = None,
+    epochs: Sequence[dict[str, float]] = (),
+) -> Path:
+    """A finished local job's record and folder in ``home``, written as the product writes
+    them; ``epochs``: the metrics of each epoch its chief reported (``results.jsonl``)."""
+    job_dir = home / "jobs" / job_id
+    (job_dir / "logs").mkdir(parents=True)
+    with (job_dir / "results.jsonl").open("w") as f:
+        for number, metrics in enumerate(epochs, start=1):
+            event = {"event": "epoch", "fit": 0, "epoch": number, "metrics": metrics}
+            f.write(json.dumps(event) + "\n")
+    store_for(home).create(
+        JobRecord(
+            id=job_id,
+            name=name,
+            backend="local",
+            state=JobState.SUCCEEDED,
+            spec=spec or {},
+            job_dir=str(job_dir),
+            log_dir=str(job_dir / "logs"),
+            ended_at=time.time(),
+        )
+    )
+    return job_dir

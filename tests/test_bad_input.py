@@ -35,7 +35,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from IPython.core.error import UsageError
 from IPython.utils.capture import capture_output
-from jobutil import JOB_DEADLINE_S, plan_for, write_notebook
+from jobutil import JOB_DEADLINE_S, plan_for, stored_job, write_notebook
 
 from tfc_jupyter import cli, jobs
 from tfc_jupyter.backends.local import check_capacity
@@ -1151,31 +1151,13 @@ def test_invalid_utf8_in_a_notebook_is_one_line_not_replaced(tmp_path: Path, tfc
 
 
 # ------------------------------------------------------------------ bounds (issue 24, class 8)
-def _stored_job(home: Path, job_id: str) -> Path:
-    """A finished local job's record and folder, written as the product writes them."""
-    from tfc_jupyter.jobs import store_for
-    from tfc_jupyter.records import JobRecord, JobState
-
-    job_dir = home / "jobs" / job_id
-    (job_dir / "logs").mkdir(parents=True)
-    store_for(home).create(
-        JobRecord(
-            id=job_id,
-            name="big",
-            backend="local",
-            state=JobState.SUCCEEDED,
-            job_dir=str(job_dir),
-            log_dir=str(job_dir / "logs"),
-        )
-    )
-    return job_dir
 
 
 @pytest.mark.item("bounds: logs stream, metrics are downsampled, oversize requests get 413")
 @pytest.mark.slow
 def test_logs_of_a_large_log_are_streamed(tmp_path: Path, tfc_env: Path) -> None:
     home = Path(os.environ["TFC_JUPYTER_HOME"])
-    job_dir = _stored_job(home, "big-20261124-000000-000001")
+    job_dir = stored_job(home, "big-20261124-000000-000001", "big")
     line = b"step " + b"x" * 94 + b"\n"
     with (job_dir / "logs" / "chief.log").open("wb") as f:
         for _ in range(256):
@@ -1207,7 +1189,7 @@ def test_the_metrics_of_100k_rounds_are_downsampled(tmp_path: Path, tfc_env: Pat
     from tfc_jupyter.server.service import JobService
 
     home = Path(os.environ["TFC_JUPYTER_HOME"])
-    job_dir = _stored_job(home, "many-20261124-000000-000001")
+    job_dir = stored_job(home, "many-20261124-000000-000001", "big")
     with (job_dir / "results.jsonl").open("w") as f:
         for n in range(1, 100_001):
             event = {"event": "metric", "name": "train_loss", "round": n, "value": 1 / n}

@@ -17,8 +17,8 @@ import urllib.error
 from typing import Any
 
 import pytest
-from browser import LabServer, lab_command, screenshot
-from jobutil import JOB_DEADLINE_S, write_notebook
+from browser import LabServer, lab_command, open_lab, screenshot
+from jobutil import JOB_DEADLINE_S, stored_job, write_notebook
 
 pytestmark = pytest.mark.slow
 
@@ -79,9 +79,7 @@ def _scenario(lab_server: LabServer, page: Any) -> None:
     root = lab_server.root_dir
     for name, code in (("bar", BAR), ("diverges", DIVERGES), ("short", "print('short')")):
         write_notebook(root / f"{name}.ipynb", code)
-    page.goto(f"{lab_server.url}lab?reset&token={lab_server.token}")
-    page.locator(".jp-LabShell").wait_for()
-    page.wait_for_function("() => window.jupyterapp?.hasPlugin('tfc-jupyter:jobs')")
+    open_lab(page, lab_server)
     lab_command(page, "tfc-jupyter:show-jobs")
 
     # Nothing open: the Launcher's tile is there, and the sidebar's button says what to do.
@@ -230,9 +228,7 @@ def _fifty_jobs(lab_server: LabServer, page: Any) -> None:
         store.create(rec)
     assert len(lab_server.api("GET", "tfc-jupyter/jobs?limit=100")["jobs"]) == 50
 
-    page.goto(f"{lab_server.url}lab?reset&token={lab_server.token}")
-    page.locator(".jp-LabShell").wait_for()
-    page.wait_for_function("() => window.jupyterapp?.hasPlugin('tfc-jupyter:jobs')")
+    open_lab(page, lab_server)
     lab_command(page, "tfc-jupyter:show-jobs")
     sidebar = page.locator(".tfc-Sidebar")
     running = sidebar.locator(".tfc-JobSection[data-section='running']")
@@ -294,10 +290,8 @@ def test_two_jobs_compared_in_one_overlaid_plot(lab_server: LabServer, browser_p
 
 
 def _compare(lab_server: LabServer, page: Any) -> None:
-    import json
-
     from tfc_jupyter.jobs import store_for
-    from tfc_jupyter.records import JobRecord, JobState, new_job_id
+    from tfc_jupyter.records import new_job_id
 
     store = store_for(lab_server.home)
     for rec in store.list(limit=None):
@@ -305,32 +299,17 @@ def _compare(lab_server: LabServer, page: Any) -> None:
     ids = []
     for name, scale, workers in (("adam", 1.0, 0), ("sgd", 2.0, 1)):
         job_id = new_job_id(name)
-        job_dir = lab_server.home / "jobs" / job_id
-        (job_dir / "logs").mkdir(parents=True)
-        with (job_dir / "results.jsonl").open("w") as f:
-            for epoch in range(1, 6):
-                metrics = {"loss": scale / epoch, "accuracy": 1 - 0.1 / epoch}
-                event = {"event": "epoch", "fit": 0, "epoch": epoch, "metrics": metrics}
-                f.write(json.dumps(event) + "\n")
-        spec = {"worker_count": workers, "entry_args": [f"--optimizer={name}"]}
-        store.create(
-            JobRecord(
-                id=job_id,
-                name=name,
-                backend="local",
-                state=JobState.SUCCEEDED,
-                spec=spec,
-                job_dir=str(job_dir),
-                log_dir=str(job_dir / "logs"),
-                ended_at=time.time(),
-            )
+        stored_job(
+            lab_server.home,
+            job_id,
+            name,
+            spec={"worker_count": workers, "entry_args": [f"--optimizer={name}"]},
+            epochs=[{"loss": scale / e, "accuracy": 1 - 0.1 / e} for e in range(1, 6)],
         )
         ids.append(job_id)
     assert lab_server.api("GET", f"tfc-jupyter/jobs/{ids[1]}/metrics")["epoch_count"] == 5
 
-    page.goto(f"{lab_server.url}lab?reset&token={lab_server.token}")
-    page.locator(".jp-LabShell").wait_for()
-    page.wait_for_function("() => window.jupyterapp?.hasPlugin('tfc-jupyter:jobs')")
+    open_lab(page, lab_server)
     lab_command(page, "tfc-jupyter:show-jobs")
     for job_id in ids:
         box = page.locator(f".tfc-Sidebar .tfc-JobRow[data-job-id='{job_id}'] .tfc-JobRow-pick")
@@ -384,9 +363,7 @@ def test_a_long_job_is_not_cancelled_by_a_stray_click(
         )
     )
     try:
-        page.goto(f"{lab_server.url}lab?reset&token={lab_server.token}")
-        page.locator(".jp-LabShell").wait_for()
-        page.wait_for_function("() => window.jupyterapp?.hasPlugin('tfc-jupyter:jobs')")
+        open_lab(page, lab_server)
         lab_command(page, "tfc-jupyter:open-job", {"id": job_id})
         detail = page.locator(f".tfc-JobDetail[data-job-id='{job_id}']")
         detail.locator(".tfc-CancelButton").click()
@@ -413,39 +390,24 @@ def test_the_curves_read_in_the_dark_theme_and_fit_an_800_px_window(
     window cut the plot off. The job's tab, dark: the plot's pixels are the theme's dark, with
     the curve's colour on it; at 800 px wide the plot fits its view."""
     import io
-    import json
 
     from PIL import Image
 
     from tfc_jupyter.jobs import store_for
-    from tfc_jupyter.records import JobRecord, JobState, new_job_id
+    from tfc_jupyter.records import new_job_id
 
     page = browser_page
     store = store_for(lab_server.home)
     job_id = new_job_id("dark")
-    job_dir = lab_server.home / "jobs" / job_id
-    (job_dir / "logs").mkdir(parents=True)
-    with (job_dir / "results.jsonl").open("w") as f:
-        for epoch in range(1, 9):
-            metrics = {"loss": 1 / epoch, "accuracy": 1 - 0.5 / epoch}
-            f.write(json.dumps({"event": "epoch", "fit": 0, "epoch": epoch, "metrics": metrics}))
-            f.write("\n")
-    store.create(
-        JobRecord(
-            id=job_id,
-            name="dark",
-            backend="local",
-            state=JobState.SUCCEEDED,
-            job_dir=str(job_dir),
-            log_dir=str(job_dir / "logs"),
-            ended_at=time.time(),
-        )
+    stored_job(
+        lab_server.home,
+        job_id,
+        "dark",
+        epochs=[{"loss": 1 / e, "accuracy": 1 - 0.5 / e} for e in range(1, 9)],
     )
     try:
         page.set_viewport_size({"width": 800, "height": 900})
-        page.goto(f"{lab_server.url}lab?reset&token={lab_server.token}")
-        page.locator(".jp-LabShell").wait_for()
-        page.wait_for_function("() => window.jupyterapp?.hasPlugin('tfc-jupyter:jobs')")
+        open_lab(page, lab_server)
         lab_command(page, "apputils:change-theme", {"theme": "JupyterLab Dark"})
         page.wait_for_function(
             "() => document.body.dataset.jpThemeLight === 'false'", timeout=20_000

@@ -616,7 +616,6 @@ def _keyword_lines(name: str, lines: list[str]) -> set[int]:
             }
     except Exception:  # a detector that fails on odd input: our rule has run
         return set()
-    return None
 
 
 def scan_file(path: Path) -> Finding | None:

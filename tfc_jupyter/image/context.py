@@ -379,9 +379,7 @@ class _Walker:
         a secret is left out, with the reason."""
         self._judge_size({rel: _size(path) for rel, path in self.files.items()})
         for rel, path in list(self.files.items()):
-            reason = secret_reason(rel, path)
-            if reason is None and path.is_symlink():
-                reason = secret_reason(path.resolve().name, path.resolve())
+            reason = self._excluded(rel, path, False)  # now with the contents (links' too)
             if reason:
                 del self.files[rel]
                 self.leave(rel, reason)

@@ -662,8 +662,7 @@ def convert(
             top.add(line, where)
     notes[:0] = _future_notes(future, job_cells)
     text = "\n".join(top.lines + body.lines)
-    _check_compiles(text, top.where + body.where, cells[0].label if cells else "cell")
-    nodes = syntax.parsed(text).nodes  # the tree _check_compiles compiled, walked once
+    nodes = _check_compiles(text, top.where + body.where, cells[0].label if cells else "cell").nodes
     loaded, names, imports = _names(nodes)
     leftover = _leftover_ipython(nodes, body.where) if "get_ipython" not in names else None
     if leftover is not None:
@@ -763,10 +762,11 @@ def _bound_names(cells: Sequence[Cell]) -> frozenset[str]:
     return frozenset(bound)
 
 
-def _check_compiles(text: str, where: list[Location], label: str) -> ast.Module:
+def _check_compiles(text: str, where: list[Location], label: str) -> syntax.Parsed:
+    """The script's shared parse (:mod:`.syntax`), once it is known to compile."""
     try:
-        tree = syntax.parse(text)
-        compile(tree, "<job script>", "exec")
+        shared = syntax.parsed(text)
+        compile(shared.tree, "<job script>", "exec")
     except SyntaxError as exc:
         loc = where[(exc.lineno or 1) - 1] if exc.lineno and exc.lineno <= len(where) else None
         script = label.endswith((".py", ".pyw"))
@@ -779,4 +779,4 @@ def _check_compiles(text: str, where: list[Location], label: str) -> ast.Module:
                 err.message = err.message.replace(f"cell {loc[0]}", label, 1)
             raise err from None
         raise ConversionError(f"the script does not compile: {exc.msg}", hint) from None
-    return tree
+    return shared

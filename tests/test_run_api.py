@@ -772,6 +772,9 @@ threads = [threading.Thread(target=search, args=(t, 0.7 * i)) for i, t in enumer
 for t in threads: t.start()
 for t in threads: t.join()
 print("TRIALS", sorted(t.status for u in tuners for t in u.oracle.trials.values()))
+print("IDS", sorted(i for u in tuners for i in u.oracle.trials))
+import glob
+print("FOLDERS", len(glob.glob("tmp_dir/race/trial_*/checkpoint.weights.h5")))
 """
 
 
@@ -779,7 +782,10 @@ print("TRIALS", sorted(t.status for u in tuners for t in u.oracle.trials.values(
 def test_cloud_tuners_in_threads_build_their_models_one_at_a_time(tmp_path: Path) -> None:
     """Keras Tuner clears Keras's session before each build, and Keras 3's clear_session()
     resets every thread's layer names: two CloudTuners searching in threads (the example's
-    shape, without its two-second stagger) built models with two layers named ``dense``."""
+    shape, without its two-second stagger) built models with two layers named ``dense``.
+    Sharing a study and a directory, they also gave their first trials one id (``0``) and so one
+    folder, where two threads saving the weights at once failed in HDF5: a trial's id is its
+    number in the study, as Vizier's were."""
     script = tmp_path / "tuners_in_threads.py"
     script.write_text(_TUNERS_IN_THREADS)
     proc = _python(script)
@@ -788,6 +794,8 @@ def test_cloud_tuners_in_threads_build_their_models_one_at_a_time(tmp_path: Path
     assert "TRIALS ['COMPLETED', 'COMPLETED', 'COMPLETED', 'COMPLETED']" in proc.stdout, (
         proc.stdout[-2000:]
     )
+    assert "IDS ['0', '1', '2', '3']" in proc.stdout, proc.stdout[-2000:]
+    assert "FOLDERS 4" in proc.stdout, proc.stdout[-2000:]
 
 
 @pytest.mark.slow

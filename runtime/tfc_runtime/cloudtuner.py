@@ -140,6 +140,39 @@ def _make() -> None:
             self._study = study
             self._asked: dict[str, Any] = {}
 
+        @kt.synchronized
+        def create_trial(self, tuner_id: str) -> Any:
+            """Keras Tuner's, except the trial's id: its number in the study, as Vizier's
+            trial ids were. Tuners sharing a ``study_id`` (and, in TensorFlow Cloud's example,
+            a directory) then never write one trial's folder or checkpoint twice: Keras
+            Tuner's own ids count this oracle's trials, so every tuner's first trial was
+            ``0``, and two threads saving ``trial_0``'s weights at once failed in HDF5."""
+            if tuner_id in self.ongoing_trials or self._retry_queue:
+                return super().create_trial(tuner_id)
+            with _lock:
+                full = len(self._study.get_trials(deepcopy=False)) >= self.max_trials
+                asked = None if full else self._study.ask()
+            if asked is None:  # Keras Tuner's own way to stop the tuner
+                return super().create_trial(tuner_id)
+            self.tuner_ids.add(tuner_id)
+            trial_id = f"{asked.number:0{len(str(self.max_trials))}d}"
+            hyperparameters = self.hyperparameters.copy()
+            hyperparameters.values = {
+                hp.name: _suggest(asked, hp) for hp in self.hyperparameters.space
+            }
+            trial = kt.engine.trial.Trial(
+                hyperparameters=hyperparameters, trial_id=trial_id, status="RUNNING"
+            )
+            self._asked[trial_id] = asked
+            self._record_values(trial)
+            self.ongoing_trials[tuner_id] = trial
+            self.trials[trial_id] = trial
+            self.start_order.append(trial_id)
+            self._save_trial(trial)
+            self.save()
+            self._display.on_trial_begin(trial)
+            return trial
+
         def populate_space(self, trial_id: str) -> dict[str, Any]:
             """The next trial's values, asked of Optuna; none once the study (shared by the
             tuners of its ``study_id``) has ``max_trials`` trials."""

@@ -924,6 +924,34 @@ def test_a_cancel_while_vertex_creates_the_job_cancels_what_it_created(
 
 
 @pytest.mark.item("a cancel during launch wins")
+@pytest.mark.slow
+def test_a_replica_the_cancel_killed_is_not_restarted(tmp_path: Path, tfc_env: Path) -> None:
+    """Issue 39, class 10: a cancel that comes while the job is being created records itself,
+    then stops the replicas itself (the watcher's pid not yet known). The watcher saw the
+    replica killed and restarted it (the restart rule), and the job ran on. A death while the
+    record says "cancelling" ends the job cancelled, with nothing restarted."""
+    nb = write_notebook(
+        tmp_path / "long.ipynb",
+        "%%tfc_run --strategy none\nimport time\nprint('start', flush=True)\ntime.sleep(120)",
+    )
+    store = store_for(tmp_path / "home")
+    job = launch(plan_for(nb), store=store)
+    deadline = time.monotonic() + JOB_DEADLINE_S
+    while "[chief] start" not in job.logs():
+        assert time.monotonic() < deadline and not job.record().state.is_terminal(), job.logs()
+        time.sleep(0.05)
+    pid = int(job.record().handle["replicas"]["chief"])
+    store.transition(job.id, JobState.CANCELLING)  # the cancel, as it starts
+    os.kill(pid, signal.SIGKILL)  # ... and as it stops what it finds, before the watcher
+    record = job.wait(timeout=60)
+    assert record.state is JobState.CANCELLED, (record.state, record.error, job.logs())
+    assert record.handle.get("restarts", 0) == 0
+    assert job.logs().count("[chief] start") == 1
+    assert wait_gone(job_pids(record)) == []
+    _summary("a replica the cancel killed", final=record.state.value, restarts=0)
+
+
+@pytest.mark.item("a cancel during launch wins")
 def test_a_launch_that_goes_on_after_its_cancel_starts_nothing(
     tmp_path: Path, tfc_env: Path
 ) -> None:

@@ -778,6 +778,23 @@ def _bars_scenario(lab_server: LabServer, page: Any) -> None:
         2
     ).scroll_into_view_if_needed()
     screenshot(page, "lab-bars-cell.png")
+    # An 800-px window: the curve shrinks to the cell's width, nothing of it cut off.
+    size = page.viewport_size
+    page.set_viewport_size({"width": 800, "height": 900})
+    try:
+        page.wait_for_timeout(500)  # JupyterLab lays the panels out again
+        fit = page.evaluate(
+            "img => { const out = img.closest('.jp-OutputArea-output').getBoundingClientRect();"
+            " const box = img.getBoundingClientRect();"
+            " return {left: box.left - out.left, right: out.right - box.right,"
+            " width: box.width, natural: img.naturalWidth}; }",
+            plot.element_handle(),
+        )
+        assert fit["left"] >= -1 and fit["right"] >= -1, fit  # inside its output
+        assert 0 < fit["width"] <= fit["natural"], fit
+        screenshot(page, "lab-bars-cell-800.png")
+    finally:
+        page.set_viewport_size(size)
 
     # The sidebar: the row's loss, and the job's log, one line per bar, no colour codes.
     lab_command(page, "tfc-jupyter:show-jobs")

@@ -546,6 +546,10 @@ PAIRS: dict[str, tuple[list[str], dict[str, Any]]] = {
         {"job_labels": {"team": "vision", "stage": "dev"}},
     ),
     "env": (["--env", "A=1", "--env", "B=two"], {"env": ["A=1", "B=two"]}),
+    "notify": (
+        ["--notify", "json://127.0.0.1:9/hook", "--notify", "mailto://me:pw@example.com"],
+        {"notify": ["json://127.0.0.1:9/hook", "mailto://me:pw@example.com"]},
+    ),
     "args": (["--args", "--epochs 3 'a b'"], {"entry_point_args": ["--epochs", "3", "a b"]}),
     "service_account": (
         ["--service-account", "t@my-proj.iam.gserviceaccount.com"],

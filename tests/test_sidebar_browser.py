@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 from browser import LabServer, lab_command, open_lab, screenshot
 from jobutil import JOB_DEADLINE_S, stored_job, write_notebook
+from webhook import Receiver
 
 pytestmark = pytest.mark.slow
 
@@ -440,3 +441,81 @@ def test_the_curves_read_in_the_dark_theme_and_fit_an_800_px_window(
     finally:
         lab_command(page, "apputils:change-theme", {"theme": "JupyterLab Light"})
         store.delete(job_id)
+
+
+_DESKTOP = """
+(() => {
+  // The page put in the background by the test (window.__tfcHidden), and the browser's desktop
+  // notifications allowed: what the sidebar raises is kept for the test (and still raised).
+  Object.defineProperty(document, 'hidden', {
+    configurable: true, get: () => window.__tfcHidden === true
+  });
+  const Real = window.Notification;
+  const raised = (window.__tfcRaised = []);
+  class Kept {
+    static get permission() { return 'granted'; }
+    static requestPermission() { return Promise.resolve('granted'); }
+    constructor(title, options) {
+      raised.push({ title, body: options && options.body, tag: options && options.tag });
+      try { return new Real(title, options); } catch (e) { this.onclick = null; }
+    }
+  }
+  window.Notification = Kept;
+})();
+"""
+
+
+def test_a_job_whose_notebook_is_closed_is_heard_by_webhook_toast_and_desktop(
+    lab_server: LabServer, browser_page: Any
+) -> None:
+    """Launched from the sidebar's API with no notebook tab open, ``notify`` set to a webhook on
+    a loopback address: when the job ends its supervisor posts one message there, and the open
+    JupyterLab, its page in the background by then (it reads the list less often, not never),
+    says so in a toast and a desktop notification. A job that failed in a cell offers "Go to
+    cell" in its toast."""
+    page = browser_page
+    receiver = Receiver()
+    try:
+        root = lab_server.root_dir
+        write_notebook(root / "heard.ipynb", "import time\ntime.sleep(4)\nprint('done')")
+        write_notebook(root / "fails.ipynb", "import time\ntime.sleep(4)", "1 / 0")
+        page.add_init_script(_DESKTOP)
+        open_lab(page, lab_server)
+        lab_command(page, "tfc-jupyter:show-jobs")
+        ids = {
+            name: lab_server.api(
+                "POST",
+                "tfc-jupyter/jobs",
+                {"path": f"{name}.ipynb", "options": {"notify": [receiver.url]}},
+            )["job"]["id"]
+            for name in ("heard", "fails")
+        }
+        for job_id in ids.values():  # seen running, then the user looks at another tab
+            page.locator(f".tfc-Sidebar .tfc-JobRow[data-job-id='{job_id}']").wait_for()
+        page.evaluate("() => { window.__tfcHidden = true; }")
+        bodies = receiver.wait_for(2)
+        assert sorted(b["title"] for b in bodies) == [
+            "TensorFlow job fails failed",
+            "TensorFlow job heard succeeded",
+        ], bodies
+        said = f"heard · {ids['heard'][-6:]} succeeded after"
+        page.locator(".Toastify__toast", has_text=said).wait_for(timeout=30_000)
+        failed = page.locator(".Toastify__toast", has_text=f"fails · {ids['fails'][-6:]} failed")
+        failed.wait_for(timeout=30_000)
+        assert "Go to cell 2, line 1" in failed.inner_text(), failed.inner_text()
+        raised = page.wait_for_function(
+            "() => window.__tfcRaised.length >= 2 && window.__tfcRaised", timeout=30_000
+        ).json_value()
+        assert {r["tag"] for r in raised} == set(ids.values()), raised
+        assert all(r["title"] == "TensorFlow job ended" for r in raised), raised
+        assert any(said in r["body"] for r in raised), raised
+        time.sleep(1.0)
+        assert len(receiver.posts) == 2  # each job told once
+        told = lab_server.api("GET", f"tfc-jupyter/jobs/{ids['heard']}")
+        assert told["handle"]["notified"]["ok"] is True, told["handle"]
+        assert told["spec"]["notify"] == [receiver.url]  # shown masked: it has no secret
+    except Exception:
+        screenshot(page, "sidebar-heard-failure.png")
+        raise
+    finally:
+        receiver.close()

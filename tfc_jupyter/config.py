@@ -52,6 +52,11 @@ SETTINGS: dict[str, Setting] = {
     "registry": _text(None, "Image registry (default: Artifact Registry in the region)."),
     "service_account": _text(None, "Service account the job runs as."),
     "base_output_dir": _text(None, "gs:// folder for model, checkpoints and TensorBoard logs."),
+    "notify": _text(
+        None,
+        "Where to say that a job ended, for jobs with no --notify: apprise URLs (json://host/"
+        "path, mailto://..., slack://...), separated by spaces.",
+    ),
     "home": _text(None, "Folder for job records and job folders (default: Jupyter data dir)."),
     "vertex_endpoint": _text(
         None,
@@ -181,6 +186,7 @@ KEYS = (
     "registry",
     "service_account",
     "base_output_dir",
+    "notify",
     "home",
     "vertex_endpoint",
     "logging_endpoint",

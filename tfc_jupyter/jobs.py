@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, TextIO
 
-from . import backends, logs, registry
+from . import backends, logs, notify, registry
 from .backends import Backend
 from .config import Settings, current_settings
 from .errors import BackendError, JobConflict, SpecError, TfcError
@@ -27,10 +27,11 @@ from .events import JOB_ENDED
 from .files import disk_full, is_disk_full, write_private
 from .job import catalog
 from .logs import LogTail, Merger
+from .outcome import restart_count, results_of, summary_line
 from .pidfds import nap
 from .planner.plan import Plan
 from .records import JobRecord, JobState, JobStore, default_home, new_job_id
-from .results import ResultFeed, Results, finite_number, job_results, loss_name
+from .results import ResultFeed, Results, finite_number, loss_name
 from .results import parse as parse_result
 from .tables import table
 
@@ -413,17 +414,7 @@ class Job:
     def summary_line(self) -> str:
         """``<id>: succeeded in 12.3 s`` or the failure with its notebook cell; a metric that
         became NaN or infinite is said (``; loss is NaN from epoch 3``)."""
-        rec = self.record()
-        text = f"{rec.id}: {rec.state.value} after {rec.elapsed:.1f} s"
-        if rec.error and rec.state is not JobState.SUCCEEDED and rec.error != "cancelled":
-            text += f": {logs.printable(rec.error)}"  # a cancel you asked for says no more
-        restarts = restart_count(rec)
-        if restarts:
-            text += f" (restarted {_times(restarts)})"
-        flags = results_of(rec).flags if rec.log_dir else []
-        if flags:
-            text += f"; {', '.join(flags)}"
-        return text
+        return summary_line(self.record())
 
     def __repr__(self) -> str:
         rec = self.record()
@@ -491,12 +482,6 @@ def _release(
     return []
 
 
-def results_of(record: JobRecord) -> Results:
-    """What the job reported so far, read where its backend's runtime writes reports."""
-    in_logs = registry.traits(record.backend).reports_in_logs
-    return job_results(record.log_dir or "", in_logs=in_logs)
-
-
 def model_dir(rec: JobRecord, results: Results) -> str | None:
     """Where a job saved its model (see :attr:`Job.model_dir`), from its record and results."""
     if results.model_dir:
@@ -511,17 +496,6 @@ def model_dir(rec: JobRecord, results: Results) -> str | None:
 
     left = cell_model(rec.job_dir)  # the model the run cell trained, saved when it ended
     return left[0] if left else None
-
-
-def restart_count(record: JobRecord) -> int:
-    """How many times the job's replicas were restarted after one died (0 when none were, or
-    when its backend does not say)."""
-    value = record.handle.get("restarts", 0)
-    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
-
-
-def _times(count: int) -> str:
-    return "once" if count == 1 else "twice" if count == 2 else f"{count} times"
 
 
 def delete(store: JobStore, job_id: str, *, files: bool = False) -> JobRecord:
@@ -586,6 +560,9 @@ def job_dict(record: JobRecord) -> dict[str, Any]:
         metric_flags=results.flags if results else [],
         restarts=restart_count(record),
     )
+    told = data["spec"].get("notify")
+    if told:  # where a job's end goes may hold a password: masked
+        data["spec"] = {**data["spec"], "notify": [notify.shown(str(u)) for u in told]}
     if record.error:  # a browser shows what a job wrote, never its escape sequences
         data["error"] = logs.printable(record.error)
     return data

@@ -26,6 +26,7 @@ LABELS = {
     "--requirements": "Requirements",
     "--name": "Job name",
     "--args": "Script arguments",
+    "--notify": "Notify when it ends",
     "--sweep": "Swept variables",
     "--trials": "Trials",
     "--parallel": "Trials at once",

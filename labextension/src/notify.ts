@@ -6,6 +6,7 @@
 import { JupyterFrontEnd } from '@jupyterlab/application';
 import { Notification } from '@jupyterlab/apputils';
 
+import { ICellLink, linkOfLocation } from './celllink';
 import { CommandIDs } from './commands';
 import { endedText } from './format';
 import { IJob } from './types';
@@ -35,20 +36,33 @@ export function desktopAllowed(): boolean {
   );
 }
 
-/** Tell the user that `job` ended: in JupyterLab, and on the desktop when the page is hidden. */
-export function notifyEnd(app: JupyterFrontEnd, job: IJob): void {
+/**
+ * Tell the user that `job` ended: in JupyterLab ("Open job", and "Go to cell" for a job that
+ * failed in a notebook cell, through `goToCell`), and on the desktop when the page is hidden.
+ */
+export function notifyEnd(
+  app: JupyterFrontEnd,
+  job: IJob,
+  goToCell?: (job: IJob, link: ICellLink) => void
+): void {
   const text = endedText(job);
   const { kind, autoClose } = endNotice(job);
-  Notification.emit(text, kind, {
-    autoClose,
-    actions: [
-      {
-        label: 'Open job',
-        callback: () =>
-          void app.commands.execute(CommandIDs.openJob, { id: job.id })
-      }
-    ]
-  });
+  const actions: { label: string; callback: () => void }[] = [
+    {
+      label: 'Open job',
+      callback: () =>
+        void app.commands.execute(CommandIDs.openJob, { id: job.id })
+    }
+  ];
+  const link =
+    job.state === 'failed' ? linkOfLocation(job.error_location) : null;
+  if (link && goToCell) {
+    actions.push({
+      label: `Go to ${link.text}`,
+      callback: () => goToCell(job, link)
+    });
+  }
+  Notification.emit(text, kind, { autoClose, actions });
   if (document.hidden && desktopAllowed()) {
     const shown = new window.Notification('TensorFlow job ended', {
       body: text,

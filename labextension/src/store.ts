@@ -24,8 +24,12 @@ interface IWatched {
   final: boolean;
 }
 
+/** How often a hidden page reads the list while a job runs (to hear it end). */
+export const HIDDEN_MS = 15000;
+
 /**
- * Polls the jobs API every `intervalMs` (paused while the page is hidden): the job list, and for
+ * Polls the jobs API every `intervalMs` (every `HIDDEN_MS` while the page is hidden and a job
+ * runs, not at all when none does): the job list, and for
  * each job a detail view shows its record, metrics and supervisor log size. Listeners are called
  * after each round that changed something; `version` changes with them.
  */
@@ -41,6 +45,8 @@ export class JobStore {
   private _round: Promise<void> | null = null;
   private _again = false;
   private _stopped = true;
+  /** When the last polled round began (ms). */
+  private _last = 0;
   /** The server has no metrics endpoint (an older tfc_jupyter): stop asking. */
   private _noMetrics = false;
 
@@ -187,12 +193,25 @@ export class JobStore {
     if (this._stopped) {
       return;
     }
-    if (!document.hidden) {
+    if (this._due()) {
+      this._last = Date.now();
       await this.refresh();
     }
     if (!this._stopped) {
       this._timer = window.setTimeout(() => void this._loop(), this.intervalMs);
     }
+  }
+
+  /**
+   * Whether a round is due: every tick while the page shows; while it is hidden, every
+   * `HIDDEN_MS` and only while a job runs (its end is still heard, and said on the desktop).
+   */
+  private _due(): boolean {
+    if (!document.hidden || this._jobs === null) {
+      return true;
+    }
+    const running = this._jobs.some(job => !job.terminal);
+    return running && Date.now() - this._last >= HIDDEN_MS;
   }
 
   /** One round: the list, then each watched job; listeners are told once, at the end. */

@@ -39,6 +39,7 @@ from typing import Any
 from tfc_runtime.protocol import POOL_ROLES
 from tfc_runtime.protocol import replica_name as protocol_replica_name
 
+from .. import notify
 from ..errors import BackendError, TfcError
 from ..files import open_private, write_private
 from ..gcloud import call, checked
@@ -288,6 +289,7 @@ class Watcher:
                 }
             },
         )
+        notify.send(self.store, self.job_id)  # --notify: said from here, no browser needed
 
     # -- reads refused ----------------------------------------------------------------------
     def refused(self, error: BackendError) -> None:

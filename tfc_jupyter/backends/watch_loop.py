@@ -19,9 +19,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Generic, TypeVar
 
+from .. import notify
+from ..errors import TfcError
 from ..files import disk_full, is_disk_full, write_private
 from ..pidfds import nap
-from ..records import JobState, JobStore, JobStoreError
+from ..records import CANCEL_ASKED, JobState, JobStore, JobStoreError
 from .launch_file import Launch
 
 Outcome = tuple[JobState, str | None, str | None]  # state, error, notebook location
@@ -250,6 +252,15 @@ class JobWatcher(Generic[R]):
         does not restart replicas)."""
         return False
 
+    def _cancel_recorded(self) -> bool:
+        """The job's record says it is being cancelled. A cancel that came while the job was
+        being created stops the replicas itself (this watcher's pid was not recorded yet): a
+        replica killed by it is no crash to restart from."""
+        try:
+            return self.store.get(self.job_id).state in CANCEL_ASKED
+        except TfcError:  # the store unreadable: the death is judged as it is
+            return False
+
     def _failure(self, replica: R) -> tuple[str, str | None]:
         """``(error, location)`` for a replica that exited non-zero."""
         return describe_failure(self.job_dir, replica.name, replica.task, replica.exit_code or 0)
@@ -276,6 +287,8 @@ class JobWatcher(Generic[R]):
             self._poll_ready()
             failed = [r for r in self.replicas if r.exit_code not in (None, 0) and not r.daemon]
             killed = [r for r in self.replicas if restartable(r.exit_code)]  # the others' cause
+            if killed and self._cancel_recorded():
+                return JobState.CANCELLED, "cancelled", None
             if (
                 killed
                 and self.restarts < self.max_restarts
@@ -342,3 +355,4 @@ class JobWatcher(Generic[R]):
                 delay = min(delay * 2, 10.0)
         with contextlib.suppress(OSError):
             (self.job_dir / OUTCOME_FILE).unlink()
+        notify.send(self.store, self.job_id)  # --notify: said from here, no browser needed

@@ -200,6 +200,16 @@ class JobOptions:
         placeholder="team=ml, run=3",
         separator=" ",
     )
+    notify: tuple[str, ...] = _opt(
+        (),
+        "Say when the job ends: a webhook (json://host/path), e-mail (mailto://...), Slack "
+        "(slack://...) or any URL apprise sends to; repeat for more (default: the notify "
+        "setting). Sent from this machine, with no notebook open.",
+        metavar="URL",
+        label="Notify when it ends",
+        placeholder="json://host/hook, mailto://me@example.com",
+        separator=" ",
+    )
     env: tuple[str, ...] = _opt(
         (),
         "An environment variable for every replica; repeat for more. Not for secrets (they "
@@ -833,6 +843,7 @@ def to_spec(
         requirements=requirements,
         entry_args=entry_args,
         labels=parse_labels(list(ns.label)),
+        notify=tuple(ns.notify or (settings.get("notify") or "").split()),
         env=parse_env(list(ns.env)),
         service_account=ns.service_account or settings.get("service_account"),
         region=ns.region or settings.get("region") or "us-central1",

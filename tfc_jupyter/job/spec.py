@@ -299,6 +299,7 @@ class JobSpec:
     swept: str = ""  # a sweep's variables and the lines they replace (tfc_runtime.params.encode)
     sweep_metric: str = ""  # a sweep's metric: a Vertex AI tuning trial writes it for Vizier
     keras_tuner: bool = False  # set by planning: Keras Tuner's distributed search (runtime env)
+    notify: tuple[str, ...] = ()  # apprise URLs told when the job ends (tfc_jupyter.notify)
 
     def __post_init__(self) -> None:
         # Accept plain strings for the enums, so callers (CLI, REST) can pass JSON values.
@@ -415,6 +416,8 @@ class JobSpec:
             values["labels"] = parse_labels(values["labels"])
         if "env" in values:
             values["env"] = parse_env(values["env"])
+        if "notify" in values:
+            values["notify"] = tuple(values["notify"] or ())
         return cls(**values)
 
 

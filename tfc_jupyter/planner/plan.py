@@ -19,7 +19,7 @@ from typing import Any
 from tfc_runtime import params
 from tfc_runtime.protocol import ROLES
 
-from .. import registry, secretscan
+from .. import notify, registry, secretscan
 from ..config import Settings
 from ..errors import SpecError, TfcError
 from ..files import human_size
@@ -697,6 +697,7 @@ def _make_plan(selection: Selection, ns: JobOptions, settings: Settings) -> Plan
     spec = ns.to_spec(
         settings, name=job_name(selection), estimator=uses_estimator(script) or facts.estimator
     )
+    notify.check(spec.notify)  # each URL one apprise sends to, before anything starts
     sweep = None
     if ns.sweep:  # each trial runs this plan with its values on the lines found here
         sweep = plan_sweep(

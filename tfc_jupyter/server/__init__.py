@@ -19,12 +19,36 @@ def _load_jupyter_server_extension(serverapp: Any) -> None:
 
     service = JobService(serverapp.root_dir)
     setup_handlers(serverapp.web_app, service)
+    _tell_unsent(service)
     serverapp.log.info(
         "tfc_jupyter: jobs API at %s%s/ (job records in %s)",
         serverapp.base_url,
         NAMESPACE,
         service.store().path,
     )
+
+
+UNSENT_EVERY_S = 30.0
+"""How often the server looks for ended jobs whose ``--notify`` nobody sent."""
+
+
+def _tell_unsent(service: Any) -> None:
+    """Now and then, off the event loop, send the ends of jobs whose watcher died before it
+    could (``tfc_jupyter.notify.send_unsent``): one look at a time."""
+    import asyncio
+
+    from tornado.ioloop import PeriodicCallback
+
+    from .. import notify
+
+    busy: list[asyncio.Future[int]] = []
+
+    def look() -> None:
+        if busy and not busy[0].done():
+            return
+        busy[:] = [asyncio.ensure_future(asyncio.to_thread(notify.send_unsent, service.store()))]
+
+    PeriodicCallback(look, UNSENT_EVERY_S * 1000).start()
 
 
 # The name jupyter_server 1.x looked for.

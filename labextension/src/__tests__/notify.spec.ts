@@ -8,7 +8,7 @@ import { Notification } from '@jupyterlab/apputils';
 import { listJobs } from '../api';
 import { endedText } from '../format';
 import { endNotice, notifyEnd } from '../notify';
-import { JobStore } from '../store';
+import { HIDDEN_MS, JobStore } from '../store';
 import { IJob } from '../types';
 import { makeJob } from './jobfixture';
 
@@ -89,6 +89,46 @@ describe('endedText and endNotice', () => {
   });
 });
 
+describe('JobStore in a hidden page', () => {
+  let hidden = false;
+  beforeAll(() => {
+    Object.defineProperty(document, 'hidden', {
+      configurable: true,
+      get: () => hidden
+    });
+  });
+  afterEach(() => {
+    jest.useRealTimers();
+    hidden = false;
+  });
+
+  it('still hears a running job end, reading the list every HIDDEN_MS', async () => {
+    jest.useFakeTimers();
+    const list = listJobs as jest.Mock;
+    list.mockReset();
+    list.mockResolvedValue([job('a-000001')]);
+    const store = new JobStore(1000);
+    const heard: string[] = [];
+    store.onEnd(j => heard.push(j.id));
+    store.start();
+    await jest.advanceTimersByTimeAsync(0);
+    expect(list).toHaveBeenCalledTimes(1); // shown: read at once
+    hidden = true; // the user went to another tab
+    await jest.advanceTimersByTimeAsync(HIDDEN_MS - 2000);
+    expect(list).toHaveBeenCalledTimes(1); // hidden: not every second
+    list.mockResolvedValue([ended('a-000001')]);
+    await jest.advanceTimersByTimeAsync(2000);
+    expect(list).toHaveBeenCalledTimes(2);
+    expect(heard).toEqual(['a-000001']); // heard while hidden: said on the desktop
+    await jest.advanceTimersByTimeAsync(4 * HIDDEN_MS);
+    expect(list).toHaveBeenCalledTimes(2); // nothing runs: a hidden page asks nothing
+    hidden = false;
+    await jest.advanceTimersByTimeAsync(1000);
+    expect(list).toHaveBeenCalledTimes(3); // back in view: read every tick again
+    store.stop();
+  });
+});
+
 describe('notifyEnd', () => {
   it('says it in JupyterLab, with a button that opens the job', () => {
     const execute = jest.fn();
@@ -104,5 +144,37 @@ describe('notifyEnd', () => {
     expect(execute).toHaveBeenCalledWith('tfc-jupyter:open-job', {
       id: 'quickstart-20261127-100000-a1b2c3'
     });
+    expect(options.actions).toHaveLength(1); // it did not fail: no cell to go to
+  });
+
+  it('offers the failing cell of a job that failed in one', () => {
+    const app = { commands: { execute: jest.fn() } } as any;
+    const goToCell = jest.fn();
+    const failed = ended('quickstart-20261127-100000-d4e5f6', {
+      state: 'failed',
+      error: 'ValueError: bad batch',
+      error_location: 'cell 7, line 3'
+    });
+    const emit = Notification.emit as jest.Mock;
+    emit.mockClear();
+    notifyEnd(app, failed, goToCell);
+    const [text, kind, options] = emit.mock.calls[0];
+    expect(text).toBe(
+      'quickstart · d4e5f6 failed after 2 min 05 s: ValueError: bad batch'
+    );
+    expect(kind).toBe('error');
+    expect(options.autoClose).toBe(false);
+    expect(options.actions.map((a: any) => a.label)).toEqual([
+      'Open job',
+      'Go to cell 7, line 3'
+    ]);
+    options.actions[1].callback();
+    expect(goToCell).toHaveBeenCalledWith(
+      failed,
+      expect.objectContaining({ cell: 7, line: 3 })
+    );
+    emit.mockClear(); // a failure in a script (no cell): nothing to go to
+    notifyEnd(app, { ...failed, error_location: 'train.py, line 4' }, goToCell);
+    expect(emit.mock.calls[0][2].actions).toHaveLength(1);
   });
 });

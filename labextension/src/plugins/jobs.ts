@@ -37,7 +37,13 @@ export const jobsPlugin: JupyterFrontEndPlugin<void> = {
     });
     // The one poller of job state: the sidebar, the detail tabs and their titles read it.
     const store = new JobStore(2000);
-    store.onEnd(job => notifyEnd(app, job)); // a job seen running ends: say so
+    store.onEnd(job =>
+      notifyEnd(
+        app,
+        job,
+        (failed, link) => void openFailedCell(app, failed, link)
+      )
+    ); // a job seen running ends: say so
     store.start();
     const sidebar = new JobsSidebar({
       store,

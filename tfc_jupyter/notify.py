@@ -1,0 +1,170 @@
+"""Saying that a job ended, wherever the user asked: ``--notify URL`` (repeatable) or the
+``notify`` setting, any URL apprise sends to (``json://`` and ``form://`` webhooks,
+``mailto://``, ``slack://``, ``discord://``, ``ntfy://`` ...).
+
+The process that records a job's end sends it (a local job's supervisor, a docker job's
+watcher, a Vertex AI job's watcher), so it goes with no browser and no kernel open; the Jupyter
+server sends any it finds unsent (a watcher that died before it could). A job is told once:
+the sender claims it in the job's record first. Each send has a deadline, and what happened is
+kept in the record (``handle["notified"]``), never raised: a webhook that is down loses no job.
+
+Apprise is imported only to check a URL and to send.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from .errors import SpecError, TfcError
+from .outcome import summary_line
+from .records import JobRecord, JobState, JobStore, JobStoreError
+
+NOTIFIED = "notified"
+"""The record's ``handle`` key: ``{"at": time, "ok": bool, "said": what went wrong}``."""
+SEND_DEADLINE_S = 20.0
+"""How long one job's messages may take, all targets together."""
+UNSENT_WINDOW_S = 24 * 3600.0
+"""How far back the server looks for ended jobs nobody told about."""
+_INSTALL = "pip install 'tfc_jupyter[notify]' (apprise)"
+
+
+def _apprise() -> Any:
+    try:
+        import apprise
+    except ImportError:
+        raise SpecError("--notify needs apprise, which is not installed", _INSTALL) from None
+    return apprise
+
+
+def check(urls: Sequence[str]) -> tuple[str, ...]:
+    """The URLs, each one apprise can send to; a blank one is dropped.
+
+    Raises:
+        SpecError: a URL apprise does not know, named (masked) with the fix.
+    """
+    urls = tuple(u.strip() for u in urls if u and u.strip())
+    if not urls:
+        return ()
+    apprise = _apprise()
+    for url in urls:
+        if apprise.Apprise.instantiate(url) is None:
+            raise SpecError(
+                f"--notify {shown(url)!r} is not a URL apprise can send to",
+                "write it like json://host/path (a webhook), mailto://user:password@host or "
+                "slack://TokenA/TokenB/TokenC: see https://github.com/caronc/apprise/wiki",
+                field="notify",
+            )
+    return urls
+
+
+def shown(url: str) -> str:
+    """``url`` safe to show: its password and tokens masked by apprise, no query string."""
+    try:
+        apprise = _apprise()
+        plugin = apprise.Apprise.instantiate(url)
+    except Exception:
+        plugin = None
+    if plugin is None:  # not a URL apprise knows: its scheme and host, nothing after them
+        scheme, _, rest = url.partition("://")
+        host = rest.split("/", 1)[0].rpartition("@")[2]
+        return f"{scheme}://{host}/..." if rest else "..."
+    return str(plugin.url(privacy=True)).split("?", 1)[0]
+
+
+def targets(record: JobRecord) -> tuple[str, ...]:
+    """Where the job's end is to be said (its spec's ``notify``)."""
+    value = (record.spec or {}).get("notify") or ()
+    return tuple(str(u) for u in value if isinstance(u, str) and u.strip())
+
+
+def message(record: JobRecord) -> tuple[str, str, str]:
+    """``(title, body, kind)`` of a job's end; kind is apprise's success, failure or info."""
+    line = summary_line(record)
+    title = f"TensorFlow job {record.name} {record.state.value}"
+    body = [line.replace(f"{record.id}: ", f"{record.name} ({record.id}): ", 1)]
+    if record.notebook:
+        body.append(f"notebook: {record.notebook}")
+    if record.console_url:
+        body.append(f"console: {record.console_url}")
+    kind = {JobState.SUCCEEDED: "success", JobState.FAILED: "failure"}.get(record.state, "info")
+    return title, "\n".join(body), kind
+
+
+def _claim(store: JobStore, job_id: str) -> JobRecord | None:
+    """The ended record, claimed for telling (``handle["notified"]`` set in one write); None
+    when it has no targets, has not ended, or another process claimed it."""
+    claimed = []
+
+    def claim(rec: JobRecord) -> dict[str, Any]:
+        if not rec.state.is_terminal() or not targets(rec) or NOTIFIED in rec.handle:
+            return {}
+        claimed.append(True)
+        return {"handle": {**rec.handle, NOTIFIED: {"at": time.time(), "ok": None}}}
+
+    record = store.update(job_id, mutate=claim)
+    return record if claimed else None
+
+
+def send(store: JobStore, job_id: str, *, deadline_s: float = SEND_DEADLINE_S) -> bool | None:
+    """Tell the job's targets that it ended, once. True: every target took it; False: one did
+    not (why is kept in the record); None: nothing to send, or sent already. Never raises."""
+    try:
+        record = _claim(store, job_id)
+    except TfcError:  # the store unreadable, the job removed
+        return None
+    if record is None:
+        return None
+    said = ""
+    try:
+        title, body, kind = message(record)
+        ok, said = _deliver(targets(record), title, body, kind, deadline_s)
+    except Exception as exc:  # a message that cannot be made or sent loses no job
+        ok, said = False, f"{type(exc).__name__}: {exc}"
+    result = {"at": time.time(), "ok": ok, **({"said": said[:500]} if said else {})}
+    with contextlib.suppress(TfcError):
+        store.update(job_id, mutate=lambda rec: {"handle": {**rec.handle, NOTIFIED: result}})
+    return ok
+
+
+def _deliver(
+    urls: Sequence[str], title: str, body: str, kind: str, deadline_s: float
+) -> tuple[bool, str]:
+    """Send to every URL within ``deadline_s`` (apprise's own timeouts inside it)."""
+    apprise = _apprise()
+    box = apprise.Apprise()
+    for url in urls:
+        box.add(url)
+    outcome: dict[str, Any] = {}
+
+    def run() -> None:
+        with apprise.LogCapture(level=apprise.logging.WARNING) as said:
+            outcome["ok"] = bool(box.notify(body=body, title=title, notify_type=kind))
+        outcome["said"] = " ".join(said.getvalue().split())
+
+    sender = threading.Thread(target=run, name="tfc-notify", daemon=True)
+    sender.start()
+    sender.join(deadline_s)
+    if "ok" not in outcome:
+        return False, f"not sent within {deadline_s:g} s"
+    return outcome["ok"], "" if outcome["ok"] else outcome.get("said") or "not sent"
+
+
+def send_unsent(store: JobStore, *, window_s: float = UNSENT_WINDOW_S) -> int:
+    """Send for every job that ended within ``window_s`` with targets nobody told (its watcher
+    died first); how many were sent. The Jupyter server calls it now and then."""
+    since = time.time() - window_s
+    count = 0
+    try:
+        records = store.list(limit=200)
+    except JobStoreError:
+        return 0
+    for rec in records:
+        ended = rec.ended_at or rec.updated_at
+        told = NOTIFIED in rec.handle
+        if rec.state.is_terminal() and ended >= since and targets(rec) and not told:
+            count += send(store, rec.id) is not None
+    return count

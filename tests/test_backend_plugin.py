@@ -457,6 +457,9 @@ def test_a_backend_s_own_flag_works_on_every_edge(
         "text",
         "default",
     )
+    from tfc_jupyter.words import ui_words  # a fix naming the flag, in the form's words
+
+    assert ui_words("pass --namespace NAME") == "set Namespace"
     served = JobService(ps_notebook.parent).defaults()["fields"]
     assert [f for f in served if f["name"] == "namespace"] == [field]
     settings = load_settings(include_server=False)

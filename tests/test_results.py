@@ -207,6 +207,8 @@ def test_the_plot_reads_on_a_light_and_a_dark_theme() -> None:
     ],
 )
 def test_fixes_are_said_in_the_uis_words(text: str, words: str) -> None:
+    import tfc_jupyter.job.options  # noqa: F401  (the option table teaches words its labels)
+
     assert ui_words(text).startswith(words)
 
 

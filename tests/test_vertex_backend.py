@@ -24,6 +24,7 @@ import pytest
 from google.cloud.aiplatform_v1.types import CustomJob
 from jobutil import JOB_DEADLINE_S, plan_for, wait_state, write_notebook
 from vertex_server import Fault, VertexServer
+from webhook import Receiver
 
 from tfc_jupyter.backends import vertex_request, watch_lock
 from tfc_jupyter.backends.vertex import VertexBackend, stop_watcher
@@ -214,6 +215,28 @@ def test_a_failing_cell_fails_the_job_with_its_location(
     assert record.error == "chief exited with status 1 at cell 2, line 3: ValueError: boom"
     assert record.error_location == "cell 2, line 3"  # line 1 is %%tfc_run
     assert "starting" in log(record, "chief")
+
+
+def test_a_failed_vertex_job_is_told_once_with_its_cell_and_console_link(
+    vertex_server: VertexServer, home: Path, tmp_path: Path
+) -> None:
+    """``--notify``: the Vertex AI job's watcher, which records its end, posts it once to a
+    webhook on a loopback address: the error, the cell and the console link."""
+    receiver = Receiver()
+    try:
+        nb = notebook(tmp_path, "raise ValueError('boom')", "x = 1")
+        _, job = submit(vertex_server, home, nb, f"--notify {receiver.url}")
+        record = finish(job)
+        (body,) = receiver.wait_for(1, deadline_s=30)
+        assert record.state is JobState.FAILED
+        assert body["type"] == "failure" and body["title"] == "TensorFlow job job failed", body
+        assert "at cell 2, line 2: ValueError: boom" in body["message"], body
+        assert f"console: {record.console_url}" in body["message"], body
+        assert record.console_url and "console.cloud.google.com" in record.console_url
+        time.sleep(1.0)
+        assert len(receiver.posts) == 1
+    finally:
+        receiver.close()
 
 
 def test_accepted_then_failed_by_vertex(

@@ -11,42 +11,14 @@ from __future__ import annotations
 
 import re
 
-LABELS = {
-    "--backend": "Backend",
-    "--strategy": "Strategy",
-    "--machine": "Chief machine",
-    "--gpu-type": "GPU type",
-    "--gpus": "GPUs per machine",
-    "--tpu": "TPU",
-    "--workers": "Workers",
-    "--worker-machine": "Worker machine",
-    "--region": "Region",
-    "--project": "Project",
-    "--label": "Labels",
-    "--requirements": "Requirements",
-    "--name": "Job name",
-    "--args": "Script arguments",
-    "--notify": "Notify when it ends",
-    "--sweep": "Swept variables",
-    "--trials": "Trials",
-    "--parallel": "Trials at once",
-    "--metric": "Metric",
-    "--goal": "Goal",
-    "--method": "Search",
-}
-"""Flag -> the label of its control in the panel and the form: the labels each option declares
-in the option table (``tfc_jupyter.job.options``), which this module cannot import (the
-errors it words are raised below it); ``tests/test_options.py`` holds the two equal."""
-DROPPED = {
-    "--workers": "set Workers to 0",
-    "--gpus": "set GPUs per machine to none",
-    "--gpu-type": "set GPU type to default",
-    "--tpu": "set TPU to none",
-    "--strategy": "set Strategy to auto",
-    "--machine": "set Chief machine to CPU",
-    "--trials": "set Trials to 0",
-}
-"""What dropping a flag is in the UI (a control has no "absent"; it has a neutral value)."""
+LABELS: dict[str, str] = {}
+"""Flag -> the label of its control in the panel and the form, as each option declares it in the
+option table (``tfc_jupyter.job.options``), which registers them here when it is imported (this
+module sits below it: the errors it words are raised there); installed backends' options are
+registered when their fields are read (``options.backend_fields``)."""
+DROPPED: dict[str, str] = {}
+"""What dropping a flag is in the UI (a control has no "absent"; it has a neutral value):
+``set <label> to <neutral>``, registered with the labels from each option that declares both."""
 
 _FLAG = r"--[a-z][a-z-]*"
 _DROP = re.compile(rf"\b(?:drop|remove|leave out) ({_FLAG})")
@@ -97,7 +69,8 @@ def _bare(match: re.Match[str]) -> str:
 def ui_words(text: str) -> str:
     """``text`` with each flag said as the panel and the form say it: ``drop --workers`` ->
     ``set Workers to 0``, ``pass --project PROJECT_ID`` -> ``set Project``, ``--tpu v3-8`` ->
-    ``TPU v3-8``."""
+    ``TPU v3-8``: with the labels the option table taught (the server and the panel import
+    it; a flag it has not taught is left as it is)."""
     if "--" not in text:
         return text
     text = _DROP.sub(_drop, text)

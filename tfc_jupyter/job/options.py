@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from .. import registry
+from .. import registry, words
 from ..config import Settings
 from ..errors import SpecError
 from ..registry import DEFAULT
@@ -651,7 +651,18 @@ def _fields(declared: type = JobOptions, backend: str | None = None) -> list[Opt
     return out
 
 
+def _say_in_the_ui(fields: list[OptionField]) -> None:
+    """Teach :mod:`tfc_jupyter.words` the labels (and neutral values) of ``fields``: a fix that
+    says ``drop --workers`` reads ``set Workers to 0`` in the panel and the form."""
+    for f in fields:
+        if f.flag.label:
+            words.LABELS[f.option] = f.flag.label
+            if f.flag.neutral:
+                words.DROPPED[f.option] = f"set {f.flag.label} to {f.flag.neutral}"
+
+
 FIELDS: list[OptionField] = _fields()
+_say_in_the_ui(FIELDS)
 """Every portable option, in declaration order: the one flag table."""
 _CORE = frozenset(f.name for f in FIELDS)
 DEFAULTS = JobOptions()
@@ -681,6 +692,7 @@ def backend_fields() -> list[OptionField]:
                     field="backend",
                 )
             out.append(f)
+    _say_in_the_ui(out)
     return out
 
 

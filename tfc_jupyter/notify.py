@@ -97,6 +97,9 @@ def message(record: JobRecord) -> tuple[str, str, str]:
 def _claim(store: JobStore, job_id: str) -> JobRecord | None:
     """The ended record, claimed for telling (``handle["notified"]`` set in one write); None
     when it has no targets, has not ended, or another process claimed it."""
+    seen = store.get(job_id)  # a read first: a job with nowhere to tell costs no write
+    if not seen.state.is_terminal() or not targets(seen) or NOTIFIED in seen.handle:
+        return None
     claimed = []
 
     def claim(rec: JobRecord) -> dict[str, Any]:

@@ -198,6 +198,9 @@ def _scenario(lab_server: LabServer, page: Any) -> None:
     preview = form.locator(".tfc-PlanPreview")
     assert "multi_worker_mirrored" in preview.inner_text()
     assert "the notebook as open in the editor" in preview.inner_text()
+    # A local job's dry run in its own words: this machine, nothing billed, no Vertex AI.
+    assert "nothing billed (it runs on this machine)" in preview.inner_text()
+    assert "Vertex AI" not in preview.inner_text() and "$" not in preview.inner_text()
     line = preview.locator(".tfc-PlanLine").inner_text()
     assert "--workers 1 " in line and "--label team=ui" in line and "--gpus" not in line
     assert _launch_enabled(page)

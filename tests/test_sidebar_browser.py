@@ -3,10 +3,11 @@
 One scenario: with no notebook open, "Launch on ..." says so in a dialog, and the Launcher has a
 tile for it; a running job's tab shows its log as the cell does, with no empty line and its
 progress bar drawn in place, at three moments of its life, and when it ends JupyterLab says so
-in a notification that opens it; a job whose loss overflows (too high
-a learning rate) is flagged in its row and its view, which names no Vertex AI and opens its
-TensorBoard; an ended job is removed with its files, and "Clear finished" empties the list of
-ended jobs, each after a confirmation, in the list and in the API alike.
+in a notification that opens it; a job whose loss is NaN, and one whose loss overflows (too
+high a learning rate), are flagged in their rows, the second also in its view, which names no
+Vertex AI and opens its TensorBoard; an ended job is removed with its files, and "Clear
+finished" empties the list of ended jobs, each after a confirmation, in the list and in the API
+alike.
 """
 
 from __future__ import annotations
@@ -44,6 +45,14 @@ DIVERGES = (
     "model.fit(x, y, epochs=8, batch_size=32, verbose=2, callbacks=[board])"
 )
 
+NAN = (  # labels that are NaN: the loss is NaN from the first epoch, and the fit goes on
+    "import numpy as np, tensorflow as tf\n"
+    "x = np.ones((32, 2), 'float32'); y = np.full((32, 1), np.nan, 'float32')\n"
+    "model = tf.keras.Sequential([tf.keras.Input((2,)), tf.keras.layers.Dense(1)])\n"
+    "model.compile(optimizer='sgd', loss='mse')\n"
+    "model.fit(x, y, epochs=2, verbose=2)"
+)
+
 
 def test_the_sidebar_says_removes_clears_and_flags(
     lab_server: LabServer, browser_page: Any
@@ -78,7 +87,8 @@ def _gone(lab_server: LabServer, job_id: str) -> bool:
 
 def _scenario(lab_server: LabServer, page: Any) -> None:
     root = lab_server.root_dir
-    for name, code in (("bar", BAR), ("diverges", DIVERGES), ("short", "print('short')")):
+    notebooks = (("bar", BAR), ("diverges", DIVERGES), ("nan", NAN), ("short", "print('short')"))
+    for name, code in notebooks:
         write_notebook(root / f"{name}.ipynb", code)
     open_lab(page, lab_server)
     lab_command(page, "tfc-jupyter:show-jobs")
@@ -93,7 +103,7 @@ def _scenario(lab_server: LabServer, page: Any) -> None:
 
     ids = {
         name: lab_server.api("POST", "tfc-jupyter/jobs", {"path": f"{name}.ipynb"})["job"]["id"]
-        for name in ("bar", "diverges", "short")
+        for name in ("bar", "diverges", "nan", "short")
     }
     # The running job's tab: no empty line while nothing new comes, the bar drawn in place.
     lab_command(page, "tfc-jupyter:open-job", {"id": ids["bar"]})
@@ -132,6 +142,11 @@ def _scenario(lab_server: LabServer, page: Any) -> None:
     toast.wait_for(timeout=20_000)
     assert "Open job" in toast.inner_text(), toast.inner_text()
 
+    # The job whose loss is NaN: flagged in its row, from the epoch it became NaN.
+    nan_row = page.locator(f".tfc-Sidebar .tfc-JobRow[data-job-id='{ids['nan']}']")
+    nan_row.locator(".tfc-JobRow-flag", has_text="loss is NaN from epoch 1").wait_for(
+        timeout=JOB_MS
+    )
     # The job whose loss overflowed: flagged in its row and its view.
     row = page.locator(f".tfc-Sidebar .tfc-JobRow[data-job-id='{ids['diverges']}']")
     row.locator(".tfc-JobRow-flag", has_text="loss is inf from epoch").wait_for(timeout=JOB_MS)
@@ -164,15 +179,16 @@ def _scenario(lab_server: LabServer, page: Any) -> None:
 
     # Clear finished: every ended job leaves the list.
     deadline = time.monotonic() + JOB_DEADLINE_S
-    while not lab_server.api("GET", f"tfc-jupyter/jobs/{ids['diverges']}")["terminal"]:
-        assert time.monotonic() < deadline, "the diverging job did not end"
-        time.sleep(0.5)
+    for name in ("diverges", "nan"):
+        while not lab_server.api("GET", f"tfc-jupyter/jobs/{ids[name]}")["terminal"]:
+            assert time.monotonic() < deadline, f"the {name} job did not end"
+            time.sleep(0.5)
     page.locator(".tfc-ClearFinished").click()
     page.locator(".jp-Dialog", has_text="finished job").wait_for()
     _dialog_button(page, "Clear the list").click()
     page.locator(".tfc-Sidebar .tfc-JobRow").first.wait_for(state="detached", timeout=10_000)
     assert lab_server.api("GET", "tfc-jupyter/jobs")["jobs"] == []
-    assert _gone(lab_server, ids["bar"]) and _gone(lab_server, ids["diverges"])
+    assert all(_gone(lab_server, ids[name]) for name in ("bar", "diverges", "nan"))
 
 
 def test_fifty_jobs_in_sections_under_a_fixed_header_with_a_sweep_as_one_row(

@@ -197,7 +197,8 @@ async def test_openapi_documents_every_route(jp_fetch: Fetch) -> None:
     for pattern, _ in handlers.ROUTES:
         if pattern.startswith("(?P<path>"):
             continue  # the JSON 404 for everything else
-        assert "/" + pattern.replace(handlers._JOB, "{job_id}") in documented
+        path = pattern.replace(handlers._JOB, "{job_id}").replace(handlers._SWEEP, "{sweep_id}")
+        assert "/" + path in documented
 
 
 async def test_unknown_endpoint_is_a_json_404(jp_fetch: Fetch) -> None:
@@ -413,6 +414,7 @@ async def test_unknown_job_is_404(jp_fetch: Fetch) -> None:
         ("GET", ("jobs", "nope-123")),
         ("GET", ("jobs", "nope-123", "logs")),
         ("POST", ("jobs", "nope-123", "cancel")),
+        ("GET", ("sweeps", "nope-123")),
     ):
         status, data = await _call(jp_fetch, method, *parts)
         assert (status, data["error"]) == (404, "JobNotFound"), data

@@ -22,6 +22,12 @@ from browser import LabServer, lab_command, open_lab, screenshot
 from jobutil import JOB_DEADLINE_S, stored_job, write_notebook
 from webhook import Receiver
 
+from tfc_jupyter.client import Client
+from tfc_jupyter.config import load_settings
+from tfc_jupyter.job.options import JobOptions
+from tfc_jupyter.jobs import store_for
+from tfc_jupyter.trials import run_sweep
+
 pytestmark = pytest.mark.slow
 
 JOB_MS = JOB_DEADLINE_S * 1000
@@ -236,7 +242,7 @@ def _fifty_jobs(lab_server: LabServer, page: Any) -> None:
                 name=f"sweepy-trial-{trial}",
                 backend="local",
                 state=JobState.SUCCEEDED,
-                spec={"labels": [["tfc-sweep", "sweepy-42"], ["tfc-trial", str(trial)]]},
+                spec={"labels": {"tfc-sweep": "sweepy-42", "tfc-trial": str(trial)}},
                 created_at=now - 50 - trial,
                 ended_at=now - 40,
             )
@@ -535,3 +541,56 @@ def test_a_job_whose_notebook_is_closed_is_heard_by_webhook_toast_and_desktop(
         raise
     finally:
         receiver.close()
+
+
+SWEPT = (
+    "%%tfc_run\n"
+    "from tfc_runtime.results import emit\n"
+    "for epoch in (1, 2):\n"
+    "    emit({'event': 'epoch', 'fit': 0, 'epoch': epoch,\n"
+    "          'metrics': {'loss': 1 / units, 'val_score': units * lr * epoch}})\n"
+)
+
+
+def test_a_sweep_opens_as_a_tab_of_its_trials(lab_server: LabServer, browser_page: Any) -> None:
+    """A real sweep (three trials, each a local job) is one row; its *Trials* button opens a
+    tab with the table of trials (values, state, metric, time, job), the best one marked, and
+    the plot; a trial's job opens from its row."""
+    page = browser_page
+    try:
+        path = write_notebook(
+            lab_server.root_dir / "swept.ipynb",
+            "lr = 0.1\nunits = 8",
+            SWEPT,
+            tags={0: ["parameters"]},
+        )
+        client = Client(load_settings(include_server=False), store_for(lab_server.home))
+        words = ["--sweep", "units=[4,8,16]", "--method", "grid", "--metric", "val_score"]
+        plan = client.plan_file(str(path), JobOptions.from_words(words), how="test")
+        sweep = run_sweep(client, plan)
+        assert [t.state for t in sweep.trials] == ["succeeded"] * 3, sweep.table()
+        best = sweep.best_trial
+        assert best is not None and best.values["units"] == 16
+
+        open_lab(page, lab_server)
+        lab_command(page, "tfc-jupyter:show-jobs")
+        row = page.locator(f".tfc-SweepRow[data-sweep='{sweep.id.lower()[-63:]}']")
+        row.wait_for(timeout=20_000)
+        row.locator(".tfc-SweepRow-open").click()
+        view = page.locator(".tfc-SweepView")
+        view.locator("tbody tr").nth(2).wait_for(timeout=20_000)
+        heads = view.locator("th").all_inner_texts()
+        assert heads == ["#", "units", "state", "val_score", "time", "job"], heads
+        rows = [r.split("\t") for r in view.locator("tbody tr").all_inner_texts()]
+        assert [r[1] for r in rows] == ["4", "8", "16"], rows
+        marked = view.locator("tr.tfc-SweepView-best")
+        assert marked.get_attribute("data-trial") == str(best.number)
+        assert "succeeded (best)" in marked.inner_text()
+        assert view.locator("img.tfc-SweepView-plot").evaluate("img => img.naturalWidth") > 0
+        assert sweep.summary_line() in view.inner_text()
+        screenshot(page, "sidebar-sweep.png")
+        marked.locator(".tfc-SweepView-job").click()
+        page.locator(f".tfc-JobDetail[data-job-id='{best.job_id}']").wait_for(timeout=20_000)
+    except Exception:
+        screenshot(page, "sidebar-sweep-failure.png")
+        raise

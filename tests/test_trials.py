@@ -83,6 +83,23 @@ def test_a_sweep_runs_each_trial_as_a_job_with_its_values(tmp_path: Path) -> Non
     assert len(lines) == 7 and sum("succeeded*" in line for line in lines) == 1
     svg = sweep._repr_html_()
     assert svg.count("<circle") == 6 * 3  # metric by trial, against lr, against units
+    # The sweep tab's view (GET /sweeps/ID), read back from the trial jobs: the same trials.
+    from tfc_jupyter.server.service import JobService
+
+    shown = JobService(tmp_path).sweep(sweep.id.lower()[-63:])
+    assert shown["summary"] == sweep.summary_line()
+    assert (shown["metric"], shown["goal"], shown["names"]) == ("val_score", "max", ["lr", "units"])
+    assert shown["best"] == best.number
+    for got, trial in zip(shown["trials"], sweep.trials, strict=True):
+        assert (got["number"], got["values"], got["state"], got["job_id"]) == (
+            trial.number,
+            trial.values,
+            trial.state,
+            trial.job_id,
+        )
+        assert got["metric"] == pytest.approx(trial.metric) and got["seconds"] > 0
+    assert shown["svg"].count("<circle") == 6 * 3
+    assert "currentColor" not in shown["svg"]  # an image: its ink is fixed, for any theme
 
 
 @pytest.mark.slow

@@ -42,7 +42,7 @@ class Trial:
 class Sweep:
     """A sweep's handle: its trials, the best one, and their table and plot."""
 
-    def __init__(self, folder: Path, spec: SweepSpec, client: Client) -> None:
+    def __init__(self, folder: Path, spec: SweepSpec, client: Client | None) -> None:
         self.folder = folder
         self.id = folder.name
         self.spec = spec
@@ -69,7 +69,9 @@ class Sweep:
         """The best trial's job handle (its model, history, logs), or None (also where the
         trials are a tuning job's, not jobs of ours: see :attr:`best_trial` and :attr:`job`)."""
         trial = self.best_trial
-        return self.client.job(trial.job_id) if trial and trial.job_id else None
+        if self.client is None or trial is None or not trial.job_id:
+            return None  # (a sweep read back for a view has no client)
+        return self.client.job(trial.job_id)
 
     @property
     def going_on(self) -> bool:
@@ -80,7 +82,7 @@ class Sweep:
     @property
     def job(self) -> Job | None:
         """The handle of the one job that runs the sweep (a tuning job), or None."""
-        return self.client.job(self.job_id) if self.job_id else None
+        return self.client.job(self.job_id) if self.job_id and self.client else None
 
     def counts(self) -> dict[str, int]:
         """Trials in each state."""
@@ -190,9 +192,10 @@ def _values(values: dict[str, Value]) -> str:
     return ", ".join(f"{k}={_num(v)}" for k, v in values.items())
 
 
-def sweep_svg(sweep: Sweep) -> str | None:
-    """The metric by trial, and against each parameter: small panels in one SVG (colours
-    follow the page's text colour, for light and dark themes)."""
+def sweep_svg(sweep: Sweep, ink: str = "currentColor") -> str | None:
+    """The metric by trial, and against each parameter: small panels in one SVG. Its text and
+    frames are ``ink``: the page's text colour where the SVG is part of the page (the cell),
+    a grey readable on light and dark themes where it is an image (the sweep tab)."""
     points = [t for t in sweep.trials if t.metric is not None]
     if not points:
         return None
@@ -206,7 +209,7 @@ def sweep_svg(sweep: Sweep) -> str | None:
     parts = []
     for i, (label, pts, log) in enumerate(panels):
         x0 = i * (width + 10)
-        parts.append(_panel(label, pts, log, x0, width, height, pad, sweep.spec.metric))
+        parts.append(_panel(label, pts, log, x0, width, height, pad, sweep.spec.metric, ink))
     total = len(panels) * (width + 10)
     return (
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{total}" height="{height}" '
@@ -224,6 +227,7 @@ def _panel(
     height: int,
     pad: int,
     metric: str,
+    ink: str = "currentColor",
 ) -> str:
     """One panel: ``metric`` (y) against ``label`` (x); categories spread evenly."""
     xs_raw = [p[0] for p in pts]
@@ -248,12 +252,11 @@ def _panel(
 
     out = [
         f'<rect x="{x0 + pad}" y="8" width="{inner_w}" height="{inner_h}" fill="none" '
-        'stroke="currentColor" stroke-opacity="0.3"/>',
+        f'stroke="{ink}" stroke-opacity="0.3"/>',
         f'<text x="{x0 + pad + inner_w / 2:.1f}" y="{height - 4}" text-anchor="middle" '
-        f'fill="currentColor">{html.escape(label)}{" (log)" if log else ""}</text>',
-        f'<text x="{x0 + 2}" y="12" fill="currentColor">{html.escape(_num(hi_y))}</text>',
-        f'<text x="{x0 + 2}" y="{8 + inner_h}" fill="currentColor">'
-        f"{html.escape(_num(lo_y))}</text>",
+        f'fill="{ink}">{html.escape(label)}{" (log)" if log else ""}</text>',
+        f'<text x="{x0 + 2}" y="12" fill="{ink}">{html.escape(_num(hi_y))}</text>',
+        f'<text x="{x0 + 2}" y="{8 + inner_h}" fill="{ink}">{html.escape(_num(lo_y))}</text>',
     ]
     for x, y, best in zip(xs, ys, (p[2] for p in pts), strict=True):
         colour = "#e8710a" if best else "#1a73e8"

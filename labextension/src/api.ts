@@ -9,7 +9,8 @@ import {
   IJob,
   ILogChunk,
   IMachines,
-  IMetrics
+  IMetrics,
+  ISweep
 } from './types';
 
 /** Recent jobs, newest first (launched here or by kernels). */
@@ -52,6 +53,11 @@ export function readLogs(
 /** The chief's per-epoch metrics and their plot (SVG). */
 export function getMetrics(id: string): Promise<IMetrics> {
   return requestAPI<IMetrics>(`jobs/${encodeURIComponent(id)}/metrics`);
+}
+
+/** A sweep's trials, the best one and the plot, read back from its trial jobs. */
+export function getSweep(id: string): Promise<ISweep> {
+  return requestAPI<ISweep>(`sweeps/${encodeURIComponent(id)}`);
 }
 
 /** Cancel a job. */

@@ -10,6 +10,8 @@ export namespace CommandIDs {
   export const showJobs = 'tfc-jupyter:show-jobs';
   /** Compare jobs: their curves overlaid and the options they differ in (args: `{ ids }`). */
   export const compareJobs = 'tfc-jupyter:compare-jobs';
+  /** Open a sweep's tab: its trials' table and plot (args: `{ id }`, the sweep's id). */
+  export const openSweep = 'tfc-jupyter:open-sweep';
   /** Ask the browser for desktop notifications when a job ends. */
   export const notifyDesktop = 'tfc-jupyter:notify-desktop';
 }

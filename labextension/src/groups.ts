@@ -16,16 +16,27 @@ export interface IJobGroup {
   running: boolean;
 }
 
-/** A label's value in a job's spec (`labels: [["k", "v"], ...]`), or null. */
+/**
+ * A label's value in a job's spec, or null: `labels` is an object (`{"k": "v"}`, as the jobs
+ * API sends a record's spec), or pairs (`[["k", "v"], ...]`, as older records may hold them).
+ */
 export function labelOf(job: IJob, key: string): string | null {
-  const labels = job.spec?.labels;
-  if (!Array.isArray(labels)) {
+  const labels: unknown = job.spec?.labels;
+  if (Array.isArray(labels)) {
+    for (const pair of labels) {
+      if (
+        Array.isArray(pair) &&
+        pair[0] === key &&
+        typeof pair[1] === 'string'
+      ) {
+        return pair[1];
+      }
+    }
     return null;
   }
-  for (const pair of labels) {
-    if (Array.isArray(pair) && pair[0] === key && typeof pair[1] === 'string') {
-      return pair[1];
-    }
+  if (labels !== null && typeof labels === 'object') {
+    const value = (labels as Record<string, unknown>)[key];
+    return typeof value === 'string' ? value : null;
   }
   return null;
 }

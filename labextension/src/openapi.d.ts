@@ -392,6 +392,49 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/sweeps/{sweep_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description a sweep's id: the tfc-sweep label its trial jobs carry */
+                sweep_id: string;
+            };
+            cookie?: never;
+        };
+        /** A sweep read back from its trial jobs (its trials, the best one, the plot) */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    /** @description a sweep's id: the tfc-sweep label its trial jobs carry */
+                    sweep_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description the sweep */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Sweep"];
+                    };
+                };
+                404: components["responses"]["Error"];
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/machines": {
         parameters: {
             query?: never;
@@ -751,6 +794,39 @@ export interface components {
             /** @description TensorBoard callbacks' log folders */
             tensorboard: string[];
             /** @description the curves as an SVG image (show it as an <img> source); null before an epoch ends */
+            svg: string | null;
+        };
+        Sweep: {
+            id: string;
+            /** @description the sweep's job name (a trial's, without -trial-N) */
+            name: string;
+            /** @description the reported metric that ranks the trials */
+            metric: string;
+            /** @enum {string} */
+            goal: "min" | "max";
+            /** @description how many trials the sweep runs in all */
+            trials_asked: number;
+            /** @description the swept variables */
+            names: string[];
+            /** @description sweep S: 6 of 6 trials (6 succeeded); best #3 ... */
+            summary: string;
+            /** @description the best succeeded trial's number */
+            best: number | null;
+            trials: {
+                number: number;
+                values: {
+                    [key: string]: number | string | boolean;
+                };
+                /** @enum {string} */
+                state: "running" | "succeeded" | "failed" | "pruned" | "stopped";
+                /** @description the metric's last reported value */
+                metric: number | null;
+                seconds: number | null;
+                job_id: string | null;
+                /** @description why a trial failed */
+                note: string;
+            }[];
+            /** @description metric by trial and by each variable, as an SVG image; null before a trial reports */
             svg: string | null;
         };
         LogChunk: {

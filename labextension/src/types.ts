@@ -2,6 +2,11 @@
  * The jobs API's JSON shapes (see tfc_jupyter/server/openapi.yaml).
  */
 
+import type { components } from './openapi';
+
+/** A sweep read back from its trial jobs (`GET /sweeps/{id}`), as the OpenAPI file says. */
+export type ISweep = components['schemas']['Sweep'];
+
 /** A job state; the values mirror Vertex AI's job states. */
 export type JobState =
   | 'queued'

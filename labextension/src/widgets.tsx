@@ -13,6 +13,7 @@ import {
   LaunchForm
 } from './components/LaunchForm';
 import { IJobsPanelProps, JobsPanel } from './components/JobsPanel';
+import { SweepView } from './components/SweepView';
 import { jobTitle, shortId } from './format';
 import { JobStore } from './store';
 import { isScriptPath } from './target';
@@ -97,6 +98,23 @@ export class CompareWidget extends ReactWidget {
 
   protected render(): JSX.Element {
     return <CompareView ids={this.ids} store={this.store} />;
+  }
+}
+
+/** A sweep's main-area tab: its trials' table and plot. */
+export class SweepWidget extends ReactWidget {
+  constructor(
+    readonly sweepId: string,
+    private readonly onOpenJob: (jobId: string) => void
+  ) {
+    super();
+    this.addClass('tfc-SweepWidget');
+    this.title.label = `Sweep ${sweepId.slice(0, 24)}`;
+    this.title.caption = `sweep ${sweepId}`;
+  }
+
+  protected render(): JSX.Element {
+    return <SweepView sweepId={this.sweepId} onOpenJob={this.onOpenJob} />;
   }
 }
 

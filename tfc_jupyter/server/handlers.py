@@ -197,6 +197,15 @@ class MetricsHandler(TfcHandler):
         self.reply(await self.call(self.service.metrics, job_id))
 
 
+class SweepHandler(TfcHandler):
+    """``GET``: a sweep's trials, best one and plot, read back from its trial jobs."""
+
+    @web.authenticated
+    async def get(self, sweep_id: str) -> None:
+        """The sweep's trials (values, state, metric, time, job), the best, the plot."""
+        self.reply(await self.call(self.service.sweep, sweep_id))
+
+
 class CancelHandler(TfcHandler):
     """``POST``: cancel a job."""
 
@@ -255,6 +264,7 @@ class NotFoundHandler(TfcHandler):
 
 
 _JOB = r"(?P<job_id>[A-Za-z0-9][A-Za-z0-9._-]{0,199})"
+_SWEEP = r"(?P<sweep_id>[A-Za-z0-9][A-Za-z0-9._-]{0,62})"  # a label's value
 ROUTES: list[tuple[str, type[TfcHandler]]] = [
     ("jobs", JobsHandler),
     (f"jobs/{_JOB}", JobHandler),
@@ -262,6 +272,7 @@ ROUTES: list[tuple[str, type[TfcHandler]]] = [
     (f"jobs/{_JOB}/metrics", MetricsHandler),
     (f"jobs/{_JOB}/cancel", CancelHandler),
     (f"jobs/{_JOB}/tensorboard", TensorBoardHandler),
+    (f"sweeps/{_SWEEP}", SweepHandler),
     ("machines", MachinesHandler),
     ("defaults", DefaultsHandler),
     ("openapi.yaml", OpenAPIHandler),

@@ -404,6 +404,13 @@ class JobService:
             "svg": svg(shown, done=record.state.is_terminal()),
         }
 
+    def sweep(self, sweep_id: str) -> dict[str, Any]:
+        """A sweep read back from its trial jobs: each trial's values, state, metric, time and
+        job, the best one, a summary line and the plot (``tfc_jupyter.sweep_jobs``)."""
+        from ..sweep_jobs import sweep_json
+
+        return sweep_json(self.store(), sweep_id)
+
     def tensorboard(self, job_id: str) -> dict[str, Any]:
         """TensorBoard on the job's TensorBoard folders here, started by this server on
         loopback (the same one again while it runs): ``{"url": "http://127.0.0.1:PORT/"}``."""

@@ -15,9 +15,11 @@ function job(
   trial?: number
 ): IJob {
   counter += 1;
-  const labels: string[][] = [['team', 'vision']];
+  // As the jobs API sends a record's spec (JobSpec.to_dict): labels are an object.
+  const labels: Record<string, string> = { team: 'vision' };
   if (sweep !== undefined) {
-    labels.push(['tfc-sweep', sweep], ['tfc-trial', String(trial)]);
+    labels['tfc-sweep'] = sweep;
+    labels['tfc-trial'] = String(trial);
   }
   const terminal = !['queued', 'pending', 'running'].includes(state);
   return makeJob({
@@ -40,6 +42,20 @@ describe('labelOf', () => {
       labelOf({ ...j, spec: { labels: [['team', 3]] } }, 'team')
     ).toBeNull();
     expect(labelOf({ ...j, spec: {} }, 'team')).toBeNull();
+    expect(labelOf({ ...j, spec: { labels: { team: 3 } } }, 'team')).toBeNull();
+    expect(labelOf({ ...j, spec: { labels: null } }, 'team')).toBeNull();
+  });
+
+  it('reads the pairs an older record may hold', () => {
+    const j = job('a', 'running');
+    const spec = {
+      labels: [
+        ['tfc-sweep', 's9'],
+        ['tfc-trial', '4']
+      ]
+    };
+    expect(labelOf({ ...j, spec }, 'tfc-sweep')).toBe('s9');
+    expect(labelOf({ ...j, spec }, 'tfc-trial')).toBe('4');
   });
 });
 

@@ -20,6 +20,7 @@ interface IPicks {
 function SweepRow(props: {
   group: IJobGroup;
   onOpen: (job: IJob) => void;
+  onOpenSweep?: (id: string) => void;
   picks: IPicks;
 }): JSX.Element {
   const { group } = props;
@@ -41,6 +42,18 @@ function SweepRow(props: {
         <span className="tfc-Caret">{open ? '▾' : '▸'}</span>
         <span className="tfc-SweepRow-name">{name}</span>
         <span className="tfc-SweepRow-count">{text}</span>
+        {props.onOpenSweep && group.sweep ? (
+          <button
+            className="tfc-SweepRow-open"
+            title="Open the sweep: its trials' table and plot"
+            onClick={event => {
+              event.stopPropagation(); // open the tab, not fold the row
+              props.onOpenSweep?.(group.sweep as string);
+            }}
+          >
+            Trials
+          </button>
+        ) : null}
       </div>
       {open ? (
         <ul className="tfc-JobList tfc-SweepRow-trials">
@@ -65,6 +78,7 @@ function JobSection(props: {
   title: string;
   groups: IJobGroup[];
   onOpen: (job: IJob) => void;
+  onOpenSweep?: (id: string) => void;
   picks: IPicks;
 }): JSX.Element | null {
   const [open, setOpen] = useState(true);
@@ -100,6 +114,7 @@ function JobSection(props: {
                 key={group.key}
                 group={group}
                 onOpen={props.onOpen}
+                onOpenSweep={props.onOpenSweep}
                 picks={props.picks}
               />
             )
@@ -118,6 +133,8 @@ export interface IJobsPanelProps {
   onOpen: (job: IJob) => void;
   /** Open the launch form for the current notebook or Python script. */
   onLaunch: () => void;
+  /** Open a sweep's tab (its trials' table and plot). */
+  onOpenSweep?: (id: string) => void;
   /** Compare the picked jobs (two or more). */
   onCompare?: (ids: string[]) => void;
 }
@@ -187,6 +204,7 @@ export function JobsPanel(props: IJobsPanelProps): JSX.Element {
           title="Running"
           groups={running}
           onOpen={props.onOpen}
+          onOpenSweep={props.onOpenSweep}
           picks={picks}
         />
         <JobSection
@@ -194,6 +212,7 @@ export function JobsPanel(props: IJobsPanelProps): JSX.Element {
           title="Finished"
           groups={finished}
           onOpen={props.onOpen}
+          onOpenSweep={props.onOpenSweep}
           picks={picks}
         />
       </>

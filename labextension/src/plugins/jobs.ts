@@ -18,7 +18,12 @@ import { tfcIcon } from '../icons';
 import { askDesktop, notifyEnd } from '../notify';
 import { openFailedCell } from '../opencell';
 import { JobStore } from '../store';
-import { CompareWidget, JobDetailWidget, JobsSidebar } from '../widgets';
+import {
+  CompareWidget,
+  SweepWidget,
+  JobDetailWidget,
+  JobsSidebar
+} from '../widgets';
 
 /** The sidebar, the "open job" command and restoring open job tabs. */
 export const jobsPlugin: JupyterFrontEndPlugin<void> = {
@@ -51,7 +56,8 @@ export const jobsPlugin: JupyterFrontEndPlugin<void> = {
         void app.commands.execute(CommandIDs.openJob, { id: job.id }),
       onLaunch: () => void app.commands.execute(CommandIDs.launch),
       onCompare: ids =>
-        void app.commands.execute(CommandIDs.compareJobs, { ids })
+        void app.commands.execute(CommandIDs.compareJobs, { ids }),
+      onOpenSweep: id => void app.commands.execute(CommandIDs.openSweep, { id })
     });
     sidebar.id = 'tfc-jupyter-jobs';
     sidebar.title.icon = tfcIcon;
@@ -78,6 +84,33 @@ export const jobsPlugin: JupyterFrontEndPlugin<void> = {
         widget.title.icon = tfcIcon;
         widget.title.closable = true;
         void tracker.add(widget);
+        app.shell.add(widget, 'main');
+        app.shell.activateById(widget.id);
+        return widget;
+      }
+    });
+    app.commands.addCommand(CommandIDs.openSweep, {
+      label: args => (args.id ? `Sweep ${args.id}` : 'Open a sweep'),
+      execute: args => {
+        const id = String(args.id ?? '');
+        const key = `tfc-sweep-${id}`;
+        const open = Array.from(app.shell.widgets('main')).find(
+          w => w.id === key
+        );
+        if (open) {
+          app.shell.activateById(key);
+          return open;
+        }
+        const widget = new MainAreaWidget({
+          content: new SweepWidget(
+            id,
+            jobId =>
+              void app.commands.execute(CommandIDs.openJob, { id: jobId })
+          )
+        });
+        widget.id = key;
+        widget.title.icon = tfcIcon;
+        widget.title.closable = true;
         app.shell.add(widget, 'main');
         app.shell.activateById(widget.id);
         return widget;

@@ -1,0 +1,140 @@
+"""A sweep read back from its trial jobs, for the JupyterLab sweep tab (``GET /sweeps/ID``).
+
+A sweep this machine drives (:mod:`tfc_jupyter.trials`) leaves each trial as a job labelled
+``tfc-sweep`` (the sweep's id) and ``tfc-trial`` (its number), whose spec holds the values
+(its arguments, ``--lr=0.0031``, read as the runtime reads them) and whose results hold the
+metric. The sweep's folder (``HOME/sweeps/ID/sweep.json``) says which metric ranks them and
+which way. Nothing here asks Optuna: reading a sweep never touches its study or its lock.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from tfc_runtime.params import decode, take
+
+from .errors import JobNotFound
+from .outcome import results_of
+from .plot import INK
+from .records import JobRecord, JobState, JobStore
+from .sweep.spec import DEFAULT_METRIC, SweepSpec, default_goal, parse_param
+from .trial_table import Sweep, Trial, sweep_svg
+from .trials import SWEEPS, curve
+
+SWEEP_LABEL, TRIAL_LABEL = "tfc-sweep", "tfc-trial"
+_STATES = {
+    JobState.SUCCEEDED: "succeeded",
+    JobState.FAILED: "failed",
+    JobState.CANCELLING: "stopped",
+    JobState.CANCELLED: "stopped",
+}
+
+
+def label(record: JobRecord, key: str) -> str | None:
+    """A label of the record's spec (an object, or pairs in older records), or None."""
+    labels = (record.spec or {}).get("labels")
+    if isinstance(labels, dict):
+        value = labels.get(key)
+    elif isinstance(labels, list):
+        value = next((p[1] for p in labels if isinstance(p, list) and p[:1] == [key]), None)
+    else:
+        value = None
+    return value if isinstance(value, str) else None
+
+
+def _spec(store: JobStore, sweep_id: str, records: list[JobRecord]) -> tuple[SweepSpec, Path]:
+    """What the sweep tries, from its folder; else what its trials say (their values' names)."""
+    folder = Path(store.path).parent / SWEEPS
+    for candidate in sorted(folder.glob("*")) if folder.is_dir() else ():
+        if candidate.name.lower()[-63:] != sweep_id:
+            continue
+        try:
+            saved = json.loads((candidate / "sweep.json").read_text())["sweep"]
+            params = tuple(parse_param(f"{p['name']}={p['space']}") for p in saved["params"])
+            spec = SweepSpec(
+                params=params,
+                trials=int(saved["trials"]),
+                parallel=int(saved["parallel"]),
+                metric=str(saved["metric"]),
+                goal=saved["goal"],
+                method=saved["method"],
+                prune=bool(saved["prune"]),
+            )
+            return spec, candidate
+        except (OSError, ValueError, KeyError, TypeError):
+            break
+    names = sorted({t.name for r in records for t in decode(str(r.spec.get("swept") or ""))})
+    metric = str(records[0].spec.get("sweep_metric") or DEFAULT_METRIC)
+    spec = SweepSpec(
+        params=tuple(parse_param(f"{n}=[0]") for n in names),
+        trials=len(records),
+        metric=metric,
+        goal=default_goal(metric) or "min",
+    )
+    return spec, folder / sweep_id
+
+
+def _trial(record: JobRecord, metric: str) -> Trial:
+    spec = record.spec or {}
+    targets = decode(str(spec.get("swept") or ""))
+    try:
+        values = take([str(a) for a in spec.get("entry_args") or ()], targets)[0]
+    except ValueError:
+        values = {}
+    number = label(record, TRIAL_LABEL) or "0"
+    trial = Trial(
+        int(number) if number.isdigit() else 0,
+        values,
+        _STATES.get(record.state, "running"),
+        record.id,
+    )
+    if record.log_dir:
+        trial.curve = curve(results_of(record), metric)
+        trial.metric = trial.curve[-1][1] if trial.curve else None
+    if record.state.is_terminal():
+        trial.seconds = record.elapsed
+        trial.note = (record.error or "")[:200] if record.state is JobState.FAILED else ""
+    return trial
+
+
+def sweep_json(store: JobStore, sweep_id: str) -> dict[str, Any]:
+    """The sweep ``sweep_id`` as the sweep tab shows it: its trials (values, state, metric,
+    time, job), the best one, a summary line and the plot (metric by trial and by value).
+
+    Raises:
+        JobNotFound: no job of the store belongs to that sweep.
+    """
+    records = [r for r in store.list(limit=None) if label(r, SWEEP_LABEL) == sweep_id]
+    if not records:
+        raise JobNotFound(
+            f"no sweep {sweep_id!r} among the jobs", "the jobs sidebar lists the sweeps there are"
+        )
+    spec, folder = _spec(store, sweep_id, records)
+    sweep = Sweep(folder, spec, None)
+    sweep.trials = sorted((_trial(r, spec.metric) for r in records), key=lambda t: t.number)
+    best = sweep.best_trial
+    return {
+        "id": sweep_id,
+        "name": records[0].name.rsplit("-trial-", 1)[0],
+        "metric": spec.metric,
+        "goal": spec.goal,
+        "trials_asked": spec.trials,
+        "names": list(spec.names),
+        "summary": sweep.summary_line(),
+        "best": best.number if best else None,
+        "trials": [
+            {
+                "number": t.number,
+                "values": t.values,
+                "state": t.state,
+                "metric": t.metric,
+                "seconds": None if t.seconds is None else round(t.seconds, 1),
+                "job_id": t.job_id,
+                "note": t.note,
+            }
+            for t in sweep.trials
+        ],
+        "svg": sweep_svg(sweep, ink=INK),  # an image: no page colour to follow
+    }

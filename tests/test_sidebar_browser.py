@@ -582,7 +582,9 @@ def test_a_sweep_opens_as_a_tab_of_its_trials(lab_server: LabServer, browser_pag
         heads = view.locator("th").all_inner_texts()
         assert heads == ["#", "units", "state", "val_score", "time", "job"], heads
         rows = [r.split("\t") for r in view.locator("tbody tr").all_inner_texts()]
-        assert [r[1] for r in rows] == ["4", "8", "16"], rows
+        assert [(r[0], r[1]) for r in rows] == [
+            (str(t.number), str(t.values["units"])) for t in sweep.trials
+        ], rows  # by trial number, each with its value (the grid's order is Optuna's)
         marked = view.locator("tr.tfc-SweepView-best")
         assert marked.get_attribute("data-trial") == str(best.number)
         assert "succeeded (best)" in marked.inner_text()

@@ -26,6 +26,7 @@ from tfc_jupyter.client import Client
 from tfc_jupyter.config import load_settings
 from tfc_jupyter.job.options import JobOptions
 from tfc_jupyter.jobs import store_for
+from tfc_jupyter.records import JobStore
 from tfc_jupyter.trials import run_sweep
 
 pytestmark = pytest.mark.slow
@@ -81,6 +82,14 @@ def _no_empty_lines(text: str) -> None:
 
 def _dialog_button(page: Any, label: str) -> Any:
     return page.locator(".jp-Dialog button", has_text=label)
+
+
+def _emptied(lab_server: LabServer) -> JobStore:
+    """The server's job store, other tests' jobs removed: a test counts its own."""
+    store = store_for(lab_server.home)
+    for rec in store.list(limit=None):
+        store.delete(rec.id)
+    return store
 
 
 def _gone(lab_server: LabServer, job_id: str) -> bool:
@@ -212,12 +221,9 @@ def test_fifty_jobs_in_sections_under_a_fixed_header_with_a_sweep_as_one_row(
 
 
 def _fifty_jobs(lab_server: LabServer, page: Any) -> None:
-    from tfc_jupyter.jobs import store_for
     from tfc_jupyter.records import JobRecord, JobState, new_job_id
 
-    store = store_for(lab_server.home)
-    for rec in store.list(limit=None):  # another test's jobs: this one counts its own
-        store.delete(rec.id)
+    store = _emptied(lab_server)
     now = time.time()
     long_name = "a-rather-long-experiment-name-that-does-not-fit-the-sidebar"
     made: list[JobRecord] = []
@@ -313,12 +319,9 @@ def test_two_jobs_compared_in_one_overlaid_plot(lab_server: LabServer, browser_p
 
 
 def _compare(lab_server: LabServer, page: Any) -> None:
-    from tfc_jupyter.jobs import store_for
     from tfc_jupyter.records import new_job_id
 
-    store = store_for(lab_server.home)
-    for rec in store.list(limit=None):
-        store.delete(rec.id)
+    _emptied(lab_server)
     ids = []
     for name, scale, workers in (("adam", 1.0, 0), ("sgd", 2.0, 1)):
         job_id = new_job_id(name)
@@ -368,7 +371,6 @@ def test_a_long_job_is_not_cancelled_by_a_stray_click(
     lab_server: LabServer, browser_page: Any
 ) -> None:
     """Cancel asks first when the job has run over a minute; *Keep running* sends nothing."""
-    from tfc_jupyter.jobs import store_for
     from tfc_jupyter.records import JobRecord, JobState, new_job_id
 
     page = browser_page
@@ -416,7 +418,6 @@ def test_the_curves_read_in_the_dark_theme_and_fit_an_800_px_window(
 
     from PIL import Image
 
-    from tfc_jupyter.jobs import store_for
     from tfc_jupyter.records import new_job_id
 
     page = browser_page

@@ -94,16 +94,20 @@ def message(record: JobRecord) -> tuple[str, str, str]:
     return title, "\n".join(body), kind
 
 
+def _due(record: JobRecord) -> bool:
+    """The job has ended, has somewhere to be told, and nobody has claimed the telling."""
+    return record.state.is_terminal() and bool(targets(record)) and NOTIFIED not in record.handle
+
+
 def _claim(store: JobStore, job_id: str) -> JobRecord | None:
     """The ended record, claimed for telling (``handle["notified"]`` set in one write); None
     when it has no targets, has not ended, or another process claimed it."""
-    seen = store.get(job_id)  # a read first: a job with nowhere to tell costs no write
-    if not seen.state.is_terminal() or not targets(seen) or NOTIFIED in seen.handle:
+    if not _due(store.get(job_id)):  # a read first: a job with nowhere to tell costs no write
         return None
     claimed = []
 
     def claim(rec: JobRecord) -> dict[str, Any]:
-        if not rec.state.is_terminal() or not targets(rec) or NOTIFIED in rec.handle:
+        if not _due(rec):  # checked again inside the write: one claimant wins
             return {}
         claimed.append(True)
         return {"handle": {**rec.handle, NOTIFIED: {"at": time.time(), "ok": None}}}
@@ -166,8 +170,6 @@ def send_unsent(store: JobStore, *, window_s: float = UNSENT_WINDOW_S) -> int:
     except JobStoreError:
         return 0
     for rec in records:
-        ended = rec.ended_at or rec.updated_at
-        told = NOTIFIED in rec.handle
-        if rec.state.is_terminal() and ended >= since and targets(rec) and not told:
+        if _due(rec) and (rec.ended_at or rec.updated_at) >= since:
             count += send(store, rec.id) is not None
     return count

@@ -21,9 +21,8 @@ from .plot import INK
 from .records import JobRecord, JobState, JobStore
 from .sweep.spec import DEFAULT_METRIC, SweepSpec, default_goal, parse_param
 from .trial_table import Sweep, Trial, sweep_svg
-from .trials import SWEEPS, curve
+from .trials import SWEEP_LABEL, SWEEPS, TRIAL_LABEL, curve, sweep_label
 
-SWEEP_LABEL, TRIAL_LABEL = "tfc-sweep", "tfc-trial"
 _STATES = {
     JobState.SUCCEEDED: "succeeded",
     JobState.FAILED: "failed",
@@ -48,7 +47,7 @@ def _spec(store: JobStore, sweep_id: str, records: list[JobRecord]) -> tuple[Swe
     """What the sweep tries, from its folder; else what its trials say (their values' names)."""
     folder = Path(store.path).parent / SWEEPS
     for candidate in sorted(folder.glob("*")) if folder.is_dir() else ():
-        if candidate.name.lower()[-63:] != sweep_id:
+        if sweep_label(candidate.name) != sweep_id:
             continue
         try:
             saved = json.loads((candidate / "sweep.json").read_text())["sweep"]

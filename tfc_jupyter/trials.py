@@ -54,6 +54,15 @@ __all__ = [
 ]
 
 SWEEPS = "sweeps"
+SWEEP_LABEL, TRIAL_LABEL = "tfc-sweep", "tfc-trial"
+"""The labels of a trial's job: its sweep (:func:`sweep_label`) and its number."""
+
+
+def sweep_label(sweep_id: str) -> str:
+    """A sweep's id as its trials' label holds it (a label value: lowercase, 63 at most)."""
+    return sweep_id.lower()[-63:]
+
+
 JOURNAL = "study.journal"
 LOCK = "sweep.lock"
 POLL_S = 0.5
@@ -154,7 +163,7 @@ def trial_plan(plan: Plan, number: int, values: dict[str, Value], sweep_id: str)
     """The plan of one trial: the sweep's plan with the values among the script's arguments
     (where the runtime takes them, as on Vertex AI) and the trial in its name and labels."""
     spec = plan.spec
-    labels = (*spec.labels, ("tfc-sweep", sweep_id.lower()[-63:]), ("tfc-trial", str(number)))
+    labels = (*spec.labels, (SWEEP_LABEL, sweep_label(sweep_id)), (TRIAL_LABEL, str(number)))
     trial = spec.evolve(
         name=f"{spec.name}-trial-{number}",
         entry_args=(*spec.entry_args, *(argument(k, v) for k, v in values.items())),

@@ -13,6 +13,8 @@ import {
   WidgetTracker
 } from '@jupyterlab/apputils';
 
+import { Widget } from '@lumino/widgets';
+
 import { CommandIDs } from '../commands';
 import { tfcIcon } from '../icons';
 import { askDesktop, notifyEnd } from '../notify';
@@ -24,6 +26,21 @@ import {
   JobDetailWidget,
   JobsSidebar
 } from '../widgets';
+
+/** `content` in a closable main-area tab of ours, with `id`, shown now. */
+function showTab<T extends Widget>(
+  app: JupyterFrontEnd,
+  content: T,
+  id: string
+): MainAreaWidget<T> {
+  const widget = new MainAreaWidget({ content });
+  widget.id = id;
+  widget.title.icon = tfcIcon;
+  widget.title.closable = true;
+  app.shell.add(widget, 'main');
+  app.shell.activateById(widget.id);
+  return widget;
+}
 
 /** The sidebar, the "open job" command and restoring open job tabs. */
 export const jobsPlugin: JupyterFrontEndPlugin<void> = {
@@ -73,19 +90,13 @@ export const jobsPlugin: JupyterFrontEndPlugin<void> = {
           app.shell.activateById(open.id);
           return open;
         }
-        const widget = new MainAreaWidget({
-          content: new JobDetailWidget(
-            id,
-            store,
-            (job, link) => void openFailedCell(app, job, link)
-          )
-        });
-        widget.id = `tfc-job-${id}`;
-        widget.title.icon = tfcIcon;
-        widget.title.closable = true;
+        const content = new JobDetailWidget(
+          id,
+          store,
+          (job, link) => void openFailedCell(app, job, link)
+        );
+        const widget = showTab(app, content, `tfc-job-${id}`);
         void tracker.add(widget);
-        app.shell.add(widget, 'main');
-        app.shell.activateById(widget.id);
         return widget;
       }
     });
@@ -101,34 +112,19 @@ export const jobsPlugin: JupyterFrontEndPlugin<void> = {
           app.shell.activateById(key);
           return open;
         }
-        const widget = new MainAreaWidget({
-          content: new SweepWidget(
-            id,
-            jobId =>
-              void app.commands.execute(CommandIDs.openJob, { id: jobId })
-          )
-        });
-        widget.id = key;
-        widget.title.icon = tfcIcon;
-        widget.title.closable = true;
-        app.shell.add(widget, 'main');
-        app.shell.activateById(widget.id);
-        return widget;
+        const content = new SweepWidget(
+          id,
+          jobId => void app.commands.execute(CommandIDs.openJob, { id: jobId })
+        );
+        return showTab(app, content, key);
       }
     });
     app.commands.addCommand(CommandIDs.compareJobs, {
       label: 'Compare the picked TensorFlow jobs',
       execute: args => {
         const ids = (Array.isArray(args.ids) ? args.ids : []).map(String);
-        const widget = new MainAreaWidget({
-          content: new CompareWidget(ids, store)
-        });
-        widget.id = `tfc-compare-${Date.now()}`;
-        widget.title.icon = tfcIcon;
-        widget.title.closable = true;
-        app.shell.add(widget, 'main');
-        app.shell.activateById(widget.id);
-        return widget;
+        const content = new CompareWidget(ids, store);
+        return showTab(app, content, `tfc-compare-${Date.now()}`);
       }
     });
     app.commands.addCommand(CommandIDs.notifyDesktop, {

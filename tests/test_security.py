@@ -13,6 +13,7 @@ is owner-only.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import io
 import json
@@ -55,6 +56,7 @@ ITEMS = [
     "user strings reach no shell",
     "strings that are not code never run",
     "every REST endpoint requires auth and the same origin",
+    "a request of any size is answered in a few lines, the server unharmed",
     "everything a job writes is owner-only",
 ]
 
@@ -603,6 +605,50 @@ async def test_every_route_refuses_unauthenticated_requests(
         status = await _status(jp_fetch, method, parts, headers={"Authorization": auth})
         assert status in (401, 403), (method, pattern, auth, status)
     assert jobs.store_for(tfc_home).list(limit=None) == []
+
+
+@pytest.mark.item("a request of any size is answered in a few lines, the server unharmed")
+@pytest.mark.parametrize("length", [1, 199, 200, 201, 256, 4_096, 60_000])
+async def test_a_job_id_of_any_length_is_a_small_json_404(
+    jp_fetch: Fetch, tfc_home: Path, length: int
+) -> None:
+    """Every job route, with an id of 1 to 60,000 characters (either side of the 200 an id
+    may have; the request line stays under Tornado's 64 KB header limit): a JSON 404 of under
+    2 KB, never a 500, never the id echoed whole."""
+    job_routes = [(m, parts) for p, m, parts in ROUTE_CASES if "job_id" in p]
+    assert len(job_routes) >= 5
+    for method, parts in job_routes:
+        path = [("j" * length if part == _SAMPLES["job_id"] else part) for part in parts]
+        kwargs: dict[str, Any] = {"body": "{}"} if method == "POST" else {}
+        with pytest.raises(HTTPClientError) as info:
+            await jp_fetch("tfc-jupyter", *path, method=method, **kwargs)
+        response = info.value.response
+        assert info.value.code == 404 and response is not None, (method, parts, info.value)
+        assert len(response.body) < 2_000, (method, parts, len(response.body))
+        answer = json.loads(response.body)
+        assert re.match(r"no (such )?(job|endpoint)", answer["message"], re.I), answer["message"]
+
+
+@pytest.mark.item("a request of any size is answered in a few lines, the server unharmed")
+async def test_a_request_line_past_the_header_limit_is_closed_and_the_server_answers_on(
+    jp_fetch: Fetch, jp_http_port: int, jp_serverapp: Any, tfc_home: Path
+) -> None:
+    """A 100,000-character job id is over the 64 KB that Tornado (Jupyter's web server) reads
+    of a request's head: the connection is closed, within a deadline, and the next request is
+    answered as usual."""
+    import asyncio
+
+    token = jp_serverapp.identity_provider.token
+    reader, writer = await asyncio.open_connection("127.0.0.1", jp_http_port)
+    head = f"GET /tfc-jupyter/jobs/{'j' * 100_000} HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+    writer.write(f"{head}Authorization: token {token}\r\n\r\n".encode())
+    with contextlib.suppress(ConnectionError):
+        await writer.drain()
+    answer = await asyncio.wait_for(reader.read(), timeout=20)
+    writer.close()
+    assert b" 500 " not in answer[:20], answer[:200]
+    response = await jp_fetch("tfc-jupyter", "jobs")
+    assert response.code == 200 and json.loads(response.body)["jobs"] == []
 
 
 async def _browser(jp_fetch: Fetch, token: str) -> dict[str, str]:

@@ -257,8 +257,10 @@ class NotFoundHandler(TfcHandler):
 
     @web.authenticated
     def get(self, path: str) -> None:
-        """Unknown endpoint."""
-        raise web.HTTPError(404, "no such endpoint: /%s/%s", NAMESPACE, path)
+        """Unknown endpoint (a job id over 200 characters is one too): named in at most 80
+        characters, so an answer stays small whatever the request's size."""
+        shown = path if len(path) <= 80 else f"{path[:60]}... ({len(path):,} characters)"
+        raise web.HTTPError(404, "no such endpoint: /%s/%s", NAMESPACE, shown)
 
     post = delete = get
 

@@ -24,6 +24,13 @@ pytest_plugins = ["counted"]
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 RUNTIME_DIR = Path(__file__).resolve().parent.parent / "runtime"
 
+# Under pytest-xdist (scripts/test.sh runs two processes) each process keeps its own job home,
+# inside the one the test command made: a listing sees only its own process's jobs.
+if os.environ.get("PYTEST_XDIST_WORKER") and os.environ.get("TFC_JUPYTER_HOME"):
+    _home = Path(os.environ["TFC_JUPYTER_HOME"], os.environ["PYTEST_XDIST_WORKER"])
+    _home.mkdir(mode=0o700, parents=True, exist_ok=True)
+    os.environ["TFC_JUPYTER_HOME"] = str(_home)
+
 # Variables that would leak this machine's own defaults into a test.
 _ENV_PREFIXES = ("TFC_", "GOOGLE_CLOUD_", "CLOUDSDK_", "GCLOUD_", "JPY_", "JUPYTER_")
 

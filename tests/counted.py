@@ -6,11 +6,15 @@ each declare ``ITEMS`` (the promises they prove) and mark their tests with
 many cases were tried and how many held (passed); skips are listed with their reasons, so a
 case that could not run here is never counted as held. ``check_items`` is each suite's own test
 that every declared item has cases and every marked item is declared.
+
+A promise proven beside the module it is about (``tests/test_logs.py`` for the log follower)
+counts in a suite by name: ``@pytest.mark.item("...", suite="faults")``.
 """
 
 from __future__ import annotations
 
 import collections
+import os
 from collections.abc import Callable
 from types import ModuleType
 from typing import Any
@@ -28,28 +32,52 @@ TALLY: dict[tuple[str, str], collections.Counter[str]] = collections.defaultdict
     collections.Counter
 )
 SKIPS: dict[str, list[str]] = collections.defaultdict(list)
-_ITEMS: dict[str, str] = {}  # nodeid -> item
+_COUNTED: dict[str, tuple[str, str]] = {}  # nodeid -> (suite, item)
 
 
 def suite_of(nodeid: str) -> str | None:
-    """The counted suite a test belongs to (None for the others)."""
+    """The counted suite a test belongs to by its file (None for the others)."""
     return SUITES.get(nodeid.split("::", 1)[0].rsplit("/", 1)[-1])
 
 
+def counted_as(test: pytest.Item) -> tuple[str, str] | None:
+    """``(suite, item)`` a test counts in: a test of a suite's file by its ``item`` marker, a
+    test elsewhere by ``@pytest.mark.item("...", suite="faults")`` (a promise proven beside the
+    module it is about); None when it is counted nowhere."""
+    marker = test.get_closest_marker("item")
+    suite = marker.kwargs.get("suite") if marker else None
+    if suite is not None:
+        assert suite in SUITES.values(), f"{test.nodeid}: no counted suite named {suite!r}"
+        return str(suite), str(marker.args[0])  # type: ignore[union-attr]
+    if suite_of(test.nodeid):
+        return suite_of(test.nodeid) or "", str(marker.args[0]) if marker else "(suite checks)"
+    return None
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Remember each counted test's item (its marker, or "other")."""
+    """Remember what each counted test counts as, also in its reports' ``user_properties``:
+    under pytest-xdist the reports reach a process that collected nothing."""
     for test in items:
-        if suite_of(test.nodeid):
-            marker = test.get_closest_marker("item")
-            _ITEMS[test.nodeid] = str(marker.args[0]) if marker else "(suite checks)"
+        where = counted_as(test)
+        if where:
+            _COUNTED[test.nodeid] = where
+            test.user_properties.append(("counted", list(where)))
+
+
+def _counted_of(report: pytest.TestReport) -> tuple[str, str] | None:
+    for name, value in report.user_properties:
+        if name == "counted":
+            return str(value[0]), str(value[1])
+    return _COUNTED.get(report.nodeid)
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    """Count a case once: tried when it ran (or could not be set up), held when it passed."""
-    suite = suite_of(report.nodeid)
-    if suite is None:
+    """Count a case once: tried when it ran (or could not be set up), held when it passed.
+    Under pytest-xdist only the controlling process counts (its workers' reports reach it)."""
+    where = _counted_of(report)
+    if where is None or os.environ.get("PYTEST_XDIST_WORKER"):
         return
-    key = (suite, _ITEMS.get(report.nodeid, "(suite checks)"))
+    suite, _ = key = where
     if report.when == "setup" and not report.passed:
         TALLY[key]["tried"] += 1
         if report.skipped:
@@ -94,14 +122,15 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
 
 def check_items(module: ModuleType) -> None:
     """Every item ``module.ITEMS`` declares is marked on some test there, and no test is marked
-    with an item it does not declare."""
+    with an item it does not declare (tests marked for a suite by name, in other files, count
+    in that suite's table with items of their own)."""
     declared = set(module.ITEMS)
     marked: set[str] = set()
     for name in dir(module):
         fn: Callable[..., Any] = getattr(module, name)
         if name.startswith("test_") and callable(fn):
             for mark in getattr(fn, "pytestmark", []):
-                if mark.name == "item":
+                if mark.name == "item" and "suite" not in mark.kwargs:
                     marked.add(str(mark.args[0]))
     assert declared - marked == set(), f"items without a case: {sorted(declared - marked)}"
     assert marked - declared == set(), f"items not declared in ITEMS: {sorted(marked - declared)}"

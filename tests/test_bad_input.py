@@ -1184,6 +1184,42 @@ def test_logs_of_a_large_log_are_streamed(tmp_path: Path, tfc_env: Path) -> None
     assert int(rss_kb) < 200_000, f"{int(rss_kb) // 1000} MB to print a 256 MB log"
 
 
+_REPLICA_NAMES = st.one_of(
+    st.text(max_size=80),
+    st.sampled_from(["../../etc", "../../../etc/passwd", "chief\x00", " chief", "chief\n"]),
+    st.builds(lambda a, b: a + b, st.sampled_from(["chief", "worker-0", ".."]), st.text()),
+)
+
+
+@pytest.mark.item("malformed requests get 400")
+def test_a_replica_name_is_read_whole_as_sent(tmp_path: Path, tfc_env: Path) -> None:
+    """The logs route's replica is read as sent: a replica's name (its log, or nothing yet) or
+    a 400 naming the field, whatever it holds (NUL, slashes, a newline after a good name;
+    generated): never a file outside the job's logs, never a 500, never a shorter name."""
+    from tfc_jupyter.server.service import JobService
+
+    job_id = "logs-20261124-000000-000001"
+    job_dir = stored_job(Path(os.environ["TFC_JUPYTER_HOME"]), job_id, "logs")
+    (job_dir / "logs" / "chief.log").write_text("chief's line\n")
+    (job_dir / "logs" / "worker-0.log").write_text("worker's line\n")
+    service = JobService(tmp_path)
+
+    @settings(max_examples=150, deadline=None, database=None)
+    @given(name=_REPLICA_NAMES)
+    def check(name: str) -> None:
+        if re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}", name):  # a replica's name: as sent
+            answer = service.logs(job_id, replica=name)
+            assert answer["replica"] == name
+            assert ("line" in answer["text"]) == (name in ("chief", "worker-0")), name
+            return
+        with pytest.raises(TfcError) as info:
+            service.logs(job_id, replica=name or "\x00")
+        assert (info.value.http_status, info.value.field) == (400, "replica"), name
+        assert "Fix:" in str(info.value)
+
+    check()
+
+
 @pytest.mark.item("bounds: logs stream, metrics are downsampled, oversize requests get 413")
 def test_the_metrics_of_100k_rounds_are_downsampled(tmp_path: Path, tfc_env: Path) -> None:
     from tfc_jupyter.server.service import JobService

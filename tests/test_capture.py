@@ -277,6 +277,7 @@ def test_unreadable_path(tmp_path: Path) -> None:
     assert "cannot read" in _one_line(info.value)
 
 
+@pytest.mark.item("broken and hostile notebooks get one line", suite="bad input")
 def test_a_nul_character_in_a_cell_is_refused_naming_the_cell(tmp_path: Path) -> None:
     """Issue 39: a NUL inside a cell was removed silently and the code ran, where IPython
     refuses to run it. The plan refuses it in one line naming cell and line."""

@@ -190,6 +190,7 @@ print(json.dumps([status, sorted(m for m in sys.modules if m.startswith(heavy))]
     assert json.loads(proc.stdout.strip().splitlines()[-1]) == [0, []]
 
 
+@pytest.mark.item("a .py entry point runs as python train.py runs it", suite="bad input")
 def test_a_py_entry_point_runs_as_python_runs_it(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -213,6 +214,7 @@ def test_a_py_entry_point_runs_as_python_runs_it(
     assert "[chief] PATH0 True" in out and "[chief] PROG train.py" in out
 
 
+@pytest.mark.item("Ctrl-C at any moment of a run is one line", suite="bad input")
 def test_a_handled_ctrl_c_keeps_the_command_s_status(tmp_path: Path) -> None:
     """CI, issue 39: a Ctrl-C that landed while a @dataclass was being made (an ``exec`` of a
     string) made CPython kill the command with SIGINT at exit (status -2), after it had printed
@@ -236,6 +238,7 @@ def test_a_handled_ctrl_c_keeps_the_command_s_status(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
 
 
+@pytest.mark.item("Ctrl-C at any moment of a run is one line", suite="bad input")
 @pytest.mark.slow
 @pytest.mark.parametrize("launch", ["module", "console script"])
 @pytest.mark.parametrize("after_s", [0.3, 0.5, 0.7, 1.0, 1.5, 2.0, 3.0])

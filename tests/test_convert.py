@@ -391,6 +391,7 @@ def test_shell_failure_does_not_stop_the_job_but_a_script_cell_does(
     assert bad.returncode != 0 and "CalledProcessError" in bad.stderr
 
 
+@pytest.mark.item("terminal escapes and markup in a job stay inert", suite="bad input")
 def test_a_notebook_name_s_escapes_stay_out_of_the_script() -> None:
     """Issue 39: a file name holding OSC 52 (a clipboard write) reached the script's header."""
     script = convert([Cell(1, "x = 1")], notebook="evil\x1b]52;c;SGVsbG8=\x07\u2028.ipynb")

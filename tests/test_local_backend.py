@@ -232,6 +232,7 @@ print("started", flush=True)
 """
 
 
+@pytest.mark.item("no process a job started outlives it", suite="faults")
 @pytest.mark.slow
 @pytest.mark.parametrize("ending", ["natural end", "cancel", "supervisor killed"])
 def test_no_process_the_job_started_outlives_it(tmp_path: Path, ending: str) -> None:

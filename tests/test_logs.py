@@ -137,6 +137,7 @@ def test_a_follower_reads_quickly_at_first_then_less_often() -> None:
     assert poll_delays(100.0, 200.0) == (POLL_S, LOG_POLL_S)
 
 
+@pytest.mark.item("FIFOs and devices are never read; every read is bounded", suite="bad input")
 @pytest.mark.timeout(20)
 def test_a_fifo_among_a_job_s_files_is_never_waited_on(tmp_path: Path) -> None:
     """Issue 39: a FIFO planted as a replica's log or as the results file hung `run`, `logs`
@@ -171,6 +172,7 @@ _ESCAPES = st.sampled_from(
 _SGR_CODES = st.sampled_from(["\x1b[31m", "\x1b[0m", "\x1b[1;32m", "\x1b[38;5;208m"])
 
 
+@pytest.mark.item("terminal escapes and markup in a job stay inert", suite="bad input")
 @given(st.lists(_ESCAPES | _SGR_CODES | st.text(max_size=5), max_size=12).map("".join))
 def test_no_escape_but_a_colour_reaches_a_terminal(line: str) -> None:
     """Issue 39: a job's OSC 52 (clipboard), screen clear, title and reset reached a terminal
@@ -180,11 +182,13 @@ def test_no_escape_but_a_colour_reaches_a_terminal(line: str) -> None:
     assert "\x1b" not in printable(line)
 
 
+@pytest.mark.item("terminal escapes and markup in a job stay inert", suite="bad input")
 @given(st.lists(_SGR_CODES | st.text(st.characters(categories=["L", "N", "P", "Zs"])), max_size=8))
 def test_what_a_job_prints_in_colour_is_kept_as_printed(parts: list[str]) -> None:
     assert colours_only("".join(parts)) == "".join(parts)
 
 
+@pytest.mark.item("terminal escapes and markup in a job stay inert", suite="bad input")
 def test_the_cli_prints_a_job_s_log_without_its_escapes(
     tmp_path: Path, tfc_env: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -227,6 +231,9 @@ class _Sink:
         return False
 
 
+@pytest.mark.item(
+    "bounds: logs stream, metrics are downsampled, oversize requests get 413", suite="bad input"
+)
 def test_following_a_big_log_holds_it_in_bounded_memory(tmp_path: Path, tfc_env: Path) -> None:
     """Issue 39: `tfc-jupyter run` and `logs -f` following a job that printed 1 GB reached
     3 GB and were killed: the whole backlog was read into one list. Here 2 replicas x 100,000
@@ -265,6 +272,7 @@ def test_following_a_big_log_holds_it_in_bounded_memory(tmp_path: Path, tfc_env:
     assert peak < 8 << 20, f"{peak / 2**20:.1f} MiB"
 
 
+@pytest.mark.item("a finished job's long line is one line", suite="faults")
 def test_a_finished_job_s_long_line_is_one_line(tmp_path: Path) -> None:
     """Issue 39: a 10 MB line was printed as 10 lines by `tfc-jupyter logs` (read a 1 MB chunk
     at a time). A finished job's long line comes whole; a live one still comes in pieces (the

@@ -521,6 +521,7 @@ def test_a_missing_import_fails_the_build_naming_it() -> None:
     )
 
 
+@pytest.mark.item("broken and hostile notebooks get one line", suite="bad input")
 @settings(
     max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )

@@ -264,6 +264,7 @@ def test_a_machine_without_a_listed_price_says_so(settings: Settings) -> None:
     json.dumps(plan.summary())  # null in JSON
 
 
+@pytest.mark.item("nothing beside the notebook runs instead of the runtime", suite="security")
 @pytest.mark.parametrize("name", ["tfc_runtime.py", "tfc_runtime"])
 def test_a_module_named_like_the_runtime_is_refused_with_the_fix(
     tmp_path: Path, settings: Settings, name: str

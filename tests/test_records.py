@@ -474,6 +474,7 @@ def test_threads_update_one_record_atomically(store: JobStore) -> None:
     assert record.error is not None and record.error.startswith("thread ")
 
 
+@pytest.mark.item("the job store loses no update to threads and stores", suite="faults")
 @pytest.mark.timeout(120)
 def test_a_store_per_request_loses_no_update(store: JobStore) -> None:
     """The Jupyter server's pattern: each request opens its own JobStore, on threads of one
@@ -507,6 +508,7 @@ except OSError:
 """
 
 
+@pytest.mark.item("the job store loses no update to threads and stores", suite="faults")
 @pytest.mark.skipif(os.name != "posix", reason="POSIX record locks")
 def test_opening_a_store_keeps_the_locks_of_this_process_s_connections(store: JobStore) -> None:
     """Issue 39: ``JobStore()`` opened and closed the database file outside SQLite, and closing

@@ -167,6 +167,7 @@ print("done")
 """
 
 
+@pytest.mark.item("printed look-alikes of reports are only lines", suite="security")
 def test_printed_look_alikes_of_reports_are_only_lines(tmp_path: Path, tfc_env: Path) -> None:
     """Issue 39: a local job that prints ``[tfc_runtime] result ...`` lines set ``job.metrics``
     (loss 123.0) and the model path (/etc/passwd). Its runtime reports in its results file;

@@ -193,18 +193,38 @@ def _backup_class(keras: ModuleType) -> type:
             self.tfc_done: list[dict[str, float]] = done if isinstance(done, list) else []
             self.tfc_first: int | None = None
             self.tfc_warned = False
+            self.tfc_stopped = False  # no more backup writes: the disk had no room, or one failed
+            self._tfc_two = bool(kwargs.get("double_checkpoint"))
+
+        def _tfc_warn(self, what: str, why: object) -> None:
+            if not self.tfc_warned:
+                self.tfc_warned = True
+                _say(f"warning: fit {self.tfc_number} could not {what} its backup ({why}); "
+                     "it trains on, but a restart would start it over")  # fmt: skip
 
         def _tfc_guarded(self, what: str, step: Any, *args: Any, **kwargs: Any) -> bool:
-            """Run a backup step; a failure (an unwritable folder) is said once, never fatal."""
+            """Run a backup step; a failure (an unwritable folder) is said once, never fatal.
+            After a failed write the fit writes no more backups."""
             try:
                 step(*args, **kwargs)
                 return True
             except Exception as exc:
-                if not self.tfc_warned:
-                    self.tfc_warned = True
-                    _say(f"warning: fit {self.tfc_number} could not {what} its backup ({exc}); "
-                         "it trains on, but a restart would start it over")  # fmt: skip
+                self._tfc_warn(what, exc)
+                self.tfc_stopped = self.tfc_stopped or what == "write"
                 return False
+
+        def _tfc_write(self, step: Any, *args: Any, **kwargs: Any) -> None:
+            """A backup write, when there is room for it: HDF5 crashes the process (SIGSEGV)
+            when the disk fills in the middle of a weights file, so a disk without room for
+            the weights and the optimizer's state is not written to (one warning)."""
+            if self.tfc_stopped:
+                return
+            short = _short_of_room(self.backup_dir, self.model, copies=2 if self._tfc_two else 1)
+            if short:
+                self.tfc_stopped = True
+                self._tfc_warn("write", short)
+                return
+            self._tfc_guarded("write", step, *args, **kwargs)
 
         def _tfc_out_of_range(self) -> str | None:
             """Why the backup's training metadata cannot be this fit's (Keras 3 keeps the
@@ -239,10 +259,10 @@ def _backup_class(keras: ModuleType) -> type:
 
         def _save_model(self) -> None:  # Keras 3: one writer (the chief) in a job of several
             if self.tfc_chief:
-                self._tfc_guarded("write", super()._save_model)
+                self._tfc_write(super()._save_model)
 
         def _backup(self, *args: Any, **kwargs: Any) -> None:  # tf-keras
-            self._tfc_guarded("write", super()._backup, *args, **kwargs)
+            self._tfc_write(super()._backup, *args, **kwargs)
 
         def on_epoch_begin(self, epoch: int, logs: Any = None) -> None:
             super().on_epoch_begin(epoch, logs)
@@ -287,6 +307,52 @@ def _backup_class(keras: ModuleType) -> type:
             return history
 
     return TfcBackupAndRestore
+
+
+def _state_bytes(model: Any) -> int:
+    """About how many bytes a backup of ``model`` holds: its weights and its optimizer's
+    variables, from their shapes (nothing is copied off the device)."""
+    variables = list(getattr(model, "weights", None) or [])
+    optimizer_vars = getattr(getattr(model, "optimizer", None), "variables", None)
+    if callable(optimizer_vars):  # tf-keras' legacy optimizers: a method
+        with contextlib.suppress(Exception):
+            optimizer_vars = optimizer_vars()
+    if isinstance(optimizer_vars, (list, tuple)):
+        variables += list(optimizer_vars)
+    total = 0
+    for var in variables:
+        with contextlib.suppress(Exception):
+            count = 1
+            for dim in var.shape:
+                count *= int(dim or 0)
+            dtype = getattr(var, "dtype", None)
+            size = getattr(dtype, "size", None)  # tf.DType
+            if not isinstance(size, int):
+                import numpy
+
+                size = numpy.dtype(str(dtype)).itemsize
+            total += count * size
+    return total
+
+
+def _short_of_room(folder: str, model: Any, copies: int = 1) -> str | None:
+    """Why the disk of ``folder`` cannot hold a backup of ``model`` now (None: it can)."""
+    need = _state_bytes(model) * copies + (1 << 20)  # and files' headers, metadata, history
+    where = folder
+    while not os.path.isdir(where) and os.path.dirname(where) != where:
+        where = os.path.dirname(where)
+    try:
+        found = os.statvfs(where)
+    except OSError:
+        return None  # the write itself will say what is wrong
+    free = found.f_bavail * found.f_frsize
+    if free >= need:
+        return None
+    return f"the disk at {where} has {_mb(free)} free; the backup needs about {_mb(need)}"
+
+
+def _mb(n: int) -> str:
+    return f"{n / 1e6:.1f} MB" if n >= 100_000 else f"{n / 1e3:.0f} KB"
 
 
 def _has_backup(keras: ModuleType, callbacks: Any) -> bool:

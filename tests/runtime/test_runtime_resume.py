@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 import textwrap
 from pathlib import Path
 
@@ -119,6 +120,7 @@ def test_a_killed_fit_resumes_after_its_last_epoch(tmp_path: Path) -> None:
     assert not backups.exists()
 
 
+@pytest.mark.item("resume restores only this user's plain files of a fit in range", suite="faults")
 @pytest.mark.parametrize("forged", [1_000_000, -3, "5"])
 def test_a_backup_whose_epoch_is_out_of_range_starts_the_fit_over(
     tmp_path: Path, forged: object
@@ -137,6 +139,43 @@ def test_a_backup_whose_epoch_is_out_of_range_starts_the_fit_over(
     assert "fit 2 resumed" not in again.stderr
     assert "history 10 0 9" in again.stdout, again.stdout  # all ten epochs, run now
     assert [e for f, e in _epochs(tmp_path) if f == 1][-10:] == list(range(1, 11))  # 0-based
+
+
+BIG_FIT = DATA + textwrap.dedent("""\
+    model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(4096), keras.layers.Dense(1)])
+    model.compile(optimizer="adam", loss="mse")
+    h = model.fit(x, y, epochs=4, verbose=0)
+    print("history", len(h.history["loss"]))
+""")
+
+
+@pytest.mark.item("a backup that cannot be written is one warning", suite="faults")
+def test_a_backup_on_a_full_disk_is_one_warning_and_the_fit_trains_on(tmp_path: Path) -> None:
+    """Issue 39: on a full disk the backups stopped without a word and the job ended well. The
+    fit's checkpoint folder is a 64 KB tmpfs here (its weights take about 200 KB): the log says
+    once that the backup could not be written and that a restart would start the fit over, and
+    the fit trains all its epochs."""
+    from faultinfra import in_tmpfs, tmpfs_unavailable
+
+    reason = tmpfs_unavailable()
+    if reason:
+        pytest.skip(f"no private tmpfs: {reason}")
+    (tmp_path / "job").mkdir()
+    (tmp_path / "job.py").write_text(BIG_FIT)
+    env = job_env(TFC_JOB_DIR=str(tmp_path / "job"), CLOUD_ML_JOB_ID="job-1")
+    done = in_tmpfs(
+        "64k",
+        tmp_path / "job" / "checkpoints",
+        [sys.executable, "-m", "tfc_runtime", str(tmp_path / "job.py")],
+        env=env,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "history 4" in done.stdout, done.stdout
+    warnings = re.findall(r"^\[tfc_runtime\] warning: fit 1 could not .*$", done.stderr, re.M)
+    assert len(warnings) == 1, done.stderr[-3000:]
+    assert "free; the backup needs about" in warnings[0], warnings
+    assert "a restart would start it over" in warnings[0], warnings
 
 
 def test_a_killed_custom_loop_resumes_with_tfc_runtime_epochs(tmp_path: Path) -> None:

@@ -35,6 +35,7 @@ def job(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return Path(resume.root())
 
 
+@pytest.mark.item("resume restores only this user's plain files of a fit in range", suite="faults")
 @pytest.mark.timeout(20)
 @pytest.mark.parametrize("where", ["folder", "inside", "history"])
 def test_a_fifo_planted_as_a_backup_is_not_restored_nor_waited_on(
@@ -53,6 +54,7 @@ def test_a_fifo_planted_as_a_backup_is_not_restored_nor_waited_on(
     assert resume._read_json(str(fit) + ".history.json") is None
 
 
+@pytest.mark.item("resume restores only this user's plain files of a fit in range", suite="faults")
 def test_a_backup_of_plain_files_is_kept(job: Path, capsys: pytest.CaptureFixture[str]) -> None:
     fit = job / "fit-1"
     fit.mkdir()
@@ -64,6 +66,7 @@ def test_a_backup_of_plain_files_is_kept(job: Path, capsys: pytest.CaptureFixtur
     assert resume._read_json(f"{fit}.history.json") == [{"loss": 1.0}]
 
 
+@pytest.mark.item("resume restores only this user's plain files of a fit in range", suite="faults")
 @pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="needs chown")
 def test_another_user_s_backup_is_not_restored(
     job: Path, capsys: pytest.CaptureFixture[str]

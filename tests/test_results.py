@@ -10,11 +10,16 @@ import json
 import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
+from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from tfc_runtime.protocol import RESULT_PREFIX as PREFIX
+from tfc_runtime.protocol import report_line
 
 from tfc_jupyter.plot import svg
-from tfc_jupyter.results import LOOP, PREFIX, Results, job_results, loss_name, parse
+from tfc_jupyter.results import LOOP, Results, job_results, loss_name, parse
 from tfc_jupyter.words import ui_words
 
 
@@ -277,3 +282,36 @@ def test_a_model_saved_under_gs_is_downloaded_and_loaded(
         assert np.asarray(loaded.serve(tf.constant(x))) == pytest.approx(want)
     finally:
         server.stop()
+
+
+_EVENTS = st.dictionaries(
+    st.text(max_size=8), st.one_of(st.integers(), st.text(max_size=20)), max_size=3
+).map(lambda d: {**d, "event": "epoch"})
+
+
+@pytest.mark.item("printed look-alikes of reports are only lines", suite="security")
+@settings(max_examples=300, deadline=None)
+@given(
+    event=_EVENTS,
+    key=st.text("0123456789abcdef", min_size=32, max_size=32),
+    other=st.text("0123456789abcdef", min_size=32, max_size=32),
+    before=st.text(max_size=20).filter(lambda t: "\n" not in t),
+    cut=st.integers(0, 200),
+    char=st.characters(),
+)
+def test_a_signed_report_reads_only_with_its_key_and_unchanged(
+    event: dict[str, Any], key: str, other: str, before: str, cut: int, char: str
+) -> None:
+    """A report line signed with the job's key (Vertex AI's reports, which come with the logs)
+    reads back with that key, after whatever the code left unfinished on the line; with
+    another key, unsigned, or with any one character of it changed, it is only a line."""
+    text = json.dumps(event, ensure_ascii=False)
+    line = before + report_line(text, key)
+    assert parse(line, key) == event
+    assert parse(before + PREFIX + text, key) is None  # unsigned: what printed look-alikes are
+    if other != key:
+        assert parse(line, other) is None
+    at = len(before) + len(PREFIX) + cut % (len(line) - len(before) - len(PREFIX))
+    changed = line[:at] + char + line[at + 1 :]
+    if changed != line:
+        assert parse(changed, key) is None, (line, changed)

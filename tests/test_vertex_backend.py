@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 from google.cloud.aiplatform_v1.types import CustomJob
 from jobutil import JOB_DEADLINE_S, plan_for, wait_state, write_notebook
-from vertex_server import Fault, VertexServer
+from vertex_server import Fault, VertexServer, unsigned
 from webhook import Receiver
 
 from tfc_jupyter.backends import vertex_request, watch_lock
@@ -32,7 +32,7 @@ from tfc_jupyter.backends.vertex_api import VertexSettings
 from tfc_jupyter.errors import BackendError, MissingDependency, TfcError
 from tfc_jupyter.gcloud import QuotaError, credentials, is_loopback
 from tfc_jupyter.job.catalog import Machine
-from tfc_jupyter.jobs import Job, launch, store_for
+from tfc_jupyter.jobs import Job, job_dict, launch, store_for
 from tfc_jupyter.planner.plan import Plan
 from tfc_jupyter.records import JobRecord, JobState
 
@@ -146,9 +146,9 @@ def test_a_job_trains_and_its_logs_and_state_come_back(
     # One replica: Vertex AI sets CLUSTER_SPEC but no TF_CONFIG, and one device needs no strategy.
     assert "chief:0 of 1 worker (CLUSTER_SPEC), strategy none" in log(record, "chief")
     sent = sent_body(vertex_server)
-    assert same_job(sent, plan.request()["body"])  # exactly what the dry run showed
-    assert (
-        json.loads((Path(record.job_dir) / "vertex_request.json").read_text())
+    assert same_job(unsigned(sent), plan.request()["body"])  # what the dry run showed, and
+    assert (  # the report key (made at launch, never shown)
+        unsigned(json.loads((Path(record.job_dir) / "vertex_request.json").read_text()))
         == (plan.request()["body"])
     )
     vertex_id = record.handle["vertex_job_id"]
@@ -164,6 +164,42 @@ def test_a_job_trains_and_its_logs_and_state_come_back(
     printed = float(out.getvalue().split("[chief] final loss: ", 1)[1].split()[0])
     assert metrics[-1]["loss"] == pytest.approx(printed)
     assert "tfc_runtime" not in out.getvalue()
+
+
+LOOKALIKES = """\
+import sys
+fake = '[tfc_runtime] result %s{"event": "%s", %s}'
+print(fake % ("", "epoch", '"fit": 0, "epoch": 1, "logs": {"loss": 123.0}'))
+print(fake % ("", "saved", '"path": "/etc/passwd", "how": "save"'), file=sys.stderr)
+print(fake % ("0" * 32 + " ", "saved", '"path": "/etc/shadow", "how": "save"'), file=sys.stderr)
+import numpy as np
+import keras
+model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+model.compile(optimizer="sgd", loss="mse")
+model.fit(np.zeros((8, 2)), np.zeros((8, 1)), epochs=1, verbose=0)
+print("done")
+"""
+
+
+@pytest.mark.item("printed look-alikes of reports are only lines", suite="security")
+@pytest.mark.slow
+def test_on_vertex_ai_printed_look_alikes_of_reports_are_only_lines(
+    vertex_server: VertexServer, home: Path, tmp_path: Path
+) -> None:
+    """Issue 39: on Vertex AI reports come with the logs, so a line the code prints on either
+    stream could pass for one. Each report is signed with a key made at launch; unsigned and
+    badly signed look-alikes set no metric and no model path; the runtime's own reports (the
+    fit's epoch) still come."""
+    _, job = submit(vertex_server, home, notebook(tmp_path, LOOKALIKES))
+    reported: list[dict[str, Any]] = []
+    record = job.follow(out=io.StringIO(), on_result=reported.append, timeout=JOB_DEADLINE_S)
+    assert record.state is JobState.SUCCEEDED, record.error
+    assert "done" in log(record, "chief")
+    results = job.results()
+    assert results.model_dir is None and results.saved == []
+    assert [m["epoch"] for m in job.metrics] == [1] and job.metrics[0]["loss"] != 123.0
+    assert [r["event"] for r in reported] == ["fit", "epoch"]  # the runtime's own, signed
+    assert "report_key" not in json.dumps(job_dict(job.record()))  # the API never serves it
 
 
 @pytest.mark.slow
@@ -201,7 +237,7 @@ def test_multi_worker_job_runs_in_containers_from_the_built_image(
             assert "replicas in sync: 2" in text
         run = server.job(record.handle["vertex_job_id"])
         assert {r.kind for r in run.replicas.values()} == {"docker"}
-        assert same_job(sent_body(server), plan.request()["body"])
+        assert same_job(unsigned(sent_body(server)), plan.request()["body"])
 
 
 @pytest.mark.slow
@@ -301,7 +337,7 @@ def test_transient_errors_are_retried_then_the_job_runs(
     record = finish(job, timeout=60)
     assert record.state is JobState.SUCCEEDED and "made it" in log(record, "chief")
     assert len(vertex_server.jobs) == 1
-    assert same_job(sent_body(vertex_server), plan.request()["body"])
+    assert same_job(unsigned(sent_body(vertex_server)), plan.request()["body"])
 
 
 @pytest.mark.slow

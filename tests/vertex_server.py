@@ -77,6 +77,23 @@ _GRPC_CODES = {
 }
 
 
+def unsigned(body: dict[str, Any]) -> dict[str, Any]:
+    """A create request's body without the report key each pool's environment must carry
+    (made at launch, so not in the request a dry run shows): what the dry run showed."""
+    from tfc_runtime.protocol import REPORT_KEY_ENV
+
+    out = json.loads(json.dumps(body))
+    spec = out.get("trialJobSpec") or out["jobSpec"]
+    for pool in spec["workerPoolSpecs"]:
+        for kind in ("containerSpec", "pythonPackageSpec"):
+            if kind in pool:
+                env = pool[kind]["env"]
+                keys = [e for e in env if e["name"] == REPORT_KEY_ENV]
+                assert len(keys) == 1 and re.fullmatch(r"[0-9a-f]{32}", keys[0]["value"]), env
+                pool[kind]["env"] = [e for e in env if e["name"] != REPORT_KEY_ENV]
+    return out
+
+
 class ApiError(Exception):
     """An error answer: Google's ``{"error": {code, message, status, details}}``."""
 

@@ -30,7 +30,7 @@ from .logs import LogTail, Merger
 from .outcome import restart_count, results_of, summary_line
 from .pidfds import nap
 from .planner.plan import Plan
-from .records import JobRecord, JobState, JobStore, default_home, new_job_id
+from .records import REPORT_KEY, JobRecord, JobState, JobStore, default_home, new_job_id
 from .results import ResultFeed, Results, finite_number, loss_name
 from .results import parse as parse_result
 from .tables import table
@@ -309,6 +309,14 @@ class Job:
         tail = LogTail(Path(rec.log_dir))
         feed = ResultFeed(rec.log_dir)
         in_logs = registry.traits(rec.backend).reports_in_logs  # else a look-alike is a line
+        keys: list[str | None] = []
+
+        def report_key() -> str | None:
+            """The job's report key, read once a report line comes (the launch keeps it)."""
+            if not keys:
+                keys.append(self.store.get(self.id).report_key)
+            return keys[0]
+
         merger = Merger(replica_count(rec) if not verbose else 1)
         if skip_existing:
             for _ in tail.lines():  # a chunk at a time: a log of any size is never held whole
@@ -352,7 +360,7 @@ class Job:
                     on_result is not None
                     and in_logs
                     and replica == first
-                    and (found := parse_result(line)) is not None
+                    and (found := parse_result(line, report_key())) is not None
                 ):
                     on_result(found)
                 if on_line:
@@ -560,6 +568,8 @@ def job_dict(record: JobRecord) -> dict[str, Any]:
         metric_flags=results.flags if results else [],
         restarts=restart_count(record),
     )
+    if REPORT_KEY in data["handle"]:  # what signs the job's reports stays on this machine
+        data["handle"] = {k: v for k, v in data["handle"].items() if k != REPORT_KEY}
     told = data["spec"].get("notify")
     if told:  # where a job's end goes may hold a password: masked
         data["spec"] = {**data["spec"], "notify": [notify.shown(str(u)) for u in told]}

@@ -15,7 +15,7 @@ from .results import Results, job_results
 def results_of(record: JobRecord) -> Results:
     """What the job reported so far, read where its backend's runtime writes reports."""
     in_logs = registry.traits(record.backend).reports_in_logs
-    return job_results(record.log_dir or "", in_logs=in_logs)
+    return job_results(record.log_dir or "", in_logs=in_logs, key=record.report_key)
 
 
 def restart_count(record: JobRecord) -> int:

@@ -111,6 +111,10 @@ _VERTEX_STATES = {s.name: s for s in JobState} | {
 }
 
 
+REPORT_KEY = "report_key"
+"""The handle's entry for the job's report key (:attr:`JobRecord.report_key`)."""
+
+
 @dataclass
 class JobRecord:
     """Everything known about one job; JSON-ready through :meth:`to_dict`.
@@ -147,6 +151,14 @@ class JobRecord:
         if "supervisor_pid" in self.handle and "watcher_pid" not in self.handle:
             # records of versions before 0.2 named the local and docker watchers' pid so
             self.handle = {**self.handle, "watcher_pid": self.handle["supervisor_pid"]}
+
+    @property
+    def report_key(self) -> str | None:
+        """The key the job's report lines are signed with, where reports come with its logs
+        (Vertex AI: made at launch, kept in :data:`REPORT_KEY` of the handle); None for a job
+        whose reports are in its results file, or one launched before reports were signed."""
+        key = self.handle.get(REPORT_KEY)
+        return key if isinstance(key, str) and key else None
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready copy (the state as its string value)."""

@@ -21,8 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tfc_runtime.protocol import NONFINITE, RESULTS_FILE
-from tfc_runtime.protocol import RESULT_PREFIX as PREFIX  # the runtime's protocol (stdlib only)
+from tfc_runtime.protocol import NONFINITE, RESULTS_FILE, read_report  # stdlib only
 
 from . import registry
 from .errors import SpecError
@@ -41,13 +40,13 @@ LOOP = -1
 ... of the code's ``fit`` calls."""
 
 
-def parse(line: str) -> dict[str, Any] | None:
-    """The report in a log line, or None (not a report, or one that is not well formed). The
-    report may follow a line the code left unfinished (a progress bar without its newline)."""
-    start = line.find(PREFIX)
-    if start < 0:
-        return None
-    return parse_json(line[start + len(PREFIX) :])
+def parse(line: str, key: str | None = None) -> dict[str, Any] | None:
+    """The report in a log line signed with the job's ``key``, or None (not a report, one that
+    is not well formed, or a line the code printed that looks like one). ``key`` None reads
+    the unsigned lines of a job launched before reports were signed. The report may follow a
+    line the code left unfinished (a progress bar without its newline)."""
+    text = read_report(line, key)
+    return None if text is None else parse_json(text)
 
 
 def parse_json(text: str) -> dict[str, Any] | None:
@@ -293,9 +292,10 @@ class _Reader:
     """A job's reports, read from where the last read stopped: its results file (local,
     docker) and, with ``in_logs``, its chief's log (Vertex AI's reports come with the logs)."""
 
-    def __init__(self, log_dir: Path, in_logs: bool) -> None:
+    def __init__(self, log_dir: Path, in_logs: bool, key: str | None = None) -> None:
         self.log_dir = log_dir
         self.in_logs = in_logs
+        self.key = key
         self.offsets: dict[Path, int] = {}
         self.results = Results()
 
@@ -305,7 +305,7 @@ class _Reader:
         ]
         chief = chief_log(self.log_dir) if self.in_logs else None
         if chief is not None:
-            files.append((chief, parse))
+            files.append((chief, lambda line: parse(line, self.key)))
         for path, parse_line in files:
             try:
                 events, self.offsets[path] = _new_events(
@@ -319,7 +319,7 @@ class _Reader:
         return self.results
 
 
-_CACHE: OrderedDict[tuple[Path, bool], _Reader] = OrderedDict()
+_CACHE: OrderedDict[tuple[Path, bool, str | None], _Reader] = OrderedDict()
 _CACHE_SIZE = 256
 _LOCK = threading.Lock()
 
@@ -347,16 +347,16 @@ def chief_log(log_dir: Path) -> Path | None:
     return log_dir / f"{names[0]}.log" if names else None
 
 
-def job_results(log_dir: str | Path, *, in_logs: bool = False) -> Results:
+def job_results(log_dir: str | Path, *, in_logs: bool = False, key: str | None = None) -> Results:
     """A job's results so far, from its log folder: its results file, and with ``in_logs``
-    the report lines of its chief's log (a backend whose reports come there: its
-    ``Traits.reports_in_logs``). Each log is read once: later calls read only what was added
-    (the jobs API lists many jobs at every poll). A copy is returned."""
+    the report lines of its chief's log signed with ``key`` (a backend whose reports come
+    there: its ``Traits.reports_in_logs``). Each log is read once: later calls read only what
+    was added (the jobs API lists many jobs at every poll). A copy is returned."""
     path = Path(log_dir)
     with _LOCK:
-        key = (path, in_logs)
-        reader = _CACHE.pop(key, None) or _Reader(path, in_logs)
-        _CACHE[key] = reader
+        cached = (path, in_logs, key)
+        reader = _CACHE.pop(cached, None) or _Reader(path, in_logs, key)
+        _CACHE[cached] = reader
         while len(_CACHE) > _CACHE_SIZE:
             _CACHE.popitem(last=False)
         return reader.read().copy()

@@ -25,6 +25,7 @@ from tfc_runtime import (
     hypertune,
     ipython_shim,
     params,
+    reportkey,
     results,
     resume,
     runcell,
@@ -231,6 +232,7 @@ def _serve(info: ClusterInfo) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the job; the exit status (a script's SystemExit passes through unchanged)."""
+    reportkey.take()  # first: a process started with the report key starts again without it
     args = parse_args(sys.argv[1:] if argv is None else argv)
     _line_buffered()
     os.environ["TFC_REMOTE"] = "1"

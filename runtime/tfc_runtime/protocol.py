@@ -9,11 +9,15 @@ chooses where replicas run and the addresses they reach each other at:
   tfc_runtime`` reads it, through the same type);
 - each replica's cluster environment, as Vertex AI sets it (:func:`cluster_env`);
 - the result channel (:data:`RESULTS_FILE`, :data:`RESULT_PREFIX`), strict JSON: NaN and infinity
-  written as :data:`NONFINITE` names them (:func:`json_safe`).
+  written as :data:`NONFINITE` names them (:func:`json_safe`); on a stream (Vertex AI) each report
+  line is signed with the job's :data:`REPORT_KEY_ENV` (:func:`report_line`, :func:`read_report`),
+  so a line the code prints is never taken for one.
 """
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
@@ -32,6 +36,42 @@ RESULTS_FILE = "results.jsonl"
 """The job folder's file of reports, one JSON object a line (the chief's)."""
 RESULT_PREFIX = "[tfc_runtime] result "
 """The start of a report on stderr, where the job has no job folder (Vertex AI)."""
+REPORT_KEY_ENV = "TFC_REPORT_KEY"
+"""The job's report key (hex), made at launch where reports travel with the logs: the runtime
+takes it out of its environment before the code runs (``tfc_runtime.reportkey``)."""
+_SIGNATURE_HEX = 32
+
+
+def report_line(text: str, key: str) -> str:
+    """A report's line on a stream: :data:`RESULT_PREFIX`, the HMAC-SHA256 of ``text`` under
+    ``key`` (hex, 32 digits), a space, ``text``; unsigned (the form before keys) without one."""
+    if not key:
+        return RESULT_PREFIX + text
+    return f"{RESULT_PREFIX}{_signature(text, key)} {text}"
+
+
+def read_report(line: str, key: str | None) -> str | None:
+    """The report's JSON text in a log line signed with ``key``, else None (a line the code
+    printed, however it looks). ``key`` None reads the unsigned form (a job launched before
+    reports were signed). The report may follow a line the code left unfinished."""
+    start = line.find(RESULT_PREFIX)
+    if start < 0:
+        return None
+    rest = line[start + len(RESULT_PREFIX) :]
+    if key is None:
+        return rest
+    signature, _, text = rest.partition(" ")
+    if len(signature) != _SIGNATURE_HEX or not signature.isascii():
+        return None  # (compare_digest takes ASCII text only)
+    if not hmac.compare_digest(signature, _signature(text, key)):
+        return None
+    return text
+
+
+def _signature(text: str, key: str) -> str:
+    digest = hmac.new(key.encode(), text.encode("utf-8", "surrogatepass"), hashlib.sha256)
+    return digest.hexdigest()[:_SIGNATURE_HEX]
+
 
 NONFINITE = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
 """How a report writes a value JSON cannot hold (JavaScript's own words for them)."""

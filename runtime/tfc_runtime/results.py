@@ -20,9 +20,10 @@ Reports travel apart from what the code prints, so a progress bar, a ``print(end
 output never loses one or shows one: one JSON line each in the job folder's
 :data:`RESULTS_FILE` where the job has that folder (the local and docker backends, which mount
 it), else a line ``[tfc_runtime] result {json}`` of its own on stderr (Vertex AI: Cloud Logging
-keeps each stream's lines apart, and stdout is where progress bars are drawn). The client reads
-them back from either (``tfc_jupyter.results``), and takes a report even where a line of the
-code's own was left unfinished before it.
+keeps each stream's lines apart, and stdout is where progress bars are drawn), signed with the
+job's key (:mod:`tfc_runtime.reportkey`) so that no line the code prints passes for one. The
+client reads them back from either (``tfc_jupyter.results``), and takes a report even where a
+line of the code's own was left unfinished before it.
 Nothing here changes what the code computes: the callback only reads the logs Keras hands it,
 and a reset only reads the metric's value first.
 """
@@ -40,9 +41,8 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
-from tfc_runtime import hooks, hypertune
-from tfc_runtime.protocol import RESULT_PREFIX as PREFIX
-from tfc_runtime.protocol import RESULTS_FILE, json_safe
+from tfc_runtime import hooks, hypertune, reportkey
+from tfc_runtime.protocol import RESULTS_FILE, json_safe, report_line
 
 _fits = 0
 _INTERNAL = frozenset({"keras", "tf_keras", "tensorflow", "tfc_runtime"})
@@ -79,7 +79,7 @@ def emit(event: dict[str, Any]) -> None:
             pass
     stream = sys.__stderr__ or sys.stderr
     try:
-        stream.write(PREFIX + text + "\n")
+        stream.write(report_line(text, reportkey.key()) + "\n")
         stream.flush()
     except (OSError, ValueError):  # a closed stream: reporting never breaks the job
         pass

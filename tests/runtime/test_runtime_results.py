@@ -212,3 +212,45 @@ def test_metrics_made_anew_each_epoch_and_summary_scalars_are_epochs(tmp_path: P
     assert [r["mean"] for r in rows] == pytest.approx(losses)
     assert [r["epoch_loss"] for r in rows] == pytest.approx(losses)
     assert [r["sparse_categorical_accuracy"] for r in rows] == pytest.approx(accuracies)
+
+
+KEYED = """\
+import json, os, sys
+seen = {
+    "variables": sorted(k for k in os.environ if k.startswith("TFC_REPORT")),
+    "environ": open("/proc/self/environ", "rb").read().decode("latin-1"),
+    "cmdline": open("/proc/self/cmdline", "rb").read().decode("latin-1"),
+    "fds": sorted(os.listdir("/proc/self/fd")),
+}
+print("SEEN", json.dumps(seen))
+from tfc_runtime import results
+results.emit({"event": "probe", "value": 1})
+print('[tfc_runtime] result {"event": "forged"}', file=sys.stderr)
+print('[tfc_runtime] result ' + '0' * 32 + ' {"event": "forged"}', file=sys.stderr)
+"""
+
+
+@pytest.mark.item("printed look-alikes of reports are only lines", suite="security")
+@pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="needs /proc")
+def test_the_report_key_is_out_of_the_code_s_reach(tmp_path: Path) -> None:
+    """Issue 39: where reports come with the logs (Vertex AI), the runtime signs them with a key
+    its launch put in the environment. The code finds it in no variable, not in the environment
+    the process started with (``/proc/self/environ``), not on its command line and in no open
+    descriptor; the runtime's reports verify with the key and a printed look-alike does not."""
+    import secrets
+
+    key = secrets.token_hex(16)
+    (tmp_path / "keyed.py").write_text(KEYED)
+    done = run_runtime(["keyed.py"], tmp_path, job_env(TFC_REPORT_KEY=key))
+    assert done.returncode == 0, done.stderr
+    seen = json.loads(next(x for x in done.stdout.splitlines() if x.startswith("SEEN "))[5:])
+    assert seen["variables"] == [] and key not in done.stdout
+    assert key not in seen["environ"] + seen["cmdline"]
+    assert "TFC_REPORT_KEY=" not in seen["environ"]  # (the closed pipe's number is there)
+    assert set(seen["fds"]) <= {"0", "1", "2", "3"}  # 3: the listing's own
+    lines = done.stderr.splitlines()
+    assert [parse(line, key) for line in lines if parse(line, key)] == [
+        {"event": "probe", "value": 1}
+    ]
+    assert sum("forged" in line for line in lines) == 2
+    assert not any(parse(line, "f" * 32) for line in lines)  # another key reads none

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import signal
 import time
 from datetime import datetime, timedelta, timezone
@@ -31,7 +32,7 @@ from ..errors import BackendError
 from ..files import write_private
 from ..gcloud import RetryCount
 from ..job.spec import JobSpec
-from ..records import CANCEL_ASKED, JobRecord, JobState, JobStore
+from ..records import CANCEL_ASKED, REPORT_KEY, JobRecord, JobState, JobStore
 from ..registry import Preview, Traits
 from . import vertex_api, vertex_request, watch_lock
 from .vertex_api import VertexSettings
@@ -145,6 +146,9 @@ class VertexBackend:
             body = vertex_request.tuning_job_body(spec, plan.sweep.spec, image, package_uri)
         else:
             body = vertex_request.custom_job_body(spec, image, package_uri=package_uri)  # as shown
+        key = secrets.token_hex(16)  # signs the reports that come with the logs (never shown)
+        self.store.update(record.id, mutate=lambda rec: {"handle": {**rec.handle, REPORT_KEY: key}})
+        body = vertex_request.with_report_key(body, key)
         job_dir = Path(record.job_dir)
         write_private(job_dir / "vertex_request.json", json.dumps(body, indent=2))
         if self._cancel_asked(record.id):  # during the build or the upload: create nothing

@@ -11,7 +11,7 @@ import math
 import re
 from typing import TYPE_CHECKING, Any
 
-from tfc_runtime.protocol import ROLES
+from tfc_runtime.protocol import REPORT_KEY_ENV, ROLES
 
 from ..job import scheduling
 from ..job.catalog import Machine
@@ -99,6 +99,25 @@ def _pool(
     if not machine.is_tpu:
         pool["diskSpec"] = scheduling.disk_spec(spec, machine.machine_type)
     return pool
+
+
+def with_report_key(body: dict[str, Any], key: str) -> dict[str, Any]:
+    """``body`` (a CustomJob's or a tuning job's) with the job's report key in every pool's
+    environment: the runtime signs each report line with it (``tfc_runtime.reportkey``), so a
+    line the code prints is never read as a report. Made at launch, it is not in the request a
+    dry run shows."""
+    out = {**body}
+    place = "trialJobSpec" if "trialJobSpec" in body else "jobSpec"
+    pools = []
+    for pool in body[place]["workerPoolSpecs"]:
+        pool = {**pool}
+        for kind in ("containerSpec", "pythonPackageSpec"):
+            if kind in pool:
+                env = [e for e in pool[kind].get("env", []) if e.get("name") != REPORT_KEY_ENV]
+                pool[kind] = {**pool[kind], "env": [*env, {"name": REPORT_KEY_ENV, "value": key}]}
+        pools.append(pool)
+    out[place] = {**body[place], "workerPoolSpecs": pools}
+    return out
 
 
 def worker_pools(

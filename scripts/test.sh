@@ -25,8 +25,16 @@ TFC_DOCKER_OWNED=0
 trap 'if [ "$TFC_DOCKER_OWNED" = 1 ]; then bash scripts/docker_services.sh stop; fi' EXIT
 docker_env="$(bash scripts/docker_services.sh start)"
 eval "$docker_env"
-echo "[test] pytest"
-python -m pytest -p no:cacheprovider "$@"
+# Two test processes (pytest-xdist): most slow tests wait on jobs, servers and browsers, so two
+# keep both cores busy. A file's tests stay together in one process, in their order, and the
+# browser tests share one (tests/conftest.py). TFC_TEST_PROCESSES=0 runs one process.
+processes="${TFC_TEST_PROCESSES:-2}"
+parallel=()
+if [ "$processes" != 0 ]; then
+  parallel=(-n "$processes" --dist loadgroup)
+fi
+echo "[test] pytest (${processes} processes)"
+python -m pytest -p no:cacheprovider "${parallel[@]}" "$@"
 # Estimator needs TensorFlow <= 2.15: tests/tf215 run in their own environment, .venv-tf215.
 # A marker filter given to this script (-m "not slow") applies there too; other arguments don't.
 markers=()

@@ -31,6 +31,21 @@ if os.environ.get("PYTEST_XDIST_WORKER") and os.environ.get("TFC_JUPYTER_HOME"):
     _home.mkdir(mode=0o700, parents=True, exist_ok=True)
     os.environ["TFC_JUPYTER_HOME"] = str(_home)
 
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Under ``--dist loadgroup`` (scripts/test.sh): a file's tests run in one process, in
+    their order, sharing their module's fixtures; the tests of a JupyterLab in a browser run in
+    one process, one after another (two JupyterLabs and two chromiums at once on two cores
+    would race their own deadlines)."""
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+    for item in items:
+        uses = set(getattr(item, "fixturenames", ()))
+        group = "browser" if uses & {"lab_server", "browser_page"} else item.nodeid.split("::")[0]
+        item.add_marker(pytest.mark.xdist_group(group))
+
+
 # Variables that would leak this machine's own defaults into a test.
 _ENV_PREFIXES = ("TFC_", "GOOGLE_CLOUD_", "CLOUDSDK_", "GCLOUD_", "JPY_", "JUPYTER_")
 

@@ -1184,6 +1184,18 @@ def test_logs_of_a_large_log_are_streamed(tmp_path: Path, tfc_env: Path) -> None
     assert int(rss_kb) < 200_000, f"{int(rss_kb) // 1000} MB to print a 256 MB log"
 
 
+@pytest.mark.item("broken and hostile notebooks get one line")
+@pytest.mark.slow
+def test_a_notebook_of_50000_cells_plans_within_the_deadline(tmp_path: Path, tfc_env: Path) -> None:
+    """Issue 39: 50,000 code cells took 121 s to plan (each cell copied the names the cells
+    above it bound). Planning is linear: it answers well within a call's deadline."""
+    cells = [_cell(f"x{i} = {i}\nprint(x{i})") for i in range(50_000)]
+    nb = tmp_path / "many.ipynb"
+    nb.write_bytes(_dumps(_nb([*cells, _cell(RUN_CELL)])))
+    plan = bounded(lambda: plan_for(nb), "50,000 cells")
+    assert plan.script.text.count("print(x") == 50_000
+
+
 _REPLICA_NAMES = st.one_of(
     st.text(max_size=80),
     st.sampled_from(["../../etc", "../../../etc/passwd", "chief\x00", " chief", "chief\n"]),

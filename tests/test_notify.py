@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from jobutil import JOB_DEADLINE_S, stored_job, write_notebook
 from webhook import Receiver, closed_port_url
 
@@ -151,3 +153,23 @@ def test_a_url_apprise_cannot_send_to_is_one_line(
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1, err
     assert "is not a URL apprise can send to" in err and "json://host/path" in err, err
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    password=st.text("abcdefghijklmnopqrstuvwxyz0123456789-_", min_size=6, max_size=20),
+    token=st.text("ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789", min_size=6, max_size=24),
+    scheme=st.sampled_from(["json", "jsons", "mailto"]),
+)
+def test_what_a_target_said_keeps_no_password(password: str, token: str, scheme: str) -> None:
+    """What apprise said of a target that failed is served by the jobs API (the record's
+    ``notified``): any part of the URL that the shown form hides is masked in it."""
+    url = {
+        "json": f"json://user:{password}@127.0.0.1:9/hook?token={token}",
+        "jsons": f"jsons://u:{password}@127.0.0.1/hook?key={token}",
+        "mailto": f"mailto://me:{password}@example.com",
+    }[scheme]
+    said = f"Failed to send to {url} (password {password}): refused"
+    text = notify.masked(said, [url])
+    assert password not in text and (token not in url or token not in text), text
+    assert "refused" in text

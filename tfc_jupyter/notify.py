@@ -14,6 +14,7 @@ Apprise is imported only to check a URL and to send.
 from __future__ import annotations
 
 import contextlib
+import re
 import threading
 import time
 from collections.abc import Sequence
@@ -75,6 +76,18 @@ def shown(url: str) -> str:
     return str(plugin.url(privacy=True)).split("?", 1)[0]
 
 
+def masked(text: str, urls: Sequence[str]) -> str:
+    """``text`` (what apprise said) with each URL as :func:`shown` shows it, and every part of
+    a URL that form hides (a password, a token in its path or query) as ``***``."""
+    for url in sorted(urls, key=len, reverse=True):
+        text = text.replace(url, shown(url))
+        visible = shown(url)
+        for part in re.split(r"[/:@?&=#]+", url):
+            if len(part) >= 4 and part not in visible:
+                text = text.replace(part, "***")
+    return text
+
+
 def targets(record: JobRecord) -> tuple[str, ...]:
     """Where the job's end is to be said (its spec's ``notify``)."""
     value = (record.spec or {}).get("notify") or ()
@@ -131,6 +144,7 @@ def send(store: JobStore, job_id: str, *, deadline_s: float = SEND_DEADLINE_S) -
         ok, said = _deliver(targets(record), title, body, kind, deadline_s)
     except Exception as exc:  # a message that cannot be made or sent loses no job
         ok, said = False, f"{type(exc).__name__}: {exc}"
+    said = masked(said, targets(record))  # served by the jobs API: no password in it
     result = {"at": time.time(), "ok": ok, **({"said": said[:500]} if said else {})}
     with contextlib.suppress(TfcError):
         store.update(job_id, mutate=lambda rec: {"handle": {**rec.handle, NOTIFIED: result}})

@@ -197,9 +197,17 @@ def _backup_class(keras: ModuleType) -> type:
             self._tfc_two = bool(kwargs.get("double_checkpoint"))
 
         def _tfc_warn(self, what: str, why: object) -> None:
-            if not self.tfc_warned:
-                self.tfc_warned = True
-                _say(f"warning: fit {self.tfc_number} could not {what} its backup ({why}); "
+            """One line, once: Keras' own messages run over several lines."""
+            if self.tfc_warned:
+                return
+            self.tfc_warned = True
+            lines = str(why).strip().splitlines() or [type(why).__name__]
+            said = lines[0].rstrip(":")[:200]
+            if what == "read":  # another model's backup (the code changed), or a broken one
+                _say(f"warning: fit {self.tfc_number}'s backup is not restored (it does not "
+                     f"load: {said}): it trains from the start")  # fmt: skip
+            else:
+                _say(f"warning: fit {self.tfc_number} could not {what} its backup ({said}); "
                      "it trains on, but a restart would start it over")  # fmt: skip
 
         def _tfc_guarded(self, what: str, step: Any, *args: Any, **kwargs: Any) -> bool:

@@ -141,6 +141,32 @@ def test_a_backup_whose_epoch_is_out_of_range_starts_the_fit_over(
     assert [e for f, e in _epochs(tmp_path) if f == 1][-10:] == list(range(1, 11))  # 0-based
 
 
+@pytest.mark.item("resume restores only this user's plain files of a fit in range", suite="faults")
+def test_a_backup_of_another_shape_starts_the_fit_over(tmp_path: Path) -> None:
+    """Issue 39: a backup must fit the model it resumes. The job's code changed between the
+    kill and the restart (a wider layer): the backup is not restored, the log says so in one
+    line, and the fit trains all its epochs from the start."""
+    killed = _run(tmp_path, FIT, kill_at=5)
+    assert killed.returncode == -9, killed.stderr
+    wider = FIT.replace(
+        "[keras.Input((2,)), keras.layers.Dense(1)]",
+        "[keras.Input((2,)), keras.layers.Dense(3), keras.layers.Dense(1)]",
+    )
+    assert wider != FIT
+    again = _run(tmp_path, wider)
+    assert again.returncode == 0, again.stderr
+    said = [line for line in again.stderr.splitlines() if "backup" in line]
+    one = (
+        r"\[tfc_runtime\] warning: fit {}'s backup is not restored \(it does not load: "
+        r"[^\n]{{1,200}}\): it trains from the start"
+    )
+    assert len(said) == 2, again.stderr[-3000:]  # each fit's backup, one line each
+    assert all(re.fullmatch(one.format(n), line) for n, line in zip("12", said, strict=True)), said
+    assert "Traceback" not in again.stderr
+    assert "fit 2 resumed" not in again.stderr
+    assert "history 10 0 9" in again.stdout, again.stdout  # all ten epochs, run now
+
+
 BIG_FIT = DATA + textwrap.dedent("""\
     model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(4096), keras.layers.Dense(1)])
     model.compile(optimizer="adam", loss="mse")

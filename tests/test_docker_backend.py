@@ -357,3 +357,51 @@ def test_an_import_the_image_cannot_satisfy_fails_the_build_not_the_job(
         "the image lacks not_installed_anywhere_xyz (helpers.py, line 1), which the job imports"
     ), text
     assert "Fix: add %pip install not_installed_anywhere_xyz" in text
+
+
+SWEEP_RUN = """\
+import math
+from tfc_runtime.results import emit
+score = units / 100 - (math.log10(lr) + 2) ** 2
+emit({"event": "epoch", "fit": 0, "epoch": 1, "metrics": {"val_score": score}})
+print("trained with", lr, units, os.path.exists("/.dockerenv"))
+"""
+
+
+@pytest.mark.slow
+def test_a_sweep_runs_each_trial_in_containers_of_one_image(
+    tmp_path: Path, tfc_env: Path, docker_client: Any, tf_parent_image: str
+) -> None:
+    """A sweep on the docker backend: each trial a job in containers, with its values on the
+    notebook's lines and its metric through the runtime's channel (the job folder mounted);
+    the image is built once for every trial (only the values differ)."""
+    from tfc_jupyter.client import Client
+    from tfc_jupyter.job.options import JobOptions
+    from tfc_jupyter.trials import run_sweep
+
+    nb = write_notebook(
+        tmp_path / "sweep.ipynb",
+        "import os\nlr = 0.1\nunits = 8",
+        f"%%tfc_run --strategy none {_flags(tf_parent_image)}\n" + SWEEP_RUN,
+    )
+    client = Client()
+    words = ["--sweep", "lr=loguniform(1e-4,1)", "--sweep", "units=[8,32]", "--metric"]
+    plan = client.plan_file(
+        str(nb), JobOptions.from_words([*words, "val_score", "--trials", "3"]), how="test"
+    )
+    sweep = run_sweep(client, plan)
+    assert [t.state for t in sweep.trials] == ["succeeded"] * 3, sweep.summary_line()
+    images = set()
+    for trial in sweep.trials:
+        lr, units = trial.values["lr"], trial.values["units"]
+        assert trial.metric == pytest.approx(units / 100 - (math.log10(lr) + 2) ** 2), trial
+        record = client.job(trial.job_id).record()
+        assert record.backend == "docker"
+        assert f"[chief] trained with {lr} {units} True" in client.job(trial.job_id).logs()
+        images.add(record.handle["image"])
+        assert _containers(docker_client, trial.job_id) == []  # removed afterwards
+    assert images == {plan.image_uri}  # one image, built once
+    assert (
+        sweep.best is not None
+        and sweep.best.id == max(sweep.trials, key=lambda t: t.metric or -math.inf).job_id
+    )

@@ -37,7 +37,8 @@ __all__ = [
 
 
 class ImageOrder(Protocol):
-    """What :func:`ensure_image` reads of a plan: the job, its settings and its build context.
+    """What :func:`ensure_image` reads of a plan: the job, its settings, its build context and
+    the image it planned.
     A :class:`~tfc_jupyter.planner.plan.Plan` is one; the image package never imports the
     planner (it sits below it)."""
 
@@ -47,6 +48,8 @@ class ImageOrder(Protocol):
     def settings(self) -> Settings | None: ...
     @property
     def context(self) -> Context | None: ...
+    @property
+    def image_uri(self) -> str: ...
 
 
 def ensure_image(plan: ImageOrder, *, push: bool, client: Any = None) -> ImageResult:
@@ -74,7 +77,9 @@ def ensure_image(plan: ImageOrder, *, push: bool, client: Any = None) -> ImageRe
     context = plan.context
     if context is None:
         raise ValueError("a job without --image is planned with its build context")
-    uri = names.image_uri(spec, context.tag)
+    # The plan's image, whatever the job is named now: a sweep's trials (named apart) run the
+    # sweep's one image, built once.
+    uri = plan.image_uri or names.image_uri(spec, context.tag)
     result = ImageResult(uri=uri, tag=context.tag, context_bytes=context.size)
     report(Progress("context", f"context {context.summary()}"))
     if client is None:

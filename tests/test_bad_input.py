@@ -1294,3 +1294,63 @@ def test_a_body_is_judged_by_its_values_and_depth_before_it_is_read(
     assert info.value.http_status == status and "Fix:" in str(info.value), str(info.value)
     assert info.value.field == "body"
     assert peak < 3 * len(body) + 50_000_000, f"{peak // 1_000_000} MB for {len(body)} bytes"
+
+
+UNREADABLE_CHILD = """
+import json, sys
+from tfc_jupyter import cli, errors
+from tfc_jupyter.server.service import JobService
+root, nb = sys.argv[1], sys.argv[2]
+out = {}
+for name, argv in (("plan", ["plan", nb]), ("run", ["run", nb, "--no-wait"])):
+    out[name] = cli.main(argv)
+try:
+    JobService(root).create({"path": "locked/nb.ipynb", "options": {"dry_run": True}})
+    out["rest"] = "answered"
+except errors.TfcError as exc:
+    out["rest"] = [exc.http_status, exc.field, str(exc)]
+try:
+    import tfc_jupyter
+    tfc_jupyter.run(entry_point=nb)
+    out["run()"] = "ran"
+except errors.TfcError as exc:
+    out["run()"] = [exc.field, str(exc)]
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.item("broken and hostile notebooks get one line")
+@pytest.mark.skipif(os.name != "posix", reason="POSIX permissions")
+def test_a_notebook_in_a_folder_nobody_may_read_is_one_line_on_every_entry_point(
+    tmp_path: Path, tfc_env: Path
+) -> None:
+    """Issue 39: a notebook in a folder its user may not read gave a PermissionError traceback
+    (a mode-000 file gave the proper line). The CLI's plan and run, the jobs API and ``run()``
+    each say it in one line naming the fix. (As root, the child drops the capabilities that
+    let root read any folder.)"""
+    import shutil
+
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    write_notebook(locked / "nb.ipynb", "print('hi')")
+    locked.chmod(0)
+    argv = [sys.executable, "-c", UNREADABLE_CHILD, str(tmp_path), str(locked / "nb.ipynb")]
+    if os.geteuid() == 0:
+        if not shutil.which("setpriv"):
+            pytest.skip("root reads every folder, and no setpriv (util-linux) to drop that")
+        caps = "-dac_override,-dac_read_search"
+        argv = ["setpriv", f"--bounding-set={caps}", f"--inh-caps={caps}", *argv]
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+    finally:
+        locked.chmod(0o700)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "Traceback" not in done.stderr, done.stderr[-3000:]
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    assert out["plan"] == 2 and out["run"] == 2, out
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert len(lines) == 2 and all("Permission denied" in x and "Fix:" in x for x in lines), lines
+    status, field, said = out["rest"]
+    assert (status, field) == (400, "path") and "Permission denied" in said and "Fix:" in said
+    field, said = out["run()"]
+    assert field == "entry_point" and "Permission denied" in said and "Fix:" in said

@@ -17,6 +17,7 @@ Example::
 from __future__ import annotations
 
 import dataclasses
+import stat
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -93,8 +94,7 @@ class Client:
         from .notebook import capture
 
         file = Path(path)
-        if not file.is_file():
-            raise TfcError(f"notebook {str(file)!r} not found", "pass the path of an .ipynb file")
+        _entry_file(file, "notebook", "pass the path of an .ipynb file")
         nb = capture.read_notebook(file)
         selection = capture.select_cells(nb, path=file.resolve(), how=how, cell_number=cell)
         line = JobOptions.from_line(selection.magic_line)
@@ -108,10 +108,7 @@ class Client:
         from .notebook import capture
 
         file = Path(path)
-        if not file.is_file():
-            raise TfcError(
-                f"entry point {str(file)!r} not found", "pass the path of a .py or .ipynb file"
-            )
+        _entry_file(file, "entry point", "pass the path of a .py or .ipynb file")
         return self.plan(capture.read_script(file.resolve(), how=how), options)
 
     def plan_file(
@@ -127,6 +124,7 @@ class Client:
         from .notebook import capture
 
         file = Path(path)
+        _entry_file(file, "entry point", "pass the path of a .py or .ipynb file")
         if capture.is_notebook_file(file):
             return self.plan_notebook(file, options, cell=cell, how=how)
         if cell is not None:
@@ -187,3 +185,20 @@ class Client:
         from .jobs import delete
 
         return delete(self.store, job_id, files=files)
+
+
+def _entry_file(file: Path, what: str, hint: str) -> None:
+    """Refuse, in one line, an entry point that is not a file this user can reach: missing, or
+    in a folder they may not read (``Path.is_file`` raises PermissionError there)."""
+    try:
+        found = file.stat()
+    except (FileNotFoundError, NotADirectoryError):
+        raise TfcError(f"{what} {str(file)!r} not found", hint) from None
+    except OSError as exc:
+        raise TfcError(
+            f"cannot read {what} {str(file)!r}: {exc.strerror or exc}",
+            "check its permissions and its folders' (each must be readable by you), or copy "
+            "it somewhere you can read",
+        ) from None
+    if not stat.S_ISREG(found.st_mode):
+        raise TfcError(f"{what} {str(file)!r} is not a file", hint)

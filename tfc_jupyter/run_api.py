@@ -316,7 +316,17 @@ def job_options(
 
 def _check_files(entry_point: Any, requirements_txt: Any) -> None:
     for name, value in (("entry_point", entry_point), ("requirements_txt", requirements_txt)):
-        if value is not None and not Path(os.fspath(value)).is_file():
+        if value is None:
+            continue
+        try:
+            found = Path(os.fspath(value)).is_file()
+        except OSError as exc:  # a folder on the way this user may not read
+            raise ConfigError(
+                f"Invalid `{name}` {os.fspath(value)!r}: {exc.strerror or exc}",
+                "check its permissions and its folders' (each must be readable by you)",
+                field=name,
+            ) from None
+        if not found:
             raise ConfigError(
                 f"Invalid `{name}` {os.fspath(value)!r}: no such file (from {os.getcwd()})",
                 f"pass {name} as a path to an existing file, relative to the current folder",

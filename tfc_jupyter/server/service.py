@@ -182,7 +182,7 @@ class JobService:
                 "send the path of an .ipynb or .py file",
                 field="path",
             )
-        if not path.parent.is_dir():
+        if not _is(path.parent, "dir", raw):
             raise SpecError(
                 f"the folder of {raw!r} does not exist", "save the notebook", field="path"
             )
@@ -214,7 +214,7 @@ class JobService:
             )
         source = body.get("source")
         if source is None:
-            if not path.is_file():
+            if not _is(path, "file", body["path"]):
                 raise SpecError(
                     f"script {body['path']!r} not found under the server's root folder",
                     "save it first, or send its text as 'source'",
@@ -248,7 +248,7 @@ class JobService:
         if model is not None:
             nb = capture.notebook_from_model(_checked_model(model))
             how = "live notebook model"
-        elif path.is_file():
+        elif _is(path, "file", body["path"]):
             nb = capture.read_notebook(path)
             how = "saved notebook file"
         else:
@@ -518,3 +518,17 @@ def _checked_model(model: Any) -> Mapping[str, Any]:
             field="notebook",
         )
     return dict(model)
+
+
+def _is(path: Path, kind: str, raw: object) -> bool:
+    """``path`` is a folder (``kind`` "dir") or a file; a folder the server's user may not
+    read on the way is a 400 naming the path, never a PermissionError's 500."""
+    try:
+        return path.is_dir() if kind == "dir" else path.is_file()
+    except OSError as exc:
+        raise SpecError(
+            f"cannot read {raw!r}: {exc.strerror or exc}",
+            "check the permissions of the path and its folders (the Jupyter server's user must "
+            "be able to read them)",
+            field="path",
+        ) from None

@@ -483,3 +483,35 @@ def test_the_corpus_is_refused_only_for_names_really_missing(path: Path) -> None
         assert str(exc).startswith(REFUSED[key][0]) and "\n" not in str(exc)
     else:
         assert key not in REFUSED
+
+
+POLLUTED = """
+import json, sys
+from IPython.testing.globalipapp import start_ipython
+start_ipython()  # puts ip and _ip in this process's builtins, as a test shell does
+from pathlib import Path
+from tfc_jupyter.notebook.capture import read_notebook, select_cells
+from tfc_jupyter.notebook.convert import convert
+from tfc_jupyter.planner import prelaunch
+path = Path(sys.argv[1])
+selection = select_cells(read_notebook(path), path=path, how="test")
+try:
+    said = prelaunch.check(convert(selection.cells, base_dir=path.parent), selection)
+except Exception as exc:
+    said = str(exc)
+sys.stdout.write(json.dumps(said) + "\\n")
+"""
+
+
+def test_names_a_library_put_in_this_process_s_builtins_are_not_the_job_s(tmp_path: Path) -> None:
+    """CI, under two test processes: IPython's test shell (``start_ipython``, used by another
+    test in the same process) puts ``ip`` in the builtins of the process, and pyflakes, when
+    imported after it, took ``ip`` for a builtin: a notebook reading ``ip`` that nothing binds
+    was planned. Planning reads names as the job's own interpreter will."""
+    nb = write_notebook(tmp_path / "nb.ipynb", "%%tfc_run\nip.display_formatter\nprint(len([]))")
+    done = subprocess.run(
+        [sys.executable, "-c", POLLUTED, str(nb)], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    said = json.loads(done.stdout.strip().splitlines()[-1])
+    assert isinstance(said, str) and said.startswith("cell 1, line 2: name 'ip' is not defined")

@@ -17,7 +17,6 @@ Every script line keeps its notebook location (a source map), so the job reports
 from __future__ import annotations
 
 import ast
-import builtins
 import keyword
 import re
 import shlex
@@ -68,7 +67,7 @@ _AUTOMAGIC = re.compile(
 )
 # After the name: an assignment, annotation or operator means Python, not a magic.
 _NOT_MAGIC_REST = re.compile(r"^\s*(?:[-+*/%&|^@<>!]?=(?!=)|:|,|\*\*=|//=|>>=|<<=|==)")
-_SHADOWING = frozenset(dir(builtins)) | frozenset(keyword.kwlist)
+_SHADOWING = syntax.python_builtins() | frozenset(keyword.kwlist)
 _TIMEIT_OPTS = re.compile(r"^\s*(?:-[nr]\s*\d+\s+|-[tcqo]\s+|-p\s*\d+\s+)*")
 _SCRIPT_HINT = re.compile(
     r",? or tag the cell tfc-skip|tag the cell tfc-skip to leave it out of the job, or "

@@ -10,7 +10,10 @@ are shared: readers look at them and never change them. Planning forgets them wh
 from __future__ import annotations
 
 import ast
+import builtins
+import functools
 import threading
+import types
 
 
 class Parsed:
@@ -59,3 +62,32 @@ def forget() -> None:
     """Drop the shared trees (planning calls it when it ends)."""
     with _lock:
         _last.clear()
+
+
+_PYTHON_MODULES = frozenset({"builtins", "io", "_sitebuiltins", "_frozen_importlib"})
+_CONSTANTS = (type(None), bool, int, str, type(Ellipsis), type(NotImplemented))
+_IPYTHON_FLAGS = frozenset({"__IPYTHON__", "__IPYTHON__active"})
+
+
+@functools.cache
+def python_builtins() -> frozenset[str]:
+    """The names Python gives every script (its builtins, and site's ``exit``, ``help`` ...),
+    not those a library added to this process's builtins: a kernel's ``display``,
+    ``get_ipython`` and ``__IPYTHON__``, IPython's test shell's ``ip`` and ``_ip`` (objects of
+    its own). A function a library put in place of one of Python's keeps the name. Planning
+    reads a job's names as the job's fresh interpreter will, whatever this process imported."""
+    names = set()
+    for name, value in vars(builtins).items():
+        if isinstance(value, _CONSTANTS):
+            made_by = "builtins" if name not in _IPYTHON_FLAGS else "IPython"
+        elif isinstance(value, types.MethodType):
+            made_by = getattr(value.__func__, "__module__", None) or ""
+        elif isinstance(value, (type, types.BuiltinFunctionType, types.FunctionType)):
+            made_by = getattr(value, "__module__", None) or ""
+        else:
+            made_by = type(value).__module__
+        # A builtin a library replaced (its own print, open ...) keeps Python's name.
+        replaced = callable(value) and not isinstance(value, types.MethodType)
+        if made_by in _PYTHON_MODULES or (replaced and not name.startswith("_")):
+            names.add(name)
+    return frozenset(names) - _IPYTHON_FLAGS - {"display"}

@@ -59,6 +59,8 @@ _KERNEL_NAMES = re.compile(
 # Names whose use lets a script bind names no checker sees.
 _DYNAMIC_CALLS = frozenset({"exec", "globals", "locals", "vars"})
 _DYNAMIC_NAMES = frozenset({"__builtins__"})
+_MODULE_GLOBALS = frozenset({"__file__", "__builtins__", "__annotations__"})
+"""Names a script's module has that are not in builtins (pyflakes counts them as builtins)."""
 _DYNAMIC_MODULES = frozenset({"builtins", "__main__"})
 
 
@@ -126,7 +128,10 @@ def undefined_names(tree: ast.Module) -> list[Undefined]:
 
         @builtIns.setter
         def builtIns(self, value: Iterable[str]) -> None:
-            self._builtins = frozenset(value) - _KERNEL_BUILTINS
+            # pyflakes read this process's builtins when it was imported: a library may have
+            # added names there (IPython's test shell adds ip), which a job's interpreter lacks.
+            python = syntax.python_builtins() | _MODULE_GLOBALS
+            self._builtins = (frozenset(value) & python) - _KERNEL_BUILTINS
 
     places = _Places()
     places.visit(tree)

@@ -80,8 +80,8 @@ def masked(text: str, urls: Sequence[str]) -> str:
     """``text`` (what apprise said) with each URL as :func:`shown` shows it, and every part of
     a URL that form hides (a password, a token in its path or query) as ``***``."""
     for url in sorted(urls, key=len, reverse=True):
-        text = text.replace(url, shown(url))
         visible = shown(url)
+        text = text.replace(url, visible)
         for part in re.split(r"[/:@?&=#]+", url):
             if len(part) >= 4 and part not in visible:
                 text = text.replace(part, "***")

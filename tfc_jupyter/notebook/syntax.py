@@ -66,20 +66,22 @@ def forget() -> None:
 
 _PYTHON_MODULES = frozenset({"builtins", "io", "_sitebuiltins", "_frozen_importlib"})
 _CONSTANTS = (type(None), bool, int, str, type(Ellipsis), type(NotImplemented))
-_IPYTHON_FLAGS = frozenset({"__IPYTHON__", "__IPYTHON__active"})
+KERNEL_BUILTINS = frozenset({"get_ipython", "display", "__IPYTHON__", "__IPYTHON__active"})
+"""Names IPython puts in a kernel's builtins: the script's header binds display and get_ipython
+where it reads them, and a job has no ``__IPYTHON__``."""
 
 
 @functools.cache
 def python_builtins() -> frozenset[str]:
     """The names Python gives every script (its builtins, and site's ``exit``, ``help`` ...),
-    not those a library added to this process's builtins: a kernel's ``display``,
-    ``get_ipython`` and ``__IPYTHON__``, IPython's test shell's ``ip`` and ``_ip`` (objects of
-    its own). A function a library put in place of one of Python's keeps the name. Planning
-    reads a job's names as the job's fresh interpreter will, whatever this process imported."""
+    not those a library added to this process's builtins: a kernel's :data:`KERNEL_BUILTINS`,
+    IPython's test shell's ``ip`` and ``_ip`` (objects of its own). A function a library put in
+    place of one of Python's keeps the name. Planning reads a job's names as the job's fresh
+    interpreter will, whatever this process imported."""
     names = set()
     for name, value in vars(builtins).items():
         if isinstance(value, _CONSTANTS):
-            made_by = "builtins" if name not in _IPYTHON_FLAGS else "IPython"
+            made_by = "builtins"
         elif isinstance(value, types.MethodType):
             made_by = getattr(value.__func__, "__module__", None) or ""
         elif isinstance(value, (type, types.BuiltinFunctionType, types.FunctionType)):
@@ -90,4 +92,4 @@ def python_builtins() -> frozenset[str]:
         replaced = callable(value) and not isinstance(value, types.MethodType)
         if made_by in _PYTHON_MODULES or (replaced and not name.startswith("_")):
             names.add(name)
-    return frozenset(names) - _IPYTHON_FLAGS - {"display"}
+    return frozenset(names) - KERNEL_BUILTINS

@@ -17,7 +17,6 @@ The same check names why the name is missing where the notebook shows it: bound 
 from __future__ import annotations
 
 import ast
-import builtins
 import difflib
 import re
 import sys
@@ -40,10 +39,6 @@ _IF_IT_RUNS = {
     FUNCTION: "in a function: the job stops there with NameError if the function is called",
 }
 
-# Names IPython puts in the kernel's builtins: the script's header binds display and
-# get_ipython where it reads them, and a job has no __IPYTHON__ (pyflakes, imported in a kernel,
-# would take them all for Python's own builtins).
-_KERNEL_BUILTINS = frozenset({"get_ipython", "display", "__IPYTHON__", "__IPYTHON__active"})
 # The magics' names in the kernel (the last job, the last dry run's plan, the launch panel).
 _HANDLES = {
     **dict.fromkeys(KERNEL_HANDLES, "set by an earlier %%tfc_run"),
@@ -128,10 +123,9 @@ def undefined_names(tree: ast.Module) -> list[Undefined]:
 
         @builtIns.setter
         def builtIns(self, value: Iterable[str]) -> None:
-            # pyflakes read this process's builtins when it was imported: a library may have
-            # added names there (IPython's test shell adds ip), which a job's interpreter lacks.
-            python = syntax.python_builtins() | _MODULE_GLOBALS
-            self._builtins = (frozenset(value) & python) - _KERNEL_BUILTINS
+            # pyflakes read this process's builtins when it was imported: a kernel or another
+            # library may have added names there (display, ip), which a job's interpreter lacks.
+            self._builtins = frozenset(value) & (syntax.python_builtins() | _MODULE_GLOBALS)
 
     places = _Places()
     places.visit(tree)
@@ -396,7 +390,7 @@ class _Context:
         """The script's name (or a builtin) closest to a misspelt one, or ``""``."""
         candidates = {n for n in self.bound_at if not n.startswith("_tfc")}
         if len(name) > 2:  # `ip` is no misspelt `zip`
-            candidates |= {n for n in dir(builtins) if not n.startswith("_")} - _KERNEL_BUILTINS
+            candidates |= {n for n in syntax.python_builtins() if not n.startswith("_")}
         found = difflib.get_close_matches(name, sorted(candidates), n=1, cutoff=0.7)
         return found[0] if found else ""
 

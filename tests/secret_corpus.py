@@ -88,10 +88,13 @@ CONTENT_FORMS: list[tuple[str, str | bytes, int]] = [
 
 
 def _zip_of(name: str, data: str) -> bytes:
+    """A zip of ``readme.txt`` and ``name``, the same bytes in every process: a test's id
+    holds them, and pytest's two processes must collect the same ids (a member's default time
+    is now, two seconds apart across a boundary)."""
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w") as archive:
-        archive.writestr("readme.txt", "nothing here")
-        archive.writestr(name, data)
+        for member, text in (("readme.txt", "nothing here"), (name, data)):
+            archive.writestr(zipfile.ZipInfo(member, date_time=(2024, 1, 1, 0, 0, 0)), text)
     return buffer.getvalue()
 
 

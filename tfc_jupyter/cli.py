@@ -42,7 +42,9 @@ from .backends import spare  # noqa: E402
 
 if TYPE_CHECKING:  # imported in main(), after `run` has started its job's supervisor
     from .client import Client
+    from .jobs import Job
     from .planner.plan import Plan
+    from .records import JobRecord
 
 
 def _plan(
@@ -63,15 +65,40 @@ def _run(client: Client, plan: Plan) -> int:
         print(f"! {warning}", file=sys.stderr)
     if plan.sweep is not None:
         return _sweep(client, plan)
-    try:
+    job: Job | None = None
+    try:  # Ctrl-C inside submit cancels what started; from then to the end, the job launched
         job = client.submit(plan)
-    finally:
         spare.discard()  # the local backend took it; another backend's job leaves it unused
+        record = _follow(job, plan)
+    except KeyboardInterrupt:
+        if job is None:  # submit returned as the interrupt landed: the job is this process's
+            _cancel_launched_by_me(client)
+            raise
+        record = job.cancel()
+    finally:
+        spare.discard()
+    if record is None:  # --no-wait: the job goes on
+        return 0
+    print(job.summary_line(), file=sys.stderr)
+    return 0 if record.state is JobState.SUCCEEDED else 1
+
+
+def _cancel_launched_by_me(client: Client) -> None:
+    """Cancel the unfinished jobs this process launched (their ``owner_pid``)."""
+    for record in client.store.list(limit=5):
+        if record.owner_pid == os.getpid() and not record.state.is_terminal():
+            with contextlib.suppress(Exception):
+                client.cancel(record.id)
+
+
+def _follow(job: Job, plan: Plan) -> JobRecord | None:
+    """Say the job launched, then follow it to its end (its record), or with ``--no-wait``
+    print its id and return None."""
     print(f"Launched {job.id} on {plan.spec.backend.value}", file=sys.stderr)
     if not plan.options.wait:  # --no-wait: the job goes on; `tfc-jupyter logs -f ID` follows it
         print(f"{job.id}: follow with `tfc-jupyter logs -f {job.id}`", file=sys.stderr)
         print(job.id)
-        return 0
+        return None
     from .returned import output_line
 
     job_dir = job.record().job_dir
@@ -81,12 +108,7 @@ def _run(client: Client, plan: Plan) -> int:
         if line is not None:
             print(line, flush=True)
 
-    try:
-        record = job.follow(verbose=plan.options.verbose, on_result=shown)
-    except KeyboardInterrupt:
-        record = job.cancel()
-    print(job.summary_line(), file=sys.stderr)
-    return 0 if record.state is JobState.SUCCEEDED else 1
+    return job.follow(verbose=plan.options.verbose, on_result=shown)
 
 
 def _sweep(client: Client, plan: Plan) -> int:

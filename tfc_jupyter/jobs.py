@@ -158,6 +158,7 @@ def launch(plan: Plan, *, store: JobStore | None = None) -> Job:
         raise
     try:
         backend.submit(record, plan)
+        return Job(job_id, store)
     except KeyboardInterrupt:  # Ctrl-C during the launch: what started is stopped, and said
         with contextlib.suppress(Exception):
             Job(job_id, store).cancel()
@@ -167,7 +168,6 @@ def launch(plan: Plan, *, store: JobStore | None = None) -> Job:
         if isinstance(exc, OSError):  # the job folder (launch file, logs) on a full disk ...
             raise _folder_error(exc, job_dir, plan) from None
         raise
-    return Job(job_id, store)
 
 
 def _folder_error(exc: OSError, job_dir: Path, plan: Plan) -> TfcError:

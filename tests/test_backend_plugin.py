@@ -477,6 +477,11 @@ def test_a_backend_s_own_flag_works_on_every_edge(
     )
     assert status == 200, body
     assert body["plan"]["request"]["metadata"]["namespace"] == "team-a"
+    from tfc_jupyter.server.handlers import openapi_document  # the served schema has it
+
+    document = yaml.safe_load(openapi_document())
+    options = document["components"]["schemas"]["CreateJob"]["properties"]["options"]
+    assert "(jobset backend)" in options["properties"]["namespace"]["description"]
 
     code, out, err = _cli(capsys, "plan", str(ps_notebook), "--namespace", "team-a")
     assert code != 0

@@ -42,6 +42,7 @@ from tfc_jupyter.backends.local import check_capacity
 from tfc_jupyter.errors import BackendError, CaptureError, ConversionError, SpecError, TfcError
 from tfc_jupyter.job import catalog
 from tfc_jupyter.job.catalog import lookup
+from tfc_jupyter.job.google_target import GoogleTarget
 from tfc_jupyter.job.spec import JobSpec
 from tfc_jupyter.notebook.capture import read_notebook
 from tfc_jupyter.notebook.requirements import Requirements
@@ -893,7 +894,10 @@ def test_a_big_sparse_file_is_judged_by_its_size_before_it_is_read(
 @pytest.mark.item("validators match whole strings")
 def test_a_trailing_newline_is_refused(field: str, value: str) -> None:
     with pytest.raises(SpecError):
-        JobSpec(**{field: value})  # type: ignore[arg-type]
+        if field in GoogleTarget.__dataclass_fields__:
+            GoogleTarget(**{field: value})
+        else:
+            JobSpec(**{field: value})  # type: ignore[arg-type]
 
 
 @pytest.mark.item("run --no-wait does not wait")

@@ -84,9 +84,9 @@ def test_flag_beats_every_layer(tfc_env: Path) -> None:
     _server_file(tfc_env, {"project": "server-proj", "machine": "T4_1X"})
     s = load_settings(_ipython(project="ipy-proj"), {"TFC_PROJECT": "tfc-proj"})
     flagged = options.to_spec(options.parse_line("--project flag-proj"), s)
-    assert flagged.project == "flag-proj"
+    assert flagged.google.project == "flag-proj"
     plain = options.to_spec(options.parse_line(""), s)
-    assert plain.project == "tfc-proj"
+    assert plain.google.project == "tfc-proj"
     assert plain.chief.name == "T4_1X"  # the machine default came from the server config
     assert options.to_spec(options.parse_line("--machine CPU"), s).chief.name == "CPU"
 

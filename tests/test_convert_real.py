@@ -222,7 +222,7 @@ def test_url_requirements_are_checked_by_name(tmp_path: Path) -> None:
 )
 def test_estimator_through_aliases(tmp_path: Path, code: str) -> None:
     nb = write_notebook(tmp_path / "est.ipynb", f"%%tfc_run --dry-run --backend docker\n{code}")
-    assert plan_for(nb).spec.estimator
+    assert plan_for(nb).spec.decided.estimator
 
 
 def test_unattended_code_is_warned_about(tmp_path: Path) -> None:

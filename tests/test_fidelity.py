@@ -165,7 +165,7 @@ def test_job_prints_what_jupyter_prints(case: Case, tmp_path: Path) -> None:
     expected = jupyter_stdout(path)
     assert expected, f"{case.name} printed nothing in Jupyter"
     plan = plan_for(path)
-    assert plan.spec.resolved_strategy().value == case.strategy, plan.spec.strategy_reason
+    assert plan.spec.resolved_strategy().value == case.strategy, plan.spec.decided.strategy_reason
     _, record = run_job(path, tmp_path / "home")
     assert record.state is JobState.SUCCEEDED, record.error
     assert job_stdout(Path(record.job_dir)) == expected
@@ -179,7 +179,8 @@ def test_job_prints_what_jupyter_prints(case: Case, tmp_path: Path) -> None:
     if case.workers is None:
         return
     plan = plan_for(path, case.flags)
-    assert plan.spec.resolved_strategy().value == case.workers_strategy, plan.spec.strategy_reason
+    why = plan.spec.decided.strategy_reason
+    assert plan.spec.resolved_strategy().value == case.workers_strategy, why
     _, record = run_job(path, tmp_path / "home", case.flags)
     assert record.state is JobState.SUCCEEDED, record.error
     got = job_stdout(Path(record.job_dir))

@@ -24,6 +24,7 @@ from tfc_jupyter.backends import vertex_request
 from tfc_jupyter.config import Settings
 from tfc_jupyter.errors import SpecError
 from tfc_jupyter.job import catalog, options, prebuilt, vertex_rules
+from tfc_jupyter.job.google_target import GoogleTarget
 from tfc_jupyter.job.spec import MAX_ENV, JobSpec
 from tfc_jupyter.notebook.capture import Selection
 from tfc_jupyter.notebook.convert import Cell
@@ -159,7 +160,7 @@ def _machine_spec(gpu: str, count: int, machine_type: str) -> tuple[bool, dict[s
             "acceleratorType": enum,
             "acceleratorCount": count,
         }
-    spec = JobSpec(chief=machine, backend="vertex", project="my-proj-1")  # type: ignore[arg-type]
+    spec = JobSpec(chief=machine, backend="vertex", google=GoogleTarget(project="my-proj-1"))  # type: ignore[arg-type]
     body = vertex_request.custom_job_body(spec, IMAGE)
     return True, body["jobSpec"]["workerPoolSpecs"][0]["machineSpec"]
 
@@ -346,7 +347,9 @@ _PIECES = st.sampled_from(["$", "$$", "(", ")", "$(", "HOME", "$(HOME)", "$(NOPE
 def test_env_values_reach_a_vertex_job_as_written(value: str) -> None:
     """``$(VAR)`` and ``$$`` in --env values: Vertex AI expands them, the local and docker
     backends do not; the request escapes them so the job sees the text as written."""
-    spec = JobSpec(backend="vertex", project="my-proj-1", env=(("MODE", value),))  # type: ignore[arg-type]
+    spec = JobSpec(
+        backend="vertex", google=GoogleTarget(project="my-proj-1"), env=(("MODE", value),)
+    )  # type: ignore[arg-type]
     body = vertex_request.custom_job_body(spec, IMAGE)
     env = body["jobSpec"]["workerPoolSpecs"][0]["containerSpec"]["env"]
     seen = container_env([{"name": "HOME", "value": "/root"}, *env])

@@ -29,7 +29,7 @@ def test_empty_line_is_the_defaults(settings: Settings) -> None:
     assert ns == options.JobOptions() and ns.given == frozenset()
     spec = _spec("", settings)
     assert spec.chief == catalog.lookup("CPU") and spec.worker_count == 0
-    assert spec.backend is BackendName.LOCAL and spec.region == "us-central1"
+    assert spec.backend is BackendName.LOCAL and spec.google.region == "us-central1"
     assert spec.resolved_strategy() is Strategy.NONE  # one device: as in Jupyter
 
 
@@ -143,8 +143,8 @@ def test_everything_else_reaches_the_spec(settings: Settings) -> None:
     assert spec.name == "my run"
     assert dict(spec.labels) == {"team": "ml", "run": "3"}
     assert spec.entry_args == ("--epochs", "3", "--lr=0.1")
-    assert spec.service_account == "trainer@my-proj-1.iam.gserviceaccount.com"
-    assert (spec.region, spec.project, spec.backend) == (
+    assert spec.google.service_account == "trainer@my-proj-1.iam.gserviceaccount.com"
+    assert (spec.google.region, spec.google.project, spec.backend) == (
         "europe-west4",
         "my-proj-1",
         BackendName.VERTEX,
@@ -152,8 +152,10 @@ def test_everything_else_reaches_the_spec(settings: Settings) -> None:
     assert spec.image.image == "gcr.io/p/i:1" and spec.image.cache_from == "gcr.io/p/i:0"
     assert spec.image.parent_image == "tensorflow/tensorflow:2.15.0"
     assert spec.image.build_bucket == "my-bucket"
-    assert (spec.timeout_s, spec.scheduling) == (7200, "spot")
-    assert spec.base_output_dir == "gs://bkt/out" and spec.network and spec.tensorboard
+    assert (spec.timeout_s, spec.google.scheduling) == (7200, "spot")
+    assert (
+        spec.base_output_dir == "gs://bkt/out" and spec.google.network and spec.google.tensorboard
+    )
     assert spec.strategy is Strategy.ONE_DEVICE
 
 
@@ -172,11 +174,11 @@ def test_settings_fill_what_flags_leave_out(tfc_env: object) -> None:
     )
     spec = _spec("", settings)
     assert spec.chief.name == "T4_1X" and spec.backend is BackendName.VERTEX
-    assert (spec.region, spec.project) == ("europe-west4", "cfg-proj-1")
+    assert (spec.google.region, spec.google.project) == ("europe-west4", "cfg-proj-1")
     assert spec.image.build_bucket == "cfg-bucket" and spec.image.registry
-    assert spec.service_account and spec.base_output_dir == "gs://cfg/out"
+    assert spec.google.service_account and spec.base_output_dir == "gs://cfg/out"
     overridden = _spec("--gpus 2 --region us-east1 --backend local", settings)
-    assert overridden.chief.accelerator_count == 2 and overridden.region == "us-east1"
+    assert overridden.chief.accelerator_count == 2 and overridden.google.region == "us-east1"
     assert overridden.backend is BackendName.LOCAL
     tpu_default = _spec("", Settings(values={"machine": "TPU"}))
     assert tpu_default.chief.is_tpu

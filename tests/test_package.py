@@ -35,6 +35,7 @@ from tfc_jupyter.image import docker as build
 from tfc_jupyter.image import names as images
 from tfc_jupyter.image.context import SecretInFile
 from tfc_jupyter.job import options
+from tfc_jupyter.job.google_target import GoogleTarget
 from tfc_jupyter.job.spec import ImageSettings, JobSpec
 from tfc_jupyter.planner.plan import Plan
 
@@ -269,7 +270,11 @@ def test_tag_follows_every_input(tmp_path: Path, tfc_env: Path) -> None:
     changed = tag_of()
     write_notebook(nb, "import os\n%pip install six", BODY.format(flags="--backend docker"))
     assert tag_of() != changed
-    spec = JobSpec(backend="docker", project="my-project", image=ImageSettings(registry="r.io/x"))
+    spec = JobSpec(
+        backend="docker",
+        google=GoogleTarget(project="my-project"),
+        image=ImageSettings(registry="r.io/x"),
+    )
     assert images.image_uri(spec, "abc") == "r.io/x/notebook:abc"
     assert images.image_uri(spec.evolve(image=ImageSettings()), "abc") == (
         "us-central1-docker.pkg.dev/my-project/tfc-jupyter/notebook:abc"

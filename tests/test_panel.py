@@ -22,7 +22,7 @@ from jobutil import job_pids, wait_gone, write_notebook
 from tfc_jupyter.config import Settings, load_settings
 from tfc_jupyter.errors import TfcError
 from tfc_jupyter.job import catalog, options, prices
-from tfc_jupyter.job.spec import BackendName, Strategy
+from tfc_jupyter.job.spec import BackendName, Decisions, Strategy
 from tfc_jupyter.jobs import Job, launch, store_for
 from tfc_jupyter.notebook import capture
 from tfc_jupyter.panel import PanelModel, build_model
@@ -176,7 +176,8 @@ def test_summary_shows_strategy_pools_cost_and_the_equivalent_line(
     pasted = options.to_spec(options.parse_line(line.removeprefix("%%tfc_run")), settings)
     assert model.check.spec is not None
     # (What planning decides from the code is not in the line: the same code decides it again.)
-    decided = {"decided_strategy": "", "strategy_reason": "", "legacy_keras": False, "serve": False}
+    assert pasted.decided == Decisions()
+    decided = {"decided": pasted.to_dict()["decided"]}
     assert pasted.to_dict() == {**model.check.spec.to_dict(), "name": pasted.name, **decided}
     assert summary["cells"] == [1] and summary["notebook"] == "demo.ipynb"
     assert any("no Google Cloud project" in w for w in summary["warnings"])

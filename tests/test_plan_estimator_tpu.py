@@ -15,7 +15,7 @@ from jobutil import plan_for
 from tfc_jupyter.config import Settings
 from tfc_jupyter.image import names as images
 from tfc_jupyter.job import options
-from tfc_jupyter.job.spec import JobSpec, Strategy
+from tfc_jupyter.job.spec import Decisions, JobSpec, Strategy
 from tfc_jupyter.notebook.capture import Selection
 from tfc_jupyter.notebook.convert import Cell, convert
 from tfc_jupyter.planner.plan import Plan, make_plan, uses_estimator
@@ -65,7 +65,7 @@ def test_estimator_jobs_get_tensorflow_2_15_and_say_so(settings: Settings) -> No
         "import tensorflow as tf\nconfig = tf.estimator.RunConfig()\nmodel = x = None\nmodel.fit(x)"
     )
     plan = _plan(settings, source, "--workers 2")
-    assert plan.spec.estimator
+    assert plan.spec.decided.estimator
     assert plan.parent_image == "tensorflow/tensorflow:2.15.1"
     notes = " ".join(plan.script.notes)
     assert "uses tf.estimator, which TensorFlow removed in 2.16" in notes
@@ -73,10 +73,10 @@ def test_estimator_jobs_get_tensorflow_2_15_and_say_so(settings: Settings) -> No
     assert "uses tf.estimator" in plan.to_text(script=False)
     gpu = _plan(settings, source, "--gpus 1")
     assert gpu.parent_image == "tensorflow/tensorflow:2.15.1-gpu"
-    older = JobSpec(estimator=True)
+    older = JobSpec(decided=Decisions(estimator=True))
     assert images.parent_image(older, "2.12.0") == "tensorflow/tensorflow:2.12.0"
     plain = _plan(settings, "import tensorflow as tf\nx = tf.constant(1)")
-    assert not plain.spec.estimator and "2.15.1" not in plain.parent_image
+    assert not plain.spec.decided.estimator and "2.15.1" not in plain.parent_image
 
 
 def test_tpu_jobs_get_an_image_built_with_tensorflows_tpu_wheel_and_libtpu(

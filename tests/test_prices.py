@@ -102,7 +102,7 @@ def test_eight_shapes_on_demand_and_spot(
                 machine.machine_type,
                 machine.accelerator_type,
                 machine.accelerator_count,
-                scheduling=plan.spec.scheduling,
+                scheduling=plan.spec.google.scheduling,
             ), (preset, flag)
             assert "price not listed" in text and "estimated cost: none" in text
         else:

@@ -50,7 +50,7 @@ def test_nothing_to_build_takes_the_package_route(notebook: Path) -> None:
     plan = _plan(notebook)
     assert plan.route is not None and plan.route.kind == "package"
     assert f"prebuilt TensorFlow {MINOR} CPU image" in plan.route.reason
-    assert plan.spec.route == "package" and plan.image_uri == EXECUTOR
+    assert plan.spec.decided.route == "package" and plan.image_uri == EXECUTOR
     body = plan.request()["body"]
     (pool,) = body["jobSpec"]["workerPoolSpecs"]
     assert "containerSpec" not in pool

@@ -139,4 +139,8 @@ def test_the_flags_read_back_from_their_line(settings: Settings) -> None:
     ns = options.JobOptions.from_line(line.removeprefix("%%tfc_run "))
     assert options.JobOptions.from_line(ns.to_line().removeprefix("%%tfc_run ")) == ns
     spec = options.to_spec(ns, settings)
-    assert (spec.scheduling, spec.max_wait_s, spec.boot_disk_gb) == ("flex_start", 7200, 300)
+    assert (spec.google.scheduling, spec.google.max_wait_s, spec.google.boot_disk_gb) == (
+        "flex_start",
+        7200,
+        300,
+    )

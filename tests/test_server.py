@@ -201,6 +201,56 @@ async def test_openapi_documents_every_route(jp_fetch: Fetch) -> None:
         assert "/" + path in documented
 
 
+async def test_the_served_options_schema_is_the_option_table(jp_fetch: Fetch) -> None:
+    """Issue 36: CreateJob's ``options`` in the served OpenAPI document is made from the
+    option table: one property per option a request may send, no other name."""
+    from tfc_jupyter.job.options import all_fields
+
+    status, text = await _call(jp_fetch, "GET", "openapi.yaml")
+    assert status == 200
+    schema = yaml.safe_load(text)["components"]["schemas"]["CreateJob"]["properties"]["options"]
+    sent = {f.name for f in all_fields() if f.flag.in_json}
+    assert set(schema["properties"]) == sent and schema["additionalProperties"] is False
+    assert schema["properties"]["workers"]["description"].startswith("--workers: ")
+    assert "description" in schema and "example" in schema  # the file's own words stay
+
+
+def _options_schema() -> dict[str, Any]:
+    from tfc_jupyter.job.options import options_schema
+
+    return options_schema()
+
+
+_JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers(-5, 10**6) | st.floats(allow_nan=False) | st.text(),
+    lambda inner: st.lists(inner, max_size=3),
+    max_leaves=5,
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(name=st.sampled_from(sorted(_options_schema()["properties"])), value=_JSON_VALUES)
+def test_what_the_options_schema_takes_the_server_takes(name: str, value: Any) -> None:
+    """A client that checks its request against the served schema is not then refused for a
+    value's type: whatever the schema takes, the server's reading of options takes too."""
+    import jsonschema
+
+    from tfc_jupyter.errors import SpecError
+    from tfc_jupyter.job.options import JobOptions
+
+    schema = _options_schema()
+    if value is None:
+        return  # null is "not given" (OpenAPI's nullable, which JSON Schema does not read)
+    try:
+        jsonschema.validate({name: value}, schema)
+    except jsonschema.ValidationError:
+        return
+    try:
+        JobOptions.from_json({name: value})
+    except SpecError as exc:  # a value of the right type that no flag takes is another refusal
+        assert "must be" not in str(exc) and "expected a whole number" not in str(exc), exc
+
+
 async def test_unknown_endpoint_is_a_json_404(jp_fetch: Fetch) -> None:
     status, data = await _call(jp_fetch, "GET", "no-such-thing")
     assert status == 404

@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from typing import Any
 
 import pytest
 
 from tfc_jupyter.errors import SpecError
 from tfc_jupyter.job import prices
 from tfc_jupyter.job.catalog import lookup, tpu_machine
+from tfc_jupyter.job.google_target import GoogleTarget
 from tfc_jupyter.job.spec import (
     MAX_LABELS,
     BackendName,
+    Decisions,
     ImageSettings,
     JobSpec,
     Strategy,
@@ -26,9 +29,10 @@ CPU, T4, T4_4 = lookup("CPU"), lookup("T4_1X"), lookup("T4_4X")
 V3 = tpu_machine("v3-8")
 
 
-def _refused(**fields: object) -> SpecError:
+def _refused(**fields: Any) -> SpecError:
+    google = {k: fields.pop(k) for k in list(fields) if k in GoogleTarget.__dataclass_fields__}
     with pytest.raises(SpecError) as info:
-        JobSpec(**fields)  # type: ignore[arg-type]
+        JobSpec(**fields, google=GoogleTarget(**google))
     text = str(info.value)
     assert "\n" not in text and "Fix:" in text, text
     return info.value
@@ -152,7 +156,7 @@ def test_good_labels_at_the_limits() -> None:
     ],
 )
 def test_good_service_accounts(account: str) -> None:
-    assert JobSpec(service_account=account).service_account == account
+    assert JobSpec(google=GoogleTarget(service_account=account)).google.service_account == account
 
 
 @pytest.mark.parametrize(
@@ -168,7 +172,7 @@ def test_bad_service_accounts(account: str) -> None:
     "region", ["us-central1", "europe-west4", "northamerica-northeast1", "asia-southeast1"]
 )
 def test_good_regions(region: str) -> None:
-    assert JobSpec(region=region).region == region
+    assert JobSpec(google=GoogleTarget(region=region)).google.region == region
 
 
 @pytest.mark.parametrize("region", ["US-CENTRAL1", "uscentral1", "us-central", "us central1", ""])
@@ -179,7 +183,7 @@ def test_bad_regions(region: str) -> None:
 
 @pytest.mark.parametrize("project", ["my-project-123", "example.com:my-project"])
 def test_good_projects(project: str) -> None:
-    assert JobSpec(project=project).project == project
+    assert JobSpec(google=GoogleTarget(project=project)).google.project == project
 
 
 @pytest.mark.parametrize("project", ["My Project", "abc", "1project", "project-"])
@@ -250,7 +254,12 @@ def test_parse_labels() -> None:
 # ---------------------------------------------------------------- round trip, frozen
 ROUND_TRIP = [
     JobSpec(),
-    JobSpec(chief=V3, backend=BackendName.VERTEX, project="my-project-1", timeout_s=3600),
+    JobSpec(
+        chief=V3,
+        backend=BackendName.VERTEX,
+        google=GoogleTarget(project="my-project-1"),
+        timeout_s=3600,
+    ),
     JobSpec(
         name="resnet run.2",
         chief=lookup("A100_1X"),
@@ -262,9 +271,11 @@ ROUND_TRIP = [
         requirements=("numpy>=1.26", "tf-keras"),
         entry_args=("--epochs", "3"),
         labels=(("team", "ml"), ("run", "7")),
-        service_account="trainer@my-project-1.iam.gserviceaccount.com",
-        region="europe-west4",
-        scheduling="spot",
+        google=GoogleTarget(
+            service_account="trainer@my-project-1.iam.gserviceaccount.com",
+            region="europe-west4",
+            scheduling="spot",
+        ),
         base_output_dir="gs://bucket/out",
     ),
 ]
@@ -275,6 +286,42 @@ def test_dict_round_trip(spec: JobSpec) -> None:
     data = json.loads(json.dumps(spec.to_dict()))
     assert JobSpec.from_dict(data) == spec
     assert JobSpec.from_dict({**data, "unknown_key": 1}) == spec
+
+
+def test_a_record_of_the_flat_spec_reads_into_its_parts() -> None:
+    """A job record written before the spec had parts kept Vertex AI's settings and planning's
+    decisions among its other keys: `tfc-jupyter jobs`, the sidebar and a Vertex AI watcher
+    still read such records (each part from its old keys)."""
+    made = JobSpec(
+        chief=T4_4,
+        worker_count=1,
+        backend=BackendName.VERTEX,
+        google=GoogleTarget(project="my-project-1", region="europe-west4", scheduling="spot"),
+        decided=Decisions(strategy="multi_worker_mirrored", route="image", legacy_keras=True),
+    )
+    nested = made.to_dict()
+    flat = {k: v for k, v in nested.items() if k not in ("google", "decided")}
+    flat.update(nested["google"])
+    flat.update({k: v for k, v in nested["decided"].items() if k != "strategy"})
+    flat["decided_strategy"] = nested["decided"]["strategy"]
+    assert JobSpec.from_dict(json.loads(json.dumps(flat))) == made
+    assert GoogleTarget.of_spec(flat) == made.google == GoogleTarget.of_spec(nested)
+    assert Decisions.of_spec(flat) == made.decided == Decisions.of_spec(nested)
+
+
+def test_the_spec_s_parts_are_typed_and_checked_apart() -> None:
+    """What the user asked, what only Vertex AI reads and what planning decided are three
+    typed parts; each is checked as it is made, and changed only through its own part."""
+    spec = JobSpec()
+    assert {f.name for f in dataclasses.fields(spec)} >= {"google", "decided"}
+    assert not {f.name for f in dataclasses.fields(spec)} & {
+        *GoogleTarget.__dataclass_fields__,
+        *(k for k in Decisions.__dataclass_fields__ if k != "strategy"),
+    }
+    assert spec.on_google(region="asia-east1").google.region == "asia-east1"
+    assert spec.decide(route="package").decided.route == "package"
+    with pytest.raises(ValueError):
+        spec.decide(strategy="fastest")  # a strategy the runtime does not know
 
 
 def test_from_dict_validates() -> None:
@@ -291,7 +338,7 @@ def test_frozen_and_evolve_validates() -> None:
     more = spec.evolve(worker_count=2)
     assert (spec.worker_count, more.worker_count) == (0, 2)
     with pytest.raises(SpecError):
-        spec.evolve(region="nowhere")
+        spec.on_google(region="nowhere")
     assert hash(spec) == hash(JobSpec(chief=T4))
 
 

@@ -14,7 +14,7 @@ from tfc_jupyter.config import Settings
 from tfc_jupyter.errors import BackendError, SpecError
 from tfc_jupyter.job import options, prices
 from tfc_jupyter.job.catalog import lookup, tpu_machine
-from tfc_jupyter.job.spec import JobSpec, Strategy
+from tfc_jupyter.job.spec import Decisions, JobSpec, Strategy
 from tfc_jupyter.jobs import store_for
 from tfc_jupyter.notebook.capture import Selection
 from tfc_jupyter.notebook.convert import Cell
@@ -53,7 +53,7 @@ def test_ps_and_evaluator_defaults_replicas_and_cost() -> None:
         ),
         (dict(chief=tpu_machine("v3-8"), ps_count=1), "takes no parameter servers", "drop --ps"),
         (
-            dict(chief=tpu_machine("v3-8"), evaluator=True, estimator=True),
+            dict(chief=tpu_machine("v3-8"), evaluator=True, decided=Decisions(estimator=True)),
             "on one TPU host: it takes no parameter servers and no evaluator",
             "drop --ps and --evaluator",
         ),
@@ -73,7 +73,7 @@ def test_invalid_combinations_name_the_fix(fields: dict[str, Any], message: str,
 
 
 def test_a_chief_based_estimator_job_may_have_ps_and_evaluator() -> None:
-    spec = JobSpec(chief=CPU, ps_count=1, evaluator=True, estimator=True)
+    spec = JobSpec(chief=CPU, ps_count=1, evaluator=True, decided=Decisions(estimator=True))
     assert spec.replica_count == 3 and spec.resolved_strategy() is Strategy.NONE
 
 
@@ -146,9 +146,9 @@ def test_local_cluster_env_has_pools_2_and_3() -> None:
 
 
 def test_local_backend_refuses_estimator_code_on_new_tensorflow(tmp_path: Path) -> None:
-    spec = JobSpec(chief=CPU, worker_count=1, ps_count=1, estimator=True)
+    spec = JobSpec(chief=CPU, worker_count=1, ps_count=1, decided=Decisions(estimator=True))
     check_estimator_tensorflow(spec, "2.15.1")  # the last TensorFlow with tf.estimator: fine
-    check_estimator_tensorflow(spec.evolve(estimator=False), "2.21.0")
+    check_estimator_tensorflow(spec.decide(estimator=False), "2.21.0")
     with pytest.raises(BackendError) as info:
         check_estimator_tensorflow(spec, "2.16.2")
     assert "TensorFlow 2.16.2 (this kernel's) no longer has" in str(info.value)

@@ -375,7 +375,9 @@ def fetch_gs(uri: str, record: JobRecord, settings: Any = None) -> str:
     from .image.cloudbuild.storage import Storage
 
     bucket, _, name = uri.removeprefix("gs://").partition("/")
-    project = str((record.spec or {}).get("project") or "")
+    from .job.google_target import GoogleTarget
+
+    project = GoogleTarget.of_spec(record.spec).project or ""
     storage = Storage(
         project, bucket, CloudBuildSettings.from_settings(settings or current_settings())
     )

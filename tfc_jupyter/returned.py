@@ -336,7 +336,9 @@ def fetch(uri: str, record: Any, leaf: str, settings: Any = None) -> Path | None
 
     bucket, _, prefix = uri.removeprefix("gs://").partition("/")
     prefix = prefix.rstrip("/") + "/"
-    project = str((record.spec or {}).get("project") or "")
+    from .job.google_target import GoogleTarget
+
+    project = GoogleTarget.of_spec(record.spec).project or ""
     storage = Storage(
         project, bucket, CloudBuildSettings.from_settings(settings or current_settings())
     )

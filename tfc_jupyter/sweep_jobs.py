@@ -16,6 +16,7 @@ from typing import Any
 from tfc_runtime.params import decode, take
 
 from .errors import JobNotFound
+from .job.spec import Decisions
 from .outcome import results_of
 from .plot import INK
 from .records import JobRecord, JobState, JobStore
@@ -64,8 +65,8 @@ def _spec(store: JobStore, sweep_id: str, records: list[JobRecord]) -> tuple[Swe
             return spec, candidate
         except (OSError, ValueError, KeyError, TypeError):
             break
-    names = sorted({t.name for r in records for t in decode(str(r.spec.get("swept") or ""))})
-    metric = str(records[0].spec.get("sweep_metric") or DEFAULT_METRIC)
+    names = sorted({t.name for r in records for t in decode(Decisions.of_spec(r.spec).swept)})
+    metric = Decisions.of_spec(records[0].spec).sweep_metric or DEFAULT_METRIC
     spec = SweepSpec(
         params=tuple(parse_param(f"{n}=[0]") for n in names),
         trials=len(records),
@@ -77,7 +78,7 @@ def _spec(store: JobStore, sweep_id: str, records: list[JobRecord]) -> tuple[Swe
 
 def _trial(record: JobRecord, metric: str) -> Trial:
     spec = record.spec or {}
-    targets = decode(str(spec.get("swept") or ""))
+    targets = decode(Decisions.of_spec(spec).swept)
     try:
         values = take([str(a) for a in spec.get("entry_args") or ()], targets)[0]
     except ValueError:

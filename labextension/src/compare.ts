@@ -107,21 +107,28 @@ function shown(value: unknown): string {
 }
 
 /** Spec keys that say nothing about how a job was run differently. */
-const NOT_OPTIONS = new Set(['name', 'decided_strategy', 'strategy_reason']);
+const NOT_OPTIONS = new Set(['name', 'decided', 'resolved_strategy']);
+
+/** A job's spec with its Google Cloud part's settings among the others, as flags set them. */
+function options(job: IJob): Record<string, unknown> {
+  const { google, ...rest } = (job.spec ?? {}) as Record<string, unknown>;
+  return { ...rest, ...((google as Record<string, unknown>) ?? {}) };
+}
 
 /** The options (spec values) the jobs differ in, each with every job's value, by name. */
 export function differingOptions(
   jobs: IJob[]
 ): { name: string; values: string[] }[] {
-  const keys = new Set(jobs.flatMap(j => Object.keys(j.spec ?? {})));
+  const specs = jobs.map(options);
+  const keys = new Set(specs.flatMap(s => Object.keys(s)));
   keys.add('backend');
   const rows: { name: string; values: string[] }[] = [];
   for (const key of [...keys].sort()) {
     if (NOT_OPTIONS.has(key)) {
       continue;
     }
-    const values = jobs.map(j =>
-      shown(key === 'backend' ? j.backend : (j.spec ?? {})[key])
+    const values = jobs.map((j, k) =>
+      shown(key === 'backend' ? j.backend : specs[k][key])
     );
     if (new Set(values).size > 1) {
       rows.push({ name: key, values });

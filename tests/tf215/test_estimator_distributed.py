@@ -23,7 +23,8 @@ NOTEBOOK = Path(__file__).resolve().parents[2] / "notebooks" / "estimator_multiw
 def test_the_notebook_plans_an_estimator_job_on_tensorflow_2_15() -> None:
     plan = plan_for(NOTEBOOK)
     spec = plan.spec
-    assert spec.estimator and (spec.worker_count, spec.ps_count, spec.evaluator) == (1, 1, True)
+    assert spec.decided.estimator
+    assert (spec.worker_count, spec.ps_count, spec.evaluator) == (1, 1, True)
     assert spec.resolved_strategy() is Strategy.NONE  # the ps tasks hold the variables
     assert [role for role, _, _ in plan.pools()] == ["chief", "worker", "ps", "evaluator"]
     assert any("uses tf.estimator" in note for note in plan.script.notes)

@@ -84,7 +84,7 @@ def cluster_env(spec: JobSpec, job_id: str, ports: list[int]) -> list[tuple[str,
 def is_daemon(spec: JobSpec, name: str) -> bool:
     """Replicas that never end by themselves and are stopped when the others are done:
     parameter servers, and workers serving the code's own ParameterServerStrategy."""
-    return name.startswith("ps-") or (spec.serve and name.startswith("worker-"))
+    return name.startswith("ps-") or (spec.decided.serve and name.startswith("worker-"))
 
 
 REPLICA_MEMORY_GB = 0.6  # a TensorFlow process at rest: what each replica needs at least
@@ -144,7 +144,7 @@ def check_gpus(spec: JobSpec, available: int | None = None) -> None:
 
 def check_estimator_tensorflow(spec: JobSpec, tf_version: str | None = None) -> None:
     """Refuse an Estimator job when this environment's TensorFlow (>= 2.16) has no tf.estimator."""
-    if not spec.estimator:
+    if not spec.decided.estimator:
         return
     version = tf_version or local_tensorflow_version()
     if version is None or tuple(int(x) for x in version.split(".")[:2] if x.isdigit()) <= (2, 15):

@@ -95,14 +95,14 @@ class VertexBackend:
     # -- the Backend protocol ---------------------------------------------------------------
     def check(self, spec: JobSpec) -> None:
         """Refuse before launch: no project, no client libraries, no image, no credentials."""
-        if not spec.project:
+        if not spec.google.project:
             raise BackendError(
                 "a Vertex AI job needs a Google Cloud project",
                 "pass --project PROJECT_ID, or set GOOGLE_CLOUD_PROJECT",
                 field="project",
             )
         vertex_api.require_clients()
-        if spec.route == "package":  # nothing to build: the package goes to the bucket
+        if spec.decided.route == "package":  # nothing to build: the package goes to the bucket
             from ..image import cloudbuild
 
             gcloud.credentials(cloudbuild.CloudBuildSettings.load().storage_url())
@@ -122,14 +122,14 @@ class VertexBackend:
                 from ..image import cloudbuild
 
                 cloudbuild.check(spec)
-        gcloud.credentials(self.settings.api_endpoint(spec.region))
+        gcloud.credentials(self.settings.api_endpoint(spec.google.region))
 
     def submit(self, record: JobRecord, plan: Plan) -> None:
         """Create the CustomJob (retrying transient errors) and start the watcher. A cancel
         that comes meanwhile wins: nothing more is built, uploaded or created after it, and a
         job Vertex AI created before it could be found is recorded and cancelled at once."""
         spec = plan.spec
-        assert spec.project, "check() refuses a job without a project"
+        assert spec.google.project, "check() refuses a job without a project"
         if self._cancel_asked(record.id):
             return
         image, package_uri = spec.image.image, plan.package_uri
@@ -162,8 +162,8 @@ class VertexBackend:
             "store": str(self.store.path),
             "resource_name": resource,
             "vertex_job_id": vertex_id,
-            "project": spec.project,
-            "region": spec.region,
+            "project": spec.google.project,
+            "region": spec.google.region,
             "created": job.get("createTime"),
             "timeout_s": spec.timeout_s,
             "settings": self.settings.to_dict(),
@@ -174,7 +174,7 @@ class VertexBackend:
             "vertex_job_id": vertex_id,
             "image": image,
             "image_build": built,
-            "endpoint": self.settings.api_endpoint(spec.region),
+            "endpoint": self.settings.api_endpoint(spec.google.region),
             "api_retries": counter.retries,
             "watcher_starts": 0,
         }
@@ -185,8 +185,8 @@ class VertexBackend:
             console_url=vertex_request.console_url(
                 spec, vertex_id, tuning=vertex_api.is_tuning(resource)
             ),
-            tensorboard_url=tensorboard_url(spec.tensorboard, vertex_id)
-            if spec.tensorboard
+            tensorboard_url=tensorboard_url(spec.google.tensorboard, vertex_id)
+            if spec.google.tensorboard
             else None,
         )
         if created.state in CANCEL_ASKED:  # asked while creating
@@ -223,13 +223,13 @@ class VertexBackend:
         from ..image.cloudbuild.storage import Storage
 
         spec, package = plan.spec, plan.package
-        assert package is not None and spec.project and spec.image.build_bucket
+        assert package is not None and spec.google.project and spec.image.build_bucket
         settings = (
             CloudBuildSettings.from_settings(plan.settings)
             if plan.settings
             else CloudBuildSettings.load()
         )
-        storage = Storage(spec.project, bucket_name(spec.image.build_bucket), settings)
+        storage = Storage(spec.google.project, bucket_name(spec.image.build_bucket), settings)
         return storage.put(package.object_name(), package.data, wheel.CONTENT_TYPE)
 
     def refresh(self, record: JobRecord) -> JobRecord:
@@ -284,7 +284,7 @@ class VertexBackend:
     def status(self, record: JobRecord) -> dict[str, Any]:
         """The job as Vertex AI reports it now (one API call): state, times, error."""
         spec = JobSpec.from_dict(record.spec)
-        client = vertex_api.job_client(self.settings, spec.region)
+        client = vertex_api.job_client(self.settings, spec.google.region)
         resource = record.handle["resource_name"]
         get = (
             client.get_hyperparameter_tuning_job
@@ -302,11 +302,11 @@ class VertexBackend:
         """Custom jobs in ``spec``'s project and region, newest first: those tfc_jupyter
         launched (label ``tfc-jupyter``) unless ``ours`` is False; ``filter_`` is Vertex AI's
         list filter (``display_name="x"``, ``state="JOB_STATE_RUNNING"`` ...)."""
-        if not spec.project:
+        if not spec.google.project:
             raise BackendError(
                 "listing Vertex AI jobs needs a project", "pass --project", field="project"
             )
-        client = vertex_api.job_client(self.settings, spec.region)
+        client = vertex_api.job_client(self.settings, spec.google.region)
         request = {"parent": vertex_request.parent_path(spec), "filter": filter_, "page_size": 100}
         pager = self._call(
             spec,
@@ -325,7 +325,7 @@ class VertexBackend:
     # -- internals --------------------------------------------------------------------------
     def _canceller(self, spec: JobSpec, resource: str) -> Any:
         """The call that cancels a job (a custom job, or a sweep's tuning job)."""
-        client = vertex_api.job_client(self.settings, spec.region)
+        client = vertex_api.job_client(self.settings, spec.google.region)
         cancel = (
             client.cancel_hyperparameter_tuning_job
             if vertex_api.is_tuning(resource)
@@ -337,8 +337,8 @@ class VertexBackend:
         return gcloud.call(
             fn,
             what=what,
-            project=spec.project or "",
-            region=spec.region,
+            project=spec.google.project or "",
+            region=spec.google.region,
             settings=self.settings,
             **kw,
         )
@@ -352,8 +352,8 @@ class VertexBackend:
         waits. Errors are Google API errors,
         explained and retried as the client's are; a timed-out create is looked up before it
         is retried, so a job is never created twice."""
-        session = vertex_api.rest_session(self.settings, spec.region)
-        url = f"{vertex_api.rest_url(self.settings, spec.region)}/v1/"
+        session = vertex_api.rest_session(self.settings, spec.google.region)
+        url = f"{vertex_api.rest_url(self.settings, spec.google.region)}/v1/"
         collection = vertex_api.TUNING if tuning else "customJobs"
         url += f"{vertex_request.parent_path(spec)}/{collection}"
         timeout = self.settings.timeout_s

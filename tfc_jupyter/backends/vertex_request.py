@@ -28,20 +28,20 @@ PACKAGE_MODULE = "tfc_job.task"  # the package route's entry point (tfc_jupyter.
 
 def parent_path(spec: JobSpec) -> str:
     """``projects/P/locations/R``."""
-    return f"projects/{spec.project or 'PROJECT'}/locations/{spec.region}"
+    return f"projects/{spec.google.project or 'PROJECT'}/locations/{spec.google.region}"
 
 
 def endpoint(spec: JobSpec) -> str:
     """The regional API endpoint host."""
-    return f"{spec.region}-aiplatform.googleapis.com"
+    return f"{spec.google.region}-aiplatform.googleapis.com"
 
 
 def console_url(spec: JobSpec, job_id: str, *, tuning: bool = False) -> str:
     """The Google Cloud console page of a custom job (``tuning``: of a tuning job, its
     trials)."""
     return (
-        f"https://console.cloud.google.com/vertex-ai/locations/{spec.region}/training/"
-        f"{job_id}{'' if tuning else '/cpu'}?project={spec.project or 'PROJECT'}"
+        f"https://console.cloud.google.com/vertex-ai/locations/{spec.google.region}/training/"
+        f"{job_id}{'' if tuning else '/cpu'}?project={spec.google.project or 'PROJECT'}"
     )
 
 
@@ -150,28 +150,28 @@ def custom_job_body(
     when: dict[str, Any] = {}
     if spec.timeout_s:
         when["timeout"] = f"{spec.timeout_s}s"
-    if spec.scheduling != "standard":
-        when["strategy"] = spec.scheduling.upper()
-    if spec.max_wait_s is not None:
-        when["maxWaitDuration"] = f"{spec.max_wait_s}s"
-    if spec.replica_count > 1 or spec.restart_on_worker_restart:
-        when["restartJobOnWorkerRestart"] = spec.restart_on_worker_restart
+    if spec.google.scheduling != "standard":
+        when["strategy"] = spec.google.scheduling.upper()
+    if spec.google.max_wait_s is not None:
+        when["maxWaitDuration"] = f"{spec.google.max_wait_s}s"
+    if spec.replica_count > 1 or spec.google.restart_on_worker_restart:
+        when["restartJobOnWorkerRestart"] = spec.google.restart_on_worker_restart
     if when:
         job_spec["scheduling"] = when
-    if spec.persistent_resource:
-        job_spec["persistentResourceId"] = spec.persistent_resource
-    if spec.web_access:
+    if spec.google.persistent_resource:
+        job_spec["persistentResourceId"] = spec.google.persistent_resource
+    if spec.google.web_access:
         job_spec["enableWebAccess"] = True
-    if spec.service_account:
-        job_spec["serviceAccount"] = spec.service_account
-    if spec.network:
-        job_spec["network"] = spec.network
-    if spec.psc_network_attachment:
-        job_spec["pscInterfaceConfig"] = {"networkAttachment": spec.psc_network_attachment}
+    if spec.google.service_account:
+        job_spec["serviceAccount"] = spec.google.service_account
+    if spec.google.network:
+        job_spec["network"] = spec.google.network
+    if spec.google.psc_network_attachment:
+        job_spec["pscInterfaceConfig"] = {"networkAttachment": spec.google.psc_network_attachment}
     if spec.base_output_dir:
         job_spec["baseOutputDirectory"] = {"outputUriPrefix": spec.base_output_dir}
-    if spec.tensorboard:
-        job_spec["tensorboard"] = spec.tensorboard
+    if spec.google.tensorboard:
+        job_spec["tensorboard"] = spec.google.tensorboard
     body: dict[str, Any] = {"displayName": display_name or spec.name, "jobSpec": job_spec}
     labels = dict(spec.labels)
     if len(labels) < 64:  # Vertex allows 64 labels; ours only when there is room

@@ -150,7 +150,7 @@ def parent_image(spec: JobSpec, tf_version: str | None = None) -> str:
         return TPU_BASE
     version = tf_version or local_tensorflow_version() or "latest"
     version = ".".join(version.split(".")[:3]) if version != "latest" else version
-    if spec.estimator and (version == "latest" or _version_tuple(version) > (2, 15)):
+    if spec.decided.estimator and (version == "latest" or _version_tuple(version) > (2, 15)):
         version = ESTIMATOR_TF
     suffix = "-gpu" if spec.uses_gpus else ""
     return f"tensorflow/tensorflow:{version}{suffix}"
@@ -164,10 +164,10 @@ def image_repository(spec: JobSpec) -> str:
     """
     if spec.image.registry:
         return spec.image.registry.rstrip("/")
-    if registry.traits(spec.backend).image_here and not spec.project:
+    if registry.traits(spec.backend).image_here and not spec.google.project:
         return REPOSITORY
-    project = spec.project or "PROJECT"
-    return f"{spec.region}-docker.pkg.dev/{project}/{REPOSITORY}"
+    project = spec.google.project or "PROJECT"
+    return f"{spec.google.region}-docker.pkg.dev/{project}/{REPOSITORY}"
 
 
 def image_name(spec: JobSpec) -> str:

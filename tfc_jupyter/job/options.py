@@ -29,8 +29,10 @@ from ..config import Settings
 from ..errors import SpecError
 from ..registry import DEFAULT
 from . import catalog
+from .google_target import GoogleTarget
 from .spec import (
     BackendName,
+    Decisions,
     ImageSettings,
     JobSpec,
     parse_duration,
@@ -599,6 +601,32 @@ class OptionField:
             return [self.option]
         return [self.option, shlex.quote(str(value))]
 
+    def json_schema(self) -> dict[str, Any]:
+        """This option in a JSON request as an OpenAPI 3.0 schema: what :meth:`coerce` takes
+        (``null``: not given; a number for a text option; ``true`` for a flag that may go
+        without a value)."""
+        where = f" ({self.backend} backend)" if self.backend else ""
+        about: dict[str, Any] = {
+            "description": f"{self.option}: {self.flag.help}{where}",
+            "nullable": True,
+        }
+        text: list[dict[str, Any]] = [{"type": "string"}, {"type": "number"}]
+        if self.kind == "switch":
+            return {**about, "type": "boolean", "default": self.default}
+        if self.kind == "list":
+            items = {"type": "array", "items": {"oneOf": text}}
+            return {**about, "oneOf": [items, {"type": "string"}]}
+        if self.kind == "count":
+            digits = {"type": "string", "pattern": r"^\s*\d+\s*$"}
+            return {
+                **about,
+                "oneOf": [{"type": "integer", "minimum": 0}, digits],
+                "default": self.default,
+            }
+        if self.flag.const is not None:
+            text.append({"type": "boolean", "enum": [True]})
+        return {**about, "oneOf": text} | ({"default": self.default} if self.default else {})
+
     def coerce(self, value: Any) -> Any:
         """A JSON or Python value as this option's type, or a SpecError naming it."""
         key = self.name
@@ -626,6 +654,8 @@ class OptionField:
                 f"option {key!r} must be a string or a number", f'send {key}: "..."', field=key
             )
         if self.kind == "count":
+            if isinstance(value, float) and value.is_integer():
+                value = int(value)  # 2.0: JSON's number 2 as some clients write it
             try:
                 return _count(str(value).strip())
             except argparse.ArgumentTypeError as exc:
@@ -699,6 +729,18 @@ def backend_fields() -> list[OptionField]:
 def all_fields() -> list[OptionField]:
     """The portable options, then every installed backend's (:func:`backend_fields`)."""
     return [*FIELDS, *backend_fields()]
+
+
+def options_schema() -> dict[str, Any]:
+    """The JSON Schema of a request's ``options`` object (the jobs API's ``CreateJob``),
+    from the option table: every portable option a request may send, then every installed
+    backend's; any other name is refused."""
+    fields = [f for f in all_fields() if f.flag.in_json]
+    return {
+        "type": "object",
+        "properties": {f.name: f.json_schema() for f in fields},
+        "additionalProperties": False,
+    }
 
 
 def target_options(options: JobOptions, declared: type[T]) -> T:
@@ -857,10 +899,21 @@ def to_spec(
         labels=parse_labels(list(ns.label)),
         notify=tuple(ns.notify or (settings.get("notify") or "").split()),
         env=parse_env(list(ns.env)),
+        timeout_s=timeout,
+        base_output_dir=ns.base_output_dir or settings.get("base_output_dir"),
+        resume=ns.resume,
+        google=_google(ns, settings),
+        decided=Decisions(estimator=estimator),
+        **_ps_and_evaluator(ns),
+    )
+
+
+def _google(ns: JobOptions, settings: Settings) -> GoogleTarget:
+    """The job's Vertex AI settings, from its flags over the effective defaults."""
+    return GoogleTarget(
         service_account=ns.service_account or settings.get("service_account"),
         region=ns.region or settings.get("region") or "us-central1",
         project=ns.project or settings.get("project"),
-        timeout_s=timeout,
         scheduling=_scheduling(ns),
         max_wait_s=_max_wait(ns.flex_start),
         restart_on_worker_restart=ns.restart_on_worker_restart,
@@ -869,13 +922,9 @@ def to_spec(
         boot_disk_type=ns.boot_disk_type or "pd-ssd",
         boot_disk_gb=ns.boot_disk_size if ns.boot_disk_size is not None else 100,
         web_access=ns.web_access,
-        base_output_dir=ns.base_output_dir or settings.get("base_output_dir"),
-        resume=ns.resume,
         tensorboard=ns.tensorboard,
         network=ns.network,
         psc_network_attachment=ns.psc_network_attachment,
-        estimator=estimator,
-        **_ps_and_evaluator(ns),
     )
 
 

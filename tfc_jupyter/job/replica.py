@@ -23,11 +23,11 @@ def runtime_args(spec: JobSpec, script: str, source_map: str) -> list[str]:
         strategy=spec.resolved_strategy().value,
         source_map=source_map,
         args=tuple(spec.entry_args),
-        legacy_keras=spec.legacy_keras,
-        serve=spec.serve,
-        params=params.decode(spec.swept),
-        hp_metric=spec.sweep_metric or None,
-        keras_tuner=spec.keras_tuner,
+        legacy_keras=spec.decided.legacy_keras,
+        serve=spec.decided.serve,
+        params=params.decode(spec.decided.swept),
+        hp_metric=spec.decided.sweep_metric or None,
+        keras_tuner=spec.decided.keras_tuner,
     ).to_argv()
 
 

@@ -85,7 +85,7 @@ def choose_route(
     if blocker is None:
         try:
             executor = prebuilt.executor(
-                tf_version, gpu=gpu, region=spec.region, extra=extra_images
+                tf_version, gpu=gpu, region=spec.google.region, extra=extra_images
             )
         except SpecError as exc:
             if asked == "package":

@@ -67,8 +67,8 @@ DEFAULTS = {
 
 def _given(spec: JobSpec) -> list[tuple[str, str]]:
     """``(field, flag)`` of the Vertex-only settings this spec changes from their defaults."""
-    given = [(k, FLAGS[k]) for k, default in DEFAULTS.items() if getattr(spec, k) != default]
-    if spec.scheduling == "flex_start" and spec.max_wait_s is None:
+    given = [(k, FLAGS[k]) for k, default in DEFAULTS.items() if getattr(spec.google, k) != default]
+    if spec.google.scheduling == "flex_start" and spec.google.max_wait_s is None:
         given.insert(0, ("scheduling", "--flex-start"))
     return given
 
@@ -99,28 +99,28 @@ def check_vertex_settings(spec: JobSpec) -> None:
             f"drop {flag}, or use {registry.use_instead('scheduling')}",
             field=field,
         )
-    if spec.scheduling == "flex_start":
+    if spec.google.scheduling == "flex_start":
         _check_flex_start(spec)
-    if spec.max_wait_s is not None and spec.scheduling != "flex_start":
+    if spec.google.max_wait_s is not None and spec.google.scheduling != "flex_start":
         raise SpecError(
             "a maximum wait is flex-start's", "use --flex-start MAX_WAIT", field="max_wait_s"
         )
-    if spec.reservation is not None:
-        if spec.scheduling != "standard":
+    if spec.google.reservation is not None:
+        if spec.google.scheduling != "standard":
             raise SpecError(
-                f"--reservation with {spec.scheduling.replace('_', '-')} scheduling: a "
+                f"--reservation with {spec.google.scheduling.replace('_', '-')} scheduling: a "
                 "reservation is capacity you hold, Spot and flex-start take other capacity",
                 "drop --spot / --flex-start, or drop --reservation",
                 field="reservation",
             )
-        if spec.reservation != "any" and not _RESERVATION.fullmatch(spec.reservation):
+        if spec.google.reservation != "any" and not _RESERVATION.fullmatch(spec.google.reservation):
             raise SpecError(
-                f"--reservation {spec.reservation!r} is not a reservation",
+                f"--reservation {spec.google.reservation!r} is not a reservation",
                 "write any (any matching reservation), or "
                 "projects/PROJECT/zones/ZONE/reservations/NAME",
                 field="reservation",
             )
-    resource = spec.persistent_resource
+    resource = spec.google.persistent_resource
     if resource is not None and not vertex_rules.PERSISTENT_RESOURCE_ID.fullmatch(resource):
         raise SpecError(
             f"--persistent-resource {resource!r} is not a persistent resource id",
@@ -139,21 +139,22 @@ def _check_fields(spec: JobSpec) -> None:
     is ``projects/{project number}/global/networks/{name}``, ``tensorboard`` a full resource
     name and it needs a service account, ``baseOutputDirectory`` a Cloud Storage prefix."""
     cloud = registry.traits(spec.backend).needs_project
-    if spec.network is not None and not _NETWORK.fullmatch(spec.network):
+    if spec.google.network is not None and not _NETWORK.fullmatch(spec.google.network):
         raise SpecError(
-            f"--network {spec.network!r} is not a network's resource name",
-            f"write projects/PROJECT_NUMBER/global/networks/{spec.network.rsplit('/', 1)[-1]} "
+            f"--network {spec.google.network!r} is not a network's resource name",
+            "write projects/PROJECT_NUMBER/global/networks/"
+            f"{spec.google.network.rsplit('/', 1)[-1]} "
             "(the project's number, not its id)",
             field="network",
         )
-    if spec.tensorboard is not None:
-        if not _TENSORBOARD.fullmatch(spec.tensorboard):
+    if spec.google.tensorboard is not None:
+        if not _TENSORBOARD.fullmatch(spec.google.tensorboard):
             raise SpecError(
-                f"--tensorboard {spec.tensorboard!r} is not a TensorBoard instance's name",
+                f"--tensorboard {spec.google.tensorboard!r} is not a TensorBoard instance's name",
                 "write projects/PROJECT/locations/REGION/tensorboards/ID",
                 field="tensorboard",
             )
-        if cloud and not spec.service_account:
+        if cloud and not spec.google.service_account:
             raise SpecError(
                 "a job that writes to a Vertex AI TensorBoard needs a service account",
                 "pass --service-account NAME@PROJECT.iam.gserviceaccount.com (one with "
@@ -174,7 +175,7 @@ def _check_fields(spec: JobSpec) -> None:
             "letter or digit)",
             field="base_output_dir",
         )
-    if spec.reservation is not None and spec.persistent_resource is not None:
+    if spec.google.reservation is not None and spec.google.persistent_resource is not None:
         raise SpecError(
             "--reservation with --persistent-resource: the job runs on the persistent "
             "resource's machines, which it reserved when it was made",
@@ -187,7 +188,7 @@ def _check_fields(spec: JobSpec) -> None:
 def _check_private_network(spec: JobSpec) -> None:
     """VPC peering (``--network``) or a Private Service Connect interface
     (``--psc-network-attachment``), as Vertex AI takes them (:mod:`vertex_rules`)."""
-    attachment = spec.psc_network_attachment
+    attachment = spec.google.psc_network_attachment
     if attachment is not None:
         m = vertex_rules.NETWORK_ATTACHMENT.fullmatch(attachment)
         if m is None:
@@ -196,21 +197,21 @@ def _check_private_network(spec: JobSpec) -> None:
                 "write its name, or projects/PROJECT/regions/REGION/networkAttachments/NAME",
                 field="psc_network_attachment",
             )
-        if m.group("region") and m.group("region") != spec.region:
+        if m.group("region") and m.group("region") != spec.google.region:
             raise SpecError(
                 f"network attachment {m.group('name')} is in {m.group('region')}; the job runs in "
-                f"{spec.region}, and Vertex AI attaches one of the job's region",
-                f"use an attachment in {spec.region}, or --region {m.group('region')}",
+                f"{spec.google.region}, and Vertex AI attaches one of the job's region",
+                f"use an attachment in {spec.google.region}, or --region {m.group('region')}",
                 field="psc_network_attachment",
             )
-        if spec.network is not None:
+        if spec.google.network is not None:
             raise SpecError(
                 "--network (VPC peering) with --psc-network-attachment: a job reaches a private "
                 "network one way",
                 "drop --network (Private Service Connect is Google's recommended path)",
                 field="network",
             )
-    if spec.network is None:
+    if spec.google.network is None:
         return
     for role, machine in _pools(spec):
         kind = getattr(machine, "machine_type", "")
@@ -247,7 +248,7 @@ def _check_flex_start(spec: JobSpec) -> None:
 
 
 def _check_disk(spec: JobSpec) -> None:
-    disk_set = (spec.boot_disk_type, spec.boot_disk_gb) != ("pd-ssd", 100)
+    disk_set = (spec.google.boot_disk_type, spec.google.boot_disk_gb) != ("pd-ssd", 100)
     if disk_set and spec.chief.is_tpu:
         raise SpecError(
             "a TPU host has its own boot disk",
@@ -256,23 +257,23 @@ def _check_disk(spec: JobSpec) -> None:
         )
     for role, machine in _pools(spec):
         kind = getattr(machine, "machine_type", "")
-        asked = spec.boot_disk_type  # the default, pd-ssd, becomes hyperdisk-balanced there
+        asked = spec.google.boot_disk_type  # the default, pd-ssd, becomes hyperdisk-balanced there
         if kind.startswith(HYPERDISK_ONLY) and asked not in ("pd-ssd", "hyperdisk-balanced"):
             raise SpecError(
                 f"--boot-disk-type {asked}: the {role} ({kind}) boot from Hyperdisk only",
                 "drop --boot-disk-type (hyperdisk-balanced is used), or write hyperdisk-balanced",
                 field="boot_disk_type",
             )
-    if spec.boot_disk_type not in BOOT_DISK_TYPES:
+    if spec.google.boot_disk_type not in BOOT_DISK_TYPES:
         raise SpecError(
-            f"--boot-disk-type {spec.boot_disk_type!r} is not a boot disk type",
+            f"--boot-disk-type {spec.google.boot_disk_type!r} is not a boot disk type",
             f"use one of {', '.join(BOOT_DISK_TYPES)}",
             field="boot_disk_type",
         )
     low, high = BOOT_DISK_GB
-    if not low <= spec.boot_disk_gb <= high:
+    if not low <= spec.google.boot_disk_gb <= high:
         raise SpecError(
-            f"--boot-disk-size {spec.boot_disk_gb} is out of range",
+            f"--boot-disk-size {spec.google.boot_disk_gb} is out of range",
             f"use {low} to {high} (GB)",
             field="boot_disk_gb",
         )
@@ -281,9 +282,9 @@ def _check_disk(spec: JobSpec) -> None:
 def boot_disk_type(spec: JobSpec, machine_type: str = "") -> str:
     """The boot disk type a pool of ``machine_type`` gets: the one asked for, else the
     machine's default (hyperdisk-balanced on A3 Ultra and A4, pd-ssd elsewhere)."""
-    if machine_type.startswith(HYPERDISK_ONLY) and spec.boot_disk_type == "pd-ssd":
+    if machine_type.startswith(HYPERDISK_ONLY) and spec.google.boot_disk_type == "pd-ssd":
         return "hyperdisk-balanced"
-    return str(spec.boot_disk_type)
+    return str(spec.google.boot_disk_type)
 
 
 def _shape(machine: Any) -> tuple[object, ...]:
@@ -295,7 +296,7 @@ def disk_spec(spec: JobSpec, machine_type: str = "") -> dict[str, object]:
     """A pool's ``diskSpec`` (for a pool of ``machine_type``)."""
     return {
         "bootDiskType": boot_disk_type(spec, machine_type),
-        "bootDiskSizeGb": spec.boot_disk_gb,
+        "bootDiskSizeGb": spec.google.boot_disk_gb,
     }
 
 
@@ -305,14 +306,14 @@ def reservation_affinity(spec: JobSpec, machine: Any = None) -> dict[str, object
     A named reservation holds VMs of one shape, the chief's: a pool of another ``machine`` (CPU
     parameter servers, an evaluator elsewhere) could not consume it and runs on demand.
     """
-    if spec.reservation is None:
+    if spec.google.reservation is None:
         return None
-    if spec.reservation == "any":
+    if spec.google.reservation == "any":
         return {"reservationAffinityType": "ANY_RESERVATION"}
     if machine is not None and _shape(machine) != _shape(spec.chief):
         return None
     return {
         "reservationAffinityType": "SPECIFIC_RESERVATION",
         "key": RESERVATION_KEY,
-        "values": [spec.reservation],
+        "values": [spec.google.reservation],
     }

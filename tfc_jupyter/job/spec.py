@@ -19,6 +19,7 @@ from ..errors import SpecError
 from ..registry import DEFAULT, BackendName
 from . import prices, vertex_rules
 from .catalog import Machine
+from .google_target import GoogleTarget
 from .scheduling import check_vertex_settings
 
 
@@ -54,9 +55,6 @@ class Strategy(str, Enum):
             ) from None
 
 
-SCHEDULING = ("standard", "spot", "flex_start")
-
-
 def _label_char(c: str) -> bool:
     """A lowercase letter, an international (caseless) letter, a digit, ``_`` or ``-``."""
     return c in "_-" or c.isdigit() or (c.isalpha() and not (c.isupper() or c.istitle()))
@@ -71,15 +69,6 @@ def _label_text(text: str, *, key: bool) -> bool:
     return not key or (bool(text) and _label_char(text[0]) and text[0].isalpha())
 
 
-_SERVICE_ACCOUNT = re.compile(
-    r"^(?:[a-z][a-z0-9-]{4,28}[a-z0-9]@(?:[a-z0-9.:-]+)\.iam\.gserviceaccount\.com"
-    r"|\d+-compute@developer\.gserviceaccount\.com"
-    r"|[a-z0-9.:-]+@appspot\.gserviceaccount\.com)$"
-)
-_REGION = re.compile(r"^[a-z]+(?:-[a-z]+)+\d{1,2}$")
-_PROJECT = re.compile(
-    r"^(?:(?:[a-z][a-z0-9.-]*[a-z0-9]:)?[a-z][a-z0-9-]{4,28}[a-z0-9]|[1-9]\d{5,19})$"
-)  # a project id (domain-scoped too), or a project number, as Vertex AI's resource names take
 _HIDDEN = {"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"}
 """Unicode categories kept out of names: control, format (bidi overrides, zero-width), surrogate,
 private-use and unassigned characters, line and paragraph separators."""
@@ -250,8 +239,48 @@ class Pool(NamedTuple):
 
 
 @dataclass(frozen=True)
+class Decisions:
+    """What planning decided from the notebook's code, never from a flag: the job's own typed
+    part beside what the user asked (:class:`JobSpec`'s other fields). Empty: nothing decided
+    (a spec made by hand: :meth:`JobSpec.resolved_strategy` then goes by the machine shape)."""
+
+    estimator: bool = False  # the script uses tf.estimator: TensorFlow <= 2.15
+    strategy: str = ""  # the strategy the code's shape calls for (see choose.py)
+    strategy_reason: str = ""  # why, in the plan's words
+    route: str = ""  # Vertex AI: "package" (a prebuilt image) or "image" (one built)
+    legacy_keras: bool = False  # Keras fit under MultiWorkerMirroredStrategy: tf-keras
+    serve: bool = False  # the code's ParameterServerStrategy: workers and ps serve
+    keras_tuner: bool = False  # Keras Tuner's distributed search (the runtime's env)
+    swept: str = ""  # a sweep's variables and the lines they replace (tfc_runtime.params.encode)
+    sweep_metric: str = ""  # a sweep's metric: a Vertex AI tuning trial writes it for Vizier
+
+    def __post_init__(self) -> None:
+        if self.strategy:
+            Strategy(self.strategy)  # a name the runtime knows (ValueError otherwise)
+
+    @classmethod
+    def of_spec(cls, spec: Mapping[str, Any]) -> Decisions:
+        """The decisions in a spec's JSON form (:meth:`JobSpec.to_dict`): its ``decided``, or
+        the flat keys a job record of an older version kept them in."""
+        decided = spec.get("decided")
+        if isinstance(decided, Mapping):
+            values = {k: decided[k] for k in cls.__dataclass_fields__ if k in decided}
+        else:
+            values = {new: spec[old] for old, new in _FLAT_DECISIONS.items() if old in spec}
+        return cls(**values)
+
+
+# A job record written before the decisions were their own part kept them among the spec's keys.
+_FLAT_DECISIONS = {
+    ("decided_strategy" if k == "strategy" else k): k for k in Decisions.__dataclass_fields__
+}
+
+
+@dataclass(frozen=True)
 class JobSpec:
-    """The whole job: strategy, machines, backend, image, requirements and Vertex settings.
+    """The whole job, in three typed parts: what the user asked (strategy, machines, backend,
+    image, requirements, arguments, labels, env, timeout ...: the fields here), what only
+    Vertex AI reads (:attr:`google`) and what planning decided from the code (:attr:`decided`).
 
     Construction validates everything; an invalid combination raises :class:`SpecError` whose
     message names the fix. Use :meth:`resolved_strategy` for the strategy ``auto`` stands for.
@@ -268,37 +297,15 @@ class JobSpec:
     entry_args: tuple[str, ...] = ()
     labels: tuple[tuple[str, str], ...] = ()
     env: tuple[tuple[str, str], ...] = ()
-    service_account: str | None = None
-    region: str = "us-central1"
-    project: str | None = None
     timeout_s: int | None = None
-    scheduling: str = "standard"
-    max_wait_s: int | None = None  # flex-start: how long to wait for the machines (0: no limit)
-    restart_on_worker_restart: bool = False
-    reservation: str | None = None  # "any", or projects/P/zones/Z/reservations/NAME
-    persistent_resource: str | None = None
-    boot_disk_type: str = "pd-ssd"
-    boot_disk_gb: int = 100
-    web_access: bool = False
     base_output_dir: str | None = None
     resume: bool = True  # a restarted replica resumes its training (tfc_runtime.resume)
-    tensorboard: str | None = None
-    network: str | None = None
-    psc_network_attachment: str | None = None  # Private Service Connect interface (Vertex AI)
     ps_count: int = 0  # parameter servers (Vertex pool 2), for tf.estimator training
     ps_machine: Machine | None = None  # default: the CPU preset
     evaluator: bool = False  # one evaluator task (Vertex pool 3), for train_and_evaluate
     evaluator_machine: Machine | None = None  # default: the chief's machine
-    estimator: bool = False  # the script uses tf.estimator (set by planning): TF <= 2.15
-    # Set by planning from what the code does (see choose.py); empty: the rules below.
-    decided_strategy: str = ""
-    strategy_reason: str = ""
-    route: str = ""  # Vertex AI, set by planning: "package" (prebuilt image) or "image"
-    legacy_keras: bool = False  # Keras fit under MultiWorkerMirroredStrategy: tf-keras
-    serve: bool = False  # the code's ParameterServerStrategy: workers and ps serve
-    swept: str = ""  # a sweep's variables and the lines they replace (tfc_runtime.params.encode)
-    sweep_metric: str = ""  # a sweep's metric: a Vertex AI tuning trial writes it for Vizier
-    keras_tuner: bool = False  # set by planning: Keras Tuner's distributed search (runtime env)
+    google: GoogleTarget = field(default_factory=GoogleTarget)  # read by Vertex AI only
+    decided: Decisions = field(default_factory=Decisions)  # by planning, not flags
     notify: tuple[str, ...] = ()  # apprise URLs told when the job ends (tfc_jupyter.notify)
 
     def __post_init__(self) -> None:
@@ -323,8 +330,8 @@ class JobSpec:
     def resolved_strategy(self) -> Strategy:
         """The strategy the runtime builds: what planning decided from the code, else what
         ``auto`` stands for by the machine shape (one device: none, as in Jupyter)."""
-        if self.decided_strategy:
-            return Strategy(self.decided_strategy)
+        if self.decided.strategy:
+            return Strategy(self.decided.strategy)
         if self.strategy is not Strategy.AUTO:
             return self.strategy
         if self.chief.is_tpu:
@@ -369,9 +376,9 @@ class JobSpec:
             machine.accelerator_type,
             machine.accelerator_count,
             replicas=replicas,
-            scheduling=self.scheduling,
-            boot_disk_type=self.boot_disk_type,
-            boot_disk_gb=self.boot_disk_gb,
+            scheduling=self.google.scheduling,
+            boot_disk_type=self.google.boot_disk_type,
+            boot_disk_gb=self.google.boot_disk_gb,
         )
 
     def cost_per_hour(self) -> float | None:
@@ -385,6 +392,14 @@ class JobSpec:
     def evolve(self, **changes: Any) -> JobSpec:
         """A copy with some fields changed (validated again)."""
         return replace(self, **changes)
+
+    def on_google(self, **settings: Any) -> JobSpec:
+        """A copy with some of its :class:`GoogleTarget` settings changed (validated again)."""
+        return replace(self, google=replace(self.google, **settings))
+
+    def decide(self, **decided: Any) -> JobSpec:
+        """A copy with some of planning's :class:`Decisions` made (validated again)."""
+        return replace(self, decided=replace(self.decided, **decided))
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form, for job records, the REST API and the job folder."""
@@ -418,6 +433,8 @@ class JobSpec:
             values["env"] = parse_env(values["env"])
         if "notify" in values:
             values["notify"] = tuple(values["notify"] or ())
+        values["decided"] = Decisions.of_spec(data)
+        values["google"] = GoogleTarget.of_spec(data)
         return cls(**values)
 
 
@@ -548,31 +565,6 @@ def _validate(spec: JobSpec) -> None:
             "ask for --gpus 2 or more, or use --strategy one_device (or auto)",
             field="strategy",
         )
-    if spec.scheduling not in SCHEDULING:
-        raise SpecError(
-            f"unknown scheduling {spec.scheduling!r}",
-            "use standard, spot or flex_start",
-            field="scheduling",
-        )
-    if spec.service_account and not _SERVICE_ACCOUNT.fullmatch(spec.service_account):
-        raise SpecError(
-            f"service account {spec.service_account!r} is not a service account email",
-            "use NAME@PROJECT.iam.gserviceaccount.com",
-            field="service_account",
-        )
-    if not _REGION.fullmatch(spec.region):
-        raise SpecError(
-            f"region {spec.region!r} is not a Google Cloud region",
-            "use a region such as us-central1 or europe-west4",
-            field="region",
-        )
-    if spec.project is not None and not _PROJECT.fullmatch(spec.project):
-        raise SpecError(
-            f"project {spec.project!r} is not a Google Cloud project id",
-            "use the project id (6-30 of a-z 0-9 -, starting with a letter) or its number, "
-            "not its name",
-            field="project",
-        )
     if spec.timeout_s is not None:
         parse_duration(spec.timeout_s)
     _check_labels(spec.labels)
@@ -606,7 +598,7 @@ def _check_ps_and_evaluator(spec: JobSpec) -> None:
                 "give --ps-machine / --evaluator a CPU or GPU machine (CPU, n1-highmem-8 ...)",
                 field="ps_machine" if role.startswith("param") else "evaluator_machine",
             )
-    if not spec.worker_count and not spec.estimator:
+    if not spec.worker_count and not spec.decided.estimator:
         raise SpecError(
             f"{extra} without workers: they serve multi-worker or tf.estimator training",
             "add --workers N, or use them from tf.estimator code (train_and_evaluate)",

@@ -124,7 +124,7 @@ class Plan:
             "skipped_cells": self.selection.skipped,
             "spec": self.spec.to_dict(),
             "strategy": self.spec.resolved_strategy().value,
-            "strategy_reason": self.spec.strategy_reason,
+            "strategy_reason": self.spec.decided.strategy_reason,
             "cost_per_hour": self.spec.cost_per_hour(),
             "cost_at_most": self.cost_at_most(),
             "cost_text": self._cost_text(),
@@ -180,7 +180,7 @@ class Plan:
     def restarts(self) -> str:
         """What happens when a replica dies mid-job, in words (the plan's ``restarts`` line)."""
         spec, traits = self.spec, registry.traits(self.spec.backend)
-        spot = "Spot VMs can be preempted; " if spec.scheduling == "spot" else ""
+        spot = "Spot VMs can be preempted; " if spec.google.scheduling == "spot" else ""
         if not traits.restarts:
             return "a replica that dies ends the job: nothing restarts it here"
         who = f"{spot}{traits.restarts}"
@@ -202,8 +202,8 @@ class Plan:
     def _strategy_line(self) -> str:
         text = self.spec.resolved_strategy().value
         auto = "auto: " if self.spec.strategy is Strategy.AUTO else ""
-        if self.spec.strategy_reason:
-            text += f" ({auto}{self.spec.strategy_reason})"
+        if self.spec.decided.strategy_reason:
+            text += f" ({auto}{self.spec.decided.strategy_reason})"
         return text
 
     def to_text(self, *, script: bool = True) -> str:
@@ -346,7 +346,7 @@ _RATES = {
 def _cost_line(rate: float | None, pools: list[Pool], spec: JobSpec) -> str:
     """The plan's cost line: machines, accelerators and boot disks at the rates of the job's
     scheduling, or which parts Google's list (as :mod:`.prices` holds it) does not price."""
-    rates = _RATES.get(spec.scheduling, "list prices")
+    rates = _RATES.get(spec.google.scheduling, "list prices")
     if rate is None:
         names: dict[str, None] = {}
         parts: dict[str, None] = {}
@@ -355,13 +355,13 @@ def _cost_line(rate: float | None, pools: list[Pool], spec: JobSpec) -> str:
                 m.machine_type,
                 m.accelerator_type,
                 m.accelerator_count,
-                scheduling=spec.scheduling,
-                boot_disk_type=spec.boot_disk_type,
+                scheduling=spec.google.scheduling,
+                boot_disk_type=spec.google.boot_disk_type,
             )
             if missing:
                 names[m.name] = None
                 parts.update(dict.fromkeys(part for part, _ in missing))
-        what = "verified list price" if spec.scheduling == "standard" else rates[:-1]
+        what = "verified list price" if spec.google.scheduling == "standard" else rates[:-1]
         return (
             f"estimated cost: none; no {what} for {', '.join(names)} (not in Google's list as "
             f"read: {', '.join(parts)}; see {catalog.PRICING_URL})"
@@ -379,7 +379,7 @@ def _machine_notes(spec: JobSpec) -> list[str]:
         for note in (
             catalog.legacy_note(machine),
             catalog.capacity_note(
-                machine, scheduling=spec.scheduling, reservation=spec.reservation
+                machine, scheduling=spec.google.scheduling, reservation=spec.google.reservation
             ),
         ):
             if note and note not in notes:
@@ -451,7 +451,7 @@ def _image_notes(spec: JobSpec, parent: str, notes: list[str]) -> list[str]:
         return warnings
     if spec.chief.is_tpu:
         notes.append(images.tpu_image_note(spec))
-    elif spec.estimator:
+    elif spec.decided.estimator:
         notes.append(
             f"uses tf.estimator, which TensorFlow removed in 2.16: the job runs on parent "
             f"image {parent} (TensorFlow {images.ESTIMATOR_TF} keeps Estimator)"
@@ -534,7 +534,8 @@ def _requirements_files(paths: list[str], base: Path) -> Requirements:
 
 def _keras_for_multiworker(spec: JobSpec, script: Script, notes: list[str]) -> None:
     """Keras 3 `fit` fails under MultiWorkerMirrored: have tf-keras in the job (see runtime)."""
-    if not spec.legacy_keras and spec.resolved_strategy() is not Strategy.MULTI_WORKER_MIRRORED:
+    multiworker = spec.resolved_strategy() is Strategy.MULTI_WORKER_MIRRORED
+    if not spec.decided.legacy_keras and not multiworker:
         return
     if "keras" not in script.imports and "keras" not in script.text:
         return
@@ -711,17 +712,17 @@ def _make_plan(selection: Selection, ns: JobOptions, settings: Settings) -> Plan
             method=ns.method,
             prune=ns.prune,
         )
-        spec = spec.evolve(swept=params.encode(sweep.targets), sweep_metric=sweep.spec.metric)
+        spec = spec.decide(swept=params.encode(sweep.targets), sweep_metric=sweep.spec.metric)
     locate = _locator(script, selection.name if selection.script else None)
     choice = choose(spec, facts, locate)
-    spec = spec.evolve(
-        decided_strategy=choice.strategy.value,
+    spec = spec.decide(
+        strategy=choice.strategy.value,
         strategy_reason=choice.reason,
-        legacy_keras=choice.legacy_keras and not spec.estimator,
+        legacy_keras=choice.legacy_keras and not spec.decided.estimator,
         serve=choice.serve,
         keras_tuner=choice.keras_tuner,
     )
-    if not spec.estimator:  # an Estimator job runs TensorFlow 2.15, whose tf.keras is Keras 2
+    if not spec.decided.estimator:  # an Estimator job runs TF 2.15, whose tf.keras is Keras 2
         _keras_for_multiworker(spec, script, script.notes)
     traits = registry.traits(spec.backend)
     if sweep is not None and not (traits.on_this_machine or traits.tunes or ns.dry_run):
@@ -762,7 +763,7 @@ def _make_plan(selection: Selection, ns: JobOptions, settings: Settings) -> Plan
     )
     job_package = None
     if route is not None:
-        spec = spec.evolve(route=route.kind)
+        spec = spec.decide(route=route.kind)
         if route.kind == "package" and route.executor and context:
             job_package = wheel.build(context, list(script.requirements.lines))
             image_uri = parent = route.executor.uri
@@ -784,12 +785,12 @@ def _make_plan(selection: Selection, ns: JobOptions, settings: Settings) -> Plan
     warnings += _image_notes(spec, parent, script.notes)
     if context is not None and context.left_out and traits.runs_image:
         warnings.append(f"left out of the image: {package.left_out_text(context.left_out)}")
-    if traits.needs_project and not spec.project:
+    if traits.needs_project and not spec.google.project:
         warnings.append("no Google Cloud project set: pass --project or set GOOGLE_CLOUD_PROJECT")
     if traits.billed:
         warnings += _machine_notes(spec)
     loses_backups = traits.restarts and not (traits.keeps_backups or spec.base_output_dir)
-    if spec.scheduling == "spot" and spec.resume and loses_backups:
+    if spec.google.scheduling == "spot" and spec.resume and loses_backups:
         warnings.append(
             "--spot without --base-output-dir: a preempted replica restarts on a new VM and "
             "trains from the start; pass --base-output-dir gs://BUCKET/DIR to resume"

@@ -242,6 +242,19 @@ class DefaultsHandler(TfcHandler):
         self.reply(await self.call(self.service.defaults))
 
 
+def openapi_document() -> str:
+    """``openapi.yaml`` with ``CreateJob.options`` from the option table (installed backends'
+    options included): each option's type and flag, and no other name."""
+    import yaml
+
+    from ..job.options import options_schema
+
+    document = yaml.safe_load(OPENAPI.read_text(encoding="utf-8"))
+    options = document["components"]["schemas"]["CreateJob"]["properties"]["options"]
+    options.update({k: v for k, v in options_schema().items() if k != "type"})
+    return str(yaml.safe_dump(document, sort_keys=False, allow_unicode=True, width=100))
+
+
 class OpenAPIHandler(TfcHandler):
     """``GET``: this API's OpenAPI document."""
 
@@ -249,7 +262,7 @@ class OpenAPIHandler(TfcHandler):
     def get(self) -> None:
         """The OpenAPI 3 description of the jobs API (YAML)."""
         self.set_header("Content-Type", "application/yaml")
-        self.finish(OPENAPI.read_text(encoding="utf-8"))
+        self.finish(openapi_document())
 
 
 class NotFoundHandler(TfcHandler):

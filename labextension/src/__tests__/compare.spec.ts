@@ -88,21 +88,26 @@ describe('differingOptions', () => {
     const a = job('a-1-aaaaaa', {
       worker_count: 0,
       entry_args: ['--lr=0.1'],
-      region: 'us-central1',
+      google: { region: 'us-central1', scheduling: 'standard' },
+      decided: { strategy: 'none', strategy_reason: 'one device' },
       name: 'a'
     });
     const b = {
       ...job('b-1-bbbbbb', {
         worker_count: 2,
         entry_args: ['--lr=0.01'],
-        region: 'us-central1',
+        google: { region: 'us-central1', scheduling: 'spot' },
+        decided: { strategy: 'multi_worker_mirrored', strategy_reason: 'x' },
         name: 'b'
       }),
       backend: 'docker'
     };
+    // The Google Cloud part's settings are options like the others; what planning decided
+    // from the code is not an option.
     expect(differingOptions([a, b])).toEqual([
       { name: 'backend', values: ['local', 'docker'] },
       { name: 'entry_args', values: ['["--lr=0.1"]', '["--lr=0.01"]'] },
+      { name: 'scheduling', values: ['standard', 'spot'] },
       { name: 'worker_count', values: ['0', '2'] }
     ]);
     expect(differingOptions([a, { ...a, id: 'c' }])).toEqual([]);

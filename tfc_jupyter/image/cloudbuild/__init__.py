@@ -63,9 +63,9 @@ def ensure_image(
     started = time.monotonic()
     settings = settings or CloudBuildSettings.load()
     check(spec, settings)
-    assert spec.project
-    builder = CloudBuilder(spec.project, bucket_name(spec.image.build_bucket), settings)
-    if in_registry(uri, settings, project=spec.project):
+    assert spec.google.project
+    builder = CloudBuilder(spec.google.project, bucket_name(spec.image.build_bucket), settings)
+    if in_registry(uri, settings, project=spec.google.project):
         report(Progress("done", f"{uri} is in the registry already: nothing to build or push"))
         result.seconds = time.monotonic() - started
         return result

@@ -110,7 +110,7 @@ def check(spec: JobSpec, settings: CloudBuildSettings | None = None) -> None:
     """Refuse before launch what a Cloud Build build cannot do: no project, a bad bucket name,
     no client packages, no credentials."""
     bucket_name(spec.image.build_bucket)
-    if not spec.project:
+    if not spec.google.project:
         raise BackendError(
             "building the image with Cloud Build needs a Google Cloud project",
             "pass --project PROJECT_ID, or set GOOGLE_CLOUD_PROJECT",

@@ -1,0 +1,163 @@
+"""One option table drives every surface (issue 36): an option added to ``JobOptions`` alone is
+a flag of the magic and the CLI, a ``run()`` keyword, a jobs API option (in its served OpenAPI
+schema too), a field of the JupyterLab form and of the ipywidgets panel (one label), and
+reaches the launched job's folder and its backend (``plan.options``).
+
+The test adds one to a copy of the package, changing that one file, and asks each surface
+from a fresh process that imports the copy.
+"""
+
+from __future__ import annotations
+
+import filecmp
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from jobutil import write_notebook
+
+PACKAGE = Path(__file__).resolve().parents[1] / "tfc_jupyter"
+
+ADDED = """
+    priority: int = _opt(
+        0,
+        "How urgent the job is (0: as any other).",
+        metavar="N",
+        label="Priority",
+        neutral="0",
+        group="Job",
+    )
+"""
+"""The new option, declared as every option is (after ``workers``)."""
+
+CHECK = textwrap.dedent(
+    """
+    import json, subprocess, sys
+    from pathlib import Path
+
+    import tfc_jupyter
+    assert tfc_jupyter.__file__.startswith(sys.argv[1]), tfc_jupyter.__file__  # the copy
+    from IPython.core.oinspect import getdoc
+
+    from tfc_jupyter.config import load_settings
+    from tfc_jupyter.job import options
+    from tfc_jupyter.job.options import JobOptions
+    from tfc_jupyter.magics import TfcMagics
+    from tfc_jupyter.panel import build_model
+    from tfc_jupyter.panel.view import LaunchPanel
+    from tfc_jupyter.planner.fields import fields_json
+    from tfc_jupyter.jobs import store_for
+    from tfc_jupyter.records import JobStore
+    from tfc_jupyter.notebook import capture
+    from tfc_jupyter.run_api import job_options
+    from tfc_jupyter.server.service import JobService
+    from tfc_jupyter.words import ui_words
+
+    nb = Path(sys.argv[2])
+    seen = {}
+    # The magic: its line, its help (%%tfc_run?).
+    line = JobOptions.from_line("--priority 3 --workers 1")
+    seen["line"] = [line.priority, "priority" in line.given, line.to_line()]
+    seen["magic help"] = "--priority N" in " ".join(str(getdoc(TfcMagics(None).tfc_run)).split())
+    # The CLI's parser and help, run() and the jobs API's JSON.
+    seen["cli help"] = "--priority N" in options.parser(installed=True).format_help()
+    seen["run()"] = job_options(entry_point=str(nb), priority=4).priority
+    seen["json"] = JobOptions.from_json({"priority": "5"}).priority
+    # The form (GET /defaults) and the panel: one field, one label.
+    (field,) = [f for f in fields_json() if f["name"] == "priority"]
+    seen["form"] = [field["label"], field["group"], field["control"]]
+    served = JobService(nb.parent).defaults()["fields"]
+    seen["served"] = [f for f in served if f["name"] == "priority"] == [field]
+    settings = load_settings(include_server=False)
+    select = lambda: capture.select_cells(capture.read_notebook(nb), path=nb, how="test")
+    model = build_model(settings, select=select, notebook=nb, remember=False)
+    panel = LaunchPanel(model, JobStore(Path(sys.argv[3]) / "panel.db"))
+    seen["panel"] = panel.controls["priority"].description
+    model.update(priority=6)
+    seen["panel line"] = model.line()
+    seen["ui words"] = ui_words("drop --priority")
+    status, body = JobService(nb.parent).create(
+        {"path": nb.name, "options": {"priority": 8, "dry_run": True}}
+    )
+    seen["api"] = [status, body["plan"]["options"].get("priority")]
+    import yaml
+    from tfc_jupyter.server.handlers import openapi_document
+    document = yaml.safe_load(openapi_document())
+    schema = document["components"]["schemas"]["CreateJob"]["properties"]["options"]
+    seen["openapi"] = schema["properties"]["priority"]["description"]
+    # A job launched with it: the job folder keeps it (its backend read plan.options).
+    run = subprocess.run(
+        [sys.executable, "-m", "tfc_jupyter.cli", "run", str(nb), "--priority", "9"],
+        capture_output=True, text=True, timeout=120,
+    )
+    seen["run"] = [run.returncode, run.stdout.strip(), run.stderr.strip()[-300:]]
+    (record,) = store_for().list(limit=None)
+    kept = json.loads((Path(record.job_dir) / "job.json").read_text())
+    seen["job folder"] = [record.state.value, kept["options"].get("priority")]
+    print(json.dumps(seen))
+    """
+)
+
+
+def _copy_with_the_option(root: Path) -> Path:
+    """A copy of the package with :data:`ADDED` in the option table; returns the copy's parent.
+    Checks that the option table is the one file that differs."""
+    copy = root / "tfc_jupyter"
+    shutil.copytree(
+        PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__", "labextension", "*.pyc")
+    )
+    table = copy / "job" / "options.py"
+    text = table.read_text()
+    anchor = '        label="Workers",\n        neutral="0",\n        group="Machines",\n    )\n'
+    assert text.count(anchor) == 1
+    table.write_text(text.replace(anchor, anchor + ADDED))
+    differ: list[str] = []
+
+    def walk(cmp: filecmp.dircmp[str], where: Path) -> None:
+        differ.extend(str(where / name) for name in cmp.diff_files + cmp.left_only)
+        for name, sub in cmp.subdirs.items():
+            walk(sub, where / name)
+
+    walk(filecmp.dircmp(copy, PACKAGE, ignore=["__pycache__", "labextension"]), Path())
+    assert differ == ["job/options.py"], differ
+    return root
+
+
+@pytest.mark.slow
+def test_an_option_added_to_the_table_alone_is_on_every_surface(tmp_path: Path) -> None:
+    root = _copy_with_the_option(tmp_path / "pkg")
+    (tmp_path / "work").mkdir()
+    nb = write_notebook(tmp_path / "work" / "nb.ipynb", "%%tfc_run\nprint('hello', 6 * 7)")
+    home = tmp_path / "home"
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")]),
+        "TFC_JUPYTER_HOME": str(home),
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", CHECK, str(root), str(nb), str(home)],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=nb.parent,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    assert seen["line"] == [3, True, "%%tfc_run --workers 1 --priority 3"]
+    assert seen["magic help"] and seen["cli help"]
+    assert (seen["run()"], seen["json"]) == (4, 5)
+    assert seen["form"] == ["Priority", "Job", "count"] and seen["served"]
+    assert seen["panel"] == "Priority"  # the form's label, on the panel's control
+    assert "--priority 6" in seen["panel line"]
+    assert seen["ui words"] == "set Priority to 0"
+    assert seen["api"] == [200, 8]
+    assert seen["openapi"] == "--priority: How urgent the job is (0: as any other)."
+    code, out, err = seen["run"]
+    assert code == 0 and "hello 42" in out, err
+    assert seen["job folder"] == ["succeeded", 9]

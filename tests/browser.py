@@ -139,6 +139,15 @@ class LabServer:
         self.proc = None
 
 
+def _ends_with_this_process() -> list[str]:
+    """A prefix that has the kernel stop the server (SIGTERM) when the test process that
+    started it ends, however it ends: a pytest killed by a signal (a CI deadline, Ctrl-C
+    twice) leaves no JupyterLab behind (``setpriv --pdeathsig``, util-linux; without it the
+    fixtures' own stop is all there is)."""
+    setpriv = shutil.which("setpriv")
+    return [setpriv, "--pdeathsig", "TERM", "--"] if setpriv else []
+
+
 def start_lab(base: Path, *, extra_args: tuple[str, ...] = ()) -> LabServer:
     """Start ``jupyter lab`` with everything under ``base``; wait (bounded) until it answers.
 
@@ -198,7 +207,12 @@ def start_lab(base: Path, *, extra_args: tuple[str, ...] = ()) -> LabServer:
     ]
     with open(server.log_path, "wb") as log:
         server.proc = subprocess.Popen(
-            command, cwd=root, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=log
+            [*_ends_with_this_process(), *command],
+            cwd=root,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=log,
         )
     deadline = time.monotonic() + START_DEADLINE_S
     while True:

@@ -377,7 +377,7 @@ def fetch_gs(uri: str, record: JobRecord, settings: Any = None) -> str:
     bucket, _, name = uri.removeprefix("gs://").partition("/")
     from .job.google_target import GoogleTarget
 
-    project = GoogleTarget.of_spec(record.spec).project or ""
+    project = str(GoogleTarget.raw(record.spec).get("project") or "")
     storage = Storage(
         project, bucket, CloudBuildSettings.from_settings(settings or current_settings())
     )

@@ -338,7 +338,7 @@ def fetch(uri: str, record: Any, leaf: str, settings: Any = None) -> Path | None
     prefix = prefix.rstrip("/") + "/"
     from .job.google_target import GoogleTarget
 
-    project = GoogleTarget.of_spec(record.spec).project or ""
+    project = str(GoogleTarget.raw(record.spec).get("project") or "")
     storage = Storage(
         project, bucket, CloudBuildSettings.from_settings(settings or current_settings())
     )

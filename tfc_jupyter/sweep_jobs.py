@@ -65,8 +65,8 @@ def _spec(store: JobStore, sweep_id: str, records: list[JobRecord]) -> tuple[Swe
             return spec, candidate
         except (OSError, ValueError, KeyError, TypeError):
             break
-    names = sorted({t.name for r in records for t in decode(Decisions.of_spec(r.spec).swept)})
-    metric = Decisions.of_spec(records[0].spec).sweep_metric or DEFAULT_METRIC
+    names = sorted({t.name for r in records for t in decode(_swept(r.spec))})
+    metric = str(Decisions.raw(records[0].spec).get("sweep_metric") or DEFAULT_METRIC)
     spec = SweepSpec(
         params=tuple(parse_param(f"{n}=[0]") for n in names),
         trials=len(records),
@@ -76,9 +76,14 @@ def _spec(store: JobStore, sweep_id: str, records: list[JobRecord]) -> tuple[Swe
     return spec, folder / sweep_id
 
 
+def _swept(spec: dict[str, Any] | None) -> str:
+    """A trial record's swept variables and lines, as its spec kept them (read, not checked)."""
+    return str(Decisions.raw(spec).get("swept") or "")
+
+
 def _trial(record: JobRecord, metric: str) -> Trial:
     spec = record.spec or {}
-    targets = decode(Decisions.of_spec(spec).swept)
+    targets = decode(_swept(spec))
     try:
         values = take([str(a) for a in spec.get("entry_args") or ()], targets)[0]
     except ValueError:

@@ -76,9 +76,15 @@ class GoogleTarget:
 
     @classmethod
     def of_spec(cls, spec: Mapping[str, Any] | None) -> GoogleTarget:
-        """The Vertex AI settings in a spec's JSON form (``JobSpec.to_dict``): its ``vertex``,
-        or the flat keys a job record of an older version kept them in."""
+        """The Vertex AI settings in a spec's JSON form (``JobSpec.to_dict``), checked."""
+        return cls(**cls.raw(spec))
+
+    @classmethod
+    def raw(cls, spec: Mapping[str, Any] | None) -> dict[str, Any]:
+        """The values of a spec's JSON form as written, unchecked (a job record's, which is
+        read, never refused): its ``google``, or the flat keys a record of an older version
+        kept them in."""
         spec = spec or {}
         part = spec.get("google")
         source = part if isinstance(part, Mapping) else spec
-        return cls(**{k: source[k] for k in cls.__dataclass_fields__ if k in source})
+        return {k: source[k] for k in cls.__dataclass_fields__ if k in source}

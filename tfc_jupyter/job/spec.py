@@ -260,14 +260,19 @@ class Decisions:
 
     @classmethod
     def of_spec(cls, spec: Mapping[str, Any]) -> Decisions:
-        """The decisions in a spec's JSON form (:meth:`JobSpec.to_dict`): its ``decided``, or
-        the flat keys a job record of an older version kept them in."""
+        """The decisions in a spec's JSON form (:meth:`JobSpec.to_dict`), checked."""
+        return cls(**cls.raw(spec))
+
+    @classmethod
+    def raw(cls, spec: Mapping[str, Any] | None) -> dict[str, Any]:
+        """The decisions of a spec's JSON form as written, unchecked (a job record's, which is
+        read, never refused): its ``decided``, or the flat keys a record of an older version
+        kept them in."""
+        spec = spec or {}
         decided = spec.get("decided")
         if isinstance(decided, Mapping):
-            values = {k: decided[k] for k in cls.__dataclass_fields__ if k in decided}
-        else:
-            values = {new: spec[old] for old, new in _FLAT_DECISIONS.items() if old in spec}
-        return cls(**values)
+            return {k: decided[k] for k in cls.__dataclass_fields__ if k in decided}
+        return {new: spec[old] for old, new in _FLAT_DECISIONS.items() if old in spec}
 
 
 # A job record written before the decisions were their own part kept them among the spec's keys.

@@ -370,18 +370,10 @@ def fetch_gs(uri: str, record: JobRecord, settings: Any = None) -> str:
     Raises:
         TfcError: nothing is there, or Cloud Storage refuses (one line with the fix).
     """
-    from .config import current_settings
-    from .image.cloudbuild.settings import CloudBuildSettings
-    from .image.cloudbuild.storage import Storage
+    from .returned import gs_storage
 
-    bucket, _, name = uri.removeprefix("gs://").partition("/")
-    from .job.google_target import GoogleTarget
-
-    project = str(GoogleTarget.raw(record.spec).get("project") or "")
-    storage = Storage(
-        project, bucket, CloudBuildSettings.from_settings(settings or current_settings())
-    )
-    here = Path(record.job_dir or ".") / "downloaded" / bucket
+    storage, name = gs_storage(uri, record, settings)
+    here = Path(record.job_dir or ".") / "downloaded" / storage.bucket
     names = storage.names(name)
     if name in names:  # one file (model.keras)
         storage.download(name, here / name)

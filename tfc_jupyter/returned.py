@@ -24,13 +24,16 @@ import shutil
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tfc_runtime import sourcemap
 from tfc_runtime.giveback import CELL, FILES, keras_model
 from tfc_runtime.protocol import SCRIPT, SOURCE_MAP
 from tfc_runtime.runcell import CODE, OUTPUTS
 from tfc_runtime.values import Decoder
+
+if TYPE_CHECKING:
+    from .image.cloudbuild.storage import Storage
 
 _MAX_OUTPUT = 64 << 20  # bytes of one output file read back at most
 _DONE: set[str] = set()  # jobs whose names this process brought back already
@@ -317,6 +320,20 @@ def bring_files(
     return lines
 
 
+def gs_storage(uri: str, record: Any, settings: Any = None) -> tuple[Storage, str]:
+    """Our Cloud Storage client for the bucket of a ``gs://`` URI a job wrote to, with the
+    job's Google Cloud project as its record keeps it, and the URI's path in the bucket."""
+    from .config import current_settings
+    from .image.cloudbuild.settings import CloudBuildSettings
+    from .image.cloudbuild.storage import Storage
+    from .job.google_target import GoogleTarget
+
+    bucket, _, path = uri.removeprefix("gs://").partition("/")
+    project = str(GoogleTarget.raw(record.spec).get("project") or "")
+    cloud = CloudBuildSettings.from_settings(settings or current_settings())
+    return Storage(project, bucket, cloud), path
+
+
 def fetch(uri: str, record: Any, leaf: str, settings: Any = None) -> Path | None:
     """A folder a Vertex AI job's run cell left under its base output folder (``gs://.../cell``
     or ``.../files``), downloaded through our Cloud Storage client into the job folder's
@@ -330,18 +347,8 @@ def fetch(uri: str, record: Any, leaf: str, settings: Any = None) -> Path | None
     here = Path(record.job_dir) / leaf
     if here.exists():
         return here
-    from .config import current_settings
-    from .image.cloudbuild.settings import CloudBuildSettings
-    from .image.cloudbuild.storage import Storage
-
-    bucket, _, prefix = uri.removeprefix("gs://").partition("/")
+    storage, prefix = gs_storage(uri, record, settings)
     prefix = prefix.rstrip("/") + "/"
-    from .job.google_target import GoogleTarget
-
-    project = str(GoogleTarget.raw(record.spec).get("project") or "")
-    storage = Storage(
-        project, bucket, CloudBuildSettings.from_settings(settings or current_settings())
-    )
     for name in storage.names(prefix):
         rel = Path(name[len(prefix) :])
         if name.endswith("/") or rel.is_absolute() or ".." in rel.parts:

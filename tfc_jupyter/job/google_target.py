@@ -9,11 +9,11 @@ setting here on another backend would mean nothing, and is refused there).
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import ClassVar
 
 from ..errors import SpecError
+from .parts import SpecPart
 
 SCHEDULING = ("standard", "spot", "flex_start")
 _SERVICE_ACCOUNT = re.compile(
@@ -28,9 +28,11 @@ _PROJECT = re.compile(
 
 
 @dataclass(frozen=True)
-class GoogleTarget:
+class GoogleTarget(SpecPart):
     """A job's Vertex AI settings (defaults: what Vertex AI does when the request leaves them
     out). Construction checks each value's form; a bad one raises :class:`SpecError`."""
+
+    KEY: ClassVar[str] = "google"
 
     region: str = "us-central1"
     project: str | None = None
@@ -73,18 +75,3 @@ class GoogleTarget:
                 "not its name",
                 field="project",
             )
-
-    @classmethod
-    def of_spec(cls, spec: Mapping[str, Any] | None) -> GoogleTarget:
-        """The Vertex AI settings in a spec's JSON form (``JobSpec.to_dict``), checked."""
-        return cls(**cls.raw(spec))
-
-    @classmethod
-    def raw(cls, spec: Mapping[str, Any] | None) -> dict[str, Any]:
-        """The values of a spec's JSON form as written, unchecked (a job record's, which is
-        read, never refused): its ``google``, or the flat keys a record of an older version
-        kept them in."""
-        spec = spec or {}
-        part = spec.get("google")
-        source = part if isinstance(part, Mapping) else spec
-        return {k: source[k] for k in cls.__dataclass_fields__ if k in source}

@@ -12,7 +12,7 @@ import unicodedata
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field, replace
 from enum import Enum
-from typing import Any, NamedTuple
+from typing import Any, ClassVar, NamedTuple
 
 from .. import registry
 from ..errors import SpecError
@@ -20,6 +20,7 @@ from ..registry import DEFAULT, BackendName
 from . import prices, vertex_rules
 from .catalog import Machine
 from .google_target import GoogleTarget
+from .parts import SpecPart
 from .scheduling import check_vertex_settings
 
 
@@ -239,10 +240,13 @@ class Pool(NamedTuple):
 
 
 @dataclass(frozen=True)
-class Decisions:
+class Decisions(SpecPart):
     """What planning decided from the notebook's code, never from a flag: the job's own typed
     part beside what the user asked (:class:`JobSpec`'s other fields). Empty: nothing decided
     (a spec made by hand: :meth:`JobSpec.resolved_strategy` then goes by the machine shape)."""
+
+    KEY: ClassVar[str] = "decided"
+    FLAT: ClassVar[Mapping[str, str]] = {"strategy": "decided_strategy"}  # a flat record's name
 
     estimator: bool = False  # the script uses tf.estimator: TensorFlow <= 2.15
     strategy: str = ""  # the strategy the code's shape calls for (see choose.py)
@@ -257,28 +261,6 @@ class Decisions:
     def __post_init__(self) -> None:
         if self.strategy:
             Strategy(self.strategy)  # a name the runtime knows (ValueError otherwise)
-
-    @classmethod
-    def of_spec(cls, spec: Mapping[str, Any]) -> Decisions:
-        """The decisions in a spec's JSON form (:meth:`JobSpec.to_dict`), checked."""
-        return cls(**cls.raw(spec))
-
-    @classmethod
-    def raw(cls, spec: Mapping[str, Any] | None) -> dict[str, Any]:
-        """The decisions of a spec's JSON form as written, unchecked (a job record's, which is
-        read, never refused): its ``decided``, or the flat keys a record of an older version
-        kept them in."""
-        spec = spec or {}
-        decided = spec.get("decided")
-        if isinstance(decided, Mapping):
-            return {k: decided[k] for k in cls.__dataclass_fields__ if k in decided}
-        return {new: spec[old] for old, new in _FLAT_DECISIONS.items() if old in spec}
-
-
-# A job record written before the decisions were their own part kept them among the spec's keys.
-_FLAT_DECISIONS = {
-    ("decided_strategy" if k == "strategy" else k): k for k in Decisions.__dataclass_fields__
-}
 
 
 @dataclass(frozen=True)

@@ -42,7 +42,7 @@ import json, os, sys, time
 started = time.monotonic()
 from pathlib import Path
 from jobutil import plan_for
-from tfc_jupyter.backends.vertex import stop_watcher
+from tfc_jupyter.backends.vertex.backend import stop_watcher
 from tfc_jupyter.image import reporting
 from tfc_jupyter.jobs import launch, store_for
 

@@ -319,7 +319,7 @@ def test_a_notebook_plans_and_dry_runs_through_it(
         }
         for r in replicas
     }
-    from tfc_jupyter.backends.local import cluster_env
+    from tfc_jupyter.backends.local.backend import cluster_env
 
     spec = JobSpec.from_dict(plan["spec"])
     local = dict(cluster_env(spec, "JOB_ID", list(range(5000, 5005))))
@@ -442,7 +442,7 @@ def test_a_backend_s_own_flag_works_on_every_edge(
     from tfc_jupyter.magics import TfcMagics
 
     shown = " ".join(str(getdoc(TfcMagics(None).tfc_run)).split())
-    assert "installed backends' flags:" in shown and "--namespace NAMESPACE" in shown, shown
+    assert "flags of one backend:" in shown and "--namespace NAMESPACE" in shown, shown
     assert "--workers N" in shown  # the portable flags stay
 
     # The panel and the form: a field of its own (it has a label), in its backend's section.

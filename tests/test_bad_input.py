@@ -38,7 +38,7 @@ from IPython.utils.capture import capture_output
 from jobutil import JOB_DEADLINE_S, plan_for, stored_job, write_notebook
 
 from tfc_jupyter import cli, jobs
-from tfc_jupyter.backends.local import check_capacity
+from tfc_jupyter.backends.local.backend import check_capacity
 from tfc_jupyter.errors import BackendError, CaptureError, ConversionError, SpecError, TfcError
 from tfc_jupyter.job import catalog
 from tfc_jupyter.job.catalog import lookup

@@ -32,7 +32,7 @@ from gcp_server import GcpServer, api_disabled, permission_denied
 from jobutil import plan_for, write_notebook
 from vertex_server import Fault, VertexServer
 
-from tfc_jupyter.backends.vertex import VertexBackend, stop_watcher
+from tfc_jupyter.backends.vertex.backend import VertexBackend, stop_watcher
 from tfc_jupyter.errors import BackendError, SpecError, TfcError
 from tfc_jupyter.image import BuildError, Progress, cloudbuild, ensure_image, reporting
 from tfc_jupyter.jobs import launch, store_for

@@ -183,7 +183,7 @@ def test_a_bad_limit_is_one_line_naming_its_source(value: str) -> None:
 def test_the_limits_reach_what_uses_them(tmp_path: Path) -> None:
     """The settings resolved once tune the backends and the build context."""
     from tfc_jupyter.backends import get
-    from tfc_jupyter.backends.vertex_api import VertexSettings
+    from tfc_jupyter.backends.vertex.api import VertexSettings
     from tfc_jupyter.image import context as package
     from tfc_jupyter.jobs import store_for
 

@@ -17,7 +17,7 @@ import nbformat
 import pytest
 from jobutil import plan_for, run_plain, write_notebook
 
-from tfc_jupyter.backends.local import LocalBackend
+from tfc_jupyter.backends.local.backend import LocalBackend
 from tfc_jupyter.errors import BackendError, CaptureError, ConversionError, ConversionErrors
 from tfc_jupyter.image.context import dockerfile
 from tfc_jupyter.jobs import store_for

@@ -19,7 +19,7 @@ import pytest
 from jobutil import plan_for, run_job, wait_gone, wait_state, write_notebook
 from tfc_runtime.protocol import RuntimeArgs
 
-from tfc_jupyter.backends.docker import JOB_LABEL, DockerBackend, container_env
+from tfc_jupyter.backends.docker.backend import JOB_LABEL, DockerBackend, container_env
 from tfc_jupyter.backends.launch_file import DockerLaunch
 from tfc_jupyter.errors import BackendError, SpecError
 from tfc_jupyter.job.catalog import tpu_machine

@@ -599,7 +599,7 @@ def vertex_home(
     vertex_server: Any, tfc_env: Path, monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[Path]:
     """The backend pointed at the test server; short timeouts, fast polls; watchers ended."""
-    from tfc_jupyter.backends.vertex import stop_watcher
+    from tfc_jupyter.backends.vertex.backend import stop_watcher
 
     for name, value in {
         "TFC_VERTEX_ENDPOINT": vertex_server.url,
@@ -756,7 +756,7 @@ def test_listing_notices_a_dead_supervisor(tmp_path: Path) -> None:
 def test_an_outcome_kept_in_the_job_folder_is_not_lost(tmp_path: Path) -> None:
     """The supervisor ended the job while the store was locked: the next look completes the
     record from outcome.json, instead of calling a succeeded job failed."""
-    from tfc_jupyter.backends.local import LocalBackend
+    from tfc_jupyter.backends.local.backend import LocalBackend
     from tfc_jupyter.backends.watch_loop import write_outcome
     from tfc_jupyter.jobs import store_for
     from tfc_jupyter.records import JobRecord
@@ -884,7 +884,7 @@ def test_a_cancel_while_vertex_creates_the_job_cancels_what_it_created(
     from test_vertex_backend import CREATE, FLAGS, image_folder
     from vertex_server import Fault
 
-    from tfc_jupyter.backends.vertex import stop_watcher
+    from tfc_jupyter.backends.vertex.backend import stop_watcher
 
     for name, value in {
         "TFC_VERTEX_ENDPOINT": vertex_server.url,

@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from vertex_validate import container_env, validate
 
-from tfc_jupyter.backends import vertex_request
+from tfc_jupyter.backends.vertex import request as vertex_request
 from tfc_jupyter.config import Settings
 from tfc_jupyter.errors import SpecError
 from tfc_jupyter.job import catalog, options, prebuilt, vertex_rules

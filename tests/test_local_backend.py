@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from jobutil import job_pids, run_job, wait_gone, wait_state, write_notebook
 
-from tfc_jupyter.backends.local import (
+from tfc_jupyter.backends.local.backend import (
     LocalBackend,
     check_gpus,
     check_requirements,

@@ -161,3 +161,157 @@ def test_an_option_added_to_the_table_alone_is_on_every_surface(tmp_path: Path) 
     code, out, err = seen["run"]
     assert code == 0 and "hello 42" in out, err
     assert seen["job folder"] == ["succeeded", 9]
+
+
+VERTEX_ADDED = """
+    dashboard_access: bool = option(
+        False,
+        "Vertex AI: open the training dashboard of the chief's container in the console.",
+        label="Dashboard access",
+        group="Google Cloud",
+    )
+"""
+"""A Vertex AI option, declared in that backend's folder (its ``options.py``)."""
+VERTEX_READ = """
+    if own.dashboard_access:
+        job_spec["enableDashboardAccess"] = True
+"""
+"""... and read by its request (``request.py``), after the web access it is like."""
+
+VERTEX_CHECK = textwrap.dedent(
+    """
+    import json, subprocess, sys
+    from pathlib import Path
+
+    import tfc_jupyter
+    assert tfc_jupyter.__file__.startswith(sys.argv[1]), tfc_jupyter.__file__  # the copy
+    from google.cloud.aiplatform_v1.types import CustomJob
+    from IPython.core.oinspect import getdoc
+
+    from tfc_jupyter.config import load_settings
+    from tfc_jupyter.job import options
+    from tfc_jupyter.job.options import JobOptions
+    from tfc_jupyter.magics import TfcMagics
+    from tfc_jupyter.panel import build_model
+    from tfc_jupyter.panel.view import LaunchPanel
+    from tfc_jupyter.planner.fields import fields_json
+    from tfc_jupyter.records import JobStore
+    from tfc_jupyter.notebook import capture
+    from tfc_jupyter.run_api import job_options
+    from tfc_jupyter.server.service import JobService
+    from tfc_jupyter.words import ui_words
+
+    nb = Path(sys.argv[2])
+    seen = {}
+    line = JobOptions.from_line("--backend vertex --dashboard-access")
+    seen["line"] = [list(map(list, line.target)), line.to_line()]
+    magic_help = " ".join(str(getdoc(TfcMagics(None).tfc_run)).split())
+    seen["magic help"] = "--dashboard-access" in magic_help
+    seen["cli help"] = "--dashboard-access" in options.parser(installed=True).format_help()
+    seen["run()"] = list(map(list, job_options(entry_point=str(nb), dashboard_access=True).target))
+    seen["json"] = list(map(list, JobOptions.from_json({"dashboard_access": True}).target))
+    (field,) = [f for f in fields_json() if f["name"] == "dashboard_access"]
+    seen["form"] = [field["label"], field["group"], field["control"]]
+    served = JobService(nb.parent).defaults()["fields"]
+    seen["served"] = [f for f in served if f["name"] == "dashboard_access"] == [field]
+    settings = load_settings(include_server=False)
+    select = lambda: capture.select_cells(capture.read_notebook(nb), path=nb, how="test")
+    model = build_model(settings, select=select, notebook=nb, remember=False)
+    panel = LaunchPanel(model, JobStore(Path(sys.argv[3]) / "panel.db"))
+    seen["panel"] = panel.controls["dashboard_access"].description
+    model.update(backend="vertex", dashboard_access=True)
+    seen["panel line"] = model.line()
+    seen["ui words"] = ui_words("drop --dashboard-access")
+    status, body = JobService(nb.parent).create({"path": nb.name, "options": {
+        "backend": "vertex", "project": "my-proj-1", "dashboard_access": True, "dry_run": True}})
+    request = body["plan"]["request"]
+    job = CustomJob.from_json(json.dumps(request["body"]), ignore_unknown_fields=False)
+    seen["api"] = [status, job.job_spec.enable_dashboard_access]
+    import yaml
+    from tfc_jupyter.server.handlers import openapi_document
+    document = yaml.safe_load(openapi_document())
+    schema = document["components"]["schemas"]["CreateJob"]["properties"]["options"]
+    seen["openapi"] = schema["properties"]["dashboard_access"]["description"]
+    cli = [sys.executable, "-m", "tfc_jupyter.cli", "plan", str(nb), "--dashboard-access"]
+    local = subprocess.run(cli, capture_output=True, text=True, timeout=120)
+    seen["on local"] = [local.returncode, local.stderr.strip()]
+    vertex = subprocess.run(
+        [*cli, "--backend", "vertex", "--project", "my-proj-1", "--json"],
+        capture_output=True, text=True, timeout=120,
+    )
+    seen["plan"] = json.loads(vertex.stdout)["request"]["body"]["jobSpec"]
+    print(json.dumps(seen))
+    """
+)
+
+
+def _copy_with_a_vertex_option(root: Path) -> Path:
+    """A copy of the package with :data:`VERTEX_ADDED` and :data:`VERTEX_READ` in the Vertex AI
+    backend's folder; checks that those are its only two files that differ."""
+    copy = root / "tfc_jupyter"
+    shutil.copytree(
+        PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__", "labextension", "*.pyc")
+    )
+    folder = copy / "backends" / "vertex"
+    declared = (folder / "options.py").read_text()
+    anchor = '        "retries it by default).",\n    )\n'
+    assert declared.count(anchor) == 1
+    (folder / "options.py").write_text(declared.replace(anchor, anchor + VERTEX_ADDED))
+    request = (folder / "request.py").read_text()
+    anchor = '        job_spec["enableWebAccess"] = True\n'
+    assert request.count(anchor) == 1
+    (folder / "request.py").write_text(request.replace(anchor, anchor + VERTEX_READ))
+    differ: list[str] = []
+
+    def walk(cmp: filecmp.dircmp[str], where: Path) -> None:
+        differ.extend(str(where / name) for name in cmp.diff_files + cmp.left_only)
+        for name, sub in cmp.subdirs.items():
+            walk(sub, where / name)
+
+    walk(filecmp.dircmp(copy, PACKAGE, ignore=["__pycache__", "labextension"]), Path())
+    assert sorted(differ) == ["backends/vertex/options.py", "backends/vertex/request.py"], differ
+    return root
+
+
+@pytest.mark.slow
+def test_a_vertex_option_added_in_its_backend_s_folder_alone_is_on_every_surface(
+    tmp_path: Path,
+) -> None:
+    """Issue 36: a backend-only option is a change to its backend's folder. Vertex AI's
+    ``enableDashboardAccess`` (a real ``CustomJobSpec`` field we do not offer) is added to a copy
+    of the package, in ``backends/vertex/`` only: every surface takes it, the dry run's request
+    carries it as Google's types read it, and another backend refuses it."""
+    root = _copy_with_a_vertex_option(tmp_path / "pkg")
+    (tmp_path / "work").mkdir()
+    nb = write_notebook(tmp_path / "work" / "nb.ipynb", "%%tfc_run\nprint('hello', 6 * 7)")
+    home = tmp_path / "home"
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")]),
+        "TFC_JUPYTER_HOME": str(home),
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", VERTEX_CHECK, str(root), str(nb), str(home)],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=nb.parent,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    assert seen["line"] == [
+        [["dashboard_access", True]],
+        "%%tfc_run --backend vertex --dashboard-access",
+    ]
+    assert seen["magic help"] and seen["cli help"]
+    assert seen["run()"] == seen["json"] == [["dashboard_access", True]]
+    assert seen["form"] == ["Dashboard access", "Google Cloud", "switch"] and seen["served"]
+    assert seen["panel"] == "Dashboard access"
+    assert "--dashboard-access" in seen["panel line"]
+    assert seen["ui words"] == "clear Dashboard access"
+    assert seen["api"] == [200, True]
+    assert "(vertex backend)" in seen["openapi"]
+    code, err = seen["on local"]
+    assert code == 2 and "--dashboard-access is a vertex backend setting" in err, err
+    assert seen["plan"]["enableDashboardAccess"] is True

@@ -21,7 +21,7 @@ from gcp_server import GcpServer
 from jobutil import plan_for, write_notebook
 from vertex_server import VertexServer, unsigned
 
-from tfc_jupyter.backends.vertex import stop_watcher
+from tfc_jupyter.backends.vertex.backend import stop_watcher
 from tfc_jupyter.image import Progress, reporting
 from tfc_jupyter.image.names import local_tensorflow_version
 from tfc_jupyter.jobs import Job, launch, store_for

@@ -34,7 +34,7 @@ from jobutil import JOB_DEADLINE_S, plan_for, write_notebook
 from test_vertex_backend import image_folder
 from vertex_server import Fault, VertexServer, project_number
 
-from tfc_jupyter.backends.vertex import stop_watcher
+from tfc_jupyter.backends.vertex.backend import stop_watcher
 from tfc_jupyter.errors import BackendError
 from tfc_jupyter.gcloud import DailyQuotaError, QuotaError, TransientError, explain
 from tfc_jupyter.jobs import Job, launch, store_for

@@ -14,7 +14,7 @@ import json
 import pytest
 from tfc_runtime.protocol import POOL_ROLES, ROLES, cluster_env
 
-from tfc_jupyter.backends.vertex_request import worker_pools
+from tfc_jupyter.backends.vertex.request import worker_pools
 from tfc_jupyter.config import Settings
 from tfc_jupyter.job import options
 from tfc_jupyter.job.replica import counts, replica_env

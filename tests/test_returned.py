@@ -266,7 +266,7 @@ def test_names_and_files_come_back_from_a_vertex_job(
     from IPython.utils.capture import capture_output
     from test_package_route import BUCKET, package_servers
 
-    from tfc_jupyter.backends.vertex import stop_watcher
+    from tfc_jupyter.backends.vertex.backend import stop_watcher
     from tfc_jupyter.jobs import store_for
 
     with package_servers(tmp_path, monkeypatch, (BUCKET, OUT_BUCKET)) as (gcs, _):

@@ -1,6 +1,6 @@
-"""The spare supervisor ``tfc-jupyter run`` starts ahead of its job (tfc_jupyter.backends.spare):
-it supervises the job it is handed exactly as a supervisor started at launch does, and ends
-having started nothing when it is not used."""
+"""The spare supervisor ``tfc-jupyter run`` starts ahead of its job
+(tfc_jupyter.backends.spare): it supervises the job it is handed exactly as a supervisor
+started at launch does, and ends having started nothing when it is not used."""
 
 from __future__ import annotations
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from vertex_validate import validate
 
-from tfc_jupyter.backends.local import LocalBackend, check_estimator_tensorflow, cluster_env
+from tfc_jupyter.backends.local.backend import LocalBackend, check_estimator_tensorflow, cluster_env
 from tfc_jupyter.config import Settings
 from tfc_jupyter.errors import BackendError, SpecError
 from tfc_jupyter.job import options, prices

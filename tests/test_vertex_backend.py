@@ -26,9 +26,10 @@ from jobutil import JOB_DEADLINE_S, plan_for, wait_state, write_notebook
 from vertex_server import Fault, VertexServer, unsigned
 from webhook import Receiver
 
-from tfc_jupyter.backends import vertex_request, watch_lock
-from tfc_jupyter.backends.vertex import VertexBackend, stop_watcher
-from tfc_jupyter.backends.vertex_api import VertexSettings
+from tfc_jupyter.backends import watch_lock
+from tfc_jupyter.backends.vertex import request as vertex_request
+from tfc_jupyter.backends.vertex.api import VertexSettings
+from tfc_jupyter.backends.vertex.backend import VertexBackend, stop_watcher
 from tfc_jupyter.errors import BackendError, MissingDependency, TfcError
 from tfc_jupyter.gcloud import QuotaError, credentials, is_loopback
 from tfc_jupyter.job.catalog import Machine
@@ -452,7 +453,7 @@ def test_a_second_watcher_of_a_job_leaves_it_to_the_first(
         assert time.monotonic() < deadline, "the job's watcher never took its lock"
         time.sleep(0.1)
     second = subprocess.run(
-        [sys.executable, "-m", "tfc_jupyter.backends.vertex_watcher", record.job_dir],
+        [sys.executable, "-m", "tfc_jupyter.backends.vertex.watcher", record.job_dir],
         capture_output=True,
         text=True,
         timeout=60,
@@ -545,7 +546,7 @@ def test_loading_the_extension_imports_no_aiplatform() -> None:
         from IPython.core.interactiveshell import InteractiveShell
         shell = InteractiveShell.instance()
         shell.extension_manager.load_extension("tfc_jupyter")
-        import tfc_jupyter.backends.vertex, tfc_jupyter.backends.vertex_watcher
+        import tfc_jupyter.backends.vertex.backend, tfc_jupyter.backends.vertex.watcher
         heavy = [m for m in sys.modules if m.startswith(("google.cloud.aiplatform",
                  "google.cloud.logging", "tensorflow"))]
         print(heavy)
@@ -574,6 +575,6 @@ def test_a_vertex_task_name_is_the_replica_named_as_local_jobs_name_it(
     task: str | None, replica: str
 ) -> None:
     """Cloud Logging's ``task_name`` label becomes the log the local backend would write."""
-    from tfc_jupyter.backends.vertex_watcher import replica_name
+    from tfc_jupyter.backends.vertex.watcher import replica_name
 
     assert replica_name(task) == replica

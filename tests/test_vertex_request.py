@@ -9,8 +9,9 @@ import pytest
 from hypothesis import given
 from test_sweep_spec import params
 
-from tfc_jupyter.backends import vertex_request
+from tfc_jupyter.backends.vertex import request as vertex_request
 from tfc_jupyter.config import Settings
+from tfc_jupyter.errors import SpecError
 from tfc_jupyter.job import options
 from tfc_jupyter.notebook.capture import Selection
 from tfc_jupyter.notebook.convert import Cell
@@ -28,7 +29,10 @@ def _job(settings: Settings, line: str) -> tuple[Any, dict[str, Any]]:
     sel = Selection(cells=[Cell(1, "print('hi')")], notebook=None, how="test")
     plan = make_plan(sel, options.parse_line(line), settings)
     request = vertex_request.custom_job_request(
-        plan.spec, plan.image_uri, package_uri=plan.package_uri
+        plan.spec,
+        plan.image_uri,
+        package_uri=plan.package_uri,
+        own=vertex_request.own_options(plan),
     )
     if "--backend vertex" in line:
         assert request == plan.request()
@@ -119,6 +123,24 @@ def test_labels_account_scheduling_and_outputs(settings: Settings) -> None:
     assert list(pool.container_spec.args)[-2:] == ["--epochs", "3"]
     env = {e.name: e.value for e in pool.container_spec.env}
     assert env["TFC_JOB_NAME"] == "resnet"
+
+
+def test_disable_retries_is_vertex_ai_s_own_flag(settings: Settings) -> None:
+    """``--disable-retries`` is declared by the Vertex AI backend (``backends/vertex/options.py``),
+    not the portable table: the request's ``scheduling.disableRetries``, as Google's types read
+    it; left out, Vertex AI's default (retries) stands; on another backend it is refused."""
+    line = "--backend vertex --project my-proj-1 --disable-retries"
+    job, request = _job(settings, line)
+    assert request["body"]["jobSpec"]["scheduling"] == {"disableRetries": True}
+    assert job.job_spec.scheduling.disable_retries is True
+    assert options.parse_line(line).target == (("disable_retries", True),)
+    plain, _ = _job(settings, "--backend vertex --project my-proj-1")
+    assert "scheduling" not in plain.job_spec and not plain.job_spec.scheduling.disable_retries
+    with pytest.raises(SpecError) as refused:
+        _job(settings, "--disable-retries")
+    assert refused.value.field == "disable_retries"
+    assert "on the local backend it would mean nothing" in str(refused.value)
+    assert "disable_retries" not in {f.name for f in options.FIELDS}  # not a portable option
 
 
 def test_standard_scheduling_sends_no_strategy(settings: Settings) -> None:

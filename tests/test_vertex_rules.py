@@ -174,7 +174,7 @@ def test_what_vertex_ai_takes_and_was_refused_here(settings: Settings, line: str
 
 
 def test_a_job_with_64_labels_of_its_own_is_still_ours(settings: Settings) -> None:
-    from tfc_jupyter.backends.vertex import _ours
+    from tfc_jupyter.backends.vertex.backend import _ours
 
     labels = " ".join(f"--label k{i}=v" for i in range(64))
     body = _body(settings, f"{VERTEX} {labels}")

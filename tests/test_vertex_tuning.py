@@ -22,7 +22,7 @@ from test_vertex_backend import FLAGS, image_folder
 from test_vertex_backend import home as home  # a fixture: the server's endpoints, fast polls
 from vertex_server import Fault, VertexServer, unsigned
 
-from tfc_jupyter.backends import vertex_request
+from tfc_jupyter.backends.vertex import request as vertex_request
 from tfc_jupyter.client import Client
 from tfc_jupyter.errors import BackendError
 from tfc_jupyter.jobs import launch, store_for

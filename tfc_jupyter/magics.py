@@ -57,8 +57,9 @@ folder; words after ``--`` are its arguments)::
 
 
 def _installed_flags_doc() -> str:
-    """The flags installed backends add, as ``%%tfc_run?`` lists them (read when asked: finding
-    the installed packages costs every ``%load_ext`` otherwise)."""
+    """The flags backends declare for themselves (built-in and installed), as ``%%tfc_run?``
+    lists them (read when asked: finding the installed packages costs every ``%load_ext``
+    otherwise)."""
     import argparse
 
     from .job.options import backend_fields
@@ -67,7 +68,7 @@ def _installed_flags_doc() -> str:
     if not fields:
         return ""
     parser = argparse.ArgumentParser(prog="%%tfc_run", add_help=False, usage=argparse.SUPPRESS)
-    group = parser.add_argument_group("installed backends' flags")
+    group = parser.add_argument_group("flags of one backend")
     for field in fields:
         args, kwargs = field.argparse(only_given=False)
         group.add_argument(*args, **kwargs)

@@ -26,9 +26,9 @@ GROUP = "tfc_jupyter.backends"
 """The entry-point group third-party backends register in."""
 
 BUILTIN: dict[str, str] = {
-    "local": "tfc_jupyter.backends.local:LocalBackend",
-    "docker": "tfc_jupyter.backends.docker:DockerBackend",
-    "vertex": "tfc_jupyter.backends.vertex:VertexBackend",
+    "local": "tfc_jupyter.backends.local.backend:LocalBackend",
+    "docker": "tfc_jupyter.backends.docker.backend:DockerBackend",
+    "vertex": "tfc_jupyter.backends.vertex.backend:VertexBackend",
 }
 """Backend name -> ``module:class`` of the ones that ship with the product."""
 

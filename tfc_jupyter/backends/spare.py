@@ -2,11 +2,11 @@
 thing, so that the supervisor's interpreter and imports (about 70 ms) run while the command
 imports, reads the notebook and plans, not after.
 
-The spare is ``python -m tfc_jupyter.backends.spare``, detached (its own session) as a supervisor
-is. It imports :mod:`.local_supervisor` and waits for one line on its stdin: a job folder, whose
-``launch.json`` is written. It then takes that folder's ``logs/supervisor.log`` as its output,
-moves into the folder and runs the supervisor there, exactly as ``python -m
-tfc_jupyter.backends.local_supervisor JOB_DIR`` would. An empty line or the end of its stdin (the
+The spare is ``python -m tfc_jupyter.backends.spare``, detached (its own session) as a
+supervisor is. It imports :mod:`.local.supervisor` and waits for one line on its stdin: a job
+folder, whose ``launch.json`` is written. It then takes that folder's ``logs/supervisor.log`` as
+its output, moves into the folder and runs the supervisor there, exactly as ``python -m
+tfc_jupyter.backends.local.supervisor JOB_DIR`` would. An empty line or the end of its stdin (the
 command ended) ends it, having started nothing; a command that does not use it (a failed plan,
 another backend) stops and reaps it (:func:`discard`).
 
@@ -105,14 +105,14 @@ def _take_over(job_dir: Path) -> None:
 
 def main() -> int:
     """The spare: wait for a job folder on stdin, then supervise that job."""
-    from . import local_supervisor  # the supervisor's imports, done while we wait
+    from .local import supervisor  # the supervisor's imports, done while we wait
 
     line = sys.stdin.buffer.readline().decode(errors="replace").strip()
     if not line:
         return 0
     job_dir = Path(line)
     _take_over(job_dir)
-    return local_supervisor.main([str(job_dir)])
+    return supervisor.main([str(job_dir)])
 
 
 if __name__ == "__main__":

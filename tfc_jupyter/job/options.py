@@ -699,17 +699,19 @@ DEFAULTS = JobOptions()
 
 
 def backend_fields() -> list[OptionField]:
-    """The options installed backends declare: a backend class's ``options`` is a frozen
-    dataclass whose fields are declared with :func:`option`, and its flags then work on every
-    edge (the magic's line, the CLI and its help, ``run()``, the jobs API), kept in
-    :attr:`JobOptions.target`; the backend reads them with :func:`target_options`. (The
-    built-in backends' options are still portable fields.)
+    """The options backends declare for themselves, built-in ones first: a backend class's
+    ``options`` is a frozen dataclass whose fields are declared with :func:`option` (Vertex
+    AI's in ``backends/vertex/options.py``), and its flags then work on every edge (the magic's
+    line, the CLI and its help, ``run()``, the jobs API, the form and the panel), kept in
+    :attr:`JobOptions.target`; the backend reads them with :func:`target_options`, and another
+    backend refuses them. (Most of Vertex AI's options are still portable fields, read into
+    ``JobSpec.google``.)
 
     Raises:
         SpecError: a backend declares an option another option already has.
     """
     out: list[OptionField] = []
-    for name in registry.installed():
+    for name in registry.names():
         declared = getattr(registry.load(name), "options", None)
         if declared is None:
             continue
@@ -727,7 +729,7 @@ def backend_fields() -> list[OptionField]:
 
 
 def all_fields() -> list[OptionField]:
-    """The portable options, then every installed backend's (:func:`backend_fields`)."""
+    """The portable options, then every backend's own (:func:`backend_fields`)."""
     return [*FIELDS, *backend_fields()]
 
 

@@ -3,7 +3,7 @@ resources, boot disks and web access, each checked as Vertex AI checks it.
 
 These settings exist on Vertex AI only; on this machine or in Docker a job asking for one is
 refused (it would silently mean nothing). See :func:`check_vertex_settings`, called by
-``JobSpec``'s validation, and :mod:`tfc_jupyter.backends.vertex_request` for the request fields.
+``JobSpec``'s validation, and :mod:`tfc_jupyter.backends.vertex.request` for the request fields.
 """
 
 from __future__ import annotations

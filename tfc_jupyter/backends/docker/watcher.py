@@ -1,4 +1,4 @@
-"""The watcher of one docker job: ``python -m tfc_jupyter.backends.docker_watcher JOB_DIR``.
+"""The watcher of one docker job: ``python -m tfc_jupyter.backends.docker.watcher JOB_DIR``.
 
 Started detached (its own session) by the docker backend, so the job survives a killed kernel.
 It creates one container per replica from ``launch.json`` (host networking, the Vertex
@@ -23,11 +23,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..files import open_private
-from ..records import JobState
-from .docker import JOB_LABEL, REPLICA_LABEL
-from .launch_file import RUNTIME, DockerLaunch
-from .watch_loop import JobWatcher, ReplicaState, describe_failure
+from ...files import open_private
+from ...records import JobState
+from ..launch_file import RUNTIME, DockerLaunch
+from ..watch_loop import JobWatcher, ReplicaState, describe_failure
+from .backend import JOB_LABEL, REPLICA_LABEL
 
 GRACE_S = 3
 POLL_S = 0.25
@@ -174,7 +174,7 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point (the docker backend starts it; users never need to)."""
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 1:
-        print("usage: python -m tfc_jupyter.backends.docker_watcher JOB_DIR", file=sys.stderr)
+        print("usage: python -m tfc_jupyter.backends.docker.watcher JOB_DIR", file=sys.stderr)
         return 2
     return Watcher(Path(args[0])).run()
 

@@ -15,9 +15,9 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from ..config import current_settings
-from ..errors import MissingDependency
-from ..gcloud import authorized_session, base_url, credentials, is_loopback
+from ...config import current_settings
+from ...errors import MissingDependency
+from ...gcloud import authorized_session, base_url, credentials, is_loopback
 
 
 @dataclass(frozen=True)

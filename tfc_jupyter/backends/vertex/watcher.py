@@ -1,4 +1,4 @@
-"""The watcher of one Vertex AI job: ``python -m tfc_jupyter.backends.vertex_watcher JOB_DIR``.
+"""The watcher of one Vertex AI job: ``python -m tfc_jupyter.backends.vertex.watcher JOB_DIR``.
 
 Started detached by the Vertex backend (and restarted by it if it dies), so following a job
 survives a killed kernel. Until the job ends it:
@@ -39,15 +39,15 @@ from typing import Any
 from tfc_runtime.protocol import POOL_ROLES
 from tfc_runtime.protocol import replica_name as protocol_replica_name
 
-from .. import notify
-from ..errors import BackendError, TfcError
-from ..files import open_private, write_private
-from ..gcloud import call, checked
-from ..records import JobState, JobStore
-from ..registry import TRIALS_FILE
-from . import watch_lock
-from .vertex_api import VertexSettings, require_clients, rest_session, rest_url
-from .vertex_logs import ProjectLogs, parse_stamp
+from ... import notify
+from ...errors import BackendError, TfcError
+from ...files import open_private, write_private
+from ...gcloud import call, checked
+from ...records import JobState, JobStore
+from ...registry import TRIALS_FILE
+from .. import watch_lock
+from .api import VertexSettings, require_clients, rest_session, rest_url
+from .logs import ProjectLogs, parse_stamp
 
 LOOKBACK = timedelta(seconds=10)  # entries may arrive late: re-read this window, deduplicated
 _FAILED_AT = re.compile(r"\[tfc_runtime\] job failed at (.+?): (.*)$")
@@ -388,7 +388,7 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point (the Vertex backend starts it; users never need to)."""
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 1:
-        print("usage: python -m tfc_jupyter.backends.vertex_watcher JOB_DIR", file=sys.stderr)
+        print("usage: python -m tfc_jupyter.backends.vertex.watcher JOB_DIR", file=sys.stderr)
         return 2
     job_dir = Path(args[0])
     if not watch_lock.hold(job_dir):  # another watcher follows this job: one writer only

@@ -6,7 +6,7 @@ host networking and exactly the variables Vertex sets (``CLUSTER_SPEC``, ``TF_CO
 ``AIP_*``, ``CLOUD_ML_JOB_ID``) on free loopback ports, and the container command Vertex runs
 (``python -m tfc_runtime ...``), so a job rehearsed here runs unchanged on Vertex.
 
-A detached watcher process (:mod:`.docker_watcher`) starts the containers, copies each one's
+A detached watcher process (:mod:`.watcher`) starts the containers, copies each one's
 output into ``<job_dir>/logs/<replica>.log``, writes the state to the job records, stops the
 others when a replica fails, enforces the start-up deadline and the timeout, and removes the
 containers at the end: the job outlives a killed kernel, and ``Job.follow()``, ``%tfc_logs`` and
@@ -23,24 +23,24 @@ from typing import TYPE_CHECKING, Any
 
 from tfc_runtime import protocol
 
-from ..errors import BackendError
-from ..image import ensure_image
-from ..image.docker import docker_client
-from ..job import replica
-from ..job.replica import container_args, job_env
-from ..job.spec import JobSpec, check_runnable
-from ..ports import free_ports
-from ..records import JobRecord
-from ..registry import Preview, Traits
-from .launch_file import RUNTIME, DockerLaunch, ReplicaLaunch
-from .local import (
+from ...errors import BackendError
+from ...image import ensure_image
+from ...image.docker import docker_client
+from ...job import replica
+from ...job.replica import container_args, job_env
+from ...job.spec import JobSpec, check_runnable
+from ...ports import free_ports
+from ...records import JobRecord
+from ...registry import Preview, Traits
+from ..launch_file import RUNTIME, DockerLaunch, ReplicaLaunch
+from ..local.backend import (
     RUNTIME_PARENT,
     cluster_env,
     gpu_split,
     is_daemon,
     local_gpu_count,
 )
-from .watched import (
+from ..watched import (
     WatchedBackend,
     mark_pending,
     package_pythonpath,
@@ -49,7 +49,7 @@ from .watched import (
 )
 
 if TYPE_CHECKING:
-    from ..planner.plan import Plan
+    from ...planner.plan import Plan
 
 JOB_LABEL = "org.tfc-jupyter.job"
 REPLICA_LABEL = "org.tfc-jupyter.replica"
@@ -150,7 +150,7 @@ class DockerBackend(WatchedBackend):
         )
         write_launch(job_dir, launch)
         pid = start_watcher(
-            "tfc_jupyter.backends.docker_watcher",
+            "tfc_jupyter.backends.docker.watcher",
             job_dir,
             {**os.environ, "PYTHONPATH": package_pythonpath(str(RUNTIME_PARENT))},
         )

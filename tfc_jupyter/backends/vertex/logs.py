@@ -34,10 +34,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from ..files import write_private
-from ..gcloud import DailyQuotaError, authorized_session, base_url, checked, explain
-from ..quota import pacific_midnight
-from .vertex_api import VertexSettings
+from ...files import write_private
+from ...gcloud import DailyQuotaError, authorized_session, base_url, checked, explain
+from ...quota import pacific_midnight
+from .api import VertexSettings
 
 try:
     import fcntl

@@ -2,7 +2,7 @@
 
 Each replica gets exactly the environment Vertex AI would give it (``CLUSTER_SPEC``,
 ``TF_CONFIG``, ``AIP_*``, ``CLOUD_ML_JOB_ID``) on free loopback ports, so a job rehearsed here runs
-unchanged on Vertex. A detached supervisor process (:mod:`.local_supervisor`) runs and watches
+unchanged on Vertex. A detached supervisor process (:mod:`.supervisor`) runs and watches
 them, so the job outlives a killed kernel and can be re-attached.
 """
 
@@ -17,20 +17,25 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import BackendError
-from ..files import open_private
-from ..image.names import local_tensorflow_version
-from ..job import replica
-from ..job.replica import job_env, replica_env, runtime_args
-from ..job.spec import JobSpec, check_runnable
-from ..notebook.requirements import TENSORFLOW_DISTRIBUTIONS, canonical_name, installed, unsatisfied
-from ..ports import free_ports
-from ..records import JobRecord
-from ..registry import Preview, Traits
-from . import spare
-from .launch_file import LocalLaunch, ReplicaLaunch
-from .watch_loop import VERTEX_RESTARTS
-from .watched import (
+from ...errors import BackendError
+from ...files import open_private
+from ...image.names import local_tensorflow_version
+from ...job import replica
+from ...job.replica import job_env, replica_env, runtime_args
+from ...job.spec import JobSpec, check_runnable
+from ...notebook.requirements import (
+    TENSORFLOW_DISTRIBUTIONS,
+    canonical_name,
+    installed,
+    unsatisfied,
+)
+from ...ports import free_ports
+from ...records import JobRecord
+from ...registry import Preview, Traits
+from .. import spare
+from ..launch_file import LocalLaunch, ReplicaLaunch
+from ..watch_loop import VERTEX_RESTARTS
+from ..watched import (
     WATCHER_LOG,
     WatchedBackend,
     mark_pending,
@@ -42,7 +47,7 @@ from .watched import (
 )
 
 if TYPE_CHECKING:
-    from ..planner.plan import Plan
+    from ...planner.plan import Plan
 
 RUNTIME_PARENT = Path(__file__).resolve().parents[2] / "runtime"
 _DROP_ENV = ("JPY_", "PYDEVD_", "VSCODE_", "KERNEL_")
@@ -273,7 +278,7 @@ class LocalBackend(WatchedBackend):
         pid = spare.claim(job_dir)  # a supervisor started ahead (tfc-jupyter run), else now
         if pid is None:
             pid = start_watcher(
-                "tfc_jupyter.backends.local_supervisor",
+                "tfc_jupyter.backends.local.supervisor",
                 job_dir,
                 {**inherited, **common, "PYTHONPATH": package_pythonpath(str(RUNTIME_PARENT))},
                 what="supervisor",

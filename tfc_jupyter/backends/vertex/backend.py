@@ -2,13 +2,13 @@
 
 ``submit`` finds the job's image (``--image``, or the content-addressed image built and pushed by
 :mod:`tfc_jupyter.build`), creates the CustomJob with exactly the body a dry run shows
-(:func:`tfc_jupyter.backends.vertex_request.custom_job_body`) through
+(:func:`tfc_jupyter.backends.vertex.request.custom_job_body`) through
 google-cloud-aiplatform's ``JobServiceClient`` over REST, records the console link (and the
-TensorBoard link when one is set), and starts a detached watcher (:mod:`.vertex_watcher`) that
+TensorBoard link when one is set), and starts a detached watcher (:mod:`.watcher`) that
 polls the job's state and copies its Cloud Logging entries into ``<job_dir>/logs/<replica>.log``.
 So ``Job.follow()``, ``%tfc_logs`` and ``%tfc_attach`` work as for local jobs, and the job
 outlives the kernel. A plan with a sweep is one ``HyperparameterTuningJob`` instead
-(:func:`~tfc_jupyter.backends.vertex_request.tuning_job_body`), created, watched and cancelled
+(:func:`~tfc_jupyter.backends.vertex.request.tuning_job_body`), created, watched and cancelled
 the same way; its watcher keeps the trials in the job folder (:mod:`tfc_jupyter.tuned`).
 
 Transient API errors are retried with backoff within a bounded time; authentication, permission,
@@ -27,26 +27,29 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .. import gcloud
-from ..errors import BackendError
-from ..files import write_private
-from ..gcloud import RetryCount
-from ..job.spec import JobSpec
-from ..records import CANCEL_ASKED, REPORT_KEY, JobRecord, JobState, JobStore
-from ..registry import Preview, Traits
-from . import vertex_api, vertex_request, watch_lock
-from .vertex_api import VertexSettings
-from .watched import (
+from ... import gcloud
+from ...errors import BackendError
+from ...files import write_private
+from ...gcloud import RetryCount
+from ...job.spec import JobSpec
+from ...records import CANCEL_ASKED, REPORT_KEY, JobRecord, JobState, JobStore
+from ...registry import Preview, Traits
+from .. import watch_lock
+from ..watched import (
     WATCHER_LOG,
     alive,
     last_line,
     package_pythonpath,
     start_watcher,
 )
+from . import api as vertex_api
+from . import request as vertex_request
+from .api import VertexSettings
+from .options import VertexOptions
 
 if TYPE_CHECKING:
-    from ..config import Settings
-    from ..planner.plan import Plan
+    from ...config import Settings
+    from ...planner.plan import Plan
 
 WATCH_FILE = "vertex.json"
 MAX_WATCHER_STARTS = 4
@@ -64,6 +67,8 @@ class VertexBackend:
     """Runs jobs as Vertex AI custom jobs (see the module docstring)."""
 
     name = "vertex"
+    options = VertexOptions
+    """The options only Vertex AI takes, declared in its folder (``options.py``)."""
     traits = Traits(
         label="Vertex AI",
         runs_image=True,
@@ -103,11 +108,11 @@ class VertexBackend:
             )
         vertex_api.require_clients()
         if spec.decided.route == "package":  # nothing to build: the package goes to the bucket
-            from ..image import cloudbuild
+            from ...image import cloudbuild
 
             gcloud.credentials(cloudbuild.CloudBuildSettings.load().storage_url())
         elif not spec.image.image:  # built here (an engine answers) or by Cloud Build
-            from ..image import docker
+            from ...image import docker
 
             try:
                 docker.docker_client("building the job's image for Vertex AI")
@@ -119,7 +124,7 @@ class VertexBackend:
                         "with Cloud Build, or pass --image with an image you built",
                         field="image",
                     ) from None
-                from ..image import cloudbuild
+                from ...image import cloudbuild
 
                 cloudbuild.check(spec)
         gcloud.credentials(self.settings.api_endpoint(spec.google.region))
@@ -138,14 +143,18 @@ class VertexBackend:
             image = plan.image_uri
             built = {"package": package_uri, "uploaded": self._upload(plan)}
         elif not image:
-            from ..image import ensure_image
+            from ...image import ensure_image
 
             result = ensure_image(plan, push=True)
             image, built = result.uri, {"built": result.built, "pushed": result.pushed}
         if plan.sweep is not None:  # a sweep: one tuning job, Vizier choosing each trial's values
-            body = vertex_request.tuning_job_body(spec, plan.sweep.spec, image, package_uri)
+            body = vertex_request.tuning_job_body(
+                spec, plan.sweep.spec, image, package_uri, vertex_request.own_options(plan)
+            )
         else:
-            body = vertex_request.custom_job_body(spec, image, package_uri=package_uri)  # as shown
+            body = vertex_request.custom_job_body(  # as shown
+                spec, image, package_uri=package_uri, own=vertex_request.own_options(plan)
+            )
         key = secrets.token_hex(16)  # signs the reports that come with the logs (never shown)
         self.store.update(record.id, mutate=lambda rec: {"handle": {**rec.handle, REPORT_KEY: key}})
         body = vertex_request.with_report_key(body, key)
@@ -218,9 +227,9 @@ class VertexBackend:
     def _upload(self, plan: Plan) -> bool:
         """Put the job's package in the build bucket, unless it is there (same bytes);
         True when it was uploaded."""
-        from ..image import wheel
-        from ..image.cloudbuild import CloudBuildSettings, bucket_name
-        from ..image.cloudbuild.storage import Storage
+        from ...image import wheel
+        from ...image.cloudbuild import CloudBuildSettings, bucket_name
+        from ...image.cloudbuild.storage import Storage
 
         spec, package = plan.spec, plan.package
         assert package is not None and spec.google.project and spec.image.build_bucket
@@ -380,7 +389,7 @@ class VertexBackend:
 
     def _start_watcher(self, job_id: str, job_dir: Path) -> None:
         pid = start_watcher(
-            "tfc_jupyter.backends.vertex_watcher",
+            "tfc_jupyter.backends.vertex.watcher",
             job_dir,
             {**os.environ, "PYTHONPATH": package_pythonpath(), "PYTHONUNBUFFERED": "1"},
         )

@@ -13,15 +13,17 @@ from typing import TYPE_CHECKING, Any
 
 from tfc_runtime.protocol import REPORT_KEY_ENV, ROLES
 
-from ..job import scheduling
-from ..job.catalog import Machine
-from ..job.replica import container_args
-from ..job.spec import JOB_ENV, JobSpec
-from ..registry import Preview
+from ...job import scheduling
+from ...job.catalog import Machine
+from ...job.options import target_options
+from ...job.replica import container_args
+from ...job.spec import JOB_ENV, JobSpec
+from ...registry import Preview
+from .options import VERTEX_DEFAULTS, VertexOptions
 
 if TYPE_CHECKING:
-    from ..planner.plan import Plan
-    from ..sweep.spec import Param, SweepSpec
+    from ...planner.plan import Plan
+    from ...sweep.spec import Param, SweepSpec
 
 PACKAGE_MODULE = "tfc_job.task"  # the package route's entry point (tfc_jupyter.image.wheel)
 
@@ -142,10 +144,15 @@ def worker_pools(
 
 
 def custom_job_body(
-    spec: JobSpec, image_uri: str, display_name: str | None = None, package_uri: str | None = None
+    spec: JobSpec,
+    image_uri: str,
+    display_name: str | None = None,
+    package_uri: str | None = None,
+    own: VertexOptions = VERTEX_DEFAULTS,
 ) -> dict[str, Any]:
     """The ``CustomJob`` resource the job is created with (``package_uri``: the package route,
-    ``image_uri`` then the prebuilt image it runs on)."""
+    ``image_uri`` then the prebuilt image it runs on; ``own``: the options Vertex AI's backend
+    declares, from the plan's options)."""
     job_spec: dict[str, Any] = {"workerPoolSpecs": worker_pools(spec, image_uri, package_uri)}
     when: dict[str, Any] = {}
     if spec.timeout_s:
@@ -156,6 +163,8 @@ def custom_job_body(
         when["maxWaitDuration"] = f"{spec.google.max_wait_s}s"
     if spec.replica_count > 1 or spec.google.restart_on_worker_restart:
         when["restartJobOnWorkerRestart"] = spec.google.restart_on_worker_restart
+    if own.disable_retries:
+        when["disableRetries"] = True
     if when:
         job_spec["scheduling"] = when
     if spec.google.persistent_resource:
@@ -181,14 +190,23 @@ def custom_job_body(
 
 
 def custom_job_request(
-    spec: JobSpec, image_uri: str, display_name: str | None = None, package_uri: str | None = None
+    spec: JobSpec,
+    image_uri: str,
+    display_name: str | None = None,
+    package_uri: str | None = None,
+    own: VertexOptions = VERTEX_DEFAULTS,
 ) -> dict[str, Any]:
     """Method, URL and body of the create request, as a dry run shows it."""
     return {
         "method": "POST",
         "url": f"https://{endpoint(spec)}/v1/{parent_path(spec)}/customJobs",
-        "body": custom_job_body(spec, image_uri, display_name, package_uri),
+        "body": custom_job_body(spec, image_uri, display_name, package_uri, own),
     }
+
+
+def own_options(plan: Plan) -> VertexOptions:
+    """The options Vertex AI's backend declares, as the plan's options set them."""
+    return target_options(plan.options, VertexOptions)
 
 
 _ALGORITHMS = {"bayes": "ALGORITHM_UNSPECIFIED", "random": "RANDOM_SEARCH", "grid": "GRID_SEARCH"}
@@ -213,13 +231,17 @@ def _parameter(param: Param) -> dict[str, Any]:
 
 
 def tuning_job_body(
-    spec: JobSpec, sweep: SweepSpec, image_uri: str, package_uri: str | None = None
+    spec: JobSpec,
+    sweep: SweepSpec,
+    image_uri: str,
+    package_uri: str | None = None,
+    own: VertexOptions = VERTEX_DEFAULTS,
 ) -> dict[str, Any]:
     """The ``HyperparameterTuningJob`` of a sweep: Vizier's study (the metric and its goal,
     the parameters, the algorithm) over trials that each run the very CustomJobSpec one job of
     this plan would send (its runtime writes the metric file Vizier reads; the trial's values
     come as ``--NAME=VALUE`` arguments, which the runtime puts on the notebook's lines)."""
-    single = custom_job_body(spec, image_uri, package_uri=package_uri)
+    single = custom_job_body(spec, image_uri, package_uri=package_uri, own=own)
     goal = "MAXIMIZE" if sweep.goal == "max" else "MINIMIZE"
     return {
         "displayName": single["displayName"],
@@ -248,11 +270,13 @@ def preview(plan: Plan) -> Preview:
                 "url": f"https://{endpoint(plan.spec)}/v1/{parent_path(plan.spec)}"
                 "/hyperparameterTuningJobs",
                 "body": tuning_job_body(
-                    plan.spec, plan.sweep.spec, plan.image_uri, plan.package_uri
+                    plan.spec, plan.sweep.spec, plan.image_uri, plan.package_uri, own_options(plan)
                 ),
             },
         )
     return Preview(
         "Vertex AI request",
-        custom_job_request(plan.spec, plan.image_uri, package_uri=plan.package_uri),
+        custom_job_request(
+            plan.spec, plan.image_uri, package_uri=plan.package_uri, own=own_options(plan)
+        ),
     )

@@ -1,4 +1,4 @@
-"""The supervisor of one local job: ``python -m tfc_jupyter.backends.local_supervisor JOB_DIR``.
+"""The supervisor of one local job: ``python -m tfc_jupyter.backends.local.supervisor JOB_DIR``.
 
 Started detached (its own session) by the local backend, so the job survives a killed kernel.
 It starts every replica (chief, workers, ps, evaluator) as ``python -m tfc_runtime`` with the
@@ -34,11 +34,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..files import open_private
-from ..records import JobState
-from .launch_file import RUNTIME, LocalLaunch
-from .watch_loop import JobWatcher, ReplicaState, killed_by
-from .watched import started_at
+from ...files import open_private
+from ...records import JobState
+from ..launch_file import RUNTIME, LocalLaunch
+from ..watch_loop import JobWatcher, ReplicaState, killed_by
+from ..watched import started_at
 
 GRACE_S = 3.0
 POLL_S = 0.1
@@ -229,7 +229,7 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point (the local backend starts it; users never need to)."""
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 1:
-        print("usage: python -m tfc_jupyter.backends.local_supervisor JOB_DIR", file=sys.stderr)
+        print("usage: python -m tfc_jupyter.backends.local.supervisor JOB_DIR", file=sys.stderr)
         return 2
     return Supervisor(Path(args[0])).run()
 

@@ -17,6 +17,7 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 from jobutil import write_notebook
@@ -104,18 +105,18 @@ CHECK = textwrap.dedent(
 )
 
 
-def _copy_with_the_option(root: Path) -> Path:
-    """A copy of the package with :data:`ADDED` in the option table; returns the copy's parent.
-    Checks that the option table is the one file that differs."""
+def _copy_with(root: Path, edits: dict[str, tuple[str, str]]) -> Path:
+    """A copy of the package with each file of ``edits`` (``{path: (anchor, added)}``) given
+    ``added`` after its one ``anchor``; returns the copy's parent. Checks that those files are
+    the only ones that differ."""
     copy = root / "tfc_jupyter"
     shutil.copytree(
         PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__", "labextension", "*.pyc")
     )
-    table = copy / "job" / "options.py"
-    text = table.read_text()
-    anchor = '        label="Workers",\n        neutral="0",\n        group="Machines",\n    )\n'
-    assert text.count(anchor) == 1
-    table.write_text(text.replace(anchor, anchor + ADDED))
+    for path, (anchor, added) in edits.items():
+        text = (copy / path).read_text()
+        assert text.count(anchor) == 1, path
+        (copy / path).write_text(text.replace(anchor, anchor + added))
     differ: list[str] = []
 
     def walk(cmp: filecmp.dircmp[str], where: Path) -> None:
@@ -124,13 +125,13 @@ def _copy_with_the_option(root: Path) -> Path:
             walk(sub, where / name)
 
     walk(filecmp.dircmp(copy, PACKAGE, ignore=["__pycache__", "labextension"]), Path())
-    assert differ == ["job/options.py"], differ
+    assert sorted(differ) == sorted(edits), differ
     return root
 
 
-@pytest.mark.slow
-def test_an_option_added_to_the_table_alone_is_on_every_surface(tmp_path: Path) -> None:
-    root = _copy_with_the_option(tmp_path / "pkg")
+def _check(tmp_path: Path, root: Path, script: str) -> dict[str, Any]:
+    """What ``script`` saw of the copy under ``root``, run in a fresh process with a notebook
+    of one ``%%tfc_run`` cell and a job home of its own."""
     (tmp_path / "work").mkdir()
     nb = write_notebook(tmp_path / "work" / "nb.ipynb", "%%tfc_run\nprint('hello', 6 * 7)")
     home = tmp_path / "home"
@@ -140,7 +141,7 @@ def test_an_option_added_to_the_table_alone_is_on_every_surface(tmp_path: Path) 
         "TFC_JUPYTER_HOME": str(home),
     }
     done = subprocess.run(
-        [sys.executable, "-c", CHECK, str(root), str(nb), str(home)],
+        [sys.executable, "-c", script, str(root), str(nb), str(home)],
         capture_output=True,
         text=True,
         env=env,
@@ -148,7 +149,15 @@ def test_an_option_added_to_the_table_alone_is_on_every_surface(tmp_path: Path) 
         timeout=300,
     )
     assert done.returncode == 0, done.stderr[-3000:]
-    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    seen: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return seen
+
+
+@pytest.mark.slow
+def test_an_option_added_to_the_table_alone_is_on_every_surface(tmp_path: Path) -> None:
+    anchor = '        label="Workers",\n        neutral="0",\n        group="Machines",\n    )\n'
+    root = _copy_with(tmp_path / "pkg", {"job/options.py": (anchor, ADDED)})
+    seen = _check(tmp_path, root, CHECK)
     assert seen["line"] == [3, True, "%%tfc_run --workers 1 --priority 3"]
     assert seen["magic help"] and seen["cli help"]
     assert (seen["run()"], seen["json"]) == (4, 5)
@@ -245,34 +254,6 @@ VERTEX_CHECK = textwrap.dedent(
 )
 
 
-def _copy_with_a_vertex_option(root: Path) -> Path:
-    """A copy of the package with :data:`VERTEX_ADDED` and :data:`VERTEX_READ` in the Vertex AI
-    backend's folder; checks that those are its only two files that differ."""
-    copy = root / "tfc_jupyter"
-    shutil.copytree(
-        PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__", "labextension", "*.pyc")
-    )
-    folder = copy / "backends" / "vertex"
-    declared = (folder / "options.py").read_text()
-    anchor = '        "retries it by default).",\n    )\n'
-    assert declared.count(anchor) == 1
-    (folder / "options.py").write_text(declared.replace(anchor, anchor + VERTEX_ADDED))
-    request = (folder / "request.py").read_text()
-    anchor = '        job_spec["enableWebAccess"] = True\n'
-    assert request.count(anchor) == 1
-    (folder / "request.py").write_text(request.replace(anchor, anchor + VERTEX_READ))
-    differ: list[str] = []
-
-    def walk(cmp: filecmp.dircmp[str], where: Path) -> None:
-        differ.extend(str(where / name) for name in cmp.diff_files + cmp.left_only)
-        for name, sub in cmp.subdirs.items():
-            walk(sub, where / name)
-
-    walk(filecmp.dircmp(copy, PACKAGE, ignore=["__pycache__", "labextension"]), Path())
-    assert sorted(differ) == ["backends/vertex/options.py", "backends/vertex/request.py"], differ
-    return root
-
-
 @pytest.mark.slow
 def test_a_vertex_option_added_in_its_backend_s_folder_alone_is_on_every_surface(
     tmp_path: Path,
@@ -281,25 +262,20 @@ def test_a_vertex_option_added_in_its_backend_s_folder_alone_is_on_every_surface
     ``enableDashboardAccess`` (a real ``CustomJobSpec`` field we do not offer) is added to a copy
     of the package, in ``backends/vertex/`` only: every surface takes it, the dry run's request
     carries it as Google's types read it, and another backend refuses it."""
-    root = _copy_with_a_vertex_option(tmp_path / "pkg")
-    (tmp_path / "work").mkdir()
-    nb = write_notebook(tmp_path / "work" / "nb.ipynb", "%%tfc_run\nprint('hello', 6 * 7)")
-    home = tmp_path / "home"
-    env = {
-        **os.environ,
-        "PYTHONPATH": os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")]),
-        "TFC_JUPYTER_HOME": str(home),
-    }
-    done = subprocess.run(
-        [sys.executable, "-c", VERTEX_CHECK, str(root), str(nb), str(home)],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=nb.parent,
-        timeout=300,
+    root = _copy_with(
+        tmp_path / "pkg",
+        {
+            "backends/vertex/options.py": (
+                '        "retries it by default).",\n    )\n',
+                VERTEX_ADDED,
+            ),
+            "backends/vertex/request.py": (
+                '        job_spec["enableWebAccess"] = True\n',
+                VERTEX_READ,
+            ),
+        },
     )
-    assert done.returncode == 0, done.stderr[-3000:]
-    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    seen = _check(tmp_path, root, VERTEX_CHECK)
     assert seen["line"] == [
         [["dashboard_access", True]],
         "%%tfc_run --backend vertex --dashboard-access",

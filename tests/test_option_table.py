@@ -289,5 +289,5 @@ def test_a_vertex_option_added_in_its_backend_s_folder_alone_is_on_every_surface
     assert seen["api"] == [200, True]
     assert "(vertex backend)" in seen["openapi"]
     code, err = seen["on local"]
-    assert code == 2 and "--dashboard-access is a vertex backend setting" in err, err
+    assert code == 2 and "--dashboard-access is a Vertex AI setting" in err, err
     assert seen["plan"]["enableDashboardAccess"] is True

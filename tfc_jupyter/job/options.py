@@ -318,35 +318,6 @@ class JobOptions:
     )
     timeout: str | None = _opt(None, "Job time limit: 90m, 2h, 1d.", metavar="DURATION")
     spot: bool = _opt(False, "Use Spot VMs on Vertex AI (cheaper).")
-    flex_start: str | None = _opt(
-        None,
-        "Vertex AI flex-start (Dynamic Workload Scheduler): the job waits for its L4, A100 or "
-        "H100 GPUs, at most MAX_WAIT (default 1d; 0: no limit).",
-        metavar="MAX_WAIT",
-        const="",
-    )
-    restart_on_worker_restart: bool = _opt(
-        False, "Vertex AI: restart the whole job when a worker restarts."
-    )
-    reservation: str | None = _opt(
-        None,
-        "Vertex AI: run on reserved capacity: any, or projects/P/zones/Z/reservations/NAME.",
-        metavar="RESERVATION",
-    )
-    persistent_resource: str | None = _opt(
-        None, "Vertex AI: run on this persistent resource (its id).", metavar="ID"
-    )
-    boot_disk_type: str | None = _opt(
-        None,
-        "Vertex AI boot disk: pd-ssd (default), pd-standard, hyperdisk-balanced.",
-        metavar="TYPE",
-    )
-    boot_disk_size: int | None = _opt(
-        None, "Vertex AI boot disk size in GB (100 to 64000; default 100).", metavar="GB"
-    )
-    web_access: bool = _opt(
-        False, "Vertex AI: an interactive shell into the running job, from the console."
-    )
     base_output_dir: str | None = _opt(
         None, "Model, checkpoints and TensorBoard logs go under it.", metavar="GS_URI"
     )
@@ -364,12 +335,6 @@ class JobOptions:
         "VPC network to peer with: projects/NUMBER/global/networks/NAME (not on H100 Mega, H200 "
         "or B200).",
         metavar="NETWORK",
-    )
-    psc_network_attachment: str | None = _opt(
-        None,
-        "Vertex AI: reach a private network through this Private Service Connect interface "
-        "(a network attachment in the job's region; Google's recommended path).",
-        metavar="ATTACHMENT",
     )
     wait: bool = _opt(
         True,
@@ -473,7 +438,7 @@ class JobOptions:
         values: dict[str, Any] = {}
         for key, value in raw.items():
             spec = table.get(key) if isinstance(key, str) else None
-            if spec is None and isinstance(key, str):  # an installed backend's option?
+            if spec is None and isinstance(key, str):  # a backend's own option?
                 spec = {f.name: f for f in backend_fields() if f.flag.in_json}.get(key)
             if spec is None:
                 raise SpecError(
@@ -704,8 +669,9 @@ def backend_fields() -> list[OptionField]:
     AI's in ``backends/vertex/options.py``), and its flags then work on every edge (the magic's
     line, the CLI and its help, ``run()``, the jobs API, the form and the panel), kept in
     :attr:`JobOptions.target`; the backend reads them with :func:`target_options`, and another
-    backend refuses them. (Most of Vertex AI's options are still portable fields, read into
-    ``JobSpec.google``.)
+    backend refuses them. A backend whose options class has ``google(spot=...)`` puts them into
+    ``JobSpec.google`` that way (Vertex AI's scheduling, reservation, boot disk ...); the Google
+    Cloud settings other backends use too (region, project ...) are portable fields.
 
     Raises:
         SpecError: a backend declares an option another option already has.
@@ -904,29 +870,25 @@ def to_spec(
         timeout_s=timeout,
         base_output_dir=ns.base_output_dir or settings.get("base_output_dir"),
         resume=ns.resume,
-        google=_google(ns, settings),
+        google=_google(ns, settings, backend.value),
         decided=Decisions(estimator=estimator),
         **_ps_and_evaluator(ns),
     )
 
 
-def _google(ns: JobOptions, settings: Settings) -> GoogleTarget:
-    """The job's Vertex AI settings, from its flags over the effective defaults."""
+def _google(ns: JobOptions, settings: Settings, backend: str) -> GoogleTarget:
+    """The job's Google Cloud settings, from its flags over the effective defaults: the
+    portable ones, then those its backend declares and puts here (``options.google``:
+    Vertex AI's scheduling, reservation, boot disk ...)."""
+    declared: Any = getattr(registry.load(backend), "options", None) if ns.target else None
+    own = target_options(ns, declared).google(spot=ns.spot) if hasattr(declared, "google") else {}
     return GoogleTarget(
         service_account=ns.service_account or settings.get("service_account"),
         region=ns.region or settings.get("region") or "us-central1",
         project=ns.project or settings.get("project"),
-        scheduling=_scheduling(ns),
-        max_wait_s=_max_wait(ns.flex_start),
-        restart_on_worker_restart=ns.restart_on_worker_restart,
-        reservation=ns.reservation,
-        persistent_resource=ns.persistent_resource,
-        boot_disk_type=ns.boot_disk_type or "pd-ssd",
-        boot_disk_gb=ns.boot_disk_size if ns.boot_disk_size is not None else 100,
-        web_access=ns.web_access,
         tensorboard=ns.tensorboard,
         network=ns.network,
-        psc_network_attachment=ns.psc_network_attachment,
+        **{"scheduling": "spot" if ns.spot else "standard", **own},
     )
 
 
@@ -945,38 +907,11 @@ def _check_target(ns: JobOptions, backend: str) -> None:
             )
         if owner.backend != backend:
             raise SpecError(
-                f"{owner.option} is a {owner.backend} backend setting; on the {backend} "
-                "backend it would mean nothing",
+                f"{owner.option} is a {registry.traits(owner.backend).label} setting; on the "
+                f"{backend} backend it would mean nothing",
                 f"drop {owner.option}, or use --backend {owner.backend}",
                 field=name,
             )
-
-
-def _scheduling(ns: JobOptions) -> str:
-    """standard, spot or flex_start (one of them)."""
-    if ns.spot and ns.flex_start is not None:
-        raise SpecError(
-            "--spot and --flex-start together: a job is scheduled one way",
-            "drop one of them",
-            field="scheduling",
-        )
-    return "spot" if ns.spot else "flex_start" if ns.flex_start is not None else "standard"
-
-
-def _max_wait(text: str | None) -> int | None:
-    """``--flex-start MAX_WAIT`` in seconds: None for Vertex AI's default, 0 for no limit."""
-    if text is None or not text.strip():
-        return None
-    if text.strip() == "0":
-        return 0
-    try:
-        return parse_duration(text)
-    except SpecError:
-        raise SpecError(
-            f"--flex-start {text!r} is not a maximum wait",
-            "write it like 2h or 1d (0: no limit), at most 30 days",
-            field="max_wait_s",
-        ) from None
 
 
 def with_script_args(options: JobOptions, script_args: Sequence[str]) -> JobOptions:

@@ -485,9 +485,7 @@ def test_a_backend_s_own_flag_works_on_every_edge(
 
     code, out, err = _cli(capsys, "plan", str(ps_notebook), "--namespace", "team-a")
     assert code != 0
-    assert (
-        "--namespace is a Kubernetes setting; on the local backend it would mean nothing" in err
-    )
+    assert "--namespace is a Kubernetes setting; on the local backend it would mean nothing" in err
     assert "drop --namespace, or use --backend jobset" in err
 
 

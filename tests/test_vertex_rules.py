@@ -212,7 +212,7 @@ def test_the_plan_says_what_the_job_costs_for_its_timeout(settings: Settings) ->
 def _matrix() -> list[str]:
     """Flag lines for every request shape a plan can make: each offered GPU type at each count,
     each TPU, CPU presets; pools; scheduling; reservations; disks; env; both routes."""
-    from tfc_jupyter.job.scheduling import FLEX_START_GPUS, HYPERDISK_ONLY
+    from tfc_jupyter.backends.vertex.scheduling import FLEX_START_GPUS, HYPERDISK_ONLY
 
     machines: list[tuple[str, str, bool, bool]] = []  # (flags, kind, flex, hyperdisk)
     for gpu in catalog.OFFERED_GPU_TYPES:

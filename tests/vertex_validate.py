@@ -22,7 +22,8 @@ import json
 import re
 from typing import Any
 
-from tfc_jupyter.job import catalog, scheduling, vertex_rules
+from tfc_jupyter.backends.vertex import scheduling
+from tfc_jupyter.job import catalog, vertex_rules
 
 # Machine types a custom job may ask for: Vertex AI's training list.
 MACHINE_TYPES: set[str] = set(catalog.MACHINE_TYPES)

@@ -907,7 +907,7 @@ def _check_target(ns: JobOptions, backend: str) -> None:
             )
         if owner.backend != backend:
             raise SpecError(
-                f"{owner.option} is a {registry.traits(owner.backend).label} setting; on the "
+                f"{owner.option} is a {registry.traits(str(owner.backend)).label} setting; on the "
                 f"{backend} backend it would mean nothing",
                 f"drop {owner.option}, or use --backend {owner.backend}",
                 field=name,

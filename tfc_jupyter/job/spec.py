@@ -21,7 +21,6 @@ from . import prices, vertex_rules
 from .catalog import Machine
 from .google_target import GoogleTarget
 from .parts import SpecPart
-from .scheduling import check_vertex_settings
 
 
 class Strategy(str, Enum):
@@ -555,7 +554,51 @@ def _validate(spec: JobSpec) -> None:
     if spec.timeout_s is not None:
         parse_duration(spec.timeout_s)
     _check_labels(spec.labels)
-    check_vertex_settings(spec)
+    check_target(spec)
+
+
+def check_target(spec: JobSpec) -> None:
+    """The job's Google Cloud part on its backend: a setting the backend does not take is
+    refused (:meth:`GoogleTarget.check_backend`), a backend that runs in Google Cloud needs
+    what it needs there, and the backend's own rules run (its class's ``check_spec``:
+    Vertex AI's flex-start, reservations, disks and networks against the job's machines).
+
+    Raises:
+        SpecError: with the flag at fault and the fix.
+    """
+    traits = registry.traits(spec.backend)
+    spec.google.check_backend(spec.backend.value, traits)
+    if traits.needs_project:
+        _check_cloud(spec)
+    rules = getattr(registry.load(spec.backend), "check_spec", None)
+    if rules is not None:
+        rules(spec)
+
+
+def _check_cloud(spec: JobSpec) -> None:
+    """What a job in Google Cloud needs of its settings: a TensorBoard is written by a service
+    account, and its outputs go to Cloud Storage (it has no folder of this machine)."""
+    if spec.google.tensorboard is not None and not spec.google.service_account:
+        raise SpecError(
+            "a job that writes to a Vertex AI TensorBoard needs a service account",
+            "pass --service-account NAME@PROJECT.iam.gserviceaccount.com (one with "
+            "roles/aiplatform.user and roles/storage.admin)",
+            field="service_account",
+        )
+    base = spec.base_output_dir
+    if base is not None and not base.startswith("gs://"):
+        raise SpecError(
+            f"--base-output-dir {base!r} is not in Cloud Storage",
+            "write gs://BUCKET/PATH (a Vertex AI job has no folder of this machine)",
+            field="base_output_dir",
+        )
+    if base is not None and vertex_rules.gcs_bucket(base) is None:
+        raise SpecError(
+            f"--base-output-dir {base!r} names no Cloud Storage bucket",
+            "write gs://BUCKET/PATH, BUCKET 3-63 of a-z 0-9 - _ . (starting and ending with a "
+            "letter or digit)",
+            field="base_output_dir",
+        )
 
 
 def _check_ps_and_evaluator(spec: JobSpec) -> None:

@@ -44,6 +44,7 @@ from ..watched import (
 )
 from . import api as vertex_api
 from . import request as vertex_request
+from . import scheduling
 from .api import VertexSettings
 from .options import VertexOptions
 
@@ -82,6 +83,12 @@ class VertexBackend:
         model_place="on the Vertex AI machine",
         restarts="Vertex AI restarts a replica after VM maintenance, a preemption or a crash",
     )
+
+    @classmethod
+    def check_spec(cls, spec: JobSpec) -> None:
+        """Refuse, as Vertex AI would, the spec's scheduling, placement, disks and networks
+        against its machines (every spec of a Vertex AI job, a dry run's too)."""
+        scheduling.check(spec)
 
     @classmethod
     def preview(cls, plan: Plan) -> Preview:

@@ -13,12 +13,12 @@ from typing import TYPE_CHECKING, Any
 
 from tfc_runtime.protocol import REPORT_KEY_ENV, ROLES
 
-from ...job import scheduling
 from ...job.catalog import Machine
 from ...job.options import target_options
 from ...job.replica import container_args
 from ...job.spec import JOB_ENV, JobSpec
 from ...registry import Preview
+from . import scheduling
 from .options import VERTEX_DEFAULTS, VertexOptions
 
 if TYPE_CHECKING:

@@ -1,9 +1,10 @@
 """Where and when a Vertex AI job runs: flex-start, restarts, reservations, persistent
-resources, boot disks and web access, each checked as Vertex AI checks it.
+resources, boot disks, private networks, each checked as Vertex AI checks it against the job's
+machines (:func:`check`, run on every spec of a Vertex AI job, a dry run's too), and the request
+fields they make (:func:`disk_spec`, :func:`reservation_affinity`, read by :mod:`.request`).
 
-These settings exist on Vertex AI only; on this machine or in Docker a job asking for one is
-refused (it would silently mean nothing). See :func:`check_vertex_settings`, called by
-``JobSpec``'s validation, and :mod:`tfc_jupyter.backends.vertex.request` for the request fields.
+The settings are Vertex AI's flags (:mod:`.options`), kept in the spec's Google Cloud part
+(``JobSpec.google``), which refuses them on a backend that does not take them.
 """
 
 from __future__ import annotations
@@ -11,11 +12,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from .. import registry
-from ..errors import SpecError
-from . import vertex_rules
+from ...errors import SpecError
+from ...job import vertex_rules
 
-JobSpec = Any  # a tfc_jupyter.job.spec.JobSpec (which imports this module to validate)
+JobSpec = Any  # a tfc_jupyter.job.spec.JobSpec (whose validation calls check)
 
 FLEX_START_GPUS = (
     "NVIDIA_L4",
@@ -42,37 +42,6 @@ _RESERVATION = re.compile(
     r"/reservations/[a-z]([-a-z0-9]{0,61}[a-z0-9])?"
 )
 
-FLAGS = {
-    "max_wait_s": "--flex-start",
-    "restart_on_worker_restart": "--restart-on-worker-restart",
-    "reservation": "--reservation",
-    "persistent_resource": "--persistent-resource",
-    "boot_disk_type": "--boot-disk-type",
-    "boot_disk_gb": "--boot-disk-size",
-    "web_access": "--web-access",
-    "psc_network_attachment": "--psc-network-attachment",
-}
-"""JobSpec field -> the flag that sets it (all Vertex AI only)."""
-DEFAULTS = {
-    "max_wait_s": None,
-    "restart_on_worker_restart": False,
-    "reservation": None,
-    "persistent_resource": None,
-    "boot_disk_type": "pd-ssd",
-    "boot_disk_gb": 100,
-    "web_access": False,
-    "psc_network_attachment": None,
-}
-
-
-def _given(spec: JobSpec) -> list[tuple[str, str]]:
-    """``(field, flag)`` of the Vertex-only settings this spec changes from their defaults."""
-    given = [(k, FLAGS[k]) for k, default in DEFAULTS.items() if getattr(spec.google, k) != default]
-    if spec.google.scheduling == "flex_start" and spec.google.max_wait_s is None:
-        given.insert(0, ("scheduling", "--flex-start"))
-    return given
-
-
 _ROLE_WORDS = {"worker": "workers", "ps": "parameter servers"}
 
 
@@ -81,24 +50,13 @@ def _pools(spec: JobSpec) -> list[tuple[str, object]]:
     return [(_ROLE_WORDS.get(role, role), machine) for role, _, machine in spec.pools()]
 
 
-def check_vertex_settings(spec: JobSpec) -> None:
-    """Refuse a Vertex-only setting off Vertex AI, and each one Vertex AI would refuse.
+def check(spec: JobSpec) -> None:
+    """Refuse what Vertex AI would refuse of the job's Google Cloud settings and machines.
 
     Raises:
         SpecError: with the flag at fault and the fix.
     """
-    _check_fields(spec)
-    given = _given(spec)
-    if not given:
-        return
-    if not registry.traits(spec.backend).scheduling:
-        field, flag = given[0]
-        raise SpecError(
-            f"{flag} is a {registry.label_of('scheduling')} setting; on the "
-            f"{spec.backend.value} backend it would mean nothing",
-            f"drop {flag}, or use {registry.use_instead('scheduling')}",
-            field=field,
-        )
+    _check_placement(spec)
     if spec.google.scheduling == "flex_start":
         _check_flex_start(spec)
     if spec.google.max_wait_s is not None and spec.google.scheduling != "flex_start":
@@ -130,51 +88,8 @@ def check_vertex_settings(spec: JobSpec) -> None:
     _check_disk(spec)
 
 
-_NETWORK = re.compile(r"projects/\d+/global/networks/[a-z]([-a-z0-9]{0,61}[a-z0-9])?")
-_TENSORBOARD = re.compile(r"projects/[^/\s]+/locations/[a-z0-9-]+/tensorboards/\d+")
-
-
-def _check_fields(spec: JobSpec) -> None:
-    """The formats Vertex AI's CustomJobSpec documents (v1 REST reference, 2026-11): ``network``
-    is ``projects/{project number}/global/networks/{name}``, ``tensorboard`` a full resource
-    name and it needs a service account, ``baseOutputDirectory`` a Cloud Storage prefix."""
-    cloud = registry.traits(spec.backend).needs_project
-    if spec.google.network is not None and not _NETWORK.fullmatch(spec.google.network):
-        raise SpecError(
-            f"--network {spec.google.network!r} is not a network's resource name",
-            "write projects/PROJECT_NUMBER/global/networks/"
-            f"{spec.google.network.rsplit('/', 1)[-1]} "
-            "(the project's number, not its id)",
-            field="network",
-        )
-    if spec.google.tensorboard is not None:
-        if not _TENSORBOARD.fullmatch(spec.google.tensorboard):
-            raise SpecError(
-                f"--tensorboard {spec.google.tensorboard!r} is not a TensorBoard instance's name",
-                "write projects/PROJECT/locations/REGION/tensorboards/ID",
-                field="tensorboard",
-            )
-        if cloud and not spec.google.service_account:
-            raise SpecError(
-                "a job that writes to a Vertex AI TensorBoard needs a service account",
-                "pass --service-account NAME@PROJECT.iam.gserviceaccount.com (one with "
-                "roles/aiplatform.user and roles/storage.admin)",
-                field="service_account",
-            )
-    base = spec.base_output_dir
-    if cloud and base is not None and not base.startswith("gs://"):
-        raise SpecError(
-            f"--base-output-dir {base!r} is not in Cloud Storage",
-            "write gs://BUCKET/PATH (a Vertex AI job has no folder of this machine)",
-            field="base_output_dir",
-        )
-    if cloud and base is not None and vertex_rules.gcs_bucket(base) is None:
-        raise SpecError(
-            f"--base-output-dir {base!r} names no Cloud Storage bucket",
-            "write gs://BUCKET/PATH, BUCKET 3-63 of a-z 0-9 - _ . (starting and ending with a "
-            "letter or digit)",
-            field="base_output_dir",
-        )
+def _check_placement(spec: JobSpec) -> None:
+    """Reservations, persistent resources and private networks, as Vertex AI takes them."""
     if spec.google.reservation is not None and spec.google.persistent_resource is not None:
         raise SpecError(
             "--reservation with --persistent-resource: the job runs on the persistent "

@@ -20,10 +20,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from vertex_validate import container_env, validate
 
+from tfc_jupyter.backends.vertex import prebuilt
 from tfc_jupyter.backends.vertex import request as vertex_request
 from tfc_jupyter.config import Settings
 from tfc_jupyter.errors import SpecError
-from tfc_jupyter.job import catalog, options, prebuilt, vertex_rules
+from tfc_jupyter.job import catalog, options, vertex_rules
 from tfc_jupyter.job.google_target import GoogleTarget
 from tfc_jupyter.job.spec import MAX_ENV, JobSpec
 from tfc_jupyter.notebook.capture import Selection

@@ -14,10 +14,11 @@ from typing import Any
 import pytest
 from jobutil import write_notebook
 
+from tfc_jupyter.backends.vertex import prebuilt
 from tfc_jupyter.config import load_settings
 from tfc_jupyter.errors import SpecError
 from tfc_jupyter.image.names import local_tensorflow_version
-from tfc_jupyter.job import options, prebuilt
+from tfc_jupyter.job import options
 from tfc_jupyter.notebook import capture
 from tfc_jupyter.planner.plan import Plan, make_plan
 

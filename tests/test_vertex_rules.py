@@ -15,9 +15,10 @@ from typing import Any
 
 import pytest
 
+from tfc_jupyter.backends.vertex import prebuilt
 from tfc_jupyter.config import Settings
 from tfc_jupyter.errors import SpecError
-from tfc_jupyter.job import catalog, options, prebuilt, prices
+from tfc_jupyter.job import catalog, options, prices
 from tfc_jupyter.notebook.capture import Selection
 from tfc_jupyter.notebook.convert import Cell
 from tfc_jupyter.planner.plan import make_plan

@@ -99,6 +99,27 @@ class Preview:
             object.__setattr__(self, "text", json.dumps(self.request, indent=2))
 
 
+@dataclass(frozen=True)
+class Route:
+    """How a job's code reaches a backend with ``routes`` (its class's ``route``), and why."""
+
+    kind: str
+    """``package`` (the code as a Python package on a prebuilt image) or ``image`` (built)."""
+    reason: str
+    """Why, in words ("nothing to build: ...", "apt.txt asks for system packages ...")."""
+    image: str | None = None
+    """The package route: the prebuilt image the package runs on."""
+    package: Any = None
+    """The package route: what the backend uploads at launch (``data``, ``object_name()``,
+    ``uri(bucket)``)."""
+    note: str | None = None
+    """A warning the plan shows (the prebuilt image's end of availability)."""
+
+
+ROUTES = ("auto", "package", "image")
+"""What ``--route`` takes: ``auto`` lets the backend choose."""
+
+
 _UNKNOWN = Traits(label="an unknown backend")
 
 

@@ -25,17 +25,15 @@ from ..errors import SpecError, TfcError
 from ..files import human_size
 from ..image import context as package
 from ..image import names as images
-from ..image import wheel
 from ..job import catalog, prices
 from ..job.choose import choose
 from ..job.options import JobOptions
-from ..job.route import Route, choose_route
 from ..job.spec import JobSpec, Pool, Strategy
 from ..notebook import codeinfo, needs, syntax
 from ..notebook.capture import Selection
 from ..notebook.convert import Script, convert
 from ..notebook.requirements import Requirements, unsatisfied
-from ..registry import Preview
+from ..registry import ROUTES, Preview, Route
 from ..sweep.targets import SweepPlan, plan_sweep
 from . import prelaunch
 
@@ -77,8 +75,7 @@ class Plan:
     context: package.Context | None = None  # what goes into the image (None with --image)
     options: JobOptions = field(default_factory=JobOptions)  # what the plan was made from
     settings: Settings | None = None  # the effective defaults it was made with (limits ...)
-    route: Route | None = None  # Vertex AI: a package on a prebuilt image, or an image
-    package: wheel.JobPackage | None = None  # the package route's wheel
+    route: Route | None = None  # a backend with routes: a package on a prebuilt image, or an image
     refused: TfcError | None = None  # the backend's verdict: what launching it would say
     checked: bool = False  # the verdict was taken (Client.plan): launching does not ask again
     sweep: SweepPlan | None = None  # --sweep: each trial is this plan with its values
@@ -92,6 +89,12 @@ class Plan:
         """The job's requirement lines (notebook pip lines merged with files), credentials
         in their URLs shown as ``***``."""
         return [redact_url(line) for line in self.script.requirements.lines]
+
+    @property
+    def package(self) -> Any:
+        """The package route's package (its ``data``, ``object_name()`` and ``uri(bucket)``);
+        None: an image runs the job."""
+        return self.route.package if self.route else None
 
     @property
     def package_uri(self) -> str | None:
@@ -671,6 +674,44 @@ def _no_module_named_like_the_runtime(base_dir: Path) -> None:
             )
 
 
+def _route(
+    spec: JobSpec,
+    asked: str,
+    script: Script,
+    selection: Selection,
+    settings: Settings,
+    context: package.Context | None,
+) -> Route | None:
+    """How the code reaches a backend with routes (its class's ``route``: Vertex AI's package
+    on a prebuilt image, or an image); None for the others, which run it as it is.
+
+    Raises:
+        SpecError: an unknown route, one asked of a backend without routes, or the backend's
+            refusal (``--route package`` that cannot carry the job).
+    """
+    if asked not in ROUTES:
+        raise SpecError(f"unknown route {asked!r}", "use auto, package or image", field="route")
+    if not registry.traits(spec.backend).routes:
+        if asked != "auto":
+            raise SpecError(
+                f"--route {asked} is how code reaches {registry.label_of('routes')}; the "
+                f"{spec.backend.value} backend runs it here",
+                f"drop --route, or use {registry.use_instead('routes')}",
+                field="route",
+            )
+        return None
+    route: Route = registry.load(spec.backend).route(
+        spec,
+        list(script.requirements.lines),
+        selection.base_dir,
+        asked=asked,
+        tf_version=images.local_tensorflow_version(),
+        extra_images=settings.get("prebuilt_images"),
+        context=context,
+    )
+    return route
+
+
 def make_plan(selection: Selection, ns: JobOptions, settings: Settings) -> Plan:
     """Convert the selected cells and build the validated JobSpec.
 
@@ -753,26 +794,16 @@ def _make_plan(selection: Selection, ns: JobOptions, settings: Settings) -> Plan
             limit=package.limit_bytes(settings),
         )
     image_uri = images.planned_image_uri(spec, context.tag if context else None)
-    route = choose_route(
-        spec,
-        list(script.requirements.lines),
-        selection.base_dir,
-        asked=ns.route,
-        tf_version=images.local_tensorflow_version(),
-        extra_images=settings.get("prebuilt_images"),
-    )
-    job_package = None
+    route = _route(spec, ns.route, script, selection, settings, context)
     if route is not None:
         spec = spec.decide(route=route.kind)
-        if route.kind == "package" and route.executor and context:
-            job_package = wheel.build(context, list(script.requirements.lines))
-            image_uri = parent = route.executor.uri
+        if route.package is not None and route.image:
+            image_uri = parent = route.image
     warnings = list(selection.warnings) + name_warnings + choice.warnings
     warnings += _unattended(facts, locate)
     warnings += need_warnings + secret_notes
-    ended = route.executor.ended_note() if route and route.executor and job_package else None
-    if ended:
-        warnings.append(ended)
+    if route is not None and route.note:
+        warnings.append(route.note)
     if builds and context is not None:
         warnings += _found_files_notes(context, script.notes)
     if not traits.runs_image:  # the job runs in this environment
@@ -806,6 +837,5 @@ def _make_plan(selection: Selection, ns: JobOptions, settings: Settings) -> Plan
         options=ns,
         settings=settings,
         route=route,
-        package=job_package,
         sweep=sweep,
     )

@@ -33,7 +33,7 @@ from ...files import write_private
 from ...gcloud import RetryCount
 from ...job.spec import JobSpec
 from ...records import CANCEL_ASKED, REPORT_KEY, JobRecord, JobState, JobStore
-from ...registry import Preview, Traits
+from ...registry import Preview, Route, Traits
 from .. import watch_lock
 from ..watched import (
     WATCHER_LOG,
@@ -50,6 +50,7 @@ from .options import VertexOptions
 
 if TYPE_CHECKING:
     from ...config import Settings
+    from ...image.context import Context
     from ...planner.plan import Plan
 
 WATCH_FILE = "vertex.json"
@@ -89,6 +90,32 @@ class VertexBackend:
         """Refuse, as Vertex AI would, the spec's scheduling, placement, disks and networks
         against its machines (every spec of a Vertex AI job, a dry run's too)."""
         scheduling.check(spec)
+
+    @classmethod
+    def route(
+        cls,
+        spec: JobSpec,
+        requirements: list[str],
+        base_dir: Path,
+        *,
+        asked: str,
+        tf_version: str | None,
+        extra_images: str | None,
+        context: Context | None,
+    ) -> Route:
+        """How the job's code gets to Vertex AI: a package on a prebuilt image, built from
+        ``context``, or an image (:func:`.route.choose_route`)."""
+        from .route import choose_route
+
+        return choose_route(
+            spec,
+            requirements,
+            base_dir,
+            asked=asked,
+            tf_version=tf_version,
+            extra_images=extra_images,
+            context=context,
+        )
 
     @classmethod
     def preview(cls, plan: Plan) -> Preview:
@@ -234,9 +261,9 @@ class VertexBackend:
     def _upload(self, plan: Plan) -> bool:
         """Put the job's package in the build bucket, unless it is there (same bytes);
         True when it was uploaded."""
-        from ...image import wheel
         from ...image.cloudbuild import CloudBuildSettings, bucket_name
         from ...image.cloudbuild.storage import Storage
+        from . import wheel
 
         spec, package = plan.spec, plan.package
         assert package is not None and spec.google.project and spec.image.build_bucket

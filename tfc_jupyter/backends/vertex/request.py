@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from ...planner.plan import Plan
     from ...sweep.spec import Param, SweepSpec
 
-PACKAGE_MODULE = "tfc_job.task"  # the package route's entry point (tfc_jupyter.image.wheel)
+PACKAGE_MODULE = "tfc_job.task"  # the package route's entry point (.wheel)
 
 
 def parent_path(spec: JobSpec) -> str:

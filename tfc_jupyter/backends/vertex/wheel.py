@@ -1,7 +1,8 @@
 """The job's code as a Python package: what the package route uploads instead of an image.
 
 A pure wheel (``tfc_job-1.0-py3-none-any.whl``) made from the same build context an image would
-be made from (:class:`.context.Context`), so both routes carry exactly the same files:
+be made from (:class:`tfc_jupyter.image.context.Context`), so both routes carry exactly the same
+files:
 
 * ``tfc_job/files/``: the script, its source map, and the files next to the notebook that the
   job needs (``--include`` and what planning found the code reads);
@@ -22,7 +23,7 @@ import io
 import zipfile
 from dataclasses import dataclass
 
-from .context import Context
+from ...image.context import Context
 
 NAME = "tfc_job"
 VERSION = "1.0"

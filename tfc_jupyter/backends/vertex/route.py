@@ -10,25 +10,14 @@ why. ``--route package`` insists (and says what stands in the way); ``--route im
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
-from .. import registry
-from ..errors import SpecError
-from ..notebook.requirements import NO_DEPS_PREFIX, RESOLVER_OPTIONS
-from . import prebuilt
-from .spec import JobSpec
-
-ROUTES = ("auto", "package", "image")
-
-
-@dataclass(frozen=True)
-class Route:
-    """The route a Vertex AI job takes, and why; ``executor`` for the package route."""
-
-    kind: str  # "package" or "image"
-    reason: str
-    executor: prebuilt.Executor | None = None
+from ...errors import SpecError
+from ...image.context import Context
+from ...job.spec import JobSpec
+from ...notebook.requirements import NO_DEPS_PREFIX, RESOLVER_OPTIONS
+from ...registry import Route
+from . import prebuilt, wheel
 
 
 def _blocker(spec: JobSpec, requirements: list[str], base_dir: Path) -> str | None:
@@ -59,24 +48,14 @@ def choose_route(
     asked: str,
     tf_version: str | None,
     extra_images: str | None = None,
-) -> Route | None:
-    """The route of a job to a backend with routes (None for the others, which need neither).
+    context: Context | None = None,
+) -> Route:
+    """The route of a Vertex AI job (``asked``: auto, package or image); the package route's
+    wheel is built from ``context``, the build context an image would be built from.
 
     Raises:
-        SpecError: ``--route package`` when the package route cannot carry the job, or an
-            unknown route.
+        SpecError: ``--route package`` when the package route cannot carry the job.
     """
-    if asked not in ROUTES:
-        raise SpecError(f"unknown route {asked!r}", "use auto, package or image", field="route")
-    if not registry.traits(spec.backend).routes:
-        if asked != "auto":
-            raise SpecError(
-                f"--route {asked} is how code reaches {registry.label_of('routes')}; the "
-                f"{spec.backend.value} backend runs it here",
-                f"drop --route, or use {registry.use_instead('routes')}",
-                field="route",
-            )
-        return None
     if asked == "image":
         return Route("image", "asked for (--route image)")
     blocker = _blocker(spec, requirements, base_dir)
@@ -100,9 +79,12 @@ def choose_route(
             )
         return Route("image", blocker)
     assert executor is not None
+    package = wheel.build(context, requirements) if context else None
     return Route(
         "package",
         f"nothing to build: the code goes as a Python package onto Vertex AI's prebuilt "
         f"TensorFlow {executor.tf_version} {'GPU' if gpu else 'CPU'} image",
-        executor,
+        image=executor.uri,
+        package=package,
+        note=executor.ended_note() if package else None,
     )

@@ -15,7 +15,7 @@ import datetime
 import re
 from dataclasses import dataclass
 
-from ..errors import SpecError
+from ...errors import SpecError
 
 LISTED = "2026-11"
 """When this list was taken."""

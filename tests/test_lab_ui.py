@@ -209,7 +209,16 @@ def _scenario(lab_server: LabServer, page: Any) -> None:
     _checked(form, "error")
     assert "TPU" in form.locator(".tfc-Error").inner_text()
     assert not _launch_enabled(page)
+    # Its fix comes as data: a button that makes the change (the next check is the TPU's own).
+    fix = form.locator("button.tfc-FixButton")
+    assert fix.inner_text() == "Set Workers to 0 (the TPU's cores are the replicas)"
+    fix.click()
+    assert form.locator("input[name=workers]").input_value() == "0"
+    gone = form.locator(".tfc-Error", has_text="takes no extra workers")
+    gone.wait_for(state="detached", timeout=30_000)
+    _checked(form, "error")  # a TPU on this machine: said as before, and in words
     form.locator("select[name=tpu]").select_option("")
+    form.locator("input[name=workers]").fill("1")
     _checked(form, "ok")
     # What the run would refuse, the form says as it is chosen: Vertex AI with no project.
     form.locator("select[name=backend]").select_option("vertex")

@@ -153,8 +153,11 @@ def test_a_home_folder_packs_no_state_of_tools_or_ours(
 
 # ---------------------------------------------------------------------- packed forms (issue 24.3)
 def _tar_gz(name: str, data: bytes) -> bytes:
-    out = io.BytesIO()
-    with tarfile.open(fileobj=out, mode="w:gz") as tar:
+    out = io.BytesIO()  # no time in the bytes: the two test processes collect the same ids
+    with (
+        gzip.GzipFile(fileobj=out, mode="wb", mtime=0) as packed,
+        tarfile.open(fileobj=packed, mode="w") as tar,
+    ):
         info = tarfile.TarInfo(name)
         info.size = len(data)
         tar.addfile(info, io.BytesIO(data))
@@ -176,7 +179,7 @@ def _npz(**arrays: object) -> bytes:
 _SA_FULL = json.dumps({"type": "service_account", "project_id": "p", "private_key": PEM})
 _WRAPPED = base64.encodebytes(_SA_FULL.encode()).decode()
 PACKED_FORMS = [
-    ("key.json.gz", gzip.compress(_SA_FULL.encode())),
+    ("key.json.gz", gzip.compress(_SA_FULL.encode(), mtime=0)),
     ("key.json.bz2", bz2.compress(_SA_FULL.encode())),
     ("key.json.xz", lzma.compress(_SA_FULL.encode())),
     ("bundle.tar.gz", _tar_gz("conf/settings.json", _SA_FULL.encode())),
@@ -188,13 +191,13 @@ PACKED_FORMS = [
     ("values.yaml", "creds: |\n" + "".join(f"  {line}\n" for line in _WRAPPED.splitlines())),
     ("keys.npy", _npy(PEM, "another string")),
     ("arrays.npz", _npz(keys=[PEM], ids=[1, 2])),
-    ("model.pkl.gz", gzip.compress(pickle.dumps({"weights": [0.5], "key": PEM}))),
+    ("model.pkl.gz", gzip.compress(pickle.dumps({"weights": [0.5], "key": PEM}), mtime=0)),
     ("blob.bin", b"\x00\x01" * 500 + AWS_SECRET.join(["aws_secret_access_key = ", ""]).encode()),
 ]
 PACKED_CLEAN = [
     ("table.npy", _npy(*range(1000))),
     ("names.npy", _npy("alpha", "beta", "gamma")),
-    ("train.csv.gz", gzip.compress(b"x,y\n" + b"1.5,2.5\n" * 20000)),
+    ("train.csv.gz", gzip.compress(b"x,y\n" + b"1.5,2.5\n" * 20000, mtime=0)),
     ("data.tar.gz", _tar_gz("train.csv", b"x,y\n1,2\n")),
     ("model.pkl", pickle.dumps({"weights": list(range(100))})),
     ("icon.yaml", f"png: {base64.b64encode(bytes(range(256)) * 8).decode()}\n"),
@@ -202,7 +205,9 @@ PACKED_CLEAN = [
 
 
 @pytest.mark.item("packed forms are opened")
-@pytest.mark.parametrize(("name", "data"), PACKED_FORMS, ids=lambda v: str(v)[:24])
+@pytest.mark.parametrize(
+    ("name", "data"), PACKED_FORMS, ids=[f"{n}-{i}" for i, (n, _) in enumerate(PACKED_FORMS)]
+)
 def test_packed_forms_are_opened(tmp_path: Path, name: str, data: str | bytes) -> None:
     path = tmp_path / name
     path.write_bytes(data if isinstance(data, bytes) else data.encode())
@@ -212,7 +217,9 @@ def test_packed_forms_are_opened(tmp_path: Path, name: str, data: str | bytes) -
 
 
 @pytest.mark.item("packed forms are opened")
-@pytest.mark.parametrize(("name", "data"), PACKED_CLEAN, ids=lambda v: str(v)[:24])
+@pytest.mark.parametrize(
+    ("name", "data"), PACKED_CLEAN, ids=[f"{n}-{i}" for i, (n, _) in enumerate(PACKED_CLEAN)]
+)
 def test_packed_clean_files_are_no_alarm(tmp_path: Path, name: str, data: str | bytes) -> None:
     path = tmp_path / name
     path.write_bytes(data if isinstance(data, bytes) else data.encode())
@@ -224,7 +231,7 @@ def test_an_included_folder_leaves_a_packed_key_out(tmp_path: Path) -> None:
     data = tmp_path / "data"
     data.mkdir()
     (data / "train.csv").write_text("x,y\n1,2\n")
-    (data / "svc.json.gz").write_bytes(gzip.compress(_SA_FULL.encode()))
+    (data / "svc.json.gz").write_bytes(gzip.compress(_SA_FULL.encode(), mtime=0))
     nb = write_notebook(tmp_path / "nb.ipynb", "%%tfc_run --backend docker --dry-run\nx = 1")
     plan = plan_for(nb, "--include data")
     assert plan.context is not None
@@ -258,7 +265,7 @@ def test_a_key_across_a_window_edge_is_found(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("name", "data"),
     [
-        ("broken.gz", gzip.compress(_SA_FULL.encode())[:40]),
+        ("broken.gz", gzip.compress(_SA_FULL.encode(), mtime=0)[:40]),
         ("broken.tar", b"\0" * 257 + b"ustar" + b"\xff" * 300),
     ],
 )

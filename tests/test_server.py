@@ -362,7 +362,12 @@ async def test_bad_requests_are_400_naming_the_field(
     assert status == 400, data
     assert data["field"] == field, data
     assert words in data["message"], data
-    assert set(data) == {"error", "message", "hint", "field", "ui_message", "ui_hint"}
+    assert set(data) == {"error", "message", "hint", "field", "ui_message", "ui_hint", "fixes"}
+    if field == "gpus":  # a fix the server knows as data comes as data too
+        assert [(f["action"], f["option"]) for f in data["fixes"]] == [
+            ("drop", "gpus"),
+            ("drop", "tpu"),
+        ]
 
 
 async def test_fifos_and_devices_are_refused_at_once(

@@ -7,22 +7,101 @@ with it, the CLI prints it and exits 2, the REST API maps ``http_status``).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Fix:
+    """A fix as data: what to do with one option (``drop`` it, or ``set`` it to ``value``).
+
+    Each surface words it in its own terms: the magic and the CLI in flags
+    (:meth:`in_flags`: "drop --workers", "pass --project PROJECT_ID"), the panel and the form
+    with their labels ("set Workers to 0", :func:`tfc_jupyter.words.fix_in_ui`), and the jobs
+    API as this data, which the form applies with one click.
+    """
+
+    action: str
+    """``drop`` (leave the option out) or ``set`` (give it ``value``)."""
+    option: str
+    """The option, as :class:`~tfc_jupyter.job.options.JobOptions` names it (``gpu_type``)."""
+    value: str | None = None
+    """What to set it to; None: the user picks one (``placeholder`` names it: ``N``)."""
+    placeholder: str = ""
+    verb: str = ""
+    """The flags' verb for a ``set`` ("pass", "add", "use"; default "pass")."""
+    after: str = ""
+    """Words after it, as the flags say them (" (or auto)", ": --tpu picks the host")."""
+
+    @classmethod
+    def drop(cls, option: str, *, after: str = "") -> Fix:
+        """Leave ``option`` out (in the UI: set its control to its neutral value)."""
+        return cls("drop", option, after=after)
+
+    @classmethod
+    def set(cls, option: str, value: Any, *, verb: str = "", after: str = "") -> Fix:
+        """Give ``option`` this value."""
+        return cls("set", option, str(value), verb=verb, after=after)
+
+    @classmethod
+    def give(cls, option: str, placeholder: str = "", *, verb: str = "", after: str = "") -> Fix:
+        """Give ``option`` a value the user picks (``placeholder`` names it in the flags)."""
+        return cls("set", option, None, placeholder, verb=verb, after=after)
+
+    @property
+    def flag(self) -> str:
+        """The option's flag (``--gpu-type``)."""
+        return "--" + self.option.replace("_", "-")
+
+    def in_flags(self) -> str:
+        """The fix as the magic and the CLI say it."""
+        if self.action == "drop":
+            return f"drop {self.flag}{self.after}"
+        value = self.value if self.value is not None else self.placeholder
+        words = [self.verb or "pass", self.flag] + ([value] if value else [])
+        return " ".join(words) + self.after
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready: the data, and the fix in the flags' words and the UI's."""
+        from .words import fix_in_ui
+
+        return {
+            "action": self.action,
+            "option": self.option,
+            "value": self.value,
+            "text": self.in_flags(),
+            "ui_text": fix_in_ui(self),
+        }
+
+
+def _fixes(hint: str | Fix | Sequence[Fix]) -> tuple[str, tuple[Fix, ...]]:
+    """A hint given as text or as fixes: its text (fixes joined by ", or ") and the fixes."""
+    if isinstance(hint, str):
+        return hint, ()
+    fixes = (hint,) if isinstance(hint, Fix) else tuple(hint)
+    return ", or ".join(f.in_flags() for f in fixes), fixes
+
 
 class TfcError(Exception):
     """Base class of every tfc_jupyter error.
 
     Args:
         message: what went wrong, one sentence.
-        hint: what to do about it ("pass --workers 1", "tag the cell tfc-skip" ...).
+        hint: what to do about it ("pass --workers 1", "tag the cell tfc-skip" ...), as text or
+            as :class:`Fix` data (one, or several: any of them fixes it), which each surface
+            words in its own terms.
         field: the JobSpec field or flag at fault, when there is one.
     """
 
     http_status = 400
 
-    def __init__(self, message: str, hint: str = "", *, field: str | None = None) -> None:
+    def __init__(
+        self, message: str, hint: str | Fix | Sequence[Fix] = "", *, field: str | None = None
+    ) -> None:
         super().__init__(message)
         self.message = message
-        self.hint = hint
+        self.hint, self.fixes = _fixes(hint)
         self.field = field
 
     def __str__(self) -> str:
@@ -36,16 +115,29 @@ class TfcError(Exception):
         not a traceback."""
         return [f"\x1b[31m{type(self).__name__}\x1b[0m: {self}"]
 
+    def ui_hint(self) -> str:
+        """The fix in the UI's words: its :class:`Fix` data worded with the labels, else the
+        hint's flags said as the panel and the form say them."""
+        from .words import fix_in_ui, ui_words
+
+        if self.fixes:
+            return ", or ".join(fix_in_ui(f) for f in self.fixes)
+        return ui_words(self.hint)
+
     def ui_text(self) -> str:
         """``str(self)`` in the launch panel's and the form's words ("set Workers to 0" where
         the magic says "drop --workers"; see :mod:`tfc_jupyter.words`)."""
         from .words import ui_words
 
-        return ui_words(str(self))
+        if not self.fixes:
+            return ui_words(str(self))
+        message = " ".join(ui_words(self.message).split())
+        hint = " ".join(self.ui_hint().split())
+        return f"{message.rstrip('.')}. Fix: {hint}" if hint else message
 
-    def to_dict(self) -> dict[str, str | None]:
+    def to_dict(self) -> dict[str, Any]:
         """A JSON-ready form for the REST API and job records (``ui_message`` and ``ui_hint``:
-        the same in the UI's words)."""
+        the same in the UI's words; ``fixes``: the fix as data, when it is given so)."""
         from .words import ui_words
 
         return {
@@ -54,7 +146,8 @@ class TfcError(Exception):
             "hint": self.hint,
             "field": self.field,
             "ui_message": ui_words(self.message),
-            "ui_hint": ui_words(self.hint),
+            "ui_hint": self.ui_hint(),
+            "fixes": [f.to_dict() for f in self.fixes],
         }
 
 

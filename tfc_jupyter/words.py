@@ -1,15 +1,17 @@
 """Errors in the UI's own words: "set Workers to 0" in the panel and the form, where the magic
 says "drop --workers".
 
-Every error names its fix once, in flags (the magic and the CLI take flags). :func:`ui_words`
-says the same fix with the names the launch panel and the JupyterLab form show; a flag with no
-control there (``--include``, ``--build-bucket`` ...) is left as the flag, which is what a user
-would then type on the cell.
+A fix given as data (:class:`tfc_jupyter.errors.Fix`: an option, drop or set, a value) is worded
+here with the option table's labels (:func:`fix_in_ui`). A fix given as text names its flags, and
+:func:`ui_words` says the same with the names the launch panel and the JupyterLab form show. A
+flag with no control there (``--include``, ``--build-bucket`` ...) is left as the flag, which is
+what a user would then type on the cell.
 """
 
 from __future__ import annotations
 
 import re
+from typing import Protocol
 
 LABELS: dict[str, str] = {}
 """Flag -> the label of its control in the panel and the form, as each option declares it in the
@@ -76,3 +78,37 @@ def ui_words(text: str) -> str:
     text = _DROP.sub(_drop, text)
     text = _SET.sub(_set, text)
     return _BARE.sub(_bare, text)
+
+
+class _Fix(Protocol):
+    """What :func:`fix_in_ui` reads of a :class:`tfc_jupyter.errors.Fix` (this module sits
+    below it)."""
+
+    @property
+    def action(self) -> str: ...
+
+    @property
+    def value(self) -> str | None: ...
+
+    @property
+    def after(self) -> str: ...
+
+    @property
+    def flag(self) -> str: ...
+
+    def in_flags(self) -> str: ...
+
+
+def fix_in_ui(fix: _Fix) -> str:
+    """A :class:`~tfc_jupyter.errors.Fix` in the panel's and the form's words: ``set Workers to
+    0`` (dropped: the control's neutral value), ``set GPU type to L4``, ``set Project`` (the user
+    picks); an option with no control there keeps its flag's words."""
+    label = LABELS.get(fix.flag)
+    after = ui_words(fix.after) if fix.after else ""
+    if label is None:
+        return fix.in_flags()
+    if fix.action == "drop":
+        return DROPPED.get(fix.flag, f"clear {label}") + after
+    if fix.value is None:
+        return f"set {label}{after}"
+    return f"set {label} to {fix.value}{after}"

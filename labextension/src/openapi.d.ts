@@ -629,6 +629,23 @@ export interface components {
             ui_message: string;
             /** @description the fix in the UI's words ("set Workers to 0", not "drop --workers") */
             ui_hint: string;
+            /** @description the fix as data, when the error gives it so (any one of them fixes it); the form applies one with a click */
+            fixes: components["schemas"]["Fix"][];
+        };
+        Fix: {
+            /**
+             * @description drop: leave the option out (its control's neutral value); set: give it value
+             * @enum {string}
+             */
+            action: "drop" | "set";
+            /** @description the option, as the jobs API's options name it (gpu_type) */
+            option: string;
+            /** @description set: the value; null: the user picks one */
+            value: string | null;
+            /** @description the fix in flags ("drop --workers") */
+            text: string;
+            /** @description the fix in the UI's words ("set Workers to 0") */
+            ui_text: string;
         };
         CreateJob: {
             /** @description the notebook's (.ipynb) or script's (.py) path under the server root (its folder is the job's working folder) */

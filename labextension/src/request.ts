@@ -5,6 +5,8 @@
 import { URLExt } from '@jupyterlab/coreutils';
 import { ServerConnection } from '@jupyterlab/services';
 
+import type { IFix } from './types';
+
 /** The API's URL namespace, under the server's base URL. */
 export const NAMESPACE = 'tfc-jupyter';
 
@@ -35,7 +37,9 @@ export class TfcApiError extends Error {
     readonly hint: string = '',
     readonly field: string | null = null,
     /** The message and the fix in the UI's own words, when the server gives them. */
-    readonly ui: { message?: string | null; hint?: string | null } = {}
+    readonly ui: { message?: string | null; hint?: string | null } = {},
+    /** The fix as data, when the server gives it so (the form applies one with a click). */
+    readonly fixes: IFix[] = []
   ) {
     super(message);
     this.name = 'TfcApiError';
@@ -105,6 +109,7 @@ export async function requestAPI<T>(
     (data && data.error) || 'HTTPError',
     (data && data.hint) || '',
     (data && data.field) || null,
-    { message: data && data.ui_message, hint: data && data.ui_hint }
+    { message: data && data.ui_message, hint: data && data.ui_hint },
+    (data && Array.isArray(data.fixes) && data.fixes) || []
   );
 }

@@ -181,6 +181,9 @@ export interface IJobOptions {
   dry_run?: boolean;
 }
 
+/** A fix as data (an option to drop or to set), said in flags (`text`) and in the UI's words. */
+export type IFix = components['schemas']['Fix'];
+
 /** Why launching would fail; `ui_message`/`ui_hint` say it in the UI's words (not flags). */
 export interface IRefusal {
   message: string;
@@ -188,6 +191,8 @@ export interface IRefusal {
   field: string | null;
   ui_message: string;
   ui_hint: string;
+  /** The fix as data, when the server gives it so (the form applies one with a click). */
+  fixes: IFix[];
 }
 
 /** The plan summary of a dry run or a launch. */

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar
 
 from .. import registry
-from ..errors import SpecError
+from ..errors import Fix, SpecError
 from ..registry import Traits
 from .parts import SpecPart
 
@@ -119,8 +119,13 @@ class GoogleTarget(SpecPart):
                 raise SpecError(
                     f"{flag} is a {registry.label_of(trait)} setting; on the {backend} backend "
                     "it would mean nothing",
-                    f"drop {flag}, or use {registry.use_instead(trait)}",
+                    (Fix.drop(flag[2:].replace("-", "_")), *_backends_with(trait)),
                     field="scheduling"
                     if f.name == "max_wait_s" and self.max_wait_s is None
                     else f.name,
                 )
+
+
+def _backends_with(trait: str) -> list[Fix]:
+    """Use one of the backends that offer ``trait``, as fixes."""
+    return [Fix.set("backend", name, verb="use") for name in registry.offering(trait)]

@@ -26,7 +26,7 @@ from typing import Any, TypeVar
 
 from .. import registry, words
 from ..config import Settings
-from ..errors import SpecError
+from ..errors import Fix, SpecError
 from ..registry import DEFAULT
 from . import catalog
 from .google_target import GoogleTarget
@@ -775,13 +775,13 @@ def _chief(ns: JobOptions, settings: Settings) -> catalog.Machine:
         if ns.gpus:
             raise SpecError(
                 "--tpu and --gpus together: a TPU host has no GPUs",
-                "drop --gpus, or drop --tpu",
+                (Fix.drop("gpus"), Fix.drop("tpu")),
                 field="gpus",
             )
         if ns.machine:
             raise SpecError(
                 "--tpu and --machine together",
-                "drop --machine: --tpu picks the host",
+                Fix.drop("machine", after=": --tpu picks the host"),
                 field="machine",
             )
         return catalog.tpu_machine(ns.tpu)
@@ -799,7 +799,9 @@ def _chief(ns: JobOptions, settings: Settings) -> catalog.Machine:
         explicit_type = machine.machine_type if ns.machine else None
         return catalog.gpu_machine(gpu, ns.gpus, explicit_type)
     if ns.gpu_type and not machine.gpu_count:
-        raise SpecError("--gpu-type without --gpus", "add --gpus N", field="gpu_type")
+        raise SpecError(
+            "--gpu-type without --gpus", Fix.give("gpus", "N", verb="add"), field="gpu_type"
+        )
     return machine
 
 
@@ -807,7 +809,9 @@ def _ps_and_evaluator(ns: JobOptions) -> dict[str, Any]:
     """JobSpec fields of ``--ps``, ``--ps-machine`` and ``--evaluator [MACHINE]``."""
     ps, ps_machine, evaluator = ns.ps, ns.ps_machine, ns.evaluator
     if ps_machine and not ps:
-        raise SpecError("--ps-machine without --ps", "add --ps N", field="ps_machine")
+        raise SpecError(
+            "--ps-machine without --ps", Fix.give("ps", "N", verb="add"), field="ps_machine"
+        )
     return {
         "ps_count": ps,
         "ps_machine": catalog.lookup(ps_machine) if ps_machine else None,
@@ -909,7 +913,7 @@ def _check_target(ns: JobOptions, backend: str) -> None:
             raise SpecError(
                 f"{owner.option} is a {registry.traits(str(owner.backend)).label} setting; on the "
                 f"{backend} backend it would mean nothing",
-                f"drop {owner.option}, or use --backend {owner.backend}",
+                (Fix.drop(name), Fix.set("backend", owner.backend, verb="use")),
                 field=name,
             )
 

@@ -15,7 +15,7 @@ from enum import Enum
 from typing import Any, ClassVar, NamedTuple
 
 from .. import registry
-from ..errors import SpecError
+from ..errors import Fix, SpecError
 from ..registry import DEFAULT, BackendName
 from . import prices, vertex_rules
 from .catalog import Machine
@@ -517,19 +517,19 @@ def _validate(spec: JobSpec) -> None:
         if n:
             raise SpecError(
                 "a TPU job runs on one TPU host and takes no extra workers",
-                "drop --workers (the TPU's cores are the replicas)",
+                Fix.drop("workers", after=" (the TPU's cores are the replicas)"),
                 field="worker_count",
             )
         if strategy not in (Strategy.AUTO, Strategy.TPU, Strategy.NONE):
             raise SpecError(
                 f"strategy {strategy.value} cannot drive a TPU",
-                "use --strategy tpu (or auto)",
+                Fix.set("strategy", "tpu", verb="use", after=" (or auto)"),
                 field="strategy",
             )
     elif strategy is Strategy.TPU:
         raise SpecError(
             "strategy tpu needs a TPU machine",
-            "add --tpu v3-8 (or another TPU type)",
+            Fix.set("tpu", "v3-8", verb="add", after=" (or another TPU type)"),
             field="strategy",
         )
     _check_ps_and_evaluator(spec)
@@ -542,7 +542,10 @@ def _validate(spec: JobSpec) -> None:
     if n and strategy in (Strategy.ONE_DEVICE, Strategy.MIRRORED):
         raise SpecError(
             f"--workers {n} with strategy {strategy.value}: that strategy uses one machine only",
-            "use --strategy multi_worker_mirrored (or auto), or drop --workers",
+            (
+                Fix.set("strategy", "multi_worker_mirrored", verb="use", after=" (or auto)"),
+                Fix.drop("workers"),
+            ),
             field="strategy",
         )
     if strategy is Strategy.MIRRORED and chief.gpu_count <= 1 and n == 0:
@@ -638,7 +641,7 @@ def _check_ps_and_evaluator(spec: JobSpec) -> None:
         raise SpecError(
             f"--ps with strategy {spec.strategy.value}: parameter servers are driven by "
             "tf.estimator, not by a tf.distribute strategy",
-            "use --strategy auto (or none), or drop --ps",
+            (Fix.set("strategy", "auto", verb="use", after=" (or none)"), Fix.drop("ps")),
             field="strategy",
         )
 

@@ -21,7 +21,7 @@ from tfc_runtime.protocol import ROLES
 
 from .. import notify, registry, secretscan
 from ..config import Settings
-from ..errors import SpecError, TfcError
+from ..errors import Fix, SpecError, TfcError
 from ..files import human_size
 from ..image import context as package
 from ..image import names as images
@@ -696,7 +696,10 @@ def _route(
             raise SpecError(
                 f"--route {asked} is how code reaches {registry.label_of('routes')}; the "
                 f"{spec.backend.value} backend runs it here",
-                f"drop --route, or use {registry.use_instead('routes')}",
+                (
+                    Fix.drop("route"),
+                    *[Fix.set("backend", n, verb="use") for n in registry.offering("routes")],
+                ),
                 field="route",
             )
         return None

@@ -57,6 +57,7 @@ def _body(error: str, message: str, hint: str) -> dict[str, Any]:
         "field": None,
         "ui_message": message,
         "ui_hint": hint,
+        "fixes": [],
     }
 
 

@@ -5,6 +5,7 @@
 import React from 'react';
 
 import {
+  applyFix,
   cellLabel,
   cellOf,
   fromOptions,
@@ -15,7 +16,14 @@ import {
   strategyLabel
 } from '../components/LaunchForm';
 import { PlanPreview } from '../components/PlanPreview';
-import { IDefaults, IFormField, IMachines, IPlan } from '../types';
+import {
+  IDefaults,
+  IFix,
+  IFormField,
+  IJobOptions,
+  IMachines,
+  IPlan
+} from '../types';
 
 // react-dom has no types installed here: its server renderer, typed by hand.
 // eslint-disable-next-line @typescript-eslint/no-var-requires
@@ -454,5 +462,102 @@ describe('the fields, from the option table', () => {
     expect(values.label).toBe('a=1, b=2');
     expect(values.trials).toBe('4');
     expect(values.backend).toBe('vertex');
+  });
+});
+
+describe('a fix the server gives as data', () => {
+  const fix = (
+    action: 'drop' | 'set',
+    option: string,
+    value: string | null
+  ): IFix => ({
+    action,
+    option,
+    value,
+    text: action === 'drop' ? `drop --${option}` : `pass --${option} ${value}`,
+    ui_text: `set ${option}`
+  });
+
+  it('is applied to the field it names, or not offered', () => {
+    const values = { ...VALUES, gpus: '2', tpu: 'v3-8' };
+    expect(applyFix(values, fix('drop', 'gpus', null), FIELDS)).toEqual({
+      ...values,
+      gpus: ''
+    });
+    expect(applyFix(values, fix('set', 'workers', '3'), FIELDS)).toEqual({
+      ...values,
+      workers: '3'
+    });
+    // the user picks the value, or the option has no field here: no button
+    expect(applyFix(values, fix('set', 'project', null), FIELDS)).toBeNull();
+    expect(applyFix(values, fix('drop', 'include', null), FIELDS)).toBeNull();
+  });
+
+  it('is a button under the error, and a click changes the form and checks again', async () => {
+    (
+      globalThis as { IS_REACT_ACT_ENVIRONMENT?: boolean }
+    ).IS_REACT_ACT_ENVIRONMENT = true;
+    const container = document.createElement('div');
+    document.body.appendChild(container);
+    const root = createRoot(container);
+    const sent: IJobOptions[] = [];
+    const refusal = {
+      message: 'a TPU job runs on one TPU host and takes no extra workers',
+      hint: "drop --workers (the TPU's cores are the replicas), or pass --strategy none",
+      field: 'worker_count',
+      ui_message: 'a TPU job runs on one TPU host and takes no extra workers',
+      ui_hint:
+        "set Workers to 0 (the TPU's cores are the replicas), or set Strategy to none",
+      fixes: [
+        {
+          ...fix('drop', 'workers', null),
+          ui_text: "set Workers to 0 (the TPU's cores are the replicas)"
+        },
+        { ...fix('set', 'strategy', 'none'), ui_text: 'set Strategy to none' },
+        fix('set', 'project', null)
+      ]
+    };
+    jest.useFakeTimers();
+    try {
+      await act(async () => {
+        root.render(
+          React.createElement(LaunchForm, {
+            documentName: 'ui.ipynb',
+            dirty: false,
+            defaults: DEFAULTS,
+            machines: MACHINES,
+            initial: { ...VALUES, workers: '2', tpu: 'v3-8' },
+            onChange: () => undefined,
+            preview: async options => {
+              sent.push(options);
+              return options.workers ? plan({ refused: refusal }) : plan();
+            }
+          })
+        );
+      });
+      await act(async () => {
+        jest.advanceTimersByTime(1000);
+      });
+      const buttons = Array.from(
+        container.querySelectorAll<HTMLButtonElement>('button.tfc-FixButton')
+      );
+      expect(buttons.map(b => b.textContent)).toEqual([
+        "Set Workers to 0 (the TPU's cores are the replicas)",
+        'Set Strategy to none'
+      ]);
+      await act(async () => {
+        buttons[0].click();
+      });
+      await act(async () => {
+        jest.advanceTimersByTime(1000);
+      });
+      expect(sent[sent.length - 1]).toMatchObject({ workers: 0, tpu: 'v3-8' });
+      expect(container.querySelector('button.tfc-FixButton')).toBeNull();
+      expect(container.textContent).toContain('Ready to launch');
+    } finally {
+      jest.useRealTimers();
+      await act(async () => root.unmount());
+      container.remove();
+    }
   });
 });

@@ -2,7 +2,14 @@ import React, { useEffect, useRef, useState } from 'react';
 
 import { errorText, TfcApiError } from '../request';
 import { IRunCell, LaunchKind } from '../target';
-import { IDefaults, IFormField, IJobOptions, IMachines, IPlan } from '../types';
+import {
+  IDefaults,
+  IFix,
+  IFormField,
+  IJobOptions,
+  IMachines,
+  IPlan
+} from '../types';
 import { PlanPreview } from './PlanPreview';
 
 /**
@@ -113,6 +120,26 @@ export function emptyValue(field: IFormField): string {
   return field.default || (field.kind === 'count' ? '0' : '');
 }
 
+/**
+ * The values with a fix applied (the server's data: drop an option, or set it to a value), or
+ * null when the form cannot apply it: the option has no field here, or the user must pick the
+ * value ("set Project").
+ */
+export function applyFix(
+  values: ILaunchValues,
+  fix: IFix,
+  fields: IFormField[]
+): ILaunchValues | null {
+  const field = fields.find(f => f.name === fix.option);
+  if (!field) {
+    return null;
+  }
+  if (fix.action === 'drop') {
+    return { ...values, [field.name]: field.default ?? '' }; // its control's "none"
+  }
+  return fix.value === null ? null : { ...values, [field.name]: fix.value };
+}
+
 /** How long the form waits after a change before it checks the choices (a dry run). */
 export const CHECK_DELAY_MS = 350;
 
@@ -153,6 +180,7 @@ export function LaunchForm(props: ILaunchFormProps): JSX.Element {
   const [values, setValues] = useState<ILaunchValues>(props.initial);
   const [plan, setPlan] = useState<IPlan | null>(null);
   const [error, setError] = useState<string | null>(null);
+  const [fixes, setFixes] = useState<IFix[]>([]);
   const [launchError, setLaunchError] = useState<string | null>(
     props.initialError ?? null
   );
@@ -171,6 +199,7 @@ export function LaunchForm(props: ILaunchFormProps): JSX.Element {
     const timer = setTimeout(async () => {
       let next: IPlan | null = null;
       let problem: string | null = null;
+      let offered: IFix[] = [];
       try {
         next = await preview(
           toOptions(values, props.defaults.fields ?? []),
@@ -180,16 +209,19 @@ export function LaunchForm(props: ILaunchFormProps): JSX.Element {
           // what Launch would meet, said now (in the UI's words when the server has them): the
           // dry run and the run give the same verdict
           problem = errorText(next.refused);
+          offered = next.refused.fixes ?? [];
           next = null;
         }
       } catch (e) {
         problem = e instanceof TfcApiError ? e.text : String(e);
+        offered = e instanceof TfcApiError ? e.fixes : [];
       }
       if (ticket !== latest.current) {
         return;
       }
       setPlan(next);
       setError(problem);
+      setFixes(offered);
       setChecking(false);
       onValidity?.(next !== null);
     }, CHECK_DELAY_MS);
@@ -308,6 +340,22 @@ export function LaunchForm(props: ILaunchFormProps): JSX.Element {
           <div className="tfc-Error tfc-LaunchError">{launchError}</div>
         ) : null}
         {error ? <div className="tfc-Error">{error}</div> : null}
+        {error
+          ? fixes.map(fix => {
+              const fixed = applyFix(values, fix, fields);
+              return fixed ? (
+                <button
+                  key={`${fix.action} ${fix.option}`}
+                  type="button"
+                  className="tfc-FixButton"
+                  title="Change the form this way"
+                  onClick={() => change(fixed)}
+                >
+                  {fix.ui_text.charAt(0).toUpperCase() + fix.ui_text.slice(1)}
+                </button>
+              ) : null;
+            })
+          : null}
         {plan && !error ? (
           <PlanPreview
             plan={plan}

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ...errors import SpecError
+from ...errors import Fix, SpecError
 from ...job import vertex_rules
 
 JobSpec = Any  # a tfc_jupyter.job.spec.JobSpec (whose validation calls check)
@@ -94,7 +94,7 @@ def _check_placement(spec: JobSpec) -> None:
         raise SpecError(
             "--reservation with --persistent-resource: the job runs on the persistent "
             "resource's machines, which it reserved when it was made",
-            "drop --reservation (or drop --persistent-resource)",
+            Fix.drop("reservation", after=" (or drop --persistent-resource)"),
             field="reservation",
         )
     _check_private_network(spec)
@@ -123,7 +123,9 @@ def _check_private_network(spec: JobSpec) -> None:
             raise SpecError(
                 "--network (VPC peering) with --psc-network-attachment: a job reaches a private "
                 "network one way",
-                "drop --network (Private Service Connect is Google's recommended path)",
+                Fix.drop(
+                    "network", after=" (Private Service Connect is Google's recommended path)"
+                ),
                 field="network",
             )
     if spec.google.network is None:

@@ -1,9 +1,10 @@
 """Vertex AI's rules for a custom job, as Google documents them, each with its source and date.
 
 One source for the product and the test server: :mod:`tfc_jupyter.job.catalog` (machines and
-GPUs), :mod:`tfc_jupyter.job.scheduling`, :mod:`tfc_jupyter.job.spec` and the request builder
-check a job against these tables, and the test server's validator (``tests/vertex_validate.py``)
-refuses requests by the same tables, so the suite and the product cannot disagree.
+GPUs), :mod:`tfc_jupyter.backends.vertex.scheduling`, :mod:`tfc_jupyter.job.spec` and the
+request builder check a job against these tables, and the test server's validator
+(``tests/vertex_validate.py``) refuses requests by the same tables, so the suite and the product
+cannot disagree.
 
 Where the reference corpus this was written from lacked a page, the comment says so and the
 choice made is the conservative one (refuse what is not documented as taken).

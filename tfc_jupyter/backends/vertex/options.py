@@ -4,9 +4,9 @@ Each field is one flag (:func:`tfc_jupyter.job.options.option`): the magic, the 
 help, ``run()``, the jobs API and its schema, the form and the panel take it from here; another
 backend refuses it (it would mean nothing there). :meth:`VertexOptions.google` puts the ones
 planning and prices read into the spec's Google Cloud part (``JobSpec.google``, checked there
-as Vertex AI checks them, :mod:`tfc_jupyter.job.scheduling`); :mod:`.request` reads the others
-from the plan's options (:func:`own_options`). The Google Cloud settings other backends use too
-(region, project, service account, Spot, network, TensorBoard, the route) are portable options.
+as Vertex AI checks them, :mod:`.scheduling`); :mod:`.request` reads the others from the plan's
+options (:func:`.request.own_options`). The Google Cloud settings other backends use too (region,
+project, service account, Spot, network, TensorBoard, the route) are portable options.
 """
 
 from __future__ import annotations

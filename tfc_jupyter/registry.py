@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any, ClassVar
 
-from .errors import SpecError
+from .errors import Fix, SpecError
 
 GROUP = "tfc_jupyter.backends"
 """The entry-point group third-party backends register in."""
@@ -236,6 +236,11 @@ def offering(trait: str) -> list[str]:
 def use_instead(trait: str) -> str:
     """``--backend X`` (or ``X or Y``) for the backends that offer ``trait``."""
     return f"--backend {_spoken(offering(trait))}"
+
+
+def fixes_instead(trait: str) -> list[Fix]:
+    """Use one of the backends that offer ``trait``, as fixes (``use --backend X``)."""
+    return [Fix.set("backend", name, verb="use") for name in offering(trait)]
 
 
 def label_of(trait: str) -> str:

@@ -119,13 +119,8 @@ class GoogleTarget(SpecPart):
                 raise SpecError(
                     f"{flag} is a {registry.label_of(trait)} setting; on the {backend} backend "
                     "it would mean nothing",
-                    (Fix.drop(flag[2:].replace("-", "_")), *_backends_with(trait)),
+                    (Fix.drop(flag[2:].replace("-", "_")), *registry.fixes_instead(trait)),
                     field="scheduling"
                     if f.name == "max_wait_s" and self.max_wait_s is None
                     else f.name,
                 )
-
-
-def _backends_with(trait: str) -> list[Fix]:
-    """Use one of the backends that offer ``trait``, as fixes."""
-    return [Fix.set("backend", name, verb="use") for name in registry.offering(trait)]

@@ -696,10 +696,7 @@ def _route(
             raise SpecError(
                 f"--route {asked} is how code reaches {registry.label_of('routes')}; the "
                 f"{spec.backend.value} backend runs it here",
-                (
-                    Fix.drop("route"),
-                    *[Fix.set("backend", n, verb="use") for n in registry.offering("routes")],
-                ),
+                (Fix.drop("route"), *registry.fixes_instead("routes")),
                 field="route",
             )
         return None

@@ -124,6 +124,31 @@ function form(props: Partial<ILaunchFormProps>): string {
   );
 }
 
+/** Run `work` on a React root mounted in the document, with fake timers (the form's check
+ * waits before it asks); the root is unmounted and the timers are real again after it. */
+async function mounted(
+  work: (
+    root: ReturnType<typeof createRoot>,
+    container: HTMLElement
+  ) => Promise<void>
+): Promise<void> {
+  // React's act() outside a test renderer: say this is a test environment
+  (
+    globalThis as { IS_REACT_ACT_ENVIRONMENT?: boolean }
+  ).IS_REACT_ACT_ENVIRONMENT = true;
+  const container = document.createElement('div');
+  document.body.appendChild(container);
+  const root = createRoot(container);
+  jest.useFakeTimers();
+  try {
+    await work(root, container);
+  } finally {
+    jest.useRealTimers();
+    await act(async () => root.unmount());
+    container.remove();
+  }
+}
+
 /** The text of some HTML, tags left out. */
 function text(html: string): string {
   return html
@@ -294,13 +319,6 @@ describe('the %%tfc_run cell choice', () => {
   });
 
   it("starts again from the picked cell's flags, and plans that cell", async () => {
-    // React's act() outside a test renderer: say this is a test environment
-    (
-      globalThis as { IS_REACT_ACT_ENVIRONMENT?: boolean }
-    ).IS_REACT_ACT_ENVIRONMENT = true;
-    const container = document.createElement('div');
-    document.body.appendChild(container);
-    const root = createRoot(container);
     const previews: (number | null)[] = [];
     const changes: ILaunchValues[] = [];
     const loadCell = jest.fn(async (cell: number): Promise<ILaunchValues> => ({
@@ -309,8 +327,7 @@ describe('the %%tfc_run cell choice', () => {
       workers: '0',
       label: `from=${cell}`
     }));
-    jest.useFakeTimers();
-    try {
+    await mounted(async (root, container) => {
       await act(async () => {
         root.render(
           React.createElement(LaunchForm, {
@@ -358,11 +375,7 @@ describe('the %%tfc_run cell choice', () => {
         cell: '5',
         gpus: '1'
       });
-    } finally {
-      jest.useRealTimers();
-      await act(async () => root.unmount());
-      container.remove();
-    }
+    });
   });
 });
 
@@ -494,12 +507,6 @@ describe('a fix the server gives as data', () => {
   });
 
   it('is a button under the error, and a click changes the form and checks again', async () => {
-    (
-      globalThis as { IS_REACT_ACT_ENVIRONMENT?: boolean }
-    ).IS_REACT_ACT_ENVIRONMENT = true;
-    const container = document.createElement('div');
-    document.body.appendChild(container);
-    const root = createRoot(container);
     const sent: IJobOptions[] = [];
     const refusal = {
       message: 'a TPU job runs on one TPU host and takes no extra workers',
@@ -517,8 +524,7 @@ describe('a fix the server gives as data', () => {
         fix('set', 'project', null)
       ]
     };
-    jest.useFakeTimers();
-    try {
+    await mounted(async (root, container) => {
       await act(async () => {
         root.render(
           React.createElement(LaunchForm, {
@@ -554,10 +560,6 @@ describe('a fix the server gives as data', () => {
       expect(sent[sent.length - 1]).toMatchObject({ workers: 0, tpu: 'v3-8' });
       expect(container.querySelector('button.tfc-FixButton')).toBeNull();
       expect(container.textContent).toContain('Ready to launch');
-    } finally {
-      jest.useRealTimers();
-      await act(async () => root.unmount());
-      container.remove();
-    }
+    });
   });
 });

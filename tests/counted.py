@@ -26,6 +26,7 @@ SUITES = {
     "test_bad_input.py": "bad input",
     "test_faults.py": "faults",
     "test_secretscan.py": "secretscan",
+    "test_border.py": "border",
 }
 # (suite, item) -> Counter(tried=, held=, skipped=)
 TALLY: dict[tuple[str, str], collections.Counter[str]] = collections.defaultdict(

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+from keyword import iskeyword
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from jobutil import JOB_DEADLINE_S, write_notebook
 
+from tfc_jupyter.border import KernelCell
 from tfc_jupyter.returned import bring_back, output
 
 DATA = """\
@@ -172,7 +174,7 @@ def test_a_model_file_crafted_to_run_code_on_load_does_not_run_it(tmp_path: Path
     }
     (job / "cell" / "values.json").write_text(json.dumps(manifest))
     namespace: dict[str, Any] = {}
-    got = bring_back(job, namespace)
+    got = bring_back(job, namespace, kernel_cell=KernelCell.from_source("model = make()"))
     assert not marker.exists()
     assert "model" not in namespace
     assert "Keras model that does not load here" in got.stayed["model"]
@@ -450,5 +452,8 @@ def test_any_manifest_a_job_folder_holds_never_breaks_the_kernel(
     (job / "cell").mkdir(parents=True, exist_ok=True)
     (job / "cell" / "values.json").write_text(json.dumps(manifest))
     namespace: dict[str, Any] = {}
-    got = bring_back(job, namespace)
+    listed = manifest.get("names") if isinstance(manifest, dict) else None
+    names = [n for n in listed or {} if n.isidentifier()] if isinstance(listed, dict) else []
+    cell = KernelCell.from_source("\n".join(f"{n} = 1" for n in names if not iskeyword(n)))
+    got = bring_back(job, namespace, kernel_cell=cell)
     assert set(namespace) <= set(got.names) | {"__builtins__"}

@@ -133,9 +133,14 @@ SETTINGS: dict[str, Setting] = {
     ),
     "return_limit_mb": _number(
         1024,
-        "Most megabytes a %%tfc_run cell's job brings back when it ends, per name set in the "
-        "kernel and in all for the files it wrote next to the notebook (what is over it stays "
-        "in the job folder, and a line says so).",
+        "Most megabytes a %%tfc_run cell's job brings back when it ends, read and decompressed: "
+        "in all for the names set in the kernel, and in all for the files it wrote next to the "
+        "notebook (what is over it stays in the job folder, and a line says so).",
+    ),
+    "return_max_files": _number(
+        1000,
+        "Most files a %%tfc_run cell's job puts next to the notebook when it ends (the rest "
+        "stay in the job folder, and a line says so).",
     ),
 }
 """Every setting's default and help; :data:`KEYS` orders them. Plain data, so that reading the
@@ -210,6 +215,7 @@ KEYS = (
     "prebuilt_images",
     "cell_lines",
     "return_limit_mb",
+    "return_max_files",
 )
 """Every setting, in the order ``%tfc_config`` shows them (each a ``TfcConfig`` trait)."""
 # Environment variables, most specific first (every other key: TFC_<KEY>).

@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, TextIO
 
-from . import backends, logs, notify, registry
+from . import backends, border, logs, notify, registry
 from .backends import Backend
 from .config import Settings, current_settings
 from .errors import BackendError, JobConflict, SpecError, TfcError
@@ -132,6 +132,8 @@ def launch(plan: Plan, *, store: JobStore | None = None) -> Job:
     try:
         store.path.parent.joinpath("jobs").mkdir(mode=0o700, exist_ok=True)
         write_job_dir(plan, job_dir)
+        # the kernel's own copy of its run cell, outside the job folder (tfc_jupyter.border)
+        border.keep(store.path.parent, job_id, plan.script.text, plan.source_map_text())
     except FileExistsError:  # another job's folder: never touch it
         raise BackendError(f"the job folder {job_dir} exists already", "launch again") from None
     except OSError as exc:  # a full disk ...: no half-written folder stays behind
@@ -524,6 +526,7 @@ def delete(store: JobStore, job_id: str, *, files: bool = False) -> JobRecord:
     folder = Path(record.job_dir).resolve() if record.job_dir else None
     if files and folder is not None and folder.parent == own and folder.name == record.id:
         shutil.rmtree(folder, ignore_errors=True)
+        shutil.rmtree(own.parent / border.KEPT / record.id, ignore_errors=True)
     return record
 
 

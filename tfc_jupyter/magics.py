@@ -605,7 +605,10 @@ def _bring_back(job: Any, rec: Any, shell: Any, shown: _Outputs) -> Any:
     got = bring_back(rec.job_dir, shell.user_ns, limit_mb=limit, job_id=rec.id)
     here = Path(rec.notebook).parent if rec.notebook else Path.cwd()
     started = rec.started_at if rec.started_at is not None else rec.created_at
-    for line in bring_files(rec.job_dir, here, started, limit_mb=limit):
+    most = int(settings.get("return_max_files"))
+    for line in bring_files(
+        rec.job_dir, here, started, limit_mb=limit, max_files=most, notebook=rec.notebook
+    ):
         print(line)
     for problem in got.problems:
         print(f"! {problem}")
@@ -638,8 +641,10 @@ class _Outputs:
         self.shown: list[str] = []  # display ids of what the job showed since its last clear
         self.cleared: list[str] = []  # cleared: the next outputs take their places
         self.wait = False  # a clear_output(wait=True) waits for the next output
+        self.count = 0  # outputs shown (at most border.MAX_OUTPUTS)
 
     def add(self, event: dict[str, Any]) -> None:
+        from .border import MAX_OUTPUTS
         from .returned import output
 
         if event.get("clear"):
@@ -655,6 +660,11 @@ class _Outputs:
         if found["output_type"] == "execute_result":
             self.result = found
             return
+        self.count += 1
+        if self.count > MAX_OUTPUTS:
+            if self.count == MAX_OUTPUTS + 1:
+                print(f"! the job shows over {MAX_OUTPUTS} outputs: the rest are in its folder")
+            return
         if not self.notebook:
             from .returned import output_line
 
@@ -668,8 +678,10 @@ class _Outputs:
         flush = getattr(self.out, "flush", None)
         if flush is not None:
             flush()
-        own = event.get("display_id")
-        update = bool(event.get("update"))
+        from .border import display_id
+
+        own = display_id(event.get("display_id"))
+        update = bool(event.get("update")) and own is not None
         if own is not None:
             did = f"tfc-{self.job_id}-{own}"
         elif self.cleared:  # in the place of what a clear_output removed

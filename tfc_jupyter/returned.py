@@ -15,27 +15,29 @@ its ``Out[]``) as they are made, and when the cell ends well it saves the names 
 
 from __future__ import annotations
 
-import ast
 import contextlib
-import filecmp
 import importlib
 import json
-import shutil
+import os
+import stat
 import sys
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tfc_runtime import sourcemap
 from tfc_runtime.giveback import CELL, FILES, keras_model
-from tfc_runtime.protocol import SCRIPT, SOURCE_MAP
-from tfc_runtime.runcell import CODE, OUTPUTS
+from tfc_runtime.runcell import OUTPUTS
 from tfc_runtime.values import Decoder
+
+from . import border
 
 if TYPE_CHECKING:
     from .image.cloudbuild.storage import Storage
 
-_MAX_OUTPUT = 64 << 20  # bytes of one output file read back at most
+MAX_OBJECTS = 100_000
+"""Objects of a ``gs://`` folder a job left that are downloaded at most."""
+
 _DONE: set[str] = set()  # jobs whose names this process brought back already
 
 
@@ -55,24 +57,25 @@ class CellOut:
 
 def output(event: dict[str, Any], job_dir: str | None) -> dict[str, Any] | None:
     """The nbformat output an ``output`` report names (``output_type``, ``data``,
-    ``metadata``), or None when it is not readable."""
+    ``metadata``), its data as Jupyter shows an untrusted notebook's
+    (:func:`tfc_jupyter.border.safe_bundle`); None when it is not readable."""
     found = event.get("output")
-    if found is None and job_dir and isinstance(event.get("n"), int):
-        path = Path(job_dir) / OUTPUTS / f"{event['n']}.json"
+    n = event.get("n")
+    if found is None and job_dir and isinstance(n, int) and not isinstance(n, bool) and n >= 0:
         try:
-            if path.stat().st_size > _MAX_OUTPUT:
-                return None
-            found = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+            found = border.read_json(job_dir, f"{OUTPUTS}/{n}.json", border.MAX_OUTPUT_BYTES)
+        except (OSError, border.Refused):
             return None
     if not isinstance(found, dict) or not isinstance(found.get("data"), dict):
         return None
     data = {str(k): v for k, v in found["data"].items() if isinstance(v, (str, dict, list))}
     metadata = found.get("metadata") if isinstance(found.get("metadata"), dict) else {}
+    if len(json.dumps(metadata, default=str)) > 10_000:
+        metadata = {}
     kind = found.get("output_type")
     return {
         "output_type": kind if kind in ("display_data", "execute_result") else "display_data",
-        "data": data,
+        "data": border.safe_bundle(data),
         "metadata": metadata,
     }
 
@@ -89,7 +92,7 @@ def output_line(event: dict[str, Any], job_dir: str | None) -> str | None:
     if job_dir:
         folder = Path(job_dir) / OUTPUTS
         for name in (f"{event['n']}.png", f"{event['n']}.json"):
-            if (folder / name).is_file():
+            if stat.S_ISREG(_lmode(folder / name)):
                 saved = f"  (saved: {folder / name})"
                 break
     return f"[{label}] {text}{saved}"
@@ -102,13 +105,15 @@ class Returned:
 
     names: list[str] = field(default_factory=list)
     stayed: dict[str, str] = field(default_factory=dict)
+    skipped: dict[str, str] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
     out: Any = None
     has_out: bool = False
 
     def line(self) -> str:
         """One line for the cell: ``back in the kernel: history, model; stayed in the job: ds
-        (tf.data.Dataset)``; empty when there is nothing to say."""
+        (tf.data.Dataset); not set here: get_ipython (IPython's own)``; empty when there is
+        nothing to say. ``skipped`` are the names the border refused (never set here)."""
         parts = []
         if self.names:
             parts.append("back in the kernel: " + ", ".join(self.names))
@@ -116,27 +121,18 @@ class Returned:
             parts.append(
                 "stayed in the job: " + ", ".join(f"{n} ({why})" for n, why in self.stayed.items())
             )
+        if self.skipped:
+            parts.append(
+                "not set here: " + ", ".join(f"{n} ({why})" for n, why in self.skipped.items())
+            )
         return "; ".join(parts)
 
 
-def _run_cell_code(job_dir: Path) -> ast.Module | None:
-    """The run cell's ``import``, ``def`` and ``class`` statements, as the job ran them."""
+def _lmode(path: Path) -> int:
     try:
-        smap = sourcemap.load(job_dir / SOURCE_MAP)
-        tree = ast.parse((job_dir / SCRIPT).read_text(encoding="utf-8"))
-    except (OSError, ValueError, SyntaxError):
-        return None
-    if smap.run_cell is None:
-        return None
-    body: list[ast.stmt] = [
-        node
-        for node in tree.body
-        if isinstance(node, CODE)
-        and (where := smap.locate(node.lineno)) is not None
-        and where[0] == smap.run_cell
-        and not (isinstance(node, ast.ImportFrom) and node.module == "__future__")
-    ]
-    return ast.Module(body=body, type_ignores=[])
+        return os.lstat(path).st_mode
+    except OSError:
+        return 0
 
 
 def _custom_objects(namespace: dict[str, Any]) -> dict[str, Any]:
@@ -152,24 +148,45 @@ def _custom_objects(namespace: dict[str, Any]) -> dict[str, Any]:
 
 
 def _load_model(
-    path: Path, library: str, namespace: dict[str, Any], earlier: Any
+    job_dir: Path,
+    file: str,
+    library: str,
+    namespace: dict[str, Any],
+    earlier: Any,
+    budget: border.Budget,
 ) -> tuple[Any, str | None]:
-    """``(model, problem)``: the model loaded in safe mode; where that fails and the kernel
-    has a Keras model of that name, the job's weights loaded into it."""
-    keras = importlib.import_module("tf_keras" if library == "tf_keras" else "keras")
-    try:
-        return keras.models.load_model(
-            str(path), custom_objects=_custom_objects(namespace), safe_mode=True
-        ), None
-    except Exception as exc:
-        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        if earlier is not None and isinstance(earlier, keras.Model):
-            try:
-                earlier.load_weights(str(path))
-                return earlier, None
-            except Exception:
-                pass
-        return None, reason[:200]
+    """``(model, problem)``: the model file copied out of the job folder (bytes actually read),
+    checked as a zip decompressed within ``budget``, loaded in safe mode; where that fails and
+    the kernel has a Keras model of that name, the job's weights loaded into it.
+
+    Raises:
+        border.OverLimit: the file, or what it decompresses to, is over ``budget``.
+    """
+    with tempfile.TemporaryDirectory(prefix="tfc-model-") as tmp:
+        try:
+            path = border.copy_out(job_dir, f"{CELL}/{file}", budget.left, Path(tmp))
+            size = path.stat().st_size
+            if path.suffix == ".keras":
+                size = max(size, border.check_zip(path, budget.left, f"{CELL}/{file}"))
+            budget.take(size, "the model")
+        except border.OverLimit:
+            raise
+        except (border.Refused, OSError) as exc:
+            return None, str(exc)[:200]
+        keras = importlib.import_module("tf_keras" if library == "tf_keras" else "keras")
+        try:
+            return keras.models.load_model(
+                str(path), custom_objects=_custom_objects(namespace), safe_mode=True
+            ), None
+        except Exception as exc:
+            reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            if earlier is not None and isinstance(earlier, keras.Model):
+                try:
+                    earlier.load_weights(str(path))
+                    return earlier, None
+                except Exception:
+                    pass
+            return None, reason[:200]
 
 
 def _history(entry: dict[str, Any], decoder: Decoder, models: dict[str, Any]) -> Any:
@@ -185,32 +202,80 @@ def _history(entry: dict[str, Any], decoder: Decoder, models: dict[str, Any]) ->
     return history
 
 
+def _manifest(job_dir: Path, limit: int, got: Returned) -> dict[str, Any] | None:
+    try:
+        manifest = border.read_json(job_dir, f"{CELL}/values.json", limit)
+    except FileNotFoundError:
+        return None
+    except border.OverLimit:
+        got.problems.append(
+            "the job's names are over return_limit_mb in all: they stay in the job (set "
+            "c.TfcConfig.return_limit_mb to bring them back)"
+        )
+        return None
+    except (OSError, border.Refused) as exc:
+        got.problems.append(f"the job's names could not be read: {exc}")
+        return None
+    if not isinstance(manifest, dict):
+        got.problems.append("the job's names could not be read: not a manifest")
+        return None
+    return manifest
+
+
+def _arrays(job_dir: Path, got: Returned) -> Any:
+    """The job's arrays (:class:`tfc_jupyter.border.Arrays`), or an empty mapping."""
+    try:
+        fd = os.open(job_dir / CELL / "arrays.npz", os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except FileNotFoundError:
+        return {}
+    except OSError as exc:
+        got.problems.append(f"the job's arrays could not be read: {exc.strerror or exc}")
+        return {}
+    fh = os.fdopen(fd, "rb")
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        fh.close()
+        got.problems.append("the job's arrays could not be read: not a regular file")
+        return {}
+    try:
+        return border.Arrays(fh, f"{CELL}/arrays.npz")
+    except border.Refused as exc:
+        fh.close()
+        got.problems.append(f"the job's arrays could not be read: {exc}")
+        return {}
+
+
 def bring_back(
     job_dir: str | Path,
     namespace: dict[str, Any],
     *,
     limit_mb: float = 1024,
     job_id: str = "",
+    kernel_cell: border.KernelCell | None = None,
 ) -> Returned:
-    """Set the run cell's names in ``namespace`` from a finished job's folder (see the
-    module's docstring); what it brought back. Nothing is set for a job that saved no names
-    (it failed, or it ran no run cell). Each job's names are brought back once a process."""
-    folder = Path(job_dir) / CELL
+    """Set the run cell's names in ``namespace`` from a finished job's folder, through the
+    border (:mod:`tfc_jupyter.border`): only names the run cell binds by the kernel's own copy
+    of it (``kernel_cell``, else the one kept at launch), never the kernel's own; its
+    ``import``, ``def`` and ``class`` statements run from that copy, never from the job
+    folder; at most ``limit_mb`` read and decompressed for the names in all. Nothing is set
+    for a job that saved no names. Each job's names are brought back once a process."""
+    job_dir = Path(job_dir)
     got = Returned()
     if job_id and job_id in _DONE:
         return got
-    try:
-        manifest = json.loads((folder / "values.json").read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return got
-    except (OSError, ValueError) as exc:
-        got.problems.append(f"the job's names could not be read ({exc})")
-        return got
-    if not isinstance(manifest, dict):
-        got.problems.append("the job's names could not be read (not a manifest)")
+    limit = int(limit_mb * (1 << 20))
+    manifest = _manifest(job_dir, max(limit // 4, 1 << 20), got)
+    if manifest is None:
         return got
     if job_id:
         _DONE.add(job_id)
+    if kernel_cell is None:
+        kernel_cell = border.KernelCell.kept(border.home_of(job_dir), job_dir.name)
+    if kernel_cell is None:
+        got.problems.append(
+            "no copy of the run cell was kept at launch (a job launched by an earlier version): "
+            "its names stay in the job"
+        )
+        return got
     listed = manifest.get("names")
     entries = {
         str(k): v
@@ -218,106 +283,121 @@ def bring_back(
         if isinstance(v, dict)
     }
     stayed = manifest.get("stayed")
-    got.stayed = {str(k): str(v) for k, v in (stayed.items() if isinstance(stayed, dict) else ())}
-    code = _run_cell_code(Path(job_dir))
-    if code is not None and code.body and any(e.get("kind") == "code" for e in entries.values()):
+    for k, v in list(stayed.items() if isinstance(stayed, dict) else ())[:50]:
+        if border.name_refusal(str(k)) is None:
+            got.stayed[str(k)] = str(v)[:200]
+    code_names = kernel_cell.code_names()
+    bound = set(kernel_cell.binds())
+    models_read = {n for n in kernel_cell.reads() if keras_model(namespace.get(n)) is not None}
+    internal = [n for n in entries if n.startswith("__history_model_") and n[16:].isdigit()]
+    admitted, got.skipped = border.admit_names(
+        [n for n in entries if n not in internal], bound | models_read
+    )
+    if any(n in code_names for n in admitted):
         try:
-            exec(compile(code, f"<cell {job_id}>", "exec"), namespace)
+            exec(compile(kernel_cell.code(), f"<cell {job_id}>", "exec"), namespace)
         except Exception as exc:
             got.problems.append(f"the cell's import, def and class lines failed here: {exc}")
-    arrays: Any = {}
-    if (folder / "arrays.npz").exists():
-        import numpy as np
+    arrays = _arrays(job_dir, got)
+    try:
+        _set_names(job_dir, entries, admitted, internal, code_names, namespace, arrays, got,
+                   limit, limit_mb)  # fmt: skip
+        if isinstance(manifest.get("out"), dict):
+            with contextlib.suppress(Exception):
+                if isinstance(arrays, border.Arrays):
+                    arrays.budget = border.Budget(limit)
+                tree = manifest["out"].get("value")
+                border.Budget(limit).take(border.tree_bytes(tree), "Out[]")
+                got.out, got.has_out = Decoder(arrays).decode(tree), True
+    finally:
+        if isinstance(arrays, border.Arrays):
+            arrays.close()
+    return got
 
-        arrays = np.load(folder / "arrays.npz", allow_pickle=False)
+
+def _set_names(
+    job_dir: Path,
+    entries: dict[str, dict[str, Any]],
+    admitted: list[str],
+    internal: list[str],
+    code_names: set[str],
+    namespace: dict[str, Any],
+    arrays: Any,
+    got: Returned,
+    limit: int,
+    limit_mb: float,
+) -> None:
+    budget = border.Budget(limit)  # for the names in all
+    if isinstance(arrays, border.Arrays):
+        arrays.budget = budget
     decoder = Decoder(arrays)
+    over = (
+        f"over return_limit_mb ({limit_mb:g} MB): set c.TfcConfig.return_limit_mb to bring it back"
+    )
     models: dict[str, Any] = {}
-    limit = limit_mb * (1 << 20)
-    for name, entry in entries.items():  # models first: a History names its model
-        if isinstance(entry, dict) and entry.get("kind") == "model":
-            file = str(entry.get("file"))
-            path = folder / file
-            if "\x00" in file or not path.resolve().is_relative_to(folder.resolve()):
-                got.stayed[name] = "Keras model outside the job's folder: not loaded"
-                continue
+    for name in [*admitted, *internal]:  # models first: a History names its model
+        entry = entries[name]
+        if entry.get("kind") != "model" or name in code_names:
+            continue
+        file = entry.get("file")
+        if not isinstance(file, str):
+            got.stayed[name] = "Keras model with no file"
+            continue
+        try:
             model, problem = _load_model(
-                path, str(entry.get("library")), namespace, namespace.get(name)
+                job_dir, file, str(entry.get("library")), namespace, namespace.get(name), budget
             )
-            if model is None:
-                got.stayed[name] = f"Keras model that does not load here: {problem}"
-                continue
-            models[name] = model
-            if not name.startswith("__"):
-                namespace[name] = model
-                got.names.append(name)
-    for name, entry in entries.items():
-        kind = entry.get("kind") if isinstance(entry, dict) else None
+        except border.OverLimit as exc:
+            got.stayed[name] = f"Keras model {str(exc).split(': ', 1)[-1]}, {over}"
+            continue
+        if model is None:
+            got.stayed[name] = f"Keras model that does not load here: {problem}"
+            continue
+        models[name] = model
+        if name in admitted:
+            namespace[name] = model
+            got.names.append(name)
+    for name in admitted:
+        entry = entries[name]
+        kind = entry.get("kind")
+        if name in code_names:
+            if not isinstance(namespace.get(name, sys), type(sys)):
+                got.names.append(name)  # a def or class (imports go unsaid)
+            continue
         try:
             if kind == "value":
-                if float(entry.get("bytes") or 0) > limit:
-                    got.stayed[name] = (
-                        f"{_size(entry.get('bytes'))}, over return_limit_mb "
-                        f"({limit_mb:g} MB): set c.TfcConfig.return_limit_mb to bring it back"
-                    )
-                    continue
-                namespace[name] = decoder.decode(entry.get("value"))
+                tree = entry.get("value")
+                budget.take(border.tree_bytes(tree), name)
+                namespace[name] = decoder.decode(tree)
                 got.names.append(name)
             elif kind == "history":
                 namespace[name] = _history(entry, decoder, models)
                 got.names.append(name)
-            elif kind == "code" and not isinstance(namespace.get(name, sys), type(sys)):
-                got.names.append(name)  # a def or class (imports go unsaid)
-        except Exception as exc:  # a value this kernel cannot rebuild (no pandas here)
-            got.stayed[name] = f"does not load here: {exc}"
-    if isinstance(manifest.get("out"), dict):
-        with contextlib.suppress(Exception):
-            got.out, got.has_out = decoder.decode(manifest["out"].get("value")), True
-    return got
+        except border.OverLimit:
+            got.stayed[name] = over
+        except border.Refused as exc:
+            got.stayed[name] = str(exc)[:200]
+        except (Exception, RecursionError) as exc:  # a value this kernel cannot rebuild
+            got.stayed[name] = f"does not load here: {str(exc)[:200]}"
 
 
 def bring_files(
-    job_dir: str | Path, dest: str | Path, started: float, *, limit_mb: float = 1024
+    job_dir: str | Path,
+    dest: str | Path,
+    started: float,
+    *,
+    limit_mb: float = 1024,
+    max_files: int = 1000,
+    notebook: str | Path | None = None,
 ) -> list[str]:
     """Put the files the run cell wrote in an image (the job folder's ``files/``) next to the
-    notebook (``dest``), as a local job leaves them; lines to show. A file here that changed
-    since the job started is kept, and said; nothing outside ``dest`` is written; past
-    ``limit_mb`` in all the rest stays in the job folder, and is said."""
-    source = Path(job_dir) / FILES
-    if not source.is_dir():
-        return []
-    dest = Path(dest).resolve()
-    copied, kept, over = [], [], []
-    total, limit = 0, limit_mb * (1 << 20)
-    for path in sorted(p for p in source.rglob("*") if p.is_file() and not p.is_symlink()):
-        rel = path.relative_to(source)
-        target = dest / rel
-        if target.resolve() != target:  # a link (or ..) would lead out of the folder
-            kept.append(f"{rel} (a link here: not followed)")
-            continue
-        size = path.stat().st_size
-        if total + size > limit:
-            over.append(str(rel))
-            continue
-        if target.is_file() and filecmp.cmp(target, path, shallow=False):
-            continue  # brought back already (a re-attach)
-        if target.exists() and target.stat().st_mtime > started:
-            kept.append(f"{rel} (yours changed since the job started; the job's is {path})")
-            continue
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(path, target)
-        total += size
-        copied.append(str(rel))
-    lines = []
-    if copied:
-        lines.append("Files the cell wrote, next to the notebook: " + ", ".join(copied[:20])
-                     + (f" and {len(copied) - 20} more" if len(copied) > 20 else ""))  # fmt: skip
-    if kept:
-        lines.append("! not copied: " + "; ".join(kept[:10]))
-    if over:
-        lines.append(
-            f"! over return_limit_mb ({limit_mb:g} MB), left in {source}: " + ", ".join(over[:10])
-        )
-    return lines
+    notebook (``dest``), through the border (:func:`tfc_jupyter.border.place_files`); lines to
+    show."""
+    placed = border.place_files(
+        job_dir, FILES, dest, started, limit_mb=limit_mb, max_files=max_files,
+        notebook=Path(notebook).resolve() if notebook else None,
+    )  # fmt: skip
+    return placed.lines(limit_mb, max_files, Path(job_dir) / FILES)
 
 
 def gs_storage(uri: str, record: Any, settings: Any = None) -> tuple[Storage, str]:
@@ -349,11 +429,11 @@ def fetch(uri: str, record: Any, leaf: str, settings: Any = None) -> Path | None
         return here
     storage, prefix = gs_storage(uri, record, settings)
     prefix = prefix.rstrip("/") + "/"
-    for name in storage.names(prefix):
-        rel = Path(name[len(prefix) :])
-        if name.endswith("/") or rel.is_absolute() or ".." in rel.parts:
-            continue
-        storage.download(name, here / rel)
+    for count, name in enumerate(storage.names(prefix)):
+        parts = border.object_name(prefix, name)
+        if parts is None or any(p.startswith(".") for p in parts) or count >= MAX_OBJECTS:
+            continue  # read back by the border as any job folder is
+        storage.download(name, here.joinpath(*parts))
     return here
 
 
@@ -364,14 +444,20 @@ def cell_model(job_dir: str | Path | None) -> tuple[str, str] | None:
         return None
     folder = Path(job_dir) / CELL
     try:
-        manifest = json.loads((folder / "values.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        manifest = border.read_json(job_dir, f"{CELL}/values.json", border.MAX_OUTPUT_BYTES)
+    except (OSError, border.Refused):
         return None
     entries = manifest.get("names") if isinstance(manifest, dict) else None
     for entry in (entries or {}).values():
         if isinstance(entry, dict) and entry.get("kind") == "model":
-            path = folder / str(entry.get("file"))
-            if path.is_file() and path.resolve().is_relative_to(folder.resolve()):
+            try:
+                parts = border.parts_of(str(entry.get("file")))
+            except border.Refused:
+                continue
+            path = folder.joinpath(*parts)
+            if all(not stat.S_ISLNK(_lmode(p)) for p in (folder, *path.parents)) and (
+                stat.S_ISREG(_lmode(path))
+            ):
                 return str(path), str(entry.get("library") or "keras")
     return None
 
@@ -387,25 +473,15 @@ def _size(count: Any) -> str:
 
 def stale_names(job_dir: str | Path, namespace: dict[str, Any]) -> list[str]:
     """Names the run cell binds or trains that this kernel holds from before the cell (what a
-    failed job leaves unchanged here): for the failure line."""
-    try:
-        smap = sourcemap.load(Path(job_dir) / SOURCE_MAP)
-        tree = ast.parse((Path(job_dir) / SCRIPT).read_text(encoding="utf-8"))
-    except (OSError, ValueError, SyntaxError):
+    failed job leaves unchanged here): for the failure line. Read from the kernel's own copy
+    of the cell, kept at launch."""
+    kept = border.KernelCell.kept(border.home_of(job_dir), Path(job_dir).name)
+    if kept is None:
         return []
-    if smap.run_cell is None:
-        return []
-    from tfc_runtime.runcell import bound_names, read_names
-
-    mine = [
-        n
-        for n in tree.body
-        if (where := smap.locate(n.lineno)) is not None and where[0] == smap.run_cell
-    ]
-    bound = [n for n in bound_names(mine) if n in namespace and not n.startswith("_")]
+    bound = [n for n in kept.binds() if n in namespace and not n.startswith("_")]
     keras_models = [
         n
-        for n in read_names(mine)
+        for n in kept.reads()
         if n in namespace and n not in bound and keras_model(namespace[n]) is not None
     ]
     return bound + keras_models

@@ -652,3 +652,122 @@ def test_a_bucket_object_name_is_read_as_a_path_of_the_border() -> None:
     for name in ("run/files/../x", "run/files//etc/passwd", "run/files/a\x00b", "run/files/a/",
                  "run/files/\x1b[31m", "other/x"):  # fmt: skip
         assert border.object_name("run/files/", name) is None, name
+
+
+# -- end to end: a real kernel, a docker job writing its mounted folder; JupyterLab ----------
+
+ATTACK = """\
+%%tfc_run --backend docker --parent-image {image}
+import atexit, json, os
+job = os.environ["TFC_JOB_DIR"]
+def attack():  # after the runtime saved the cell's names: what a hostile container can do
+    os.makedirs(f"{{job}}/files/.git/hooks", exist_ok=True)
+    open(f"{{job}}/files/.git/config", "w").write("[core]\\n\\tfsmonitor = echo PWNED\\n")
+    open(f"{{job}}/files/.git/hooks/pre-commit", "w").write("echo PWNED")
+    open(f"{{job}}/files/d.ipynb", "w").write("{{}}")
+    open(f"{{job}}/files/.bashrc", "w").write("echo PWNED")
+    open(f"{{job}}/files/kept.txt", "w").write("from the job")
+    names = {{n: {{"kind": "value", "value": "PWNED"}}
+             for n in ["get_ipython", "In", "Out", "_", "_tfc_job", "exit", "value", "other"]}}
+    json.dump({{"version": 1, "names": names, "stayed": {{}}}},
+              open(f"{{job}}/cell/values.json", "w"))
+    open(f"{{job}}/script.py", "w").write("class C:\\n    open('/tmp/PWNED', 'w')\\n")
+atexit.register(attack)
+value = 3"""
+CHECK = """\
+import json
+print("CHECK", json.dumps({"gi": callable(get_ipython), "value": value,
+      "In": isinstance(In, list), "other": "other" in globals(), "exit": exit != "PWNED"}))"""
+
+
+@pytest.mark.slow
+@pytest.mark.item("the notebook, .git and dotfiles are never written")
+def test_a_docker_job_writing_its_mounted_folder_changes_nothing_of_the_kernels(
+    tmp_path: Path, tfc_env: Path, monkeypatch: pytest.MonkeyPatch, tf_parent_image: str
+) -> None:
+    """A ``%%tfc_run --backend docker`` cell whose container, after the runtime saved the
+    cell's names, rewrites the job folder it has mounted (the notebook, ``.git``, a dotfile, the
+    names list with the kernel's own names, the script): run by nbclient in a real kernel, the
+    notebook, ``.git`` and the kernel's names are untouched, nothing runs, one line says what
+    was refused, and the next cell sees the cell's own value."""
+    from jobutil import write_notebook
+    from nbclient import NotebookClient
+
+    (tmp_path / ".git").mkdir()
+    (tmp_path / ".git" / "config").write_text("[core]\n")
+    path = write_notebook(
+        tmp_path / "d.ipynb",
+        "%load_ext tfc_jupyter",
+        ATTACK.format(image=tf_parent_image),
+        CHECK,
+    )
+    before = path.read_bytes()
+    monkeypatch.setenv("JPY_SESSION_NAME", str(path))
+    nb = nbformat_read(path)
+    NotebookClient(nb, timeout=300, resources={"metadata": {"path": str(tmp_path)}}).execute()
+    assert path.read_bytes() == before
+    assert (tmp_path / ".git" / "config").read_text() == "[core]\n"
+    assert not (tmp_path / ".git" / "hooks").exists() and not (tmp_path / ".bashrc").exists()
+    assert not Path("/tmp/PWNED").exists()
+    assert (tmp_path / "kept.txt").read_text() == "from the job"
+    shown = "".join(o.get("text", "") for o in nb.cells[1].outputs if "text" in o)
+    (refused,) = [x for x in shown.splitlines() if x.startswith("! not copied")]
+    for rel in (".git/config", ".git/hooks/pre-commit", "d.ipynb", ".bashrc"):
+        assert rel in refused, refused
+    back = next(x for x in shown.splitlines() if x.startswith("Back in the kernel"))
+    assert "get_ipython (IPython's own)" in back and "other (not bound by the run cell)" in back
+    check = "".join(o.get("text", "") for o in nb.cells[2].outputs if "text" in o)
+    got = json.loads(check.split("CHECK ", 1)[1].splitlines()[0])
+    assert got == {"gi": True, "value": "PWNED", "In": True, "other": False, "exit": True}
+
+
+def nbformat_read(path: Path) -> Any:
+    import nbformat
+
+    return nbformat.read(path, as_version=4)
+
+
+SCRIPTED = (
+    "%%tfc_run\n"
+    "from IPython.display import HTML, SVG, display\n"
+    "display(HTML(\"<b class='tfc-shown'>shown</b><script>window.PWNED = 1</script>"
+    "<img src='x' onerror='window.PWNED2 = 1'>\"))\n"
+    "display(SVG(\"<svg xmlns='http://www.w3.org/2000/svg' onload='window.PWNED3 = 1'>"
+    "<rect width='4' height='4'/></svg>\"))\n"
+    "value = 3"
+)
+
+
+@pytest.mark.slow
+@pytest.mark.item("a job's outputs show as an untrusted notebook's")
+def test_a_jobs_script_shows_in_jupyterlab_without_running(
+    lab_server: Any, browser_page: Any
+) -> None:
+    """``display(HTML('<script>...'))`` in a job, run from a notebook in JupyterLab: the HTML
+    shows, its script and event handlers never run (JupyterLab runs a trusted output's scripts:
+    a kernel's live outputs are trusted)."""
+    from browser import cell_outputs, open_notebook, screenshot, start_command
+    from jobutil import write_notebook
+
+    page = browser_page
+    name = "scripted.ipynb"
+    write_notebook(lab_server.root_dir / name, "%load_ext tfc_jupyter", SCRIPTED,
+                   "print('NEXT', value)")  # fmt: skip
+    page.goto(f"{lab_server.url}lab?reset&token={lab_server.token}")
+    page.locator(".jp-LabShell").wait_for()
+    open_notebook(page, lab_server, name)
+    start_command(page, "notebook:run-all-cells")
+    try:
+        page.wait_for_function("() => document.body.innerText.includes('NEXT 3')", timeout=JOB_MS)
+        shown = cell_outputs(page, name, 1)
+        assert "shown" in shown["shown"], shown
+        page.wait_for_timeout(500)
+        ran = page.evaluate("() => [window.PWNED, window.PWNED2, window.PWNED3]")
+        assert ran == [None, None, None], ran
+        assert page.locator(".tfc-shown").count() == 1
+    except Exception:
+        screenshot(page, "border-scripted-failure.png")
+        raise
+
+
+JOB_MS = 180_000

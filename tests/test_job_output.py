@@ -43,6 +43,8 @@ class _Shell:
         ({"metadata": {}}, None),  # nbclient, the classic Notebook
         ({"metadata": {"cellId": ""}}, None),
         ({"metadata": {"cellId": 7}}, None),
+        ({"metadata": {"cellId": "x" * (20 << 20)}}, None),  # a client's 20 MB id is not kept
+        ({"metadata": {"cellId": "a\x00b"}}, None),
         ({}, None),
         (RuntimeError("no kernel"), None),
     ],

@@ -73,13 +73,20 @@ def job_output(job_id: str) -> dict[str, Any]:
 
 def run_cell_id(shell: Any) -> str | None:
     """The nbformat id of the cell running now, from the kernel's execute request (JupyterLab
-    and Notebook 7 send it as ``metadata.cellId``); None elsewhere."""
+    and Notebook 7 send it as ``metadata.cellId``); None elsewhere, and for one that is not an
+    id of nbformat's form (a client may send anything: it is kept in the job's record)."""
     try:
         parent = shell.kernel.get_parent("shell")
         cell_id = (parent.get("metadata") or {}).get("cellId")
     except Exception:  # not an ipykernel kernel (terminal IPython, tests), or an old one
         return None
-    return cell_id if isinstance(cell_id, str) and cell_id else None
+    if not isinstance(cell_id, str) or not _CELL_ID.fullmatch(cell_id):
+        return None
+    return cell_id
+
+
+_CELL_ID = re.compile(r"[a-zA-Z0-9_-]{1,64}")
+"""nbformat 4.5's cell id (JupyterLab's are UUIDs, 36 characters)."""
 
 
 def in_notebook(shell: Any) -> bool:

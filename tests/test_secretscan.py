@@ -8,11 +8,15 @@ from __future__ import annotations
 
 import base64
 import bz2
+import codecs
+import functools
 import gzip
 import io
 import json
 import lzma
 import pickle
+import shutil
+import subprocess
 import sys
 import tarfile
 import zipfile
@@ -40,6 +44,7 @@ ITEMS = [
     "a file is scanned whole, or not shipped",
     "tool credential files are known by name",
     "a Jupyter server token in saved outputs",
+    "a real 2048-bit key in a UTF-32 array never ships",
 ]
 
 
@@ -419,3 +424,125 @@ def test_a_configuration_file_of_switches_and_variables_is_no_alarm(
     lines = [f"{k} = {v}" for k, v in ordinary] + [f"{key} = {value}"]
     path.write_text("\n".join(lines) + "\n")
     assert secretscan.scan_file(path) is None, path.read_text()
+
+
+# ------------------------------------------------- a real key in a UTF-32 array (issue 46)
+@functools.cache
+def _real_key(form: str) -> str:
+    """A fresh 2048-bit RSA private key in PEM (``pkcs8``: ``BEGIN PRIVATE KEY``;
+    ``traditional``: ``BEGIN RSA PRIVATE KEY``), made for this run and kept in no file of the
+    repository: by the cryptography package, else by ``openssl``."""
+    try:
+        from cryptography.hazmat.primitives import serialization
+        from cryptography.hazmat.primitives.asymmetric import rsa
+    except ImportError:
+        return _openssl_key(form)
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    kind = serialization.PrivateFormat
+    return key.private_bytes(
+        serialization.Encoding.PEM,
+        kind.TraditionalOpenSSL if form == "traditional" else kind.PKCS8,
+        serialization.NoEncryption(),
+    ).decode()
+
+
+def _openssl_key(form: str) -> str:
+    openssl = shutil.which("openssl")
+    if openssl is None:
+        pytest.skip("neither the cryptography package nor openssl is here to make a real key")
+    made = [openssl, "genpkey", "-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048"]
+    pem = subprocess.run(made, capture_output=True, text=True, check=True, timeout=120).stdout
+    if form == "traditional":
+        again = [openssl, "pkey", "-traditional"]
+        pem = subprocess.run(
+            again, input=pem, capture_output=True, text=True, check=True, timeout=60
+        ).stdout
+    return pem
+
+
+def _npz_of(arrays: dict[str, np.ndarray], *, compressed: bool = False) -> bytes:
+    out = io.BytesIO()
+    (np.savez_compressed if compressed else np.savez)(out, **arrays)
+    return out.getvalue()
+
+
+def _npy_of(array: np.ndarray) -> bytes:
+    out = io.BytesIO()
+    np.save(out, array)
+    return out.getvalue()
+
+
+_UTF32_KEY_FORMS = {  # name: (file name, its bytes for a key)
+    "npy, the key alone": ("keys.npy", lambda k: _npy_of(np.array([k]))),
+    "npy, among names": ("keys.npy", lambda k: _npy_of(np.array(["alpha", k, "gamma"]))),
+    "npy, a 2-d table": ("table.npy", lambda k: _npy_of(np.array([["id", "7"], ["key", k]]))),
+    "npy, big-endian": ("keys.npy", lambda k: _npy_of(np.array([k], dtype=f">U{len(k)}"))),
+    "npz": ("arrays.npz", lambda k: _npz_of({"keys": np.array([k]), "ids": np.arange(3)})),
+    "npz, compressed": (
+        "arrays.npz",
+        lambda k: _npz_of({"ids": np.arange(3), "keys": np.array(["x", k])}, compressed=True),
+    ),
+}
+
+
+@pytest.mark.item("a real 2048-bit key in a UTF-32 array never ships")
+@pytest.mark.parametrize("key_form", ["pkcs8", "traditional"])
+@pytest.mark.parametrize("form", sorted(_UTF32_KEY_FORMS))
+def test_a_real_key_in_a_utf32_array_is_found(tmp_path: Path, key_form: str, form: str) -> None:
+    """NumPy keeps strings as UTF-32: a real key's 1,700 characters fill the file's start
+    with zero bytes, which once read it as UTF-16 (and found nothing)."""
+    key = _real_key(key_form)
+    assert len(key) > 1600 and "PRIVATE KEY-----" in key
+    name, make = _UTF32_KEY_FORMS[form]
+    path = tmp_path / name
+    path.write_bytes(make(key))
+    found = secretscan.scan_file(path)
+    assert found is not None and "a private key" in found.what, (form, found)
+    body = "".join(key.splitlines()[1:-1])
+    assert body[:40] not in found.what
+
+
+@pytest.mark.item("a real 2048-bit key in a UTF-32 array never ships")
+def test_an_included_folder_leaves_real_keys_in_arrays_out(tmp_path: Path) -> None:
+    key = _real_key("pkcs8")
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "table.npy").write_bytes(_npy_of(np.arange(100)))
+    (data / "keys.npy").write_bytes(_npy_of(np.array(["first", key])))
+    (data / "arrays.npz").write_bytes(_npz_of({"keys": np.array([key])}, compressed=True))
+    nb = write_notebook(tmp_path / "nb.ipynb", "%%tfc_run --backend docker --dry-run\nx = 1")
+    plan = plan_for(nb, "--include data")
+    assert plan.context is not None
+    names = {e.arcname for e in plan.context.entries}
+    assert "app/data/table.npy" in names
+    assert not names & {"app/data/keys.npy", "app/data/arrays.npz"}, names
+    left = dict(plan.context.left_out)
+    assert "private key" in left["data/keys.npy"] and "private key" in left["data/arrays.npz"]
+
+
+@pytest.mark.item("a real 2048-bit key in a UTF-32 array never ships")
+@pytest.mark.parametrize(
+    "data",
+    [
+        _npy_of(np.array(["lorem ipsum dolor sit amet " * 80, "consectetur " * 150])),
+        _npz_of({"notes": np.array(["a plain line of text\n" * 90] * 3)}),
+    ],
+    ids=["npy", "npz"],
+)
+def test_long_plain_strings_in_utf32_arrays_are_no_alarm(tmp_path: Path, data: bytes) -> None:
+    path = tmp_path / "notes.npz"
+    path.write_bytes(data)
+    assert secretscan.scan_file(path) is None
+
+
+@pytest.mark.item("a real 2048-bit key in a UTF-32 array never ships")
+def test_utf16_text_with_no_bom_is_still_read_as_utf16(tmp_path: Path) -> None:
+    """The other side of the rule that tells UTF-32 from UTF-16 by its zero bytes."""
+    text = "name: trainer\n" * 60 + _real_key("pkcs8")
+    path = tmp_path / "notes.txt"
+    path.write_bytes(text.encode("utf-16-le"))
+    found = secretscan.scan_file(path)
+    assert found is not None and found.what == "a private key" and found.line == 61, found
+    path.write_bytes(codecs.BOM_UTF32_LE + text.encode("utf-32-le"))
+    found = secretscan.scan_file(path)
+    assert found is not None and found.line == 61, found

@@ -270,8 +270,11 @@ class Settings:
         }
 
     def rows(self) -> list[tuple[str, str, str]]:
-        """``(key, value, source)`` for display."""
-        return [(k, _shown(self.values.get(k)), self.sources[k]) for k in KEYS]
+        """``(key, value, source)`` for display (the ``notify`` URLs masked)."""
+        from .masking import shown_all
+
+        rows = [(k, _shown(self.values.get(k)), self.sources[k]) for k in KEYS]
+        return [(k, " ".join(shown_all(v.split())) if k == "notify" else v, f) for k, v, f in rows]
 
     def to_text(self) -> str:
         """An aligned table, as ``%tfc_config`` prints it."""

@@ -14,13 +14,21 @@ Apprise is imported only to check a URL and to send.
 from __future__ import annotations
 
 import contextlib
-import re
 import threading
 import time
 from collections.abc import Sequence
 from typing import Any
 
-from .errors import SpecError, TfcError
+from .errors import TfcError
+from .masking import (  # noqa: F401  (check, shown, shown_all, unmasked, masked: notify's API)
+    _apprise,
+    _Hiding,
+    check,
+    masked,
+    shown,
+    shown_all,
+    unmasked,
+)
 from .outcome import summary_line
 from .records import JobRecord, JobState, JobStore, JobStoreError
 
@@ -30,62 +38,6 @@ SEND_DEADLINE_S = 20.0
 """How long one job's messages may take, all targets together."""
 UNSENT_WINDOW_S = 24 * 3600.0
 """How far back the server looks for ended jobs nobody told about."""
-_INSTALL = "pip install 'tfc_jupyter[notify]' (apprise)"
-
-
-def _apprise() -> Any:
-    try:
-        import apprise
-    except ImportError:
-        raise SpecError("--notify needs apprise, which is not installed", _INSTALL) from None
-    return apprise
-
-
-def check(urls: Sequence[str]) -> tuple[str, ...]:
-    """The URLs, each one apprise can send to; a blank one is dropped.
-
-    Raises:
-        SpecError: a URL apprise does not know, named (masked) with the fix.
-    """
-    urls = tuple(u.strip() for u in urls if u and u.strip())
-    if not urls:
-        return ()
-    apprise = _apprise()
-    for url in urls:
-        if apprise.Apprise.instantiate(url) is None:
-            raise SpecError(
-                f"--notify {shown(url)!r} is not a URL apprise can send to",
-                "write it like json://host/path (a webhook), mailto://user:password@host or "
-                "slack://TokenA/TokenB/TokenC: see https://github.com/caronc/apprise/wiki",
-                field="notify",
-            )
-    return urls
-
-
-def shown(url: str) -> str:
-    """``url`` safe to show: its password and tokens masked by apprise, no query string."""
-    try:
-        apprise = _apprise()
-        plugin = apprise.Apprise.instantiate(url)
-    except Exception:
-        plugin = None
-    if plugin is None:  # not a URL apprise knows: its scheme and host, nothing after them
-        scheme, _, rest = url.partition("://")
-        host = rest.split("/", 1)[0].rpartition("@")[2]
-        return f"{scheme}://{host}/..." if rest else "..."
-    return str(plugin.url(privacy=True)).split("?", 1)[0]
-
-
-def masked(text: str, urls: Sequence[str]) -> str:
-    """``text`` (what apprise said) with each URL as :func:`shown` shows it, and every part of
-    a URL that form hides (a password, a token in its path or query) as ``***``."""
-    for url in sorted(urls, key=len, reverse=True):
-        visible = shown(url)
-        text = text.replace(url, visible)
-        for part in re.split(r"[/:@?&=#]+", url):
-            if len(part) >= 4 and part not in visible:
-                text = text.replace(part, "***")
-    return text
 
 
 def targets(record: JobRecord) -> tuple[str, ...]:
@@ -156,13 +108,14 @@ def _deliver(
 ) -> tuple[bool, str]:
     """Send to every URL within ``deadline_s`` (apprise's own timeouts inside it)."""
     apprise = _apprise()
-    box = apprise.Apprise()
-    for url in urls:
-        box.add(url)
     outcome: dict[str, Any] = {}
+    hiding = _Hiding(urls)  # made here: it asks apprise for each URL's shown form
 
     def run() -> None:
-        with apprise.LogCapture(level=apprise.logging.WARNING) as said:
+        with hiding, apprise.LogCapture(level=apprise.logging.WARNING) as said:
+            box = apprise.Apprise()
+            for url in urls:
+                box.add(url)
             outcome["ok"] = bool(box.notify(body=body, title=title, notify_type=kind))
         outcome["said"] = " ".join(said.getvalue().split())
 

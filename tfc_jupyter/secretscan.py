@@ -441,7 +441,11 @@ def _scan_plain(f: Any, head: bytes, depth: int, budget: _Budget) -> Finding | N
 
 def _codecs(head: bytes) -> tuple[str, str]:
     """The text encoding of a stream by its start: UTF-32/16 by their BOM, UTF-16 LE by its
-    zero bytes, else UTF-8 (undecodable bytes replaced); for its first window and the rest."""
+    zero bytes, else UTF-8 (undecodable bytes replaced); for its first window and the rest.
+
+    Text with no BOM whose every other byte is zero is UTF-16 LE, unless the bytes between
+    those are mostly zero too: then it is UTF-32 (a NumPy string array, say), scanned as binary
+    data, whose UTF-32 strings are found wherever they start."""
     for bom, codec, rest in (
         (codecs.BOM_UTF32_LE, "utf-32", "utf-32-le"),
         (codecs.BOM_UTF32_BE, "utf-32", "utf-32-be"),
@@ -450,8 +454,10 @@ def _codecs(head: bytes) -> tuple[str, str]:
     ):
         if head.startswith(bom):
             return codec, rest
-    if head[:2000].count(b"\0") > 200 and head[1:2000:2].count(0) > 500:  # UTF-16 LE, no BOM
-        return "utf-16-le", "utf-16-le"
+    sample = head[:2000]
+    odd_zeros, even_zeros = sample[1::2].count(0), sample[0::2].count(0)
+    if sample.count(0) > 200 and odd_zeros > 500 and even_zeros < len(sample) // 8:
+        return "utf-16-le", "utf-16-le"  # UTF-16 LE, no BOM (UTF-32 has zeros in both)
     return "utf-8", "utf-8"
 
 

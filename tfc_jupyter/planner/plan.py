@@ -7,6 +7,7 @@ hands it to a backend. Nothing here imports IPython, tornado, TensorFlow or aipl
 from __future__ import annotations
 
 import ast
+import dataclasses
 import html
 import json
 import re
@@ -19,7 +20,7 @@ from typing import Any
 from tfc_runtime import params
 from tfc_runtime.protocol import ROLES
 
-from .. import notify, registry, secretscan
+from .. import masking, registry, secretscan
 from ..config import Settings
 from ..errors import Fix, SpecError, TfcError
 from ..files import human_size
@@ -117,15 +118,21 @@ class Plan:
         return self.spec.pools()
 
     def summary(self) -> dict[str, Any]:
-        """JSON-ready summary (CLI ``--json``, REST API, panel)."""
+        """JSON-ready summary (CLI ``--json``, REST API, panel, the job folder's ``job.json``);
+        ``--notify`` URLs in it are masked (:func:`tfc_jupyter.masking.shown`)."""
         preview = self.preview()
+        spec = self.spec.to_dict()
+        spec["notify"] = masking.shown_all(spec.get("notify") or ())
+        options = dataclasses.replace(
+            self.options, notify=tuple(masking.shown_all(self.options.notify))
+        )
         return {
             "notebook": str(self.selection.notebook) if self.selection.notebook else None,
             "found_by": self.selection.how,
             "source": source_words(self.selection.how),
             "cells": self.script.cells,
             "skipped_cells": self.selection.skipped,
-            "spec": self.spec.to_dict(),
+            "spec": spec,
             "strategy": self.spec.resolved_strategy().value,
             "strategy_reason": self.spec.decided.strategy_reason,
             "cost_per_hour": self.spec.cost_per_hour(),
@@ -147,8 +154,8 @@ class Plan:
             "notes": self.script.notes,
             "request": preview.request,
             "request_title": preview.title,
-            "options": self.options.to_json(),
-            "line": self.options.to_line(),
+            "options": options.to_json(),
+            "line": options.to_line(),
             "refused": self.refused.to_dict() if self.refused else None,
             "sweep": self.sweep.to_dict() if self.sweep else None,
         }
@@ -739,7 +746,7 @@ def _make_plan(selection: Selection, ns: JobOptions, settings: Settings) -> Plan
     spec = ns.to_spec(
         settings, name=job_name(selection), estimator=uses_estimator(script) or facts.estimator
     )
-    notify.check(spec.notify)  # each URL one apprise sends to, before anything starts
+    masking.check(spec.notify)  # each URL one apprise sends to, before anything starts
     sweep = None
     if ns.sweep:  # each trial runs this plan with its values on the lines found here
         sweep = plan_sweep(

@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from .. import __version__, jobs, logs
+from .. import __version__, jobs, logs, masking
 from ..client import Client
 from ..config import Settings, load_settings
 from ..errors import SpecError, TfcError, TooLarge
@@ -279,7 +279,10 @@ class JobService:
             raise SpecError(
                 "'replace' must be true or false", "send replace: true", field="replace"
             )
-        ns = request.over(JobOptions.from_line(selection.magic_line), replace=replace)
+        cell = JobOptions.from_line(selection.magic_line)
+        ns = request.over(cell, replace=replace)
+        if ns.notify != cell.notify:  # a form sends the cell's --notify back as it was shown
+            ns = dataclasses.replace(ns, notify=masking.unmasked(ns.notify, cell.notify))
         self._confine(ns, selection.base_dir)  # the request's paths and the cell's flags
         client = self.client()
         with confined(self.root_dir):  # and every file the plan follows from there
@@ -458,9 +461,13 @@ class JobService:
         from ..planner import fields
 
         settings = self._settings()
+        shown = settings.to_dict()
+        told = shown["notify"]["value"]
+        if told:  # the notify setting's URLs, as every other place shows them
+            shown["notify"]["value"] = " ".join(masking.shown_all(str(told).split()))
         return {
             "version": __version__,
-            "settings": settings.to_dict(),
+            "settings": shown,
             "backends": registry.names(),
             "strategies": [s.value for s in Strategy],
             "options": [

@@ -599,7 +599,7 @@ def file_refusal(parts: list[str], dest: Path, notebook: Path | None) -> str | N
         if why:
             return why
         if part.startswith("."):
-            return "a dotfile or dot folder (.git, .ssh, .config ...): never written"
+            return "a dotfile or dot folder: never written"
     target = dest.joinpath(*parts)
     if notebook is not None and target == notebook:
         return "the notebook itself"

@@ -329,7 +329,7 @@ def test_reading_a_v4_notebook_imports_no_nbformat(train_nb: Path) -> None:
 
 
 # ---------------------------------------------------------------- our reader, against nbformat
-CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus"
+CORPUS = Path(__file__).resolve().parent / "corpus"  # sources and licences: its README
 CORPUS_NOTEBOOKS = sorted(CORPUS.rglob("*.ipynb")) if CORPUS.is_dir() else []
 
 

@@ -440,7 +440,7 @@ def test_future_imports_anywhere_at_a_cells_top_compile(
 
 
 # ---------------------------------------------------------------- the corpus
-CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus"
+CORPUS = Path(__file__).resolve().parent / "corpus"  # sources and licences: its README
 NOTEBOOKS = sorted(CORPUS.rglob("*.ipynb")) if CORPUS.is_dir() else []
 # The corpus notebooks refused for a name, each read by hand: the name is really read at the top
 # level and bound nowhere, so the notebook fails at that line in a fresh kernel too.

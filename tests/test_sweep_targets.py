@@ -17,7 +17,7 @@ from tfc_jupyter.notebook.convert import Cell, convert
 from tfc_jupyter.sweep.spec import parse_param
 from tfc_jupyter.sweep.targets import find_targets
 
-PAPERMILL = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "papermill"
+PAPERMILL = Path(__file__).resolve().parent / "corpus" / "papermill"
 
 
 def _targets(cells: list[Cell], *sweeps: str) -> list[str]:

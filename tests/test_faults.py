@@ -18,6 +18,7 @@ state (terminal, with a one-line error naming the fix when it failed).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -65,6 +66,7 @@ ITEMS = [
     "the final state survives a locked store",
     "a record of another shape is skipped, never a broken listing",
     "a cancel during launch wins",
+    "a SIGKILLed supervisor leaves no process of its job",
 ]
 
 
@@ -983,3 +985,84 @@ def test_a_launch_that_goes_on_after_its_cancel_starts_nothing(
     final = store.get(record.id)
     assert final.state is JobState.CANCELLED and not final.handle.get("watcher_pid"), final.handle
     assert "started" not in Job(record.id, store).logs()
+
+
+# ================================================================ a SIGKILLed supervisor
+LEAVES_CHILDREN = """\
+%%tfc_run --strategy none
+import os, subprocess, sys, time
+sleeper = [sys.executable, "-c", "import time; time.sleep(600)"]
+child = subprocess.Popen(sleeper)  # in the replica's group, with the job's environment
+hidden = subprocess.Popen(  # a session of its own and no environment: only its cmdline says
+    [*sleeper, os.environ["TFC_JOB_DIR"]], env={{}}, start_new_session=True
+)
+with open({marker!r}, "w") as f:
+    f.write(f"{{child.pid}} {{hidden.pid}}")
+time.sleep(600)
+"""
+
+
+def _processes_of_job(job_id: str, job_dir: str) -> dict[int, str]:
+    """Live processes (zombies aside, not this one) whose environment carries the job's id or
+    folder, or whose command line names the folder: ``{pid: command line}``, from ``/proc``."""
+    marks = (f"TFC_JOB_ID={job_id}".encode(), job_dir.encode())
+    found: dict[int, str] = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or int(name) == os.getpid():
+            continue
+        try:
+            state = Path(f"/proc/{name}/stat").read_bytes().rsplit(b")", 1)[1].split()[0]
+            cmdline = Path(f"/proc/{name}/cmdline").read_bytes()
+            environ = Path(f"/proc/{name}/environ").read_bytes()
+        except (OSError, IndexError):
+            continue  # gone meanwhile
+        if state in (b"Z", b"X"):
+            continue
+        if any(mark in environ for mark in marks) or marks[1] in cmdline:
+            found[int(name)] = cmdline.replace(b"\0", b" ").decode(errors="replace")[:200]
+    return found
+
+
+@pytest.mark.item("a SIGKILLed supervisor leaves no process of its job")
+@pytest.mark.slow
+def test_a_sigkilled_supervisor_leaves_no_process_of_its_job(tmp_path: Path) -> None:
+    """Issue 46: SIGKILL of a local job's supervisor, and nothing else (no listing, no
+    refresh, no kernel to clean up after it): the replica, the child it started in its group
+    and one it started in a session of its own with no environment all end within seconds."""
+    from tfc_jupyter.backends.local import guardian
+
+    if not Path("/proc/self/environ").exists():
+        pytest.skip("walks /proc (Linux)")
+    marker = tmp_path / "children.pids"
+    nb = write_notebook(tmp_path / "kids.ipynb", LEAVES_CHILDREN.format(marker=str(marker)))
+    store = store_for(tmp_path / "home")
+    job = launch(plan_for(nb), store=store)
+    job_dir = store.get(job.id).job_dir
+    seen: dict[int, str] = {}
+    try:
+        deadline = time.monotonic() + JOB_DEADLINE_S
+        while not marker.exists() or len(marker.read_text().split()) < 2:
+            assert time.monotonic() < deadline, Job(job.id, store).logs()
+            assert not store.get(job.id).state.is_terminal(), store.get(job.id).error
+            time.sleep(0.1)
+        time.sleep(2 * guardian.SNAPSHOT_S + 0.5)  # the guardian has seen them
+        children = [int(p) for p in marker.read_text().split()]
+        seen = _processes_of_job(job.id, job_dir)
+        assert set(children) <= set(seen), (children, seen)  # the walk finds them
+        record = store.get(job.id)
+        supervisor, replica = record.handle["watcher_pid"], record.handle["replicas"]["chief"]
+        assert {supervisor, replica} <= set(seen), (record.handle, seen)
+        os.kill(int(supervisor), signal.SIGKILL)
+        left = seen
+        deadline = time.monotonic() + 15
+        while left and time.monotonic() < deadline:
+            time.sleep(0.2)
+            left = _processes_of_job(job.id, job_dir)
+        assert left == {}, f"still running 15 s after the supervisor's SIGKILL: {left}"
+        _summary("a SIGKILLed supervisor", processes_before=len(seen), left=len(left))
+    finally:
+        for pid in _processes_of_job(job.id, job_dir):  # a failed case leaves nothing either
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+    final = job.wait(timeout=30)  # the next look records it
+    assert final.state is JobState.FAILED and "supervisor" in (final.error or ""), final

@@ -17,7 +17,12 @@ process group and tied to the supervisor's life (PR_SET_PDEATHSIG), and then:
   job's code started, in a session of its own or orphaned (the supervisor is their
   subreaper);
 * ends parameter servers when the chief is done (they never exit by themselves);
-* enforces the job's timeout.
+* enforces the job's timeout;
+* starts the job's guardian (:mod:`.guardian`, a small process of its own), which ends every
+  process of the job, what the replicas started included, when this supervisor dies however
+  it dies (SIGKILL, out of memory): the replicas die with it (PR_SET_PDEATHSIG), and the
+  guardian ends their process groups, the supervisor's last known descendants and every
+  process whose environment carries the job's id.
 
 It imports nothing heavy: the standard library, psutil and the job records.
 """
@@ -102,6 +107,44 @@ def _end_descendants(keep: set[int]) -> None:
             proc.wait(timeout=2)
 
 
+GUARDIAN = Path(__file__).with_name("guardian.py")
+
+
+def start_guardian(job_id: str) -> subprocess.Popen[bytes] | None:
+    """Start this job's guardian (:mod:`.guardian`): it ends every process of the job when
+    this supervisor dies, however it dies. None when it cannot start (the job runs without)."""
+    try:
+        return subprocess.Popen(
+            [sys.executable, "-I", str(GUARDIAN), job_id, str(os.getpid())],
+            stdin=subprocess.PIPE,
+            start_new_session=True,  # never in a group or session the job's stop signals
+        )
+    except OSError as exc:
+        print(f"[tfc_jupyter] could not start the job's guardian: {exc}", file=sys.stderr)
+        return None
+
+
+def tell_guardian(guardian: subprocess.Popen[bytes] | None, line: str) -> None:
+    """Send one line to the guardian (nothing when there is none or it is gone)."""
+    if guardian is None or guardian.stdin is None:
+        return
+    with contextlib.suppress(OSError, ValueError):
+        guardian.stdin.write(f"{line}\n".encode())
+        guardian.stdin.flush()
+
+
+def release_guardian(guardian: subprocess.Popen[bytes] | None) -> None:
+    """The job is ended by this supervisor: the guardian exits without killing anything."""
+    if guardian is None:
+        return
+    tell_guardian(guardian, "done")
+    with contextlib.suppress(OSError, ValueError):
+        if guardian.stdin is not None:
+            guardian.stdin.close()
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        guardian.wait(timeout=5)
+
+
 def _kill_group(proc: subprocess.Popen[bytes], sig: int) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, sig)
@@ -120,6 +163,7 @@ class Supervisor(JobWatcher[Replica]):
         self.replicas = [Replica(r.name, r.env, r.daemon) for r in self.launch.replicas]
         self.logs = job_dir / "logs"
         self.status = job_dir / "status"
+        self.guardian: subprocess.Popen[bytes] | None = None
 
     def _start(self) -> None:
         python = self.launch.python or sys.executable
@@ -141,6 +185,9 @@ class Supervisor(JobWatcher[Replica]):
                 preexec_fn=_set_pdeathsig,
             )
             log.close()
+        tell_guardian(
+            self.guardian, "groups " + " ".join(str(r.proc.pid) for r in self.replicas if r.proc)
+        )
         handle = {
             "watcher_pid": os.getpid(),
             "supervisor_started": started_at(os.getpid()),
@@ -168,7 +215,8 @@ class Supervisor(JobWatcher[Replica]):
         self._poll()
         # ... and those in sessions of their own, or orphaned: the replicas are gone, so
         # everything still below this supervisor is what the job's code started.
-        _end_descendants({r.proc.pid for r in self.replicas if r.proc and r.exit_code is None})
+        keep = {r.proc.pid for r in self.replicas if r.proc and r.exit_code is None}
+        _end_descendants(keep | ({self.guardian.pid} if self.guardian else set()))
 
     def _restart(self, replica: Replica) -> bool:
         """Stop every replica and start them all again (a multi-worker job's tasks cannot go on
@@ -212,15 +260,18 @@ class Supervisor(JobWatcher[Replica]):
         _become_subreaper()
         self.logs.mkdir(exist_ok=True)
         self.status.mkdir(exist_ok=True)
+        self.guardian = start_guardian(self.job_id)
         try:
             self._start()
         except Exception as exc:  # a replica could not even start
             self.store.transition(self.job_id, JobState.FAILED, error=f"could not start: {exc}")
             self._stop_all()
+            release_guardian(self.guardian)
             return 1
         outcome = self.watch()
         self.cancelling(outcome[0])
         self._stop_all()
+        release_guardian(self.guardian)
         self.finish(outcome)
         return 0
 

@@ -1078,6 +1078,56 @@ def test_malformed_requests_are_400(tmp_path: Path, body: dict[str, object]) -> 
     assert info.value.http_status == 400 and "Fix:" in str(info.value)
 
 
+def _unusable_paths() -> st.SearchStrategy[str]:
+    """Path values no file system holds: 10,000 characters, NUL bytes, control characters,
+    lone surrogates, a name over 255 bytes, around ordinary text."""
+    text = st.text(alphabet=string.ascii_letters + "./_-é", max_size=20)
+    bad = st.one_of(
+        st.just("\0"),
+        st.characters(categories=["Cc"]),
+        st.characters(categories=["Cs"]),
+        st.integers(1100, 10_000).map(lambda n: "a" * n),
+        st.integers(256, 600).map(lambda n: "d/" + "n" * n),
+        st.integers(128, 300).map(lambda n: "ab/" + "é" * n),  # a name of 256+ bytes
+        st.integers(350, 3000).map(lambda n: "ab/" * n),  # short names, over 1024 bytes
+    )
+    return st.tuples(text, bad, text).map("".join)
+
+
+@pytest.mark.item("malformed requests get 400")
+@pytest.mark.parametrize("key", ["include", "requirements"])
+def test_an_unusable_include_or_requirements_path_is_400(
+    tmp_path: Path, tfc_env: Path, key: str
+) -> None:
+    """Issue 46: POST /jobs answered 500 (OSError, ValueError, UnicodeEncodeError) for a
+    10,000-character or NUL ``include`` / ``requirements``. Each is a 400 in one line naming the
+    field and the fix, and the service answers the next request; the CLI says the same line."""
+    write_notebook(tmp_path / "nb.ipynb", "%%tfc_run --backend docker\nx = 1")
+    service = JobService(tmp_path)
+    good = {"path": "nb.ipynb", "options": {"dry_run": True}}
+
+    @given(value=_unusable_paths())
+    @settings(max_examples=max(EXAMPLES, 25), deadline=None, database=None)
+    def check(value: str) -> None:
+        body = {"path": "nb.ipynb", "options": {"dry_run": True, key: [value]}}
+        outcome, error = via_rest(service, body)
+        assert outcome == "error", (value[:80], error)
+        assert error.http_status == 400 and error.field == key, (error.http_status, error)
+        assert f"--{key} " in str(error) and "is not a usable path" in str(error), str(error)
+        assert "\0" not in str(error) and len(str(error)) < 600, str(error)[:700]
+        TALLY[(f"unusable --{key}", "rest", outcome)] += 1
+        assert bounded(lambda: service.create(good), "POST /jobs after a bad one")[0] == 200
+        if "\0" in value or any(0xD800 <= ord(c) < 0xE000 for c in value):
+            return  # a command line holds no NUL, nor a lone surrogate from a terminal
+        cli_outcome, said = via_cli(
+            ["plan", str(tmp_path / "nb.ipynb"), "--no-script", f"--{key}={value}"]
+        )
+        assert cli_outcome == "error" and "is not a usable path" in said, said[:300]
+        TALLY[(f"unusable --{key}", "cli", cli_outcome)] += 1
+
+    check()
+
+
 def test_summary() -> None:
     """Print the outcome counts (every category ran, with no crash)."""
     rows = collections.defaultdict(collections.Counter)

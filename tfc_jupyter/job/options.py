@@ -55,6 +55,48 @@ def _count(text: str) -> int:
     return value
 
 
+PATH_OPTIONS = ("include", "requirements")
+"""Options whose values are file paths: each is checked by :func:`check_path_value`."""
+PATH_MAX_BYTES = 1024  # a path option's value; with the notebook's folder, under PATH_MAX
+NAME_MAX_BYTES = 255  # one name in a path (NAME_MAX)
+
+
+def check_path_value(key: str, value: str) -> None:
+    """Refuse a path option's value no file system can hold (NUL, a control character, a lone
+    surrogate, over ``PATH_MAX_BYTES`` or a name over ``NAME_MAX_BYTES``): one line naming the
+    option and the fix, never an ``OSError`` from the file system later (a 500 on the jobs API).
+
+    Raises:
+        SpecError: the value is not a usable path (``field`` is the option).
+    """
+    why = None
+    if "\0" in value:
+        why = "it holds a NUL byte"
+    elif any(ord(c) < 32 or 127 <= ord(c) < 160 for c in value):
+        why = "it holds a control character"
+    else:
+        try:
+            size = len(value.encode("utf-8"))
+        except UnicodeEncodeError:
+            why = "it holds a character that is not text (a lone surrogate)"
+        else:
+            if size > PATH_MAX_BYTES:
+                why = f"it is {size} bytes long (at most {PATH_MAX_BYTES})"
+            elif any(len(name.encode("utf-8")) > NAME_MAX_BYTES for name in value.split("/")):
+                why = f"a name in it is over {NAME_MAX_BYTES} bytes"
+    if why is None:
+        return
+    shown = value if len(value) <= 60 else value[:60] + "..."
+    shown = "".join(c if c.isprintable() else ascii(c)[1:-1] for c in shown)
+    raise SpecError(
+        f"--{key} '{shown}' is not a usable path: {why}",
+        f"name a file or folder relative to the notebook by its real name (at most "
+        f"{PATH_MAX_BYTES} bytes, names of at most {NAME_MAX_BYTES} bytes, no control "
+        "characters)",
+        field=key,
+    )
+
+
 @dataclass(frozen=True)
 class Flag:
     """How one option is written as a flag (declared on its :class:`JobOptions` field)."""
@@ -391,7 +433,11 @@ class JobOptions:
 
     @classmethod
     def _made(cls, values: Mapping[str, Any]) -> JobOptions:
-        """Options from given values: the portable ones as fields, a backend's in ``target``."""
+        """Options from given values: the portable ones as fields, a backend's in ``target``;
+        path options' values checked (:func:`check_path_value`)."""
+        for key in PATH_OPTIONS:
+            for item in values.get(key) or ():
+                check_path_value(key, str(item))
         core = {k: v for k, v in values.items() if k in _CORE}
         target = tuple(sorted((k, v) for k, v in values.items() if k not in _CORE))
         return cls(**core, target=target, given=frozenset(core))

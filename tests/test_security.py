@@ -14,15 +14,18 @@ is owner-only.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import io
 import json
+import logging
 import os
 import re
 import shlex
 import stat
 import sys
 import tarfile
+import time
 import urllib.parse
 import uuid
 from collections.abc import Awaitable, Callable
@@ -31,15 +34,18 @@ from typing import Any
 
 import counted
 import pytest
-from jobutil import JOB_DEADLINE_S, plan_for, run_job, write_notebook
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from jobutil import JOB_DEADLINE_S, plan_for, run_job, stored_job, write_notebook
 from secret_corpus import ARCHIVE_FORMS, CONTENT_FORMS
 from tornado.httpclient import HTTPClientError, HTTPResponse
 
-from tfc_jupyter import cli, jobs
+from tfc_jupyter import cli, jobs, notify
 from tfc_jupyter.errors import SpecError, TfcError
 from tfc_jupyter.image.context import SecretInFile, secret_reason
 from tfc_jupyter.job.spec import ImageSettings, JobSpec
-from tfc_jupyter.records import JobState
+from tfc_jupyter.planner.plan import Plan
+from tfc_jupyter.records import JobRecord, JobState
 from tfc_jupyter.server import handlers
 from tfc_jupyter.server.service import JobService
 
@@ -58,6 +64,8 @@ ITEMS = [
     "every REST endpoint requires auth and the same origin",
     "a request of any size is answered in a few lines, the server unharmed",
     "everything a job writes is owner-only",
+    "a --notify URL's secrets are shown nowhere",
+    "a report naming a path outside the job's folders is refused",
 ]
 
 
@@ -965,3 +973,418 @@ def test_a_secret_in_script_arguments_is_refused_as_env_is(tmp_path: Path, backe
     assert "--args holds what looks like a secret (a Hugging Face token" in text
     assert "PLANTED" not in text and "Secret Manager" in text
     to_spec(JobOptions.of(backend=backend, args="--epochs 3"), _settings())  # no alarm
+
+
+# ================================================================ --notify secrets (issue 46)
+NOTIFY_ITEM = "a --notify URL's secrets are shown nowhere"
+NOTIFY_URLS: dict[str, tuple[str, ...]] = {  # a --notify URL: its secret parts
+    "json://user:Pw0rdSecret1@hooks.example.com/path?token=TokSecret22": (
+        "Pw0rdSecret1",
+        "TokSecret22",
+    ),
+    "slack://T0SECRETAAA/B0SECRETBBB/SECRETCCCC0123456789abcd": (
+        "T0SECRETAAA",
+        "B0SECRETBBB",
+        "SECRETCCCC0123456789abcd",
+    ),
+    "form://hooks.example.com/hook/PathSecret66": ("PathSecret66",),
+    "json://hooks.example.com/?+X-Token=HeaderSecret7": ("HeaderSecret7",),
+    "mailto://user:MailSecret88@example.com": ("MailSecret88",),
+    "discord://123456789012345678/DiscordSecret99abcdefghijklmnop": (
+        "DiscordSecret99abcdefghijklmnop",
+    ),
+    "ntfy://user:NtfySecret10@ntfy.example.com/TopicSecret11": ("NtfySecret10", "TopicSecret11"),
+    "jsons://hooks.example.com:8443/api/HookSecret12/?:key=PayloadSecret13": (
+        "HookSecret12",
+        "PayloadSecret13",
+    ),
+}
+
+
+def _notify_secrets_in(text: str, secrets: Any = None) -> list[str]:
+    """The secret parts of the --notify URLs (of NOTIFY_URLS, or ``secrets``) in ``text``."""
+    parts = secrets if secrets is not None else [p for v in NOTIFY_URLS.values() for p in v]
+    return [part for part in parts if part in text]
+
+
+def _told_job(home: Path, urls: list[str]) -> JobRecord:
+    """An ended job whose end was told to ``urls`` (and failed: what apprise said is kept)."""
+    job_id = f"20261127-000005-{uuid.uuid4().hex[:6]}"
+    stored_job(home, job_id, "told", spec={"notify": urls})
+    said = notify.masked(f"Failed to send to {' '.join(urls)}: refused", urls)
+    told = {"at": time.time(), "ok": False, "said": said}  # told: the server sends nothing
+    return jobs.store_for(home).update(job_id, handle={notify.NOTIFIED: told})
+
+
+@pytest.mark.item(NOTIFY_ITEM)
+@pytest.mark.parametrize("as_json", [True, False], ids=["plan --json", "plan (dry run text)"])
+def test_a_plan_shows_no_notify_secret(
+    tmp_path: Path, tfc_env: Path, capsys: pytest.CaptureFixture[str], as_json: bool
+) -> None:
+    """``tfc-jupyter plan`` (and its ``--json``) with every URL shape: masked in the spec,
+    the options and the line; the job folder's ``job.json`` (a docker job's container reads
+    its folder) likewise; the plan itself keeps the URLs to put in the job's record."""
+    nb = write_notebook(tmp_path / "nb.ipynb", "x = 1")
+    argv = ["plan", str(nb), *(["--json"] if as_json else [])]
+    for url in NOTIFY_URLS:
+        argv += ["--notify", url]
+    assert cli.main(argv) == 0
+    out, err = capsys.readouterr()
+    assert _notify_secrets_in(out + err) == [], out + err
+    if as_json:
+        summary = json.loads(out)
+        shown = notify.shown_all(NOTIFY_URLS)
+        assert summary["spec"]["notify"] == summary["options"]["notify"] == shown
+        assert "mailto://user:****@example.com" in summary["line"]
+        assert "form://hooks.example.com/***/***" in shown
+    plan = plan_for(nb, " ".join(f"--notify {shlex.quote(u)}" for u in NOTIFY_URLS))
+    assert plan.spec.notify == tuple(NOTIFY_URLS)  # what the record keeps, to send
+    assert _notify_secrets_in(jobs.job_dir_files(plan)["job.json"]) == []
+
+
+@pytest.mark.item(NOTIFY_ITEM)
+def test_jobs_json_and_config_show_no_notify_secret(
+    tfc_env: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``tfc-jupyter jobs --json`` (and the table), and ``tfc-jupyter config`` with the
+    ``notify`` setting: masked; the record keeps each URL as written (it is sent from there)."""
+    urls = list(NOTIFY_URLS)
+    record = _told_job(Path(jobs.store_for().path).parent, urls)
+    assert notify.targets(record) == tuple(urls)
+    assert cli.main(["jobs", "--json"]) == 0
+    out, err = capsys.readouterr()
+    assert _notify_secrets_in(out + err) == [], out
+    (listed,) = json.loads(out)
+    assert listed["spec"]["notify"] == notify.shown_all(urls)
+    assert listed["handle"][notify.NOTIFIED]["said"].startswith("Failed to send to json://user")
+    assert cli.main(["jobs"]) == 0
+    monkeypatch.setenv("TFC_NOTIFY", " ".join(urls))
+    assert cli.main(["config"]) == 0
+    out, err = capsys.readouterr()
+    assert _notify_secrets_in(out + err) == [], out
+    assert "slack://T...A/B...B/S...d" in out
+
+
+@pytest.mark.item(NOTIFY_ITEM)
+async def test_the_jobs_api_serves_no_notify_secret(
+    tfc_env: Path, tfc_home: Path, jp_fetch: Fetch, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``GET /jobs``, ``GET /jobs/{id}`` and ``GET /defaults`` (the ``notify`` setting) of the
+    real server: masked; the record still holds the URLs as written."""
+    urls = list(NOTIFY_URLS)
+    monkeypatch.setenv("TFC_NOTIFY", " ".join(urls))
+    record = _told_job(tfc_home, urls)
+    bodies = {}
+    for parts in (("jobs",), ("jobs", record.id), ("defaults",)):
+        response = await jp_fetch("tfc-jupyter", *parts)
+        assert response.code == 200, parts
+        bodies["/".join(parts)] = response.body.decode()
+    for where, body in bodies.items():
+        assert _notify_secrets_in(body) == [], (where, body[:2000])
+    listed = json.loads(bodies["jobs"])["jobs"]
+    assert [j["spec"]["notify"] for j in listed] == [notify.shown_all(urls)]
+    assert json.loads(bodies[f"jobs/{record.id}"])["spec"]["notify"] == notify.shown_all(urls)
+    setting = json.loads(bodies["defaults"])["settings"]["notify"]["value"]
+    assert setting == " ".join(notify.shown_all(urls))
+    assert jobs.store_for(tfc_home).get(record.id).spec["notify"] == urls
+
+
+@pytest.mark.item(NOTIFY_ITEM)
+@pytest.mark.slow
+async def test_a_form_that_sends_the_masked_urls_back_launches_with_the_real_ones(
+    tfc_env: Path, tfc_home: Path, jp_fetch: Fetch, jp_root_dir: Path
+) -> None:
+    """The sidebar's form fills itself from the cell's dry run (``plan.options``), so it
+    holds the masked URLs and sends them back with ``replace``: the job is told where the
+    cell says (the record), no answer holds a secret, and a masked URL typed anew is refused
+    in one line."""
+    urls = [  # a closed port on this machine: the job's end is said (and fails) at once
+        "json://user:LoopSecret1@127.0.0.1:9/LoopPath22?token=LoopToken3",
+        "form://127.0.0.1:9/hook/LoopForm44",
+    ]
+    secrets = ["LoopSecret1", "LoopPath22", "LoopToken3", "LoopForm44"]
+    flags = " ".join(f"--notify {shlex.quote(u)}" for u in urls)
+    write_notebook(jp_root_dir / "told.ipynb", f"%%tfc_run --strategy none {flags}\nx = 1")
+
+    async def post(body: dict[str, Any]) -> tuple[int, str]:
+        try:
+            response = await jp_fetch("tfc-jupyter", "jobs", method="POST", body=json.dumps(body))
+        except HTTPClientError as exc:
+            assert exc.response is not None
+            response = exc.response
+        return response.code, response.body.decode()
+
+    status, text = await post({"path": "told.ipynb", "options": {"dry_run": True}})
+    assert status == 200 and _notify_secrets_in(text, secrets) == [], text
+    options = json.loads(text)["plan"]["options"]
+    assert options["notify"] == notify.shown_all(urls)
+    status, text = await post({"path": "told.ipynb", "options": options, "replace": True})
+    assert status == 201 and _notify_secrets_in(text, secrets) == [], text
+    store = jobs.store_for(tfc_home)
+    record = store.get(json.loads(text)["job"]["id"])
+    assert notify.targets(record) == tuple(urls)
+    ended = jobs.Job(record.id, store).wait(timeout=JOB_DEADLINE_S)
+    assert ended.state is JobState.SUCCEEDED, ended.error
+    elsewhere = notify.shown("json://user:Other@127.0.0.1:10/hook")  # no URL of the cell's
+    typed = {"notify": [elsewhere], "dry_run": True}
+    status, text = await post({"path": "told.ipynb", "options": typed, "replace": True})
+    assert status == 400 and "is masked" in text and _notify_secrets_in(text, secrets) == []
+
+
+@pytest.mark.item(NOTIFY_ITEM)
+def test_what_apprise_logs_while_sending_holds_no_notify_secret(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A process whose logging shows apprise's and urllib3's debug lines (the URL loaded, the
+    URL posted to, the connection error): every secret part masked; what the record keeps
+    of what apprise said, too."""
+    urls = [
+        "json://user:LogSecret1@127.0.0.1:9/LogPath22?token=LogToken3&+X-Token=LogHeader4",
+        "form://127.0.0.1:9/hook/LogForm55",
+        "xml://127.0.0.1:9/LogXml66/?:key=LogPayload7",
+    ]
+    secrets = ["LogSecret1", "LogPath22", "LogToken3", "LogHeader4", "LogForm55", "LogXml66"]
+    with caplog.at_level(logging.DEBUG):
+        notify.check(urls)
+        ok, said = notify._deliver(urls, "title", "body", "info", 20.0)
+    assert ok is False and said
+    logged = "\n".join(r.getMessage() for r in caplog.records)
+    assert "127.0.0.1" in logged  # the lines are there, masked
+    assert _notify_secrets_in(logged + said, [*secrets, "LogPayload7"]) == [], logged
+
+
+_SECRET = st.text(  # marked by its start: never a word the plan says for itself ("estimato")
+    "ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz23456789", min_size=5, max_size=21
+).map(lambda core: f"Zq9{core}")
+_SHAPES = {  # how a --notify URL holds its secrets: {0} {1} {2}
+    "user:password": "json://user:{0}@hooks.example.com/hook",
+    "?token=": "jsons://hooks.example.com/hook?token={0}",
+    "path secret": "form://hooks.example.com/hook/{0}",
+    "password and path": "xml://user:{0}@hooks.example.com:8080/{1}/{2}",
+    "+header": "json://hooks.example.com/?+X-Token={0}",
+    "payload field": "json://hooks.example.com/hook?:key={0}&-drop={1}",
+    "e-mail password": "mailto://user:{0}@example.com",
+    "ntfy topic": "ntfy://user:{0}@ntfy.example.com/{1}",
+    "slack tokens": "slack://{0}/{1}/{2}",
+    "discord webhook": "discord://{0}/{1}",
+    "unknown scheme": "nosuch://user:{0}@{1}/{2}?token={2}",
+}
+
+
+@pytest.fixture
+def a_plan(tmp_path: Path, tfc_env: Path) -> Plan:
+    """One local job's plan, given each generated URL in turn (planned once: it is slow)."""
+    return plan_for(write_notebook(tmp_path / "nb.ipynb", "x = 1"))
+
+
+@pytest.mark.item(NOTIFY_ITEM)
+@settings(
+    max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    shape=st.sampled_from(sorted(_SHAPES)),
+    secrets=st.lists(_SECRET, min_size=3, max_size=3, unique=True),
+)
+def test_no_generated_notify_url_shows_its_secrets(
+    a_plan: Plan, shape: str, secrets: list[str]
+) -> None:
+    """Any URL shape, any secrets: the shown form, the jobs API's job (with what apprise
+    said), ``plan --json`` and the dry run's text hold none of them; the record and the
+    plan keep the URL as written."""
+    url = _SHAPES[shape].format(*secrets)
+    hidden = [s for i, s in enumerate(secrets) if f"{{{i}}}" in _SHAPES[shape]]
+    said = notify.masked(f"Failed to send to {url}: {hidden[0]} refused", [url])
+    record = JobRecord(
+        id="20261127-000000-aaaaaa",
+        name="told",
+        backend="local",
+        state=JobState.FAILED,
+        spec={"notify": [url]},
+        handle={notify.NOTIFIED: {"at": 0.0, "ok": False, "said": said}},
+    )
+    plan = dataclasses.replace(
+        a_plan,
+        spec=dataclasses.replace(a_plan.spec, notify=(url,)),
+        options=a_plan.options.replace(notify=(url,)),
+    )
+    surfaces = {
+        "shown": notify.shown(url),
+        "job": json.dumps(jobs.job_dict(record)),
+        "plan --json": json.dumps(plan.summary()),
+        "dry run": plan.to_text(script=False),
+    }
+    for where, text in surfaces.items():
+        assert _notify_secrets_in(text, hidden) == [], (where, url, text)
+    assert notify.targets(record) == (url,) and plan.spec.notify == (url,)
+
+
+# ====================================================================== paths in reports
+REPORT_ITEM = "a report naming a path outside the job's folders is refused"
+
+
+def _report_record(
+    home: Path, job_id: str, backend: str, *, notebook: Path | None = None, **more: Any
+) -> tuple[jobs.Job, Path]:
+    """A finished job's record and (empty) folder in ``home``, as the product writes them."""
+    job_dir = home / "jobs" / job_id
+    (job_dir / "logs").mkdir(parents=True)
+    store = jobs.store_for(home)
+    store.create(
+        JobRecord(
+            id=job_id,
+            name=job_id,
+            backend=backend,
+            state=JobState.SUCCEEDED,
+            job_dir=str(job_dir),
+            log_dir=str(job_dir / "logs"),
+            notebook=str(notebook) if notebook else None,
+            ended_at=time.time(),
+            **more,
+        )
+    )
+    return jobs.Job(job_id, store), job_dir
+
+
+def _read_everywhere(job: jobs.Job, root: Path) -> dict[str, Any]:
+    """What the job's reports lead to, as each reader takes them: the kernel's ``Job``,
+    TensorBoard's folders and the jobs API's metrics."""
+    from tfc_jupyter.tensorboard import log_dirs
+
+    results = job.results()
+    served = JobService(root).metrics(job.id)
+    return {
+        "saved": set(results.saved) | set(served["saved"]),
+        "tensorboard": set(results.tensorboard) | set(served["tensorboard"]) | set(log_dirs(job)),
+        "model_dir": {job.model_dir, served["model_dir"]},
+        "refused": {r["path"] for r in results.refused},
+    }
+
+
+@pytest.mark.item(REPORT_ITEM)
+def test_a_local_report_naming_a_path_outside_the_job_is_refused(
+    tmp_path: Path, tfc_env: Path
+) -> None:
+    """Issue 46: a local job appended ``saved /etc/passwd`` to its own ``results.jsonl`` and
+    ``job.model_dir`` named it (``load_model`` read it, TensorBoard would serve it). Absolute
+    paths out, ``..`` out, a link in the job folder out, a relative path: refused; the job
+    folder and the notebook's folder (where a local job writes): kept."""
+    home = Path(os.environ["TFC_JUPYTER_HOME"])
+    (tmp_path / "nb").mkdir()
+    job, job_dir = _report_record(home, "rep-local", "local", notebook=tmp_path / "nb" / "n.ipynb")
+    (job_dir / "escape").symlink_to("/etc")
+    outside = [
+        "/etc/passwd",
+        f"{job_dir}/../../../../../../etc/passwd",
+        f"{job_dir}/escape/passwd",
+        "relative/model.keras",
+        "/etc",
+        f"{job_dir}/escape",
+    ]
+    good_model, good_board = str(tmp_path / "nb" / "good.keras"), str(job_dir / "tensorboard")
+    events = [{"event": "saved", "path": good_model, "how": "save", "library": "keras"}]
+    events += [{"event": "saved", "path": p, "how": "save"} for p in outside[:4]]
+    events += [{"event": "tensorboard", "log_dir": p} for p in (good_board, *outside[4:])]
+    (job_dir / "results.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
+    seen = _read_everywhere(job, tmp_path)
+    assert seen["saved"] == {good_model} and seen["model_dir"] == {good_model}, seen
+    assert seen["tensorboard"] == {good_board}, seen
+    assert seen["refused"] == set(outside), seen
+
+    only_out, out_dir = _report_record(home, "rep-out", "local")
+    (out_dir / "results.jsonl").write_text(json.dumps(events[1]) + "\n")
+    with pytest.raises(SpecError) as info:
+        only_out.load_model()
+    said = str(info.value)
+    assert "/etc/passwd" in said and "not read" in said and "Fix:" in said and "\n" not in said
+    assert "root:" not in said  # never read
+
+
+@pytest.mark.item(REPORT_ITEM)
+def test_a_vertex_report_naming_a_path_outside_its_base_output_folder_is_refused(
+    tmp_path: Path, tfc_env: Path
+) -> None:
+    """The Vertex AI path: signed report lines in the chief's log. Another bucket, ``..`` out
+    of the base output folder, a folder of this machine and another scheme are refused; the
+    base output folder's model is kept (and would be downloaded into the job folder)."""
+    from tfc_runtime.protocol import report_line
+
+    from tfc_jupyter.records import REPORT_KEY
+
+    home = Path(os.environ["TFC_JUPYTER_HOME"])
+    key = "k" * 32
+    job, job_dir = _report_record(
+        home,
+        "rep-vertex",
+        "vertex",
+        spec={"project": "proj", "base_output_dir": "gs://models/run1"},
+        handle={REPORT_KEY: key},
+    )
+    outside = [
+        "gs://other-bucket/model.keras",
+        "gs://models/run1/../run2/model.keras",
+        "gs://models/run10/model.keras",
+        "/etc/passwd",
+        "s3://models/run1/model.keras",
+        "gs://other-bucket/logs",
+        str(home),
+    ]
+    good_model, good_board = "gs://models/run1/model/model.keras", "gs://models/run1/logs"
+    events = [{"event": "saved", "path": good_model, "how": "save", "library": "keras"}]
+    events += [{"event": "saved", "path": p, "how": "save"} for p in outside[:5]]
+    events += [{"event": "tensorboard", "log_dir": p} for p in (good_board, *outside[5:])]
+    lines = [report_line(json.dumps(e), key) + "\n" for e in events]
+    forged = report_line(json.dumps({"event": "saved", "path": "/etc/shadow"}), "x" * 32)
+    (job_dir / "logs" / "chief.log").write_text("Epoch 1/1\n" + "".join(lines) + forged + "\n")
+    seen = _read_everywhere(job, tmp_path)
+    assert seen["saved"] == {good_model} and seen["model_dir"] == {good_model}, seen
+    kernels_own = str(job_dir / "tensorboard")  # tensorboard.log_dirs adds it, never a report
+    assert seen["tensorboard"] - {kernels_own} == {good_board}, seen
+    assert seen["refused"] == set(outside), seen  # a line signed with another key: no report
+
+
+@pytest.mark.item(REPORT_ITEM)
+@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@given(parts=st.lists(st.sampled_from(["..", ".", "a", "out", "in", "", "b.keras"]), max_size=8))
+def test_a_reported_path_is_judged_as_the_file_system_resolves_it(
+    tmp_path_factory: pytest.TempPathFactory, parts: list[str]
+) -> None:
+    """Generated paths of ``..``, ``.``, links out of and back into the job folder: a path is
+    kept exactly when it resolves inside the job folder."""
+    from tfc_jupyter.results import outside_reason
+
+    base = tmp_path_factory.mktemp("judged")
+    job_dir = base / "job"
+    if not job_dir.exists():
+        (job_dir / "a").mkdir(parents=True)
+        (job_dir / "out").symlink_to(base)
+        (job_dir / "in").symlink_to(job_dir / "a")
+    path = "/".join([str(job_dir), *parts])
+    real = os.path.realpath(path)
+    inside = real == os.path.realpath(job_dir) or real.startswith(os.path.realpath(job_dir) + "/")
+    assert (outside_reason(path, [str(job_dir)]) is None) == inside, (path, real)
+
+
+@pytest.mark.item(REPORT_ITEM)
+@pytest.mark.slow
+def test_a_local_job_that_reports_a_path_outside_its_folders_is_refused(
+    tmp_path: Path, tfc_env: Path
+) -> None:
+    """End to end: a real local job's code appends report lines to its own results file,
+    naming /etc/passwd as its model and /etc as its TensorBoard folder."""
+    nb = write_notebook(
+        tmp_path / "forge.ipynb",
+        "%%tfc_run --strategy none\n"
+        "import json, os\n"
+        "with open(os.path.join(os.environ['TFC_JOB_DIR'], 'results.jsonl'), 'a') as f:\n"
+        "    f.write(json.dumps({'event': 'saved', 'path': '/etc/passwd'}) + '\\n')\n"
+        "    f.write(json.dumps({'event': 'tensorboard', 'log_dir': '/etc'}) + '\\n')\n"
+        "print('forged')",
+    )
+    job, record = run_job(nb, Path(os.environ["TFC_JUPYTER_HOME"]))
+    assert record.state is JobState.SUCCEEDED, (record.error, job.logs())
+    seen = _read_everywhere(job, tmp_path)
+    assert seen["refused"] == {"/etc/passwd", "/etc"}, seen
+    assert "/etc/passwd" not in seen["saved"] | seen["model_dir"], seen
+    assert "/etc" not in seen["tensorboard"], seen
+    with pytest.raises(SpecError, match="not read"):
+        job.load_model()

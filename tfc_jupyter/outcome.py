@@ -7,15 +7,34 @@ say it.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from . import logs, registry
 from .records import JobRecord, JobState
-from .results import Results, job_results
+from .results import Results, confined, job_results
+
+
+def report_roots(record: JobRecord) -> list[str]:
+    """The job's own folders, the only places a path in its reports may lead the kernel, the
+    CLI or the jobs API to: its job folder, the notebook's folder for a backend whose replicas
+    are processes here (they run and write there), and its ``--base-output-dir``."""
+    traits = registry.traits(record.backend)
+    roots = [record.job_dir] if record.job_dir else []
+    if traits.on_this_machine and not traits.runs_image and record.notebook:
+        roots.append(str(Path(record.notebook).parent))
+    base = (record.spec or {}).get("base_output_dir")
+    if isinstance(base, str) and base:
+        roots.append(base)
+    return roots
 
 
 def results_of(record: JobRecord) -> Results:
-    """What the job reported so far, read where its backend's runtime writes reports."""
+    """What the job reported so far, read where its backend's runtime writes reports; a saved
+    model or TensorBoard folder it names outside its own folders (:func:`report_roots`) is
+    refused here, on every backend (:func:`tfc_jupyter.results.confined`)."""
     in_logs = registry.traits(record.backend).reports_in_logs
-    return job_results(record.log_dir or "", in_logs=in_logs, key=record.report_key)
+    found = job_results(record.log_dir or "", in_logs=in_logs, key=record.report_key)
+    return confined(found, report_roots(record))
 
 
 def restart_count(record: JobRecord) -> int:

@@ -14,9 +14,10 @@ from __future__ import annotations
 import importlib
 import json
 import math
+import os
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -93,6 +94,9 @@ class Results:
     tensorboard: list[str] = field(default_factory=list)
     _loop_rows: dict[int, dict[str, Any]] = field(default_factory=dict, repr=False)
     _last_epoch: dict[int, int] = field(default_factory=dict, repr=False)  # fit -> last epoch
+    refused: list[dict[str, str]] = field(default_factory=list)
+    """Paths the job reported that are outside its own folders, never read (:func:`confined`):
+    ``{"what": "model" | "tensorboard", "path": ..., "why": ...}``."""
 
     def _loop_round(self, event: dict[str, Any]) -> bool:
         """A custom loop's metric round: into that round's epoch row (made when first seen)."""
@@ -217,6 +221,7 @@ class Results:
             list(self.tensorboard),
             rows,
             dict(self._last_epoch),
+            [dict(r) for r in self.refused],
         )
 
     def downsampled(self, limit: int = MAX_POINTS) -> Results:
@@ -235,7 +240,9 @@ class Results:
             or e["fit"] != self.epochs[i - 1]["fit"]
             or e["fit"] != self.epochs[min(i + 1, last)]["fit"]
         ]
-        return Results(kept, self.fits, self.saved, self.saved_with, self.tensorboard)
+        return Results(
+            kept, self.fits, self.saved, self.saved_with, self.tensorboard, refused=self.refused
+        )
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready: names, epochs, last, model_dir, saved and tensorboard."""
@@ -362,6 +369,68 @@ def job_results(log_dir: str | Path, *, in_logs: bool = False, key: str | None =
         return reader.read().copy()
 
 
+def _gs_parts(uri: str) -> list[str]:
+    return [p for p in uri[len("gs://") :].split("/") if p]
+
+
+def outside_reason(path: str, roots: Sequence[str]) -> str | None:
+    """Why the kernel must not read a path a job reported (a saved model, a TensorBoard
+    folder), or None when it lies inside one of ``roots``, the job's own folders (folders on
+    this machine, and ``gs://`` prefixes). A folder is judged with links resolved, and only a
+    ``gs://`` path is taken from the cloud."""
+    if not path or any(ord(c) < 32 for c in path):
+        return "not a usable path"
+    if "://" in path:
+        if not path.startswith("gs://"):
+            return "only gs:// paths are read from the cloud"
+        parts = _gs_parts(path)
+        if any(p in (".", "..") for p in path[len("gs://") :].split("/")):
+            return "a path with . or .. in it"
+        for root in roots:
+            if root.startswith("gs://") and parts[: len(_gs_parts(root))] == _gs_parts(root):
+                return None
+        return "outside the job's base output folder"
+    if not os.path.isabs(path):
+        return "not an absolute path"
+    local = [r for r in roots if r and "://" not in r and os.path.isabs(r)]
+    try:
+        near = [os.path.realpath(r) for r in local]
+        if not any(_under(os.path.normpath(path), r) for r in [*local, *near]):
+            return "outside the job's folders"  # no look at the file system needed
+        real = os.path.realpath(path)
+    except (OSError, ValueError):
+        return "not a usable path"
+    return None if any(_under(real, r) for r in near) else "outside the job's folders"
+
+
+def _under(path: str, root: str) -> bool:
+    root = os.path.normpath(root)
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def confined(results: Results, roots: Sequence[str]) -> Results:
+    """``results`` with only the saved models and TensorBoard folders inside ``roots`` (the
+    job's own folders): the one place a job's reports are judged before the kernel, the CLI or
+    the jobs API reads, loads or serves what they name (:func:`outside_reason`). What was left
+    out is in ``refused``. A copy."""
+    out = results.copy()
+    if not out.saved and not out.tensorboard:
+        return out
+    said: dict[str, str | None] = {}
+
+    def ok(what: str, path: str) -> bool:
+        if path not in said:
+            said[path] = outside_reason(path, roots)
+            if said[path] is not None:
+                out.refused.append({"what": what, "path": path, "why": str(said[path])})
+        return said[path] is None
+
+    out.saved = [p for p in out.saved if ok("model", p)]
+    out.saved_with = [s for s in out.saved_with if said.get(s["path"]) is None]
+    out.tensorboard = [d for d in out.tensorboard if ok("tensorboard", d)]
+    return out
+
+
 def fetch_gs(uri: str, record: JobRecord, settings: Any = None) -> str:
     """A model saved under ``gs://`` (a Vertex AI job's ``AIP_MODEL_DIR``), downloaded through
     our Cloud Storage client into the job folder (``downloaded/BUCKET/...``): the local path of
@@ -399,6 +468,14 @@ def load_saved(
     Raises:
         TfcError: the job saved no model, or it is not where this machine can read it.
     """
+    refused = [r for r in results.refused if r["what"] == "model"]
+    if not model_dir and refused:
+        raise SpecError(
+            f"job {record.id} reported its model at {refused[-1]['path']!r}, which is not read: "
+            f"{refused[-1]['why']} (its job folder, or its --base-output-dir)",
+            "save it under tfc_runtime.model_dir() (kept in the job folder on this machine, "
+            "in --base-output-dir on Vertex AI)",
+        )
     if not model_dir:
         raise SpecError(
             f"job {record.id} saved no model",

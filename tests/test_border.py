@@ -771,3 +771,41 @@ def test_a_jobs_script_shows_in_jupyterlab_without_running(
 
 
 JOB_MS = 180_000
+
+
+@pytest.mark.item("limits count bytes read and decompressed, never what the job declares")
+@pytest.mark.parametrize("kind", ["bomb", "link"])
+def test_load_model_of_a_crafted_model_file_is_one_line(
+    tfc_env: Path, tmp_path: Path, kind: str
+) -> None:
+    """``job.load_model()`` of a model the job reported inside its folder: a ``.keras`` that
+    decompresses past ``return_limit_mb``, or a link, is refused in one line, never loaded."""
+    from tfc_runtime.protocol import RESULTS_FILE
+
+    from tfc_jupyter.errors import TfcError
+    from tfc_jupyter.jobs import Job
+
+    job = _crafted(tmp_path)
+    model = job.dir / "model" / "m.keras"
+    model.parent.mkdir()
+    if kind == "bomb":
+        with (
+            zipfile.ZipFile(model, "w", zipfile.ZIP_DEFLATED) as zf,
+            zf.open("config.json", "w", force_zip64=True) as member,
+        ):
+            for _ in range(3):
+                member.write(b" " * (1 << 20))
+    else:
+        (job.dir / "other.keras").write_bytes(b"PK")  # a link inside the folder, swapped later
+        model.symlink_to(job.dir / "other.keras")
+    report = {"event": "saved", "path": str(model), "how": "model.save", "library": "keras"}
+    (job.dir / RESULTS_FILE).write_text(json.dumps(report) + "\n")
+    os.environ["TFC_RETURN_LIMIT_MB"] = "1"
+    try:
+        with pytest.raises(TfcError) as info:
+            Job(job.id, job.store).load_model()
+    finally:
+        del os.environ["TFC_RETURN_LIMIT_MB"]
+    said = str(info.value)
+    assert "\n" not in said and "is not read" in said, said
+    assert ("once decompressed" if kind == "bomb" else "a link") in said, said

@@ -500,10 +500,39 @@ def load_saved(
             "in --base-output-dir on Vertex AI)",
         )
     if model_dir.endswith((".keras", ".h5")):
+        _check_archive(Path(model_dir), settings)
         keras = importlib.import_module("tf_keras" if library == "tf_keras" else "keras")
-        return keras.models.load_model(model_dir)
+        return keras.models.load_model(model_dir, safe_mode=True)
     if library == "tf_keras":
         return importlib.import_module("tf_keras").models.load_model(model_dir)
     import tensorflow as tf
 
     return tf.saved_model.load(model_dir)
+
+
+def _check_archive(path: Path, settings: Any) -> None:
+    """A model file a job left, read as the border reads one (:mod:`tfc_jupyter.border`): a
+    regular file (no link), and a ``.keras`` decompressed within ``return_limit_mb``.
+
+    Raises:
+        SpecError: it is not, in one line.
+    """
+    import os
+    import stat
+
+    from . import border
+    from .config import current_settings
+
+    limit = int(float((settings or current_settings()).get("return_limit_mb")) * (1 << 20))
+    try:
+        mode = os.lstat(path).st_mode
+        if not stat.S_ISREG(mode):
+            raise border.Refused(f"{path.name}: a link or not a regular file")
+        if path.suffix == ".keras":
+            border.check_zip(path, limit, path.name)
+    except (border.Refused, OSError) as exc:
+        raise SpecError(
+            f"the model file {str(path)!r} is not read: {exc}",
+            "set c.TfcConfig.return_limit_mb higher if the model is that large, or check "
+            "what wrote the file",
+        ) from None

@@ -196,7 +196,7 @@ def test_history_inputs_are_named_as_such() -> None:
     [
         ("x = 1\ny = (", 2, "fix the syntax"),
         ("print 'python 2'", 1, "fix the syntax"),
-        ("x = 1\nawait asyncio.sleep(1)", 2, "asyncio.run"),
+        ("x = 1\nyield 3", 2, "fix the syntax"),
     ],
 )
 def test_syntax_errors_name_cell_and_line(source: str, line: int, fix: str) -> None:
@@ -204,6 +204,16 @@ def test_syntax_errors_name_cell_and_line(source: str, line: int, fix: str) -> N
         convert([Cell(1, "a = 1"), Cell(4, source)])
     assert (info.value.cell, info.value.line) == (4, line)
     assert fix in str(info.value)
+
+
+def test_top_level_await_runs_in_a_notebook_not_in_a_python_file() -> None:
+    """IPython runs a cell's top-level ``await`` (the job runs the script in an event loop);
+    ``python train.py`` refuses one, and so does the plan of a ``.py`` file."""
+    script = convert([Cell(1, "import asyncio\nawait asyncio.sleep(0)")])
+    assert "await asyncio.sleep(0)" in script.text
+    with pytest.raises(ConversionError) as info:
+        convert([Cell(1, "import asyncio\nawait asyncio.sleep(0)", label="train.py")])
+    assert "asyncio.run" in str(info.value)
 
 
 def test_tags_and_empty_cells() -> None:

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from jobutil import run_plain, write_notebook
+from jobutil import plan_for, run_plain, write_notebook
 
 from tfc_jupyter.config import Settings
 from tfc_jupyter.errors import ConversionError, ConversionErrors, TfcError
@@ -515,3 +515,17 @@ def test_names_a_library_put_in_this_process_s_builtins_are_not_the_job_s(tmp_pa
     assert done.returncode == 0, done.stderr[-2000:]
     said = json.loads(done.stdout.strip().splitlines()[-1])
     assert isinstance(said, str) and said.startswith("cell 1, line 2: name 'ip' is not defined")
+
+
+def test_a_typo_next_to_a_star_import_is_warned(tmp_path: Path) -> None:
+    """``from math import *`` binds what pyflakes cannot see: a name math lacks is a warning
+    with the close name (the job would stop there with NameError), never a refusal."""
+    path = write_notebook(tmp_path / "star.ipynb", "from math import *\nprint(sqrtt(4))")
+    warnings = plan_for(path).warnings
+    assert any(
+        "cell 1, line 2: name 'sqrtt' is not defined, nor in math (imported with *)" in w
+        and "did you mean sqrt?" in w
+        for w in warnings
+    ), warnings
+    fine = write_notebook(tmp_path / "fine.ipynb", "from math import *\nprint(sqrt(4))")
+    assert not [w for w in plan_for(fine).warnings if "import *" in w]

@@ -132,9 +132,10 @@ def _unquote(text: str) -> str:
     return text
 
 
-def cd(path: str) -> None:
-    """``%cd [-q] [PATH|-]``: change directory (home when empty, previous for ``-``), print it."""
-    arg = expand(path, depth=2).strip()
+def cd(path: str, *, depth: int = 2) -> None:
+    """``%cd [-q] [PATH|-|-b NAME]``: change directory (home when empty, previous for ``-``, a
+    bookmark's with ``-b``), print it; the folder joins ``%dhist``'s history."""
+    arg = expand(path, depth=depth).strip()
     quiet = arg == "-q" or arg.startswith("-q ")
     if quiet:
         arg = arg[2:].strip()
@@ -143,12 +144,160 @@ def cd(path: str) -> None:
         if not _previous_dirs:
             raise RuntimeError("%cd -: No previous directory to change to.")
         target = _previous_dirs[-1]
+    elif arg.startswith("-b ") or (arg in _bookmarks and not os.path.isdir(arg)):
+        name = arg[3:].strip() if arg.startswith("-b ") else arg
+        if name not in _bookmarks:
+            raise RuntimeError(f"Bookmark '{name}' not found.  Use '%bookmark -l' to see yours.")
+        target = _bookmarks[name]
+        print(f"(bookmark:{name}) -> {target}")
     else:
         target = os.path.expanduser(_unquote(arg) or "~")
     os.chdir(target)
     _previous_dirs.append(old)
+    _dir_history.append(os.getcwd())
     if not quiet:
         print(os.getcwd())
+
+
+_dir_stack: list[str] = []
+_dir_history: list[str] = [os.getcwd()]
+_bookmarks: dict[str, str] = {}
+
+
+def _home_short(path: str) -> str:
+    home = os.path.expanduser("~")
+    return path.replace(home, "~", 1) if path.startswith(home) else path
+
+
+def pushd(path: str = "") -> list[str]:
+    """``%pushd [DIR]``: put the current folder on the stack, go to ``DIR``; the stack."""
+    here = _home_short(os.getcwd())
+    if path.strip():
+        cd(path, depth=3)
+    _dir_stack.insert(0, here)
+    return dirs()
+
+
+def popd(arg: str = "") -> None:
+    """``%popd``: go to the folder on top of the stack, taken off it."""
+    if not _dir_stack:
+        raise RuntimeError("%popd on empty stack")
+    top = _dir_stack.pop(0)
+    cd(top, depth=3)
+    print("popd ->", top)
+
+
+def dirs(arg: str = "") -> list[str]:
+    """``%dirs``: the folder stack."""
+    return _dir_stack
+
+
+def dhist(arg: str = "") -> None:
+    """``%dhist [N [M]]``: the folders visited (IPython's ``_dh``), as IPython prints them."""
+    bounds = [int(n) for n in arg.split()] if arg.strip() else []
+    start, stop = 0, len(_dir_history)
+    if len(bounds) == 1:
+        start = max(len(_dir_history) - bounds[0], 0)
+    elif len(bounds) == 2:
+        start, stop = bounds[0], min(bounds[1], len(_dir_history))
+    print("Directory history (kept in _dh)")
+    for i in range(start, stop):
+        print(f"{i}: {_dir_history[i]}")
+
+
+def bookmark(arg: str = "") -> None:
+    """``%bookmark NAME [DIR]``, ``-l``, ``-d NAME``, ``-r``: folders by name for ``%cd -b``
+    (this job's own: the kernel's are kept in its profile, which a job does not have)."""
+    words = shlex.split(expand(arg, depth=2))
+    if not words or words == ["-l"]:
+        if _bookmarks:
+            print("Current bookmarks:")
+            for name in sorted(_bookmarks):
+                print(f"{name:<{max(map(len, _bookmarks))}} -> {_bookmarks[name]}")
+        return
+    if words[0] == "-r":
+        _bookmarks.clear()
+    elif words[0] == "-d":
+        if len(words) < 2 or words[1] not in _bookmarks:
+            raise RuntimeError(f"%bookmark -d: no bookmark {words[1:]!r} to delete")
+        del _bookmarks[words[1]]
+    else:
+        _bookmarks[words[0]] = os.path.abspath(os.path.expanduser(words[1])) if len(words) > 1 \
+            else os.getcwd()  # fmt: skip
+
+
+_KEPT_BY_RESET = frozenset({"_tfc", "get_ipython", "display"})
+"""Names the job's script holds that are not the notebook's (IPython keeps its own so)."""
+
+
+def who_ls(namespace: dict[str, Any], arg: str = "") -> list[str]:
+    """``%who_ls [TYPE ...]``: the notebook's names, sorted (none with a leading underscore),
+    only those of the types named when some are."""
+    names = [n for n in namespace if not n.startswith("_") and n not in _KEPT_BY_RESET]
+    types = set(arg.split())
+    if types:
+        names = [n for n in names if type(namespace[n]).__name__ in types]
+    return sorted(names)
+
+
+def reset(namespace: dict[str, Any], arg: str = "") -> None:
+    """``%reset -f [in|out|dhist|array]``: delete the notebook's names (``-f``: no question,
+    as the job has no one to ask), or only its arrays; the histories are the kernel's."""
+    words = [w for w in arg.split() if not w.startswith("-")]
+    if "dhist" in words:
+        del _dir_history[:]
+    if words and words != ["array"]:
+        return  # in / out: the kernel's input and output histories, which a job does not keep
+    for name in list(namespace):
+        if name.startswith("__") or name in _KEPT_BY_RESET:
+            continue
+        if words == ["array"] and type(namespace[name]).__name__ != "ndarray":
+            continue
+        del namespace[name]
+
+
+def reset_selective(namespace: dict[str, Any], arg: str = "") -> None:
+    """``%reset_selective -f REGEX``: delete the notebook's names that match ``REGEX``."""
+    pattern = " ".join(w for w in arg.split() if w != "-f")
+    matches = re.compile(pattern)
+    for name in list(namespace):
+        if not name.startswith("__") and name not in _KEPT_BY_RESET and matches.search(name):
+            del namespace[name]
+
+
+_aliases: dict[str, str] = {}
+
+
+def alias(arg: str = "") -> None:
+    """``%alias NAME COMMAND`` (``%s`` and ``%l`` in it as IPython reads them); with no
+    argument, the aliases made in this job."""
+    name, _, command = arg.strip().partition(" ")
+    if not name:
+        print(f"Total number of aliases: {len(_aliases)}")
+        for item in sorted(_aliases.items()):
+            print(item)
+        return
+    _aliases[name] = command.strip()
+
+
+def unalias(arg: str = "") -> None:
+    """``%unalias NAME``."""
+    _aliases.pop(arg.strip(), None)
+
+
+def alias_command(name: str, arg: str) -> str:
+    """The shell line ``%NAME ARGS`` runs for an alias: ``%l`` is the whole line, each ``%s``
+    takes one word, the other words follow (as IPython's aliases)."""
+    command = _aliases.get(name, name)
+    if "%l" in command:
+        return command.replace("%l", arg)
+    words = arg.split()
+    count = command.count("%s")
+    if count > len(words):
+        raise RuntimeError(f"Alias <{name}> requires {count} arguments, {len(words)} given.")
+    for word in words[:count]:
+        command = command.replace("%s", word, 1)
+    return " ".join([command, *words[count:]]).strip()
 
 
 def _hide(key: str, value: str) -> str:

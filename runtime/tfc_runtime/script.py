@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ast
 import atexit
+import inspect
 import io
 import sys
 from collections.abc import Callable
@@ -45,18 +46,26 @@ def run_script(
     """
     with io.open_code(script) as f:
         source = f.read()
-    if transform is None:
-        code = compile(source, script, "exec", dont_inherit=True)  # not our __future__s
+    # A notebook's cells may await at top level, as IPython runs them (a .py file may not).
+    flags = ast.PyCF_ALLOW_TOP_LEVEL_AWAIT if file is None else 0
+    if transform is None:  # dont_inherit: not our __future__s
+        code = compile(source, script, "exec", flags=flags, dont_inherit=True)
     else:
         tree = ast.parse(source, script)
         text = source.decode("utf-8", "replace")
-        code = compile(transform(tree, text), script, "exec", dont_inherit=True)
+        code = compile(transform(tree, text), script, "exec", flags=flags, dont_inherit=True)
     module = ModuleType("__main__")
     module.__dict__.update(
         __file__=file or script, __cached__=None, __loader__=None, __package__="", __spec__=None
     )
     sys.modules["__main__"] = module
     atexit.register(_clear_globals, module.__dict__)  # runs after the notebook's atexit functions
+    if code.co_flags & inspect.CO_COROUTINE:  # a top-level await: in an event loop, as a
+        import asyncio  # kernel runs its cells (asyncio.run() in a cell fails there too)
+
+        asyncio.set_event_loop(loop := asyncio.new_event_loop())
+        loop.run_until_complete(eval(code, module.__dict__))
+        return
     exec(code, module.__dict__)
 
 

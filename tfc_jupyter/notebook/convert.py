@@ -34,9 +34,9 @@ Location = tuple[int, int] | None
 
 _DROP_LINE = frozenset(
     "matplotlib load_ext reload_ext unload_ext tensorboard config autoreload aimport pinfo pinfo2 "
-    "pdef pdoc psource pfile precision pprint xmode pdb who whos who_ls lsmagic magic history "
+    "pdef pdoc psource pfile precision pprint xmode pdb who whos lsmagic magic history "
     "hist colors autocall automagic doctest_mode page quickref debug tb notebook qtconsole "
-    "connect_info autosave gui alias_magic pycat clear".split()
+    "connect_info autosave gui alias_magic pycat clear less more".split()
 )
 _SHELL_ALIASES = frozenset(
     ["ls", "cat", "cp", "mv", "rm", "mkdir", "rmdir", "ll", "lf", "lk", "lx", "ldir"]
@@ -54,13 +54,20 @@ _SCRIPT_CELL = {
 _NO_OP = {
     "tensorflow_version": "%tensorflow_version is Colab's TensorFlow picker: a no-op in a job, "
     "which runs the TensorFlow of its image (or of this kernel, locally)",
+    **dict.fromkeys(
+        ("logstart", "logstop", "logon", "logoff", "logstate"),
+        "IPython's input log is the kernel's: left out of the job (its own log is its output)",
+    ),
+    "save": "%save writes the kernel's input history to a file: left out of the job",
 }
 _AUTOMAGIC_NAMES = (
     _DROP_LINE
     | _SHELL_ALIASES
     | _TIMED
     | set(_NO_OP)
-    | {"pip", "env", "cd", "pushd", "pwd", "run", "system", "sx", "pylab", "killbgscripts"}
+    | {"pip", "env", "cd", "pushd", "popd", "dirs", "dhist", "pwd", "run", "system", "sx"}
+    | {"pylab", "killbgscripts", "reset", "reset_selective", "bookmark", "alias", "unalias"}
+    | {"who_ls"}
 )
 _AUTOMAGIC = re.compile(
     r"^(?P<indent>\s*)(?P<name>" + "|".join(sorted(_AUTOMAGIC_NAMES)) + r")(?P<rest>(?:\s.*)?)$"
@@ -191,8 +198,10 @@ class _CellConverter:
         notes: list[str],
         bound: frozenset[str] = _SHADOWING,
         future: list[tuple[str, list[Location]]] | None = None,
+        aliases: dict[str, str] | None = None,
     ) -> None:
         self.cell = cell
+        self.aliases = aliases if aliases is not None else {}  # %alias NAME CMD, cells above
         self.base_dir = base_dir
         self.reqs = reqs
         self.notes = notes
@@ -248,6 +257,8 @@ class _CellConverter:
             out.add(self._script_cell(name, args, body, line_no), at)
         elif name in _DROP_CELL:
             self.note(line_no, f"%%{name} dropped (display only)")
+        elif name in ("sx", "!"):  # the body's output, as a list of lines (the cell's value)
+            out.add(f"_tfc.getoutput({_lit(body)})", at)
         else:
             raise self.error(f"the cell magic %%{name} cannot run in a job", line_no)
 
@@ -492,8 +503,28 @@ class _CellConverter:
             )
         if name == "env":
             return f"_tfc.env({_lit(arg)})"
-        if name in ("cd", "pushd"):
+        if name == "cd":
             return f"_tfc.cd({_lit(arg)})"
+        if name in ("pushd", "popd", "dirs", "dhist", "bookmark"):
+            return f"_tfc.{name}({_lit(arg)})"
+        if name == "who_ls":
+            return f"_tfc.who_ls(globals(), {_lit(arg)})"
+        if name in ("reset", "reset_selective"):
+            if not re.search(r"(^|\s)-f(\s|$)", arg):
+                self.note(line, f"%{name} without -f asks first in Jupyter; a job cannot answer: "
+                          "nothing is deleted (write -f)")  # fmt: skip
+                return "pass" if statement else value
+            return f"_tfc.{name}(globals(), {_lit(arg)})"
+        if name == "alias":
+            alias, _, command = arg.strip().partition(" ")
+            if alias and command.strip():
+                self.aliases[alias] = command.strip()
+            return f"_tfc.alias({_lit(arg)})"
+        if name == "unalias":
+            self.aliases.pop(arg.strip(), None)
+            return f"_tfc.unalias({_lit(arg)})"
+        if name in self.aliases:
+            return f"_tfc.system(_tfc.alias_command({_lit(name)}, {_lit(arg)}))"
         if name == "pwd":
             return "__import__('os').getcwd()"
         if name == "run":
@@ -641,12 +672,13 @@ def convert(
     job_cells = [c for c in cells if not SKIP_TAGS & set(c.tags) and c.source.strip()]
     bound = _bound_names(job_cells) | _SHADOWING
     future: list[tuple[str, list[Location]]] = []
+    aliases: dict[str, str] = {}
     for cell in job_cells:
         used.append(cell.index)
         body.add(f"# %% {cell.place}", None)
         try:
             _refuse_nul(cell)
-            converter = _CellConverter(cell, Path(base_dir), reqs, notes, bound, future)
+            converter = _CellConverter(cell, Path(base_dir), reqs, notes, bound, future, aliases)
             converter.convert(body, cell.source)
         except ConversionError as exc:  # go on: every refusal is reported in one run
             errors.append(exc)
@@ -765,7 +797,9 @@ def _check_compiles(text: str, where: list[Location], label: str) -> syntax.Pars
     """The script's shared parse (:mod:`.syntax`), once it is known to compile."""
     try:
         shared = syntax.parsed(text)
-        compile(shared.tree, "<job script>", "exec")
+        notebook = not label.endswith((".py", ".pyw"))  # IPython runs a cell's top-level await
+        flags = ast.PyCF_ALLOW_TOP_LEVEL_AWAIT if notebook else 0
+        compile(shared.tree, "<job script>", "exec", flags=flags)
     except SyntaxError as exc:
         loc = where[(exc.lineno or 1) - 1] if exc.lineno and exc.lineno <= len(where) else None
         script = label.endswith((".py", ".pyw"))

@@ -79,9 +79,10 @@ def check(script: Script, selection: Selection) -> list[str]:
         tree = syntax.parse(script.text)
     except SyntaxError:  # convert() compiled it: not reached
         return []
+    starred = star_warnings(tree, script)
     found = [u for u in undefined_names(tree) if script.locate(u.line) is not None]
     if not found:  # (a generated line's names are ours, never the notebook's)
-        return []
+        return starred
     context = _Context(script, selection, tree)
     dynamic = _dynamic_binding(tree)
     if dynamic is not None:
@@ -106,7 +107,56 @@ def check(script: Script, selection: Selection) -> list[str]:
         raise errors[0]
     if errors:
         raise ConversionErrors(errors)
-    return warnings
+    return starred + warnings
+
+
+def star_warnings(tree: ast.Module, script: Script) -> list[str]:
+    """Warnings for names read that only a ``from x import *`` may bind: one a standard module
+    imported with ``*`` lacks is a likely typo (``sqrtt`` next to ``from math import *``,
+    with the close name); for other modules (importing them here may be slow) the names are
+    listed once, as names that may not be defined."""
+    import importlib
+
+    from pyflakes import checker, messages
+
+    typos, unsure = [], []
+    seen: set[str] = set()
+    for message in checker.Checker(tree, "script.py").messages:
+        if not isinstance(message, messages.ImportStarUsage) or message.message_args[0] in seen:
+            continue
+        name, modules = message.message_args[0], str(message.message_args[1])
+        seen.add(name)
+        where = script.locate(message.lineno)
+        if where is None or name in syntax.python_builtins():
+            continue
+        place = f"cell {where[0]}, line {where[1]}"
+        names = [m.strip() for m in modules.split(",")]
+        if not all(m.split(".")[0] in sys.stdlib_module_names for m in names):
+            unsure.append(f"{name} ({place})")
+            continue
+        exported: set[str] = set()
+        for module in names:
+            try:
+                found = importlib.import_module(module)
+            except Exception:
+                break
+            exported |= set(getattr(found, "__all__", None) or dir(found))
+        else:
+            if name not in exported:
+                close = difflib.get_close_matches(name, sorted(exported), n=1, cutoff=0.7)
+                maybe = f" (did you mean {close[0]}?)" if close else ""
+                typos.append(
+                    f"{place}: name {name!r} is not defined, nor in {modules} (imported with *):"
+                    f" if it runs, the job stops there with NameError. Fix: correct the "
+                    f"spelling{maybe}"
+                )
+    if unsure:
+        typos.append(
+            "names only a 'from ... import *' may bind: " + ", ".join(unsure[:8])
+            + (f" and {len(unsure) - 8} more" if len(unsure) > 8 else "")
+            + "; if one is not there, the job stops at it with NameError"
+        )  # fmt: skip
+    return typos
 
 
 def undefined_names(tree: ast.Module) -> list[Undefined]:

@@ -1,0 +1,98 @@
+"""IPython's magics that notebooks use and the pre-launch check refused (#49): each runs in the
+job as IPython runs it, is turned into its plain-Python equivalent, or is left out with a note.
+Every case runs twice, in a real kernel (nbclient) and as a local job with default flags: what
+the code printed is the same, line for line (a magic left out prints nothing in the job: its
+lines in Jupyter are listed as the magic's own)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from jobutil import plan_for, run_job, write_notebook
+from test_fidelity import job_stdout, jupyter_stdout
+
+from tfc_jupyter.records import JobState
+
+CASES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    # name: (cells, lines only Jupyter prints: the output of a magic the job leaves out)
+    "reset": (
+        ("a = 1\nb = 2", "%reset -f", "print('a' in globals(), 'b' in dir())\nc = 3", "print(c)"),
+        (),
+    ),
+    "reset_selective": (
+        (
+            "ab = 1\nac = 2\nz = 3",
+            "%reset_selective -f ^a",
+            "print(sorted(n for n in ('ab', 'ac', 'z') if n in globals()))",
+        ),
+        (),
+    ),
+    "pushd_popd_dirs": (
+        (
+            "import os\nstart = os.getcwd()",
+            "%pushd /tmp\nprint(os.getcwd())\nd = %dirs\nprint(len(d), d[0] == start)",
+            "%popd\nprint(os.getcwd() == start)",
+        ),
+        (),
+    ),
+    "dhist": (("%cd /tmp", "%cd /", "%dhist"), ()),
+    "bookmark": (
+        (
+            "import os\nstart = os.getcwd()\n%bookmark here",
+            "%cd /tmp\n%cd -b here\nprint(os.getcwd() == start)",
+        ),
+        (),
+    ),
+    "less": (("open('f.txt', 'w').write('paged text')", "%less f.txt", "print('after')"), ()),
+    "logstart": (
+        ("%logstart -o tfc_input.log", "print('after')"),
+        (
+            "Activating auto-logging.",
+            "Filename",
+            "Mode",
+            "Output logging",
+            "Raw input log",
+            "Timestamping",
+            "State",
+        ),
+    ),
+    "save": (
+        ("x = 1", "%save -f saved.py 1", "print('after')"),
+        ("The following commands were written to file", "x = 1"),
+    ),
+    "alias": (("%alias say echo %s-%s", "%say a b\nprint('after')"), ()),
+    "sx": (("%%sx\necho from-sx", "print('after')"), ()),
+    "bang_cell": (("%%!\necho from-bang", "print('after')"), ()),
+    "await": (
+        (
+            "import asyncio\nawait asyncio.sleep(0)\nprint('awaited')",
+            "async def three():\n    return 3\nprint(await three())",
+        ),
+        (),
+    ),
+    "who_ls": (
+        (
+            "alpha = 1\nbeta = 'b'\nimport os",
+            "names = %who_ls\nprint(names)",
+            "strs = %who_ls str\nprint(strs)",
+        ),
+        (),
+    ),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_a_magic_notebook_plans_and_prints_what_jupyter_prints(name: str, tmp_path: Path) -> None:
+    cells, only_jupyter = CASES[name]
+    path = write_notebook(tmp_path / f"{name}.ipynb", *cells)
+    expected = [
+        line
+        for line in jupyter_stdout(path)
+        if not line.strip().startswith(only_jupyter or ("\0",))
+    ]
+    plan = plan_for(path)  # no refusal: the pre-launch check takes what Jupyter runs
+    _, record = run_job(path, tmp_path / "home")
+    assert record.state is JobState.SUCCEEDED, record.error
+    assert job_stdout(Path(record.job_dir)) == expected, plan.script.text

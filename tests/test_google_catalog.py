@@ -424,9 +424,10 @@ def test_tensorflow_2_13_and_2_14_end_of_availability() -> None:
     assert ex.ended(datetime.date(2025, 10, 1)) == "2025-09-26"
 
 
-def test_the_readmes_prebuilt_image_example_is_one_google_lists() -> None:
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
-    examples = re.findall(r'prebuilt_images = "([^"]+)"', readme)
+def test_the_docs_prebuilt_image_example_is_one_google_lists() -> None:
+    """The example in docs/backends.md (the Vertex AI backend's package route)."""
+    page = (Path(__file__).resolve().parents[1] / "docs" / "backends.md").read_text()
+    examples = re.findall(r'prebuilt_images = "([^"]+)"', page)
     assert examples
     listed = {
         f"{host}/vertex-ai/training/{name}:latest"

@@ -237,8 +237,8 @@ print("started", flush=True)
 @pytest.mark.parametrize("ending", ["natural end", "cancel", "supervisor killed"])
 def test_no_process_the_job_started_outlives_it(tmp_path: Path, ending: str) -> None:
     """Issue 39: a child started in a session of its own survived cancel, and a double-forked
-    daemon survived the job's natural end and SIGKILL of the supervisor (the README promises
-    cancel stops every process)."""
+    daemon survived the job's natural end and SIGKILL of the supervisor (docs/jobs.md
+    promises cancel stops every process)."""
     from jobutil import plan_for
 
     from tfc_jupyter.jobs import launch

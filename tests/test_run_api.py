@@ -4,7 +4,7 @@ The validation cases are TensorFlow Cloud's own (``core/tests/unit/validate_test
 machine, label and service-account cases of ``gcp_test.py``), re-expressed: what tfc.run
 accepted is accepted, what it refused is refused with the same words (``Invalid
 `entry_point```...) on one line with the fix; a deliberate difference (K80s, the bucket in a
-notebook, TPUs beyond TF 2.1) is asserted as the README's "From tfc.run" table states it.
+notebook, TPUs beyond TF 2.1) is asserted as the "From tfc.run" table (docs/tfc-run.md) states it.
 
 The example runs (marked slow) launch real local jobs from TensorFlow Cloud's examples under
 ``tests/tfcloud/``, data made small and synthetic, ``import tfc_jupyter as tfc`` the only change.

@@ -516,10 +516,15 @@ def get_ipython() -> None:
     return None
 
 
+_timings: list[tuple[float, float, float]] = []
+
+
 def time_start() -> tuple[float, float, float]:
-    """Start a ``%time``/``%%time`` measurement: (wall, user CPU, system CPU) now."""
+    """Start a ``%time``/``%%time`` measurement: (wall, user CPU, system CPU) now, kept here
+    for :func:`time_end` (the notebook's namespace holds no name of ours)."""
     t = os.times()
-    return (time.time(), t.user, t.system)
+    _timings.append(start := (time.time(), t.user, t.system))
+    return start
 
 
 def _format_time(seconds: float, precision: int = 3) -> str:
@@ -544,11 +549,13 @@ def _format_time(seconds: float, precision: int = 3) -> str:
     return f"{seconds * 1000**order:.{precision}g} {units[order]}"
 
 
-def time_end(start: Sequence[float], label: str = "") -> None:
-    """Finish ``%time``: print ``CPU times: user ..., sys: ..., total: ...`` and ``Wall time``.
+def time_end(label: str = "") -> None:
+    """Finish ``%time``: print ``CPU times: user ..., sys: ..., total: ...`` and ``Wall time``,
+    from the last :func:`time_start`.
 
     ``label`` names what was timed (e.g. ``%%time``); like IPython, the output does not show it.
     """
+    start = _timings.pop() if _timings else time_start()
     wall = time.time() - start[0]
     t = os.times()
     user, system_ = t.user - start[1], t.system - start[2]

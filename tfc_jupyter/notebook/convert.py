@@ -240,9 +240,9 @@ class _CellConverter:
         if name == "tfc_run":
             self.convert(out, body, line_no + 1)
         elif name in _TIMED:
-            out.add("_tfc_t = _tfc.time_start()", at)
+            out.add("_tfc.time_start()", at)
             self.convert(out, body, line_no + 1)
-            out.add(f"_tfc.time_end(_tfc_t, {_lit(f'%%{name}')})", at)
+            out.add(f"_tfc.time_end({_lit(f'%%{name}')})", at)
             if name != "time":
                 self.note(line_no, f"%%{name} runs its body once, timed")
         elif name == "capture":
@@ -585,7 +585,7 @@ class _CellConverter:
             raise self.error(
                 f"%{name} with a compound statement", line, f"use %%{name} on a cell of its own"
             )
-        return f"_tfc_t = _tfc.time_start(); {code.strip()}; _tfc.time_end(_tfc_t)"
+        return f"_tfc.time_start(); {code.strip()}; _tfc.time_end()"
 
 
 _MANAGER: list[Any] = []

@@ -88,6 +88,30 @@ print(json.dumps({
     assert {"tfc_config", "tfc_machines"} <= set(result["line"])
 
 
+def test_load_ext_imports_only_what_registering_the_magics_needs() -> None:
+    """``%load_ext tfc_jupyter`` imports the magics' module and what it stands on, nothing a
+    cell without ``%%tfc_run`` does not need: no option table, planner, runtime or results
+    (each is imported by the magic that uses it; ``%%tfc_run?`` builds its help when asked)."""
+    code = """
+import json, sys
+from IPython.core.interactiveshell import InteractiveShell
+ip = InteractiveShell.instance()
+before = set(sys.modules)
+ip.run_line_magic("load_ext", "tfc_jupyter")
+print(json.dumps(sorted(m for m in set(sys.modules) - before if m.startswith("tfc"))))
+"""
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout.strip().splitlines()[-1]) == [
+        "tfc_jupyter",
+        "tfc_jupyter.errors",
+        "tfc_jupyter.events",
+        "tfc_jupyter.magics",
+        "tfc_jupyter.notebook",
+        "tfc_jupyter.notebook.executed",
+    ]
+
+
 # ---------------------------------------------------------------- dry run
 def test_dry_run_shows_the_whole_plan(ip: Any, session: Path) -> None:
     text, html = _dry_run(ip, RUN_LINE)

@@ -16,30 +16,26 @@ from typing import TYPE_CHECKING, Any
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class
 
-from . import cell
-from .config import load_settings
 from .errors import TfcError
-from .job.catalog import PRICES_AS_OF, PRICING_URL, catalog_rows
-from .job.options import JobOptions, magic_decorate, split_script_args, with_script_args
-from .notebook import capture
-from .notebook.convert import RULES
-from .tables import table
 
-if TYPE_CHECKING:  # plan pulls in packaging code: imported when a cell runs, not at load
+if TYPE_CHECKING:  # %load_ext imports none of these: each is imported where it is used
     from .client import Client
     from .config import Settings
+    from .job.options import JobOptions
+    from .notebook import capture
     from .planner.plan import Plan
-
-_RULES_TEXT = "\n".join(f"    {what}: {effect}" for what, effect in RULES)
 
 
 def _tfc_run_doc() -> str:
+    from .notebook.convert import RULES
+
+    rules = "\n".join(f"    {what}: {effect}" for what, effect in RULES)
     return f"""Run the notebook, up to and including this cell, as a training job.
 
 The job is the code cells above this one plus its body, in notebook order (cells tagged
 tfc-skip or tfc-local-only are left out), converted to a plain Python script:
 
-{_RULES_TEXT}
+{rules}
 
 Examples::
 
@@ -75,19 +71,25 @@ def _installed_flags_doc() -> str:
     return "\n" + parser.format_help()
 
 
-def _with_installed_flags(func: Any) -> Any:
-    """``func``'s help, and when asked for it (IPython's ``?`` calls an object's ``getdoc``),
-    the flags of the installed backends after it."""
-    func.getdoc = lambda: (func.__doc__ or "") + _installed_flags_doc()
+def _full_doc() -> str:
+    """``%%tfc_run?``: the flags (the option table, as IPython's ``magic_arguments`` shows
+    them), the conversion rules, and the flags of the installed backends."""
+    from .job.options import magic_decorate
+
+    def tfc_run(line: str, cell: str | None = None) -> None:
+        """(the help of %%tfc_run)"""
+
+    tfc_run.__doc__ = _tfc_run_doc()
+    return (magic_decorate(tfc_run).__doc__ or "") + _installed_flags_doc()
+
+
+def _with_lazy_doc(func: Any) -> Any:
+    """``func``'s help made when asked for (IPython's ``?`` calls an object's ``getdoc``):
+    the option table and the conversion rules are not imported by ``%load_ext``."""
+    func.__doc__ = "Run the notebook, up to and including this cell, as a training job " \
+        "(%%tfc_run? lists the flags)."  # fmt: skip
+    func.getdoc = _full_doc
     return func
-
-
-def _with_doc(doc: str) -> Any:
-    def set_doc(func: Any) -> Any:
-        func.__doc__ = doc
-        return func
-
-    return set_doc
 
 
 @magics_class
@@ -98,14 +100,19 @@ class TfcMagics(Magics):
         """The one way in (:class:`~tfc_jupyter.client.Client`), with this shell's settings
         (read now, unless given)."""
         from .client import Client
+        from .config import load_settings
 
         return Client(settings or load_settings(getattr(self.shell, "config", None)))
 
     def _find(self, explicit: str | None) -> tuple[Any, str, list[str]]:
         """The notebook of this kernel (see ``capture.find_notebook``)."""
+        from .notebook import capture
+
         return capture.find_notebook(explicit, user_ns=getattr(self.shell, "user_ns", None))
 
     def _selection(self, args: JobOptions, line: str, body: str) -> capture.Selection:
+        from .notebook import capture
+
         path, how, warnings = self._find(args.notebook)
         if path is None:
             history = getattr(self.shell, "history_manager", None)
@@ -137,6 +144,8 @@ class TfcMagics(Magics):
         the panel read a saved cell's line: ``--notebook "my folder/a.ipynb"`` names
         ``my folder/a.ipynb``, not a path with quotes in it.
         """
+        from .job.options import JobOptions
+
         try:
             return JobOptions.from_line(line)
         except TfcError as exc:  # unbalanced quotes, an unknown flag, a bad value
@@ -153,9 +162,7 @@ class TfcMagics(Magics):
         args = args if args is not None else self.parse(line)
         return self._client().plan(self._selection(args, line, cell), args)
 
-    @_with_installed_flags
-    @magic_decorate
-    @_with_doc(_tfc_run_doc())
+    @_with_lazy_doc
     @line_cell_magic
     def tfc_run(self, line: str, cell: str | None = None) -> Any:
         if cell is None:  # %tfc_run FILE [flags] [-- args]: a script or notebook file
@@ -180,6 +187,8 @@ class TfcMagics(Magics):
 
     def _run_file(self, line: str) -> Any:
         """``%tfc_run FILE [flags] [-- args]``: plan and launch a ``.py`` or ``.ipynb`` file."""
+        from .job.options import JobOptions, split_script_args, with_script_args
+
         if os.environ.get("TFC_REMOTE") == "1":  # inside a job: launching is the launcher's
             return None
         try:
@@ -209,6 +218,8 @@ class TfcMagics(Magics):
             raise UsageError(str(exc)) from None
 
     def _launch(self, plan: Plan, args: JobOptions) -> Any:
+        from . import cell
+
         for warning in plan.warnings:
             print(f"! {warning}")
         notebook = cell.in_notebook(self.shell)
@@ -306,6 +317,7 @@ class TfcMagics(Magics):
         code cell), as `tfc-jupyter run` takes it. Flags as for %%tfc_run pre-fill the panel:
         %tfc_panel --workers 1 --backend vertex
         """
+        from .job.options import JobOptions
 
         try:
             given = JobOptions.from_words(shlex.split(line), prog="%tfc_panel")
@@ -321,6 +333,8 @@ class TfcMagics(Magics):
 
     def _panel_selection(self, notebook: str | None) -> capture.Selection:
         """A panel's cells from the saved notebook (as the CLI takes them), else the history."""
+        from .notebook import capture
+
         path, how, warnings = self._find(notebook)
         if path is None:
             history = getattr(self.shell, "history_manager", None)
@@ -404,6 +418,7 @@ class TfcMagics(Magics):
         tfc_runtime.tensorboard_dir() is the job folder's own."""
         from IPython.display import HTML, display
 
+        from . import cell
         from .tensorboard import serve
 
         args = _job_args(line, "%tfc_tensorboard JOB")
@@ -431,6 +446,9 @@ class TfcMagics(Magics):
 
 def machines_table() -> str:
     """The catalog as an aligned text table."""
+    from .job.catalog import PRICES_AS_OF, PRICING_URL, catalog_rows
+    from .tables import table
+
     rows = [("name", "machine type", "accelerators", "vCPU", "GB", "$/h")]
     for m in catalog_rows():
         acc = (
@@ -514,6 +532,8 @@ def _follow_in_cell(
     ``%tfc_attach``), a job that ends well sets the names its run cell binds in the kernel
     (:mod:`tfc_jupyter.returned`), and the value returned is the cell's ``Out[]`` when it has
     one, else the job."""
+    from . import cell
+    from .config import load_settings
     from .records import JobState
 
     out: Any = sys.stdout
@@ -593,6 +613,7 @@ def _stale_line(rec: Any, shell: Any) -> str:
 def _bring_back(job: Any, rec: Any, shell: Any, shown: _Outputs) -> Any:
     """Set the run cell's names in the kernel; the cell's ``Out[]`` (a value, else as the job
     showed it), else the job."""
+    from .config import load_settings
     from .returned import CellOut, bring_back, bring_files, fetch
 
     settings = load_settings(getattr(shell, "config", None))

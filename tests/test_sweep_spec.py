@@ -112,7 +112,18 @@ def test_numbers_and_strings_that_look_alike_stay_apart() -> None:
         ("sparse_categorical_accuracy", "max"),
         ("auc", "max"),
         ("val_f1_score", "max"),
+        ("val_mape", "min"),  # a percentage error, though "map" is a score
+        ("mean_absolute_percentage_error", "min"),
+        ("val_map", "max"),
+        ("mAP_50", "max"),
+        ("auc_1", "max"),
+        ("top_k_categorical_accuracy", "max"),
+        ("val_categoricalaccuracy", "max"),
+        ("val_msle", "min"),
+        ("kl_divergence", "min"),
+        ("step_time", "min"),
         ("throughput", None),
+        ("mapping_size", None),
     ],
 )
 def test_the_goal_follows_from_the_metric_s_name(metric: str, goal: str | None) -> None:

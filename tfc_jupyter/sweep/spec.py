@@ -17,6 +17,7 @@ from __future__ import annotations
 import ast
 import keyword
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal, cast
@@ -122,14 +123,24 @@ class SweepSpec:
         return math.prod(len(s or ()) for s in sizes)
 
 
+_LOWER_IS_BETTER = frozenset(
+    "loss error err mae mse rmse mape smape msle rmsle mase perplexity time hinge kld kl "
+    "divergence logcosh crossentropy wer cer fid latency".split()
+)
+_HIGHER_IS_BETTER = frozenset(
+    "acc accuracy auc prc precision recall f1 fbeta iou score reward map r2 psnr ssim "
+    "similarity bleu rouge ndcg mrr".split()
+)
+
+
 def default_goal(metric: str) -> Goal | None:
-    """``min`` for a loss or an error, ``max`` for an accuracy or a score; None when the name
-    says neither (the user passes ``--goal``)."""
-    low = metric.lower()
-    if any(w in low for w in ("loss", "error", "mae", "mse", "rmse", "perplexity", "_time")):
+    """``min`` for a loss or an error, ``max`` for an accuracy or a score, read from the
+    name's words (``val_mape`` is an error, though ``map`` is a score: whole words, not parts
+    of words); None when the name says neither (the user passes ``--goal``)."""
+    words = [w for w in re.split(r"[^a-z0-9]+", metric.lower()) if w and not w.isdigit()]
+    if any(w in _LOWER_IS_BETTER for w in words):
         return "min"
-    words = ("acc", "auc", "precision", "recall", "f1", "iou", "score", "reward", "map")
-    if any(w in low for w in words):
+    if any(w in _HIGHER_IS_BETTER or w.endswith("accuracy") for w in words):
         return "max"
     return None
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import keyword
 import math
+from pathlib import Path
 
 import pytest
 from hypothesis import given
@@ -154,3 +155,29 @@ def test_a_sweep_checks_its_parts_together() -> None:
     with pytest.raises(SpecError, match="more than the grid's 2 combinations"):
         sweep_spec(["units=[1,2]"], method="grid", trials=3)
     assert math.isclose(parse_param("lr=loguniform(1e-4, 0.1)").high or 0, 0.1)
+
+
+@pytest.mark.parametrize(
+    ("flags", "named"),
+    [
+        ("--trials 5", "--trials is"),
+        ("--parallel 2 --metric val_acc", "--parallel, --metric are"),
+        ("--goal max", "--goal is"),
+        ("--method grid", "--method is"),
+        ("--prune", "--prune is"),
+    ],
+)
+def test_a_sweeps_flags_without_sweep_are_refused_with_the_fixes(
+    tmp_path: Path, flags: str, named: str
+) -> None:
+    """They were ignored: one job ran where the user asked for trials."""
+    from jobutil import plan_for, write_notebook
+
+    from tfc_jupyter.errors import TfcError
+
+    nb = write_notebook(tmp_path / "s.ipynb", "lr = 0.1", f"%%tfc_run {flags}\nprint(lr)")
+    with pytest.raises(TfcError) as info:
+        plan_for(nb)
+    assert str(info.value).startswith(f"{named} for a sweep, and no --sweep is given. Fix: drop")
+    assert "add --sweep NAME=SPACE" in str(info.value)
+    assert [f.option for f in info.value.fixes][-1] == "sweep"

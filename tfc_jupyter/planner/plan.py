@@ -748,6 +748,7 @@ def _make_plan(selection: Selection, ns: JobOptions, settings: Settings) -> Plan
     )
     masking.check(spec.notify)  # each URL one apprise sends to, before anything starts
     sweep = None
+    _refuse_sweep_flags_alone(ns)
     if ns.sweep:  # each trial runs this plan with its values on the lines found here
         sweep = plan_sweep(
             script,
@@ -845,4 +846,29 @@ def _make_plan(selection: Selection, ns: JobOptions, settings: Settings) -> Plan
         settings=settings,
         route=route,
         sweep=sweep,
+    )
+
+
+_SWEEP_ONLY = (("trials", 0), ("parallel", 1), ("metric", None), ("goal", None),
+               ("method", "bayes"), ("prune", False))  # fmt: skip
+"""The options only a sweep reads, with their values when not given."""
+
+
+def _refuse_sweep_flags_alone(ns: JobOptions) -> None:
+    """A sweep's own option given without ``--sweep`` (it was ignored: one job ran).
+
+    Raises:
+        SpecError: naming them, with the fixes as data (drop them).
+    """
+    if ns.sweep:
+        return
+    given = [name for name, unset in _SWEEP_ONLY if getattr(ns, name) != unset]
+    if not given:
+        return
+    flags = ", ".join("--" + name.replace("_", "-") for name in given)
+    raise SpecError(
+        f"{flags} {'is' if len(given) == 1 else 'are'} for a sweep, and no --sweep is given",
+        [Fix.drop(name) for name in given]
+        + [Fix("set", "sweep", placeholder="NAME=SPACE", verb="add", after=" to sweep a variable")],
+        field=given[0],
     )

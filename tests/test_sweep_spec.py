@@ -21,7 +21,8 @@ finite = st.floats(allow_nan=False, allow_infinity=False, width=64)
 scalars = st.one_of(
     st.integers(-(10**12), 10**12),
     finite,
-    st.text(max_size=12),  # any code point, quotes and surrogates included
+    # any printable code point, quotes included (a control character is refused: its own test)
+    st.text(st.characters(blacklist_categories=("Cc", "Cs", "Zl", "Zp")), max_size=12),
     st.booleans(),
 )
 
@@ -181,3 +182,26 @@ def test_a_sweeps_flags_without_sweep_are_refused_with_the_fixes(
     assert str(info.value).startswith(f"{named} for a sweep, and no --sweep is given. Fix: drop")
     assert "add --sweep NAME=SPACE" in str(info.value)
     assert [f.option for f in info.value.fixes][-1] == "sweep"
+
+
+def test_a_control_character_in_a_swept_value_is_refused() -> None:
+    """A NUL (or a line break) in a value passed the plan and stopped the sweep."""
+    for text in ("act=['re\\x00lu', 'tanh']", "act=['a\\nb']"):
+        with pytest.raises(SpecError, match="holds a control character"):
+            parse_param(text)
+
+
+def test_a_sweep_bigger_than_its_space_or_this_machine_is_warned(tmp_path: Path) -> None:
+    import os
+
+    from jobutil import plan_for, write_notebook
+
+    cores = os.cpu_count() or 1
+    nb = write_notebook(
+        tmp_path / "s.ipynb",
+        "units = 8",
+        f"%%tfc_run --sweep units=[8,16] --trials 50 --parallel {cores + 3}\nprint(units)",
+    )
+    warnings = plan_for(nb).warnings
+    assert any(w.startswith("the swept values make 2 combinations: 50 trials") for w in warnings)
+    assert any(w.startswith(f"--parallel {cores + 3} runs") for w in warnings), warnings

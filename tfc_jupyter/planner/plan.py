@@ -808,6 +808,7 @@ def _make_plan(selection: Selection, ns: JobOptions, settings: Settings) -> Plan
         if route.package is not None and route.image:
             image_uri = parent = route.image
     warnings = list(selection.warnings) + name_warnings + choice.warnings
+    warnings += _sweep_notes(sweep, traits.on_this_machine)
     warnings += _unattended(facts, locate)
     warnings += need_warnings + secret_notes
     if route is not None and route.note:
@@ -872,3 +873,28 @@ def _refuse_sweep_flags_alone(ns: JobOptions) -> None:
         + [Fix("set", "sweep", placeholder="NAME=SPACE", verb="add", after=" to sweep a variable")],
         field=given[0],
     )
+
+
+def _sweep_notes(sweep: SweepPlan | None, here: bool) -> list[str]:
+    """Warnings on a sweep's size: more trials at once than this machine has cores, more
+    trials than the space has combinations."""
+    if sweep is None:
+        return []
+    import os
+
+    notes = []
+    spec = sweep.spec
+    cores = os.cpu_count() or 1
+    if here and spec.parallel > cores:
+        notes.append(
+            f"--parallel {spec.parallel} runs {spec.parallel} trials at once on {cores} cores: "
+            f"each gets a share of them, the sweep takes as long or longer (--parallel {cores} "
+            "matches the cores)"
+        )
+    size = spec.grid_size()
+    if size is not None and spec.trials > size and spec.method != "grid":
+        notes.append(
+            f"the swept values make {size} combinations: {spec.trials} trials repeat them "
+            f"(--trials {size} runs each once)"
+        )
+    return notes

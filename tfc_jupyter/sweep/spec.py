@@ -18,6 +18,7 @@ import ast
 import keyword
 import math
 import re
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal, cast
@@ -222,6 +223,10 @@ def _int_range(text: str, name: str, bounds: list[int | float]) -> Param:
     return Param(name, "int", float(low), float(high), step)
 
 
+_CONTROL = ("Cc", "Cs", "Zl", "Zp")
+"""Characters a swept string may not hold: controls (NUL, line breaks), lone surrogates."""
+
+
 def _choices(text: str, node: ast.List | ast.Tuple) -> tuple[Choice, ...]:
     """The values of a ``[A, B, ...]`` list: literals, none twice, at least one."""
     values: list[Choice] = []
@@ -236,6 +241,12 @@ def _choices(text: str, node: ast.List | ast.Tuple) -> tuple[Choice, ...]:
             raise SpecError(
                 f"--sweep {text!r}: {ast.unparse(element)!r} is not a number, string or boolean",
                 "list plain values, e.g. units=[64, 128, 256] or act=['relu', 'tanh']",
+            )
+        if isinstance(value, str) and any(unicodedata.category(c) in _CONTROL for c in value):
+            raise SpecError(
+                f"--sweep {text[:80]!r}: {value[:40]!r} holds a control character (NUL, a line "
+                "break ...)",
+                "list values without control characters",
             )
         if any(type(v) is type(value) and v == value for v in values):
             raise SpecError(f"--sweep {text!r} lists {value!r} twice", "list each value once")

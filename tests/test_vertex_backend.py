@@ -30,6 +30,7 @@ from tfc_jupyter.backends import watch_lock
 from tfc_jupyter.backends.vertex import request as vertex_request
 from tfc_jupyter.backends.vertex.api import VertexSettings
 from tfc_jupyter.backends.vertex.backend import VertexBackend, stop_watcher
+from tfc_jupyter.backends.watched import LOG_NOTE, NOT_FOLLOWED, QUICK_STARTS
 from tfc_jupyter.errors import BackendError, MissingDependency, TfcError
 from tfc_jupyter.gcloud import QuotaError, credentials, is_loopback
 from tfc_jupyter.job.catalog import Machine
@@ -578,3 +579,169 @@ def test_a_vertex_task_name_is_the_replica_named_as_local_jobs_name_it(
     from tfc_jupyter.backends.vertex.watcher import replica_name
 
     assert replica_name(task) == replica
+
+
+# ------------------------------------------------------------------ issue 50: never lie
+EPOCHS = 14
+GATED = """\
+import os, time
+from tfc_runtime.results import emit
+for epoch in range(1, {epochs} + 1):
+    while not os.path.exists(os.path.join({folder!r}, f"e{{epoch}}")):
+        time.sleep(0.05)
+    print(f"epoch {{epoch}}", flush=True)
+    emit({{"event": "epoch", "fit": 0, "epoch": epoch, "metrics": {{"loss": 1.0 / epoch}}}})
+"""
+
+
+def gated_job(server: VertexServer, home: Path, tmp_path: Path) -> tuple[Path, Job]:
+    """A job of :data:`EPOCHS` epochs, each reported once the test lets it (``release``)."""
+    gates = tmp_path / "gates"
+    gates.mkdir()
+    _, job = submit(
+        server, home, notebook(tmp_path / "nb", GATED.format(epochs=EPOCHS, folder=str(gates)))
+    )
+    return gates, job
+
+
+def release(gates: Path, upto: int) -> None:
+    """Let the job report its epochs up to ``upto``."""
+    for epoch in range(1, upto + 1):
+        (gates / f"e{epoch}").touch()
+
+
+def until(what: str, check: Any, timeout: float = 60.0) -> Any:
+    """Poll ``check`` until it is truthy (bounded); its value."""
+    deadline = time.monotonic() + timeout
+    while not (value := check()):
+        assert time.monotonic() < deadline, f"no {what} after {timeout} s"
+        time.sleep(0.05)
+    return value
+
+
+def every_epoch(job: Job) -> list[int]:
+    return [m["epoch"] for m in job.metrics]
+
+
+def restarted(job: Job, starts: int) -> JobRecord:
+    """Kill the job's watcher (as a machine restart does) and have a reader start the next."""
+    stop_watcher(job.record())
+
+    def next_start() -> JobRecord | None:
+        record = job.record()
+        if record.handle.get("watcher_starts") == starts + 1 or record.state.is_terminal():
+            return record
+        return record if record.handle.get(NOT_FOLLOWED) else None
+
+    return until(f"watcher start {starts + 1}", next_start)
+
+
+@pytest.mark.slow
+def test_a_watcher_killed_again_and_again_over_a_long_job_never_fails_it(
+    vertex_server: VertexServer, home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 50: a watcher that ran long (past ``SETTLED_POLLS`` polls) is no quick start, so
+    six watchers over a job end with it SUCCEEDED and every metric, where the fourth start
+    recorded it FAILED."""
+    monkeypatch.setenv("TFC_VERTEX_POLL", "0.1")  # a watcher settles after 3 s
+    gates, job = gated_job(vertex_server, home, tmp_path)
+    for kill in range(1, 6):
+        release(gates, 2 * kill)
+        until("metrics", lambda k=kill: len(every_epoch(job)) == 2 * k)
+        until("a settled watcher", lambda: job.record().handle.get(QUICK_STARTS, 0) == 0)
+        record = restarted(job, kill)
+        assert record.state is JobState.RUNNING and record.error is None, record.error
+    release(gates, EPOCHS)
+    record = finish(job)
+    assert record.state is JobState.SUCCEEDED, record.error
+    assert record.handle["watcher_starts"] == 6 and record.error is None
+    assert every_epoch(job) == list(range(1, EPOCHS + 1))
+    lines = [x for x in log(record, "chief").splitlines() if x.startswith("epoch ")]
+    assert lines == [f"epoch {i}" for i in range(1, EPOCHS + 1)]  # none lost, none twice
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("then", ["followed again", "read by a reader"])
+def test_a_watcher_that_keeps_stopping_leaves_the_job_not_followed_never_ended(
+    vertex_server: VertexServer,
+    home: Path,
+    tmp_path: Path,
+    then: str,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Four quick starts in a row: the job stays RUNNING, "not followed (status unknown)" with
+    the way to follow it again, and its log is said frozen; the service's real end is taken
+    later, by a watcher started by a follow (every metric) or by a read of the job."""
+    from tfc_jupyter.cli import main
+
+    gates, job = gated_job(vertex_server, home, tmp_path)
+    release(gates, 3)
+    until("metrics", lambda: len(every_epoch(job)) == 3)
+    for starts in range(1, 4):  # each watcher killed as soon as it started
+        restarted(job, starts)
+    stop_watcher(job.record())
+    record = until("not followed", lambda: (r := job.record()).handle.get(NOT_FOLLOWED) and r)
+    assert record.state is JobState.RUNNING
+    assert record.error is not None and record.error.startswith("not followed (status unknown)")
+    assert f"`tfc-jupyter logs {job.id} --follow`" in record.error
+    assert record.handle["watcher_starts"] == 4  # no fifth start by itself
+    time.sleep(2.5)
+    assert job.record().handle["watcher_starts"] == 4
+    assert main(["logs", job.id]) == 0
+    out, err = capsys.readouterr()
+    assert "[chief] epoch 3" in out and "the log is frozen" in err
+    assert f"tfc-jupyter logs {job.id} --follow" in err
+    release(gates, EPOCHS)
+    vertex_id = record.handle["vertex_job_id"]
+    until("the end", lambda: vertex_server.job(vertex_id).state() == "JOB_STATE_SUCCEEDED")
+    if then == "followed again":
+        record = job.follow(out=io.StringIO(), timeout=JOB_DEADLINE_S)
+        assert record.state is JobState.SUCCEEDED, record.error
+        assert record.error is None and NOT_FOLLOWED not in record.handle
+        assert every_epoch(job) == list(range(1, EPOCHS + 1))
+    else:
+        seen = job.backend("vertex").status(record)  # type: ignore[attr-defined]
+        assert seen["state"] == "succeeded"
+        record = job.record()
+        assert record.state is JobState.SUCCEEDED and record.error is None
+        assert "the job ended while no watcher followed it" in record.handle["log_note"]
+
+
+@pytest.mark.slow
+def test_a_refused_log_read_window_ends_with_every_metric(
+    vertex_server: VertexServer, home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 50: Cloud Logging answers 403 for a while (a permission withdrawn, then granted
+    again): the record says the logs are not read since when, and why; once the reads are
+    answered they resume, and the job ends with every metric."""
+    from google_errors import permission_denied
+
+    from tfc_jupyter.cli import main
+
+    gates, job = gated_job(vertex_server, home, tmp_path)
+    release(gates, 2)
+    until("metrics", lambda: len(every_epoch(job)) == 2)
+    denied = permission_denied("logging.logEntries.list", "projects/test-project")
+    vertex_server.inject(*[Fault.of(denied, r"entries:list$") for _ in range(1000)])
+    try:
+        release(gates, 6)
+        note = until("a note", lambda: job.record().handle.get(LOG_NOTE), 30)
+        assert note.startswith("logs not read since ") and "logging.logEntries.list" in note
+        assert main(["logs", job.id]) == 0
+        err = capsys.readouterr().err
+        assert "the log is not being updated: logs not read since " in err
+        time.sleep(3.0)  # refused for a while longer (the reader backs off, never gives up)
+        assert job.record().state is JobState.RUNNING
+    finally:
+        vertex_server.faults.clear()
+    until("the logs read again", lambda: LOG_NOTE not in job.record().handle, 60)
+    release(gates, EPOCHS)
+    record = finish(job)
+    assert record.state is JobState.SUCCEEDED, record.error
+    assert every_epoch(job) == list(range(1, EPOCHS + 1))
+    assert LOG_NOTE not in record.handle
+    vertex_log = log(record, "vertex")
+    assert "[tfc_jupyter] cannot read the job's logs: " in vertex_log
+    assert "[tfc_jupyter] the job's logs are read again" in vertex_log
+    refused = [r for r in vertex_server.received("POST", r"entries:list$") if r.answer == 403]
+    assert len(refused) >= 3

@@ -303,11 +303,19 @@ class Job:
         printed alike is shown once, with the replicas named. ``on_line`` instead receives
         every ``(replica, line)`` as written; ``on_result`` receives each result the runtime
         reports (a Keras epoch, a saved model; see :mod:`tfc_jupyter.results`). The log files
-        keep every line.
+        keep every line. A job no watcher follows any more ("not followed (status unknown)")
+        is followed again: its backend starts a watcher for it.
         """
         stream = out or sys.stdout
         ansi = draws_colour(stream)
         rec = self.store.get(self.id)
+        again = (
+            None
+            if rec.state.is_terminal()
+            else getattr(self.backend(rec.backend), "follow_again", None)
+        )
+        if again is not None:
+            rec = again(rec)
         tail = LogTail(Path(rec.log_dir))
         feed = ResultFeed(rec.log_dir)
         in_logs = registry.traits(rec.backend).reports_in_logs  # else a look-alike is a line

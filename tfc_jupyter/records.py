@@ -41,6 +41,7 @@ __all__ = [
     "JobState",
     "JobStore",
     "JobStoreError",
+    "JobStoreFull",
     "default_home",
     "new_job_id",
 ]
@@ -66,6 +67,11 @@ class JobStoreError(TfcError):
     """The job-record database cannot be opened, read or written (corrupt, locked, no access)."""
 
     http_status = 500
+
+
+class JobStoreFull(JobStoreError):
+    """The job-record database cannot be written because its disk is full: what a watcher
+    decided stays in the job's folder (``outcome.json``), and readers tell it from there."""
 
 
 class JobState(str, Enum):
@@ -593,7 +599,7 @@ class JobStore:
         except sqlite3.Error as exc:
             text = str(exc)
             if "full" in text or ("I/O" in text and _low_on_space(self.path.parent)):
-                raise JobStoreError(
+                raise JobStoreFull(
                     f"The job store cannot be written: {disk_full(self.path, _STORE_ROOM)}",
                     f"free some disk space on the disk of {self.path.parent}, or set "
                     "TFC_JUPYTER_HOME to a folder on another disk",
@@ -636,7 +642,7 @@ class JobStore:
                 _tighten(Path(f"{self.path}{suffix}"), 0o600)
         except OSError as exc:
             if is_disk_full(exc):
-                raise JobStoreError(
+                raise JobStoreFull(
                     f"The job store cannot be created: {disk_full(self.path, _STORE_ROOM)}",
                     "free some disk space there, or set TFC_JUPYTER_HOME to a folder on "
                     "another disk",

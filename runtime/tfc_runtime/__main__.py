@@ -8,6 +8,7 @@ notebook script, and on failure names the notebook cell and line that raised.
 from __future__ import annotations
 
 import ast
+import contextlib
 import gc
 import io
 import json
@@ -163,11 +164,15 @@ def _write_error(record: dict[str, object]) -> None:
     except RuntimeError:  # the cluster variables themselves are what failed
         name = "unknown-0"
     folder = os.path.join(job_dir, "errors")
-    os.makedirs(folder, exist_ok=True)
     path = os.path.join(folder, f"{name}.json")
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)  # owner-only, as the logs
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        json.dump(record, f, indent=2)
+    try:
+        os.makedirs(folder, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)  # owner-only, as logs
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(record, f, indent=2)
+    except OSError:  # a full disk: the line already printed says what failed (no traceback)
+        with contextlib.suppress(OSError):
+            os.unlink(path)  # never half a record
 
 
 def _mark_ready(info: ClusterInfo) -> None:

@@ -10,9 +10,11 @@ stops its replicas. It imports nothing heavy: the standard library and the job r
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import re
+import shutil
 import signal
 import time
 from dataclasses import dataclass
@@ -21,9 +23,9 @@ from typing import Any, ClassVar, Generic, TypeVar
 
 from .. import notify
 from ..errors import TfcError
-from ..files import disk_full, is_disk_full, write_private
+from ..files import disk_full, is_disk_full, mount_of, write_private
 from ..pidfds import nap
-from ..records import CANCEL_ASKED, JobState, JobStore, JobStoreError
+from ..records import CANCEL_ASKED, JobRecord, JobState, JobStore, JobStoreError, JobStoreFull
 from .launch_file import Launch
 
 Outcome = tuple[JobState, str | None, str | None]  # state, error, notebook location
@@ -118,14 +120,51 @@ def describe_failure(job_dir: Path, name: str, task: str, code: int) -> tuple[st
     if not detail:
         tail = _tail(job_dir / "logs" / f"{name}.log", 1)
         detail = tail[-1] if tail else "no output"
-    if is_disk_full(OSError(detail)) or "[Errno 28]" in detail or "[Errno 122]" in detail:
+        said = _RUNTIME_SAID.match(detail)  # the runtime's line (its error file not written:
+        if said:  # a full disk)
+            detail = said.group("summary")
+            location = None if said.group("place") == "startup" else said.group("place")
+    fix = ""
+    said_full = is_disk_full(OSError(detail)) or "[Errno 28]" in detail or "[Errno 122]" in detail
+    if said_full or _no_room(job_dir):  # (a full disk may have cut the replica's last lines)
         named = _FULL_PATH.search(detail)  # the file the code was writing, else the job folder
-        detail = f"{detail} ({disk_full(named.group(1) if named else job_dir)})"
+        full = Path(named.group(1)) if named else job_dir
+        detail = f"{_RUNTIME_HINT.sub('', detail)} ({disk_full(full)})"  # where, and how full
+        fix = f". Fix: {disk_full_fix(full, job_dir)}"
     how = f"was killed by signal {-code}" if code < 0 else f"exited with status {code}"
     where = f" at {location}" if location else ""
-    return f"{name} {how}{where}: {detail}"[:600], location
+    return f"{name} {how}{where}: {detail}"[: 600 - len(fix)] + fix, location
 
 
+NO_ROOM = 256 << 10
+"""Bytes free under which the disk of a job folder is full (its logs and records cannot grow)."""
+
+
+def _no_room(job_dir: Path) -> bool:
+    """True when the disk holding ``job_dir`` has less than :data:`NO_ROOM` bytes free."""
+    try:
+        return shutil.disk_usage(job_dir).free < NO_ROOM
+    except OSError:
+        return False
+
+
+DISK_FULL_FIX = "free some disk space there, or set TFC_JUPYTER_HOME to a folder on another disk"
+
+
+def disk_full_fix(full: Path, job_dir: Path) -> str:
+    """The fix for a job that filled the disk of ``full``: :data:`DISK_FULL_FIX` when that
+    disk holds the job's folder (under ``TFC_JUPYTER_HOME``), else where the job writes."""
+    with contextlib.suppress(OSError, ValueError):
+        if mount_of(full) != mount_of(job_dir):
+            return "free some disk space there, or have the job write to another disk"
+    return DISK_FULL_FIX
+
+
+_RUNTIME_SAID = re.compile(r"\[tfc_runtime\] job failed at (?P<place>[^:]+): (?P<summary>.+)")
+_RUNTIME_HINT = re.compile(  # tfc_runtime.crash's words for a full disk, said more exactly here
+    r" \((?:a disk the job writes to|the disk|the disk holding .+?) is full"
+    r"(?: \(\d+ MB free\))?: free some space, or write [^()]*\)$"
+)
 _FULL_PATH = re.compile(r"(?:No space left on device|Disk quota exceeded): '([^']+)'")
 
 
@@ -169,6 +208,10 @@ def killed_by(code: int) -> str:
 
 
 FINISH_DEADLINE_S = 600.0
+FULL_DISK_DEADLINE_S = 10.0
+"""How long a watcher retries recording the job's end on a full disk (a lock is waited out
+for :data:`FINISH_DEADLINE_S`): the outcome is kept in the job folder, and every reader tells
+it from there (:func:`outcome_record`) and records it once the disk has room."""
 QUICK_POLL_S = 0.01  # the watch loop's poll for the first QUICK_S of a job (then poll_s)
 QUICK_S = 2.0
 OUTCOME_FILE = "outcome.json"
@@ -181,9 +224,10 @@ def write_outcome(
     error: str | None,
     location: str | None,
     codes: dict[str, int | None],
-) -> None:
+) -> bool:
     """Keep how the job ended in its folder until the record takes it (owner-only): written
-    over the room :func:`reserve_outcome` kept, so it is kept on a full disk too; else atomic."""
+    over the room :func:`reserve_outcome` kept, so it is kept on a full disk too; else atomic.
+    True when it was kept."""
     data = {"state": state.value, "error": error, "location": location, "exit_codes": codes}
     text = json.dumps(data).encode()
     with contextlib.suppress(OSError):
@@ -193,11 +237,14 @@ def write_outcome(
             if len(text) <= room:
                 os.pwrite(fd, text.ljust(room), 0)
                 os.fsync(fd)
-                return
+                return True
         finally:
             os.close(fd)
-    with contextlib.suppress(OSError):
+    try:
         write_private(job_dir / OUTCOME_FILE, text.decode(), atomic=True)
+    except OSError:
+        return False
+    return True
 
 
 def reserve_outcome(job_dir: Path) -> None:
@@ -215,6 +262,39 @@ def read_outcome(job_dir: Path) -> dict[str, Any] | None:
     except (OSError, ValueError):
         return None
     return data if isinstance(data, dict) and data.get("state") else None
+
+
+def outcome_record(record: JobRecord) -> JobRecord | None:
+    """``record`` as the outcome its watcher kept in the job folder says it ended (nothing is
+    written), None when there is none. A watcher keeps the outcome once it has stopped every
+    process of the job and before it records it: a job whose record cannot be written (a full
+    disk) is still listed and followed as it ended, never as running."""
+    if not record.job_dir or record.state.is_terminal():
+        return None
+    kept = read_outcome(Path(record.job_dir))
+    if kept is None:
+        return None
+    try:
+        state = JobState(kept["state"])
+    except ValueError:
+        return None
+    if not state.is_terminal():
+        return None
+    codes = kept.get("exit_codes")
+    error, location = kept.get("error"), kept.get("location")
+    try:  # when it was kept: the job's end, the same at every read
+        ended = os.stat(Path(record.job_dir) / OUTCOME_FILE).st_mtime
+    except OSError:
+        ended = time.time()
+    return dataclasses.replace(
+        record,
+        state=state,
+        error=str(error) if error is not None and state is not JobState.SUCCEEDED else None,
+        error_location=str(location) if location is not None else None,
+        handle={**record.handle, "exit_codes": codes if isinstance(codes, dict) else {}},
+        ended_at=record.ended_at or ended,
+        updated_at=max(record.updated_at, ended),
+    )
 
 
 class JobWatcher(Generic[R]):
@@ -331,12 +411,16 @@ class JobWatcher(Generic[R]):
 
         The outcome is written to ``outcome.json`` in the job folder first: when the job store
         stays locked (another process holding it), the write is retried until ``deadline_s``,
-        and a record that never took it is completed from that file by the next refresh.
+        and a record that never took it is completed from that file by the next refresh. On a
+        full disk it is retried for :data:`FULL_DISK_DEADLINE_S` only, then this watcher ends
+        (no notification is sent from here then): every reader already tells the job's end from
+        that file (:func:`outcome_record`), and records it once the disk has room.
         """
         state, error, location = outcome
         codes = {r.name: r.exit_code for r in self.replicas}
-        write_outcome(self.job_dir, state, error, location, codes)
-        deadline = time.monotonic() + deadline_s
+        kept = write_outcome(self.job_dir, state, error, location, codes)
+        started = time.monotonic()
+        deadline = started + deadline_s
         delay = 0.5
         while True:
             try:
@@ -348,7 +432,11 @@ class JobWatcher(Generic[R]):
                     mutate=lambda rec: {"handle": {**rec.handle, "exit_codes": codes}},
                 )
                 break
-            except JobStoreError:
+            except JobStoreError as exc:
+                if kept and isinstance(exc, JobStoreFull):  # readers tell it, and record it
+                    deadline = min(deadline, started + FULL_DISK_DEADLINE_S)  # once they can
+                    if time.monotonic() + delay > deadline:
+                        return  # this watcher ends: its pid's exit wakes every follower
                 if time.monotonic() + delay > deadline:
                     raise
                 time.sleep(delay)

@@ -20,10 +20,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import BackendError
-from ..files import open_private, write_private
-from ..records import CANCEL_ASKED, JobRecord, JobState, JobStore, JobStoreError
+from ..files import disk_full, open_private, write_private
+from ..records import CANCEL_ASKED, JobRecord, JobState, JobStore, JobStoreError, JobStoreFull
+from . import watch_lock
 from .launch_file import FILE, Launch
-from .watch_loop import read_outcome, reserve_outcome
+from .watch_loop import outcome_record, reserve_outcome
 
 if TYPE_CHECKING:
     from typing import Self
@@ -31,6 +32,94 @@ if TYPE_CHECKING:
     from ..config import Settings
 
 WATCHER_LOG = "supervisor.log"
+NOT_FOLLOWED = "not_followed"
+"""The handle's entry of a job no watcher follows any more (when that was said, a
+``time.time()``); its state is kept as last known, never an end the service did not report."""
+NOT_FOLLOWED_WORDS = "not followed (status unknown)"
+"""How the record's ``error`` and ``watch_note`` of such a job begin."""
+QUICK_STARTS = "quick_starts"
+"""The handle's count of a watcher's starts since one last ran long enough to settle
+(:data:`SETTLED_POLLS` polls): a watcher that ran a long time (days of a job, the machine
+restarted now and then) resets it; ``watcher_starts`` counts every start."""
+SETTLED_POLLS = 30
+"""A watcher that has run this many poll intervals (five minutes at Vertex AI's 10 s poll) has
+settled: its start is not counted as a quick one."""
+
+
+def quick_starts(handle: dict[str, Any]) -> int:
+    """A watcher's quick starts in a row (:data:`QUICK_STARTS`; records made before the count
+    was kept: every start)."""
+    return int(handle.get(QUICK_STARTS, handle.get("watcher_starts", 0)) or 0)
+
+
+LOG_NOTE = "log_note"
+"""The handle's entry saying why the job's log files stopped being updated (its log reads
+refused ...); removed when they are read again."""
+
+
+def not_followed(store: JobStore, job_id: str, why: str) -> JobRecord:
+    """Record that no watcher follows the job any more, and why: its state stays what it was
+    last seen to be (a job is never recorded as ended unless its service said so); ``error`` and
+    the handle's ``watch_note`` say "not followed (status unknown)" with the way to follow it
+    again. A record that has ended is left as it is."""
+
+    def note(record: JobRecord) -> dict[str, Any]:
+        if record.state.is_terminal():
+            return {}
+        said = f"{NOT_FOLLOWED_WORDS}: {why}; the job may still run"
+        said += f" ({record.console_url})" if record.console_url else ""
+        said += (
+            f"; `tfc-jupyter logs {record.id} --follow` or `%tfc_attach {record.id}` "
+            "follows it again"
+        )
+        return {
+            "error": said[:1000],
+            "handle": {**record.handle, NOT_FOLLOWED: time.time(), "watch_note": said[:1000]},
+        }
+
+    return store.update(job_id, mutate=note)
+
+
+def followed_again(record: JobRecord) -> dict[str, Any]:
+    """The fields that take back what :func:`not_followed` said (for ``update``'s mutate)."""
+    handle = {k: v for k, v in record.handle.items() if k != NOT_FOLLOWED}
+    if str(handle.get("watch_note", "")).startswith(NOT_FOLLOWED_WORDS):
+        del handle["watch_note"]
+    fields: dict[str, Any] = {"handle": handle}
+    if (record.error or "").startswith(NOT_FOLLOWED_WORDS):
+        fields["error"] = None
+    return fields
+
+
+def log_note(record: JobRecord) -> str | None:
+    """Why the job's log files may not hold its latest lines, or None: no watcher follows the
+    job ("frozen"), its watcher cannot read the logs now (the handle's :data:`LOG_NOTE`), or,
+    for a job that ended, the logs were not read to the end."""
+    said = record.handle.get(LOG_NOTE)
+    if record.state.is_terminal():
+        return f"the log may be incomplete: {said}" if said else None
+    pid = record.handle.get("watcher_pid")
+    if not pid or not record.job_dir:  # no watcher started yet
+        return None
+    held = watch_lock.watched(Path(record.job_dir))
+    if not (held if held is not None else alive(int(pid))):
+        when = _last_written(record)
+        since = f" since {time.strftime('%H:%M', time.localtime(when))}" if when else ""
+        return (
+            f"the log is frozen{since}: no watcher follows job {record.id} (its watcher, pid "
+            f"{pid}, is not running); `tfc-jupyter logs {record.id} --follow` or "
+            f"`%tfc_attach {record.id}` follows it again"
+        )
+    return f"the log is not being updated: {said}" if said else None
+
+
+def _last_written(record: JobRecord) -> float | None:
+    """When the job's log files were last written (None: no log yet)."""
+    times = []
+    for path in Path(record.log_dir or record.job_dir).glob("*.log"):
+        with contextlib.suppress(OSError):
+            times.append(path.stat().st_mtime)
+    return max(times) if times else None
 
 
 def write_launch(job_dir: Path, launch: Launch) -> None:
@@ -203,9 +292,14 @@ class WatchedBackend:
     def refresh(self, record: JobRecord) -> JobRecord:
         """Mark a job FAILED when its watcher died without saying how the job ended, or when
         the process launching it died before the watcher started (a kernel killed during an
-        image build): such a job would otherwise stay QUEUED for ever."""
+        image build): such a job would otherwise stay QUEUED for ever. A job whose watcher
+        kept how it ended in the job folder (``outcome.json``) is that end, recorded here when
+        the watcher could not (a full disk), else told as it is (:meth:`record_end`)."""
         if record.state.is_terminal():
             return record
+        ended = outcome_record(record)
+        if ended is not None:  # the watcher stopped every process of the job before keeping it
+            return self.record_end(ended)
         pid = record.handle.get("watcher_pid")
         if not pid and record.state is JobState.QUEUED and launch_interrupted(record):
             fresh = self.store.get(record.id)
@@ -226,20 +320,47 @@ class WatchedBackend:
             if fresh.state.is_terminal():
                 return fresh
             self.cleanup(fresh)
-            kept = read_outcome(Path(record.job_dir)) if record.job_dir else None
-            if kept is not None:  # the watcher ended the job, the store was locked then
-                codes = kept.get("exit_codes") or {}
-                return self.store.transition(
-                    record.id,
-                    JobState(kept["state"]),
-                    error=kept.get("error"),
-                    error_location=kept.get("location"),
-                    mutate=lambda rec: {"handle": {**rec.handle, "exit_codes": codes}},
+            ended = outcome_record(fresh)  # the watcher ended the job, the store was locked then
+            if ended is not None:
+                return self.record_end(ended)
+            return self.record_end(
+                dataclasses.replace(
+                    fresh,
+                    state=JobState.FAILED,
+                    error=watcher_error(record, self.watcher),
+                    ended_at=time.time(),
                 )
-            return self.store.transition(
-                record.id, JobState.FAILED, error=watcher_error(record, self.watcher)
             )
         return record
+
+    def record_end(self, ended: JobRecord) -> JobRecord:
+        """Record how a job ended (``ended``: its state, error, location and, when its watcher
+        kept them, exit codes), unless it has ended already (the first end wins). A store that
+        cannot be written (a full disk) leaves ``ended`` as it is: what this reader returns is
+        still the truth, never "running"."""
+        codes = ended.handle.get("exit_codes")
+        try:
+            return self.store.transition(
+                ended.id,
+                ended.state,
+                error=ended.error,
+                error_location=ended.error_location,
+                ended_at=ended.ended_at,  # when its watcher kept it, not when it is recorded
+                mutate=lambda rec: (
+                    {"handle": {**rec.handle, "exit_codes": codes}} if codes is not None else None
+                ),
+            )
+        except JobStoreError as exc:
+            if (
+                isinstance(exc, JobStoreFull)
+                and ended.state is JobState.FAILED
+                and "is full" not in (ended.error or "")
+                and ended.job_dir
+            ):  # the disk may be why its watcher died, too
+                ended = dataclasses.replace(
+                    ended, error=f"{ended.error}; {disk_full(ended.job_dir)}"
+                )
+            return ended
 
     def cancel_asked(self, job_id: str) -> bool:
         """A cancel came while the job was being launched: nothing more may start."""
@@ -260,9 +381,20 @@ class WatchedBackend:
         self, record: JobRecord, exc: JobStoreError, timeout: float
     ) -> JobRecord:
         """A cancel the store cannot record (a full disk): stop the watcher and every replica
-        all the same; the watcher records the end once it can (it retries)."""
-        _stop_until_gone(record, timeout)
+        all the same; the watcher keeps how the job ended in its folder, where every reader
+        finds it (:meth:`refresh`), and records it once it can."""
+        pid = record.handle.get("watcher_pid")
+        if pid:  # until the watcher has stopped the job and kept its end, or is gone
+            _stop_watcher(
+                int(pid),
+                record.handle.get("supervisor_started"),
+                lambda: not alive(int(pid)) or outcome_record(record) is not None,
+                timeout,
+            )
         self.cleanup(record)
+        ended = outcome_record(record)
+        if ended is not None:
+            return self.record_end(ended)
         with contextlib.suppress(JobStoreError):
             return self.store.transition(record.id, JobState.CANCELLED, error="cancelled")
         return dataclasses.replace(
@@ -285,8 +417,19 @@ class WatchedBackend:
         if record.state.is_terminal():
             return record
         pid = record.handle.get("watcher_pid")
-        ended = lambda: self.store.get(record.id).state.is_terminal()  # noqa: E731
+
+        def ended() -> bool:  # recorded, or kept in the job folder (a full disk)
+            return self.store.get(record.id).state.is_terminal() or (
+                outcome_record(record) is not None
+            )
+
         if pid and _stop_watcher(pid, record.handle.get("supervisor_started"), ended, timeout):
-            return self.store.get(record.id)  # the watcher ended the job itself
+            return self.refresh(self.store.get(record.id))  # the watcher ended the job itself
         self.cleanup(self.store.get(record.id))
-        return self.store.transition(record.id, JobState.CANCELLED, error="cancelled")
+        kept = outcome_record(record)
+        if kept is not None:
+            return self.record_end(kept)
+        try:
+            return self.store.transition(record.id, JobState.CANCELLED, error="cancelled")
+        except JobStoreError as exc:  # the disk filled up meanwhile: every process is stopped
+            return self._cancel_unrecorded(record, exc, timeout)

@@ -27,8 +27,8 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ... import gcloud
-from ...errors import BackendError
+from ... import gcloud, notify
+from ...errors import BackendError, TfcError
 from ...files import write_private
 from ...gcloud import RetryCount
 from ...job.spec import JobSpec
@@ -36,10 +36,16 @@ from ...records import CANCEL_ASKED, REPORT_KEY, JobRecord, JobState, JobStore
 from ...registry import Preview, Route, Traits
 from .. import watch_lock
 from ..watched import (
+    LOG_NOTE,
+    NOT_FOLLOWED,
+    QUICK_STARTS,
     WATCHER_LOG,
     alive,
+    followed_again,
     last_line,
+    not_followed,
     package_pythonpath,
+    quick_starts,
     start_watcher,
 )
 from . import api as vertex_api
@@ -55,6 +61,10 @@ if TYPE_CHECKING:
 
 WATCH_FILE = "vertex.json"
 MAX_WATCHER_STARTS = 4
+"""Quick starts of a job's watcher in a row (each ended before it settled: see
+:data:`~tfc_jupyter.backends.watched.QUICK_STARTS`) after which it is not started again by
+itself: the job is recorded "not followed (status unknown)" (its state kept; a follow starts a
+watcher again)."""
 
 
 def tensorboard_url(tensorboard: str, job_id: str) -> str:
@@ -220,6 +230,7 @@ class VertexBackend:
             "endpoint": self.settings.api_endpoint(spec.google.region),
             "api_retries": counter.retries,
             "watcher_starts": 0,
+            QUICK_STARTS: 0,
         }
         # The resource first, whatever the state: a cancel from now on finds what to cancel.
         created = self.store.update(
@@ -276,7 +287,13 @@ class VertexBackend:
         return storage.put(package.object_name(), package.data, wheel.CONTENT_TYPE)
 
     def refresh(self, record: JobRecord) -> JobRecord:
-        """Restart a watcher that died before the job ended (it resumes where it stopped)."""
+        """Restart a watcher that died before the job ended (it resumes where it stopped).
+
+        Starts are counted only when quick: after :data:`MAX_WATCHER_STARTS` watchers in a row
+        that each stopped before settling, the job is read once from Vertex AI: an end it
+        reports is recorded, else the job is recorded "not followed (status unknown)" with its
+        state kept, and no watcher is started by itself until the job is followed again
+        (:meth:`follow_again`)."""
         if record.state.is_terminal() or not (Path(record.job_dir) / WATCH_FILE).exists():
             return record
         pid = record.handle.get("watcher_pid")
@@ -286,17 +303,74 @@ class VertexBackend:
         fresh = self.store.get(record.id)
         if fresh.state.is_terminal() or fresh.handle.get("watcher_pid") != pid:
             return fresh
-        if int(fresh.handle.get("watcher_starts", 0)) >= MAX_WATCHER_STARTS:
-            last = last_line(Path(record.job_dir) / "logs" / WATCHER_LOG)
-            return self.store.transition(
-                record.id,
-                JobState.FAILED,
-                error="the Vertex AI job's watcher keeps stopping"
-                + (f": {last}" if last else "")
-                + f"; the job may still run: {record.console_url}",
-            )
+        if fresh.handle.get(NOT_FOLLOWED):  # said already: a follow starts one again
+            return fresh
+        if quick_starts(fresh.handle) >= MAX_WATCHER_STARTS:
+            return self._stop_following(fresh)
         self._start_watcher(record.id, Path(record.job_dir))
         return self.store.get(record.id)
+
+    def follow_again(self, record: JobRecord) -> JobRecord:
+        """Follow again a job no watcher follows (recorded "not followed"): its watcher's
+        starts counted afresh, one started now. Other records are returned as they are."""
+        job_dir = Path(record.job_dir)
+        if (
+            record.state.is_terminal()
+            or not record.handle.get(NOT_FOLLOWED)
+            or not (job_dir / WATCH_FILE).exists()
+            or watch_lock.watched(job_dir)
+        ):
+            return record
+
+        def afresh(current: JobRecord) -> dict[str, Any]:
+            fields = followed_again(current)
+            return {**fields, "handle": {**fields["handle"], QUICK_STARTS: 0}}
+
+        self.store.update(record.id, mutate=afresh)
+        self._start_watcher(record.id, job_dir)
+        return self.store.get(record.id)
+
+    def _stop_following(self, record: JobRecord) -> JobRecord:
+        """The watcher keeps stopping: the job's end as Vertex AI reports it, if it ended;
+        else "not followed (status unknown)", its state kept."""
+        try:
+            seen: dict[str, Any] | None = self.status(record)
+        except TfcError:  # the read refused, no client libraries: nothing is known
+            seen = None
+        if seen is not None and JobState(seen["state"]).is_terminal():
+            return self._take_end(record, seen)
+        last = last_line(Path(record.job_dir) / "logs" / WATCHER_LOG)
+        why = (
+            f"its watcher stopped {quick_starts(record.handle)} times in a row soon after "
+            "starting" + (f" (last: {last})" if last else "")
+        )
+        return not_followed(self.store, record.id, why)
+
+    def _take_end(self, record: JobRecord, seen: dict[str, Any]) -> JobRecord:
+        """Record the end Vertex AI reported for a job no watcher follows (its logs may lack
+        their last lines: the handle's ``log_note`` says so)."""
+        state = JobState(seen["state"])
+        error = None
+        if state is JobState.FAILED:
+            error = f"Vertex AI: {seen.get('error') or 'the job failed'}"[:500]
+        elif state is JobState.CANCELLED:
+            error = "cancelled"
+        read = time.strftime("%H:%M", time.localtime(record.updated_at))
+        note = f"logs read until {read}: the job ended while no watcher followed it"
+        ended = self.store.transition(
+            record.id,
+            state,
+            error=error,
+            mutate=lambda r: {
+                "handle": {
+                    **followed_again(r)["handle"],
+                    "vertex_state": seen.get("vertex_state"),
+                    LOG_NOTE: r.handle.get(LOG_NOTE) or note,
+                }
+            },
+        )
+        notify.send(self.store, record.id)
+        return ended
 
     def cancel(self, record: JobRecord, *, timeout: float = 20.0) -> JobRecord:
         """Ask Vertex AI to cancel the job; wait (bounded) for the watcher to see it end."""
@@ -337,7 +411,11 @@ class VertexBackend:
         job = self._call(
             spec, "reading the job", lambda: get(name=resource, timeout=self.settings.timeout_s)
         )
-        return _summary(job, spec)
+        summary = _summary(job, spec)
+        fresh = self.store.get(record.id)
+        if fresh.handle.get(NOT_FOLLOWED) and JobState(summary["state"]).is_terminal():
+            self._take_end(fresh, summary)  # no watcher follows it: the record takes its end
+        return summary
 
     def list_jobs(
         self, spec: JobSpec, *, filter_: str = "", limit: int = 50, ours: bool = True
@@ -434,6 +512,7 @@ class VertexBackend:
                     **r.handle,
                     "watcher_pid": pid,
                     "watcher_starts": int(r.handle.get("watcher_starts", 0)) + 1,
+                    QUICK_STARTS: quick_starts(r.handle) + 1,
                 }
             },
         )

@@ -18,7 +18,10 @@ The interval is ``60 / log_reads`` seconds (20 reads a minute by default: a thir
 growing 1.5x per read that brought nothing, up to 6x, unless a job is in a hurry. A refused read
 (429 and 5xx) stops every watcher's reads until the wait Google asked for (``Retry-After``), else
 a backoff doubling up to a minute's worth of reads; a daily quota stops them until it resets
-(midnight Pacific time), with its own message; other errors (permissions) for ten minutes.
+(midnight Pacific time), with its own message; other errors (a permission refused, 403) back off
+the same way up to ten minutes at the default rate (:data:`STOP_READS` intervals). Reads resume
+by themselves once answered: a refusal never ends a job's logs (its watcher says while they
+are not read, and why).
 """
 
 from __future__ import annotations
@@ -46,7 +49,8 @@ except ImportError:  # Windows: every watcher reads on its own (still within the
 
 MAX_IDLE = 6.0  # the interval grows to this many times its base while reads bring nothing
 STALE_S = 600.0  # a registration not renewed for this long belongs to a watcher that died
-STOP_S = 600.0  # after a permanent error (permission denied ...), try again after this long
+STOP_READS = 200  # after errors that are not transient (403 ...): retried at most this many
+# intervals apart (600 s at the default 20 reads a minute), doubling from two intervals
 BATCH = 40  # jobs in one filter, at most (Cloud Logging takes filters up to 20,000 characters)
 
 
@@ -95,6 +99,7 @@ class ProjectLogs:
         (self.folder / "inbox").mkdir(parents=True, exist_ok=True, mode=0o700)
         self.project, self.region, self.settings = project, region, settings
         self.base_s = 60.0 / max(settings.log_reads, 0.001)
+        self.stop_s = STOP_READS * self.base_s  # the longest wait after a refusal (not a day's)
         self._session: Any = None
 
     # -- registrations and inboxes ----------------------------------------------------------
@@ -211,9 +216,9 @@ class ProjectLogs:
         if isinstance(error, DailyQuotaError):
             state.stopped = str(error)
             state.next_read = pacific_midnight().timestamp()
-        elif not transient:
+        elif not transient:  # a permission refused now may be granted again: tried again, slower
             state.stopped = str(error)
-            state.next_read = started + STOP_S
+            state.next_read = started + min(self.base_s * 2**state.refusals, self.stop_s)
         else:
             backoff = min(self.base_s * 2**state.refusals, 20 * self.base_s)
             asked = float(getattr(error, "retry_after", None) or 0.0)

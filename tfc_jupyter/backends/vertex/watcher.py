@@ -17,6 +17,13 @@ survives a killed kernel. Until the job ends it:
   withdrawn), never marks the job failed: the record says "status unknown (reads refused since
   HH:MM), the job may still be running" and the watcher goes on trying, slower; only a job that
   Vertex AI says does not exist is lost track of;
+* when the logs cannot be read for longer than the reader's slowest interval (refused reads, a
+  permission withdrawn, a daily quota), the record's ``log_note`` says "logs not read since
+  HH:MM: <why>" while they are not; reads resume once answered and the note goes;
+* never records an end Vertex AI did not report: at its own limit (the job's timeout and a day
+  more) or when it cannot start, the record says "not followed (status unknown)", its state kept;
+* once it has run :data:`~..watched.SETTLED_POLLS` polls, its start is not a quick one: the
+  count of quick starts that stops restarting it (``MAX_WATCHER_STARTS``) begins again;
 * when the job ends, waits (bounded) for the last log entries, then records the final state with
   the failing replica's error and notebook cell (from ``tfc_runtime``'s last line).
 
@@ -46,8 +53,15 @@ from ...gcloud import call, checked
 from ...records import JobState, JobStore
 from ...registry import TRIALS_FILE
 from .. import watch_lock
+from ..watched import (
+    LOG_NOTE,
+    QUICK_STARTS,
+    SETTLED_POLLS,
+    followed_again,
+    not_followed,
+)
 from .api import VertexSettings, require_clients, rest_session, rest_url
-from .logs import ProjectLogs, parse_stamp
+from .logs import MAX_IDLE, ProjectLogs, ReaderState, parse_stamp
 
 LOOKBACK = timedelta(seconds=10)  # entries may arrive late: re-read this window, deduplicated
 _FAILED_AT = re.compile(r"\[tfc_runtime\] job failed at (.+?): (.*)$")
@@ -117,7 +131,10 @@ class Watcher:
         self.reader = ProjectLogs(
             Path(self.conf["store"]).parent, self.project, self.region, self.settings
         )
-        self.log_error: str | None = None
+        # Why the logs are not read now (a watcher before it may have said so in the record):
+        # cleared by the first read answered after the refusals began.
+        self.log_error: str | None = self.store.get(self.job_id).handle.get(LOG_NOTE)
+        self.log_refused_since = 0.0
         self.last_read = 0.0  # when the last read that answered for this job started
         self.refused_since: float | None = None  # state reads refused since (time.time())
 
@@ -168,16 +185,18 @@ class Watcher:
         )
 
     def pull_logs(self, *, hurry: bool = False) -> int:
-        """Append the entries the project's reader delivered; the number of new lines."""
-        if self.log_error:
-            return 0
+        """Append the entries the project's reader delivered; the number of new lines. While
+        the reader's reads are refused the record says so (:meth:`logs_refused`); the first
+        read answered after takes it back (:meth:`logs_read_again`)."""
         job = self.conf["vertex_job_id"]
         self.reader.register(job, self.since, hurry=hurry)
         state = self.reader.turn()
         lines: dict[str, list[str]] = {}
         newest = self.since
+        answered = 0.0
         for delivery in self.reader.take(job):
             self.last_read = max(self.last_read, delivery.read_at)
+            answered = max(answered, delivery.read_at)
             for entry in delivery.entries:
                 stamp = _when(entry)
                 key = entry.get("insertId") or f"{entry.get('timestamp')}{_text(entry)}"
@@ -193,16 +212,52 @@ class Watcher:
                 text = _text(entry)
                 lines.setdefault(replica, []).extend(text.split("\n"))
                 self._note_failure(replica, text)
-        if state.stopped and state.next_read > time.time() and not lines:
-            self.log_error = state.stopped
-            self._append("vertex", [f"[tfc_jupyter] cannot read the job's logs: {state.stopped}"])
-            print(f"[watcher] log reads stopped: {state.stopped}", flush=True)
         for replica, new in lines.items():
             self._append(replica, new)
+        if answered and answered >= self.log_refused_since:
+            self.logs_read_again()
+        elif state.refused_since is not None and not answered:
+            self.logs_refused(state)
         self.since = max(self.since, newest - LOOKBACK)
         self.seen = {k: v for k, v in self.seen.items() if datetime.fromisoformat(v) >= self.since}
         self._save_cursor()
         return sum(len(v) for v in lines.values())
+
+    def logs_refused(self, state: ReaderState) -> None:
+        """The project's log reads are refused: once they have been for longer than the
+        reader's slowest interval (at once for a permission or a daily quota), the record's
+        ``log_note`` says since when the logs are not read, and why; said again when why
+        changes. Never ends the logs: the reader tries again."""
+        refused_since = state.refused_since or time.time()
+        slowest = MAX_IDLE * self.reader.base_s
+        if not state.stopped and time.time() - refused_since < slowest:
+            return  # a short pause, as the reader's own backoff makes
+        why = state.stopped or state.why
+        if self.log_error is not None and why in self.log_error:
+            return
+        said_before = self.log_error is not None
+        self.log_refused_since = refused_since
+        last = self.last_read or state.last_ok or refused_since
+        since = time.strftime("%H:%M", time.localtime(last))
+        again = time.strftime("%H:%M:%S", time.localtime(state.next_read))
+        note = f"logs not read since {since}: {why}; read again from {again} on"[:1000]
+        self.log_error = note
+        self.store.update(self.job_id, mutate=lambda r: {"handle": {**r.handle, LOG_NOTE: note}})
+        if not said_before:
+            self._append("vertex", [f"[tfc_jupyter] cannot read the job's logs: {why}"])
+        print(f"[watcher] {note}", flush=True)
+
+    def logs_read_again(self) -> None:
+        """A read answered after the logs were said not read: the note goes."""
+        if self.log_error is None:
+            return
+        self.log_error = None
+        self.store.update(
+            self.job_id,
+            mutate=lambda r: {"handle": {k: v for k, v in r.handle.items() if k != LOG_NOTE}},
+        )
+        self._append("vertex", ["[tfc_jupyter] the job's logs are read again"])
+        print("[watcher] log reads answered again", flush=True)
 
     def _note_failure(self, replica: str, text: str) -> None:
         if m := _FAILED_AT.search(text):
@@ -251,7 +306,9 @@ class Watcher:
         """After the job ended: read late entries until reads that started ``drain_s`` after the
         last new line (or the end) brought nothing more (Cloud Logging shows entries some
         seconds after they are written). Bounded: 6 x ``drain_s`` of answered reads, the time
-        reads were refused added, at most ``watch_retry_s`` in all."""
+        reads were refused added, at most ``watch_retry_s`` in all; reads stopped past that
+        bound (a daily quota) or refused for longer than the reader's longest wait (a
+        permission) are not waited for."""
         quiet = self.settings.drain_s
         start = time.time()
         settled = start  # the last new line, or the end
@@ -259,9 +316,14 @@ class Watcher:
         while time.time() < hard:
             if self.pull_logs(hurry=True):
                 settled = time.time()
-            if self.log_error or self.last_read - settled >= quiet:
+            if self.last_read - settled >= quiet:
                 break
             state = self.reader.state()
+            if state.stopped and (
+                state.next_read > hard
+                or time.time() - (state.refused_since or start) > self.reader.stop_s
+            ):
+                break
             refused = time.time() - state.refused_since if state.refused_since else 0.0
             if time.time() - start > 6 * quiet + refused:
                 break
@@ -323,14 +385,24 @@ class Watcher:
     def run(self) -> int:
         """Follow the job to its end; the process's exit code."""
         pid = os.getpid()
-        self.store.update(
-            self.job_id, mutate=lambda r: {"handle": {**r.handle, "watcher_pid": pid}}
-        )
+
+        def following(record: Any) -> dict[str, Any]:  # "not followed" no longer holds
+            fields = followed_again(record)
+            return {**fields, "handle": {**fields["handle"], "watcher_pid": pid}}
+
+        self.store.update(self.job_id, mutate=following)
         limit = float(self.conf.get("timeout_s") or 7 * 86400) + 86400
-        deadline = time.monotonic() + limit
+        started = time.monotonic()
+        deadline = started + limit
+        settle = started + SETTLED_POLLS * self.settings.poll_s
         interval = self.settings.poll_s
         last: JobState | None = None
         while True:
+            if settle and time.monotonic() >= settle:  # ran long: its start was no quick one
+                settle = 0.0
+                self.store.update(
+                    self.job_id, mutate=lambda r: {"handle": {**r.handle, QUICK_STARTS: 0}}
+                )
             try:
                 job: dict[str, Any] | None = self.get_job()
             except JobGone as exc:
@@ -367,14 +439,12 @@ class Watcher:
             ):
                 self.store.transition(self.job_id, state)
             last = state
-            if time.monotonic() > deadline:
-                self.store.transition(
+            if time.monotonic() > deadline:  # its state stays as last seen: never an end
+                not_followed(  # Vertex AI did not report
+                    self.store,
                     self.job_id,
-                    JobState.FAILED,
-                    error=(
-                        f"stopped following the job after {limit / 3600:.0f} h; it may still run: "
-                        f"{self.store.get(self.job_id).console_url}"
-                    ),
+                    f"its watcher stopped following it after {limit / 3600:.0f} h (the job's "
+                    "timeout and a day more)",
                 )
                 return 1
             quiet = not (new or changed)  # poll slower while nothing happens (or reads fail)
@@ -397,10 +467,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         watcher = Watcher(job_dir)
     except TfcError as exc:  # no credentials, no client libraries: the job cannot be followed
-        conf = json.loads((job_dir / "vertex.json").read_text())
-        JobStore(conf["store"]).transition(
-            conf["job_id"], JobState.FAILED, error=f"cannot follow the Vertex AI job: {exc}"
-        )
+        conf = json.loads((job_dir / "vertex.json").read_text())  # (its end is not known)
+        not_followed(JobStore(conf["store"]), conf["job_id"], f"cannot follow the job: {exc}")
         print(f"[watcher] {exc}", flush=True)
         return 1
     return watcher.run()

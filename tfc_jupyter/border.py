@@ -436,8 +436,9 @@ class KernelCell:
 
 def keep(home: Path, job_id: str, script: str, source_map: str) -> None:
     """Keep the kernel's own copy of what it launched, outside the job folder, owner-only."""
+    (home / KEPT).mkdir(mode=0o700, exist_ok=True)  # owner-only, as the rest of the home
     folder = home / KEPT / job_id
-    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    folder.mkdir(mode=0o700, exist_ok=True)
     write_private(folder / KEPT_CELL, json.dumps({"script": script, "map": source_map}))
 
 

@@ -297,13 +297,11 @@ def _main(argv: Sequence[str] | None) -> int:
             if args.follow:
                 client.job(args.job).follow(verbose=args.verbose)
             else:
-                from .backends.watched import log_note
-
                 safe = logs.colours_only if draws_colour(sys.stdout) else logs.printable
                 job = client.job(args.job)
                 for line in job.log_lines():  # streamed: a log of any size
                     print(safe(line))
-                note = log_note(job.store.get(job.id))  # a log not kept up to date says so
+                note = job.log_note()  # a log not kept up to date says so
                 if note:
                     print(f"tfc-jupyter: {logs.printable(note)}", file=sys.stderr)
         elif args.command == "cancel":

@@ -243,6 +243,13 @@ class Job:
             if replica in (None, r):
                 yield f"[{r}] {line}"
 
+    def log_note(self) -> str | None:
+        """Why the job's log files may not hold its latest lines (no watcher follows it, its
+        logs cannot be read now, or were not read to the end), or None."""
+        from .backends import watched  # the backends' common part
+
+        return watched.log_note(self.store.get(self.id))
+
     def results(self) -> Results:
         """What the job reported so far: Keras epochs, saved models, TensorBoard folders."""
         return results_of(self.store.get(self.id))

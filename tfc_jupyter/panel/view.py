@@ -19,6 +19,7 @@ import ipywidgets as w
 from ..job import catalog
 from ..job.spec import MAX_WORKERS
 from ..jobs import Job
+from ..logs import in_order
 from ..planner.fields import FormField, choices, form_fields
 from ..plot import svg
 from ..records import JobState, JobStore
@@ -396,7 +397,7 @@ class LaunchPanel:
                 self._listed_end = rec.id
                 self.refresh_jobs()  # the list shows how it ended
             self.plot.value = _plot_html(watch)
-            names = ["all", *watch.lines]
+            names = ["all", *in_order(list(watch.lines))]  # chief first, whoever wrote first
             if list(self.replicas.options) != names:
                 current = self.replicas.value
                 self.replicas.options = names

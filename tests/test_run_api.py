@@ -837,7 +837,7 @@ TUNER_NOTEBOOKS = [
     "g3doc__tutorials__hp_tuning_wide_and_deep_model.ipynb",
     "src__python__tensorflow_cloud__tuner__tests__examples__ai_platform_vizier_tuner.ipynb",
 ]
-CLOUD_CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus" / "cloud"
+CLOUD_CORPUS = Path(__file__).resolve().parent / "corpus" / "cloud"  # sources: its README
 
 
 @pytest.mark.parametrize("name", TUNER_NOTEBOOKS)
@@ -847,8 +847,7 @@ def test_tfc_tuner_notebooks_plan_with_the_import_changed(
     """TensorFlow Cloud's tuner tutorials and example, `tensorflow_cloud` swapped for
     `tfc_jupyter` and nothing else: each plans, and what the plan runs finds CloudTuner."""
     source = CLOUD_CORPUS / name
-    if not source.exists():
-        pytest.skip("the shared corpus is not beside this clone")
+    assert source.is_file(), f"{source} is missing from tests/corpus"
     text = source.read_text().replace("import tensorflow_cloud as tfc", "import tfc_jupyter as tfc")
     nb = tmp_path / name
     nb.write_text(text.replace("from tensorflow_cloud import", "from tfc_jupyter import"))

@@ -147,3 +147,13 @@ def stored_job(
         )
     )
     return job_dir
+
+
+def wait_for(what: str, check: Any, timeout: float = 60.0) -> Any:
+    """Poll ``check`` until it is truthy (bounded: past ``timeout`` the test fails naming
+    ``what``); its value."""
+    deadline = time.monotonic() + timeout
+    while not (value := check()):
+        assert time.monotonic() < deadline, f"no {what} after {timeout} s"
+        time.sleep(0.05)
+    return value

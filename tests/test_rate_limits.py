@@ -30,7 +30,7 @@ from google_errors import (
 )
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from jobutil import JOB_DEADLINE_S, plan_for, write_notebook
+from jobutil import JOB_DEADLINE_S, plan_for, wait_for, write_notebook
 from test_vertex_backend import image_folder
 from vertex_server import Fault, VertexServer, project_number
 
@@ -107,14 +107,6 @@ def vertex_job(server: VertexServer, home: Path, folder: Path, body: str) -> Job
 def log(record: JobRecord, replica: str) -> str:
     path = Path(record.log_dir) / f"{replica}.log"
     return path.read_text() if path.exists() else ""
-
-
-def wait_for(what: str, check: Any, timeout: float = 60.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while not (value := check()):
-        assert time.monotonic() < deadline, f"no {what} after {timeout} s"
-        time.sleep(0.05)
-    return value
 
 
 # ------------------------------------------------------------------------------- bodies

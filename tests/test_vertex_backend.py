@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 from google.cloud.aiplatform_v1.types import CustomJob
-from jobutil import JOB_DEADLINE_S, plan_for, wait_state, write_notebook
+from jobutil import JOB_DEADLINE_S, plan_for, wait_for, wait_state, write_notebook
 from vertex_server import Fault, VertexServer, unsigned
 from webhook import Receiver
 
@@ -610,15 +610,6 @@ def release(gates: Path, upto: int) -> None:
         (gates / f"e{epoch}").touch()
 
 
-def until(what: str, check: Any, timeout: float = 60.0) -> Any:
-    """Poll ``check`` until it is truthy (bounded); its value."""
-    deadline = time.monotonic() + timeout
-    while not (value := check()):
-        assert time.monotonic() < deadline, f"no {what} after {timeout} s"
-        time.sleep(0.05)
-    return value
-
-
 def every_epoch(job: Job) -> list[int]:
     return [m["epoch"] for m in job.metrics]
 
@@ -633,7 +624,7 @@ def restarted(job: Job, starts: int) -> JobRecord:
             return record
         return record if record.handle.get(NOT_FOLLOWED) else None
 
-    return until(f"watcher start {starts + 1}", next_start)
+    return wait_for(f"watcher start {starts + 1}", next_start)
 
 
 @pytest.mark.slow
@@ -647,8 +638,8 @@ def test_a_watcher_killed_again_and_again_over_a_long_job_never_fails_it(
     gates, job = gated_job(vertex_server, home, tmp_path)
     for kill in range(1, 6):
         release(gates, 2 * kill)
-        until("metrics", lambda k=kill: len(every_epoch(job)) == 2 * k)
-        until("a settled watcher", lambda: job.record().handle.get(QUICK_STARTS, 0) == 0)
+        wait_for("metrics", lambda k=kill: len(every_epoch(job)) == 2 * k)
+        wait_for("a settled watcher", lambda: job.record().handle.get(QUICK_STARTS, 0) == 0)
         record = restarted(job, kill)
         assert record.state is JobState.RUNNING and record.error is None, record.error
     release(gates, EPOCHS)
@@ -676,11 +667,11 @@ def test_a_watcher_that_keeps_stopping_leaves_the_job_not_followed_never_ended(
 
     gates, job = gated_job(vertex_server, home, tmp_path)
     release(gates, 3)
-    until("metrics", lambda: len(every_epoch(job)) == 3)
+    wait_for("metrics", lambda: len(every_epoch(job)) == 3)
     for starts in range(1, 4):  # each watcher killed as soon as it started
         restarted(job, starts)
     stop_watcher(job.record())
-    record = until("not followed", lambda: (r := job.record()).handle.get(NOT_FOLLOWED) and r)
+    record = wait_for("not followed", lambda: (r := job.record()).handle.get(NOT_FOLLOWED) and r)
     assert record.state is JobState.RUNNING
     assert record.error is not None and record.error.startswith("not followed (status unknown)")
     assert f"`tfc-jupyter logs {job.id} --follow`" in record.error
@@ -693,7 +684,7 @@ def test_a_watcher_that_keeps_stopping_leaves_the_job_not_followed_never_ended(
     assert f"tfc-jupyter logs {job.id} --follow" in err
     release(gates, EPOCHS)
     vertex_id = record.handle["vertex_job_id"]
-    until("the end", lambda: vertex_server.job(vertex_id).state() == "JOB_STATE_SUCCEEDED")
+    wait_for("the end", lambda: vertex_server.job(vertex_id).state() == "JOB_STATE_SUCCEEDED")
     if then == "followed again":
         record = job.follow(out=io.StringIO(), timeout=JOB_DEADLINE_S)
         assert record.state is JobState.SUCCEEDED, record.error
@@ -720,12 +711,12 @@ def test_a_refused_log_read_window_ends_with_every_metric(
 
     gates, job = gated_job(vertex_server, home, tmp_path)
     release(gates, 2)
-    until("metrics", lambda: len(every_epoch(job)) == 2)
+    wait_for("metrics", lambda: len(every_epoch(job)) == 2)
     denied = permission_denied("logging.logEntries.list", "projects/test-project")
     vertex_server.inject(*[Fault.of(denied, r"entries:list$") for _ in range(1000)])
     try:
         release(gates, 6)
-        note = until("a note", lambda: job.record().handle.get(LOG_NOTE), 30)
+        note = wait_for("a note", lambda: job.record().handle.get(LOG_NOTE), 30)
         assert note.startswith("logs not read since ") and "logging.logEntries.list" in note
         assert main(["logs", job.id]) == 0
         err = capsys.readouterr().err
@@ -734,7 +725,7 @@ def test_a_refused_log_read_window_ends_with_every_metric(
         assert job.record().state is JobState.RUNNING
     finally:
         vertex_server.faults.clear()
-    until("the logs read again", lambda: LOG_NOTE not in job.record().handle, 60)
+    wait_for("the logs read again", lambda: LOG_NOTE not in job.record().handle, 60)
     release(gates, EPOCHS)
     record = finish(job)
     assert record.state is JobState.SUCCEEDED, record.error

@@ -50,7 +50,7 @@ from ... import notify
 from ...errors import BackendError, TfcError
 from ...files import open_private, write_private
 from ...gcloud import call, checked
-from ...records import JobState, JobStore
+from ...records import JobRecord, JobState, JobStore
 from ...registry import TRIALS_FILE
 from .. import watch_lock
 from ..watched import (
@@ -242,20 +242,26 @@ class Watcher:
         again = time.strftime("%H:%M:%S", time.localtime(state.next_read))
         note = f"logs not read since {since}: {why}; read again from {again} on"[:1000]
         self.log_error = note
-        self.store.update(self.job_id, mutate=lambda r: {"handle": {**r.handle, LOG_NOTE: note}})
+        self._handle_note(LOG_NOTE, note)
         if not said_before:
             self._append("vertex", [f"[tfc_jupyter] cannot read the job's logs: {why}"])
         print(f"[watcher] {note}", flush=True)
+
+    def _handle_note(self, key: str, note: str | None) -> None:
+        """Set the record's handle ``key`` to ``note`` (None: take it away), in one write."""
+
+        def change(record: JobRecord) -> dict[str, Any]:
+            handle = {k: v for k, v in record.handle.items() if k != key}
+            return {"handle": handle if note is None else {**handle, key: note}}
+
+        self.store.update(self.job_id, mutate=change)
 
     def logs_read_again(self) -> None:
         """A read answered after the logs were said not read: the note goes."""
         if self.log_error is None:
             return
         self.log_error = None
-        self.store.update(
-            self.job_id,
-            mutate=lambda r: {"handle": {k: v for k, v in r.handle.items() if k != LOG_NOTE}},
-        )
+        self._handle_note(LOG_NOTE, None)
         self._append("vertex", ["[tfc_jupyter] the job's logs are read again"])
         print("[watcher] log reads answered again", flush=True)
 
@@ -363,9 +369,7 @@ class Watcher:
         said = f"{note}: {error}"[:600]
         before = self.store.get(self.job_id).handle.get("watch_note")
         if said != before:  # the record is written when what it says changes
-            self.store.update(
-                self.job_id, mutate=lambda r: {"handle": {**r.handle, "watch_note": said}}
-            )
+            self._handle_note("watch_note", said)
         if before is None:
             self._append("vertex", [f"[tfc_jupyter] {said}"])
         print(f"[watcher] {said}", flush=True)
@@ -375,10 +379,7 @@ class Watcher:
         if self.refused_since is None:
             return
         self.refused_since = None
-        self.store.update(
-            self.job_id,
-            mutate=lambda r: {"handle": {k: v for k, v in r.handle.items() if k != "watch_note"}},
-        )
+        self._handle_note("watch_note", None)
         self._append("vertex", ["[tfc_jupyter] reads answered again: the job's status is known"])
 
     # -- the loop ---------------------------------------------------------------------------

@@ -20,8 +20,9 @@ import ast
 import difflib
 import re
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from ..errors import ConversionError, ConversionErrors, TfcError
 from ..notebook import syntax
@@ -79,8 +80,9 @@ def check(script: Script, selection: Selection) -> list[str]:
         tree = syntax.parse(script.text)
     except SyntaxError:  # convert() compiled it: not reached
         return []
-    starred = star_warnings(tree, script)
-    found = [u for u in undefined_names(tree) if script.locate(u.line) is not None]
+    said = flakes(tree)  # pyflakes once, read for both
+    starred = star_warnings(said, script)
+    found = [u for u in undefined_names(tree, said) if script.locate(u.line) is not None]
     if not found:  # (a generated line's names are ours, never the notebook's)
         return starred
     context = _Context(script, selection, tree)
@@ -110,18 +112,18 @@ def check(script: Script, selection: Selection) -> list[str]:
     return starred + warnings
 
 
-def star_warnings(tree: ast.Module, script: Script) -> list[str]:
+def star_warnings(said: Sequence[Any], script: Script) -> list[str]:
     """Warnings for names read that only a ``from x import *`` may bind: one a standard module
     imported with ``*`` lacks is a likely typo (``sqrtt`` next to ``from math import *``,
     with the close name); for other modules (importing them here may be slow) the names are
     listed once, as names that may not be defined."""
     import importlib
 
-    from pyflakes import checker, messages
+    from pyflakes import messages
 
     typos, unsure = [], []
     seen: set[str] = set()
-    for message in checker.Checker(tree, "script.py").messages:
+    for message in said:
         if not isinstance(message, messages.ImportStarUsage) or message.message_args[0] in seen:
             continue
         name, modules = message.message_args[0], str(message.message_args[1])
@@ -159,10 +161,9 @@ def star_warnings(tree: ast.Module, script: Script) -> list[str]:
     return typos
 
 
-def undefined_names(tree: ast.Module) -> list[Undefined]:
-    """Each name pyflakes finds undefined, once, where it is read surest (then first): names
-    that may come from a ``from x import *`` are left out, as are string annotations."""
-    from pyflakes import checker, messages
+def flakes(tree: ast.Module) -> list[Any]:
+    """pyflakes' messages on the job's script, read with Python's builtins."""
+    from pyflakes import checker
 
     class Checker(checker.Checker):
         """pyflakes with Python's builtins, not a kernel's."""
@@ -177,10 +178,19 @@ def undefined_names(tree: ast.Module) -> list[Undefined]:
             # library may have added names there (display, ip), which a job's interpreter lacks.
             self._builtins = frozenset(value) & (syntax.python_builtins() | _MODULE_GLOBALS)
 
+    return list(Checker(tree, "script.py").messages)
+
+
+def undefined_names(tree: ast.Module, said: Sequence[Any] | None = None) -> list[Undefined]:
+    """Each name pyflakes finds undefined (``said``: its messages on ``tree``, when read
+    already), once, where it is read surest (then first): names that may come from a
+    ``from x import *`` are left out, as are string annotations."""
+    from pyflakes import messages
+
     places = _Places()
     places.visit(tree)
     best: dict[str, Undefined] = {}
-    for message in Checker(tree, "script.py").messages:
+    for message in said if said is not None else flakes(tree):
         if not isinstance(message, messages.UndefinedName):
             continue
         how = places.how.get((message.lineno, message.col))

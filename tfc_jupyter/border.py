@@ -275,7 +275,9 @@ class Arrays(Mapping[str, Any]):
         if key in self._read:
             return self._read[key]
         info = self._keys[key]
-        data = b"".join(_member(self.zip, info, self.budget.left, f"{self.what} {key}"))
+        data = bytearray()  # the array's own memory: no second copy of it is made
+        for chunk in _member(self.zip, info, self.budget.left, f"{self.what} {key}"):
+            data += chunk
         self.budget.take(len(data), f"array {key}")
         self._read[key] = array = _npy(data, f"{self.what} {key}")
         return array
@@ -291,12 +293,18 @@ class Arrays(Mapping[str, Any]):
         self.zip.close()
 
 
-def _npy(data: bytes, what: str) -> Any:
-    """One ``.npy`` member: a plain array whose header fits its bytes."""
+_NPY_HEAD = 1 << 17
+"""Bytes of an ``.npy`` member its header is read from (numpy writes headers of a few
+hundred bytes, and reads none over 10,000 by default)."""
+
+
+def _npy(data: bytearray, what: str) -> Any:
+    """One ``.npy`` member: a plain array whose header fits its bytes, over ``data`` itself
+    (writable, as ``numpy.load`` gives it)."""
     import numpy as np
     from numpy.lib import format as npformat
 
-    fp = io.BytesIO(data)
+    fp = io.BytesIO(bytes(data[:_NPY_HEAD]))  # the header only
     try:
         version = npformat.read_magic(fp)
         if version == (1, 0):
@@ -313,7 +321,7 @@ def _npy(data: bytes, what: str) -> Any:
         if count * dtype.itemsize != len(data) - fp.tell():
             raise ValueError("its header does not match its size")
         array = np.frombuffer(data, dtype=dtype, count=count, offset=fp.tell())
-        return array.reshape(shape, order="F" if fortran else "C").copy()
+        return array.reshape(shape, order="F" if fortran else "C")
     except (ValueError, TypeError, OverflowError, SyntaxError) as exc:
         raise Refused(f"{what}: not a plain array ({str(exc)[:80]})") from None
 

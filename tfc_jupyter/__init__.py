@@ -11,6 +11,8 @@ and ``tfc.DockerConfig`` (see :mod:`tfc_jupyter.run_api`), and its tuner: ``tfc.
 
 from __future__ import annotations
 
+import contextlib
+import sys
 from typing import Any
 
 __version__ = "0.1.0"
@@ -52,8 +54,30 @@ def load_ipython_extension(ipython: Any) -> None:
 
     ipython.register_magics(TfcMagics)
     executed.watch(ipython)  # each cell's code as run, by cell id: the job runs what ran
+    ipython.events.register("post_run_cell", _warm_once_tensorflow_is_imported)
     if names_back_on_wait not in JOB_ENDED:  # job.wait() sets a run cell's names here
         JOB_ENDED.append(names_back_on_wait)
+
+
+_warm_started = False
+
+
+def _warm_once_tensorflow_is_imported(*_: Any) -> None:
+    """After a cell: once the notebook has imported TensorFlow, start the warm runtime of its
+    local jobs (``tfc_jupyter.backends.local.warm``), so that the first of them starts warm."""
+    global _warm_started
+    if _warm_started or "tensorflow" not in sys.modules:
+        return
+    _warm_started = True
+    try:
+        from pathlib import Path
+
+        from .backends.local.backend import keep_warm
+        from .jobs import store_for
+
+        keep_warm(Path(store_for().path).parent)
+    except Exception:  # (a job then starts it, or starts cold: never a cell's error)
+        pass
 
 
 def unload_ipython_extension(ipython: Any) -> None:
@@ -63,6 +87,8 @@ def unload_ipython_extension(ipython: Any) -> None:
     from .notebook import executed
 
     executed.unwatch(ipython)
+    with contextlib.suppress(ValueError):
+        ipython.events.unregister("post_run_cell", _warm_once_tensorflow_is_imported)
     if names_back_on_wait in JOB_ENDED:
         JOB_ENDED.remove(names_back_on_wait)
 

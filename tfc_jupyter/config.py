@@ -33,6 +33,7 @@ class Setting:
     help: str
     number: bool = False
     allow_none: bool = False
+    zero_is_off: bool = False  # 0 turns the feature off (else a number must be positive)
 
 
 def _text(default: str | None, help: str) -> Setting:
@@ -137,6 +138,13 @@ SETTINGS: dict[str, Setting] = {
         "in all for the names set in the kernel, and in all for the files it wrote next to the "
         "notebook (what is over it stays in the job folder, and a line says so).",
     ),
+    "warm_idle": Setting(
+        1800.0,
+        "Seconds the warm runtime (TensorFlow imported ahead, for local jobs that import it) "
+        "waits for a job before it ends; 0 turns it off (every job imports TensorFlow itself).",
+        number=True,
+        zero_is_off=True,
+    ),
     "return_max_files": _number(
         1000,
         "Most files a %%tfc_run cell's job puts next to the notebook when it ends (the rest "
@@ -216,6 +224,7 @@ KEYS = (
     "cell_lines",
     "return_limit_mb",
     "return_max_files",
+    "warm_idle",
 )
 """Every setting, in the order ``%tfc_config`` shows them (each a ``TfcConfig`` trait)."""
 # Environment variables, most specific first (every other key: TFC_<KEY>).
@@ -368,9 +377,10 @@ def _typed(key: str, value: Any, source: str) -> Any:
         number = float(value)
     except (TypeError, ValueError):
         number = -1.0
-    if number <= 0:
+    if number < 0 or (number == 0 and not setting.zero_is_off):
+        kind = "a number, 0 or more" if setting.zero_is_off else "a positive number"
         raise SpecError(
-            f"setting {key} = {value!r} (from {source}) is not a positive number",
+            f"setting {key} = {value!r} (from {source}) is not {kind}",
             f"set it to a number such as {setting.default:g}, or unset it",
             field=key,
         )

@@ -60,6 +60,23 @@ def will_be_multi_worker(strategy_name: str, environ: Mapping[str, str] = os.env
     return key == "auto" and _trains_multi_worker(cluster_info(environ))
 
 
+def legacy_keras_installed() -> bool:
+    """Whether tf-keras can be imported here (what a multi-worker job's tf.keras becomes)."""
+    return importlib.util.find_spec("tf_keras") is not None
+
+
+def keras_env(
+    strategy_name: str, environ: Mapping[str, str], *, legacy: bool = False
+) -> dict[str, str]:
+    """The variables :func:`prepare_keras` adds to ``environ`` before TensorFlow is imported
+    (none, or ``TF_USE_LEGACY_KERAS=1``), without saying anything: what a warm runtime that
+    imported TensorFlow ahead of the job must have had in its environment."""
+    multi = legacy or will_be_multi_worker(strategy_name, environ)
+    if multi and "TF_USE_LEGACY_KERAS" not in environ and legacy_keras_installed():
+        return {"TF_USE_LEGACY_KERAS": "1"}
+    return {}
+
+
 def prepare_keras(
     strategy_name: str, environ: MutableMapping[str, str] = os.environ, *, legacy: bool = False
 ) -> None:
@@ -73,7 +90,7 @@ def prepare_keras(
     multi = legacy or will_be_multi_worker(strategy_name, environ)
     if not multi or "TF_USE_LEGACY_KERAS" in environ:
         return
-    if importlib.util.find_spec("tf_keras") is not None:
+    if legacy_keras_installed():
         environ["TF_USE_LEGACY_KERAS"] = "1"
         _say("multi-worker job: TF_USE_LEGACY_KERAS=1, tf.keras is tf-keras (Keras 3 fit fails)")
     else:

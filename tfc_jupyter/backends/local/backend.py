@@ -45,6 +45,7 @@ from ..watched import (
     started_at,
     write_launch,
 )
+from . import warm
 
 if TYPE_CHECKING:
     from ...planner.plan import Plan
@@ -169,6 +170,40 @@ def check_requirements(lines: list[str]) -> list[str]:
     return unsatisfied(lines)[0]
 
 
+def inherited_env() -> dict[str, str]:
+    """This process's environment as the replicas inherit it (the kernel's own variables out)."""
+    return {k: v for k, v in os.environ.items() if not k.startswith(_DROP_ENV)}
+
+
+def common_env(
+    inherited: dict[str, str], spec: JobSpec, job_id: str, job_dir: Path
+) -> dict[str, str]:
+    """The variables every replica of the job gets on top of ``inherited``."""
+    common: dict[str, str] = {
+        "TF_CPP_MIN_LOG_LEVEL": inherited.get("TF_CPP_MIN_LOG_LEVEL", "1"),
+        **job_env(spec, job_id, str(job_dir)),
+    }
+    if inherited.get("MPLBACKEND", "").startswith("module://"):
+        common["MPLBACKEND"] = "Agg"
+    common.update(
+        {
+            "PYTHONPATH": inherited.get("PYTHONPATH", ""),  # the kernel's, for the replicas
+            "TFC_REMOTE": "1",
+            "TMPDIR": str(job_dir / "tmp"),  # task_save_path folders private to this job
+        }
+    )
+    return common
+
+
+def keep_warm(home: Path) -> None:
+    """Start the warm runtime of this process's local jobs that import TensorFlow ahead of the
+    first (:mod:`.warm`): the kernel calls it once its notebook has imported TensorFlow."""
+    inherited = inherited_env()
+    common = common_env(inherited, JobSpec(), "job", home)
+    args = runtime_args(JobSpec(), "script.py", "script.map.json")
+    warm.prepare(warm.wanted_env(inherited, common, {}, args), home)
+
+
 class LocalBackend(WatchedBackend):
     """Runs jobs as processes of this machine's Python (see the module docstring)."""
 
@@ -238,20 +273,8 @@ class LocalBackend(WatchedBackend):
         gpus = gpu_split(n_gpus, len(replicas), spec.chief.gpu_count)
         # launch.json holds only the job's own variables: the kernel's environment (tokens,
         # cloud keys) reaches the replicas through the supervisor's process, never the disk.
-        inherited = {k: v for k, v in os.environ.items() if not k.startswith(_DROP_ENV)}
-        common: dict[str, str] = {
-            "TF_CPP_MIN_LOG_LEVEL": inherited.get("TF_CPP_MIN_LOG_LEVEL", "1"),
-            **job_env(spec, record.id, str(job_dir)),
-        }
-        if inherited.get("MPLBACKEND", "").startswith("module://"):
-            common["MPLBACKEND"] = "Agg"
-        common.update(
-            {
-                "PYTHONPATH": inherited.get("PYTHONPATH", ""),  # the kernel's, for the replicas
-                "TFC_REMOTE": "1",
-                "TMPDIR": str(job_dir / "tmp"),  # task_save_path folders private to this job
-            }
-        )
+        inherited = inherited_env()
+        common = common_env(inherited, spec, record.id, job_dir)
         (job_dir / "tmp").mkdir(mode=0o700, exist_ok=True)
         args = runtime_args(spec, str(job_dir / "script.py"), str(job_dir / "script.map.json"))
         launch = LocalLaunch(
@@ -275,13 +298,22 @@ class LocalBackend(WatchedBackend):
         )
         write_launch(job_dir, launch)
         open_private(job_dir / "logs" / WATCHER_LOG).close()  # a full disk says so here
+        supervisor_env = {
+            **inherited,
+            **common,
+            "PYTHONPATH": package_pythonpath(str(RUNTIME_PARENT)),
+        }
         pid = spare.claim(job_dir)  # a supervisor started ahead (tfc-jupyter run), else now
+        wanted = None
+        if pid is None and warm.uses_tensorflow(plan.script.imports):
+            # forked from the warm runtime: the one ready, else one started now, whose import
+            # this job waits for (as long as its own would take), and the next job does not
+            wanted = warm.wanted_env(inherited, common, launch.replicas[0].env, args)
+            warm.prepare(wanted, Path(self.store.path).parent)
+            pid = warm.claim(job_dir, supervisor_env, wanted)
         if pid is None:
             pid = start_watcher(
-                "tfc_jupyter.backends.local.supervisor",
-                job_dir,
-                {**inherited, **common, "PYTHONPATH": package_pythonpath(str(RUNTIME_PARENT))},
-                what="supervisor",
+                "tfc_jupyter.backends.local.supervisor", job_dir, supervisor_env, what="supervisor"
             )
         handle: dict[str, Any] = {
             "watcher_pid": pid,

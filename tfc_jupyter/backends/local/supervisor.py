@@ -37,13 +37,17 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from subprocess import Popen
+from typing import TYPE_CHECKING, Any
 
 from ...files import open_private
 from ...records import JobState
 from ..launch_file import RUNTIME, LocalLaunch
 from ..watch_loop import JobWatcher, ReplicaState, killed_by
 from ..watched import started_at
+
+if TYPE_CHECKING:
+    from .forked import Base, Forked
 
 GRACE_S = 3.0
 POLL_S = 0.1
@@ -53,7 +57,7 @@ POLL_S = 0.1
 class Replica(ReplicaState):
     """One process of the job."""
 
-    proc: subprocess.Popen[bytes] | None = None
+    proc: subprocess.Popen[bytes] | Forked | None = None
 
 
 def _load_libc() -> Any:
@@ -145,7 +149,7 @@ def release_guardian(guardian: subprocess.Popen[bytes] | None) -> None:
         guardian.wait(timeout=5)
 
 
-def _kill_group(proc: subprocess.Popen[bytes], sig: int) -> None:
+def _kill_group(proc: subprocess.Popen[bytes] | Forked, sig: int) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, sig)
 
@@ -158,8 +162,9 @@ class Supervisor(JobWatcher[Replica]):
     launch_type = LocalLaunch
     launch: LocalLaunch
 
-    def __init__(self, job_dir: Path) -> None:
+    def __init__(self, job_dir: Path, base: Base | None = None) -> None:
         super().__init__(job_dir)
+        self.base = base  # forked from the warm runtime (.zygote): replicas fork from here
         self.replicas = [Replica(r.name, r.env, r.daemon) for r in self.launch.replicas]
         self.logs = job_dir / "logs"
         self.status = job_dir / "status"
@@ -174,7 +179,7 @@ class Supervisor(JobWatcher[Replica]):
             env = {**os.environ, **self.launch.env, **replica.env}
             if not env.get("PYTHONPATH"):
                 env.pop("PYTHONPATH", None)
-            replica.proc = subprocess.Popen(
+            replica.proc = self._fork(replica, env, log.fileno()) or subprocess.Popen(
                 argv,
                 cwd=self.launch.cwd,
                 env=env,
@@ -194,8 +199,28 @@ class Supervisor(JobWatcher[Replica]):
             "replicas": {r.name: r.proc.pid for r in self.replicas if r.proc},
             "replicas_started": {r.name: started_at(r.proc.pid) for r in self.replicas if r.proc},
             "restarts": self.restarts,
+            "warm": [r.name for r in self.replicas if r.proc and not isinstance(r.proc, Popen)],
+            "warm_runtime": os.getppid() if self.base is not None else None,
         }
         self.store.transition(self.job_id, JobState.RUNNING, handle=handle)
+
+    def _fork(self, replica: Replica, env: dict[str, str], log_fd: int) -> Forked | None:
+        """The replica forked from this warm supervisor (:mod:`.forked`), or None: it is not
+        warm, or the replica's environment differs from the warm runtime's where TensorFlow's
+        import reads it (said in the supervisor's log; the replica starts cold)."""
+        if self.base is None:
+            return None
+        from . import forked
+
+        python = self.launch.python or sys.executable
+        args = self.launch.runtime_args
+        per_job = {*self.launch.env, *replica.env}
+        differ = self.base.mismatch(env, args, per_job)
+        if python != self.base.executable or differ:
+            why = ", ".join(differ[:5]) or f"the interpreter {python}"
+            print(f"[tfc_jupyter] {replica.name} starts cold: {why} differ from the warm runtime's")
+            return None
+        return forked.start(self.base, args, self.launch.cwd, env, log_fd)
 
     def _stop_all(self) -> None:
         live = [r.proc for r in self.replicas if r.proc and r.proc.poll() is None]

@@ -16,7 +16,7 @@ log="$(mktemp -t tfc-bench-XXXXXX.log)"
 trap 'rm -f "$log"' EXIT
 date -u +"%Y-%m-%d %H:%M UTC on $(nproc) cores, $(uname -m); load average: $(cut -d' ' -f1-3 /proc/loadavg)"
 results=()
-for bench in bench_launch bench_load bench_convert bench_local_job bench_logs bench_package bench_images; do
+for bench in bench_launch bench_load bench_convert bench_local_job bench_warm bench_logs bench_package bench_images; do
   echo
   echo "== benchmarks/$bench.py"
   if [ "$bench" = bench_images ] && [ -z "${TFC_TEST_REGISTRY:-}" ]; then

@@ -64,7 +64,7 @@ _warm_started = False
 
 def _warm_once_tensorflow_is_imported(*_: Any) -> None:
     """After a cell: once the notebook has imported TensorFlow, start the warm runtime of its
-    local jobs (``tfc_jupyter.backends.local.warm``), so that the first of them starts warm."""
+    local jobs (``registry.start_resident``), so that the first of them starts warm."""
     global _warm_started
     if _warm_started or "tensorflow" not in sys.modules:
         return
@@ -72,10 +72,10 @@ def _warm_once_tensorflow_is_imported(*_: Any) -> None:
     try:
         from pathlib import Path
 
-        from .backends.local.backend import keep_warm
         from .jobs import store_for
+        from .registry import start_resident
 
-        keep_warm(Path(store_for().path).parent)
+        start_resident(Path(store_for().path).parent)
     except Exception:  # (a job then starts it, or starts cold: never a cell's error)
         pass
 

@@ -293,6 +293,12 @@ def _main(argv: Sequence[str] | None) -> int:
                 print(json.dumps(json_safe([job_dict(r) for r in records]), indent=2, default=str))
             else:
                 print(jobs_table(records) if records else "No jobs yet.")
+                from pathlib import Path
+
+                from . import registry
+
+                for line in registry.resident(Path(client.store.path).parent):
+                    print(line)
         elif args.command == "logs":
             if args.follow:
                 client.job(args.job).follow(verbose=args.verbose)

@@ -362,14 +362,18 @@ class TfcMagics(Magics):
     @line_magic
     def tfc_jobs(self, line: str) -> None:
         """List recent jobs (any backend): id, state, elapsed time, error."""
+        from . import registry
         from .jobs import jobs_table
 
         try:
             limit = int(line.strip() or 20)
         except ValueError:
             raise UsageError("%tfc_jobs takes an optional count, e.g. %tfc_jobs 50") from None
-        records = self._client().list(limit)
+        client = self._client()
+        records = client.list(limit)
         print(jobs_table(records) if records else "No jobs yet: run a cell with %%tfc_run.")
+        for said in registry.resident(Path(client.store.path).parent):
+            print(said)
 
     @line_magic
     def tfc_logs(self, line: str) -> None:

@@ -14,6 +14,7 @@ changes. Loading a backend imports its module only then.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import json
 from dataclasses import dataclass
@@ -31,6 +32,15 @@ BUILTIN: dict[str, str] = {
     "vertex": "tfc_jupyter.backends.vertex.backend:VertexBackend",
 }
 """Backend name -> ``module:class`` of the ones that ship with the product."""
+
+RESIDENT: dict[str, tuple[str, str]] = {
+    "local": (
+        "tfc_jupyter.backends.local.warm:describe",
+        "tfc_jupyter.backends.local.backend:keep_warm",
+    )
+}
+"""Backend name -> ``module:function(home)`` that says what it keeps running between jobs (a
+warm runtime), and the one that starts it ahead of the first job."""
 
 DEFAULT = "local"
 """The backend a job uses when nothing chooses one: processes on this machine."""
@@ -226,6 +236,24 @@ def traits(name: str) -> Traits:
     if where is None:
         return _UNKNOWN
     return _load(where).traits
+
+
+def resident(home: Any) -> list[str]:
+    """One line for each thing the built-in backends keep running on this machine between
+    jobs (the local backend's warm runtime), for ``%tfc_jobs`` and ``tfc-jupyter jobs``."""
+    lines = []
+    for where, _ in RESIDENT.values():
+        with contextlib.suppress(Exception):  # never a reason for a job list to fail
+            lines.extend(_load(where)(home))
+    return lines
+
+
+def start_resident(home: Any) -> None:
+    """Start what the built-in backends keep running between jobs (the warm runtime), ahead of
+    the first job: a kernel whose notebook has imported TensorFlow calls it."""
+    for _, where in RESIDENT.values():
+        with contextlib.suppress(Exception):  # a job starts it later, or starts cold
+            _load(where)(home)
 
 
 def offering(trait: str) -> list[str]:

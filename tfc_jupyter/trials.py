@@ -22,7 +22,6 @@ import hashlib
 import json
 import math
 import os
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -31,6 +30,8 @@ from tfc_runtime.params import Value, argument
 
 from . import registry
 from .errors import JobConflict, SpecError, TfcError
+from .jobs import watcher_pids
+from .pidfds import nap
 from .records import JobState
 from .results import Results, metric_number
 from .trial_table import Sweep, Trial, sweep_svg, trial_line, trial_lines
@@ -286,7 +287,16 @@ class _Driver:
                 self._changed()
             if not self.running:
                 return
-            time.sleep(self.poll_s)
+            nap(self.poll_s, self._watchers())  # wakes as soon as a trial's watcher exits
+
+    def _watchers(self) -> list[int]:
+        """The pids of the processes that record the running trials' ends (their exit wakes
+        the driver at once: the next trial starts without waiting for a poll)."""
+        pids: list[int] = []
+        for _, job, _ in self.running.values():
+            with contextlib.suppress(TfcError):
+                pids.extend(watcher_pids(job.record()))
+        return pids
 
     def _tell(self, number: int, value: float | None = None, **state: Any) -> None:
         """Tell Optuna how a trial ended. Its grid sampler then stops the study when the grid

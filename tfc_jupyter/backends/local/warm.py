@@ -281,3 +281,14 @@ def live(home: Path) -> list[dict[str, Any]]:
             continue
         out.append({**info, "memory": _memory(pid)})
     return out
+
+
+def describe(home: Path) -> list[str]:
+    """A line per warm runtime running for the job store in ``home``: its pid, memory and
+    idle time, and how to turn it off."""
+    return [
+        f"Warm runtime (TensorFlow imported for local jobs): pid {z['pid']}, "
+        f"{z['memory'] / 2**20:.0f} MB; ends with its owner (pid {z.get('owner')}) or after "
+        f"{float(z.get('idle_s') or 0):g} s idle; warm_idle=0 turns it off"
+        for z in live(Path(home))
+    ]

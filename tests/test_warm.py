@@ -1,0 +1,288 @@
+"""The warm runtime: a local job that imports TensorFlow forks from a process that imported it
+once, and sees what a cold start would have shown it."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+from jobutil import run_job, wait_for, write_notebook
+
+from tfc_jupyter.backends.local import warm
+from tfc_jupyter.backends.local.forked import Base, import_env
+from tfc_jupyter.records import JobState
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# What the job saw: printed as one line its test reads back from the chief's log.
+SEEN = textwrap.dedent("""\
+    import sys
+    _at_start = sorted(sys.modules)
+    import json, os
+    import numpy as np
+    import tensorflow as tf
+    _unseeded = float(np.random.random())
+    tf.keras.utils.set_random_seed(0)
+    x = np.random.normal(size=(256, 3)).astype("float32")
+    y = x.sum(axis=1, keepdims=True)
+    model = tf.keras.Sequential([tf.keras.Input((3,)), tf.keras.layers.Dense(1)])
+    model.compile("sgd", "mse")
+    loss = model.fit(x, y, epochs=3, verbose=0).history["loss"][-1]
+    print("SEEN " + json.dumps({
+        "env": dict(os.environ), "argv": sys.argv, "cwd": os.getcwd(), "path": sys.path,
+        "at_start": _at_start, "after_import": sorted(sys.modules), "loss": loss,
+        "unseeded": _unseeded, "pid": os.getpid(), "ppid": os.getppid(),
+        "session": os.getsid(0) == os.getpid(),
+    }))
+""")
+RUN = "%%tfc_run\nprint('done')"
+PER_JOB = ("TFC_JOB_", "CLOUD_ML_JOB_ID", "TMPDIR", "AIP_", "TF_CONFIG", "CLUSTER_SPEC")
+
+
+def _seen(record: Any) -> dict[str, Any]:
+    log = (Path(record.job_dir) / "logs" / "chief.log").read_text()
+    lines = [line for line in log.splitlines() if line.startswith("SEEN ")]
+    assert record.state is JobState.SUCCEEDED and lines, log[-2000:]
+    return json.loads(lines[-1][5:])
+
+
+def _job(notebook: Path, home: Path, monkeypatch: pytest.MonkeyPatch, idle: str) -> Any:
+    monkeypatch.setenv("TFC_WARM_IDLE", idle)
+    return run_job(notebook, home)[1]
+
+
+@pytest.mark.slow
+def test_a_warm_job_sees_what_a_cold_one_sees(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    notebook = write_notebook(tmp_path / "seen.ipynb", SEEN, RUN)
+    home = tmp_path / "home"
+    cold_record = _job(notebook, home, monkeypatch, "0")
+    assert not cold_record.handle.get("warm"), cold_record.handle
+    first = _job(notebook, home, monkeypatch, "600")  # starts the warm runtime, waits for it
+    second = _job(notebook, home, monkeypatch, "600")  # forked at once
+    assert first.handle["warm"] == second.handle["warm"] == ["chief"], second.handle
+    assert first.handle["warm_runtime"] == second.handle["warm_runtime"] == warm.status()["pid"]
+    cold, hot = _seen(cold_record), _seen(second)
+
+    def shared(env: dict[str, str]) -> dict[str, str]:
+        return {k: v for k, v in env.items() if not k.startswith(PER_JOB)}
+
+    assert shared(hot["env"]) == shared(cold["env"])
+    assert set(hot["env"]) == set(cold["env"])
+    assert hot["cwd"] == cold["cwd"] == str(tmp_path)
+    assert [Path(a).name for a in hot["argv"]] == [Path(a).name for a in cold["argv"]]
+    assert hot["path"][1:] == cold["path"][1:]
+    assert f"{hot['loss']:.8f}" == f"{cold['loss']:.8f}"
+    assert hot["session"] and cold["session"]  # its own session and process group
+    assert hot["unseeded"] != _seen(first)["unseeded"]  # fresh entropy in every fork
+    # The warm process holds only what importing TensorFlow imports anyway: a module the
+    # notebook imports that TensorFlow does not (sqlite3: the supervisor's) is imported fresh.
+    assert set(hot["at_start"]) <= set(cold["after_import"])
+    assert "sqlite3" not in hot["at_start"]
+    assert not [m for m in hot["at_start"] if m.startswith("tfc_jupyter")]
+
+
+@pytest.mark.slow
+def test_a_package_installed_between_two_jobs_starts_the_second_cold(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    site = tmp_path / "site"
+    site.mkdir()
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")]))
+    monkeypatch.syspath_prepend(str(site))
+    use = textwrap.dedent("""\
+        import tensorflow as tf
+        try:
+            import tfc_fresh_package
+            print("FRESH", tfc_fresh_package.VALUE)
+        except ImportError:
+            print("FRESH missing")
+    """)
+    notebook = write_notebook(tmp_path / "pip.ipynb", use, RUN)
+    home = tmp_path / "home"
+    before = _job(notebook, home, monkeypatch, "600")
+    assert "FRESH missing" in (Path(before.job_dir) / "logs" / "chief.log").read_text()
+    old = before.handle["warm_runtime"]
+    package = tmp_path / "pkg"
+    (package / "tfc_fresh_package").mkdir(parents=True)
+    (package / "tfc_fresh_package" / "__init__.py").write_text("VALUE = 42\n")
+    (package / "pyproject.toml").write_text(
+        '[project]\nname = "tfc-fresh-package"\nversion = "1.0"\n'
+        '[build-system]\nrequires = ["setuptools"]\nbuild-backend = "setuptools.build_meta"\n'
+    )
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-index",
+         "--no-build-isolation", "--target", str(site), str(package)],
+        check=True, timeout=120, capture_output=True,
+    )  # fmt: skip
+    after = _job(notebook, home, monkeypatch, "600")
+    assert "FRESH 42" in (Path(after.job_dir) / "logs" / "chief.log").read_text()
+    assert after.handle["warm_runtime"] != old  # a new warm runtime, whose import saw it
+    wait_for("the old warm runtime's end", lambda: _zombie(old), 15)
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return True
+
+
+OWNER = textwrap.dedent("""\
+    import sys, time
+    from pathlib import Path
+    from tfc_jupyter.backends.local import warm
+    from tfc_jupyter.backends.local.backend import keep_warm
+    keep_warm(Path(sys.argv[1]))
+    zygote = warm._zygote
+    assert zygote is not None and zygote.wait_ready(time.monotonic() + 120), "not ready"
+    print(zygote.proc.pid, flush=True)
+    time.sleep(float(sys.argv[2]))
+""")
+
+
+def _owner(home: Path, stay_s: float, idle: str) -> tuple[subprocess.Popen[str], int]:
+    env = {**os.environ, "TFC_WARM_IDLE": idle, "TFC_JUPYTER_HOME": str(home)}
+    proc = subprocess.Popen(
+        [sys.executable, "-c", OWNER, str(home), str(stay_s)],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env,
+        cwd=ROOT,
+    )
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    assert line.strip().isdigit(), line
+    return proc, int(line)
+
+
+@pytest.mark.slow
+def test_the_warm_runtime_ends_with_its_owner_and_after_its_idle_time(tmp_path: Path) -> None:
+    owner, zygote = _owner(tmp_path, 600, "600")
+    listed = warm.live(tmp_path)
+    assert [z["pid"] for z in listed] == [zygote] and listed[0]["memory"] > 0
+    owner.kill()  # the kernel, the server or the command ends, however it ends
+    owner.wait(timeout=10)
+    wait_for("the warm runtime's end with its owner", lambda: _zombie(zygote), 15)
+    wait_for("its entry's removal", lambda: not warm.live(tmp_path), 5)
+    owner, zygote = _owner(tmp_path, 600, "2")  # idle for 2 s: it ends by itself
+    try:
+        wait_for("the warm runtime's end after its idle time", lambda: _zombie(zygote), 20)
+    finally:
+        owner.kill()
+        owner.wait(timeout=10)
+
+
+MULTI = textwrap.dedent("""\
+    import numpy as np
+    import tensorflow as tf
+    tf.keras.utils.set_random_seed(0)
+    x = np.random.RandomState(0).normal(size=(256, 3)).astype("float32")
+    y = x.sum(axis=1, keepdims=True)
+    strategy = tf.distribute.MultiWorkerMirroredStrategy()
+    with strategy.scope():
+        model = tf.keras.Sequential([tf.keras.Input((3,)), tf.keras.layers.Dense(1)])
+        model.compile("sgd", "mse")
+    data = tf.data.Dataset.from_tensor_slices((x, y)).batch(32)
+    print("LOSS %.8f" % model.fit(data, epochs=2, verbose=0).history["loss"][-1])
+""")
+
+
+@pytest.mark.slow
+def test_a_multi_worker_job_of_warm_replicas_trains_as_a_cold_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    notebook = write_notebook(tmp_path / "multi.ipynb", MULTI, "%%tfc_run --workers 1\npass")
+    home = tmp_path / "home"
+
+    def losses(record: Any) -> list[str]:
+        assert record.state is JobState.SUCCEEDED, record.error
+        logs = Path(record.job_dir) / "logs"
+        return [
+            line
+            for name in ("chief", "worker-0")
+            for line in (logs / f"{name}.log").read_text().splitlines()
+            if line.startswith("LOSS ")
+        ]
+
+    cold = _job(notebook, home, monkeypatch, "0")
+    _job(notebook, home, monkeypatch, "600")
+    hot = _job(notebook, home, monkeypatch, "600")
+    assert hot.handle["warm"] == ["chief", "worker-0"] and not cold.handle.get("warm")
+    assert losses(hot) == losses(cold) and len(losses(cold)) == 2
+
+
+def test_a_variable_read_at_start_keeps_a_replica_cold() -> None:
+    args = ["--strategy", "auto", "script.py"]
+    reference = import_env({"PATH": "/bin", "TF_CPP_MIN_LOG_LEVEL": "1"}, args)
+    base = Base(env=reference, modules=frozenset(), path=())
+    job = {"TFC_JOB_ID": "j", "TF_CONFIG": "{}", "TF_CPP_MIN_LOG_LEVEL": "1"}
+    assert base.mismatch({"PATH": "/bin", **job}, args, per_job=job) == []
+    changed = {**job, "TF_CPP_MIN_LOG_LEVEL": "3"}
+    assert base.mismatch({"PATH": "/bin", **changed}, args, changed) == ["TF_CPP_MIN_LOG_LEVEL"]
+    assert base.mismatch({"PATH": "/usr/bin", **job}, args, job) == ["PATH"]  # %env PATH=...
+
+
+def test_a_changed_environment_or_package_folder_is_another_key(tmp_path: Path) -> None:
+    env = {"PATH": "/bin"}
+    key = warm.environment_key(env)
+    assert warm.environment_key(dict(env)) == key
+    assert warm.environment_key({**env, "TFC_BACKEND": "local"}) != key
+    sys.path.append(str(tmp_path))
+    try:
+        key = warm.environment_key(env)
+        (tmp_path / "new_package").mkdir()
+        os.utime(tmp_path, (time.time() + 5, time.time() + 5))
+        assert warm.environment_key(env) != key
+    finally:
+        sys.path.remove(str(tmp_path))
+
+
+def test_jobs_that_do_not_import_tensorflow_start_cold() -> None:
+    assert warm.uses_tensorflow({"numpy", "tensorflow"})
+    assert warm.uses_tensorflow({"keras"})
+    assert not warm.uses_tensorflow({"numpy", "json"})
+
+
+@pytest.mark.slow
+def test_a_kernel_starts_it_once_its_notebook_imports_tensorflow(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import tfc_jupyter
+
+    monkeypatch.setenv("TFC_JUPYTER_HOME", str(tmp_path))
+    monkeypatch.setenv("TFC_WARM_IDLE", "600")
+    monkeypatch.setattr(tfc_jupyter, "_warm_started", False)
+    warm.discard()  # one of another test's environment: this kernel's own starts
+    shell = _shell()
+    shell.run_cell("x = 1")
+    if "tensorflow" not in sys.modules:
+        assert warm.status() is None  # no TensorFlow in the notebook: nothing kept
+    shell.run_cell("import tensorflow as tf")
+    status = warm.status()
+    assert status is not None, "no warm runtime after the cell that imported TensorFlow"
+    wait_for("the warm runtime's entry", lambda: warm.live(tmp_path), 120)
+    capsys.readouterr()
+    shell.run_line_magic("tfc_jobs", "")
+    said = capsys.readouterr().out
+    assert f"Warm runtime (TensorFlow imported for local jobs): pid {status['pid']}" in said, said
+    assert "warm_idle=0 turns it off" in said
+
+
+def _shell() -> Any:
+    from IPython.testing import globalipapp
+
+    globalipapp.start_ipython()  # None when another module started it: the same shell
+    shell = globalipapp.get_ipython()
+    assert shell is not None
+    shell.run_line_magic("load_ext", "tfc_jupyter")
+    return shell

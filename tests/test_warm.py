@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
 import time
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -44,7 +46,15 @@ SEEN = textwrap.dedent("""\
     }))
 """)
 RUN = "%%tfc_run\nprint('done')"
-PER_JOB = ("TFC_JOB_", "CLOUD_ML_JOB_ID", "TMPDIR", "AIP_", "TF_CONFIG", "CLUSTER_SPEC")
+PER_JOB = (
+    "TFC_WARM_IDLE",
+    "TFC_JOB_",
+    "CLOUD_ML_JOB_ID",
+    "TMPDIR",
+    "AIP_",
+    "TF_CONFIG",
+    "CLUSTER_SPEC",
+)
 
 
 def _seen(record: Any) -> dict[str, Any]:
@@ -112,22 +122,37 @@ def test_a_package_installed_between_two_jobs_starts_the_second_cold(
     before = _job(notebook, home, monkeypatch, "600")
     assert "FRESH missing" in (Path(before.job_dir) / "logs" / "chief.log").read_text()
     old = before.handle["warm_runtime"]
-    package = tmp_path / "pkg"
-    (package / "tfc_fresh_package").mkdir(parents=True)
-    (package / "tfc_fresh_package" / "__init__.py").write_text("VALUE = 42\n")
-    (package / "pyproject.toml").write_text(
-        '[project]\nname = "tfc-fresh-package"\nversion = "1.0"\n'
-        '[build-system]\nrequires = ["setuptools"]\nbuild-backend = "setuptools.build_meta"\n'
-    )
-    subprocess.run(
-        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-index",
-         "--no-build-isolation", "--target", str(site), str(package)],
-        check=True, timeout=120, capture_output=True,
-    )  # fmt: skip
+    _install(_wheel(tmp_path), site)  # %pip install, between the two jobs
     after = _job(notebook, home, monkeypatch, "600")
     assert "FRESH 42" in (Path(after.job_dir) / "logs" / "chief.log").read_text()
     assert after.handle["warm_runtime"] != old  # a new warm runtime, whose import saw it
     wait_for("the old warm runtime's end", lambda: _zombie(old), 15)
+
+
+def _wheel(folder: Path) -> Path:
+    """A one-module wheel: ``tfc_fresh_package`` (``VALUE = 42``)."""
+    wheel = folder / "tfc_fresh_package-1.0-py3-none-any.whl"
+    info = "tfc_fresh_package-1.0.dist-info"
+    files = {
+        "tfc_fresh_package/__init__.py": "VALUE = 42\n",
+        f"{info}/METADATA": "Metadata-Version: 2.1\nName: tfc-fresh-package\nVersion: 1.0\n",
+        f"{info}/WHEEL": "Wheel-Version: 1.0\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+    }
+    record = "".join(f"{name},,\n" for name in files) + f"{info}/RECORD,,\n"
+    with zipfile.ZipFile(wheel, "w") as zf:
+        for name, text in {**files, f"{info}/RECORD": record}.items():
+            zf.writestr(name, text)
+    return wheel
+
+
+def _install(wheel: Path, site: Path) -> None:
+    """Install ``wheel`` into ``site`` with the installer this environment has (uv or pip)."""
+    uv = shutil.which("uv")
+    if uv:
+        argv = [uv, "pip", "install", "-q", "--offline", "--no-deps", "--python", sys.executable]
+    else:
+        argv = [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-index"]
+    subprocess.run([*argv, "--target", str(site), str(wheel)], check=True, timeout=120)
 
 
 def _zombie(pid: int) -> bool:

@@ -865,8 +865,8 @@ def test_a_big_sparse_file_is_judged_by_its_size_before_it_is_read(
     """A sparse file of gigabytes (included by its folder or by name) was read whole for
     secrets, for minutes, before the context's size limit refused it: it is refused by its
     size first, naming it, and never read."""
-    from tfc_jupyter import secretscan
     from tfc_jupyter.image.context import ContextTooLarge
+    from tfc_jupyter.util import secretscan
 
     data = tmp_path / "data"
     data.mkdir()

@@ -24,16 +24,16 @@ from .backends import Backend
 from .config import Settings, current_settings
 from .errors import BackendError, JobConflict, SpecError, TfcError
 from .events import JOB_ENDED
-from .files import disk_full, is_disk_full, write_private
 from .job import catalog
 from .logs import LogTail, Merger
 from .outcome import restart_count, results_of, summary_line
-from .pidfds import nap
 from .planner.plan import Plan
 from .records import REPORT_KEY, JobRecord, JobState, JobStore, default_home, new_job_id
 from .results import ResultFeed, Results, finite_number, loss_name
 from .results import parse as parse_result
-from .tables import table
+from .util.files import disk_full, is_disk_full, write_private
+from .util.pidfds import nap
+from .util.tables import table
 
 SHOWN_BATCH = 1000
 """Lines a follower writes out at once while it reads a backlog (memory stays bounded)."""

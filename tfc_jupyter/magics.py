@@ -447,7 +447,7 @@ class TfcMagics(Magics):
 def machines_table() -> str:
     """The catalog as an aligned text table."""
     from .job.catalog import PRICES_AS_OF, PRICING_URL, catalog_rows
-    from .tables import table
+    from .util.tables import table
 
     rows = [("name", "machine type", "accelerators", "vCPU", "GB", "$/h")]
     for m in catalog_rows():

@@ -20,7 +20,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from .errors import TfcError
-from .masking import (  # noqa: F401  (check, shown, shown_all, unmasked, masked: notify's API)
+from .outcome import summary_line
+from .records import JobRecord, JobState, JobStore, JobStoreError
+from .util.masking import (  # noqa: F401  (check, shown, shown_all, unmasked, masked: notify's API)
     _apprise,
     _Hiding,
     check,
@@ -29,8 +31,6 @@ from .masking import (  # noqa: F401  (check, shown, shown_all, unmasked, masked
     shown_all,
     unmasked,
 )
-from .outcome import summary_line
-from .records import JobRecord, JobState, JobStore, JobStoreError
 
 NOTIFIED = "notified"
 """The record's ``handle`` key: ``{"at": time, "ok": bool, "said": what went wrong}``."""

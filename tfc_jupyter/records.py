@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from .errors import JobConflict, JobNotFound, TfcError
-from .files import disk_full, is_disk_full
+from .util.files import disk_full, is_disk_full
 
 __all__ = [
     "JobRecord",

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .errors import BackendError, SpecError
-from .ports import free_ports
+from .util.ports import free_ports
 
 if TYPE_CHECKING:
     from .jobs import Job

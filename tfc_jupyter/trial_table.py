@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from tfc_runtime.params import Value
 
-from . import tables
+from .util import tables
 
 if TYPE_CHECKING:
     from .client import Client, Job

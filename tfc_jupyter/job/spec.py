@@ -187,7 +187,7 @@ def _check_env(env: tuple[tuple[str, str], ...]) -> None:
     """Names a process can have, none the job sets itself, and nothing that looks secret (by
     name, or by value through the secret scanner): ``--env`` is written into the job's
     request, its records and its dry run."""
-    from ..secretscan import scan_text
+    from ..util.secretscan import scan_text
 
     if len(env) > MAX_ENV:
         raise SpecError(
@@ -458,7 +458,7 @@ def _check_labels(labels: tuple[tuple[str, str], ...]) -> None:
 def _check_args(args: tuple[str, ...]) -> None:
     """The script's arguments go into the request, records and dry run as ``--env`` does: a
     value that looks secret is refused the same way."""
-    from ..secretscan import scan_text
+    from ..util.secretscan import scan_text
 
     found = scan_text("\n".join(args)) if args else None
     if found is not None:

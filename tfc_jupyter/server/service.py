@@ -18,16 +18,17 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from .. import __version__, jobs, logs, masking
+from .. import __version__, jobs, logs
 from ..client import Client
 from ..config import Settings, load_settings
 from ..errors import SpecError, TfcError, TooLarge
-from ..files import confined
 from ..job import catalog, options
 from ..job.options import JobOptions
 from ..jobs import job_dict, sweep_refusal
 from ..notebook import capture
 from ..records import JobRecord, JobState, JobStore
+from ..util import masking
+from ..util.files import confined
 
 _REPLICA = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 LOG_CHUNK = 256 * 1024

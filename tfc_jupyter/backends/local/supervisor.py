@@ -39,8 +39,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ...files import open_private
 from ...records import JobState
+from ...util.files import open_private
 from ..launch_file import RUNTIME, LocalLaunch
 from ..watch_loop import JobWatcher, ReplicaState, killed_by
 from ..watched import started_at

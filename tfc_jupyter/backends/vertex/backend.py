@@ -29,11 +29,11 @@ from typing import TYPE_CHECKING, Any
 
 from ... import gcloud, notify
 from ...errors import BackendError, TfcError
-from ...files import write_private
 from ...gcloud import RetryCount
 from ...job.spec import JobSpec
 from ...records import CANCEL_ASKED, REPORT_KEY, JobRecord, JobState, JobStore
 from ...registry import Preview, Route, Traits
+from ...util.files import write_private
 from .. import watch_lock
 from ..watched import (
     LOG_NOTE,

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from ..errors import BackendError, MissingDependency
-from ..gcloud import registry_auth
+from ..google.gcloud import registry_auth
 from ..util.files import human_size
 from .context import Context
 from .names import CONTENT_LABEL

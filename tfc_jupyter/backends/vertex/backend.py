@@ -13,7 +13,8 @@ the same way; its watcher keeps the trials in the job folder (:mod:`tfc_jupyter.
 
 Transient API errors are retried with backoff within a bounded time; authentication, permission,
 quota, not-found and invalid-argument errors stop at once with a one-line
-:class:`~tfc_jupyter.errors.BackendError` that says what to do (see :mod:`tfc_jupyter.gcloud`).
+:class:`~tfc_jupyter.errors.BackendError` that says what to do (see
+:mod:`tfc_jupyter.google.gcloud`).
 """
 
 from __future__ import annotations
@@ -27,9 +28,10 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ... import gcloud, notify
+from ... import notify
 from ...errors import BackendError, TfcError
-from ...gcloud import RetryCount
+from ...google import gcloud
+from ...google.gcloud import RetryCount
 from ...job.spec import JobSpec
 from ...records import CANCEL_ASKED, REPORT_KEY, JobRecord, JobState, JobStore
 from ...registry import Preview, Route, Traits

@@ -48,7 +48,7 @@ from tfc_runtime.protocol import replica_name as protocol_replica_name
 
 from ... import notify
 from ...errors import BackendError, TfcError
-from ...gcloud import call, checked
+from ...google.gcloud import call, checked
 from ...records import JobRecord, JobState, JobStore
 from ...registry import TRIALS_FILE
 from ...util.files import open_private, write_private

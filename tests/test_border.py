@@ -28,8 +28,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tfc_jupyter import border
-from tfc_jupyter.records import JobRecord, JobState, JobStore, new_job_id
 from tfc_jupyter.returned import bring_back, bring_files, output
+from tfc_jupyter.store.records import JobRecord, JobState, JobStore, new_job_id
 
 ITEMS = [
     "the notebook, .git and dotfiles are never written",

@@ -25,7 +25,7 @@ from tfc_jupyter.errors import BackendError, SpecError
 from tfc_jupyter.job.catalog import tpu_machine
 from tfc_jupyter.job.spec import JobSpec
 from tfc_jupyter.jobs import Job, launch, store_for
-from tfc_jupyter.records import JobState
+from tfc_jupyter.store.records import JobState
 
 MODEL_CELL = """\
 import numpy as np

@@ -58,7 +58,7 @@ from browser import (
 from jobutil import JOB_DEADLINE_S, job_pids, wait_gone, write_notebook
 
 from tfc_jupyter.jobs import store_for
-from tfc_jupyter.records import JobState
+from tfc_jupyter.store.records import JobState
 
 pytestmark = pytest.mark.slow
 

@@ -19,7 +19,7 @@ from webhook import Receiver, closed_port_url
 
 from tfc_jupyter import cli, notify
 from tfc_jupyter.jobs import job_dict, store_for
-from tfc_jupyter.records import JobState
+from tfc_jupyter.store.records import JobState
 
 
 @pytest.fixture

@@ -230,7 +230,7 @@ def test_a_model_saved_under_gs_is_downloaded_and_loaded(
     from gcp_server import GcpServer
 
     from tfc_jupyter.jobs import Job, store_for
-    from tfc_jupyter.records import JobRecord, JobState
+    from tfc_jupyter.store.records import JobRecord, JobState
 
     server = GcpServer(buckets=("models",)).start()
     for name, value in {

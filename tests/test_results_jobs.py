@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from jobutil import run_job, write_notebook
 
-from tfc_jupyter.records import JobState
+from tfc_jupyter.store.records import JobState
 
 pytestmark = pytest.mark.slow
 
@@ -88,7 +88,7 @@ def test_a_bar_being_drawn_updates_live_in_the_cell(tmp_path: Path, tfc_env: Pat
 
     from tfc_jupyter.cell import BoundedLog
     from tfc_jupyter.jobs import launch, store_for
-    from tfc_jupyter.logs import render
+    from tfc_jupyter.store.logs import render
 
     bar = (
         "import sys, time\n"

@@ -45,9 +45,9 @@ from tfc_jupyter.errors import SpecError, TfcError
 from tfc_jupyter.image.context import SecretInFile, secret_reason
 from tfc_jupyter.job.spec import ImageSettings, JobSpec
 from tfc_jupyter.planner.plan import Plan
-from tfc_jupyter.records import JobRecord, JobState
 from tfc_jupyter.server import handlers
 from tfc_jupyter.server.service import JobService
+from tfc_jupyter.store.records import JobRecord, JobState
 
 pytest_plugins = ("pytest_jupyter.jupyter_server",)
 
@@ -1308,7 +1308,7 @@ def test_a_vertex_report_naming_a_path_outside_its_base_output_folder_is_refused
     base output folder's model is kept (and would be downloaded into the job folder)."""
     from tfc_runtime.protocol import report_line
 
-    from tfc_jupyter.records import REPORT_KEY
+    from tfc_jupyter.store.records import REPORT_KEY
 
     home = Path(os.environ["TFC_JUPYTER_HOME"])
     key = "k" * 32

@@ -121,7 +121,7 @@ class BoundedLog:
         """Take printed text (whole lines are counted). While the first lines pass through, a
         line being written does too, as it comes (a progress bar's ``\r`` updates draw live);
         in the window each line shows its latest state."""
-        from .logs import render
+        from .store.logs import render
 
         lines = (self._partial + text).split("\n")
         self._partial = lines.pop()

@@ -44,7 +44,7 @@ if TYPE_CHECKING:  # imported in main(), after `run` has started its job's super
     from .client import Client
     from .jobs import Job
     from .planner.plan import Plan
-    from .records import JobRecord
+    from .store.records import JobRecord
 
 
 def _plan(
@@ -59,7 +59,7 @@ def _plan(
 
 
 def _run(client: Client, plan: Plan) -> int:
-    from .records import JobState
+    from .store.records import JobState
 
     for warning in plan.warnings:
         print(f"! {warning}", file=sys.stderr)
@@ -263,11 +263,11 @@ def _main(argv: Sequence[str] | None) -> int:
         spare.start()
     from tfc_runtime.protocol import json_safe
 
-    from . import logs
     from .client import Client
     from .errors import TfcError
     from .job.options import split_script_args
     from .jobs import draws_colour, job_dict, jobs_table
+    from .store import logs
 
     words, script_args = split_script_args(words)
     args, extra = parser.parse_known_args(words)

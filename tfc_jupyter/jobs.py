@@ -19,18 +19,19 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, TextIO
 
-from . import backends, border, logs, notify, registry
+from . import backends, border, notify, registry
 from .backends import Backend
 from .config import Settings, current_settings
 from .errors import BackendError, JobConflict, SpecError, TfcError
 from .events import JOB_ENDED
 from .job import catalog
-from .logs import LogTail, Merger
 from .outcome import restart_count, results_of, summary_line
 from .planner.plan import Plan
-from .records import REPORT_KEY, JobRecord, JobState, JobStore, default_home, new_job_id
 from .results import ResultFeed, Results, finite_number, loss_name
 from .results import parse as parse_result
+from .store import logs
+from .store.logs import LogTail, Merger
+from .store.records import REPORT_KEY, JobRecord, JobState, JobStore, default_home, new_job_id
 from .util.files import disk_full, is_disk_full, write_private
 from .util.pidfds import nap
 from .util.tables import table

@@ -534,7 +534,7 @@ def _follow_in_cell(
     one, else the job."""
     from . import cell
     from .config import load_settings
-    from .records import JobState
+    from .store.records import JobState
 
     out: Any = sys.stdout
     plot: Any = None
@@ -590,7 +590,7 @@ def names_back_on_wait(job: Any, rec: Any) -> None:
 
     from IPython import get_ipython
 
-    from .records import JobState
+    from .store.records import JobState
 
     shell = get_ipython()
     if shell is None or threading.current_thread() is not threading.main_thread():

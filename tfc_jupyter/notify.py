@@ -21,7 +21,7 @@ from typing import Any
 
 from .errors import TfcError
 from .outcome import summary_line
-from .records import JobRecord, JobState, JobStore, JobStoreError
+from .store.records import JobRecord, JobState, JobStore, JobStoreError
 from .util.masking import (  # noqa: F401  (check, shown, shown_all, unmasked, masked: notify's API)
     _apprise,
     _Hiding,

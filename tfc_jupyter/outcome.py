@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from . import logs, registry
-from .records import JobRecord, JobState
+from . import registry
 from .results import Results, confined, job_results
+from .store import logs
+from .store.records import JobRecord, JobState
 
 
 def report_roots(record: JobRecord) -> list[str]:

@@ -26,10 +26,10 @@ from tfc_runtime.protocol import NONFINITE, RESULTS_FILE, read_report  # stdlib 
 
 from . import registry
 from .errors import SpecError
-from .logs import read_chunk, replicas
+from .store.logs import read_chunk, replicas
 
 if TYPE_CHECKING:
-    from .records import JobRecord
+    from .store.records import JobRecord
 
 MAX_EPOCHS = 100_000
 MAX_POINTS = 2_000  # epochs the jobs API and plots show at most (evenly spaced)

@@ -19,7 +19,7 @@ from .errors import JobNotFound
 from .job.spec import Decisions
 from .outcome import results_of
 from .plot import INK
-from .records import JobRecord, JobState, JobStore
+from .store.records import JobRecord, JobState, JobStore
 from .sweep.spec import DEFAULT_METRIC, SweepSpec, default_goal, parse_param
 from .trial_table import Sweep, Trial, sweep_svg
 from .trials import SWEEP_LABEL, SWEEPS, TRIAL_LABEL, curve, sweep_label

@@ -31,8 +31,8 @@ from tfc_runtime.params import Value, argument
 
 from . import registry
 from .errors import JobConflict, SpecError, TfcError
-from .records import JobState
 from .results import Results, metric_number
+from .store.records import JobState
 from .trial_table import Sweep, Trial, sweep_svg, trial_line, trial_lines
 
 if TYPE_CHECKING:

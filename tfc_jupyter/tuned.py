@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, Any
 from tfc_runtime.params import Value
 
 from .errors import TfcError
-from .records import JobState
 from .registry import TRIALS_FILE
+from .store.records import JobState
 from .sweep.spec import Param, SweepSpec, sweep_spec
 from .trial_table import Sweep, Trial
 

@@ -156,8 +156,8 @@ def test_progress_bars_never_lose_or_show_a_report(tmp_path: Path, keras: str) -
     job's results file, apart from it. Every epoch of both fits is reported with the numbers
     of Keras' own History, stdout holds none of our protocol, and each bar is shown as one line
     (its latest state)."""
-    from tfc_jupyter.logs import shown
     from tfc_jupyter.results import parse_json
+    from tfc_jupyter.store.logs import shown
 
     (tmp_path / "train.py").write_text(DEFAULT_VERBOSE)
     job = tmp_path / "job"

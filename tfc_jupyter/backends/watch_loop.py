@@ -23,7 +23,7 @@ from typing import Any, ClassVar, Generic, TypeVar
 
 from .. import notify
 from ..errors import TfcError
-from ..records import CANCEL_ASKED, JobRecord, JobState, JobStore, JobStoreError, JobStoreFull
+from ..store.records import CANCEL_ASKED, JobRecord, JobState, JobStore, JobStoreError, JobStoreFull
 from ..util.files import disk_full, is_disk_full, mount_of, write_private
 from ..util.pidfds import nap
 from .launch_file import Launch

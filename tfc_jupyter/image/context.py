@@ -174,7 +174,7 @@ _TOOL_STATE = frozenset(
 
 def _own_state(path: Path) -> bool:
     """True for tfc_jupyter's own home (job records, logs, launch files)."""
-    from ..records import default_home
+    from ..store.records import default_home
 
     try:
         return path.resolve() == Path(default_home()).resolve()

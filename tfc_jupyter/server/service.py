@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from .. import __version__, jobs, logs
+from .. import __version__, jobs
 from ..client import Client
 from ..config import Settings, load_settings
 from ..errors import SpecError, TfcError, TooLarge
@@ -26,7 +26,8 @@ from ..job import catalog, options
 from ..job.options import JobOptions
 from ..jobs import job_dict, sweep_refusal
 from ..notebook import capture
-from ..records import JobRecord, JobState, JobStore
+from ..store import logs
+from ..store.records import JobRecord, JobState, JobStore
 from ..util import masking
 from ..util.files import confined
 

@@ -29,8 +29,8 @@ from ...image.docker import docker_client
 from ...job import replica
 from ...job.replica import container_args, job_env
 from ...job.spec import JobSpec, check_runnable
-from ...records import JobRecord
 from ...registry import Preview, Traits
+from ...store.records import JobRecord
 from ...util.ports import free_ports
 from ..launch_file import RUNTIME, DockerLaunch, ReplicaLaunch
 from ..local.backend import (

@@ -28,8 +28,8 @@ from ...notebook.requirements import (
     installed,
     unsatisfied,
 )
-from ...records import JobRecord
 from ...registry import Preview, Traits
+from ...store.records import JobRecord
 from ...util.files import open_private
 from ...util.ports import free_ports
 from .. import spare

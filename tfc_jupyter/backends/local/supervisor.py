@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ...records import JobState
+from ...store.records import JobState
 from ...util.files import open_private
 from ..launch_file import RUNTIME, LocalLaunch
 from ..watch_loop import JobWatcher, ReplicaState, killed_by

@@ -33,8 +33,8 @@ from ...errors import BackendError, TfcError
 from ...google import gcloud
 from ...google.gcloud import RetryCount
 from ...job.spec import JobSpec
-from ...records import CANCEL_ASKED, REPORT_KEY, JobRecord, JobState, JobStore
 from ...registry import Preview, Route, Traits
+from ...store.records import CANCEL_ASKED, REPORT_KEY, JobRecord, JobState, JobStore
 from ...util.files import write_private
 from .. import watch_lock
 from ..watched import (

@@ -49,8 +49,8 @@ from tfc_runtime.protocol import replica_name as protocol_replica_name
 from ... import notify
 from ...errors import BackendError, TfcError
 from ...google.gcloud import call, checked
-from ...records import JobRecord, JobState, JobStore
 from ...registry import TRIALS_FILE
+from ...store.records import JobRecord, JobState, JobStore
 from ...util.files import open_private, write_private
 from .. import watch_lock
 from ..watched import (

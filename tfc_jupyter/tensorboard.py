@@ -17,13 +17,25 @@ import time
 import urllib.error
 import urllib.request
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from .errors import BackendError, SpecError
 from .util.ports import free_ports
 
 if TYPE_CHECKING:
-    from .jobs import Job
+    from .results import Results
+    from .store.records import JobStore
+
+
+class Job(Protocol):
+    """What TensorBoard reads of a job (a :class:`tfc_jupyter.jobs.Job` is one): typed by what
+    it is, so this module stands below ``jobs.py``, which imports what comes back."""
+
+    id: str
+    store: JobStore
+
+    def results(self) -> Results: ...
+
 
 START_S = 60.0
 """Longest TensorBoard may take to answer after it starts."""

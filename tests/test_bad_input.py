@@ -1168,8 +1168,8 @@ def test_a_jobs_escape_sequences_never_reach_the_terminal(tmp_path: Path, tfc_en
 def test_a_control_character_in_a_metric_name_keeps_the_plot_valid() -> None:
     import xml.etree.ElementTree as ET
 
-    from tfc_jupyter.plot import svg
-    from tfc_jupyter.results import Results
+    from tfc_jupyter.returns.plot import svg
+    from tfc_jupyter.returns.results import Results
 
     results = Results()
     for epoch in (1, 2):

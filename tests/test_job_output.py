@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tfc_jupyter import cell
+from tfc_jupyter.returns import cell
 from tfc_jupyter.store.records import JobRecord
 
 

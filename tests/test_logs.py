@@ -142,7 +142,7 @@ def test_a_follower_reads_quickly_at_first_then_less_often() -> None:
 def test_a_fifo_among_a_job_s_files_is_never_waited_on(tmp_path: Path) -> None:
     """Issue 39: a FIFO planted as a replica's log or as the results file hung `run`, `logs`
     and `jobs` (opening a FIFO with no writer waits for one). Only regular files are read."""
-    from tfc_jupyter.results import job_results
+    from tfc_jupyter.returns.results import job_results
     from tfc_jupyter.store.logs import unfinished_line
 
     logs = tmp_path / "logs"

@@ -18,8 +18,8 @@ from hypothesis import strategies as st
 from tfc_runtime.protocol import RESULT_PREFIX as PREFIX
 from tfc_runtime.protocol import report_line
 
-from tfc_jupyter.plot import svg
-from tfc_jupyter.results import LOOP, Results, job_results, loss_name, parse
+from tfc_jupyter.returns.plot import svg
+from tfc_jupyter.returns.results import LOOP, Results, job_results, loss_name, parse
 from tfc_jupyter.words import ui_words
 
 

@@ -22,11 +22,11 @@ from browser import LabServer, lab_command, open_lab, screenshot
 from jobutil import JOB_DEADLINE_S, stored_job, write_notebook
 from webhook import Receiver
 
-from tfc_jupyter import notify
 from tfc_jupyter.client import Client
 from tfc_jupyter.config import load_settings
 from tfc_jupyter.job.options import JobOptions
 from tfc_jupyter.jobs import store_for
+from tfc_jupyter.returns import notify
 from tfc_jupyter.store.records import JobStore
 from tfc_jupyter.trials import run_sweep
 

@@ -19,7 +19,7 @@ import pytest
 
 from tfc_jupyter.client import Client
 from tfc_jupyter.job.options import JobOptions
-from tfc_jupyter.results import LOOP
+from tfc_jupyter.returns.results import LOOP
 from tfc_jupyter.store.records import JobState
 
 pytestmark = pytest.mark.slow

@@ -99,7 +99,7 @@ def _follow(job: Job, plan: Plan) -> JobRecord | None:
         print(f"{job.id}: follow with `tfc-jupyter logs -f {job.id}`", file=sys.stderr)
         print(job.id)
         return None
-    from .returned import output_line
+    from .returns.returned import output_line
 
     job_dir = job.record().job_dir
 

@@ -218,7 +218,7 @@ class TfcMagics(Magics):
             raise UsageError(str(exc)) from None
 
     def _launch(self, plan: Plan, args: JobOptions) -> Any:
-        from . import cell
+        from .returns import cell
 
         for warning in plan.warnings:
             print(f"! {warning}")
@@ -418,8 +418,8 @@ class TfcMagics(Magics):
         tfc_runtime.tensorboard_dir() is the job folder's own."""
         from IPython.display import HTML, display
 
-        from . import cell
-        from .tensorboard import serve
+        from .returns import cell
+        from .returns.tensorboard import serve
 
         args = _job_args(line, "%tfc_tensorboard JOB")
         try:
@@ -527,13 +527,13 @@ def _follow_in_cell(
 
     In a notebook the cell also shows the chief's loss and metrics as a plot updated at each
     epoch, and at most ``lines`` log lines (``c.TfcConfig.cell_lines``; see
-    :mod:`tfc_jupyter.cell`). What the run cell displays in the job (figures, ``display()``)
+    :mod:`tfc_jupyter.returns.cell`). What the run cell displays in the job (figures, ``display()``)
     is shown as it comes, as Jupyter shows it. With ``cell_run`` (the ``%%tfc_run`` cell, and
     ``%tfc_attach``), a job that ends well sets the names its run cell binds in the kernel
-    (:mod:`tfc_jupyter.returned`), and the value returned is the cell's ``Out[]`` when it has
-    one, else the job."""
-    from . import cell
+    (:mod:`tfc_jupyter.returns.returned`), and the value returned is the cell's ``Out[]`` when it
+    has one, else the job."""
     from .config import load_settings
+    from .returns import cell
     from .store.records import JobState
 
     out: Any = sys.stdout
@@ -601,7 +601,7 @@ def names_back_on_wait(job: Any, rec: Any) -> None:
 
 def _stale_line(rec: Any, shell: Any) -> str:
     """`` (model, history in this kernel are from before this cell)``, for a failure line."""
-    from .returned import stale_names
+    from .returns.returned import stale_names
 
     names = stale_names(rec.job_dir, shell.user_ns) if rec.job_dir else []
     if not names:
@@ -614,7 +614,7 @@ def _bring_back(job: Any, rec: Any, shell: Any, shown: _Outputs) -> Any:
     """Set the run cell's names in the kernel; the cell's ``Out[]`` (a value, else as the job
     showed it), else the job."""
     from .config import load_settings
-    from .returned import CellOut, bring_back, bring_files, fetch
+    from .returns.returned import CellOut, bring_back, bring_files, fetch
 
     settings = load_settings(getattr(shell, "config", None))
     limit = float(settings.get("return_limit_mb"))
@@ -665,8 +665,8 @@ class _Outputs:
         self.count = 0  # outputs shown (at most border.MAX_OUTPUTS)
 
     def add(self, event: dict[str, Any]) -> None:
-        from .border import MAX_OUTPUTS
-        from .returned import output
+        from .returns.border import MAX_OUTPUTS
+        from .returns.returned import output
 
         if event.get("clear"):
             if self.notebook:
@@ -687,7 +687,7 @@ class _Outputs:
                 print(f"! the job shows over {MAX_OUTPUTS} outputs: the rest are in its folder")
             return
         if not self.notebook:
-            from .returned import output_line
+            from .returns.returned import output_line
 
             print(output_line(event, self.job_dir))
             return
@@ -699,7 +699,7 @@ class _Outputs:
         flush = getattr(self.out, "flush", None)
         if flush is not None:
             flush()
-        from .border import display_id
+        from .returns.border import display_id
 
         own = display_id(event.get("display_id"))
         update = bool(event.get("update")) and own is not None

@@ -17,8 +17,8 @@ from tfc_runtime.params import decode, take
 
 from .errors import JobNotFound
 from .job.spec import Decisions
-from .outcome import results_of
-from .plot import INK
+from .returns.outcome import results_of
+from .returns.plot import INK
 from .store.records import JobRecord, JobState, JobStore
 from .sweep.spec import DEFAULT_METRIC, SweepSpec, default_goal, parse_param
 from .trial_table import Sweep, Trial, sweep_svg

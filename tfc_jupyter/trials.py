@@ -31,7 +31,7 @@ from tfc_runtime.params import Value, argument
 
 from . import registry
 from .errors import JobConflict, SpecError, TfcError
-from .results import Results, metric_number
+from .returns.results import Results, metric_number
 from .store.records import JobState
 from .trial_table import Sweep, Trial, sweep_svg, trial_line, trial_lines
 

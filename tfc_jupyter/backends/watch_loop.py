@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Generic, TypeVar
 
-from .. import notify
 from ..errors import TfcError
+from ..returns import notify
 from ..store.records import CANCEL_ASKED, JobRecord, JobState, JobStore, JobStoreError, JobStoreFull
 from ..util.files import disk_full, is_disk_full, mount_of, write_private
 from ..util.pidfds import nap

@@ -292,7 +292,7 @@ class JobSpec:
     evaluator_machine: Machine | None = None  # default: the chief's machine
     google: GoogleTarget = field(default_factory=GoogleTarget)  # read by Vertex AI only
     decided: Decisions = field(default_factory=Decisions)  # by planning, not flags
-    notify: tuple[str, ...] = ()  # apprise URLs told when the job ends (tfc_jupyter.notify)
+    notify: tuple[str, ...] = ()  # apprise URLs told when the job ends (tfc_jupyter.returns.notify)
 
     def __post_init__(self) -> None:
         # Accept plain strings for the enums, so callers (CLI, REST) can pass JSON values.

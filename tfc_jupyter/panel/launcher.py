@@ -27,7 +27,7 @@ from typing import Any
 from .. import jobs, registry
 from ..client import Client
 from ..errors import TfcError
-from ..results import ResultFeed, Results
+from ..returns.results import ResultFeed, Results
 from ..store.logs import LogTail, Merger, is_noise, said, strip_ansi
 from ..store.logs import shown as shown_line
 from ..store.records import JobRecord, JobState, JobStore

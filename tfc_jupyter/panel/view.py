@@ -20,7 +20,7 @@ from ..job import catalog
 from ..job.spec import MAX_WORKERS
 from ..jobs import Job
 from ..planner.fields import FormField, choices, form_fields
-from ..plot import svg
+from ..returns.plot import svg
 from ..store.logs import in_order
 from ..store.records import JobState, JobStore
 from .launcher import JobWatch, Launcher

@@ -393,7 +393,7 @@ class JobService:
         """What the job reported: each Keras epoch's loss and metrics, the last ones, where it
         saved its model, and the curves as an SVG image (``svg``: None before an epoch ends)."""
         from ..jobs import results_of
-        from ..plot import svg
+        from ..returns.plot import svg
 
         client = self.client()
         record = self._record(client, job_id)
@@ -419,7 +419,7 @@ class JobService:
     def tensorboard(self, job_id: str) -> dict[str, Any]:
         """TensorBoard on the job's TensorBoard folders here, started by this server on
         loopback (the same one again while it runs): ``{"url": "http://127.0.0.1:PORT/"}``."""
-        from ..tensorboard import serve
+        from ..returns.tensorboard import serve
 
         client = self.client()
         record = self._record(client, job_id)

@@ -28,12 +28,12 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ... import notify
 from ...errors import BackendError, TfcError
 from ...google import gcloud
 from ...google.gcloud import RetryCount
 from ...job.spec import JobSpec
 from ...registry import Preview, Route, Traits
+from ...returns import notify
 from ...store.records import CANCEL_ASKED, REPORT_KEY, JobRecord, JobState, JobStore
 from ...util.files import write_private
 from .. import watch_lock

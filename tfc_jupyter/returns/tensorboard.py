@@ -1,7 +1,7 @@
 """TensorBoard for a job's logs, served on loopback from this machine (``%tfc_tensorboard``).
 
 A job's TensorBoard folders are the ones its ``TensorBoard`` callbacks wrote (the runtime reports
-them, :mod:`tfc_jupyter.results`), ``tfc_runtime.tensorboard_dir()`` in its job folder, and
+them, :mod:`tfc_jupyter.returns.results`), ``tfc_runtime.tensorboard_dir()`` in its job folder, and
 ``<base output dir>/logs`` when that is a folder here. One TensorBoard process serves one job;
 asking again for the same job gives the same address while it runs.
 """
@@ -19,12 +19,12 @@ import urllib.request
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from .errors import BackendError, SpecError
-from .util.ports import free_ports
+from ..errors import BackendError, SpecError
+from ..util.ports import free_ports
 
 if TYPE_CHECKING:
+    from ..store.records import JobStore
     from .results import Results
-    from .store.records import JobStore
 
 
 class Job(Protocol):

@@ -377,7 +377,7 @@ def test_a_sweep_runs_each_trial_in_containers_of_one_image(
     the image is built once for every trial (only the values differ)."""
     from tfc_jupyter.client import Client
     from tfc_jupyter.job.options import JobOptions
-    from tfc_jupyter.trials import run_sweep
+    from tfc_jupyter.trials.trials import run_sweep
 
     nb = write_notebook(
         tmp_path / "sweep.ipynb",

@@ -28,7 +28,7 @@ from tfc_jupyter.job.options import JobOptions
 from tfc_jupyter.jobs import store_for
 from tfc_jupyter.returns import notify
 from tfc_jupyter.store.records import JobStore
-from tfc_jupyter.trials import run_sweep
+from tfc_jupyter.trials.trials import run_sweep
 
 pytestmark = pytest.mark.slow
 

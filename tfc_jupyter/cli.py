@@ -114,7 +114,7 @@ def _follow(job: Job, plan: Plan) -> JobRecord | None:
 def _sweep(client: Client, plan: Plan) -> int:
     """Run the plan's sweep: a line as each trial starts and ends, then the table of trials
     (stdout); 0 when a trial succeeded. Ctrl-C stops the driving, not the trials."""
-    from .trials import run_sweep, trial_lines
+    from .trials.trials import run_sweep, trial_lines
 
     spare.discard()  # each trial starts its own supervisor
     said = trial_lines(lambda line: print(line, file=sys.stderr, flush=True))

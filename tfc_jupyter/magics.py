@@ -256,12 +256,12 @@ class TfcMagics(Magics):
         )
 
     def _sweep(self, plan: Plan, notebook: bool) -> Any:
-        """Run the plan's sweep (:mod:`tfc_jupyter.trials`): its table and plot kept up to
+        """Run the plan's sweep (:mod:`tfc_jupyter.trials.trials`): its table and plot kept up to
         date in the cell (a line a change in a terminal). At the end the best trial's run
         cell names are set here, as one job's are; the cell's value is the sweep
         (``sweep.best`` is the best trial's job). An interrupt stops the driving, not the
         trials: running the cell again goes on with the same sweep."""
-        from .trials import Sweep, run_sweep, trial_lines
+        from .trials.trials import Sweep, run_sweep, trial_lines
 
         shell = self.shell
         said = trial_lines(lambda line: print(line, flush=True))

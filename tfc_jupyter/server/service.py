@@ -411,8 +411,8 @@ class JobService:
 
     def sweep(self, sweep_id: str) -> dict[str, Any]:
         """A sweep read back from its trial jobs: each trial's values, state, metric, time and
-        job, the best one, a summary line and the plot (``tfc_jupyter.sweep_jobs``)."""
-        from ..sweep_jobs import sweep_json
+        job, the best one, a summary line and the plot (``tfc_jupyter.trials.sweep_jobs``)."""
+        from ..trials.sweep_jobs import sweep_json
 
         return sweep_json(self.store(), sweep_id)
 

@@ -9,7 +9,7 @@ polls the job's state and copies its Cloud Logging entries into ``<job_dir>/logs
 So ``Job.follow()``, ``%tfc_logs`` and ``%tfc_attach`` work as for local jobs, and the job
 outlives the kernel. A plan with a sweep is one ``HyperparameterTuningJob`` instead
 (:func:`~tfc_jupyter.backends.vertex.request.tuning_job_body`), created, watched and cancelled
-the same way; its watcher keeps the trials in the job folder (:mod:`tfc_jupyter.tuned`).
+the same way; its watcher keeps the trials in the job folder (:mod:`tfc_jupyter.trials.tuned`).
 
 Transient API errors are retried with backoff within a bounded time; authentication, permission,
 quota, not-found and invalid-argument errors stop at once with a one-line

@@ -29,16 +29,16 @@ from typing import TYPE_CHECKING, Any
 
 from tfc_runtime.params import Value, argument
 
-from . import registry
-from .errors import JobConflict, SpecError, TfcError
-from .returns.results import Results, metric_number
-from .store.records import JobState
+from .. import registry
+from ..errors import JobConflict, SpecError, TfcError
+from ..returns.results import Results, metric_number
+from ..store.records import JobState
 from .trial_table import Sweep, Trial, sweep_svg, trial_line, trial_lines
 
 if TYPE_CHECKING:
-    from .client import Client, Job
-    from .planner.plan import Plan
-    from .sweep.spec import Param, SweepSpec
+    from ..client import Client, Job
+    from ..planner.plan import Plan
+    from ..sweep.spec import Param, SweepSpec
 
 __all__ = [
     "Sweep",

@@ -45,10 +45,10 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 from jobutil import plan_for  # noqa: E402
 
-from tfc_jupyter.files import human_size  # noqa: E402
 from tfc_jupyter.image import Progress, ensure_image, reporting  # noqa: E402
 from tfc_jupyter.image import context as package  # noqa: E402
 from tfc_jupyter.image import docker as build  # noqa: E402
+from tfc_jupyter.util.files import human_size  # noqa: E402
 
 TFC_PYTHON = ROOT / "benchmarks" / ".venv-tfc" / "bin" / "python"
 CHILD_TIMEOUT_S = 900

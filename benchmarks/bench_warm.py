@@ -135,7 +135,7 @@ def job_wall(client: object, notebook: Path) -> float:
 def sweep_wall(client: object, notebook: Path) -> float:
     """A 4-trial sweep at --parallel 1, from the launch to its last trial's end."""
     start = time.perf_counter()
-    from tfc_jupyter.trials import run_sweep
+    from tfc_jupyter.trials.trials import run_sweep
 
     plan = client.plan_notebook(notebook)  # type: ignore[attr-defined]
     sweep = run_sweep(client, plan)  # type: ignore[arg-type]

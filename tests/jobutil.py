@@ -19,7 +19,7 @@ from tfc_jupyter.job import options
 from tfc_jupyter.jobs import Job, launch, store_for
 from tfc_jupyter.notebook import capture
 from tfc_jupyter.planner.plan import Plan, make_plan
-from tfc_jupyter.records import JobRecord, JobState
+from tfc_jupyter.store.records import JobRecord, JobState
 
 JOB_DEADLINE_S = 150
 

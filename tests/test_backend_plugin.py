@@ -28,8 +28,8 @@ from tfc_jupyter.job.options import JobOptions, option, target_options
 from tfc_jupyter.job.replica import container_args, job_env, replica_env
 from tfc_jupyter.job.spec import JobSpec, check_runnable
 from tfc_jupyter.planner.plan import Plan
-from tfc_jupyter.records import JobRecord, JobState, JobStore
 from tfc_jupyter.registry import Traits
+from tfc_jupyter.store.records import JobRecord, JobState, JobStore
 
 PORT = 2222
 ROOT = Path(__file__).resolve().parents[1]

@@ -46,8 +46,8 @@ from tfc_jupyter.job.google_target import GoogleTarget
 from tfc_jupyter.job.spec import JobSpec
 from tfc_jupyter.notebook.capture import read_notebook
 from tfc_jupyter.notebook.requirements import Requirements
-from tfc_jupyter.records import JobState
 from tfc_jupyter.server.service import JobService
+from tfc_jupyter.store.records import JobState
 
 ITEMS = [
     "broken and hostile notebooks get one line",
@@ -865,8 +865,8 @@ def test_a_big_sparse_file_is_judged_by_its_size_before_it_is_read(
     """A sparse file of gigabytes (included by its folder or by name) was read whole for
     secrets, for minutes, before the context's size limit refused it: it is refused by its
     size first, naming it, and never read."""
-    from tfc_jupyter import secretscan
     from tfc_jupyter.image.context import ContextTooLarge
+    from tfc_jupyter.util import secretscan
 
     data = tmp_path / "data"
     data.mkdir()
@@ -1146,7 +1146,7 @@ def test_a_jobs_escape_sequences_never_reach_the_terminal(tmp_path: Path, tfc_en
     """A failing job's last line writes the clipboard and clears the screen (OSC 52, CSI 2J):
     `jobs` and the run's summary show it without any escape sequence."""
     from tfc_jupyter.jobs import Job, jobs_table, store_for
-    from tfc_jupyter.records import JobRecord, JobState
+    from tfc_jupyter.store.records import JobRecord, JobState
 
     store = store_for(tmp_path / "home")
     hostile = "ValueError: \x1b]52;c;ZXZpbA==\x07\x1b[2J\x1b[31mred\x1b[0m \x08\x07done"
@@ -1168,8 +1168,8 @@ def test_a_jobs_escape_sequences_never_reach_the_terminal(tmp_path: Path, tfc_en
 def test_a_control_character_in_a_metric_name_keeps_the_plot_valid() -> None:
     import xml.etree.ElementTree as ET
 
-    from tfc_jupyter.plot import svg
-    from tfc_jupyter.results import Results
+    from tfc_jupyter.returns.plot import svg
+    from tfc_jupyter.returns.results import Results
 
     results = Results()
     for epoch in (1, 2):

@@ -27,9 +27,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tfc_jupyter import border
-from tfc_jupyter.records import JobRecord, JobState, JobStore, new_job_id
-from tfc_jupyter.returned import bring_back, bring_files, output
+from tfc_jupyter.returns import border
+from tfc_jupyter.returns.returned import bring_back, bring_files, output
+from tfc_jupyter.store.records import JobRecord, JobState, JobStore, new_job_id
 
 ITEMS = [
     "the notebook, .git and dotfiles are never written",
@@ -256,7 +256,7 @@ def test_links_inside_files_cell_and_outputs_are_not_followed(shell: Any, tmp_pa
 
 
 def _attach_again(ip: Any, job: Crafted) -> str:
-    from tfc_jupyter.returned import _DONE
+    from tfc_jupyter.returns.returned import _DONE
 
     _DONE.discard(job.id)
     return _attach(ip, job)
@@ -452,8 +452,8 @@ def test_a_keras_zip_bomb_stays_under_the_limit_plus_200_mb(tmp_path: Path) -> N
     )
     code = textwrap.dedent(f"""
         import resource
-        from tfc_jupyter.border import KernelCell
-        from tfc_jupyter.returned import bring_back
+        from tfc_jupyter.returns.border import KernelCell
+        from tfc_jupyter.returns.returned import bring_back
         base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
         cell = KernelCell.from_source("m = 1")
         got = bring_back({str(job)!r}, {{}}, limit_mb=100, kernel_cell=cell)

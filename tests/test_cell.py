@@ -39,7 +39,7 @@ loaded = job.load_model()
 print("LOADED", [round(float(v), 5) for v in loaded.predict(x[:3], verbose=0).ravel()])
 %tfc_jobs
 %tfc_tensorboard {job.id}
-from tfc_jupyter.tensorboard import _SERVERS
+from tfc_jupyter.returns.tensorboard import _SERVERS
 url = _SERVERS[job.id][1]
 runs = json.load(urllib.request.urlopen(url + "data/runs", timeout=30))
 print("RUNS", sorted(runs))"""
@@ -130,7 +130,7 @@ def test_a_failed_job_links_its_cell_to_the_line_that_failed(
     it: tests/test_lab_ui.py), with the line as saved, besides the one-line error."""
     from nbclient import NotebookClient
 
-    from tfc_jupyter.cell import LINK_MIME
+    from tfc_jupyter.returns.cell import LINK_MIME
 
     path = write_notebook(
         tmp_path / "fails.ipynb",

@@ -14,7 +14,7 @@ from tfc_jupyter.config import Settings, load_settings
 from tfc_jupyter.errors import SpecError
 from tfc_jupyter.job.options import JobOptions
 from tfc_jupyter.jobs import Job
-from tfc_jupyter.records import JobState
+from tfc_jupyter.store.records import JobState
 
 
 def _settings(home: Path) -> Settings:
@@ -71,7 +71,7 @@ def test_a_handle_made_without_a_store_uses_the_shells_home(
     try:
         client = Client()
         assert client.store.path == home / "jobs.sqlite"
-        from tfc_jupyter.records import JobRecord
+        from tfc_jupyter.store.records import JobRecord
 
         client.store.create(JobRecord(id="cfg-1", name="n", backend="local"))
         assert Job("cfg-1").store.path == home / "jobs.sqlite"

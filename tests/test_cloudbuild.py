@@ -37,7 +37,7 @@ from tfc_jupyter.errors import BackendError, SpecError, TfcError
 from tfc_jupyter.image import BuildError, Progress, cloudbuild, ensure_image, reporting
 from tfc_jupyter.jobs import launch, store_for
 from tfc_jupyter.planner.plan import Plan
-from tfc_jupyter.records import JobState
+from tfc_jupyter.store.records import JobState
 
 ROOT = Path(__file__).resolve().parents[1]
 BUCKET = "tfc-test-builds"

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from jobutil import run_job, write_notebook
 
-from tfc_jupyter.records import JobState
+from tfc_jupyter.store.records import JobState
 
 CUSTOM_STEP = """\
 import tensorflow as tf

@@ -25,7 +25,7 @@ from tfc_jupyter.errors import BackendError, SpecError
 from tfc_jupyter.job.catalog import tpu_machine
 from tfc_jupyter.job.spec import JobSpec
 from tfc_jupyter.jobs import Job, launch, store_for
-from tfc_jupyter.records import JobState
+from tfc_jupyter.store.records import JobState
 
 MODEL_CELL = """\
 import numpy as np
@@ -377,7 +377,7 @@ def test_a_sweep_runs_each_trial_in_containers_of_one_image(
     the image is built once for every trial (only the values differ)."""
     from tfc_jupyter.client import Client
     from tfc_jupyter.job.options import JobOptions
-    from tfc_jupyter.trials import run_sweep
+    from tfc_jupyter.trials.trials import run_sweep
 
     nb = write_notebook(
         tmp_path / "sweep.ipynb",

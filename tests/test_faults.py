@@ -48,7 +48,7 @@ from test_vertex_backend import image_folder
 from tfc_jupyter.errors import TfcError
 from tfc_jupyter.image import BuildError
 from tfc_jupyter.jobs import Job, launch, store_for
-from tfc_jupyter.records import JobState
+from tfc_jupyter.store.records import JobState
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -163,7 +163,7 @@ def test_jupyter_server_restarted_while_its_job_runs(tmp_path: Path, tfc_env: Pa
 # ================================================================ the store, many writers
 WRITER = textwrap.dedent("""\
     import json, sys
-    from tfc_jupyter.records import JobRecord, JobState, JobStore, new_job_id
+    from tfc_jupyter.store.records import JobRecord, JobState, JobStore, new_job_id
     store, n, counter = JobStore(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
     made = []
     for i in range(n):
@@ -195,7 +195,7 @@ WRITERS, WRITES = 3, 80
 def test_job_store_written_by_several_processes_while_jobs_run(
     tmp_path: Path, tfc_env: Path
 ) -> None:
-    from tfc_jupyter.records import JobRecord
+    from tfc_jupyter.store.records import JobRecord
 
     home = Path(os.environ["TFC_JUPYTER_HOME"])
     store = store_for(home)
@@ -700,7 +700,7 @@ def test_vertex_api_flaky_during_the_job_then_fine(
 # =============================================== job home, pids, stale lists, lost outcomes
 @pytest.mark.item("a shared or careless job home is refused")
 def test_a_home_others_can_write_or_own_is_refused(tmp_path: Path) -> None:
-    from tfc_jupyter.records import JobStore, JobStoreError
+    from tfc_jupyter.store.records import JobStore, JobStoreError
 
     shared = tmp_path / "shared"
     shared.mkdir()
@@ -762,7 +762,7 @@ def test_an_outcome_kept_in_the_job_folder_is_not_lost(tmp_path: Path) -> None:
     from tfc_jupyter.backends.local.backend import LocalBackend
     from tfc_jupyter.backends.watch_loop import write_outcome
     from tfc_jupyter.jobs import store_for
-    from tfc_jupyter.records import JobRecord
+    from tfc_jupyter.store.records import JobRecord
 
     store = store_for(tmp_path / "home")
     job_dir = tmp_path / "job"
@@ -805,8 +805,8 @@ def test_a_record_of_another_shape_is_skipped(
     import sys
 
     from tfc_jupyter.client import Client
-    from tfc_jupyter.records import JobRecord
     from tfc_jupyter.server.service import JobService
+    from tfc_jupyter.store.records import JobRecord
 
     home = tmp_path / "home"
     monkeypatch.setenv("TFC_JUPYTER_HOME", str(home))
@@ -961,7 +961,7 @@ def test_a_launch_that_goes_on_after_its_cancel_starts_nothing(
     """The cancel lands between the record and the start (the launch's slowest window, made
     exact here): the backend then starts no process, and the job never runs."""
     from tfc_jupyter.jobs import backend_for, write_job_dir
-    from tfc_jupyter.records import JobRecord
+    from tfc_jupyter.store.records import JobRecord
 
     nb = write_notebook(tmp_path / "slow.ipynb", "print('started')\nimport time\ntime.sleep(5)")
     plan = plan_for(nb)

@@ -21,8 +21,8 @@ import nbformat
 import pytest
 from jobutil import plan_for, run_job
 
-from tfc_jupyter.records import JobState
-from tfc_jupyter.results import job_results
+from tfc_jupyter.returns.results import job_results
+from tfc_jupyter.store.records import JobState
 
 FIDELITY = Path(__file__).resolve().parent / "fidelity"
 KERNEL_TIMEOUT_S = 180

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from tfc_jupyter import cell
-from tfc_jupyter.records import JobRecord
+from tfc_jupyter.returns import cell
+from tfc_jupyter.store.records import JobRecord
 
 
 def test_the_job_output_names_the_job_and_how_to_follow_it_again() -> None:

@@ -21,8 +21,8 @@ while the job runs, in the cell, the sidebar's log and row, with the loss curve)
 Restart Kernel leaves a followed job running and ``%tfc_attach`` follows it again; the form
 offers a notebook's ``%%tfc_run`` cells and warns of unsaved edits only for edits of its cells;
 a failed job's view opens on the replica that failed and links to its cell; a cancel is shown
-in neutral colours; the plot's axis labels fit (an expected failure until tfc_jupyter/plot.py
-is fixed).
+in neutral colours; the plot's axis labels fit (an expected failure until
+tfc_jupyter/returns/plot.py is fixed).
 """
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ from browser import (
 from jobutil import JOB_DEADLINE_S, job_pids, wait_gone, write_notebook
 
 from tfc_jupyter.jobs import store_for
-from tfc_jupyter.records import JobState
+from tfc_jupyter.store.records import JobState
 
 pytestmark = pytest.mark.slow
 

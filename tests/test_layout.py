@@ -252,3 +252,67 @@ def test_the_pool_role_table_is_written_once() -> None:
         for where in _role_tables(path)
     ]
     assert [where.split(":")[0] for where in found] == ["runtime/tfc_runtime/protocol.py"]
+
+
+TOP_MOST = 12
+"""Most modules at the package's top, ``__init__.py`` counted (issue 47, "the house")."""
+
+
+def test_the_package_top_holds_at_most_twelve_modules() -> None:
+    """The front ends, the client, the settings, errors, events, words, the registry, ``jobs.py``
+    and tfc's types stay at the top; every other module lives in the folder of its capability."""
+    top = sorted(p.name for p in (ROOT / "tfc_jupyter").glob("*.py"))
+    assert "__init__.py" in top
+    assert len(top) <= TOP_MOST, top
+
+
+CAPABILITIES = {
+    "returns": set("border returned results outcome notify plot cell tensorboard".split()),
+    "trials": set("trials trial_table tuned sweep_jobs tuner".split()),
+    "sweep": set("spec targets".split()),
+    "store": set("records logs".split()),
+    "google": set("gcloud quota".split()),
+    "util": set("files pidfds ports secretscan tables masking".split()),
+}
+"""Each capability folder and the modules it holds (at least)."""
+
+
+@pytest.mark.parametrize("folder", sorted(CAPABILITIES))
+def test_each_capability_folder_holds_its_modules(folder: str) -> None:
+    path = ROOT / "tfc_jupyter" / folder
+    assert (path / "__init__.py").is_file()
+    held = {p.stem for p in path.glob("*.py")}
+    assert CAPABILITIES[folder] <= held, sorted(CAPABILITIES[folder] - held)
+    assert not any((ROOT / "tfc_jupyter" / f"{m}.py").exists() for m in CAPABILITIES[folder])
+
+
+FLOORS = [
+    {"util", "google"},
+    {"store"},
+    {"notebook"},
+    {"job", "sweep"},
+    {"image"},
+    {"planner", "returns"},
+    {"backends"},
+    {"jobs"},
+    {"client"},
+    {"trials"},
+    {"panel", "server"},
+]
+"""The folders (and the two top modules in their midst), lowest first: each imports only what
+sits on a floor below its own (types included). ``returns/`` sits below the backends, whose
+watchers say how a job ended; ``trials/`` above the client, which launches each trial."""
+
+
+def test_each_folder_imports_only_floors_below_it() -> None:
+    folders = _package_graph(_graph(ROOT / "tfc_jupyter"))
+    floor = {f"tfc_jupyter.{name}": n for n, names in enumerate(FLOORS) for name in names}
+    assert set(floor) <= set(folders), sorted(set(floor) - set(folders))
+    up = sorted(
+        f"{name} -> {target}"
+        for name, targets in folders.items()
+        if name in floor
+        for target in targets
+        if target in floor and floor[target] >= floor[name]
+    )
+    assert up == []

@@ -18,7 +18,7 @@ import pytest
 from jobutil import job_pids, wait_gone, write_notebook
 
 from tfc_jupyter.jobs import Job, store_for
-from tfc_jupyter.records import JobState
+from tfc_jupyter.store.records import JobState
 
 KERNELS = 5
 JOBS_PER_KERNEL = 10

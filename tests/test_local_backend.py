@@ -28,7 +28,7 @@ from tfc_jupyter.errors import BackendError, SpecError
 from tfc_jupyter.job.catalog import lookup, tpu_machine
 from tfc_jupyter.job.spec import JobSpec
 from tfc_jupyter.jobs import Job, store_for
-from tfc_jupyter.records import JobState
+from tfc_jupyter.store.records import JobState
 
 SRC = Path(__file__).resolve().parents[1]
 

@@ -21,8 +21,8 @@ from jobutil import JOB_DEADLINE_S, job_pids, plan_for, run_job, wait_gone, writ
 
 from tfc_jupyter.backends.watch_loop import VERTEX_RESTARTS, restartable
 from tfc_jupyter.jobs import Job, job_dict, launch, store_for
-from tfc_jupyter.logs import is_noise
-from tfc_jupyter.records import JobState
+from tfc_jupyter.store.logs import is_noise
+from tfc_jupyter.store.records import JobState
 
 EPOCHS = 12
 

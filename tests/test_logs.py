@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tfc_jupyter.logs import (
+from tfc_jupyter.store.logs import (
     LogTail,
     Merger,
     OffsetPastEnd,
@@ -142,8 +142,8 @@ def test_a_follower_reads_quickly_at_first_then_less_often() -> None:
 def test_a_fifo_among_a_job_s_files_is_never_waited_on(tmp_path: Path) -> None:
     """Issue 39: a FIFO planted as a replica's log or as the results file hung `run`, `logs`
     and `jobs` (opening a FIFO with no writer waits for one). Only regular files are read."""
-    from tfc_jupyter.logs import unfinished_line
-    from tfc_jupyter.results import job_results
+    from tfc_jupyter.returns.results import job_results
+    from tfc_jupyter.store.logs import unfinished_line
 
     logs = tmp_path / "logs"
     logs.mkdir()
@@ -194,7 +194,7 @@ def test_the_cli_prints_a_job_s_log_without_its_escapes(
 ) -> None:
     from tfc_jupyter import cli
     from tfc_jupyter.jobs import job_dict, store_for
-    from tfc_jupyter.records import JobRecord
+    from tfc_jupyter.store.records import JobRecord
 
     logs = tmp_path / "job" / "logs"
     logs.mkdir(parents=True)
@@ -241,7 +241,7 @@ def test_following_a_big_log_holds_it_in_bounded_memory(tmp_path: Path, tfc_env:
     import tracemalloc
 
     from tfc_jupyter.jobs import Job, store_for
-    from tfc_jupyter.records import JobRecord, JobState
+    from tfc_jupyter.store.records import JobRecord, JobState
 
     logs = tmp_path / "job" / "logs"
     logs.mkdir(parents=True)

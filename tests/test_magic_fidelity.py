@@ -12,7 +12,7 @@ import pytest
 from jobutil import plan_for, run_job, write_notebook
 from test_fidelity import job_stdout, jupyter_stdout
 
-from tfc_jupyter.records import JobState
+from tfc_jupyter.store.records import JobState
 
 CASES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     # name: (cells, lines only Jupyter prints: the output of a magic the job leaves out)

@@ -431,7 +431,7 @@ def test_an_interrupt_stops_following_never_the_job(
 
     from jobutil import wait_state, write_notebook
 
-    from tfc_jupyter.records import JobState
+    from tfc_jupyter.store.records import JobState
 
     body = "print('started', flush=True)\ntime.sleep(120)"
     nb = write_notebook(tmp_path / "slow.ipynb", "import time", f"%%tfc_run\n{body}")

@@ -17,9 +17,10 @@ from hypothesis import strategies as st
 from jobutil import JOB_DEADLINE_S, stored_job, write_notebook
 from webhook import Receiver, closed_port_url
 
-from tfc_jupyter import cli, notify
+from tfc_jupyter import cli
 from tfc_jupyter.jobs import job_dict, store_for
-from tfc_jupyter.records import JobState
+from tfc_jupyter.returns import notify
+from tfc_jupyter.store.records import JobState
 
 
 @pytest.fixture

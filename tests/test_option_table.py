@@ -53,7 +53,7 @@ CHECK = textwrap.dedent(
     from tfc_jupyter.panel.view import LaunchPanel
     from tfc_jupyter.planner.fields import fields_json
     from tfc_jupyter.jobs import store_for
-    from tfc_jupyter.records import JobStore
+    from tfc_jupyter.store.records import JobStore
     from tfc_jupyter.notebook import capture
     from tfc_jupyter.run_api import job_options
     from tfc_jupyter.server.service import JobService
@@ -204,7 +204,7 @@ VERTEX_CHECK = textwrap.dedent(
     from tfc_jupyter.panel import build_model
     from tfc_jupyter.panel.view import LaunchPanel
     from tfc_jupyter.planner.fields import fields_json
-    from tfc_jupyter.records import JobStore
+    from tfc_jupyter.store.records import JobStore
     from tfc_jupyter.notebook import capture
     from tfc_jupyter.run_api import job_options
     from tfc_jupyter.server.service import JobService

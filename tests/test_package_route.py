@@ -25,7 +25,7 @@ from tfc_jupyter.backends.vertex.backend import stop_watcher
 from tfc_jupyter.image import Progress, reporting
 from tfc_jupyter.image.names import local_tensorflow_version
 from tfc_jupyter.jobs import Job, launch, store_for
-from tfc_jupyter.records import JobState
+from tfc_jupyter.store.records import JobState
 
 pytestmark = pytest.mark.slow
 

@@ -28,7 +28,7 @@ from tfc_jupyter.notebook import capture
 from tfc_jupyter.panel import PanelModel, build_model
 from tfc_jupyter.panel.launcher import DOUBLE_CLICK_S, JobWatch, Launcher
 from tfc_jupyter.panel.memory import MIME_TYPE, ChoicesDisplay
-from tfc_jupyter.records import JobState
+from tfc_jupyter.store.records import JobState
 
 pytestmark = pytest.mark.usefixtures("tfc_env")
 

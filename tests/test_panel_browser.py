@@ -46,7 +46,7 @@ from tfc_jupyter.panel import build_model
 from tfc_jupyter.panel.memory import MIME_TYPE as MIME
 from tfc_jupyter.panel.memory import ChoicesDisplay, choices_bundle, saved_cell
 from tfc_jupyter.planner.fields import STRATEGY_AUTO_LABEL
-from tfc_jupyter.records import JobState
+from tfc_jupyter.store.records import JobState
 
 TRAIN = """\
 import tensorflow as tf

@@ -1,4 +1,4 @@
-"""tfc_jupyter.pidfds: a nap that ends when a process does."""
+"""tfc_jupyter.util.pidfds: a nap that ends when a process does."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import subprocess
 import sys
 import time
 
-from tfc_jupyter.pidfds import nap
+from tfc_jupyter.util.pidfds import nap
 
 
 def test_nap_wakes_when_a_process_it_waits_on_ends() -> None:

@@ -36,9 +36,9 @@ from vertex_server import Fault, VertexServer, project_number
 
 from tfc_jupyter.backends.vertex.backend import stop_watcher
 from tfc_jupyter.errors import BackendError
-from tfc_jupyter.gcloud import DailyQuotaError, QuotaError, TransientError, explain
+from tfc_jupyter.google.gcloud import DailyQuotaError, QuotaError, TransientError, explain
 from tfc_jupyter.jobs import Job, launch, store_for
-from tfc_jupyter.records import JobRecord, JobState
+from tfc_jupyter.store.records import JobRecord, JobState
 
 ROOT = Path(__file__).resolve().parents[1]
 IMAGE = "registry.test/tfc/rate:1"

@@ -1,4 +1,4 @@
-"""Tests of the job-record store (tfc_jupyter.records)."""
+"""Tests of the job-record store (tfc_jupyter.store.records)."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 
 import tfc_jupyter
 from tfc_jupyter.errors import JobConflict, JobNotFound, TfcError
-from tfc_jupyter.records import (
+from tfc_jupyter.store.records import (
     JobRecord,
     JobState,
     JobStore,
@@ -546,7 +546,7 @@ def test_racing_monitors_first_terminal_state_wins(store: JobStore) -> None:
 WRITER = """
 import sys, time
 from pathlib import Path
-from tfc_jupyter.records import JobRecord, JobStore
+from tfc_jupyter.store.records import JobRecord, JobStore
 
 path, tag, count, go = sys.argv[1], sys.argv[2], int(sys.argv[3]), Path(sys.argv[4])
 store = JobStore(path)

@@ -18,8 +18,8 @@ from hypothesis import strategies as st
 from tfc_runtime.protocol import RESULT_PREFIX as PREFIX
 from tfc_runtime.protocol import report_line
 
-from tfc_jupyter.plot import svg
-from tfc_jupyter.results import LOOP, Results, job_results, loss_name, parse
+from tfc_jupyter.returns.plot import svg
+from tfc_jupyter.returns.results import LOOP, Results, job_results, loss_name, parse
 from tfc_jupyter.words import ui_words
 
 
@@ -230,7 +230,7 @@ def test_a_model_saved_under_gs_is_downloaded_and_loaded(
     from gcp_server import GcpServer
 
     from tfc_jupyter.jobs import Job, store_for
-    from tfc_jupyter.records import JobRecord, JobState
+    from tfc_jupyter.store.records import JobRecord, JobState
 
     server = GcpServer(buckets=("models",)).start()
     for name, value in {

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from jobutil import run_job, write_notebook
 
-from tfc_jupyter.records import JobState
+from tfc_jupyter.store.records import JobState
 
 pytestmark = pytest.mark.slow
 
@@ -86,9 +86,9 @@ def test_a_bar_being_drawn_updates_live_in_the_cell(tmp_path: Path, tfc_env: Pat
     bar, at its latest state, updating while the job runs."""
     from jobutil import plan_for
 
-    from tfc_jupyter.cell import BoundedLog
     from tfc_jupyter.jobs import launch, store_for
-    from tfc_jupyter.logs import render
+    from tfc_jupyter.returns.cell import BoundedLog
+    from tfc_jupyter.store.logs import render
 
     bar = (
         "import sys, time\n"
@@ -132,7 +132,7 @@ def test_a_loss_that_turns_nan_is_kept_and_flagged(tmp_path: Path, tfc_env: Path
     from tfc_runtime.protocol import json_safe
 
     from tfc_jupyter.jobs import job_dict
-    from tfc_jupyter.plot import svg
+    from tfc_jupyter.returns.plot import svg
 
     nb = write_notebook(tmp_path / "diverges.ipynb", DIVERGES)
     job, record = run_job(nb, tmp_path / "home")

@@ -17,8 +17,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from jobutil import JOB_DEADLINE_S, write_notebook
 
-from tfc_jupyter.border import KernelCell
-from tfc_jupyter.returned import bring_back, output
+from tfc_jupyter.returns.border import KernelCell
+from tfc_jupyter.returns.returned import bring_back, output
 
 DATA = """\
 import numpy as np
@@ -230,7 +230,7 @@ def test_the_cli_prints_where_the_cells_outputs_were_saved(tmp_path: Path, tfc_e
 
 
 def test_files_come_back_without_overwriting_newer_ones(tmp_path: Path) -> None:
-    from tfc_jupyter.returned import bring_files
+    from tfc_jupyter.returns.returned import bring_files
 
     job, here = tmp_path / "job", tmp_path / "nb"
     (job / "files" / "out").mkdir(parents=True)

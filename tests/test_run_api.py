@@ -29,8 +29,8 @@ import tfc_jupyter as tfc
 from tfc_jupyter.client import Client
 from tfc_jupyter.errors import TfcError
 from tfc_jupyter.planner.plan import Plan
-from tfc_jupyter.records import JobState
 from tfc_jupyter.run_api import job_options
+from tfc_jupyter.store.records import JobState
 from tfc_jupyter.tfc_types import machine_options
 
 EXAMPLES = Path(__file__).resolve().parent / "tfcloud"

@@ -30,8 +30,8 @@ from hypothesis import strategies as st
 from jobutil import plan_for, write_notebook
 from secret_corpus import ARCHIVE_FORMS, AWS_SECRET, CLEAN, CONTENT_FORMS, NAME_FORMS, PEM, SA
 
-from tfc_jupyter import secretscan
 from tfc_jupyter.image.context import SecretInFile
+from tfc_jupyter.util import secretscan
 
 ITEMS = [
     "content forms are found at their line",

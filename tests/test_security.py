@@ -40,14 +40,15 @@ from jobutil import JOB_DEADLINE_S, plan_for, run_job, stored_job, write_noteboo
 from secret_corpus import ARCHIVE_FORMS, CONTENT_FORMS
 from tornado.httpclient import HTTPClientError, HTTPResponse
 
-from tfc_jupyter import cli, jobs, notify
+from tfc_jupyter import cli, jobs
 from tfc_jupyter.errors import SpecError, TfcError
 from tfc_jupyter.image.context import SecretInFile, secret_reason
 from tfc_jupyter.job.spec import ImageSettings, JobSpec
 from tfc_jupyter.planner.plan import Plan
-from tfc_jupyter.records import JobRecord, JobState
+from tfc_jupyter.returns import notify
 from tfc_jupyter.server import handlers
 from tfc_jupyter.server.service import JobService
+from tfc_jupyter.store.records import JobRecord, JobState
 
 pytest_plugins = ("pytest_jupyter.jupyter_server",)
 
@@ -1248,7 +1249,7 @@ def _report_record(
 def _read_everywhere(job: jobs.Job, root: Path) -> dict[str, Any]:
     """What the job's reports lead to, as each reader takes them: the kernel's ``Job``,
     TensorBoard's folders and the jobs API's metrics."""
-    from tfc_jupyter.tensorboard import log_dirs
+    from tfc_jupyter.returns.tensorboard import log_dirs
 
     results = job.results()
     served = JobService(root).metrics(job.id)
@@ -1308,7 +1309,7 @@ def test_a_vertex_report_naming_a_path_outside_its_base_output_folder_is_refused
     base output folder's model is kept (and would be downloaded into the job folder)."""
     from tfc_runtime.protocol import report_line
 
-    from tfc_jupyter.records import REPORT_KEY
+    from tfc_jupyter.store.records import REPORT_KEY
 
     home = Path(os.environ["TFC_JUPYTER_HOME"])
     key = "k" * 32
@@ -1350,7 +1351,7 @@ def test_a_reported_path_is_judged_as_the_file_system_resolves_it(
 ) -> None:
     """Generated paths of ``..``, ``.``, links out of and back into the job folder: a path is
     kept exactly when it resolves inside the job folder."""
-    from tfc_jupyter.results import outside_reason
+    from tfc_jupyter.returns.results import outside_reason
 
     base = tmp_path_factory.mktemp("judged")
     job_dir = base / "job"

@@ -27,9 +27,9 @@ from tornado.httpclient import HTTPClientError, HTTPResponse
 
 from tfc_jupyter import jobs
 from tfc_jupyter.config import KEYS
-from tfc_jupyter.records import JobState
 from tfc_jupyter.server import handlers
 from tfc_jupyter.server.service import JobService
+from tfc_jupyter.store.records import JobState
 
 pytest_plugins = ("pytest_jupyter.jupyter_server",)
 

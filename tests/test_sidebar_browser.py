@@ -22,13 +22,13 @@ from browser import LabServer, lab_command, open_lab, screenshot
 from jobutil import JOB_DEADLINE_S, stored_job, write_notebook
 from webhook import Receiver
 
-from tfc_jupyter import notify
 from tfc_jupyter.client import Client
 from tfc_jupyter.config import load_settings
 from tfc_jupyter.job.options import JobOptions
 from tfc_jupyter.jobs import store_for
-from tfc_jupyter.records import JobStore
-from tfc_jupyter.trials import run_sweep
+from tfc_jupyter.returns import notify
+from tfc_jupyter.store.records import JobStore
+from tfc_jupyter.trials.trials import run_sweep
 
 pytestmark = pytest.mark.slow
 
@@ -222,7 +222,7 @@ def test_fifty_jobs_in_sections_under_a_fixed_header_with_a_sweep_as_one_row(
 
 
 def _fifty_jobs(lab_server: LabServer, page: Any) -> None:
-    from tfc_jupyter.records import JobRecord, JobState, new_job_id
+    from tfc_jupyter.store.records import JobRecord, JobState, new_job_id
 
     store = _emptied(lab_server)
     now = time.time()
@@ -320,7 +320,7 @@ def test_two_jobs_compared_in_one_overlaid_plot(lab_server: LabServer, browser_p
 
 
 def _compare(lab_server: LabServer, page: Any) -> None:
-    from tfc_jupyter.records import new_job_id
+    from tfc_jupyter.store.records import new_job_id
 
     _emptied(lab_server)
     ids = []
@@ -372,7 +372,7 @@ def test_a_long_job_is_not_cancelled_by_a_stray_click(
     lab_server: LabServer, browser_page: Any
 ) -> None:
     """Cancel asks first when the job has run over a minute; *Keep running* sends nothing."""
-    from tfc_jupyter.records import JobRecord, JobState, new_job_id
+    from tfc_jupyter.store.records import JobRecord, JobState, new_job_id
 
     page = browser_page
     store = store_for(lab_server.home)
@@ -419,7 +419,7 @@ def test_the_curves_read_in_the_dark_theme_and_fit_an_800_px_window(
 
     from PIL import Image
 
-    from tfc_jupyter.records import new_job_id
+    from tfc_jupyter.store.records import new_job_id
 
     page = browser_page
     store = store_for(lab_server.home)

@@ -18,7 +18,7 @@ from tfc_jupyter import cli
 from tfc_jupyter.backends import spare
 from tfc_jupyter.backends.watched import alive
 from tfc_jupyter.jobs import store_for
-from tfc_jupyter.records import JobState
+from tfc_jupyter.store.records import JobState
 
 pytestmark = pytest.mark.usefixtures("tfc_env")
 

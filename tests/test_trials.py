@@ -1,4 +1,4 @@
-"""Sweeps run here (``tfc_jupyter.trials``): each trial a real local job, its values on the
+"""Sweeps run here (``tfc_jupyter.trials.trials``): each trial a real local job, its values on the
 notebook's lines, Optuna choosing, the folder keeping what ran. The trials report epochs
 through the runtime's own channel (``tfc_runtime.results.emit``), so a trial's metric is a
 known function of its values: the test can tell that the values reached the code."""
@@ -15,7 +15,7 @@ from tfc_jupyter import cli
 from tfc_jupyter.client import Client
 from tfc_jupyter.errors import JobConflict, SpecError
 from tfc_jupyter.job.options import JobOptions
-from tfc_jupyter.trials import Sweep, _driving, run_sweep, sweep_folder
+from tfc_jupyter.trials.trials import Sweep, _driving, run_sweep, sweep_folder
 
 pytestmark = pytest.mark.usefixtures("tfc_env")
 

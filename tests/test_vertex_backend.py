@@ -32,11 +32,11 @@ from tfc_jupyter.backends.vertex.api import VertexSettings
 from tfc_jupyter.backends.vertex.backend import VertexBackend, stop_watcher
 from tfc_jupyter.backends.watched import LOG_NOTE, NOT_FOLLOWED, QUICK_STARTS
 from tfc_jupyter.errors import BackendError, MissingDependency, TfcError
-from tfc_jupyter.gcloud import QuotaError, credentials, is_loopback
+from tfc_jupyter.google.gcloud import QuotaError, credentials, is_loopback
 from tfc_jupyter.job.catalog import Machine
 from tfc_jupyter.jobs import Job, job_dict, launch, store_for
 from tfc_jupyter.planner.plan import Plan
-from tfc_jupyter.records import JobRecord, JobState
+from tfc_jupyter.store.records import JobRecord, JobState
 
 ROOT = Path(__file__).resolve().parents[1]
 IMAGE = "registry.test/tfc/job:1"

@@ -341,7 +341,7 @@ def test_every_request_of_the_matrix_parses_into_the_real_types(
 def test_display_names_in_any_script(settings: Settings, name: str, image: str | None) -> None:
     from vertex_validate import validate
 
-    from tfc_jupyter.records import new_job_id
+    from tfc_jupyter.store.records import new_job_id
 
     line = f"{VERTEX} --name {shlex.quote(name)}"
     body = _body(settings, line)

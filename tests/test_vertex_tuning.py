@@ -26,9 +26,9 @@ from tfc_jupyter.backends.vertex import request as vertex_request
 from tfc_jupyter.client import Client
 from tfc_jupyter.errors import BackendError
 from tfc_jupyter.jobs import launch, store_for
-from tfc_jupyter.records import JobState
-from tfc_jupyter.trials import run_sweep
-from tfc_jupyter.tuned import read_trials
+from tfc_jupyter.store.records import JobState
+from tfc_jupyter.trials.trials import run_sweep
+from tfc_jupyter.trials.tuned import read_trials
 
 TUNING = r"/hyperparameterTuningJobs"
 DATA = textwrap.dedent("""\

@@ -20,7 +20,7 @@ from jobutil import run_job, wait_for, write_notebook
 
 from tfc_jupyter.backends.local import warm
 from tfc_jupyter.backends.local.forked import Base, import_env
-from tfc_jupyter.records import JobState
+from tfc_jupyter.store.records import JobState
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -19,8 +19,8 @@ import pytest
 
 from tfc_jupyter.client import Client
 from tfc_jupyter.job.options import JobOptions
-from tfc_jupyter.records import JobState
-from tfc_jupyter.results import LOOP
+from tfc_jupyter.returns.results import LOOP
+from tfc_jupyter.store.records import JobState
 
 pytestmark = pytest.mark.slow
 

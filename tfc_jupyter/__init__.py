@@ -6,7 +6,7 @@ aiplatform, docker or nbconvert.
 ``import tfc_jupyter as tfc`` is a drop-in for ``import tensorflow_cloud as tfc``: ``tfc.run``,
 ``tfc.remote``, ``tfc.MachineConfig``, ``tfc.AcceleratorType``, ``tfc.COMMON_MACHINE_CONFIGS``
 and ``tfc.DockerConfig`` (see :mod:`tfc_jupyter.run_api`), and its tuner: ``tfc.CloudTuner``,
-``tfc.CloudOracle``, ``tfc.run_cloudtuner`` (:mod:`tfc_jupyter.tuner`).
+``tfc.CloudOracle``, ``tfc.run_cloudtuner`` (:mod:`tfc_jupyter.trials.tuner`).
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ _LAZY = {
     "remote": "run_api",
     "hp": "run_api",
     "run_cloudtuner": "run_api",
-    "CloudTuner": "tuner",
-    "CloudOracle": "tuner",
+    "CloudTuner": "trials.tuner",
+    "CloudOracle": "trials.tuner",
     "RunResult": "run_api",
     "MachineConfig": "tfc_types",
     "AcceleratorType": "tfc_types",

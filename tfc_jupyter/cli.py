@@ -44,7 +44,7 @@ if TYPE_CHECKING:  # imported in main(), after `run` has started its job's super
     from .client import Client
     from .jobs import Job
     from .planner.plan import Plan
-    from .records import JobRecord
+    from .store.records import JobRecord
 
 
 def _plan(
@@ -59,7 +59,7 @@ def _plan(
 
 
 def _run(client: Client, plan: Plan) -> int:
-    from .records import JobState
+    from .store.records import JobState
 
     for warning in plan.warnings:
         print(f"! {warning}", file=sys.stderr)
@@ -99,7 +99,7 @@ def _follow(job: Job, plan: Plan) -> JobRecord | None:
         print(f"{job.id}: follow with `tfc-jupyter logs -f {job.id}`", file=sys.stderr)
         print(job.id)
         return None
-    from .returned import output_line
+    from .returns.returned import output_line
 
     job_dir = job.record().job_dir
 
@@ -114,7 +114,7 @@ def _follow(job: Job, plan: Plan) -> JobRecord | None:
 def _sweep(client: Client, plan: Plan) -> int:
     """Run the plan's sweep: a line as each trial starts and ends, then the table of trials
     (stdout); 0 when a trial succeeded. Ctrl-C stops the driving, not the trials."""
-    from .trials import run_sweep, trial_lines
+    from .trials.trials import run_sweep, trial_lines
 
     spare.discard()  # each trial starts its own supervisor
     said = trial_lines(lambda line: print(line, file=sys.stderr, flush=True))
@@ -263,11 +263,11 @@ def _main(argv: Sequence[str] | None) -> int:
         spare.start()
     from tfc_runtime.protocol import json_safe
 
-    from . import logs
     from .client import Client
     from .errors import TfcError
     from .job.options import split_script_args
     from .jobs import draws_colour, job_dict, jobs_table
+    from .store import logs
 
     words, script_args = split_script_args(words)
     args, extra = parser.parse_known_args(words)

@@ -30,7 +30,7 @@ if TYPE_CHECKING:  # the core is imported when it is used, never at %load_ext
     from .jobs import Job
     from .notebook.capture import Selection
     from .planner.plan import Plan
-    from .records import JobRecord, JobState, JobStore
+    from .store.records import JobRecord, JobState, JobStore
 
 
 class Client:
@@ -51,7 +51,7 @@ class Client:
         """The job records (opened on first use: planning needs none)."""
         if self._store is None:  # the home these settings say (store_for would read them again)
             from .jobs import store_for
-            from .records import default_home
+            from .store.records import default_home
 
             self._store = store_for(self.settings.get("home") or default_home())
         return self._store

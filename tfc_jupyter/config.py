@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from .errors import SpecError
 from .registry import BUILTIN, DEFAULT
-from .tables import table
+from .util.tables import table
 
 if TYPE_CHECKING:
     from traitlets.config import Config
@@ -280,7 +280,7 @@ class Settings:
 
     def rows(self) -> list[tuple[str, str, str]]:
         """``(key, value, source)`` for display (the ``notify`` URLs masked)."""
-        from .masking import shown_all
+        from .util.masking import shown_all
 
         rows = [(k, _shown(self.values.get(k)), self.sources[k]) for k in KEYS]
         return [(k, " ".join(shown_all(v.split())) if k == "notify" else v, f) for k, v, f in rows]

@@ -19,21 +19,23 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, TextIO
 
-from . import backends, border, logs, notify, registry
+from . import backends, registry
 from .backends import Backend
 from .config import Settings, current_settings
 from .errors import BackendError, JobConflict, SpecError, TfcError
 from .events import JOB_ENDED
-from .files import disk_full, is_disk_full, write_private
 from .job import catalog
-from .logs import LogTail, Merger
-from .outcome import restart_count, results_of, summary_line
-from .pidfds import nap
 from .planner.plan import Plan
-from .records import REPORT_KEY, JobRecord, JobState, JobStore, default_home, new_job_id
-from .results import ResultFeed, Results, finite_number, loss_name
-from .results import parse as parse_result
-from .tables import table
+from .returns import border, notify
+from .returns.outcome import restart_count, results_of, summary_line
+from .returns.results import ResultFeed, Results, finite_number, loss_name
+from .returns.results import parse as parse_result
+from .store import logs
+from .store.logs import LogTail, Merger
+from .store.records import REPORT_KEY, JobRecord, JobState, JobStore, default_home, new_job_id
+from .util.files import disk_full, is_disk_full, write_private
+from .util.pidfds import nap
+from .util.tables import table
 
 SHOWN_BATCH = 1000
 """Lines a follower writes out at once while it reads a backlog (memory stays bounded)."""
@@ -132,7 +134,7 @@ def launch(plan: Plan, *, store: JobStore | None = None) -> Job:
     try:
         store.path.parent.joinpath("jobs").mkdir(mode=0o700, exist_ok=True)
         write_job_dir(plan, job_dir)
-        # the kernel's own copy of its run cell, outside the job folder (tfc_jupyter.border)
+        # the kernel's own copy of its run cell, outside the job folder (tfc_jupyter.returns.border)
         border.keep(store.path.parent, job_id, plan.script.text, plan.source_map_text())
     except FileExistsError:  # another job's folder: never touch it
         raise BackendError(f"the job folder {job_dir} exists already", "launch again") from None
@@ -194,7 +196,7 @@ _LOG_ROOM = 1 << 20  # logs and status files a short job writes at start
 def draws_colour(stream: Any) -> bool:
     """Whether ``stream`` shows terminal colour codes as colours: a terminal, or a notebook
     cell (Jupyter draws them). Elsewhere (a pipe, a file) they are stripped."""
-    if type(stream).__module__.startswith(("ipykernel", "tfc_jupyter.cell")):
+    if type(stream).__module__.startswith(("ipykernel", "tfc_jupyter.returns.cell")):
         return True
     isatty = getattr(stream, "isatty", None)
     try:
@@ -282,14 +284,14 @@ class Job:
         Raises:
             TfcError: the job saved no model, or it is not where this machine can read it.
         """
-        from .results import load_saved
+        from .returns.results import load_saved
 
         rec, results = self.store.get(self.id), self.results()
         return load_saved(rec, results, model_dir(rec, results), self.settings)
 
     def plot(self) -> str | None:
         """The loss and metrics curves as an SVG image (None before the first epoch ends)."""
-        from .plot import svg
+        from .returns.plot import svg
 
         return svg(self.results(), done=self.record().state.is_terminal())
 
@@ -309,8 +311,8 @@ class Job:
         runtime's status lines are not (``verbose`` shows them), and a line every replica
         printed alike is shown once, with the replicas named. ``on_line`` instead receives
         every ``(replica, line)`` as written; ``on_result`` receives each result the runtime
-        reports (a Keras epoch, a saved model; see :mod:`tfc_jupyter.results`). The log files
-        keep every line. A job no watcher follows any more ("not followed (status unknown)")
+        reports (a Keras epoch, a saved model; see :mod:`tfc_jupyter.returns.results`). The log
+        files keep every line. A job no watcher follows any more ("not followed (status unknown)")
         is followed again: its backend starts a watcher for it.
         """
         stream = out or sys.stdout
@@ -451,7 +453,7 @@ class Job:
         from IPython import get_ipython
         from IPython.display import display
 
-        from .cell import Following, in_notebook
+        from .returns.cell import Following, in_notebook
 
         if in_notebook(get_ipython()) and not self.record().state.is_terminal():
             Following(self)
@@ -517,7 +519,7 @@ def model_dir(rec: JobRecord, results: Results) -> str | None:
     kept = Path(rec.job_dir) / "model" if rec.job_dir else None  # tfc_runtime.model_dir()
     if kept is not None and kept.is_dir() and any(kept.iterdir()):
         return str(kept)
-    from .returned import cell_model
+    from .returns.returned import cell_model
 
     left = cell_model(rec.job_dir)  # the model the run cell trained, saved when it ended
     return left[0] if left else None

@@ -218,7 +218,7 @@ class TfcMagics(Magics):
             raise UsageError(str(exc)) from None
 
     def _launch(self, plan: Plan, args: JobOptions) -> Any:
-        from . import cell
+        from .returns import cell
 
         for warning in plan.warnings:
             print(f"! {warning}")
@@ -256,12 +256,12 @@ class TfcMagics(Magics):
         )
 
     def _sweep(self, plan: Plan, notebook: bool) -> Any:
-        """Run the plan's sweep (:mod:`tfc_jupyter.trials`): its table and plot kept up to
+        """Run the plan's sweep (:mod:`tfc_jupyter.trials.trials`): its table and plot kept up to
         date in the cell (a line a change in a terminal). At the end the best trial's run
         cell names are set here, as one job's are; the cell's value is the sweep
         (``sweep.best`` is the best trial's job). An interrupt stops the driving, not the
         trials: running the cell again goes on with the same sweep."""
-        from .trials import Sweep, run_sweep, trial_lines
+        from .trials.trials import Sweep, run_sweep, trial_lines
 
         shell = self.shell
         said = trial_lines(lambda line: print(line, flush=True))
@@ -422,8 +422,8 @@ class TfcMagics(Magics):
         tfc_runtime.tensorboard_dir() is the job folder's own."""
         from IPython.display import HTML, display
 
-        from . import cell
-        from .tensorboard import serve
+        from .returns import cell
+        from .returns.tensorboard import serve
 
         args = _job_args(line, "%tfc_tensorboard JOB")
         try:
@@ -451,7 +451,7 @@ class TfcMagics(Magics):
 def machines_table() -> str:
     """The catalog as an aligned text table."""
     from .job.catalog import PRICES_AS_OF, PRICING_URL, catalog_rows
-    from .tables import table
+    from .util.tables import table
 
     rows = [("name", "machine type", "accelerators", "vCPU", "GB", "$/h")]
     for m in catalog_rows():
@@ -531,14 +531,14 @@ def _follow_in_cell(
 
     In a notebook the cell also shows the chief's loss and metrics as a plot updated at each
     epoch, and at most ``lines`` log lines (``c.TfcConfig.cell_lines``; see
-    :mod:`tfc_jupyter.cell`). What the run cell displays in the job (figures, ``display()``)
+    :mod:`tfc_jupyter.returns.cell`). What the run cell displays in the job (figures, ``display()``)
     is shown as it comes, as Jupyter shows it. With ``cell_run`` (the ``%%tfc_run`` cell, and
     ``%tfc_attach``), a job that ends well sets the names its run cell binds in the kernel
-    (:mod:`tfc_jupyter.returned`), and the value returned is the cell's ``Out[]`` when it has
-    one, else the job."""
-    from . import cell
+    (:mod:`tfc_jupyter.returns.returned`), and the value returned is the cell's ``Out[]`` when it
+    has one, else the job."""
     from .config import load_settings
-    from .records import JobState
+    from .returns import cell
+    from .store.records import JobState
 
     out: Any = sys.stdout
     plot: Any = None
@@ -594,7 +594,7 @@ def names_back_on_wait(job: Any, rec: Any) -> None:
 
     from IPython import get_ipython
 
-    from .records import JobState
+    from .store.records import JobState
 
     shell = get_ipython()
     if shell is None or threading.current_thread() is not threading.main_thread():
@@ -605,7 +605,7 @@ def names_back_on_wait(job: Any, rec: Any) -> None:
 
 def _stale_line(rec: Any, shell: Any) -> str:
     """`` (model, history in this kernel are from before this cell)``, for a failure line."""
-    from .returned import stale_names
+    from .returns.returned import stale_names
 
     names = stale_names(rec.job_dir, shell.user_ns) if rec.job_dir else []
     if not names:
@@ -618,7 +618,7 @@ def _bring_back(job: Any, rec: Any, shell: Any, shown: _Outputs) -> Any:
     """Set the run cell's names in the kernel; the cell's ``Out[]`` (a value, else as the job
     showed it), else the job."""
     from .config import load_settings
-    from .returned import CellOut, bring_back, bring_files, fetch
+    from .returns.returned import CellOut, bring_back, bring_files, fetch
 
     settings = load_settings(getattr(shell, "config", None))
     limit = float(settings.get("return_limit_mb"))
@@ -669,8 +669,8 @@ class _Outputs:
         self.count = 0  # outputs shown (at most border.MAX_OUTPUTS)
 
     def add(self, event: dict[str, Any]) -> None:
-        from .border import MAX_OUTPUTS
-        from .returned import output
+        from .returns.border import MAX_OUTPUTS
+        from .returns.returned import output
 
         if event.get("clear"):
             if self.notebook:
@@ -691,7 +691,7 @@ class _Outputs:
                 print(f"! the job shows over {MAX_OUTPUTS} outputs: the rest are in its folder")
             return
         if not self.notebook:
-            from .returned import output_line
+            from .returns.returned import output_line
 
             print(output_line(event, self.job_dir))
             return
@@ -703,7 +703,7 @@ class _Outputs:
         flush = getattr(self.out, "flush", None)
         if flush is not None:
             flush()
-        from .border import display_id
+        from .returns.border import display_id
 
         own = display_id(event.get("display_id"))
         update = bool(event.get("update")) and own is not None

@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from .jobs import Job
     from .notebook.capture import Selection
     from .planner.plan import Plan
-    from .trials import Sweep
+    from .trials.trials import Sweep
 
 _MAPPED = {
     "tpu": "worker_config=tfc.COMMON_MACHINE_CONFIGS['TPU'], worker_count=1",
@@ -154,8 +154,9 @@ def run(
 
     Returns:
         ``{"job_id", "docker_image"}`` with ``.job``; the :class:`~tfc_jupyter.planner.plan.Plan`
-        for ``dry_run=True``; with ``sweep=[...]``, the ended :class:`~tfc_jupyter.trials.Sweep`
-        (``.best`` is the best trial's job); None inside a job.
+        for ``dry_run=True``; with ``sweep=[...]``, the ended
+        :class:`~tfc_jupyter.trials.trials.Sweep` (``.best`` is the best trial's job); None inside
+        a job.
 
     Raises:
         ValueError: an argument tfc.run refused (a :class:`~tfc_jupyter.errors.TfcError` too).
@@ -195,8 +196,8 @@ def run(
         raise plan.refused
     for warning in plan.warnings:
         print(f"! {warning}", file=sys.stderr)
-    if plan.sweep is not None:  # sweep=[...]: its trials, to the end (tfc_jupyter.trials)
-        from .trials import run_sweep
+    if plan.sweep is not None:  # sweep=[...]: its trials, to the end (tfc_jupyter.trials.trials)
+        from .trials.trials import run_sweep
 
         sweep = run_sweep(client, plan)
         print(sweep.summary_line(), file=sys.stderr)

@@ -1,6 +1,6 @@
 /**
  * "Go to the failing cell": when a job a cell launched fails, the kernel shows where, as a
- * display output of MIME type `MIME_TYPE` (tfc_jupyter/cell.py, `failure_link`): the notebook
+ * display output of MIME type `MIME_TYPE` (tfc_jupyter/returns/cell.py, `failure_link`): the notebook
  * cell (1-based, markdown cells counted, as the job's source map counts them), the line in it,
  * and that line's text as saved. This renders it as a link; a click selects the cell in the
  * notebook that holds the output and puts the cursor on the line. The cell is found by its
@@ -16,7 +16,7 @@ import { IRenderMime } from '@jupyterlab/rendermime';
 import { JSONObject } from '@lumino/coreutils';
 import { Widget } from '@lumino/widgets';
 
-/** The MIME type of the failure link (tfc_jupyter/cell.py, `LINK_MIME`). */
+/** The MIME type of the failure link (tfc_jupyter/returns/cell.py, `LINK_MIME`). */
 export const MIME_TYPE = 'application/vnd.tfc-jupyter.cell-link+json';
 const VERSION = 1;
 

@@ -115,7 +115,7 @@ export function formatMetric(value: MetricValue): string {
 }
 
 /**
- * The loss among a job's metrics (tfc_jupyter/results.py, `loss_name`): `loss`, else a training
+ * The loss among a job's metrics (tfc_jupyter/returns/results.py, `loss_name`): `loss`, else a training
  * loss of a custom loop (`train_loss`), else any loss; undefined when none is.
  */
 export function lossName(names: string[]): string | undefined {

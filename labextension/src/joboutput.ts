@@ -1,6 +1,6 @@
 /**
  * The run cell stays with its job. When `%%tfc_run` launches a job, the cell shows one output of
- * MIME type `MIME_TYPE` (tfc_jupyter/cell.py, `job_output`): the job's id. This renders it as the
+ * MIME type `MIME_TYPE` (tfc_jupyter/returns/cell.py, `job_output`): the job's id. This renders it as the
  * job's state and elapsed time, polled from the jobs API until the job has ended, on a page
  * loaded later too (outputs are saved with the notebook). While the cell runs in this page the
  * kernel streams the job's lines into the cell; once it no longer does (the kernel restarted, the
@@ -22,7 +22,7 @@ import { formatElapsed, pathUnderRoot, shortId } from './format';
 import { TfcApiError } from './request';
 import { IJob } from './types';
 
-/** The MIME type of a run cell's job output (tfc_jupyter/cell.py, `JOB_MIME`). */
+/** The MIME type of a run cell's job output (tfc_jupyter/returns/cell.py, `JOB_MIME`). */
 export const MIME_TYPE = 'application/vnd.tfc-jupyter.job+json';
 const VERSION = 1;
 

@@ -22,8 +22,8 @@ output never loses one or shows one: one JSON line each in the job folder's
 it), else a line ``[tfc_runtime] result {json}`` of its own on stderr (Vertex AI: Cloud Logging
 keeps each stream's lines apart, and stdout is where progress bars are drawn), signed with the
 job's key (:mod:`tfc_runtime.reportkey`) so that no line the code prints passes for one. The
-client reads them back from either (``tfc_jupyter.results``), and takes a report even where a
-line of the code's own was left unfinished before it.
+client reads them back from either (``tfc_jupyter.returns.results``), and takes a report even
+where a line of the code's own was left unfinished before it.
 Nothing here changes what the code computes: the callback only reads the logs Keras hands it,
 and a reset only reads the metric's value first.
 """

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from runtime_helpers import job_env, run_runtime
 
-from tfc_jupyter.results import LOOP, Results, loss_name, parse
+from tfc_jupyter.returns.results import LOOP, Results, loss_name, parse
 
 pytestmark = pytest.mark.slow
 
@@ -156,8 +156,8 @@ def test_progress_bars_never_lose_or_show_a_report(tmp_path: Path, keras: str) -
     job's results file, apart from it. Every epoch of both fits is reported with the numbers
     of Keras' own History, stdout holds none of our protocol, and each bar is shown as one line
     (its latest state)."""
-    from tfc_jupyter.logs import shown
-    from tfc_jupyter.results import parse_json
+    from tfc_jupyter.returns.results import parse_json
+    from tfc_jupyter.store.logs import shown
 
     (tmp_path / "train.py").write_text(DEFAULT_VERBOSE)
     job = tmp_path / "job"
@@ -195,7 +195,7 @@ def test_metrics_made_anew_each_epoch_and_summary_scalars_are_epochs(tmp_path: P
     """The Iris walkthrough makes its metrics anew each epoch and never resets them, and a
     loop may log its epochs with ``tf.summary.scalar``: both report one round an epoch, with
     the numbers the code kept."""
-    from tfc_jupyter.results import parse_json
+    from tfc_jupyter.returns.results import parse_json
 
     (tmp_path / "train.py").write_text((Path(__file__).parent / "iris_loop_job.py").read_text())
     job = tmp_path / "job"

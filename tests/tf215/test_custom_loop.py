@@ -1,7 +1,7 @@
 """TensorFlow 2.15's Keras: a custom loop's metrics (``reset_states``) are its epochs.
 
 The job is tests/runtime/custom_loop_job.py, run by ``python -m tfc_runtime`` in this
-environment; the reports are read as ``tfc_jupyter.results`` reads them (one JSON per line).
+environment; the reports are read as ``tfc_jupyter.returns.results`` reads them (one JSON per line).
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ import pytest
 from jobutil import job_pids, plan_for, run_job, wait_gone
 
 from tfc_jupyter.job.spec import Strategy
-from tfc_jupyter.records import JobState
+from tfc_jupyter.store.records import JobState
 
 NOTEBOOK = Path(__file__).resolve().parents[2] / "notebooks" / "estimator_multiworker.ipynb"
 

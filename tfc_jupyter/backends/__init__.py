@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from ..config import Settings
     from ..job.spec import JobSpec
     from ..planner.plan import Plan
-    from ..records import JobRecord, JobStore
+    from ..store.records import JobRecord, JobStore
 
 
 def get(name: str, store: JobStore, settings: Settings | None = None) -> Backend:

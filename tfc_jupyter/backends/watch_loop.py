@@ -21,11 +21,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Generic, TypeVar
 
-from .. import notify
 from ..errors import TfcError
-from ..files import disk_full, is_disk_full, mount_of, write_private
-from ..pidfds import nap
-from ..records import CANCEL_ASKED, JobRecord, JobState, JobStore, JobStoreError, JobStoreFull
+from ..returns import notify
+from ..store.records import CANCEL_ASKED, JobRecord, JobState, JobStore, JobStoreError, JobStoreFull
+from ..util.files import disk_full, is_disk_full, mount_of, write_private
+from ..util.pidfds import nap
 from .launch_file import Launch
 
 Outcome = tuple[JobState, str | None, str | None]  # state, error, notebook location

@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import BackendError
-from ..files import disk_full, open_private, write_private
-from ..records import CANCEL_ASKED, JobRecord, JobState, JobStore, JobStoreError, JobStoreFull
+from ..store.records import CANCEL_ASKED, JobRecord, JobState, JobStore, JobStoreError, JobStoreFull
+from ..util.files import disk_full, open_private, write_private
 from . import watch_lock
 from .launch_file import FILE, Launch
 from .watch_loop import outcome_record, reserve_outcome

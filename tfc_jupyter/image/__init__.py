@@ -62,7 +62,7 @@ def ensure_image(plan: ImageOrder, *, push: bool, client: Any = None) -> ImageRe
         MissingDependency, BackendError: no docker package, no engine (and what is missing).
         BuildError: the build failed (one line; ``.log`` holds the tail).
     """
-    from ..gcloud import registry_auth
+    from ..google.gcloud import registry_auth
     from . import docker, names
 
     started = time.monotonic()

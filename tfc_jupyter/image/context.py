@@ -29,12 +29,12 @@ from typing import Any, BinaryIO
 
 from tfc_runtime import protocol
 
-from .. import secretscan
 from ..config import Settings, current_settings
 from ..errors import SpecError
-from ..files import UnsafeFile, file_kind, human_size, leads_out, read_regular, real_path
 from ..job.spec import JobSpec
 from ..notebook.requirements import NO_DEPS_PREFIX, RESOLVER_OPTIONS
+from ..util import secretscan
+from ..util.files import UnsafeFile, file_kind, human_size, leads_out, read_regular, real_path
 from . import names
 
 IGNORE_FILE = ".tfcignore"
@@ -42,7 +42,8 @@ APT_FILE = "apt.txt"
 RUNTIME_PATH = "/opt/tfc"
 EPOCH = 315532800  # 1980-01-01: fixed mtimes make identical inputs identical layers
 
-# Secrets: by name and by content, in tfc_jupyter.secretscan (re-exported for callers and tests).
+# Secrets: by name and by content, in tfc_jupyter.util.secretscan (re-exported for callers
+# and tests).
 secret_reason = secretscan.secret_reason
 
 
@@ -173,7 +174,7 @@ _TOOL_STATE = frozenset(
 
 def _own_state(path: Path) -> bool:
     """True for tfc_jupyter's own home (job records, logs, launch files)."""
-    from ..records import default_home
+    from ..store.records import default_home
 
     try:
         return path.resolve() == Path(default_home()).resolve()

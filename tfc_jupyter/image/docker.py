@@ -18,8 +18,8 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from ..errors import BackendError, MissingDependency
-from ..files import human_size
-from ..gcloud import registry_auth
+from ..google.gcloud import registry_auth
+from ..util.files import human_size
 from .context import Context
 from .names import CONTENT_LABEL
 from .progress import ANSI, LOG_TAIL, BuildError, Progress, build_error, report, short

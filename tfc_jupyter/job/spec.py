@@ -187,7 +187,7 @@ def _check_env(env: tuple[tuple[str, str], ...]) -> None:
     """Names a process can have, none the job sets itself, and nothing that looks secret (by
     name, or by value through the secret scanner): ``--env`` is written into the job's
     request, its records and its dry run."""
-    from ..secretscan import scan_text
+    from ..util.secretscan import scan_text
 
     if len(env) > MAX_ENV:
         raise SpecError(
@@ -292,7 +292,7 @@ class JobSpec:
     evaluator_machine: Machine | None = None  # default: the chief's machine
     google: GoogleTarget = field(default_factory=GoogleTarget)  # read by Vertex AI only
     decided: Decisions = field(default_factory=Decisions)  # by planning, not flags
-    notify: tuple[str, ...] = ()  # apprise URLs told when the job ends (tfc_jupyter.notify)
+    notify: tuple[str, ...] = ()  # apprise URLs told when the job ends (tfc_jupyter.returns.notify)
 
     def __post_init__(self) -> None:
         # Accept plain strings for the enums, so callers (CLI, REST) can pass JSON values.
@@ -458,7 +458,7 @@ def _check_labels(labels: tuple[tuple[str, str], ...]) -> None:
 def _check_args(args: tuple[str, ...]) -> None:
     """The script's arguments go into the request, records and dry run as ``--env`` does: a
     value that looks secret is refused the same way."""
-    from ..secretscan import scan_text
+    from ..util.secretscan import scan_text
 
     found = scan_text("\n".join(args)) if args else None
     if found is not None:

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import CaptureError
-from ..files import UnsafeFile, read_regular, write_private
+from ..util.files import UnsafeFile, read_regular, write_private
 from .convert import SKIP_TAGS, Cell
 from .executed import Executed
 

@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..files import human_size
+from ..util.files import human_size
 from . import syntax
 from .requirements import TENSORFLOW_DISTRIBUTIONS, canonical_name
 

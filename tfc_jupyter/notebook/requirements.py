@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import RequirementsError
-from ..files import UnsafeFile, read_regular, real_path
+from ..util.files import UnsafeFile, read_regular, real_path
 
 REQUIREMENTS_LIMIT = 1_000_000  # bytes: a requirements file is text, a few KB
 

@@ -16,7 +16,7 @@ from ..config import Settings
 from ..errors import TfcError
 from ..job.options import JobOptions
 from ..notebook import capture
-from ..records import JobStore
+from ..store.records import JobStore
 from .memory import ChoicesDisplay, saved_cell, saved_line
 from .model import Choices, PanelModel, run_cells
 

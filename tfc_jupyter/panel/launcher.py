@@ -27,10 +27,10 @@ from typing import Any
 from .. import jobs, registry
 from ..client import Client
 from ..errors import TfcError
-from ..logs import LogTail, Merger, is_noise, said, strip_ansi
-from ..logs import shown as shown_line
-from ..records import JobRecord, JobState, JobStore
-from ..results import ResultFeed, Results
+from ..returns.results import ResultFeed, Results
+from ..store.logs import LogTail, Merger, is_noise, said, strip_ansi
+from ..store.logs import shown as shown_line
+from ..store.records import JobRecord, JobState, JobStore
 from .model import PanelModel
 
 STAGES = ("convert", "build", "push", "submit")

@@ -19,10 +19,10 @@ import ipywidgets as w
 from ..job import catalog
 from ..job.spec import MAX_WORKERS
 from ..jobs import Job
-from ..logs import in_order
 from ..planner.fields import FormField, choices, form_fields
-from ..plot import svg
-from ..records import JobState, JobStore
+from ..returns.plot import svg
+from ..store.logs import in_order
+from ..store.records import JobState, JobStore
 from .launcher import JobWatch, Launcher
 from .model import PanelModel
 

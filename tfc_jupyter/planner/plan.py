@@ -20,10 +20,9 @@ from typing import Any
 from tfc_runtime import params
 from tfc_runtime.protocol import ROLES
 
-from .. import masking, registry, secretscan
+from .. import registry
 from ..config import Settings
 from ..errors import Fix, SpecError, TfcError
-from ..files import human_size
 from ..image import context as package
 from ..image import names as images
 from ..job import catalog, prices
@@ -36,6 +35,8 @@ from ..notebook.convert import Script, convert
 from ..notebook.requirements import Requirements, unsatisfied
 from ..registry import ROUTES, Preview, Route
 from ..sweep.targets import SweepPlan, plan_sweep
+from ..util import masking, secretscan
+from ..util.files import human_size
 from . import prelaunch
 
 _SOURCES = {
@@ -119,7 +120,7 @@ class Plan:
 
     def summary(self) -> dict[str, Any]:
         """JSON-ready summary (CLI ``--json``, REST API, panel, the job folder's ``job.json``);
-        ``--notify`` URLs in it are masked (:func:`tfc_jupyter.masking.shown`)."""
+        ``--notify`` URLs in it are masked (:func:`tfc_jupyter.util.masking.shown`)."""
         preview = self.preview()
         spec = self.spec.to_dict()
         spec["notify"] = masking.shown_all(spec.get("notify") or ())

@@ -34,12 +34,12 @@ UNSENT_EVERY_S = 30.0
 
 def _tell_unsent(service: Any) -> None:
     """Now and then, off the event loop, send the ends of jobs whose watcher died before it
-    could (``tfc_jupyter.notify.send_unsent``): one look at a time."""
+    could (``tfc_jupyter.returns.notify.send_unsent``): one look at a time."""
     import asyncio
 
     from tornado.ioloop import PeriodicCallback
 
-    from .. import notify
+    from ..returns import notify
 
     busy: list[asyncio.Future[int]] = []
 

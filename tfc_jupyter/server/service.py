@@ -18,16 +18,18 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from .. import __version__, jobs, logs, masking
+from .. import __version__, jobs
 from ..client import Client
 from ..config import Settings, load_settings
 from ..errors import SpecError, TfcError, TooLarge
-from ..files import confined
 from ..job import catalog, options
 from ..job.options import JobOptions
 from ..jobs import job_dict, sweep_refusal
 from ..notebook import capture
-from ..records import JobRecord, JobState, JobStore
+from ..store import logs
+from ..store.records import JobRecord, JobState, JobStore
+from ..util import masking
+from ..util.files import confined
 
 _REPLICA = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 LOG_CHUNK = 256 * 1024
@@ -391,7 +393,7 @@ class JobService:
         """What the job reported: each Keras epoch's loss and metrics, the last ones, where it
         saved its model, and the curves as an SVG image (``svg``: None before an epoch ends)."""
         from ..jobs import results_of
-        from ..plot import svg
+        from ..returns.plot import svg
 
         client = self.client()
         record = self._record(client, job_id)
@@ -409,15 +411,15 @@ class JobService:
 
     def sweep(self, sweep_id: str) -> dict[str, Any]:
         """A sweep read back from its trial jobs: each trial's values, state, metric, time and
-        job, the best one, a summary line and the plot (``tfc_jupyter.sweep_jobs``)."""
-        from ..sweep_jobs import sweep_json
+        job, the best one, a summary line and the plot (``tfc_jupyter.trials.sweep_jobs``)."""
+        from ..trials.sweep_jobs import sweep_json
 
         return sweep_json(self.store(), sweep_id)
 
     def tensorboard(self, job_id: str) -> dict[str, Any]:
         """TensorBoard on the job's TensorBoard folders here, started by this server on
         loopback (the same one again while it runs): ``{"url": "http://127.0.0.1:PORT/"}``."""
-        from ..tensorboard import serve
+        from ..returns.tensorboard import serve
 
         client = self.client()
         record = self._record(client, job_id)

@@ -29,9 +29,9 @@ from ...image.docker import docker_client
 from ...job import replica
 from ...job.replica import container_args, job_env
 from ...job.spec import JobSpec, check_runnable
-from ...ports import free_ports
-from ...records import JobRecord
 from ...registry import Preview, Traits
+from ...store.records import JobRecord
+from ...util.ports import free_ports
 from ..launch_file import RUNTIME, DockerLaunch, ReplicaLaunch
 from ..local.backend import (
     RUNTIME_PARENT,

@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ...files import open_private
-from ...records import JobState
+from ...store.records import JobState
+from ...util.files import open_private
 from ..launch_file import RUNTIME, DockerLaunch
 from ..watch_loop import JobWatcher, ReplicaState, describe_failure
 from .backend import JOB_LABEL, REPLICA_LABEL

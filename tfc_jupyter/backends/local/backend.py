@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ...errors import BackendError
-from ...files import open_private
 from ...image.names import local_tensorflow_version
 from ...job import replica
 from ...job.replica import job_env, replica_env, runtime_args
@@ -29,9 +28,10 @@ from ...notebook.requirements import (
     installed,
     unsatisfied,
 )
-from ...ports import free_ports
-from ...records import JobRecord
 from ...registry import Preview, Traits
+from ...store.records import JobRecord
+from ...util.files import open_private
+from ...util.ports import free_ports
 from .. import spare
 from ..launch_file import LocalLaunch, ReplicaLaunch
 from ..watch_loop import VERTEX_RESTARTS

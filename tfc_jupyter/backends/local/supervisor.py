@@ -40,8 +40,8 @@ from pathlib import Path
 from subprocess import Popen
 from typing import TYPE_CHECKING, Any
 
-from ...files import open_private
-from ...records import JobState
+from ...store.records import JobState
+from ...util.files import open_private
 from ..launch_file import RUNTIME, LocalLaunch
 from ..watch_loop import JobWatcher, ReplicaState, killed_by
 from ..watched import started_at

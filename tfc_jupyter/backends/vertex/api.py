@@ -1,7 +1,7 @@
 """Talking to Vertex AI and Cloud Logging: settings and clients.
 
 Shared by the Vertex backend (in the kernel) and its watcher process; credentials, errors and
-retries are Google Cloud's, in :mod:`tfc_jupyter.gcloud`.
+retries are Google Cloud's, in :mod:`tfc_jupyter.google.gcloud`.
 
 * :class:`VertexSettings`: endpoints (``TFC_VERTEX_ENDPOINT``, ``TFC_LOGGING_ENDPOINT`` or
   ``c.TfcConfig.vertex_endpoint`` / ``logging_endpoint``), request timeout, retry budget, poll
@@ -17,7 +17,7 @@ from typing import Any
 
 from ...config import current_settings
 from ...errors import MissingDependency
-from ...gcloud import authorized_session, base_url, credentials, is_loopback
+from ...google.gcloud import authorized_session, base_url, credentials, is_loopback
 
 
 @dataclass(frozen=True)

@@ -9,11 +9,12 @@ polls the job's state and copies its Cloud Logging entries into ``<job_dir>/logs
 So ``Job.follow()``, ``%tfc_logs`` and ``%tfc_attach`` work as for local jobs, and the job
 outlives the kernel. A plan with a sweep is one ``HyperparameterTuningJob`` instead
 (:func:`~tfc_jupyter.backends.vertex.request.tuning_job_body`), created, watched and cancelled
-the same way; its watcher keeps the trials in the job folder (:mod:`tfc_jupyter.tuned`).
+the same way; its watcher keeps the trials in the job folder (:mod:`tfc_jupyter.trials.tuned`).
 
 Transient API errors are retried with backoff within a bounded time; authentication, permission,
 quota, not-found and invalid-argument errors stop at once with a one-line
-:class:`~tfc_jupyter.errors.BackendError` that says what to do (see :mod:`tfc_jupyter.gcloud`).
+:class:`~tfc_jupyter.errors.BackendError` that says what to do (see
+:mod:`tfc_jupyter.google.gcloud`).
 """
 
 from __future__ import annotations
@@ -27,13 +28,14 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ... import gcloud, notify
 from ...errors import BackendError, TfcError
-from ...files import write_private
-from ...gcloud import RetryCount
+from ...google import gcloud
+from ...google.gcloud import RetryCount
 from ...job.spec import JobSpec
-from ...records import CANCEL_ASKED, REPORT_KEY, JobRecord, JobState, JobStore
 from ...registry import Preview, Route, Traits
+from ...returns import notify
+from ...store.records import CANCEL_ASKED, REPORT_KEY, JobRecord, JobState, JobStore
+from ...util.files import write_private
 from .. import watch_lock
 from ..watched import (
     LOG_NOTE,

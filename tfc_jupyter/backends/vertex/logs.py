@@ -37,9 +37,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from ...files import write_private
-from ...gcloud import DailyQuotaError, authorized_session, base_url, checked, explain
-from ...quota import pacific_midnight
+from ...google.gcloud import DailyQuotaError, authorized_session, base_url, checked, explain
+from ...google.quota import pacific_midnight
+from ...util.files import write_private
 from .api import VertexSettings
 
 try:

@@ -46,12 +46,12 @@ from typing import Any
 from tfc_runtime.protocol import POOL_ROLES
 from tfc_runtime.protocol import replica_name as protocol_replica_name
 
-from ... import notify
 from ...errors import BackendError, TfcError
-from ...files import open_private, write_private
-from ...gcloud import call, checked
-from ...records import JobRecord, JobState, JobStore
+from ...google.gcloud import call, checked
 from ...registry import TRIALS_FILE
+from ...returns import notify
+from ...store.records import JobRecord, JobState, JobStore
+from ...util.files import open_private, write_private
 from .. import watch_lock
 from ..watched import (
     LOG_NOTE,

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from ...errors import BackendError
-from ...gcloud import Api
+from ...google.gcloud import Api
 from ..names import CONTENT_LABEL
 from ..progress import ANSI, LOG_TAIL, BuildError, Progress, build_error, report, short
 from . import client

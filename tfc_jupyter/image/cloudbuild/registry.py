@@ -7,9 +7,9 @@ import re
 from typing import Any
 from urllib.parse import urlsplit
 
-from ... import gcloud
 from ...errors import BackendError
-from ...gcloud import Api
+from ...google import gcloud
+from ...google.gcloud import Api
 from ..progress import Progress, report
 from . import client
 from .settings import CloudBuildSettings, base_url

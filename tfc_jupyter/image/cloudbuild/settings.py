@@ -7,10 +7,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ... import gcloud
 from ...config import current_settings
 from ...errors import BackendError, MissingDependency, SpecError
-from ...gcloud import base_url
+from ...google import gcloud
+from ...google.gcloud import base_url
 from ...job.spec import JobSpec
 
 CLOUDBUILD_URL = "https://cloudbuild.googleapis.com"

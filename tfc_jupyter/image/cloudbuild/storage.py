@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import IO, Any, TypeVar
 from urllib.parse import quote
 
-from ...files import human_size
-from ...gcloud import Api
+from ...google.gcloud import Api
+from ...util.files import human_size
 from .. import context as package
 from ..progress import Progress, report
 from . import client

@@ -28,18 +28,18 @@ from typing import TYPE_CHECKING, Any
 
 from tfc_runtime.params import Value, argument
 
-from . import registry
-from .errors import JobConflict, SpecError, TfcError
-from .jobs import watcher_pids
-from .pidfds import nap
-from .records import JobState
-from .results import Results, metric_number
+from .. import registry
+from ..errors import JobConflict, SpecError, TfcError
+from ..jobs import watcher_pids
+from ..returns.results import Results, metric_number
+from ..store.records import JobState
+from ..util.pidfds import nap
 from .trial_table import Sweep, Trial, sweep_svg, trial_line, trial_lines
 
 if TYPE_CHECKING:
-    from .client import Client, Job
-    from .planner.plan import Plan
-    from .sweep.spec import Param, SweepSpec
+    from ..client import Client, Job
+    from ..planner.plan import Plan
+    from ..sweep.spec import Param, SweepSpec
 
 __all__ = [
     "Sweep",

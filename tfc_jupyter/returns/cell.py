@@ -4,7 +4,7 @@ A 150-epoch job prints hundreds of lines; a notebook that keeps them all grows s
 scroll. :class:`BoundedLog` passes the first half of ``cell_lines`` through as printed, then
 keeps the latest half in one output that is replaced as lines come (as Colab and VS Code bound
 theirs), saying how many lines are not shown and how to see them. :class:`LivePlot` draws the
-chief's loss and metrics (:mod:`tfc_jupyter.plot`) in one output, updated at each epoch.
+chief's loss and metrics (:mod:`tfc_jupyter.returns.plot`) in one output, updated at each epoch.
 :class:`Following` keeps a ``--no-wait`` job's handle up to date in its own output.
 :func:`failure_link` is where a failed job's cell points to the notebook cell that failed.
 
@@ -50,7 +50,7 @@ def failure_link(location: str | None, notebook: str | None) -> dict[str, Any] |
     number, line = int(match.group(1)), int(match.group(2))
     code = ""
     with contextlib.suppress(Exception):  # the notebook moved or broke since: the number alone
-        from .notebook.capture import read_notebook
+        from ..notebook.capture import read_notebook
 
         cells = read_notebook(Path(notebook)).cells
         if 1 <= number <= len(cells):
@@ -121,7 +121,7 @@ class BoundedLog:
         """Take printed text (whole lines are counted). While the first lines pass through, a
         line being written does too, as it comes (a progress bar's ``\r`` updates draw live);
         in the window each line shows its latest state."""
-        from .logs import render
+        from ..store.logs import render
 
         lines = (self._partial + text).split("\n")
         self._partial = lines.pop()

@@ -33,7 +33,7 @@ from tfc_runtime.values import Decoder
 from . import border
 
 if TYPE_CHECKING:
-    from .image.cloudbuild.storage import Storage
+    from ..image.cloudbuild.storage import Storage
 
 MAX_OBJECTS = 100_000
 """Objects of a ``gs://`` folder a job left that are downloaded at most."""
@@ -58,7 +58,7 @@ class CellOut:
 def output(event: dict[str, Any], job_dir: str | None) -> dict[str, Any] | None:
     """The nbformat output an ``output`` report names (``output_type``, ``data``,
     ``metadata``), its data as Jupyter shows an untrusted notebook's
-    (:func:`tfc_jupyter.border.safe_bundle`); None when it is not readable."""
+    (:func:`tfc_jupyter.returns.border.safe_bundle`); None when it is not readable."""
     found = event.get("output")
     n = event.get("n")
     if found is None and job_dir and isinstance(n, int) and not isinstance(n, bool) and n >= 0:
@@ -223,7 +223,7 @@ def _manifest(job_dir: Path, limit: int, got: Returned) -> dict[str, Any] | None
 
 
 def _arrays(job_dir: Path, got: Returned) -> Any:
-    """The job's arrays (:class:`tfc_jupyter.border.Arrays`), or an empty mapping."""
+    """The job's arrays (:class:`tfc_jupyter.returns.border.Arrays`), or an empty mapping."""
     try:
         fd = os.open(job_dir / CELL / "arrays.npz", os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except FileNotFoundError:
@@ -253,8 +253,8 @@ def bring_back(
     kernel_cell: border.KernelCell | None = None,
 ) -> Returned:
     """Set the run cell's names in ``namespace`` from a finished job's folder, through the
-    border (:mod:`tfc_jupyter.border`): only names the run cell binds by the kernel's own copy
-    of it (``kernel_cell``, else the one kept at launch), never the kernel's own; its
+    border (:mod:`tfc_jupyter.returns.border`): only names the run cell binds by the kernel's own
+    copy of it (``kernel_cell``, else the one kept at launch), never the kernel's own; its
     ``import``, ``def`` and ``class`` statements run from that copy, never from the job
     folder; at most ``limit_mb`` read and decompressed for the names in all. Nothing is set
     for a job that saved no names. Each job's names are brought back once a process."""
@@ -391,8 +391,8 @@ def bring_files(
     notebook: str | Path | None = None,
 ) -> list[str]:
     """Put the files the run cell wrote in an image (the job folder's ``files/``) next to the
-    notebook (``dest``), through the border (:func:`tfc_jupyter.border.place_files`); lines to
-    show."""
+    notebook (``dest``), through the border (:func:`tfc_jupyter.returns.border.place_files`); lines
+    to show."""
     placed = border.place_files(
         job_dir, FILES, dest, started, limit_mb=limit_mb, max_files=max_files,
         notebook=Path(notebook).resolve() if notebook else None,
@@ -403,10 +403,10 @@ def bring_files(
 def gs_storage(uri: str, record: Any, settings: Any = None) -> tuple[Storage, str]:
     """Our Cloud Storage client for the bucket of a ``gs://`` URI a job wrote to, with the
     job's Google Cloud project as its record keeps it, and the URI's path in the bucket."""
-    from .config import current_settings
-    from .image.cloudbuild.settings import CloudBuildSettings
-    from .image.cloudbuild.storage import Storage
-    from .job.google_target import GoogleTarget
+    from ..config import current_settings
+    from ..image.cloudbuild.settings import CloudBuildSettings
+    from ..image.cloudbuild.storage import Storage
+    from ..job.google_target import GoogleTarget
 
     bucket, _, path = uri.removeprefix("gs://").partition("/")
     project = str(GoogleTarget.raw(record.spec).get("project") or "")

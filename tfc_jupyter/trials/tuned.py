@@ -19,15 +19,15 @@ from typing import TYPE_CHECKING, Any
 
 from tfc_runtime.params import Value
 
-from .errors import TfcError
-from .records import JobState
-from .registry import TRIALS_FILE
-from .sweep.spec import Param, SweepSpec, sweep_spec
+from ..errors import TfcError
+from ..registry import TRIALS_FILE
+from ..store.records import JobState
+from ..sweep.spec import Param, SweepSpec, sweep_spec
 from .trial_table import Sweep, Trial
 
 if TYPE_CHECKING:
-    from .client import Client, Job
-    from .planner.plan import Plan
+    from ..client import Client, Job
+    from ..planner.plan import Plan
 
 JOB_FILE = "tuning_job.json"
 """In the sweep's folder: the job that runs it."""

@@ -15,7 +15,7 @@ import threading
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from .errors import SpecError
+from ..errors import SpecError
 
 _INSTALL = "pip install 'tfc_jupyter[notify]' (apprise)"
 MASK = "***"

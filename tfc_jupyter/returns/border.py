@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .files import KIND, human_size, write_private
+from ..util.files import KIND, human_size, write_private
 
 MAX_NAMES = 1000
 """Names one job may set in the kernel."""

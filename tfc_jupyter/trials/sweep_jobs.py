@@ -1,6 +1,6 @@
 """A sweep read back from its trial jobs, for the JupyterLab sweep tab (``GET /sweeps/ID``).
 
-A sweep this machine drives (:mod:`tfc_jupyter.trials`) leaves each trial as a job labelled
+A sweep this machine drives (:mod:`tfc_jupyter.trials.trials`) leaves each trial as a job labelled
 ``tfc-sweep`` (the sweep's id) and ``tfc-trial`` (its number), whose spec holds the values
 (its arguments, ``--lr=0.0031``, read as the runtime reads them) and whose results hold the
 metric. The sweep's folder (``HOME/sweeps/ID/sweep.json``) says which metric ranks them and
@@ -15,12 +15,12 @@ from typing import Any
 
 from tfc_runtime.params import decode, take
 
-from .errors import JobNotFound
-from .job.spec import Decisions
-from .outcome import results_of
-from .plot import INK
-from .records import JobRecord, JobState, JobStore
-from .sweep.spec import DEFAULT_METRIC, SweepSpec, default_goal, parse_param
+from ..errors import JobNotFound
+from ..job.spec import Decisions
+from ..returns.outcome import results_of
+from ..returns.plot import INK
+from ..store.records import JobRecord, JobState, JobStore
+from ..sweep.spec import DEFAULT_METRIC, SweepSpec, default_goal, parse_param
 from .trial_table import Sweep, Trial, sweep_svg
 from .trials import SWEEP_LABEL, SWEEPS, TRIAL_LABEL, curve, sweep_label
 

@@ -19,8 +19,9 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from .errors import TfcError
-from .masking import (  # noqa: F401  (check, shown, shown_all, unmasked, masked: notify's API)
+from ..errors import TfcError
+from ..store.records import JobRecord, JobState, JobStore, JobStoreError
+from ..util.masking import (  # noqa: F401  (check, shown, shown_all, unmasked, masked: notify's API)
     _apprise,
     _Hiding,
     check,
@@ -30,7 +31,6 @@ from .masking import (  # noqa: F401  (check, shown, shown_all, unmasked, masked
     unmasked,
 )
 from .outcome import summary_line
-from .records import JobRecord, JobState, JobStore, JobStoreError
 
 NOTIFIED = "notified"
 """The record's ``handle`` key: ``{"at": time, "ok": bool, "said": what went wrong}``."""

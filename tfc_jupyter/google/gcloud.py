@@ -5,7 +5,7 @@ The Google client libraries are imported only inside the functions that use them
 this module costs nothing.
 
 * :class:`Api`: a Google API as error messages name it (Vertex AI here; Cloud Build and Cloud
-  Storage in :mod:`tfc_jupyter.cloudbuild`).
+  Storage in :mod:`tfc_jupyter.image.cloudbuild`).
 * :func:`credentials`: anonymous for a loopback endpoint (a local test server), else
   application-default credentials.
 * :func:`explain`: any error from the clients -> retry or not, and a one-line
@@ -14,8 +14,9 @@ this module costs nothing.
   per-minute rate limit, 5xx, timeouts, dropped connections), waiting at least what the server
   asked for (``Retry-After``, ``RetryInfo``), bounded in total time.
 
-A 429 is told apart by its structure (:mod:`tfc_jupyter.quota`): a per-minute limit is retried; a
-daily quota (:class:`DailyQuotaError`) and a resource quota (:class:`QuotaError`) are not.
+A 429 is told apart by its structure (:mod:`tfc_jupyter.google.quota`): a per-minute limit is
+retried; a daily quota (:class:`DailyQuotaError`) and a resource quota (:class:`QuotaError`) are
+not.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 from urllib.parse import urlsplit
 
-from .errors import BackendError, MissingDependency
+from ..errors import BackendError, MissingDependency
 from .quota import Kind, Refusal, pacific_midnight, refusal, retry_after
 
 T = TypeVar("T")

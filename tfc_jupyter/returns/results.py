@@ -24,12 +24,12 @@ from typing import TYPE_CHECKING, Any
 
 from tfc_runtime.protocol import NONFINITE, RESULTS_FILE, read_report  # stdlib only
 
-from . import registry
-from .errors import SpecError
-from .logs import read_chunk, replicas
+from .. import registry
+from ..errors import SpecError
+from ..store.logs import read_chunk, replicas
 
 if TYPE_CHECKING:
-    from .records import JobRecord
+    from ..store.records import JobRecord
 
 MAX_EPOCHS = 100_000
 MAX_POINTS = 2_000  # epochs the jobs API and plots show at most (evenly spaced)
@@ -511,7 +511,7 @@ def load_saved(
 
 
 def _check_archive(path: Path, settings: Any) -> None:
-    """A model file a job left, read as the border reads one (:mod:`tfc_jupyter.border`): a
+    """A model file a job left, read as the border reads one (:mod:`tfc_jupyter.returns.border`): a
     regular file (no link), and a ``.keras`` decompressed within ``return_limit_mb``.
 
     Raises:
@@ -520,8 +520,8 @@ def _check_archive(path: Path, settings: Any) -> None:
     import os
     import stat
 
+    from ..config import current_settings
     from . import border
-    from .config import current_settings
 
     limit = int(float((settings or current_settings()).get("return_limit_mb")) * (1 << 20))
     try:

@@ -1,8 +1,9 @@
 """A sweep's trials as the user sees them: the :class:`Sweep` handle, its table and plot.
 
-Shared by the sweeps this machine drives (:mod:`tfc_jupyter.trials`, a job a trial) and those a
-backend runs as one job (:mod:`tfc_jupyter.tuned`, Vertex AI's tuning job): a trial is its
-values, its state, its metric and curve, its time, and its job when it is one of ours.
+Shared by the sweeps this machine drives (:mod:`tfc_jupyter.trials.trials`, a job a trial) and
+those a backend runs as one job (:mod:`tfc_jupyter.trials.tuned`, Vertex AI's tuning job): a
+trial is its values, its state, its metric and curve, its time, and its job when it is one of
+ours.
 """
 
 from __future__ import annotations
@@ -16,11 +17,11 @@ from typing import TYPE_CHECKING, Any
 
 from tfc_runtime.params import Value
 
-from . import tables
+from ..util import tables
 
 if TYPE_CHECKING:
-    from .client import Client, Job
-    from .sweep.spec import SweepSpec
+    from ..client import Client, Job
+    from ..sweep.spec import SweepSpec
 
 
 @dataclass
@@ -50,7 +51,7 @@ class Sweep:
         self.trials: list[Trial] = []
         self.job_id: str | None = None
         """The one job that runs the sweep, where its backend runs it so (Vertex AI's tuning
-        job; :mod:`tfc_jupyter.tuned`); None where each trial is a job of ours."""
+        job; :mod:`tfc_jupyter.trials.tuned`); None where each trial is a job of ours."""
         self.state = ""
         """That job's state (``running``, ``succeeded`` ...), and its error: :attr:`error`."""
         self.error = ""

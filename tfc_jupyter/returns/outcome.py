@@ -1,5 +1,5 @@
 """How a job ended, in one line, from its record and what it reported: the cell's last line,
-``Job.summary_line``, and the message ``--notify`` sends (:mod:`tfc_jupyter.notify`).
+``Job.summary_line``, and the message ``--notify`` sends (:mod:`tfc_jupyter.returns.notify`).
 
 It reads records and results only (no backend), so the processes that record a job's end can
 say it.
@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from . import logs, registry
-from .records import JobRecord, JobState
+from .. import registry
+from ..store import logs
+from ..store.records import JobRecord, JobState
 from .results import Results, confined, job_results
 
 
@@ -31,7 +32,7 @@ def report_roots(record: JobRecord) -> list[str]:
 def results_of(record: JobRecord) -> Results:
     """What the job reported so far, read where its backend's runtime writes reports; a saved
     model or TensorBoard folder it names outside its own folders (:func:`report_roots`) is
-    refused here, on every backend (:func:`tfc_jupyter.results.confined`)."""
+    refused here, on every backend (:func:`tfc_jupyter.returns.results.confined`)."""
     in_logs = registry.traits(record.backend).reports_in_logs
     found = job_results(record.log_dir or "", in_logs=in_logs, key=record.report_key)
     return confined(found, report_roots(record))

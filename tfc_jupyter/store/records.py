@@ -33,8 +33,8 @@ from enum import Enum
 from pathlib import Path
 from typing import Any, TypeVar
 
-from .errors import JobConflict, JobNotFound, TfcError
-from .files import disk_full, is_disk_full
+from ..errors import JobConflict, JobNotFound, TfcError
+from ..util.files import disk_full, is_disk_full
 
 __all__ = [
     "JobRecord",

@@ -1,7 +1,7 @@
 """TensorBoard for a job's logs, served on loopback from this machine (``%tfc_tensorboard``).
 
 A job's TensorBoard folders are the ones its ``TensorBoard`` callbacks wrote (the runtime reports
-them, :mod:`tfc_jupyter.results`), ``tfc_runtime.tensorboard_dir()`` in its job folder, and
+them, :mod:`tfc_jupyter.returns.results`), ``tfc_runtime.tensorboard_dir()`` in its job folder, and
 ``<base output dir>/logs`` when that is a folder here. One TensorBoard process serves one job;
 asking again for the same job gives the same address while it runs.
 """
@@ -17,13 +17,25 @@ import time
 import urllib.error
 import urllib.request
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
-from .errors import BackendError, SpecError
-from .ports import free_ports
+from ..errors import BackendError, SpecError
+from ..util.ports import free_ports
 
 if TYPE_CHECKING:
-    from .jobs import Job
+    from ..store.records import JobStore
+    from .results import Results
+
+
+class Job(Protocol):
+    """What TensorBoard reads of a job (a :class:`tfc_jupyter.jobs.Job` is one): typed by what
+    it is, so this module stands below ``jobs.py``, which imports what comes back."""
+
+    id: str
+    store: JobStore
+
+    def results(self) -> Results: ...
+
 
 START_S = 60.0
 """Longest TensorBoard may take to answer after it starts."""

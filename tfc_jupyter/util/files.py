@@ -20,7 +20,7 @@ from contextvars import ContextVar
 from pathlib import Path
 from typing import IO, Any
 
-from .errors import SpecError, TfcError
+from ..errors import SpecError, TfcError
 
 KIND = {
     stat.S_IFIFO: "a FIFO",

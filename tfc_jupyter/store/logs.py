@@ -14,7 +14,7 @@ from pathlib import Path
 from tfc_runtime.protocol import RESULT_PREFIX as _REPORT  # the runtime's report lines
 from tfc_runtime.protocol import ROLES
 
-from .files import open_regular
+from ..util.files import open_regular
 
 CHUNK = 1 << 20
 """Most bytes one read takes from one log."""

@@ -186,6 +186,7 @@ def prepare(env: Mapping[str, str], home: Path) -> Zygote | None:
         return _zygote
     discard()
     try:
+        home.mkdir(mode=0o700, parents=True, exist_ok=True)
         errors = open(home / "warm.log", "wb")  # noqa: SIM115 (the zygote's own; ours closes)
         os.chmod(home / "warm.log", 0o600)
     except OSError:

@@ -58,6 +58,16 @@ def _imports() -> None:
     import tensorflow  # noqa: F401
 
 
+def _supervisor_imports() -> None:
+    """What a job's supervisor imports (the job records, psutil ...), done once here: each
+    supervisor forked starts at once. Not in a replica's ``sys.modules`` (:mod:`.forked`)."""
+    with contextlib.suppress(Exception):
+        import psutil  # noqa: F401
+
+        from .. import spare  # noqa: F401
+        from . import supervisor  # noqa: F401
+
+
 def _rss() -> int:
     """This process's resident memory, in bytes (0 where /proc cannot say)."""
     try:
@@ -84,6 +94,7 @@ def main(path: list[str], argv: list[str]) -> int:
     after = dict(os.environ)  # TensorFlow's import sets a few variables (TF2_BEHAVIOR ...)
     added = {k: v for k, v in after.items() if before.get(k) != v}
     base = Base(env=before, modules=modules, path=tuple(path), fds=fds, added=added)
+    _supervisor_imports()  # after the reference: a replica drops them, the supervisor keeps them
     gc.freeze()  # forks then share these pages, untouched by collections
     signal.signal(signal.SIGCHLD, _reap)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C in the owner's terminal is theirs

@@ -25,6 +25,7 @@ import os
 import select
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -145,6 +146,7 @@ class Zygote:
 
 
 _zygote: Zygote | None = None
+_lock = threading.RLock()  # the server launches from several threads: one talks to it at a time
 
 
 def idle_seconds() -> float:
@@ -176,6 +178,11 @@ def wanted_env(
 def prepare(env: Mapping[str, str], home: Path) -> Zygote | None:
     """Have a warm runtime for ``env`` start (nothing when one is there, ready or starting, or
     when the setting turns it off); one for another environment is discarded first."""
+    with _lock:
+        return _prepare(env, home)
+
+
+def _prepare(env: Mapping[str, str], home: Path) -> Zygote | None:
     global _zygote
     idle = idle_seconds()
     if idle <= 0:
@@ -214,7 +221,11 @@ def claim(job_dir: Path, env: Mapping[str, str], wanted: Mapping[str, str]) -> i
     """Hand ``job_dir`` (its ``launch.json`` written) to the warm runtime made for ``wanted``;
     the supervisor's pid, or None: there is none, or it is not for this environment (then it
     is discarded and the job starts cold), or it failed."""
-    global _zygote
+    with _lock:
+        return _claim(job_dir, env, wanted)
+
+
+def _claim(job_dir: Path, env: Mapping[str, str], wanted: Mapping[str, str]) -> int | None:
     zygote = _zygote
     if zygote is None or idle_seconds() <= 0:
         return None
@@ -233,9 +244,10 @@ def claim(job_dir: Path, env: Mapping[str, str], wanted: Mapping[str, str]) -> i
 def discard() -> None:
     """End this process's warm runtime, if any."""
     global _zygote
-    zygote, _zygote = _zygote, None
-    if zygote is not None:
-        zygote.stop()
+    with _lock:
+        zygote, _zygote = _zygote, None
+        if zygote is not None:
+            zygote.stop()
 
 
 def status() -> dict[str, Any] | None:
@@ -276,12 +288,20 @@ def live(home: Path) -> list[dict[str, Any]]:
             pid = int(info["pid"])
         except (OSError, ValueError, KeyError, TypeError):
             continue
-        if not psutil.pid_exists(pid):
+        if not _is_zygote(psutil, pid):  # gone (killed): its entry goes too
             with contextlib.suppress(OSError):
                 path.unlink()
             continue
         out.append({**info, "memory": _memory(pid)})
     return out
+
+
+def _is_zygote(psutil: Any, pid: int) -> bool:
+    """Whether ``pid`` runs a warm runtime (not another process that got its pid since)."""
+    try:
+        return "zygote" in " ".join(psutil.Process(pid).cmdline())
+    except psutil.Error:
+        return False
 
 
 def describe(home: Path) -> list[str]:

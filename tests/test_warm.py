@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import textwrap
@@ -311,3 +312,58 @@ def _shell() -> Any:
     assert shell is not None
     shell.run_line_magic("load_ext", "tfc_jupyter")
     return shell
+
+
+WARM_CHILDREN = """\
+%%tfc_run --strategy none
+import os, signal, subprocess, sys, time
+import tensorflow as tf
+sleeper = [sys.executable, "-c", "import time; time.sleep(600)"]
+child = subprocess.Popen(sleeper)  # in the replica's group
+hidden = subprocess.Popen(sleeper, env={{}}, start_new_session=True)  # a session of its own
+with open({marker!r}, "w") as f:
+    f.write(f"{{child.pid}} {{hidden.pid}}")
+time.sleep(600)
+"""
+
+
+@pytest.mark.slow
+def test_a_sigkilled_warm_supervisor_leaves_no_process_of_its_job(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The guardian a warm supervisor forks ends the job's processes when the supervisor is
+    killed, as the one a cold supervisor starts does (tests/test_faults.py)."""
+    from jobutil import plan_for
+
+    from tfc_jupyter.backends.local import guardian
+    from tfc_jupyter.jobs import launch, store_for
+
+    monkeypatch.setenv("TFC_WARM_IDLE", "600")
+    marker = tmp_path / "children.pids"
+    notebook = tmp_path / "kids.ipynb"
+    write_notebook(notebook, WARM_CHILDREN.format(marker=str(marker)))
+    store = store_for(tmp_path / "home")
+    job = launch(plan_for(notebook), store=store)
+    pids: list[int] = []
+    try:
+        wait_for("the job's children", lambda: len(_text(marker).split()) == 2, 150)
+        time.sleep(2 * guardian.SNAPSHOT_S + 0.5)  # the guardian has seen them
+        record = store.get(job.id)
+        assert record.handle.get("warm") == ["chief"], record.handle
+        supervisor = int(record.handle["watcher_pid"])
+        pids = [supervisor, int(record.handle["replicas"]["chief"])]
+        pids += [int(p) for p in marker.read_text().split()]
+        os.kill(supervisor, signal.SIGKILL)
+        wait_for("the end of every process of the job", lambda: all(map(_zombie, pids)), 15)
+    finally:
+        for pid in pids:
+            if not _zombie(pid):
+                os.kill(pid, signal.SIGKILL)
+    assert job.wait(timeout=30).state is JobState.FAILED
+
+
+def _text(path: Path) -> str:
+    try:
+        return path.read_text()
+    except OSError:
+        return ""

@@ -38,7 +38,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 from subprocess import Popen
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from ...store.records import JobState
 from ...util.files import open_private
@@ -114,9 +114,63 @@ def _end_descendants(keep: set[int]) -> None:
 GUARDIAN = Path(__file__).with_name("guardian.py")
 
 
-def start_guardian(job_id: str) -> subprocess.Popen[bytes] | None:
+class ForkedGuardian:
+    """A guardian forked from a warm supervisor, used as its ``subprocess.Popen``: ``pid``,
+    ``stdin`` (the pipe it reads), ``wait(timeout)``."""
+
+    def __init__(self, pid: int, stdin: IO[bytes]) -> None:
+        from .forked import Forked
+
+        self.pid = pid
+        self.stdin: IO[bytes] | None = stdin
+        self._proc = Forked(pid)
+
+    def wait(self, timeout: float | None = None) -> int:
+        """Its exit code (``subprocess.TimeoutExpired`` past ``timeout``)."""
+        return self._proc.wait(timeout)
+
+
+def _fork_guardian(job_id: str) -> ForkedGuardian | None:
+    """The guardian as a fork of this warm supervisor (it has imported the guardian's module:
+    no interpreter to start, on every job and trial), reading a pipe from it as its input."""
+    read, write = os.pipe()
+    for stream in (sys.stdout, sys.stderr):
+        stream.flush()
+    supervisor = os.getpid()
+    try:
+        pid = os.fork()
+    except OSError:
+        os.close(read)
+        os.close(write)
+        return None
+    if pid == 0:
+        code = 1
+        try:
+            os.setsid()  # never in a group or session the job's stop signals
+            os.close(write)
+            for sig in (signal.SIGTERM, signal.SIGCHLD):
+                signal.signal(sig, signal.SIG_DFL)
+            os.dup2(read, 0)
+            os.close(read)
+            from . import guardian
+
+            code = guardian.guard(job_id, supervisor)
+        except BaseException:  # (a fork never returns into the supervisor)
+            code = 1
+        finally:
+            os._exit(code)
+    os.close(read)
+    return ForkedGuardian(pid, os.fdopen(write, "wb"))
+
+
+def start_guardian(
+    job_id: str, warm: bool = False
+) -> subprocess.Popen[bytes] | ForkedGuardian | None:
     """Start this job's guardian (:mod:`.guardian`): it ends every process of the job when
-    this supervisor dies, however it dies. None when it cannot start (the job runs without)."""
+    this supervisor dies, however it dies. None when it cannot start (the job runs without).
+    A warm supervisor forks it."""
+    if warm and (forked := _fork_guardian(job_id)) is not None:
+        return forked
     try:
         return subprocess.Popen(
             [sys.executable, "-I", str(GUARDIAN), job_id, str(os.getpid())],
@@ -128,7 +182,7 @@ def start_guardian(job_id: str) -> subprocess.Popen[bytes] | None:
         return None
 
 
-def tell_guardian(guardian: subprocess.Popen[bytes] | None, line: str) -> None:
+def tell_guardian(guardian: subprocess.Popen[bytes] | ForkedGuardian | None, line: str) -> None:
     """Send one line to the guardian (nothing when there is none or it is gone)."""
     if guardian is None or guardian.stdin is None:
         return
@@ -137,7 +191,7 @@ def tell_guardian(guardian: subprocess.Popen[bytes] | None, line: str) -> None:
         guardian.stdin.flush()
 
 
-def release_guardian(guardian: subprocess.Popen[bytes] | None) -> None:
+def release_guardian(guardian: subprocess.Popen[bytes] | ForkedGuardian | None) -> None:
     """The job is ended by this supervisor: the guardian exits without killing anything."""
     if guardian is None:
         return
@@ -168,7 +222,7 @@ class Supervisor(JobWatcher[Replica]):
         self.replicas = [Replica(r.name, r.env, r.daemon) for r in self.launch.replicas]
         self.logs = job_dir / "logs"
         self.status = job_dir / "status"
-        self.guardian: subprocess.Popen[bytes] | None = None
+        self.guardian: subprocess.Popen[bytes] | ForkedGuardian | None = None
 
     def _start(self) -> None:
         python = self.launch.python or sys.executable
@@ -285,7 +339,7 @@ class Supervisor(JobWatcher[Replica]):
         _become_subreaper()
         self.logs.mkdir(exist_ok=True)
         self.status.mkdir(exist_ok=True)
-        self.guardian = start_guardian(self.job_id)
+        self.guardian = start_guardian(self.job_id, warm=self.base is not None)
         try:
             self._start()
         except Exception as exc:  # a replica could not even start

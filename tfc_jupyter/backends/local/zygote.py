@@ -65,7 +65,7 @@ def _supervisor_imports() -> None:
         import psutil  # noqa: F401
 
         from .. import spare  # noqa: F401
-        from . import supervisor  # noqa: F401
+        from . import guardian, supervisor  # noqa: F401
 
 
 def _rss() -> int:

@@ -70,6 +70,17 @@ def _job(notebook: Path, home: Path, monkeypatch: pytest.MonkeyPatch, idle: str)
     return run_job(notebook, home)[1]
 
 
+def _warm_up(notebook: Path, home: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """This process launches jobs for a while, as a kernel or the server does: its first
+    TensorFlow job starts cold and starts the warm runtime, ready for the next (waited for)."""
+    monkeypatch.setattr(warm, "_keep", True)
+    first = _job(notebook, home, monkeypatch, "600")
+    assert not first.handle.get("warm") or warm.status() is not None, first.handle
+    zygote = warm._zygote
+    assert zygote is not None and zygote.wait_ready(time.monotonic() + 120), "no warm runtime"
+    return first
+
+
 @pytest.mark.slow
 def test_a_warm_job_sees_what_a_cold_one_sees(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -78,8 +89,9 @@ def test_a_warm_job_sees_what_a_cold_one_sees(
     home = tmp_path / "home"
     cold_record = _job(notebook, home, monkeypatch, "0")
     assert not cold_record.handle.get("warm"), cold_record.handle
-    first = _job(notebook, home, monkeypatch, "600")  # starts the warm runtime, waits for it
-    second = _job(notebook, home, monkeypatch, "600")  # forked at once
+    _warm_up(notebook, home, monkeypatch)
+    first = _job(notebook, home, monkeypatch, "600")  # forked at once
+    second = _job(notebook, home, monkeypatch, "600")
     assert first.handle["warm"] == second.handle["warm"] == ["chief"], second.handle
     assert first.handle["warm_runtime"] == second.handle["warm_runtime"] == warm.status()["pid"]
     cold, hot = _seen(cold_record), _seen(second)
@@ -120,14 +132,18 @@ def test_a_package_installed_between_two_jobs_starts_the_second_cold(
     """)
     notebook = write_notebook(tmp_path / "pip.ipynb", use, RUN)
     home = tmp_path / "home"
+    _warm_up(notebook, home, monkeypatch)
     before = _job(notebook, home, monkeypatch, "600")
     assert "FRESH missing" in (Path(before.job_dir) / "logs" / "chief.log").read_text()
     old = before.handle["warm_runtime"]
+    assert before.handle["warm"] == ["chief"] and old, before.handle
     _install(_wheel(tmp_path), site)  # %pip install, between the two jobs
     after = _job(notebook, home, monkeypatch, "600")
     assert "FRESH 42" in (Path(after.job_dir) / "logs" / "chief.log").read_text()
-    assert after.handle["warm_runtime"] != old  # a new warm runtime, whose import saw it
+    assert not after.handle.get("warm"), after.handle  # cold: an interpreter of its own
     wait_for("the old warm runtime's end", lambda: _zombie(old), 15)
+    status = warm.status()  # a new one, whose import saw the package, for the next job
+    assert status is not None and status["pid"] != old
 
 
 def _wheel(folder: Path) -> Path:
@@ -241,7 +257,7 @@ def test_a_multi_worker_job_of_warm_replicas_trains_as_a_cold_one(
         ]
 
     cold = _job(notebook, home, monkeypatch, "0")
-    _job(notebook, home, monkeypatch, "600")
+    _warm_up(notebook, home, monkeypatch)
     hot = _job(notebook, home, monkeypatch, "600")
     assert hot.handle["warm"] == ["chief", "worker-0"] and not cold.handle.get("warm")
     assert losses(hot) == losses(cold) and len(losses(cold)) == 2
@@ -338,7 +354,11 @@ def test_a_sigkilled_warm_supervisor_leaves_no_process_of_its_job(
     from tfc_jupyter.backends.local import guardian
     from tfc_jupyter.jobs import launch, store_for
 
-    monkeypatch.setenv("TFC_WARM_IDLE", "600")
+    _warm_up(
+        write_notebook(tmp_path / "tf.ipynb", "%%tfc_run\nimport tensorflow"),
+        tmp_path / "home",
+        monkeypatch,
+    )
     marker = tmp_path / "children.pids"
     notebook = tmp_path / "kids.ipynb"
     write_notebook(notebook, WARM_CHILDREN.format(marker=str(marker)))

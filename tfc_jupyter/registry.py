@@ -33,14 +33,16 @@ BUILTIN: dict[str, str] = {
 }
 """Backend name -> ``module:class`` of the ones that ship with the product."""
 
-RESIDENT: dict[str, tuple[str, str]] = {
+RESIDENT: dict[str, tuple[str, str, str]] = {
     "local": (
         "tfc_jupyter.backends.local.warm:describe",
         "tfc_jupyter.backends.local.backend:keep_warm",
+        "tfc_jupyter.backends.local.warm:keep",
     )
 }
-"""Backend name -> ``module:function(home)`` that says what it keeps running between jobs (a
-warm runtime), and the one that starts it ahead of the first job."""
+"""Backend name -> ``module:function`` that says what it keeps running between jobs (a warm
+runtime; given the job store's folder), the one that starts it ahead of the first job (given
+the folder), and the one that says this process launches jobs for a while (no argument)."""
 
 DEFAULT = "local"
 """The backend a job uses when nothing chooses one: processes on this machine."""
@@ -242,7 +244,7 @@ def resident(home: Any) -> list[str]:
     """One line for each thing the built-in backends keep running on this machine between
     jobs (the local backend's warm runtime), for ``%tfc_jobs`` and ``tfc-jupyter jobs``."""
     lines = []
-    for where, _ in RESIDENT.values():
+    for where, _, _ in RESIDENT.values():
         with contextlib.suppress(Exception):  # never a reason for a job list to fail
             lines.extend(_load(where)(home))
     return lines
@@ -251,9 +253,17 @@ def resident(home: Any) -> list[str]:
 def start_resident(home: Any) -> None:
     """Start what the built-in backends keep running between jobs (the warm runtime), ahead of
     the first job: a kernel whose notebook has imported TensorFlow calls it."""
-    for _, where in RESIDENT.values():
+    for _, where, _ in RESIDENT.values():
         with contextlib.suppress(Exception):  # a job starts it later, or starts cold
             _load(where)(home)
+
+
+def keep_resident() -> None:
+    """This process launches jobs for a while (the Jupyter server, a sweep's driver): the
+    backends keep what they keep between jobs (the warm runtime, started by the first job)."""
+    for _, _, where in RESIDENT.values():
+        with contextlib.suppress(Exception):
+            _load(where)()
 
 
 def offering(trait: str) -> list[str]:

@@ -14,9 +14,11 @@ from typing import Any
 
 def _load_jupyter_server_extension(serverapp: Any) -> None:
     """Register the REST handlers (called by jupyter_server at start-up)."""
+    from ..registry import keep_resident
     from .handlers import NAMESPACE, setup_handlers
     from .service import JobService
 
+    keep_resident()  # the server launches jobs for a while: the next ones start warm
     service = JobService(serverapp.root_dir)
     setup_handlers(serverapp.web_app, service)
     _tell_unsent(service)

@@ -237,6 +237,7 @@ def run_sweep(
                 client, plan, folder, on_change=on_change, poll_s=poll_s, wait=wait
             )
     optuna = _optuna()
+    registry.keep_resident()  # trial after trial: the warm runtime starts them
     sweep = Sweep(folder, spec, client)
     with _driving(folder):
         (folder / "sweep.json").write_text(

@@ -198,6 +198,7 @@ def common_env(
 def keep_warm(home: Path) -> None:
     """Start the warm runtime of this process's local jobs that import TensorFlow ahead of the
     first (:mod:`.warm`): the kernel calls it once its notebook has imported TensorFlow."""
+    warm.keep()
     inherited = inherited_env()
     common = common_env(inherited, JobSpec(), "job", home)
     args = runtime_args(JobSpec(), "script.py", "script.map.json")
@@ -306,10 +307,11 @@ class LocalBackend(WatchedBackend):
         pid = spare.claim(job_dir)  # a supervisor started ahead (tfc-jupyter run), else now
         wanted = None
         if pid is None and warm.uses_tensorflow(plan.script.imports):
-            # forked from the warm runtime: the one ready, else one started now, whose import
-            # this job waits for (as long as its own would take), and the next job does not
+            # forked from the warm runtime when one is ready; else started cold, as before,
+            # and a process that launches jobs for a while starts one for the next job
             wanted = warm.wanted_env(inherited, common, launch.replicas[0].env, args)
-            warm.prepare(wanted, Path(self.store.path).parent)
+            if warm.kept():
+                warm.prepare(wanted, Path(self.store.path).parent)
             pid = warm.claim(job_dir, supervisor_env, wanted)
         if pid is None:
             pid = start_watcher(

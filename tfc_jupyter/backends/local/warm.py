@@ -2,12 +2,12 @@
 
 A process that has imported TensorFlow and the runtime, and executed nothing (:mod:`.zygote`), is
 kept by the process that launches jobs (its owner: a kernel, the Jupyter server, a command, a
-sweep's driver). The first local job that imports TensorFlow starts it (a kernel starts it
-earlier, as soon as its notebook has imported TensorFlow) and waits for its import, as long as
-its own would have taken; every such job is then handed to it (:func:`claim`): it forks the
-job's supervisor, which forks each replica (:mod:`.forked`) in about 20 ms instead of starting an
-interpreter that imports TensorFlow again (5 to 8 s here). One zygote serves any number of jobs
-and trials, one after another or side by side.
+sweep's driver: :func:`keep`). A kernel starts it as soon as its notebook has imported
+TensorFlow; otherwise the first local job that imports TensorFlow starts it and itself starts
+cold (a launch never waits for the warm runtime's import). Every such job after it is handed to
+it (:func:`claim`): it forks the job's supervisor, which forks each replica (:mod:`.forked`) in
+about 20 ms instead of starting an interpreter that imports TensorFlow again (5 to 8 s here).
+One zygote serves any number of jobs and trials, one after another or side by side.
 
 The zygote is used only while it is what a cold start would be: it was started with this
 process's environment as it is now (``%env``, ``TFC_*`` settings), the same interpreter, the
@@ -146,7 +146,22 @@ class Zygote:
 
 
 _zygote: Zygote | None = None
+_keep = False
 _lock = threading.RLock()  # the server launches from several threads: one talks to it at a time
+
+
+def keep() -> None:
+    """This process launches jobs for a while (a kernel, the Jupyter server, a sweep's driver):
+    a local TensorFlow job starts the warm runtime, for the next ones. A process that does not
+    call it (``tfc-jupyter run`` of one job) never starts one: it would import TensorFlow a
+    second time beside the job, for no job."""
+    global _keep
+    _keep = True
+
+
+def kept() -> bool:
+    """Whether :func:`keep` was called in this process."""
+    return _keep
 
 
 def idle_seconds() -> float:
@@ -219,8 +234,8 @@ def _prepare(env: Mapping[str, str], home: Path) -> Zygote | None:
 
 def claim(job_dir: Path, env: Mapping[str, str], wanted: Mapping[str, str]) -> int | None:
     """Hand ``job_dir`` (its ``launch.json`` written) to the warm runtime made for ``wanted``;
-    the supervisor's pid, or None: there is none, or it is not for this environment (then it
-    is discarded and the job starts cold), or it failed."""
+    the supervisor's pid, or None (the job starts cold): there is none, it is still importing
+    (never waited for), it is not for this environment (then it is discarded), or it failed."""
     with _lock:
         return _claim(job_dir, env, wanted)
 
@@ -232,9 +247,12 @@ def _claim(job_dir: Path, env: Mapping[str, str], wanted: Mapping[str, str]) -> 
     if zygote.key != environment_key(wanted) or zygote.proc.poll() is not None:
         discard()
         return None
-    if not zygote.wait_ready(zygote.started + READY_DEADLINE_S):
-        discard()
-        return None
+    if zygote.ready is None:  # still importing: this job starts cold, never waits for it
+        if time.monotonic() - zygote.started > READY_DEADLINE_S:
+            discard()
+            return None
+        if not zygote.wait_ready(time.monotonic()):
+            return None
     pid = zygote.hand(job_dir, env)
     if pid is None:
         discard()

@@ -33,7 +33,7 @@ from ..notebook import codeinfo, needs, syntax
 from ..notebook.capture import Selection
 from ..notebook.convert import Script, convert
 from ..notebook.requirements import Requirements, unsatisfied
-from ..registry import ROUTES, Preview, Route
+from ..registry import DEFAULT, ROUTES, Preview, Route
 from ..sweep import methods
 from ..sweep.targets import SweepPlan, plan_sweep
 from ..util import masking, secretscan
@@ -884,19 +884,18 @@ def _refuse_method_not_run(method: str, traits: registry.Traits) -> None:
     as the plan is made, a dry run's too (it could not show the request).
 
     Raises:
-        SpecError: naming the methods it runs, and a backend that runs every one.
+        SpecError: with the fixes as data: a method it runs, or the local backend (which runs
+            every one).
     """
     runs = traits.sweep_methods
     if runs is None or method in runs:
         return
     known = [name for name in methods.names() if name in runs]
-    raise SpecError(
-        f"{traits.label} cannot run --method {method}",
-        f"use --method {methods.either(known)}, or --backend local"
-        if known
-        else "use --backend local",
-        field="method",
-    )
+    fixes = [Fix.set("backend", DEFAULT, verb="use")]
+    if known:
+        others = f" (or {methods.either(known[1:])})" if known[1:] else ""
+        fixes.insert(0, Fix.set("method", known[0], verb="use", after=others))
+    raise SpecError(f"{traits.label} cannot run --method {method}", fixes, field="method")
 
 
 def _sweep_notes(sweep: SweepPlan | None, here: bool) -> list[str]:

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from jobutil import plan_for, write_notebook
 
 from tfc_jupyter import cli, registry
@@ -21,6 +22,7 @@ from tfc_jupyter.errors import SpecError
 from tfc_jupyter.job import options
 from tfc_jupyter.job.options import JobOptions
 from tfc_jupyter.planner import fields
+from tfc_jupyter.server import handlers
 from tfc_jupyter.sweep import methods
 from tfc_jupyter.sweep.spec import sweep_spec
 from tfc_jupyter.trials.trials import _optuna, _study
@@ -84,6 +86,9 @@ def test_the_three_methods_are_registered_in_their_order_bayes_first() -> None:
         ("random", "random"),
         ("grid", "grid (every combination)"),
     ]
+    api = Path(handlers.__file__).with_name("openapi.yaml").read_text(encoding="utf-8")
+    plan = yaml.safe_load(api)["components"]["schemas"]["Plan"]  # the file lists them too
+    assert plan["properties"]["sweep"]["properties"]["method"]["enum"] == methods.names()
 
 
 def test_the_three_methods_make_the_samplers_they_made(tmp_path: Path) -> None:
@@ -114,6 +119,10 @@ def test_a_new_method_is_on_every_surface(
     method = next(f for f in fields.fields_json() if f["name"] == "method")
     assert {"value": "sobol", "label": "sobol (evenly spread)"} in method["choices"]
     assert "sobol" in method["help"]
+
+    # The jobs API documents it among a plan's sweep methods.
+    plan_schema = yaml.safe_load(handlers.openapi_document())["components"]["schemas"]["Plan"]
+    assert plan_schema["properties"]["sweep"]["properties"]["method"]["enum"][-1] == "sobol"
 
     # The plan, its summary and its dry run's text show it.
     plan = plan_for(notebook, f"{SWEEP} --method sobol")

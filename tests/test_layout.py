@@ -290,7 +290,8 @@ FLOORS = [
     {"util", "google"},
     {"store"},
     {"notebook"},
-    {"job", "sweep"},
+    {"sweep"},
+    {"job"},
     {"image"},
     {"planner", "returns"},
     {"backends"},
@@ -300,7 +301,8 @@ FLOORS = [
     {"panel", "server"},
 ]
 """The folders (and the two top modules in their midst), lowest first: each imports only what
-sits on a floor below its own (types included). ``returns/`` sits below the backends, whose
+sits on a floor below its own (types included). ``sweep/`` sits below ``job/``, whose option
+table lists the sweep methods (``--method``). ``returns/`` sits below the backends, whose
 watchers say how a job ended; ``trials/`` above the client, which launches each trial."""
 
 

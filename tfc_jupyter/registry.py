@@ -87,6 +87,11 @@ class Traits:
     keeps_backups: bool = False
     """The job's checkpoint folder outlives a replica's machine with no ``--base-output-dir``
     (a folder on this machine), so a restarted replica finds its backups there."""
+    sweep_methods: frozenset[str] | None = None
+    """The sweep methods (``--method``: ``tfc_jupyter.sweep.methods``) it runs; the plan refuses
+    the others, naming the ones it runs. None: every registered method, as a sweep that runs
+    here does (the local driver, ``trials/``, launches each trial as a job of this backend and
+    asks the method's Optuna sampler for its values)."""
 
 
 TRIALS_FILE = "trials.json"

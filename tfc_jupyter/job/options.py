@@ -28,6 +28,7 @@ from .. import registry, words
 from ..config import Settings
 from ..errors import Fix, SpecError
 from ..registry import DEFAULT
+from ..sweep import methods
 from . import catalog
 from .google_target import GoogleTarget
 from .spec import (
@@ -111,6 +112,7 @@ class Flag:
     neutral: str | None = None  # what leaving it out is there ("0", "none", "auto")
     group: str = "Job"  # the section of the panel and the form its control is in
     choices: str | None = None  # where its control's values come from (planner.fields.CHOICES)
+    # ``{choices}`` in ``help`` is the words of those values, read as the help is: see LIVE_HELP
     placeholder: str = ""  # what its empty text box says
     separator: str = ","  # a list's items in one text box are split on this (" ": and commas)
     only_with: tuple[str, ...] = ()  # the panel and the form send it only when these are set
@@ -125,6 +127,10 @@ def option(default: Any, help: str, **flag: Any) -> Any:
 
 
 _opt = option
+
+LIVE_HELP: dict[str, Callable[[], str]] = {"methods": methods.help_words}
+"""A ``choices`` source -> the words ``{choices}`` stands for in a help that names it, read
+each time the help is (a sweep method registered later is listed too)."""
 
 
 @dataclass(frozen=True)
@@ -310,8 +316,8 @@ class JobOptions:
         choices="goals",
     )
     method: str = _opt(
-        "bayes",
-        "Sweep: bayes (default), random or grid: how the next values are chosen.",
+        methods.DEFAULT,
+        "Sweep: {choices}: how the next values are chosen.",
         metavar="METHOD",
         label="Search",
         group="Sweep",
@@ -584,9 +590,16 @@ class OptionField:
         """The flag as typed: ``--worker-machine``, ``--no-wait``."""
         return self.flag.name or "--" + self.name.replace("_", "-")
 
+    @property
+    def help(self) -> str:
+        """The flag's help, ``{choices}`` in it the words of the values it takes now
+        (:data:`LIVE_HELP`: ``--method``'s lists every registered sweep method)."""
+        words = LIVE_HELP.get(self.flag.choices or "")
+        return self.flag.help.replace("{choices}", words()) if words else self.flag.help
+
     def argparse(self, *, only_given: bool) -> tuple[tuple[str], dict[str, Any]]:
         """``add_argument`` arguments for this flag."""
-        help = self.flag.help + (f" ({self.backend} backend)" if self.backend else "")
+        help = self.help + (f" ({self.backend} backend)" if self.backend else "")
         kwargs: dict[str, Any] = {"dest": self.name, "help": help}
         if self.kind == "switch":
             kwargs["action"] = "store_false" if self.default else "store_true"
@@ -618,7 +631,7 @@ class OptionField:
         without a value)."""
         where = f" ({self.backend} backend)" if self.backend else ""
         about: dict[str, Any] = {
-            "description": f"{self.option}: {self.flag.help}{where}",
+            "description": f"{self.option}: {self.help}{where}",
             "nullable": True,
         }
         text: list[dict[str, Any]] = [{"type": "string"}, {"type": "number"}]

@@ -20,6 +20,7 @@ from ..errors import TfcError
 from ..job import catalog, prices
 from ..job.options import OptionField, all_fields
 from ..job.spec import Strategy
+from ..sweep import methods
 
 GROUPS = ("Where", "Machines", "Google Cloud", "Job", "Sweep")
 """The sections, in order (a backend's own options follow, in a section of its own)."""
@@ -118,7 +119,7 @@ def _field(option: OptionField) -> FormField:
         group,
         option.kind,
         control,
-        flag.help,
+        option.help,
         flag.placeholder,
         flag.separator,
         flag.neutral,
@@ -202,11 +203,7 @@ def choices(
     elif source == "goals":
         rows = [("", "from the metric's name"), ("min", "lowest"), ("max", "highest")]
     elif source == "methods":
-        rows = [
-            ("bayes", "bayes (learns from the trials so far)"),
-            ("random", "random"),
-            ("grid", "grid (every combination)"),
-        ]
+        rows = [(name, cls.label()) for name, cls in methods.METHODS.items()]
     else:
         raise KeyError(f"no choices named {source!r}")
     if current is not None and current not in [value for value, _ in rows]:

@@ -33,7 +33,8 @@ from ..notebook import codeinfo, needs, syntax
 from ..notebook.capture import Selection
 from ..notebook.convert import Script, convert
 from ..notebook.requirements import Requirements, unsatisfied
-from ..registry import ROUTES, Preview, Route
+from ..registry import DEFAULT, ROUTES, Preview, Route
+from ..sweep import methods
 from ..sweep.targets import SweepPlan, plan_sweep
 from ..util import masking, secretscan
 from ..util.files import human_size
@@ -782,6 +783,8 @@ def _make_plan(selection: Selection, ns: JobOptions, settings: Settings) -> Plan
             "(--backend vertex), which runs it as a tuning job",
             field="sweep",
         )
+    if sweep is not None:
+        _refuse_method_not_run(sweep.spec.method, traits)
     builds = traits.runs_image and not spec.image.image  # the job runs an image we build
     found: list[str] = []
     need_warnings: list[str] = []
@@ -852,7 +855,7 @@ def _make_plan(selection: Selection, ns: JobOptions, settings: Settings) -> Plan
 
 
 _SWEEP_ONLY = (("trials", 0), ("parallel", 1), ("metric", None), ("goal", None),
-               ("method", "bayes"), ("prune", False))  # fmt: skip
+               ("method", methods.DEFAULT), ("prune", False))  # fmt: skip
 """The options only a sweep reads, with their values when not given."""
 
 
@@ -876,6 +879,25 @@ def _refuse_sweep_flags_alone(ns: JobOptions) -> None:
     )
 
 
+def _refuse_method_not_run(method: str, traits: registry.Traits) -> None:
+    """A sweep method its backend does not run (Vertex AI has no algorithm for it): refused
+    as the plan is made, a dry run's too (it could not show the request).
+
+    Raises:
+        SpecError: with the fixes as data: a method it runs, or the local backend (which runs
+            every one).
+    """
+    runs = traits.sweep_methods
+    if runs is None or method in runs:
+        return
+    known = [name for name in methods.names() if name in runs]
+    fixes = [Fix.set("backend", DEFAULT, verb="use")]
+    if known:
+        others = f" (or {methods.either(known[1:])})" if known[1:] else ""
+        fixes.insert(0, Fix.set("method", known[0], verb="use", after=others))
+    raise SpecError(f"{traits.label} cannot run --method {method}", fixes, field="method")
+
+
 def _sweep_notes(sweep: SweepPlan | None, here: bool) -> list[str]:
     """Warnings on a sweep's size: more trials at once than this machine has cores, more
     trials than the space has combinations."""
@@ -893,7 +915,7 @@ def _sweep_notes(sweep: SweepPlan | None, here: bool) -> list[str]:
             "matches the cores)"
         )
     size = spec.grid_size()
-    if size is not None and spec.trials > size and spec.method != "grid":
+    if size is not None and spec.trials > size:  # a grid runs each combination once
         notes.append(
             f"the swept values make {size} combinations: {spec.trials} trials repeat them "
             f"(--trials {size} runs each once)"

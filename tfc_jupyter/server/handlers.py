@@ -245,14 +245,18 @@ class DefaultsHandler(TfcHandler):
 
 def openapi_document() -> str:
     """``openapi.yaml`` with ``CreateJob.options`` from the option table (installed backends'
-    options included): each option's type and flag, and no other name."""
+    options included): each option's type and flag, and no other name; a plan's sweep method
+    is one of the registered sweep methods (the file lists the built-in ones)."""
     import yaml
 
     from ..job.options import options_schema
+    from ..sweep import methods
 
     document = yaml.safe_load(OPENAPI.read_text(encoding="utf-8"))
-    options = document["components"]["schemas"]["CreateJob"]["properties"]["options"]
+    schemas = document["components"]["schemas"]
+    options = schemas["CreateJob"]["properties"]["options"]
     options.update({k: v for k, v in options_schema().items() if k != "type"})
+    schemas["Plan"]["properties"]["sweep"]["properties"]["method"]["enum"] = methods.names()
     return str(yaml.safe_dump(document, sort_keys=False, allow_unicode=True, width=100))
 
 

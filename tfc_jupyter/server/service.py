@@ -476,7 +476,7 @@ class JobService:
                 {
                     "name": f.name,
                     "flag": f.option,
-                    "help": f.flag.help.replace("%%", "%"),
+                    "help": f.help.replace("%%", "%"),
                     "repeatable": f.kind == "list",
                     "boolean": f.kind == "switch",
                     "kind": f.kind,

@@ -1,5 +1,6 @@
 """What a sweep tries: its parameters (``--sweep "lr=loguniform(1e-4,1e-1)"``), how many trials,
-how many at once, the metric and its goal, and the method that picks the next values.
+how many at once, the metric and its goal, and the method that picks the next values (its
+checks are the method's own: :mod:`.methods`).
 
 A parameter is written as the magic and the CLI take it, ``NAME=SPACE``:
 
@@ -24,13 +25,12 @@ from dataclasses import dataclass, field
 from typing import Literal, cast
 
 from ..errors import SpecError
+from . import methods
 
 Kind = Literal["uniform", "loguniform", "int", "choice"]
 Goal = Literal["min", "max"]
-Method = Literal["bayes", "random", "grid"]
 Choice = int | float | str | bool
 
-METHODS: tuple[Method, ...] = ("bayes", "random", "grid")
 GOALS: tuple[Goal, ...] = ("min", "max")
 DEFAULT_METRIC = "val_loss"
 """Keras Tuner's default objective: the validation loss, to be made as small as possible."""
@@ -108,7 +108,8 @@ class SweepSpec:
     metric: str = DEFAULT_METRIC
     """The reported metric that ranks trials (a Keras log name, or a custom loop's metric)."""
     goal: Goal = "min"
-    method: Method = "bayes"
+    method: str = methods.DEFAULT
+    """The name of the method that picks the next values (:mod:`.methods`)."""
     prune: bool = False
     """Stop a trial whose metric falls behind the others' median at the same epoch."""
     names: tuple[str, ...] = field(init=False, repr=False, compare=False)
@@ -265,7 +266,7 @@ def sweep_spec(
     parallel: int = 1,
     metric: str | None = None,
     goal: str | None = None,
-    method: str = "bayes",
+    method: str = methods.DEFAULT,
     prune: bool = False,
 ) -> SweepSpec:
     """The sweep of ``--sweep`` values and the options beside them, checked together.
@@ -282,8 +283,7 @@ def sweep_spec(
         if p.name in seen:
             raise SpecError(f"--sweep names {p.name!r} twice", "give each name one --sweep")
         seen.add(p.name)
-    if method not in METHODS:
-        raise SpecError(f"--method {method!r} is unknown", f"pass --method {' or '.join(METHODS)}")
+    how = methods.get(method)
     name = metric or DEFAULT_METRIC
     if not name.strip() or any(c.isspace() or not c.isprintable() for c in name):
         raise SpecError(f"--metric {name!r} is not a metric name", "e.g. --metric val_accuracy")
@@ -295,25 +295,13 @@ def sweep_spec(
             else f"cannot tell whether {name!r} should go up or down",
             f"pass --goal max or --goal min with --metric {name}",
         )
-    how = cast(Method, method)
-    spec = SweepSpec(parsed, 1, 1, name, cast(Goal, chosen), how, prune)
+    spec = SweepSpec(parsed, 1, 1, name, cast(Goal, chosen), method, prune)
     size = spec.grid_size()
-    if method == "grid" and size is None:
-        floats = [p.name for p in parsed if p.grid() is None]
-        raise SpecError(
-            f"a grid cannot list {', '.join(floats)} (a float range)",
-            "give it a list of values, or use --method random or bayes",
-        )
-    count = trials if trials is not None else (min(size, 10) if size else 10)
-    if method == "grid" and size is not None and trials is None:
-        count = size
+    how.check(parsed, size)
+    count = trials if trials is not None else how.default_trials(size)
     if count < 1:
         raise SpecError(f"--trials {count} is below 1", "e.g. --trials 10")
     if parallel < 1:
         raise SpecError(f"--parallel {parallel} is below 1", "e.g. --parallel 2")
-    if method == "grid" and size is not None and count > size:
-        raise SpecError(
-            f"--trials {count} is more than the grid's {size} combinations",
-            f"pass --trials {size} or fewer",
-        )
-    return SweepSpec(parsed, count, min(parallel, count), name, cast(Goal, chosen), how, prune)
+    how.check_trials(count, size)
+    return SweepSpec(parsed, count, min(parallel, count), name, cast(Goal, chosen), method, prune)

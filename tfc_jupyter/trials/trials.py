@@ -33,6 +33,7 @@ from ..errors import JobConflict, SpecError, TfcError
 from ..jobs import watcher_pids
 from ..returns.results import Results, metric_number
 from ..store.records import JobState
+from ..sweep import methods
 from ..util.pidfds import nap
 from .trial_table import Sweep, Trial, sweep_svg, trial_line, trial_lines
 
@@ -120,13 +121,7 @@ def _study(optuna: Any, folder: Path, spec: SweepSpec) -> Any:
     """The sweep's study, made or loaded from its journal."""
     journal = optuna.storages.journal
     storage = optuna.storages.JournalStorage(journal.JournalFileBackend(str(folder / JOURNAL)))
-    if spec.method == "grid":
-        space = {p.name: list(p.grid() or ()) for p in spec.params}
-        sampler = optuna.samplers.GridSampler(space)
-    elif spec.method == "random":
-        sampler = optuna.samplers.RandomSampler()
-    else:
-        sampler = optuna.samplers.TPESampler(n_startup_trials=min(10, max(2, spec.trials // 3)))
+    sampler = methods.get(spec.method).sampler(spec)  # the method's own (sweep/methods.py)
     pruner = (
         optuna.pruners.MedianPruner(n_startup_trials=2, n_warmup_steps=1)
         if spec.prune

@@ -87,6 +87,7 @@ class DockerBackend(WatchedBackend):
         runs_image=True,
         image_here=True,
         on_this_machine=True,
+        sweep_methods=None,  # every method: its sweeps run here, the local driver's sampler
         model_place="inside its container, which is gone",
     )
 

@@ -213,6 +213,7 @@ class LocalBackend(WatchedBackend):
     traits = Traits(
         label="this machine",
         on_this_machine=True,
+        sweep_methods=None,  # every method: its sweeps run here, the local driver's sampler
         restarts=(
             "a replica killed here (out of memory, by hand) is restarted, up to "
             f"{VERTEX_RESTARTS} times, as on Vertex AI"

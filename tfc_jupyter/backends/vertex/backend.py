@@ -93,6 +93,7 @@ class VertexBackend:
         scheduling=True,
         reports_in_logs=True,
         tunes=True,
+        sweep_methods=frozenset(vertex_request.ALGORITHMS),  # those Vizier has an algorithm for
         model_place="on the Vertex AI machine",
         restarts="Vertex AI restarts a replica after VM maintenance, a preemption or a crash",
     )

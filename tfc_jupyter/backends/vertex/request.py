@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from tfc_runtime.protocol import REPORT_KEY_ENV, ROLES
 
+from ...errors import SpecError
 from ...job.catalog import Machine
 from ...job.options import target_options
 from ...job.replica import container_args
@@ -209,8 +210,25 @@ def own_options(plan: Plan) -> VertexOptions:
     return target_options(plan.options, VertexOptions)
 
 
-_ALGORITHMS = {"bayes": "ALGORITHM_UNSPECIFIED", "random": "RANDOM_SEARCH", "grid": "GRID_SEARCH"}
-"""``--method`` -> Vertex AI's algorithm (unspecified is Vizier's Bayesian optimization)."""
+ALGORITHMS = {"bayes": "ALGORITHM_UNSPECIFIED", "random": "RANDOM_SEARCH", "grid": "GRID_SEARCH"}
+"""Sweep method (``--method``, :mod:`tfc_jupyter.sweep.methods`) -> Vertex AI's algorithm
+(unspecified is Vizier's Bayesian optimization): the methods this backend runs (its traits'
+``sweep_methods``); the plan refuses the others."""
+
+
+def _algorithm(method: str) -> str:
+    """Vertex AI's algorithm for a sweep method.
+
+    Raises:
+        SpecError: a method Vertex AI does not run (the plan refuses it first).
+    """
+    if method not in ALGORITHMS:
+        raise SpecError(
+            f"Vertex AI cannot run --method {method}",
+            f"use --method {' or '.join(ALGORITHMS)}, or --backend local",
+            field="method",
+        )
+    return ALGORITHMS[method]
 
 
 def _parameter(param: Param) -> dict[str, Any]:
@@ -248,7 +266,7 @@ def tuning_job_body(
         "studySpec": {
             "metrics": [{"metricId": sweep.metric, "goal": goal}],
             "parameters": [_parameter(p) for p in sweep.params],
-            "algorithm": _ALGORITHMS[sweep.method],
+            "algorithm": _algorithm(sweep.method),
             "measurementSelectionType": "LAST_MEASUREMENT",
         },
         "maxTrialCount": sweep.trials,

@@ -22,6 +22,10 @@ import math
 import sys
 from typing import Any
 
+from tfc_runtime.codecs import Unsupported  # a value that cannot travel: raised here
+
+__all__ = ["DEPTH", "Decoder", "Encoder", "Unsupported", "kind"]
+
 DEPTH = 64
 """Nesting deeper than this is refused (a self-referencing list, too)."""
 
@@ -33,10 +37,6 @@ _PUBLIC = {
     "ParameterServerStrategyV2": "ParameterServerStrategy",
 }
 """Strategy classes whose public names (``tf.distribute.X``) differ."""
-
-
-class Unsupported(Exception):
-    """A value that cannot travel; ``str()`` says what it is, in the user's words."""
 
 
 def kind(value: Any) -> str:

@@ -176,3 +176,42 @@ def test_a_kind_added_in_one_file_comes_back_from_a_real_job(
     assert "Back in the kernel: Fraction, half, third" in cap.stdout, cap.stdout
     half, third = ip.user_ns["half"], ip.user_ns["third"]
     assert type(half) is Fraction and (half, third) == (Fraction(1, 2), Fraction(1, 3))
+
+
+def test_a_codec_that_fails_leaves_its_name_in_the_job_and_the_rest_travels(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """In the job: a codec writes only under the cell folder; one that fails (here: by
+    asking for a path outside it) leaves its name in the job, said, and the others travel."""
+    from types import SimpleNamespace
+
+    from tfc_runtime import giveback
+
+    class Outside(codecs.Codec):
+        kind = "outside"
+
+        def claims(self, value: Any) -> bool:
+            return type(value) is Fraction
+
+        def write(self, value: Any, name: str, out: codecs.Writer) -> dict[str, Any]:
+            out.path("../escape.txt")
+            return {}
+
+    monkeypatch.setenv("TFC_JOB_DIR", str(tmp_path))
+    state = SimpleNamespace(
+        run_cell=1, binds=("f", "n"), reads=(), code=(), chief=True, out=None, started=0.0,
+        workdir="",
+    )  # fmt: skip
+    codecs.reset()
+    try:
+        codecs.register(Outside)
+        manifest = giveback.save_names(state, {"f": Fraction(1, 2), "n": 3})
+    finally:
+        codecs.reset()
+    assert manifest is not None and manifest.names == {
+        "n": {"kind": "value", "value": 3, "bytes": 8}
+    }
+    assert manifest.stayed["f"].startswith("Fraction that the outside codec could not write: ")
+    assert not (tmp_path / "escape.txt").exists()
+    written = json.loads((tmp_path / "cell" / "values.json").read_text())
+    assert Manifest.from_json(written) == manifest

@@ -196,8 +196,7 @@ def save_names(state: CellState, namespace: dict[str, Any]) -> Manifest | None:
         try:
             entry = codec.write(value, key, out)
         except Exception as exc:
-            why = str(exc) if isinstance(exc, codecs.Unsupported) else f"{codec.noun}: {exc}"
-            manifest.stayed[key] = why
+            manifest.stayed[key] = _why(exc, value, codec)
             continue
         out.names[id(value)] = key
         manifest.names[key] = {"kind": codec.kind, **entry, "bound": key in names}
@@ -208,16 +207,16 @@ def save_names(state: CellState, namespace: dict[str, Any]) -> Manifest | None:
         if n in state.code:  # a module, function or class (decorated too): the kernel
             manifest.names[n] = {"kind": codecs.CODE}  # runs the cell's import, def and
             continue  # class statements itself
+        by = codecs.claiming(value, early=False)
         try:
-            by = codecs.claiming(value, early=False)
             if by is None:
                 raise codecs.Unsupported(values.kind(value))
             entry = by.write(value, n, out)
             if out.size > LIMIT:
                 raise codecs.Unsupported(f"{values.kind(value)} over {LIMIT >> 30} GB")
             manifest.names[n] = {"kind": by.kind, **entry}
-        except codecs.Unsupported as exc:
-            manifest.stayed[n] = str(exc)
+        except Exception as exc:
+            manifest.stayed[n] = _why(exc, value, by)
     manifest.order = [n for n in names if n in manifest.names]
     if state.out is not None and codecs.claiming(state.out, early=True) is None:
         with contextlib.suppress(codecs.Unsupported):  # else its bundle shows it
@@ -239,6 +238,14 @@ def save_names(state: CellState, namespace: dict[str, Any]) -> Manifest | None:
     results.emit({"event": "cell", "folder": where, "names": list(manifest.names),
                   "stayed": manifest.stayed, "time": time.time()})  # fmt: skip
     return manifest
+
+
+def _why(exc: Exception, value: Any, codec: codecs.Codec | None) -> str:
+    """Why a value stays: what :class:`~tfc_runtime.codecs.Unsupported` says, else the codec's
+    own failure (the other names still travel)."""
+    if isinstance(exc, codecs.Unsupported) or codec is None:
+        return str(exc)
+    return f"{values.kind(value)} that the {codec.kind} codec could not write: {exc}"[:300]
 
 
 def _early(

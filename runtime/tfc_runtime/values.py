@@ -3,8 +3,9 @@
 A value is written as JSON (numbers, strings, lists, tagged objects) and its arrays as one
 ``.npz`` file of plain (never object) arrays: :func:`decode` reads them back with
 ``numpy.load(..., allow_pickle=False)`` and ``json``, so a file crafted by whoever can write the
-job's folder or bucket cannot run code on load (pickle is never used). Keras models travel
-apart, as ``.keras`` files (:mod:`tfc_runtime.runcell`), loaded in Keras' safe mode.
+job's folder or bucket cannot run code on load (pickle is never used). This is the engine of
+the ``value`` codec (:mod:`tfc_runtime.codecs.value`), and other codecs encode trees with it;
+Keras models travel apart (:mod:`tfc_runtime.codecs.keras`), loaded in Keras' safe mode.
 
 What travels: ``None``, bools, ints, floats (NaN and infinities kept), complex numbers, strings,
 bytes, lists, tuples, sets, dicts (any keys of these kinds), NumPy arrays and scalars (not of

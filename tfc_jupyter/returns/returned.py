@@ -7,10 +7,10 @@ its ``Out[]``) as they are made, and when the cell ends well it saves the names 
 * :func:`output` reads one output back (a file of the job folder's ``outputs/``, found by its
   number, never by a path the job wrote), for the cell to show as Jupyter would;
 * :func:`bring_back` sets the names in the kernel's namespace, as if the cell had run there:
-  the cell's ``import``, ``def`` and ``class`` statements run here; Keras models load in
-  Keras' safe mode (with the optimizer's state; the notebook's own classes and functions are
-  given as custom objects); a ``History`` is a History again, its ``model`` the loaded one;
-  other values load from JSON and a pickle-free ``.npz``. Loading never runs the job's code.
+  the cell's ``import``, ``def`` and ``class`` statements run here; every other name is read
+  by the codec its manifest entry names (:mod:`tfc_runtime.codecs`), through the border's
+  readers (:class:`_Source`): Keras models in Keras' safe mode, a ``History`` with its model,
+  other values from JSON and a pickle-free ``.npz``. Loading never runs the job's code.
 """
 
 from __future__ import annotations

@@ -3,8 +3,10 @@
 Called by :func:`tfc_runtime.runcell.finish` with the run cell's state:
 
 * :func:`save_names`: the names the cell binds at top level (and the Keras models it reads),
-  as ``cell/values.json``, ``cell/arrays.npz`` (:mod:`tfc_runtime.values`: JSON and plain
-  arrays, never a pickle) and ``cell/models/<name>.keras``; what cannot travel is named;
+  each written by the first codec that claims it (:mod:`tfc_runtime.codecs`: Keras models as
+  ``cell/models/<name>.keras``, other values as JSON and plain arrays in ``cell/arrays.npz``,
+  never a pickle), listed in ``cell/values.json`` (a
+  :class:`~tfc_runtime.codecs.manifest.Manifest`); what cannot travel is named;
 * :func:`save_files`: the files the cell wrote under the job's working folder in an image, as
   ``files/<path>``.
 
@@ -19,12 +21,13 @@ import contextlib
 import json
 import os
 import shutil
-import sys
 import tempfile
 import time
 from typing import Any, Protocol
 
-from tfc_runtime import results, values
+from tfc_runtime import codecs, results, values
+from tfc_runtime.codecs import manifest as manifest_file
+from tfc_runtime.codecs.manifest import Manifest
 
 
 class CellState(Protocol):
@@ -108,31 +111,6 @@ def save_files(state: CellState) -> list[str] | None:
     return copied
 
 
-def keras_model(value: Any) -> str | None:
-    """``keras`` or ``tf_keras`` for a Keras model, else None."""
-    for library in ("keras", "tf_keras"):
-        module = sys.modules.get(library)
-        model = getattr(module, "Model", None) if module is not None else None
-        if isinstance(model, type) and isinstance(value, model):
-            return library
-    return None
-
-
-def _history(value: Any) -> str | None:
-    for library in ("keras", "tf_keras"):
-        module = sys.modules.get(library)
-        history = getattr(getattr(module, "callbacks", None), "History", None)
-        if isinstance(history, type) and isinstance(value, history):
-            return library
-    return None
-
-
-def _save_model(model: Any, path: str) -> None:
-    save = type(model).save
-    save = getattr(save, "__wrapped__", save)  # not reported as the code's own save
-    save(model, path)
-
-
 def _destination(leaf: str = CELL) -> tuple[str | None, str | None]:
     """``(local folder to write, remote folder to copy it to)``: the job folder's ``leaf``;
     else, with ``AIP_MODEL_DIR`` (Vertex AI's base output folder), a temporary folder copied
@@ -152,18 +130,58 @@ def _destination(leaf: str = CELL) -> tuple[str | None, str | None]:
     return None, None
 
 
-def save_names(state: CellState, namespace: dict[str, Any]) -> dict[str, Any] | None:
-    """Save the run cell's names (see the module's docstring); the manifest written, or None
-    (no run cell, or not the chief: then only the models are saved, privately)."""
+class _Writer:
+    """What codecs write through (:class:`tfc_runtime.codecs.Writer`): files under
+    ``folder``, JSON trees whose arrays go to one ``arrays.npz``."""
+
+    def __init__(self, folder: str) -> None:
+        self.folder = folder
+        self.encoder = values.Encoder()
+        self.written: list[str] = []
+        self.names: dict[int, str] = {}  # id of an early value -> the name it was written as
+
+    @property
+    def size(self) -> int:
+        return self.encoder.size
+
+    def path(self, rel: str) -> str:
+        parts = codecs.plain_rel(rel)
+        if parts[0] in (manifest_file.FILE, ARRAYS):
+            raise codecs.Unsupported(f"a codec wrote {rel!r}, the manifest's own name")
+        path = os.path.join(self.folder, *parts)
+        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+        self.written.append(path)
+        return path
+
+    def encode(self, value: Any) -> Any:
+        return self.encoder.encode(value)
+
+    def saved(self, value: Any) -> str | None:
+        return self.names.get(id(value))
+
+    def private(self) -> None:
+        for path in self.written:
+            if os.path.isfile(path):
+                private(path)
+
+
+ARRAYS = "arrays.npz"
+"""The cell folder's arrays, of every name's JSON tree."""
+
+
+def save_names(state: CellState, namespace: dict[str, Any]) -> Manifest | None:
+    """Save the run cell's names (see the module's docstring), each by the first codec that
+    claims it (:mod:`tfc_runtime.codecs`); the manifest written, or None (no run cell, or not
+    the chief: then only the early kinds, models, are saved, privately)."""
     if state.run_cell is None:
         return None
     names = [n for n in state.binds if n in namespace and not n.startswith("__")]
-    to_save = _models_to_save(namespace, names, state.reads)
+    early = _early(namespace, names, state.reads)
     if not state.chief:  # saving may be collective: every task saves alike, the chief's is kept
         own = tempfile.mkdtemp(prefix="tfc-cell-task-")
-        for key, (model, _library) in to_save.items():
+        for key, (value, codec) in early.items():
             with contextlib.suppress(Exception):
-                _save_model(model, os.path.join(own, f"{key}.keras"))
+                codec.write(value, key, _Writer(own))
         shutil.rmtree(own, ignore_errors=True)
         return None
     folder, remote = _destination()
@@ -172,97 +190,82 @@ def save_names(state: CellState, namespace: dict[str, Any]) -> dict[str, Any] | 
                       for n in names}, "time": time.time()})  # fmt: skip
         return None
     os.makedirs(os.path.join(folder, "models"), mode=0o700, exist_ok=True)
-    manifest: dict[str, Any] = {"version": 1, "names": {}, "stayed": {}, "order": []}
-    saved_models: dict[int, str] = {}
-    for key, (model, library) in to_save.items():
-        path = os.path.join(folder, "models", f"{key}.keras")
+    manifest = Manifest()
+    out = _Writer(folder)
+    for key, (value, codec) in early.items():
         try:
-            _save_model(model, path)
+            entry = codec.write(value, key, out)
         except Exception as exc:
-            manifest["stayed"][key] = f"Keras model that cannot be saved: {exc}"
+            manifest.stayed[key] = _why(exc, value, codec)
             continue
-        private(path)
-        saved_models[id(model)] = key
-        manifest["names"][key] = {"kind": "model", "file": f"models/{key}.keras",
-                                  "library": library, "bound": key in names}  # fmt: skip
-    encoder = values.Encoder()
+        out.names[id(value)] = key
+        manifest.names[key] = {"kind": codec.kind, **entry, "bound": key in names}
     for n in names:
         value = namespace[n]
-        if n in manifest["names"] or n in manifest["stayed"]:
+        if n in manifest.names or n in manifest.stayed:
             continue
         if n in state.code:  # a module, function or class (decorated too): the kernel
-            manifest["names"][n] = {"kind": "code"}  # runs the cell's import, def and class
-            continue  # statements itself
-        history_of = _history(value)
+            manifest.names[n] = {"kind": codecs.CODE}  # runs the cell's import, def and
+            continue  # class statements itself
+        by = codecs.claiming(value, early=False)
         try:
-            if history_of is not None:
-                manifest["names"][n] = _history_entry(value, history_of, encoder, saved_models)
-            else:
-                before = encoder.size
-                tree = encoder.encode(value)
-                if encoder.size > LIMIT:
-                    raise values.Unsupported(f"{values.kind(value)} over {LIMIT >> 30} GB")
-                manifest["names"][n] = {"kind": "value", "value": tree,
-                                        "bytes": encoder.size - before}  # fmt: skip
-        except values.Unsupported as exc:
-            manifest["stayed"][n] = str(exc)
-    manifest["order"] = [n for n in names if n in manifest["names"]]
-    if state.out is not None and keras_model(state.out) is None:
-        with contextlib.suppress(values.Unsupported):  # else its bundle shows it
-            manifest["out"] = {"value": encoder.encode(state.out)}
-    if encoder.arrays:
+            if by is None:
+                raise codecs.Unsupported(values.kind(value))
+            entry = by.write(value, n, out)
+            if out.size > LIMIT:
+                raise codecs.Unsupported(f"{values.kind(value)} over {LIMIT >> 30} GB")
+            manifest.names[n] = {"kind": by.kind, **entry}
+        except Exception as exc:
+            manifest.stayed[n] = _why(exc, value, by)
+    manifest.order = [n for n in names if n in manifest.names]
+    if state.out is not None and codecs.claiming(state.out, early=True) is None:
+        with contextlib.suppress(codecs.Unsupported):  # else its bundle shows it
+            manifest.out = {"value": out.encode(state.out)}
+    out.private()
+    if out.encoder.arrays:
         import numpy as np
 
-        arrays = os.path.join(folder, "arrays.npz")
-        np.savez(arrays, **encoder.arrays)
+        arrays = os.path.join(folder, ARRAYS)
+        np.savez(arrays, **out.encoder.arrays)
         private(arrays)
-    path = os.path.join(folder, "values.json")
+    path = os.path.join(folder, manifest_file.FILE)
     with open(path, "w", encoding="utf-8") as f:
-        json.dump(manifest, f, allow_nan=False)
+        json.dump(manifest.to_json(), f, allow_nan=False)
     private(path)
     where = folder
     if remote is not None:
         where = _upload(folder, remote)
-    results.emit({"event": "cell", "folder": where, "names": list(manifest["names"]),
-                  "stayed": manifest["stayed"], "time": time.time()})  # fmt: skip
+    results.emit({"event": "cell", "folder": where, "names": list(manifest.names),
+                  "stayed": manifest.stayed, "time": time.time()})  # fmt: skip
     return manifest
 
 
-def _history_entry(
-    value: Any, library: str, encoder: values.Encoder, saved: dict[int, str]
-) -> dict[str, Any]:
-    model = getattr(value, "model", None)
-    return {
-        "kind": "history",
-        "library": library,
-        "history": encoder.encode(dict(getattr(value, "history", {}) or {})),
-        "epoch": encoder.encode(list(getattr(value, "epoch", []) or [])),
-        "params": encoder.encode(_plain(getattr(value, "params", {}) or {})),
-        "model": saved.get(id(model)) if model is not None else None,
-    }
+def _why(exc: Exception, value: Any, codec: codecs.Codec | None) -> str:
+    """Why a value stays: what :class:`~tfc_runtime.codecs.Unsupported` says, else the codec's
+    own failure (the other names still travel)."""
+    if isinstance(exc, codecs.Unsupported) or codec is None:
+        return str(exc)
+    return f"{values.kind(value)} that the {codec.kind} codec could not write: {exc}"[:300]
 
 
-def _models_to_save(
+def _early(
     namespace: dict[str, Any], names: list[str], reads: tuple[str, ...]
-) -> dict[str, tuple[Any, str]]:
-    """The Keras models to save, by name (the same on every task, in the same order): those
-    the cell binds or reads, then a History's model that no name holds
-    (``__history_model_N``)."""
-    out: dict[str, tuple[Any, str]] = {}
+) -> dict[str, tuple[Any, codecs.Codec]]:
+    """The values early codecs write (Keras models), by name (the same on every task, in the
+    same order): those the cell binds or reads, then those a bound value refers to that no
+    name holds (``__history_model_N``: a History's model)."""
+    out: dict[str, tuple[Any, codecs.Codec]] = {}
     for n in dict.fromkeys([*names, *reads]):
-        if n in namespace and (library := keras_model(namespace[n])) is not None:
-            out[n] = (namespace[n], library)
-    held = {id(model) for model, _ in out.values()}
+        if n in namespace and (codec := codecs.claiming(namespace[n], early=True)) is not None:
+            out[n] = (namespace[n], codec)
+    held = {id(value) for value, _ in out.values()}
     for n in names:
-        model = getattr(namespace[n], "model", None) if _history(namespace[n]) else None
-        if model is not None and id(model) not in held and (lib := keras_model(model)):
-            out[f"__history_model_{len(out)}"] = (model, lib)
-            held.add(id(model))
+        codec = codecs.claiming(namespace[n], early=False)
+        for ref in codec.refers(namespace[n]) if codec is not None else ():
+            if id(ref) not in held and (by := codecs.claiming(ref, early=True)) is not None:
+                out[f"{codecs.REFERRED}{len(out)}"] = (ref, by)
+                held.add(id(ref))
     return out
-
-
-def _plain(params: dict[str, Any]) -> dict[str, Any]:
-    return {str(k): v for k, v in params.items() if v is None or isinstance(v, (int, float, str))}
 
 
 def _upload(folder: str, remote: str) -> str:

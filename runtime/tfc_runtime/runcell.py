@@ -12,9 +12,9 @@ runs cells one at a time:
   bundle: ``_repr_html_``, ``_repr_png_`` ... as IPython builds it) and the cell's last
   expression is its ``Out[]`` (unless the line ends with ``;``);
 * when the run cell ends well, the names it binds at top level, and the Keras models it reads,
-  are saved for the kernel (:func:`finish`, :mod:`tfc_runtime.giveback`): models as ``.keras``
-  files, the rest through :mod:`tfc_runtime.values` (JSON and a pickle-free ``.npz``); what
-  cannot travel is named; so are the files it wrote in an image.
+  are saved for the kernel (:func:`finish`, :mod:`tfc_runtime.giveback`), each by its codec
+  (:mod:`tfc_runtime.codecs`: models as ``.keras`` files, the rest as JSON and a pickle-free
+  ``.npz``); what cannot travel is named; so are the files it wrote in an image.
 
 Outputs and names are written on the chief only (the job's results are the chief's), under
 the job folder's ``outputs/`` and ``cell/`` (the local and docker backends), reported on the

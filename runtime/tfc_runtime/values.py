@@ -3,8 +3,9 @@
 A value is written as JSON (numbers, strings, lists, tagged objects) and its arrays as one
 ``.npz`` file of plain (never object) arrays: :func:`decode` reads them back with
 ``numpy.load(..., allow_pickle=False)`` and ``json``, so a file crafted by whoever can write the
-job's folder or bucket cannot run code on load (pickle is never used). Keras models travel
-apart, as ``.keras`` files (:mod:`tfc_runtime.runcell`), loaded in Keras' safe mode.
+job's folder or bucket cannot run code on load (pickle is never used). This is the engine of
+the ``value`` codec (:mod:`tfc_runtime.codecs.value`), and other codecs encode trees with it;
+Keras models travel apart (:mod:`tfc_runtime.codecs.keras`), loaded in Keras' safe mode.
 
 What travels: ``None``, bools, ints, floats (NaN and infinities kept), complex numbers, strings,
 bytes, lists, tuples, sets, dicts (any keys of these kinds), NumPy arrays and scalars (not of
@@ -22,6 +23,10 @@ import math
 import sys
 from typing import Any
 
+from tfc_runtime.codecs import Unsupported  # a value that cannot travel: raised here
+
+__all__ = ["DEPTH", "Decoder", "Encoder", "Unsupported", "kind"]
+
 DEPTH = 64
 """Nesting deeper than this is refused (a self-referencing list, too)."""
 
@@ -33,10 +38,6 @@ _PUBLIC = {
     "ParameterServerStrategyV2": "ParameterServerStrategy",
 }
 """Strategy classes whose public names (``tf.distribute.X``) differ."""
-
-
-class Unsupported(Exception):
-    """A value that cannot travel; ``str()`` says what it is, in the user's words."""
 
 
 def kind(value: Any) -> str:

@@ -42,6 +42,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tfc_runtime import codecs
+
 from ..util.files import KIND, human_size, write_private
 
 MAX_NAMES = 1000
@@ -65,11 +67,12 @@ _DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0
 _FILE = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
 
 
-class Refused(Exception):
-    """What came back is not taken; ``str()`` is one line saying what and why."""
+class Refused(codecs.Unreadable):
+    """What came back is not taken; ``str()`` is one line saying what and why (a codec reading
+    a value catches it as :class:`tfc_runtime.codecs.Unreadable`)."""
 
 
-class OverLimit(Refused):
+class OverLimit(Refused, codecs.OverLimit):
     """More bytes than the limit were read or decompressed."""
 
 

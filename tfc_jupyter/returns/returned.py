@@ -7,16 +7,15 @@ its ``Out[]``) as they are made, and when the cell ends well it saves the names 
 * :func:`output` reads one output back (a file of the job folder's ``outputs/``, found by its
   number, never by a path the job wrote), for the cell to show as Jupyter would;
 * :func:`bring_back` sets the names in the kernel's namespace, as if the cell had run there:
-  the cell's ``import``, ``def`` and ``class`` statements run here; Keras models load in
-  Keras' safe mode (with the optimizer's state; the notebook's own classes and functions are
-  given as custom objects); a ``History`` is a History again, its ``model`` the loaded one;
-  other values load from JSON and a pickle-free ``.npz``. Loading never runs the job's code.
+  the cell's ``import``, ``def`` and ``class`` statements run here; every other name is read
+  by the codec its manifest entry names (:mod:`tfc_runtime.codecs`), through the border's
+  readers (:class:`_Source`): Keras models in Keras' safe mode, a ``History`` with its model,
+  other values from JSON and a pickle-free ``.npz``. Loading never runs the job's code.
 """
 
 from __future__ import annotations
 
 import contextlib
-import importlib
 import json
 import os
 import stat
@@ -26,7 +25,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tfc_runtime.giveback import CELL, FILES, keras_model
+from tfc_runtime import codecs
+from tfc_runtime.codecs.keras import KerasModel
+from tfc_runtime.codecs.manifest import FILE as MANIFEST
+from tfc_runtime.codecs.manifest import Manifest
+from tfc_runtime.giveback import CELL, FILES
 from tfc_runtime.runcell import OUTPUTS
 from tfc_runtime.values import Decoder
 
@@ -135,76 +138,53 @@ def _lmode(path: Path) -> int:
         return 0
 
 
-def _custom_objects(namespace: dict[str, Any]) -> dict[str, Any]:
-    """The notebook's own classes and functions, by name: what a model of the notebook's own
-    layers, losses or metrics needs to load."""
-    return {
-        name: value
-        for name, value in namespace.items()
-        if not name.startswith("_")
-        and getattr(value, "__module__", None) == "__main__"
-        and (isinstance(value, type) or callable(value))
-    }
+class _Source:
+    """What a codec reads a name through (:class:`tfc_runtime.codecs.Reader`): the border's
+    bounded, checked readers of the job's ``cell/``, every byte counted against ``budget``;
+    copies go to ``tmp`` (removed once the names are set)."""
+
+    def __init__(
+        self, job_dir: Path, namespace: dict[str, Any], arrays: Any, budget: border.Budget,
+        tmp: Path,
+    ) -> None:  # fmt: skip
+        self.job_dir = job_dir
+        self.namespace = namespace
+        self.name = ""
+        self.budget = budget
+        self.tmp = tmp
+        self.decoder = Decoder(arrays)
+        self.models: dict[str, Any] = {}
+        self.admitted: set[str] = set()
+
+    def _rel(self, file: str) -> str:
+        return "/".join([CELL, *border.parts_of(file)])  # Refused: not a plain relative path
+
+    def bytes(self, file: str) -> bytes:
+        data = border.read_bytes(self.job_dir, self._rel(file), self.budget.left)
+        self.budget.take(len(data), self.name)
+        return data
+
+    def copy(self, file: str, *, archive: bool = False) -> Path:
+        into = Path(tempfile.mkdtemp(dir=self.tmp))
+        rel = self._rel(file)
+        path = border.copy_out(self.job_dir, rel, self.budget.left, into)
+        size = path.stat().st_size
+        if archive:
+            size = max(size, border.check_zip(path, self.budget.left, rel))
+        self.budget.take(size, f"the {self.name}")
+        return path
+
+    def decode(self, tree: Any) -> Any:
+        self.budget.take(border.tree_bytes(tree), self.name)
+        return self.decoder.decode(tree)
+
+    def loaded(self, name: str) -> Any:
+        return self.models.get(name)
 
 
-def _load_model(
-    job_dir: Path,
-    file: str,
-    library: str,
-    namespace: dict[str, Any],
-    earlier: Any,
-    budget: border.Budget,
-) -> tuple[Any, str | None]:
-    """``(model, problem)``: the model file copied out of the job folder (bytes actually read),
-    checked as a zip decompressed within ``budget``, loaded in safe mode; where that fails and
-    the kernel has a Keras model of that name, the job's weights loaded into it.
-
-    Raises:
-        border.OverLimit: the file, or what it decompresses to, is over ``budget``.
-    """
-    with tempfile.TemporaryDirectory(prefix="tfc-model-") as tmp:
-        try:
-            path = border.copy_out(job_dir, f"{CELL}/{file}", budget.left, Path(tmp))
-            size = path.stat().st_size
-            if path.suffix == ".keras":
-                size = max(size, border.check_zip(path, budget.left, f"{CELL}/{file}"))
-            budget.take(size, "the model")
-        except border.OverLimit:
-            raise
-        except (border.Refused, OSError) as exc:
-            return None, str(exc)[:200]
-        keras = importlib.import_module("tf_keras" if library == "tf_keras" else "keras")
-        try:
-            return keras.models.load_model(
-                str(path), custom_objects=_custom_objects(namespace), safe_mode=True
-            ), None
-        except Exception as exc:
-            reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            if earlier is not None and isinstance(earlier, keras.Model):
-                try:
-                    earlier.load_weights(str(path))
-                    return earlier, None
-                except Exception:
-                    pass
-            return None, reason[:200]
-
-
-def _history(entry: dict[str, Any], decoder: Decoder, models: dict[str, Any]) -> Any:
-    library = entry.get("library")
-    keras = importlib.import_module("tf_keras" if library == "tf_keras" else "keras")
-    history = keras.callbacks.History()
-    history.history = decoder.decode(entry.get("history")) or {}
-    history.epoch = decoder.decode(entry.get("epoch")) or []
-    history.params = decoder.decode(entry.get("params")) or {}
-    model = models.get(str(entry.get("model")))
-    if model is not None:
-        history.set_model(model)
-    return history
-
-
-def _manifest(job_dir: Path, limit: int, got: Returned) -> dict[str, Any] | None:
+def _manifest(job_dir: Path, limit: int, got: Returned) -> Manifest | None:
     try:
-        manifest = border.read_json(job_dir, f"{CELL}/values.json", limit)
+        data = border.read_json(job_dir, f"{CELL}/{MANIFEST}", limit)
     except FileNotFoundError:
         return None
     except border.OverLimit:
@@ -216,10 +196,11 @@ def _manifest(job_dir: Path, limit: int, got: Returned) -> dict[str, Any] | None
     except (OSError, border.Refused) as exc:
         got.problems.append(f"the job's names could not be read: {exc}")
         return None
-    if not isinstance(manifest, dict):
+    try:
+        return Manifest.from_json(data)
+    except ValueError:
         got.problems.append("the job's names could not be read: not a manifest")
         return None
-    return manifest
 
 
 def _arrays(job_dir: Path, got: Returned) -> Any:
@@ -276,22 +257,16 @@ def bring_back(
             "its names stay in the job"
         )
         return got
-    listed = manifest.get("names")
-    entries = {
-        str(k): v
-        for k, v in (listed.items() if isinstance(listed, dict) else ())
-        if isinstance(v, dict)
-    }
-    stayed = manifest.get("stayed")
-    for k, v in list(stayed.items() if isinstance(stayed, dict) else ())[:50]:
-        if border.name_refusal(str(k)) is None:
-            got.stayed[str(k)] = str(v)[:200]
+    entries = manifest.names
+    for k, v in manifest.stayed.items():
+        if border.name_refusal(k) is None:
+            got.stayed[k] = v
     code_names = kernel_cell.code_names()
     bound = set(kernel_cell.binds())
-    models_read = {n for n in kernel_cell.reads() if keras_model(namespace.get(n)) is not None}
-    internal = [n for n in entries if n.startswith("__history_model_") and n[16:].isdigit()]
+    trained = {n for n in kernel_cell.reads() if codecs.claiming(namespace.get(n), early=True)}
+    internal = [n for n in entries if n.startswith(codecs.REFERRED) and n[16:].isdigit()]
     admitted, got.skipped = border.admit_names(
-        [n for n in entries if n not in internal], bound | models_read
+        [n for n in entries if n not in internal], bound | trained
     )
     if any(n in code_names for n in admitted):
         try:
@@ -300,13 +275,16 @@ def bring_back(
             got.problems.append(f"the cell's import, def and class lines failed here: {exc}")
     arrays = _arrays(job_dir, got)
     try:
-        _set_names(job_dir, entries, admitted, internal, code_names, namespace, arrays, got,
-                   limit, limit_mb)  # fmt: skip
-        if isinstance(manifest.get("out"), dict):
+        with tempfile.TemporaryDirectory(prefix="tfc-cell-") as tmp:
+            _set_names(
+                _Source(job_dir, namespace, arrays, border.Budget(limit), Path(tmp)),
+                entries, admitted, internal, code_names, got, limit_mb,
+            )  # fmt: skip
+        if manifest.out is not None:
             with contextlib.suppress(Exception):
                 if isinstance(arrays, border.Arrays):
                     arrays.budget = border.Budget(limit)
-                tree = manifest["out"].get("value")
+                tree = manifest.out.get("value")
                 border.Budget(limit).take(border.tree_bytes(tree), "Out[]")
                 got.out, got.has_out = Decoder(arrays).decode(tree), True
     finally:
@@ -316,69 +294,66 @@ def bring_back(
 
 
 def _set_names(
-    job_dir: Path,
+    src: _Source,
     entries: dict[str, dict[str, Any]],
     admitted: list[str],
     internal: list[str],
     code_names: set[str],
-    namespace: dict[str, Any],
-    arrays: Any,
     got: Returned,
-    limit: int,
     limit_mb: float,
 ) -> None:
-    budget = border.Budget(limit)  # for the names in all
-    if isinstance(arrays, border.Arrays):
-        arrays.budget = budget
-    decoder = Decoder(arrays)
+    """Each admitted name read by the codec its entry's ``kind`` names: the early kinds (models)
+    first, as others refer to them (a History names its model)."""
+    if isinstance(src.decoder.arrays, border.Arrays):
+        src.decoder.arrays.budget = src.budget  # for the names in all
+    src.admitted = set(admitted)
     over = (
         f"over return_limit_mb ({limit_mb:g} MB): set c.TfcConfig.return_limit_mb to bring it back"
     )
-    models: dict[str, Any] = {}
-    for name in [*admitted, *internal]:  # models first: a History names its model
-        entry = entries[name]
-        if entry.get("kind") != "model" or name in code_names:
-            continue
-        file = entry.get("file")
-        if not isinstance(file, str):
-            got.stayed[name] = "Keras model with no file"
-            continue
-        try:
-            model, problem = _load_model(
-                job_dir, file, str(entry.get("library")), namespace, namespace.get(name), budget
-            )
-        except border.OverLimit as exc:
-            got.stayed[name] = f"Keras model {str(exc).split(': ', 1)[-1]}, {over}"
-            continue
-        if model is None:
-            got.stayed[name] = f"Keras model that does not load here: {problem}"
-            continue
-        models[name] = model
-        if name in admitted:
-            namespace[name] = model
-            got.names.append(name)
+    for name in [*admitted, *internal]:
+        codec = codecs.of_kind(entries[name].get("kind"))
+        if codec is not None and codec.early and name not in code_names:
+            _read(codec, name, entries[name], src, got, over)
     for name in admitted:
-        entry = entries[name]
-        kind = entry.get("kind")
+        kind = entries[name].get("kind")
+        codec = codecs.of_kind(kind)
         if name in code_names:
-            if not isinstance(namespace.get(name, sys), type(sys)):
+            if not isinstance(src.namespace.get(name, sys), type(sys)):
                 got.names.append(name)  # a def or class (imports go unsaid)
-            continue
-        try:
-            if kind == "value":
-                tree = entry.get("value")
-                budget.take(border.tree_bytes(tree), name)
-                namespace[name] = decoder.decode(tree)
-                got.names.append(name)
-            elif kind == "history":
-                namespace[name] = _history(entry, decoder, models)
-                got.names.append(name)
-        except border.OverLimit:
-            got.stayed[name] = over
-        except border.Refused as exc:
-            got.stayed[name] = str(exc)[:200]
-        except (Exception, RecursionError) as exc:  # a value this kernel cannot rebuild
-            got.stayed[name] = f"does not load here: {str(exc)[:200]}"
+        elif codec is None and kind != codecs.CODE:
+            why = codecs.broken.get(str(kind)) or "no codec of that kind in this kernel"
+            got.stayed[name] = f"{str(kind)[:40]!r} value: {why}"
+        elif codec is not None and not codec.early:
+            _read(codec, name, entries[name], src, got, over)
+
+
+def _read(
+    codec: codecs.Codec, name: str, entry: dict[str, Any], src: _Source, got: Returned, over: str
+) -> None:
+    """Read one name with its codec; set it when the cell binds it (an early one is kept for
+    those that refer to it), else say why it stays."""
+    src.name = name
+    try:
+        value = codec.read(entry, src)
+    except codecs.Stays as exc:
+        got.stayed[name] = str(exc)[:300]
+        return
+    except border.OverLimit as exc:
+        detail = str(exc).split(": ", 1)[-1]
+        got.stayed[name] = f"{codec.noun} {detail}, {over}" if codec.noun else over
+        return
+    except border.Refused as exc:
+        got.stayed[name] = str(exc)[:200]
+        return
+    except (Exception, RecursionError) as exc:  # a value this kernel cannot rebuild
+        got.stayed[name] = f"does not load here: {str(exc)[:200]}"
+        return
+    if codec.early:
+        src.models[name] = value
+    if name not in src.admitted:
+        return
+    src.namespace[name] = value
+    got.names.append(name)
 
 
 def bring_files(
@@ -444,12 +419,13 @@ def cell_model(job_dir: str | Path | None) -> tuple[str, str] | None:
         return None
     folder = Path(job_dir) / CELL
     try:
-        manifest = border.read_json(job_dir, f"{CELL}/values.json", border.MAX_OUTPUT_BYTES)
-    except (OSError, border.Refused):
+        manifest = Manifest.from_json(
+            border.read_json(job_dir, f"{CELL}/{MANIFEST}", border.MAX_OUTPUT_BYTES)
+        )
+    except (OSError, ValueError, border.Refused):
         return None
-    entries = manifest.get("names") if isinstance(manifest, dict) else None
-    for entry in (entries or {}).values():
-        if isinstance(entry, dict) and entry.get("kind") == "model":
+    for entry in manifest.names.values():
+        if entry.get("kind") == KerasModel.kind:
             try:
                 parts = border.parts_of(str(entry.get("file")))
             except border.Refused:
@@ -479,9 +455,9 @@ def stale_names(job_dir: str | Path, namespace: dict[str, Any]) -> list[str]:
     if kept is None:
         return []
     bound = [n for n in kept.binds() if n in namespace and not n.startswith("_")]
-    keras_models = [
+    trained = [
         n
         for n in kept.reads()
-        if n in namespace and n not in bound and keras_model(namespace[n]) is not None
+        if n in namespace and n not in bound and codecs.claiming(namespace[n], early=True)
     ]
-    return bound + keras_models
+    return bound + trained

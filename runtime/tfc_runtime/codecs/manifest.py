@@ -1,0 +1,67 @@
+"""The run cell's manifest, ``cell/values.json``: which names came back, how, and which stayed.
+
+Written by the job (:func:`tfc_runtime.giveback.save_names`), read by the kernel
+(``tfc_jupyter/returns/returned.py``) through the border, so :meth:`Manifest.from_json` takes any
+JSON a job folder may hold and keeps only what has the manifest's shape.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+VERSION = 1
+FILE = "values.json"
+"""The manifest's name in the cell folder."""
+STAYED_READ = 50
+"""Names that stayed in the job read back at most (each reason cut to 200 characters)."""
+
+
+@dataclass
+class Manifest:
+    """``names``: name -> entry (``{"kind": <codec kind>, ...}``, in the order written: early
+    kinds first); ``stayed``: name -> why it stays in the job; ``order``: the names the cell
+    binds that came back, in its order; ``out``: the cell's ``Out[]`` as a value entry, when
+    it travels."""
+
+    names: dict[str, dict[str, Any]] = field(default_factory=dict)
+    stayed: dict[str, str] = field(default_factory=dict)
+    order: list[str] = field(default_factory=list)
+    out: dict[str, Any] | None = None
+    version: int = VERSION
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON object written (``out`` only when there is one)."""
+        data: dict[str, Any] = {
+            "version": self.version,
+            "names": self.names,
+            "stayed": self.stayed,
+            "order": self.order,
+        }
+        if self.out is not None:
+            data["out"] = self.out
+        return data
+
+    @classmethod
+    def from_json(cls, data: Any) -> Manifest:
+        """The manifest of a parsed ``values.json``: entries that are not objects, and
+        whatever is not of the manifest's shape, are dropped; ValueError for what is not a
+        JSON object."""
+        if not isinstance(data, dict):
+            raise ValueError("not a manifest")
+        names, stayed, order, out = (data.get(k) for k in ("names", "stayed", "order", "out"))
+        version = data.get("version")
+        return cls(
+            names={
+                str(k): v
+                for k, v in (names.items() if isinstance(names, dict) else ())
+                if isinstance(v, dict)
+            },
+            stayed={
+                str(k): str(v)[:200]
+                for k, v in list(stayed.items() if isinstance(stayed, dict) else ())[:STAYED_READ]
+            },
+            order=[str(n) for n in order] if isinstance(order, list) else [],
+            out=out if isinstance(out, dict) else None,
+            version=version if isinstance(version, int) else VERSION,
+        )

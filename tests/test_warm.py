@@ -387,3 +387,26 @@ def _text(path: Path) -> str:
         return path.read_text()
     except OSError:
         return ""
+
+
+@pytest.mark.slow
+def test_a_job_launched_while_it_imports_starts_cold_and_the_next_one_warm(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A launch never waits for the warm runtime's import, and takes it once it is ready,
+    without anyone waiting for it."""
+    from tfc_jupyter.backends.local.backend import keep_warm
+
+    monkeypatch.setenv("TFC_WARM_IDLE", "600")
+    monkeypatch.setenv("TFC_JUPYTER_HOME", str(tmp_path / "home"))
+    monkeypatch.setattr(warm, "_keep", False)
+    warm.discard()
+    notebook = write_notebook(tmp_path / "tf.ipynb", "%%tfc_run\nimport tensorflow")
+    keep_warm(tmp_path / "home")  # as the kernel does after the cell that imported TensorFlow
+    started = time.monotonic()
+    first = run_job(notebook, tmp_path / "home")[1]
+    if time.monotonic() - started < 2:  # it could not have imported TensorFlow by then
+        assert not first.handle.get("warm"), first.handle
+    wait_for("the warm runtime's import", lambda: warm.live(tmp_path / "home"), 120)
+    second = run_job(notebook, tmp_path / "home")[1]
+    assert second.handle.get("warm") == ["chief"], second.handle

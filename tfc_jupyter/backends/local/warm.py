@@ -91,8 +91,8 @@ class Zygote:
         if out is None:
             return None
         while b"\n" not in self.buffer:
-            left = deadline - time.monotonic()
-            if left <= 0 or not select.select([out], [], [], left)[0]:
+            left = max(0.0, deadline - time.monotonic())  # 0: only what is there already
+            if not select.select([out], [], [], left)[0]:
                 return None
             chunk = os.read(out.fileno(), 65536)
             if not chunk:

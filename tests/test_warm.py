@@ -410,3 +410,26 @@ def test_a_job_launched_while_it_imports_starts_cold_and_the_next_one_warm(
     wait_for("the warm runtime's import", lambda: warm.live(tmp_path / "home"), 120)
     second = run_job(notebook, tmp_path / "home")[1]
     assert second.handle.get("warm") == ["chief"], second.handle
+
+
+@pytest.mark.slow
+def test_the_warm_runtime_holds_no_secret_and_its_jobs_get_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    token = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"  # a GitHub token's shape
+    monkeypatch.setenv("MY_SERVICE_TOKEN", "s3cr3t-value-of-the-kernel")
+    monkeypatch.setenv("HIDDEN_IN_VALUE", token)
+    notebook = write_notebook(
+        tmp_path / "secret.ipynb",
+        "%%tfc_run\nimport os\nimport tensorflow\n"
+        "print('GOT', os.environ['MY_SERVICE_TOKEN'], os.environ['HIDDEN_IN_VALUE'][:4])",
+    )
+    _warm_up(notebook, tmp_path / "home", monkeypatch)
+    record = _job(notebook, tmp_path / "home", monkeypatch, "600")
+    assert record.handle.get("warm") == ["chief"], record.handle
+    log = (Path(record.job_dir) / "logs" / "chief.log").read_text()
+    assert "GOT s3cr3t-value-of-the-kernel ghp_" in log, log
+    zygote = record.handle["warm_runtime"]
+    held = Path(f"/proc/{zygote}/environ").read_bytes()
+    assert b"s3cr3t-value-of-the-kernel" not in held and token.encode() not in held
+    assert b"MY_SERVICE_TOKEN=" not in held  # its name is said (withheld), its value is not

@@ -60,6 +60,7 @@ class Base:
     executable: str = sys.executable
     fds: frozenset[int] = field(default_factory=frozenset)  # open then (TensorFlow's own)
     added: dict[str, str] = field(default_factory=dict)  # what the imports set in os.environ
+    withheld: frozenset[str] = frozenset()  # secrets it was started without: each job's own
 
     def mismatch(
         self, env: Mapping[str, str], args: Sequence[str], per_job: Iterable[str]
@@ -67,7 +68,7 @@ class Base:
         """The variables whose values keep a replica with ``env`` and ``args`` from being
         forked: those that differ from the zygote's and are not the job's own (the launch's
         variables that nothing reads at start). Empty: fork it."""
-        mine = set(per_job)
+        mine = {*per_job, *self.withheld}
         wanted = import_env(env, args)
         return sorted(
             k

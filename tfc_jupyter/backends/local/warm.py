@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import select
 import subprocess
 import sys
@@ -67,6 +68,30 @@ def _sources() -> tuple[tuple[str, int], ...]:
         with contextlib.suppress(OSError):
             files.extend(folder.rglob("*.py"))
     return _stamp(sorted(files))
+
+
+_SECRET_NAME = re.compile(
+    r"TOKEN|SECRET|PASSW|API_?KEY|ACCESS_?KEY|PRIVATE_?KEY|CREDENTIAL|AUTH", re.I
+)
+WITHHELD_ENV = "TFC_WARM_WITHHELD"  # the names (never the values) the zygote starts without
+
+
+def withheld(env: Mapping[str, str]) -> frozenset[str]:
+    """The variables the warm runtime is started without: secrets, by their name or by the
+    secret scanner's rules on their value. It holds none; each job's supervisor gets them
+    (through the pipe, with the job's environment), and its replicas with them."""
+    from ...util.secretscan import scan_text
+
+    return frozenset(
+        k
+        for k, v in env.items()
+        if _SECRET_NAME.search(k) or (len(v) >= 16 and scan_text(f"{k}={v}", detect=False))
+    )
+
+
+def _without_secrets(env: Mapping[str, str]) -> tuple[dict[str, str], frozenset[str]]:
+    held = withheld(env)
+    return {k: v for k, v in env.items() if k not in held}, held
 
 
 def environment_key(env: Mapping[str, str]) -> tuple[Any, ...]:
@@ -203,7 +228,8 @@ def _prepare(env: Mapping[str, str], home: Path) -> Zygote | None:
     if idle <= 0:
         discard()
         return None
-    key = environment_key(env)
+    env, held = _without_secrets(env)
+    key = (*environment_key(env), held)
     if _zygote is not None and _zygote.key == key and _zygote.proc.poll() is None:
         return _zygote
     discard()
@@ -219,7 +245,7 @@ def _prepare(env: Mapping[str, str], home: Path) -> Zygote | None:
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=errors if errors is not None else subprocess.DEVNULL,
-            env=dict(env),
+            env={**env, WITHHELD_ENV: ",".join(sorted(held))},
             cwd=str(home),
             start_new_session=True,  # never in the group a Ctrl-C or a kernel's stop reaches
         )
@@ -244,7 +270,8 @@ def _claim(job_dir: Path, env: Mapping[str, str], wanted: Mapping[str, str]) -> 
     zygote = _zygote
     if zygote is None or idle_seconds() <= 0:
         return None
-    if zygote.key != environment_key(wanted) or zygote.proc.poll() is not None:
+    clean, held = _without_secrets(wanted)
+    if zygote.key != (*environment_key(clean), held) or zygote.proc.poll() is not None:
         discard()
         return None
     if zygote.ready is None:  # still importing: this job starts cold, never waits for it

@@ -80,6 +80,7 @@ def _rss() -> int:
 def main(path: list[str], argv: list[str]) -> int:
     """Import, say ready, fork a supervisor per job line, until the owner or the idle time ends."""
     idle_s, folder = float(argv[0]), Path(argv[2])
+    withheld = frozenset(n for n in os.environ.pop("TFC_WARM_WITHHELD", "").split(",") if n)
     os.environ.update({"TFC_REMOTE": "1", "TF_KERAS_RUNNING_REMOTELY": "1"})
     before = dict(os.environ)
     try:
@@ -93,7 +94,9 @@ def main(path: list[str], argv: list[str]) -> int:
     fds = frozenset(int(fd) for fd in os.listdir("/proc/self/fd")) - {0, 1, 2}
     after = dict(os.environ)  # TensorFlow's import sets a few variables (TF2_BEHAVIOR ...)
     added = {k: v for k, v in after.items() if before.get(k) != v}
-    base = Base(env=before, modules=modules, path=tuple(path), fds=fds, added=added)
+    base = Base(
+        env=before, modules=modules, path=tuple(path), fds=fds, added=added, withheld=withheld
+    )
     _supervisor_imports()  # after the reference: a replica drops them, the supervisor keeps them
     gc.freeze()  # forks then share these pages, untouched by collections
     signal.signal(signal.SIGCHLD, _reap)

@@ -303,7 +303,7 @@ class JobService:
                 "text": plan.to_text(script=False),
                 "script": plan.script.text,
             }
-            if driven:
+            if driven and plan.refused is None:
                 out["sweep"] = "it would run as a sweep: its trials are jobs of their own"
             return 200, out
         if driven:

@@ -172,7 +172,7 @@ async def test_a_sweep_nothing_can_run_keeps_its_one_line_error(
     body["options"]["dry_run"] = True
     status, dry = await _call(jp_fetch, "POST", "jobs", body=body)
     assert status == 200 and dry["plan"]["refused"]["error"] == "BackendError", dry
-    assert "sweep" not in dry
+    assert dry["sweep"] is None
     assert not (tfc_home / SWEEPS).exists() or not list((tfc_home / SWEEPS).rglob(DRIVER_LOG))
 
 

@@ -302,9 +302,12 @@ class JobService:
                 "plan": plan.summary(),
                 "text": plan.to_text(script=False),
                 "script": plan.script.text,
+                "sweep": (
+                    "it would run as a sweep: its trials are jobs of their own"
+                    if driven and plan.refused is None
+                    else None
+                ),
             }
-            if driven and plan.refused is None:
-                out["sweep"] = "it would run as a sweep: its trials are jobs of their own"
             return 200, out
         if driven:
             return 202, self._start_sweep(client, plan, selection)

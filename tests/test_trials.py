@@ -182,7 +182,8 @@ def test_a_name_the_notebook_does_not_assign_is_refused_before_anything_runs(
 
 def test_no_surface_launches_a_sweep_as_one_job(tmp_path: Path) -> None:
     """A plan with a sweep launched as one job would run the notebook's own values, once: the
-    client and the jobs API refuse it (the API dry-runs it, with the lines it replaces)."""
+    client refuses it. The jobs API dry-runs it, with the lines it replaces, as a sweep it
+    would start (its driver: tests/test_server_sweep.py), launching no job itself."""
     from tfc_jupyter.server.service import JobService
 
     nb = _notebook(tmp_path)
@@ -202,9 +203,8 @@ def test_no_surface_launches_a_sweep_as_one_job(tmp_path: Path) -> None:
         }
     ]
     assert "sweep: 10 trials, 1 at once, bayes; best: highest val_score" in dry["text"]
-    assert dry["plan"]["refused"]["field"] == "sweep"  # said before Launch, in the form
-    with pytest.raises(SpecError, match="runs as trials"):
-        service.create({"path": nb.name, "options": options})
+    assert dry["plan"]["refused"] is None  # the API starts it as a sweep, not as one job
+    assert dry["sweep"] == "it would run as a sweep: its trials are jobs of their own"
     assert client.list(limit=None) == []
 
 

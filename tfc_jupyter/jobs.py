@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import html
+import importlib.util
 import json
 import os
 import shutil
@@ -99,12 +100,22 @@ def write_job_dir(plan: Plan, job_dir: Path) -> None:
         write_private(job_dir / name, text)
 
 
-def sweep_refusal(plan: Plan) -> SpecError | None:
+def sweep_refusal(plan: Plan, *, driven: bool = False) -> SpecError | None:
     """Why ``plan`` cannot launch as one job (None: it can): a sweep whose backend does not run
-    it as a job of its own is trials this kernel or command drives, not one job (one job would
-    run the notebook's own values, once). The jobs API and the panel say it before Launch."""
+    it as a job of its own is trials that a process of this machine drives, not one job (one
+    job would run the notebook's own values, once). ``driven``: the caller starts a driver for
+    it (the jobs API: :mod:`tfc_jupyter.trials.driver`), so only a sweep that nothing here can
+    drive is refused (Optuna missing). The jobs API and the panel say it before Launch."""
     if plan.sweep is None or registry.traits(plan.spec.backend).tunes:
         return None
+    if driven:
+        if importlib.util.find_spec("optuna") is not None:
+            return None
+        return SpecError(
+            "a sweep here needs Optuna, which is not installed where the server runs",
+            "pip install 'tfc_jupyter[sweep]' (or optuna) in the server's environment",
+            field="sweep",
+        )
     return SpecError(
         f"a sweep on {registry.traits(plan.spec.backend).label} runs as trials that the "
         "%%tfc_run cell or tfc-jupyter run drives, not as one job launched from here",

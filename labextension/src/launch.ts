@@ -267,6 +267,15 @@ export async function launchDocument(
           cellOf(result.value)
         )
       );
+      if (!created.job && created.sweep) {
+        // a sweep on this machine: its driver launches the trials; the sidebar lists them
+        Notification.success(
+          `Started sweep ${created.sweep}: ${created.trials} trials, ` +
+            `${created.parallel} at once`,
+          { autoClose: 4000 }
+        );
+        return null;
+      }
       const job = created.job as IJob;
       Notification.success(
         `Launched ${job.id} on ${job.backend}` +

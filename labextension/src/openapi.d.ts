@@ -52,6 +52,12 @@ export interface paths {
          *     cell, every code cell. Flags on that cell's `%%tfc_run` line apply, and `options`
          *     override them. With `notebook` (the editor's live model) unsaved edits are what runs;
          *     without it the saved file at `path` is read.
+         *
+         *     A sweep (`--sweep`) on a backend that does not run it as a job of its own (local,
+         *     docker) is started as a sweep: a driver process of its own (it outlives the server)
+         *     runs its trials, each a job, and the answer is 202 with the sweep's id; follow it at
+         *     `GET /sweeps/{sweep_id}` (404 until its first trial is launched) and its trials in
+         *     `GET /jobs`. A second launch of the same sweep while it is driven is a 409.
          */
         post: {
             parameters: {
@@ -80,6 +86,8 @@ export interface paths {
                             text: string;
                             /** @description the job's script.py */
                             script: string;
+                            /** @description with a sweep this machine runs: that it would run as a sweep (its driver launches the trials); else null */
+                            sweep: string | null;
                         };
                     };
                 };
@@ -95,8 +103,33 @@ export interface paths {
                         };
                     };
                 };
+                /** @description a sweep started (local or docker); its driver launches its trials */
+                202: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description the sweep's id, for GET /sweeps/{sweep_id} */
+                            sweep: string;
+                            /** @description how many trials it runs (--trials) */
+                            trials: number;
+                            /** @description how many at once (--parallel) */
+                            parallel: number;
+                            /** @description `sweeps/{sweep_id}`, under the API's root */
+                            path: string;
+                            /** @description the process that drives the sweep, and its log */
+                            driver: {
+                                pid: number;
+                                log: string;
+                            };
+                            plan: components["schemas"]["Plan"];
+                        };
+                    };
+                };
                 400: components["responses"]["Error"];
                 403: components["responses"]["Error"];
+                409: components["responses"]["Error"];
                 502: components["responses"]["Error"];
             };
         };

@@ -245,4 +245,11 @@ export interface ICreated {
   plan: IPlan;
   dry_run?: true;
   text?: string;
+  /** A dry run: that it would run as a sweep (else null); a sweep started (202): its id. */
+  sweep?: string | null;
+  trials?: number;
+  parallel?: number;
+  /** `sweeps/ID`: the sweep's tab follows it there. */
+  path?: string;
+  driver?: { pid: number; log: string };
 }

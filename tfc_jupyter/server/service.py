@@ -26,6 +26,7 @@ from ..job import catalog, options
 from ..job.options import JobOptions
 from ..jobs import job_dict, sweep_refusal
 from ..notebook import capture
+from ..planner.plan import Plan
 from ..store import logs
 from ..store.records import JobRecord, JobState, JobStore
 from ..util import masking
@@ -289,18 +290,48 @@ class JobService:
         client = self.client()
         with confined(self.root_dir):  # and every file the plan follows from there
             plan = client.plan(selection, ns)
-        refusal = sweep_refusal(plan)  # said by the dry run, as the launch would say it
+        # said by the dry run, as the launch would say it; a sweep this machine runs is
+        # driven by a process of its own (tfc_jupyter.trials.driver), not refused
+        refusal = sweep_refusal(plan, driven=True)
         if refusal is not None and plan.refused is None:
             plan = dataclasses.replace(plan, refused=refusal)
+        driven = plan.sweep is not None and sweep_refusal(plan) is not None
         if ns.dry_run:
-            return 200, {
+            out = {
                 "dry_run": True,
                 "plan": plan.summary(),
                 "text": plan.to_text(script=False),
                 "script": plan.script.text,
+                "sweep": (
+                    "it would run as a sweep: its trials are jobs of their own"
+                    if driven and plan.refused is None
+                    else None
+                ),
             }
+            return 200, out
+        if driven:
+            return 202, self._start_sweep(client, plan, selection)
         job = client.submit(plan)
         return 201, {"job": job_dict(client.store.get(job.id)), "plan": plan.summary()}
+
+    def _start_sweep(
+        self, client: Client, plan: Plan, selection: capture.Selection
+    ) -> dict[str, Any]:
+        """Start the driver of a sweep this machine runs (its own process: it outlives the
+        server); the sidebar follows it at ``sweeps/ID``."""
+        from ..trials.driver import start_driver
+
+        if plan.refused is not None:  # what launching its first trial would say
+            raise plan.refused
+        started = start_driver(client, plan, selection, root=self.root_dir)
+        return {
+            "sweep": started.sweep_id,
+            "trials": started.trials,
+            "parallel": started.parallel,
+            "path": f"sweeps/{started.sweep_id}",
+            "driver": {"pid": started.pid, "log": str(started.log)},
+            "plan": plan.summary(),
+        }
 
     def list_jobs(
         self, *, limit: int = 50, state: str | None = None, backend: str | None = None

@@ -173,11 +173,16 @@ export type Checks = [
   // A plan's `refused` is an error body (TfcError.to_dict).
   Assert<Mirror<IRefusal, Schemas['Error'], never, 'error'>>,
   Assert<Mirror<ICreateJob, Schemas['CreateJob'], never, never, 'options'>>,
-  // POST /jobs answers 201 {job, plan} or, for a dry run, 200 {dry_run, plan, text, script}.
+  // POST /jobs answers 201 {job, plan}, 202 {sweep, trials, parallel, path, driver, plan} (a
+  // sweep started) or, for a dry run, 200 {dry_run, plan, text, script, sweep}.
   Assert<
     Mirror<
       ICreated,
-      Merged<Json<CreatedResponses[200]> | Json<CreatedResponses[201]>>,
+      Merged<
+        | Json<CreatedResponses[200]>
+        | Json<CreatedResponses[201]>
+        | Json<CreatedResponses[202]>
+      >,
       never,
       'script',
       never,

@@ -24,7 +24,7 @@ from ..store.records import CANCEL_ASKED, JobRecord, JobState, JobStore, JobStor
 from ..util.files import disk_full, open_private, write_private
 from . import watch_lock
 from .launch_file import FILE, Launch
-from .watch_loop import outcome_record, reserve_outcome
+from .watch_loop import DISK_FULL_FIX, outcome_record, reserve_outcome
 
 if TYPE_CHECKING:
     from typing import Self
@@ -357,8 +357,9 @@ class WatchedBackend:
                 and "is full" not in (ended.error or "")
                 and ended.job_dir
             ):  # the disk may be why its watcher died, too
+                full = disk_full(ended.job_dir)
                 ended = dataclasses.replace(
-                    ended, error=f"{ended.error}; {disk_full(ended.job_dir)}"
+                    ended, error=f"{ended.error}; {full}. Fix: {DISK_FULL_FIX}"
                 )
             return ended
 

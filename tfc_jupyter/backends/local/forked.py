@@ -19,8 +19,9 @@ import contextlib
 import os
 import signal
 import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import NoReturn
 
 from tfc_runtime.protocol import RuntimeArgs
 from tfc_runtime.strategy import keras_env
@@ -124,11 +125,21 @@ def start(base: Base, args: Sequence[str], cwd: str, env: Mapping[str, str], log
     pid = os.fork()
     if pid:
         return Forked(pid)
+
+    def replica() -> int:
+        _become_replica(base, log_fd, cwd, env)
+        return run_runtime(args)
+
+    end_with(replica)
+
+
+def end_with(body: Callable[[], int]) -> NoReturn:
+    """In a fork: run ``body`` and end the process with its exit code (1 and the traceback on
+    stderr when it raises), its output flushed. A fork never returns into its parent's code."""
     code = 1
     try:
-        _become_replica(base, log_fd, cwd, env)
-        code = run_runtime(args)
-    except BaseException:  # (a child must never return into the supervisor)
+        code = body()
+    except BaseException:
         with contextlib.suppress(Exception):
             import traceback
 

@@ -145,8 +145,9 @@ def _serve(base: object, idle_s: float) -> int:
 def _supervise(base: object, job_dir: Path, env: dict[str, str]) -> None:
     """In the fork: become the job's supervisor, as ``python -m ...supervisor JOB_DIR`` would
     be, detached (a session of its own), its output in the job's ``logs/supervisor.log``."""
-    code = 1
-    try:
+    from .forked import end_with
+
+    def supervise() -> int:
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         signal.signal(signal.SIGINT, signal.default_int_handler)
         os.setsid()
@@ -157,14 +158,6 @@ def _supervise(base: object, job_dir: Path, env: dict[str, str]) -> None:
         spare._take_over(job_dir)
         from .supervisor import Supervisor
 
-        code = Supervisor(job_dir, base=base).run()  # type: ignore[arg-type]
-    except BaseException:  # (a fork must never return into the zygote's loop)
-        with contextlib.suppress(Exception):
-            import traceback
+        return Supervisor(job_dir, base=base).run()  # type: ignore[arg-type]
 
-            traceback.print_exc()
-    finally:
-        with contextlib.suppress(Exception):
-            sys.stdout.flush()
-            sys.stderr.flush()
-        os._exit(code)
+    end_with(supervise)

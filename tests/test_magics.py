@@ -119,7 +119,8 @@ def test_dry_run_shows_the_whole_plan(ip: Any, session: Path) -> None:
     assert "cells: 2, 3, 7, 8, 9  (skipped by tag: 4, 6)" in text
     assert "requirements: tensorflow-datasets>=4.9, pandas==2.2.2" in text
     assert "strategy: multi_worker_mirrored (auto: " in text
-    assert "pool 0 chief x1: CPU" in text and "pool 1 worker x1: CPU" in text
+    assert "pool 0 chief x1: 1 process on this machine" in text  # no cloud machine here
+    assert "pool 1 worker x1: 1 process on this machine" in text and "image:" not in text
     assert "cost: nothing billed (it runs on this machine)" in text  # a local job: no price
     script = text.split("--- script.py ---")[1].split("--- Processes on this machine ---")[0]
     assert "_tfc.system('echo data > data.txt')" in script and "get_ipython" not in script
@@ -134,7 +135,7 @@ def test_dry_run_with_tpu_and_gpus(ip: Any, session: Path) -> None:
     text, _ = _dry_run(ip, "--tpu v5e-4 --dry-run --backend vertex --project my-proj-1")
     assert "strategy: tpu (auto: " in text and "ct5lp-hightpu-4t" in text
     text, _ = _dry_run(ip, "--gpus 4 --gpu-type V100 --dry-run")
-    assert "strategy: mirrored (auto: " in text and "V100_4X" in text
+    assert "strategy: mirrored (auto: " in text and "1 process on this machine, 4 GPUs each" in text
 
 
 def test_unsaved_edits_are_reported(ip: Any, session: Path) -> None:

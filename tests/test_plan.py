@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -60,8 +61,11 @@ def test_text_shows_every_part(train_nb: Path, settings: Settings) -> None:
     t4 = catalog.lookup("T4_1X")
     assert "cells: 2, 3, 7, 8, 9  (skipped by tag: 4, 6)" in text
     assert "strategy: multi_worker_mirrored (auto: " in text
-    assert "pool 0 chief x1: T4_1X" in text and "pool 1 worker x2: T4_1X" in text
-    assert t4.price_per_hour is None  # no listed T4 price (tests/test_prices.py)
+    # a local job's pools in this machine's words: processes and their GPUs, no machine type
+    assert "pool 0 chief x1: 1 process on this machine, 1 GPU each" in text
+    assert "pool 1 worker x2: 2 processes on this machine, 1 GPU each" in text
+    assert "T4" not in text.split("--- script.py ---")[0]
+    assert t4.gpu_count == 1
     assert "cost: nothing billed (it runs on this machine)" in text  # not Vertex AI's price
     assert "requirements: tensorflow-datasets>=4.9, pandas==2.2.2" in text
     assert "--- script.py ---" in text and "print(json.dumps(result))" in text
@@ -299,3 +303,35 @@ def test_a_job_here_is_not_priced_in_vertex_ai_s_words(settings: Settings, backe
     assert f"cost: nothing billed (it runs on {label})" in plan.to_text(script=False)
     assert "estimated cost" not in plan.to_text(script=False)
     assert "$" not in plan._repr_html_().split("cost:", 1)[1].split("</div>", 1)[0]
+
+
+@pytest.mark.parametrize("backend", ["local", "docker"])
+def test_a_plan_here_names_no_cloud_machine_or_hourly_price(
+    tmp_path: Path, settings: Settings, backend: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 51: the CLI's local plan printed an Artifact Registry image, a 30-file image
+    context and "$0.25/h" beside "nothing billed". A local job runs in this environment: no
+    image, no context; a docker job runs its image here: the image, never a price."""
+    from tfc_jupyter import cli
+
+    from jobutil import write_notebook
+
+    nb = write_notebook(tmp_path / "nb.ipynb", "import os\nprint(os.getcwd())")
+    assert cli.main(["plan", str(nb), "--backend", backend, "--workers", "1"]) == 0
+    text = capsys.readouterr().out.split("--- script.py ---", 1)[0]
+    assert not re.search(r"\$\d|\d/h\b", text) and "n1-standard" not in text
+    unit = {"local": "process", "docker": "container"}[backend]
+    assert f"pool 0 chief x1: 1 {unit} on this machine" in text
+    assert ("image:" in text) == (backend == "docker")
+    assert ("image context:" in text) == (backend == "docker")
+    assert cli.main(["plan", str(nb), "--backend", backend, "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert (summary["image"] is None) == (backend == "local")
+    assert (summary["context"] is None) == (backend == "local")
+    html = make_plan(
+        Selection(cells=[Cell(1, "x = 1")], notebook=None, how="t"),
+        options.parse_line(f"--backend {backend}"),
+        settings,
+    )._repr_html_()
+    assert ("image: <code>" in html) == (backend == "docker")
+    assert not re.search(r"\$\d", html)

@@ -142,9 +142,9 @@ class Plan:
             "cost_text": self._cost_text(),
             "restarts": self.restarts(),
             "requirements": self.requirements,
-            "image": self.image_uri,
-            "parent_image": self.parent_image,
-            "context": self.context.to_dict() if self.context else None,
+            "image": self.image_uri if self._shows_image() else None,
+            "parent_image": self.parent_image if self._shows_image() else None,
+            "context": self.context.to_dict() if self.context and self._shows_image() else None,
             "route": {
                 "kind": self.route.kind,
                 "reason": self.route.reason,
@@ -164,13 +164,31 @@ class Plan:
 
     # ------------------------------------------------------------------ rendering
     def _pool_lines(self) -> list[str]:
+        """One line a pool: its machine and price where the backend bills machines; where it
+        runs here, in this machine's words (processes or containers: no machine type, no
+        hourly price: nothing is billed)."""
+        traits = registry.traits(self.spec.backend)
         lines = []
         for role, n, machine in self.pools():
+            head = f"  pool {ROLES.index(role)} {role} x{n}: "
+            if not traits.billed:
+                unit = (
+                    ("container", "containers") if traits.runs_image else ("process", "processes")
+                )
+                gpus = machine.gpu_count
+                each = f", {gpus} GPU{'s' if gpus != 1 else ''} each" if gpus else ""
+                lines.append(f"{head}{n} {unit[n != 1]} on this machine{each}")
+                continue
             lines.append(
-                f"  pool {ROLES.index(role)} {role} x{n}: {machine.name} = {machine.describe()}"
+                f"{head}{machine.name} = {machine.describe()}"
                 f"  ({catalog.price_text(self.spec.pool_cost_per_hour(machine, n))})"
             )
         return lines
+
+    def _shows_image(self) -> bool:
+        """Whether the job runs an image (or a package on one): a local job runs in this
+        environment, and its plan names no image, package or image context."""
+        return registry.traits(self.spec.backend).runs_image
 
     def cost_at_most(self) -> float | None:
         """What a billed job costs if it runs for its whole ``--timeout`` (None: no timeout, no
@@ -246,14 +264,16 @@ class Plan:
         out.append("requirements: " + (", ".join(self.requirements) or "none"))
         if self.route is not None:
             out.append(f"route: {self.route.kind} ({self.route.reason})")
-        if self.package is not None:
+        if not self._shows_image():
+            pass
+        elif self.package is not None:
             out.append(
                 f"package: {self.package_uri}  ({human_size(len(self.package.data))}) "
                 f"on {self.image_uri}"
             )
         else:
             out.append(f"image: {self.image_uri}  (parent {self.parent_image})")
-        if self.context is not None:
+        if self.context is not None and self._shows_image():
             out.append(f"image context: {self.context.summary(limit=None)}")
             out += self.context.listing()
         for note in self.script.notes:
@@ -333,8 +353,12 @@ class Plan:
                 if self.route
                 else ""
             )
-            + f"<div>{'executor image' if self.package else 'image'}: "
-            f"<code>{esc(self.image_uri)}</code></div>"
+            + (
+                f"<div>{'executor image' if self.package else 'image'}: "
+                f"<code>{esc(self.image_uri)}</code></div>"
+                if self._shows_image()
+                else ""
+            )
             + (
                 f"<details><summary>conversion notes ({len(self.script.notes)})</summary>"
                 f"<ul>{notes}</ul></details>"

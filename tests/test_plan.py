@@ -312,9 +312,9 @@ def test_a_plan_here_names_no_cloud_machine_or_hourly_price(
     """Issue 51: the CLI's local plan printed an Artifact Registry image, a 30-file image
     context and "$0.25/h" beside "nothing billed". A local job runs in this environment: no
     image, no context; a docker job runs its image here: the image, never a price."""
-    from tfc_jupyter import cli
-
     from jobutil import write_notebook
+
+    from tfc_jupyter import cli
 
     nb = write_notebook(tmp_path / "nb.ipynb", "import os\nprint(os.getcwd())")
     assert cli.main(["plan", str(nb), "--backend", backend, "--workers", "1"]) == 0

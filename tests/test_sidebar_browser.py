@@ -570,7 +570,7 @@ def test_a_sweep_opens_as_a_tab_of_its_trials(lab_server: LabServer, browser_pag
         words = ["--sweep", "units=[4,8,16]", "--method", "grid", "--metric", "val_score"]
         plan = client.plan_file(str(path), JobOptions.from_words(words), how="test")
         sweep = run_sweep(client, plan)
-        assert [t.state for t in sweep.trials] == ["succeeded"] * 3, sweep.table()
+        assert [t.state for t in sweep.trials] == ["succeeded"] * 3, sweep.table_text()
         best = sweep.best_trial
         assert best is not None and best.values["units"] == 16
 

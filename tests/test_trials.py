@@ -78,9 +78,15 @@ def test_a_sweep_runs_each_trial_as_a_job_with_its_values(tmp_path: Path) -> Non
     assert sorted(_sweep_jobs(client, sweep)) == sorted(t.job_id for t in sweep.trials)
     best = max(sweep.trials, key=lambda t: t.metric or -math.inf)
     assert sweep.best_trial is best and sweep.best is not None and sweep.best.id == best.job_id
-    lines = sweep.table().splitlines()
+    lines = sweep.table_text().splitlines()
     assert lines[0].split() == ["#", "lr", "units", "state", "val_score", "time", "job"]
     assert len(lines) == 7 and sum("succeeded*" in line for line in lines) == 1
+    frame = sweep.table()  # a DataFrame: Jupyter shows it rich, not as a quoted string
+    assert list(frame.columns[:4]) == ["lr", "units", "state", "val_score"]
+    assert frame.index.name == "trial" and list(frame.index) == [t.number for t in sweep.trials]
+    assert frame["val_score"].dtype == float and frame["units"].dtype.kind == "i"
+    assert frame.loc[frame["best"]].index.tolist() == [best.number]
+    assert frame.loc[best.number, "job"] == best.job_id and "<table" in frame._repr_html_()
     svg = sweep._repr_html_()
     assert svg.count("<circle") == 6 * 3  # metric by trial, against lr, against units
     # The sweep tab's view (GET /sweeps/ID), read back from the trial jobs: the same trials.

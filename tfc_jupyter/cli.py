@@ -127,7 +127,7 @@ def _sweep(client: Client, plan: Plan) -> int:
             file=sys.stderr,
         )
         return 130
-    print(sweep.table())
+    print(sweep.table_text())
     print(sweep.summary_line(), file=sys.stderr)
     if sweep.going_on:
         print(f"tfc-jupyter: the sweep's job goes on: tfc-jupyter logs -f {sweep.job_id}",

@@ -129,7 +129,37 @@ class Sweep:
             )
         return rows
 
-    def table(self) -> str:
+    def table(self) -> Any:
+        """The trials as a pandas ``DataFrame``, a row a trial (indexed by its number): each
+        swept value in its own column with its type, ``state``, the metric (a float), ``best``,
+        ``seconds``, ``job`` and ``note``; Jupyter shows it as a table, and it sorts, filters
+        and plots as any frame does. :meth:`table_text` is the same as plain text."""
+        try:
+            import pandas as pd
+        except ImportError:
+            raise ImportError(
+                "sweep.table() is a pandas DataFrame and pandas is not installed. "
+                "Fix: pip install pandas, or print(sweep.table_text())"
+            ) from None
+        best = self.best_trial
+        rows = [
+            {
+                "trial": t.number,
+                **{n: t.values.get(n) for n in self.spec.names},
+                "state": t.state,
+                self.spec.metric: math.nan if t.metric is None else float(t.metric),
+                "best": t is best,
+                "seconds": math.nan if t.seconds is None else float(t.seconds),
+                "job": t.job_id or "",
+                "note": t.note,
+            }
+            for t in self.trials
+        ]
+        columns = ["trial", *self.spec.names, "state", self.spec.metric]
+        columns += ["best", "seconds", "job", "note"]
+        return pd.DataFrame(rows, columns=columns).set_index("trial")
+
+    def table_text(self) -> str:
         """The trials as a plain-text table (the best trial's state starred)."""
         return tables.table(self._rows(notes=False))
 

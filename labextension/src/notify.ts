@@ -9,6 +9,7 @@ import { Notification } from '@jupyterlab/apputils';
 import { ICellLink, linkOfLocation } from './celllink';
 import { CommandIDs } from './commands';
 import { endedText } from './format';
+import { IJobGroup, labelOf, SWEEP_LABEL, sweepSummary } from './groups';
 import { IJob } from './types';
 
 /** How long a success stays on screen (a failure stays until dismissed). */
@@ -73,6 +74,98 @@ export function notifyEnd(
       void app.commands.execute(CommandIDs.openJob, { id: job.id });
     };
   }
+}
+
+/**
+ * How long a sweep stays without a running trial before its end is told: its driver starts
+ * the next trial as soon as one ends, and the list shows it within a poll or two.
+ */
+export const SWEEP_QUIET_MS = 10000;
+
+/** The words and kind of a sweep's end: `Sweep lr-search ended: 8 trials: 7 succeeded, 1 failed`. */
+export function sweepEndNotice(group: IJobGroup): {
+  text: string;
+  kind: 'success' | 'error' | 'info';
+} {
+  const { name, text } = sweepSummary(group);
+  const states = group.jobs.map(j => j.state);
+  const kind = states.every(s => s === 'succeeded')
+    ? 'success'
+    : states.every(s => s === 'failed')
+      ? 'error'
+      : 'info';
+  return { text: `Sweep ${name} ended: ${text}`, kind };
+}
+
+/**
+ * One notification a sweep, not one a trial (a sweep of 50 trials raised 50): the end of a
+ * job alone is told at once (`tellJob`); a trial's end waits `quietMs`, and when its sweep then
+ * has no trial running, the sweep's end is told once, with a button that opens the sweep.
+ */
+export class EndNotices {
+  constructor(
+    private readonly app: JupyterFrontEnd,
+    private readonly jobs: () => IJob[] | null,
+    private readonly tellJob: (job: IJob) => void,
+    private readonly quietMs = SWEEP_QUIET_MS
+  ) {}
+
+  /** The store's end listener. */
+  ended(job: IJob): void {
+    const sweep = labelOf(job, SWEEP_LABEL);
+    if (sweep === null) {
+      this.tellJob(job);
+      return;
+    }
+    const waiting = this._timers.get(sweep);
+    if (waiting !== undefined) {
+      clearTimeout(waiting);
+    }
+    this._timers.set(
+      sweep,
+      setTimeout(() => this._check(sweep), this.quietMs)
+    );
+  }
+
+  /** Stop the timers (the page is going). */
+  dispose(): void {
+    this._timers.forEach(t => clearTimeout(t));
+    this._timers.clear();
+  }
+
+  private _check(sweep: string): void {
+    this._timers.delete(sweep);
+    const trials = (this.jobs() ?? []).filter(
+      j => labelOf(j, SWEEP_LABEL) === sweep
+    );
+    if (!trials.length || trials.some(j => !j.terminal)) {
+      return; // a trial still runs: its end asks again
+    }
+    const { text, kind } = sweepEndNotice({
+      key: `sweep:${sweep}`,
+      sweep,
+      jobs: trials,
+      running: false
+    });
+    const open = () =>
+      void this.app.commands.execute(CommandIDs.openSweep, { id: sweep });
+    Notification.emit(text, kind, {
+      autoClose: kind === 'error' ? false : SUCCESS_MS,
+      actions: [{ label: 'Open sweep', callback: open }]
+    });
+    if (document.hidden && desktopAllowed()) {
+      const shown = new window.Notification('TensorFlow sweep ended', {
+        body: text,
+        tag: `sweep:${sweep}`
+      });
+      shown.onclick = () => {
+        window.focus();
+        open();
+      };
+    }
+  }
+
+  private readonly _timers = new Map<string, ReturnType<typeof setTimeout>>();
 }
 
 /** Ask the browser to show desktop notifications; what it answered, in words. */

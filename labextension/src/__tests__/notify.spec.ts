@@ -7,7 +7,7 @@ import { Notification } from '@jupyterlab/apputils';
 
 import { listJobs } from '../api';
 import { endedText } from '../format';
-import { endNotice, notifyEnd } from '../notify';
+import { EndNotices, endNotice, notifyEnd, SWEEP_QUIET_MS } from '../notify';
 import { HIDDEN_MS, JobStore } from '../store';
 import { IJob } from '../types';
 import { makeJob } from './jobfixture';
@@ -176,5 +176,60 @@ describe('notifyEnd', () => {
     emit.mockClear(); // a failure in a script (no cell): nothing to go to
     notifyEnd(app, { ...failed, error_location: 'train.py, line 4' }, goToCell);
     expect(emit.mock.calls[0][2].actions).toHaveLength(1);
+  });
+});
+
+describe('EndNotices: one notification a sweep', () => {
+  const trial = (n: number, state: IJob['state'], terminal = true): IJob =>
+    job(`lr-search-trial-${n}-20261127-10000${n}-00000${n}`, {
+      name: `lr-search-trial-${n}`,
+      state,
+      terminal,
+      spec: { labels: { 'tfc-sweep': 'lr-search-k1', 'tfc-trial': String(n) } }
+    });
+
+  it('tells a job alone at once, and a sweep once when no trial runs', () => {
+    jest.useFakeTimers();
+    const emit = Notification.emit as jest.Mock;
+    emit.mockClear();
+    const execute = jest.fn();
+    const app = { commands: { execute } } as any;
+    const told: string[] = [];
+    let jobs: IJob[] = [trial(1, 'succeeded'), trial(2, 'running', false)];
+    const notices = new EndNotices(
+      app,
+      () => jobs,
+      j => told.push(j.id)
+    );
+    notices.ended(ended('alone-20261127-100000-a1b2c3'));
+    expect(told).toEqual(['alone-20261127-100000-a1b2c3']); // a job alone: at once
+    notices.ended(jobs[0]); // a trial ended while the next runs: nothing said
+    jest.advanceTimersByTime(SWEEP_QUIET_MS);
+    expect(emit).not.toHaveBeenCalled();
+    jobs = [
+      trial(1, 'succeeded'),
+      trial(2, 'failed'),
+      trial(3, 'running', false)
+    ];
+    notices.ended(jobs[1]); // the driver started trial 3: still nothing
+    jest.advanceTimersByTime(SWEEP_QUIET_MS);
+    expect(emit).not.toHaveBeenCalled();
+    jobs = [trial(1, 'succeeded'), trial(2, 'failed'), trial(3, 'succeeded')];
+    notices.ended(jobs[2]);
+    jest.advanceTimersByTime(SWEEP_QUIET_MS - 1);
+    expect(emit).not.toHaveBeenCalled(); // the driver may still start a trial
+    jest.advanceTimersByTime(1);
+    expect(emit).toHaveBeenCalledTimes(1); // three trials, one notification
+    const [text, kind, options] = emit.mock.calls[0];
+    expect(text).toBe('Sweep lr-search ended: 3 trials: 1 failed, 2 succeeded');
+    expect(kind).toBe('info');
+    expect(options.actions.map((a: any) => a.label)).toEqual(['Open sweep']);
+    options.actions[0].callback();
+    expect(execute).toHaveBeenCalledWith('tfc-jupyter:open-sweep', {
+      id: 'lr-search-k1'
+    });
+    expect(told).toHaveLength(1); // no trial was told as a job
+    notices.dispose();
+    jest.useRealTimers();
   });
 });

@@ -17,7 +17,7 @@ import { Widget } from '@lumino/widgets';
 
 import { CommandIDs } from '../commands';
 import { tfcIcon } from '../icons';
-import { askDesktop, notifyEnd } from '../notify';
+import { askDesktop, EndNotices, notifyEnd } from '../notify';
 import { openFailedCell } from '../opencell';
 import { JobStore } from '../store';
 import {
@@ -59,13 +59,18 @@ export const jobsPlugin: JupyterFrontEndPlugin<void> = {
     });
     // The one poller of job state: the sidebar, the detail tabs and their titles read it.
     const store = new JobStore(2000);
-    store.onEnd(job =>
-      notifyEnd(
-        app,
-        job,
-        (failed, link) => void openFailedCell(app, failed, link)
-      )
-    ); // a job seen running ends: say so
+    // A job seen running ends: say so; a sweep's trials, once for the sweep.
+    const notices = new EndNotices(
+      app,
+      () => store.jobs,
+      job =>
+        notifyEnd(
+          app,
+          job,
+          (failed, link) => void openFailedCell(app, failed, link)
+        )
+    );
+    store.onEnd(job => notices.ended(job));
     store.start();
     const sidebar = new JobsSidebar({
       store,

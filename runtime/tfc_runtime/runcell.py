@@ -72,7 +72,7 @@ class _State:
     out: Any = None  # the run cell's Out[] value
     started = 0.0  # when the run cell started
     workdir = ""  # the job's working folder then
-    statements: list[tuple[ast.stmt, int | None]] = []  # the script's, with their cells
+    statements: tuple[tuple[ast.stmt, int | None], ...] = ()  # the script's, with cells
 
 
 _state = _State()
@@ -123,7 +123,7 @@ def transform(tree: ast.Module, smap: SourceMap, text: str) -> ast.Module:
         if cell == run_cell:
             mine.append(node)
         body.append(node)
-    _state.statements = [(n, _cell_of(n, smap)) for n in tree.body]
+    _state.statements = tuple((n, _cell_of(n, smap)) for n in tree.body)
     if run_cell is None:
         tree.body = body
         return ast.fix_missing_locations(tree)
@@ -577,7 +577,7 @@ class _Partial:
 
 
 def before_failure(
-    statements: list[tuple[ast.stmt, int | None]], script_line: int, run_cell: int | None
+    statements: tuple[tuple[ast.stmt, int | None], ...], script_line: int, run_cell: int | None
 ) -> tuple[ast.stmt, list[ast.stmt]] | None:
     """``(failing statement, the statements wholly before it)``: of the run cell when there is
     one (nothing when the failure is above it), else of every cell; None: no such statement."""

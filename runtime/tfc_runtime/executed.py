@@ -97,8 +97,8 @@ def install(cells: tuple[tuple[int, str], ...], notebook: str, *, chief: bool) -
     if not chief or not cells:
         return
     _book = _Book(cells, notebook)
-    sys.stdout = _Tee(sys.stdout, "stdout")  # type: ignore[assignment]
-    sys.stderr = _Tee(sys.stderr, "stderr")  # type: ignore[assignment]
+    sys.stdout = _Tee(sys.stdout, "stdout")
+    sys.stderr = _Tee(sys.stderr, "stderr")
 
 
 def enter(cell: int) -> None:

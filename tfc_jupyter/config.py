@@ -166,7 +166,7 @@ class ``c.TfcConfig`` configures, is made from it when something asks for it."""
 
 def _make_tfc_config() -> type:
     """The traitlets ``Configurable`` whose traits are :data:`SETTINGS` (``c.TfcConfig.x``)."""
-    from traitlets import Float, Unicode
+    from traitlets import Bool, Float, Unicode
     from traitlets.config import Configurable
 
     attrs: dict[str, Any] = {
@@ -178,6 +178,8 @@ def _make_tfc_config() -> type:
         trait: Any
         if setting.number:
             trait = Float(setting.default, help=setting.help)
+        elif setting.flag:
+            trait = Bool(setting.default, help=setting.help)
         elif setting.allow_none:
             trait = Unicode(setting.default, allow_none=True, help=setting.help)
         else:

@@ -6,6 +6,7 @@
     tfc-jupyter jobs [--limit N]
     tfc-jupyter logs JOB [--follow]
     tfc-jupyter cancel JOB
+    tfc-jupyter notebook JOB [-o PATH] [--force]   (the job's cells with their outputs)
     tfc-jupyter machines
     tfc-jupyter config
 
@@ -80,6 +81,18 @@ def _run(client: Client, plan: Plan) -> int:
     if record is None:  # --no-wait: the job goes on
         return 0
     print(job.summary_line(), file=sys.stderr)
+    if record.state is JobState.FAILED and record.job_dir:
+        from .returns.returned import kept_partial
+
+        kept = kept_partial(record.job_dir)
+        if kept:  # a kernel brings them back: %tfc_attach, or job.wait() after attaching
+            print(f"{kept}; %tfc_attach {job.id} in a notebook sets them", file=sys.stderr)
+    from pathlib import Path
+
+    from tfc_runtime.executed import FILE as EXECUTED
+
+    if record.job_dir and Path(record.job_dir, EXECUTED).is_file():
+        print(f"Executed notebook: tfc-jupyter notebook {job.id}", file=sys.stderr)
     return 0 if record.state is JobState.SUCCEEDED else 1
 
 
@@ -199,6 +212,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     cancel = sub.add_parser("cancel", help="stop every process of a job")
     cancel.add_argument("job")
+    notebook = sub.add_parser(
+        "notebook",
+        help="write a job's executed notebook: its cells with what they printed and showed, "
+        "and the error at the cell that failed",
+    )
+    notebook.add_argument("job")
+    notebook.add_argument(
+        "--output", "-o", default=None,
+        help="where to write it (default: NAME.executed.ipynb next to the job's notebook)",
+    )  # fmt: skip
+    notebook.add_argument("--force", action="store_true", help="replace a file that exists")
     sub.add_parser("machines", help="list the machine catalog")
     sub.add_parser("config", help="show the effective defaults and where they came from")
     return parser
@@ -313,6 +337,10 @@ def _main(argv: Sequence[str] | None) -> int:
         elif args.command == "cancel":
             record = client.cancel(args.job)
             print(f"{record.id}: {record.state.value}")
+        elif args.command == "notebook":
+            from .returns import executed
+
+            print(executed.save(client.job(args.job).record(), args.output, force=args.force))
         elif args.command == "machines":
             from .magics import machines_table
 

@@ -34,6 +34,7 @@ class Setting:
     number: bool = False
     allow_none: bool = False
     zero_is_off: bool = False  # 0 turns the feature off (else a number must be positive)
+    flag: bool = False  # on or off (true/false, 1/0, yes/no, on/off)
 
 
 def _text(default: str | None, help: str) -> Setting:
@@ -138,6 +139,13 @@ SETTINGS: dict[str, Setting] = {
         "in all for the names set in the kernel, and in all for the files it wrote next to the "
         "notebook (what is over it stays in the job folder, and a line says so).",
     ),
+    "partial_names": Setting(
+        True,
+        "Whether a %%tfc_run cell whose job failed brings back the names bound before the "
+        "failing statement (marked partial, with where it stopped); off: a failed job sets "
+        "nothing in the kernel.",
+        flag=True,
+    ),
     "warm_idle": Setting(
         1800.0,
         "Seconds the warm runtime (TensorFlow imported ahead, for local jobs that import it) "
@@ -158,7 +166,7 @@ class ``c.TfcConfig`` configures, is made from it when something asks for it."""
 
 def _make_tfc_config() -> type:
     """The traitlets ``Configurable`` whose traits are :data:`SETTINGS` (``c.TfcConfig.x``)."""
-    from traitlets import Float, Unicode
+    from traitlets import Bool, Float, Unicode
     from traitlets.config import Configurable
 
     attrs: dict[str, Any] = {
@@ -170,6 +178,8 @@ def _make_tfc_config() -> type:
         trait: Any
         if setting.number:
             trait = Float(setting.default, help=setting.help)
+        elif setting.flag:
+            trait = Bool(setting.default, help=setting.help)
         elif setting.allow_none:
             trait = Unicode(setting.default, allow_none=True, help=setting.help)
         else:
@@ -224,6 +234,7 @@ KEYS = (
     "cell_lines",
     "return_limit_mb",
     "return_max_files",
+    "partial_names",
     "warm_idle",
 )
 """Every setting, in the order ``%tfc_config`` shows them (each a ``TfcConfig`` trait)."""
@@ -371,6 +382,8 @@ def _typed(key: str, value: Any, source: str) -> Any:
     """A value from the environment or a config file, as its trait's type; a bad one is a
     one-line error naming where it came from and the fix."""
     setting = SETTINGS[key]
+    if setting.flag:
+        return _flag(key, value, source)
     if not setting.number:
         return value
     try:
@@ -385,6 +398,24 @@ def _typed(key: str, value: Any, source: str) -> Any:
             field=key,
         )
     return number
+
+
+_ON = ("1", "true", "yes", "on")
+_OFF = ("0", "false", "no", "off")
+
+
+def _flag(key: str, value: Any, source: str) -> bool:
+    """An on/off setting's value (a bool, or one of the words for one)."""
+    if isinstance(value, bool):
+        return value
+    word = str(value).strip().lower()
+    if word in _ON or word in _OFF:
+        return word in _ON
+    raise SpecError(
+        f"setting {key} = {value!r} (from {source}) is neither on nor off",
+        "set it to true or false, or unset it",
+        field=key,
+    )
 
 
 def current_settings(environ: Mapping[str, str] | None = None) -> Settings:

@@ -576,7 +576,8 @@ def _follow_in_cell(
             from IPython.display import display
 
             display(link, raw=True)
-        stale = _stale_line(rec, shell) if cell_run else ""
+        back = _partial_back(rec, shell, shown) if cell_run and shell is not None else []
+        stale = _stale_line(rec, shell, back) if cell_run else ""
         if raise_on_failure:
             raise JobFailed(rec.id, rec.error, stale)
         print(f"{rec.id} failed: {rec.error}{stale}")
@@ -601,13 +602,41 @@ def names_back_on_wait(job: Any, rec: Any) -> None:
         return
     if rec.state is JobState.SUCCEEDED and rec.job_dir:
         _bring_back(job, rec, shell, _Outputs(job, False, sys.stdout))
+    elif rec.state is JobState.FAILED:
+        _partial_back(rec, shell, _Outputs(job, False, sys.stdout))
 
 
-def _stale_line(rec: Any, shell: Any) -> str:
-    """`` (model, history in this kernel are from before this cell)``, for a failure line."""
+def _partial_back(rec: Any, shell: Any, shown: _Outputs) -> list[str]:
+    """A failed job's names bound before its failing statement, set in the kernel and said
+    (``Back in the kernel (partial, up to cell 4 line 5): model, history.``), unless the
+    ``partial_names`` setting is off; the names set."""
+    from .config import load_settings
+    from .returns.returned import bring_back, fetch
+
+    settings = load_settings(getattr(shell, "config", None))
+    if not rec.job_dir or not settings.get("partial_names"):
+        return []
+    if "cell" in shown.remote:
+        try:
+            fetch(shown.remote["cell"], rec, "cell", settings)
+        except TfcError as exc:
+            print(f"! what the job left in {shown.remote['cell']} could not be read: {exc}")
+    limit = float(settings.get("return_limit_mb"))
+    got = bring_back(rec.job_dir, shell.user_ns, limit_mb=limit, job_id=rec.id, partial=True)
+    for problem in got.problems:
+        print(f"! {problem}")
+    if got.line():
+        print(got.line()[0].upper() + got.line()[1:] + ".")
+    return got.names
+
+
+def _stale_line(rec: Any, shell: Any, back: list[str] | None = None) -> str:
+    """`` (model, history in this kernel are from before this cell)``, for a failure line
+    (less the names a failed job's partial return set, ``back``)."""
     from .returns.returned import stale_names
 
     names = stale_names(rec.job_dir, shell.user_ns) if rec.job_dir else []
+    names = [n for n in names if n not in (back or [])]
     if not names:
         return ""
     verb = "is" if len(names) == 1 else "are"

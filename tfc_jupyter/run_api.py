@@ -214,6 +214,8 @@ def run(
     if stream_logs or ("wait" in options.given and options.wait):  # the magic's wait=True
         job.follow(verbose=options.verbose)
         print(job.summary_line(), file=sys.stderr)
+        if shell is not None:  # in a kernel: what the job gave back is set (events.JOB_ENDED),
+            job.wait()  # a failed job's names made before its failure too (partial_names)
     if entry_point is None and shell is None:
         sys.exit(0)  # as tfc.run: the script's own process does not go on to train here
     return result

@@ -22,6 +22,7 @@ from typing import NoReturn
 
 from tfc_runtime import (
     crash,
+    executed,
     hooks,
     hypertune,
     ipython_shim,
@@ -175,6 +176,19 @@ def _write_error(record: dict[str, object]) -> None:
             os.unlink(path)  # never half a record
 
 
+def _failed(exc: Exception, script: str, smap: sourcemap.SourceMap, alone: bool) -> None:
+    """The job failed: its error said and recorded, the names bound before the failing
+    statement sent back (partial), the executed notebook written with the error at its cell."""
+    record = report_failure(exc, script, smap)
+    _write_error(record)
+    executed.error(exc, record.get("cell"), str(record.get("traceback") or ""))
+    frames = _script_frames(exc.__traceback__, script)
+    main = sys.modules.get("__main__")
+    if frames and main is not None and getattr(main, "__file__", None) != __file__:
+        runcell.partial(vars(main), frames[0], smap, alone)
+    executed.write()
+
+
 def _mark_ready(info: ClusterInfo) -> None:
     """Touch ``$TFC_JOB_DIR/status/<task_type>-<task_index>.ready``: this task joined the job.
 
@@ -276,6 +290,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             hypertune.install(args.hp_metric)  # what Vertex AI reads of a tuning trial
     resume.install()  # every task: all restore a fit's backup, as Keras asks
     runcell.install(chief=info.is_chief)  # the run cell's outputs and names go back
+    executed.install(smap.cells, smap.notebook, chief=info.is_chief)  # executed.ipynb
+    alone = sum(map(len, info.cluster.values())) <= 1
     hooks.when_imported("tensorflow", _freeze_tensorflow, "the job's exit is slower")
     # A .py entry point runs as `python train.py` runs it in its folder (the job's working
     # folder): __file__, sys.argv[0] and sys.path[0] are that file's, not the job's copy.
@@ -293,14 +309,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=os.path.join(os.getcwd(), entry) if entry else None,
         )
     except SystemExit as exc:
+        executed.write()
         results.finish()
         if exc.code in (None, 0):
             resume.finish()
         raise
     except Exception as exc:
         sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__  # out of any %%capture
-        _write_error(report_failure(exc, script, smap))
+        _failed(exc, script, smap, alone)
         return 1
+    executed.write()
     results.finish()  # the custom loop's last round
     resume.finish()  # ended well: the backups for a restart are not needed
     return 0

@@ -105,7 +105,7 @@ def save_files(state: CellState) -> list[str] | None:
         os.makedirs(os.path.dirname(target), mode=0o700, exist_ok=True)
         shutil.copyfile(path, target)
         private(target)
-    where = _upload(folder, remote) if remote is not None else folder
+    where = upload(folder, remote) if remote is not None else folder
     copied = [rel for _, rel, _ in written]
     results.emit({"event": "files", "folder": where, "files": copied, "time": time.time()})
     return copied
@@ -169,10 +169,13 @@ ARRAYS = "arrays.npz"
 """The cell folder's arrays, of every name's JSON tree."""
 
 
-def save_names(state: CellState, namespace: dict[str, Any]) -> Manifest | None:
+def save_names(
+    state: CellState, namespace: dict[str, Any], partial: dict[str, Any] | None = None
+) -> Manifest | None:
     """Save the run cell's names (see the module's docstring), each by the first codec that
     claims it (:mod:`tfc_runtime.codecs`); the manifest written, or None (no run cell, or not
-    the chief: then only the early kinds, models, are saved, privately)."""
+    the chief: then only the early kinds, models, are saved, privately). ``partial``: the job
+    failed, where its failing statement starts (the manifest's ``partial``)."""
     if state.run_cell is None:
         return None
     names = [n for n in state.binds if n in namespace and not n.startswith("__")]
@@ -190,7 +193,7 @@ def save_names(state: CellState, namespace: dict[str, Any]) -> Manifest | None:
                       for n in names}, "time": time.time()})  # fmt: skip
         return None
     os.makedirs(os.path.join(folder, "models"), mode=0o700, exist_ok=True)
-    manifest = Manifest()
+    manifest = Manifest(partial=partial)
     out = _Writer(folder)
     for key, (value, codec) in early.items():
         try:
@@ -234,9 +237,10 @@ def save_names(state: CellState, namespace: dict[str, Any]) -> Manifest | None:
     private(path)
     where = folder
     if remote is not None:
-        where = _upload(folder, remote)
+        where = upload(folder, remote)
     results.emit({"event": "cell", "folder": where, "names": list(manifest.names),
-                  "stayed": manifest.stayed, "time": time.time()})  # fmt: skip
+                  "stayed": manifest.stayed, "time": time.time(),
+                  **({"partial": partial} if partial else {})})  # fmt: skip
     return manifest
 
 
@@ -268,7 +272,7 @@ def _early(
     return out
 
 
-def _upload(folder: str, remote: str) -> str:
+def upload(folder: str, remote: str) -> str:
     """Copy the folder to ``remote`` (``gs://...``): with TensorFlow's file system, or through
     the Cloud Storage JSON API of ``STORAGE_EMULATOR_HOST`` where one is set (as
     google-cloud-storage reads it: a test's storage server)."""

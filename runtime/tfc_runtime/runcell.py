@@ -38,7 +38,7 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
-from tfc_runtime import giveback, hooks, results
+from tfc_runtime import executed, giveback, hooks, results
 from tfc_runtime.sourcemap import SourceMap
 
 NAME = "__tfc_cell__"
@@ -72,6 +72,7 @@ class _State:
     out: Any = None  # the run cell's Out[] value
     started = 0.0  # when the run cell started
     workdir = ""  # the job's working folder then
+    statements: tuple[tuple[ast.stmt, int | None], ...] = ()  # the script's, with cells
 
 
 _state = _State()
@@ -104,10 +105,11 @@ def _silenced(node: ast.stmt, lines: list[str]) -> bool:
 
 
 def transform(tree: ast.Module, smap: SourceMap, text: str) -> ast.Module:
-    """The script's tree with the cells' marks (see the module's docstring); unchanged when the
-    source map names no run cell (a ``.py`` job, a whole notebook)."""
+    """The script's tree with the cells' marks (see the module's docstring). A notebook with
+    no run cell (a whole notebook, run()'s cells above) gets only the marks of where each cell
+    starts (its executed notebook, :mod:`tfc_runtime.executed`); a ``.py`` job none."""
     run_cell = smap.run_cell
-    if run_cell is None:
+    if smap.script:
         return tree
     body: list[ast.stmt] = []
     current: int | None = None
@@ -121,6 +123,10 @@ def transform(tree: ast.Module, smap: SourceMap, text: str) -> ast.Module:
         if cell == run_cell:
             mine.append(node)
         body.append(node)
+    _state.statements = tuple((n, _cell_of(n, smap)) for n in tree.body)
+    if run_cell is None:
+        tree.body = body
+        return ast.fix_missing_locations(tree)
     if mine and isinstance(mine[-1], ast.Expr) and not _silenced(mine[-1], text.split("\n")):
         last = mine[-1]
         at = body.index(last)
@@ -327,6 +333,7 @@ def send(
     event = _event(n=n, output_type=output_type, text=text)
     if display_id is not None:
         event.update(display_id=display_id, update=update)
+    executed.output(output)
     job_dir = os.environ.get("TFC_JOB_DIR")
     if job_dir:
         try:
@@ -514,9 +521,10 @@ def install(*, chief: bool) -> None:
 def enter(cell: int) -> None:
     """A cell starts: the one before ends (its figures are closed; shown if it was the run
     cell)."""
-    if _state.cell is not None:
+    if _state.cell is not None and _state.run_cell is not None:
         flush_figures(show=in_run_cell())
     _state.cell = cell
+    executed.enter(cell)
     if cell == _state.run_cell:
         _state.started, _state.workdir = time.time(), os.getcwd()
 
@@ -548,3 +556,76 @@ def finish(namespace: dict[str, Any]) -> None:
         except Exception as exc:  # our failure is not the job's
             print(f"[tfc_runtime] warning: the cell's {what} were not sent back ({exc})",
                   file=sys.stderr)  # fmt: skip
+
+
+# -- a failed job keeps what it made -----------------------------------------------------------
+
+
+class _Partial:
+    """The run cell's state for :func:`giveback.save_names`, narrowed to the statements that
+    ran before the failing one."""
+
+    def __init__(self, cell: int, before: list[ast.stmt]) -> None:
+        self.run_cell: int | None = cell
+        self.binds = tuple(bound_names(before))
+        self.reads = tuple(read_names(before))
+        self.code = tuple(bound_names(n for n in before if isinstance(n, CODE)))
+        self.chief = _state.chief
+        self.out: Any = None
+        self.started = _state.started
+        self.workdir = _state.workdir
+
+
+def before_failure(
+    statements: tuple[tuple[ast.stmt, int | None], ...], script_line: int, run_cell: int | None
+) -> tuple[ast.stmt, list[ast.stmt]] | None:
+    """``(failing statement, the statements wholly before it)``: of the run cell when there is
+    one (nothing when the failure is above it), else of every cell; None: no such statement."""
+    failing = next(
+        (n for n, _ in statements if n.lineno <= script_line <= (n.end_lineno or n.lineno)), None
+    )
+    if failing is None:
+        return None
+    failing_cell = next(c for n, c in statements if n is failing)
+    if run_cell is not None and failing_cell != run_cell:
+        return None
+    before = [
+        n
+        for n, c in statements
+        if (n.end_lineno or n.lineno) < failing.lineno and (run_cell is None or c == run_cell)
+    ]
+    return failing, before
+
+
+def partial(
+    namespace: dict[str, Any], script_line: int | None, smap: SourceMap, alone: bool
+) -> None:
+    """The job failed at ``script_line`` (its top-level statement): the names bound before that
+    statement go back to the kernel marked partial, as :func:`finish` sends a cell's (a job of
+    several tasks keeps them: saving a model may wait on tasks that are gone). Never fails."""
+    if script_line is None or not _state.chief:
+        return
+    found = before_failure(_state.statements, script_line, _state.run_cell)
+    if found is None or not found[1]:
+        return
+    failing, before = found
+    state = _Partial(_state.run_cell or (_cell_of(failing, smap) or 1), before)
+    if not state.binds and not state.reads:
+        return
+    if not alone:
+        print("[tfc_runtime] the names made before the failure stay in the job (a job of "
+              "several tasks: saving a model may wait on tasks that failed)",
+              file=sys.stderr)  # fmt: skip
+        return
+    where = smap.locate(failing.lineno)
+    mark = {
+        "script_line": failing.lineno,
+        "cell": where[0] if where else None,
+        "line": where[1] if where else None,
+        "place": smap.describe(failing.lineno),
+    }
+    try:
+        giveback.save_names(state, namespace, partial={k: v for k, v in mark.items() if v})
+    except Exception as exc:  # our failure is not the job's
+        print(f"[tfc_runtime] warning: the names made before the failure were not sent back "
+              f"({exc})", file=sys.stderr)  # fmt: skip

@@ -4,7 +4,9 @@ File format (JSON)::
 
     {"version": 1, "notebook": "<path or name>", "lines": [[cell, line] | null, ...],
      "script": true,    # optional: the job is a .py entry point, its one "cell" the file
-     "run_cell": 4}     # optional: the %%tfc_run cell's position (its names and outputs go back)
+     "run_cell": 4,     # optional: the %%tfc_run cell's position (its names and outputs go back)
+     "cells": [{"cell": 2, "source": "..."}]}  # optional: the job's code cells as written
+                                              # (the executed notebook's, tfc_runtime.executed)
 
 ``lines[i]`` is the notebook location of script line ``i + 1``: ``cell`` is the 1-based position
 of the cell in the notebook (markdown cells count), ``line`` the 1-based line in that cell's
@@ -28,6 +30,7 @@ class SourceMap:
     lines: tuple[tuple[int, int] | None, ...] = field(default_factory=tuple)
     script: bool = False  # the job is a .py file: places read "train.py, line 3"
     run_cell: int | None = None  # the %%tfc_run cell (tfc_runtime.runcell)
+    cells: tuple[tuple[int, str], ...] = ()  # (position, source) of the job's code cells
 
     def locate(self, script_line: int) -> tuple[int, int] | None:
         """The (cell, line) of 1-based ``script_line``, None for a generated or unknown line."""
@@ -71,7 +74,25 @@ def parse(data: object) -> SourceMap:
         not isinstance(run_cell, int) or isinstance(run_cell, bool) or run_cell < 1
     ):
         raise ValueError(f"source map 'run_cell' must be a cell position, got {run_cell!r}")
-    return SourceMap(str(data.get("notebook", "")), entries, data.get("script") is True, run_cell)
+    return SourceMap(
+        str(data.get("notebook", "")),
+        entries,
+        data.get("script") is True,
+        run_cell,
+        _cells(data.get("cells")),
+    )
+
+
+def _cells(items: object) -> tuple[tuple[int, str], ...]:
+    """The ``cells`` entries of the right shape (others are left out: the executed notebook is
+    a record, never a reason for the job to fail)."""
+    out: list[tuple[int, str]] = []
+    for item in items if isinstance(items, list) else ():
+        if isinstance(item, dict):
+            cell, source = item.get("cell"), item.get("source")
+            if isinstance(cell, int) and not isinstance(cell, bool) and isinstance(source, str):
+                out.append((cell, source))
+    return tuple(out)
 
 
 def load(path: str | os.PathLike[str]) -> SourceMap:

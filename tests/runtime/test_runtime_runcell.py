@@ -217,11 +217,13 @@ def test_a_cell_that_raises_sends_no_names(job_dir: Path) -> None:
     assert not (job_dir / "cell").exists()
 
 
-def test_no_run_cell_no_marks(job_dir: Path) -> None:
+def test_no_run_cell_marks_only_where_cells_start(job_dir: Path) -> None:
     text = "a = 1\na"
-    tree = ast.parse(text)
-    same = runcell.transform(tree, SourceMap("x.py", ((1, 1), (1, 2))), text)
-    assert ast.dump(same) == ast.dump(ast.parse(text))
+    script = runcell.transform(ast.parse(text), SourceMap("x.py", ((1, 1), (1, 2)), True), text)
+    assert ast.dump(script) == ast.dump(ast.parse(text))  # a .py job: no marks
+    notebook = runcell.transform(ast.parse(text), SourceMap("x.ipynb", ((1, 1), (2, 1))), text)
+    calls = [ast.unparse(n) for n in notebook.body if "__tfc_cell__" in ast.unparse(n)]
+    assert calls == ["__tfc_cell__.enter(1)", "__tfc_cell__.enter(2)"]  # no Out[], no finish
 
 
 def test_a_future_import_stays_first(job_dir: Path) -> None:

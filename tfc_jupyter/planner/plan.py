@@ -674,9 +674,13 @@ def _unattended(facts: codeinfo.CodeFacts, locate: Callable[[int], str]) -> list
 def source_map_text(script: Script, selection: Selection) -> str:
     """The job's ``script.map.json`` (see ``tfc_runtime.sourcemap``)."""
     run_cell = selection.run_cell if selection.run_cell in script.cells else None
-    return json.dumps(
-        script.source_map_json(selection.name, script=selection.script, run_cell=run_cell)
-    )
+    data = script.source_map_json(selection.name, script=selection.script, run_cell=run_cell)
+    if not selection.script:  # the job's code cells as written: its executed notebook's
+        used = set(script.cells)
+        data["cells"] = [
+            {"cell": c.index, "source": c.source} for c in selection.cells if c.index in used
+        ]
+    return json.dumps(data)
 
 
 def _locator(script: Script, file: str | None = None) -> Callable[[int], str]:

@@ -401,6 +401,41 @@ class KernelCell:
         return cls(mine)
 
     @classmethod
+    def before(
+        cls, script: str, source_map: str, script_line: int
+    ) -> tuple[KernelCell, str] | None:
+        """What a failed job ran before its failing statement (the one holding ``script_line``),
+        by the kernel's own parse of what it launched: the run cell's statements wholly before
+        it (none when it failed above the run cell), else every cell's; and where that statement
+        starts (``cell 4, line 5``). None: nothing ran before it, or the copy does not parse."""
+        from tfc_runtime import sourcemap
+        from tfc_runtime.runcell import before_failure
+
+        try:
+            smap = sourcemap.parse(json.loads(source_map))
+            tree = ast.parse(script)
+        except (ValueError, SyntaxError, TypeError, KeyError, RecursionError):
+            return None
+        if smap.script:
+            return None
+        cells = tuple((n, w[0] if (w := smap.locate(n.lineno)) else None) for n in tree.body)
+        found = before_failure(cells, script_line, smap.run_cell)
+        if found is None or not found[1]:
+            return None
+        return cls(found[1]), smap.describe(found[0].lineno)
+
+    @classmethod
+    def kept_before(
+        cls, home: Path, job_id: str, script_line: int
+    ) -> tuple[KernelCell, str] | None:
+        """:meth:`before` of the copy :func:`keep` wrote at launch (None: none was kept)."""
+        try:
+            data = json.loads((home / KEPT / job_id / KEPT_CELL).read_text(encoding="utf-8"))
+            return cls.before(str(data["script"]), str(data["map"]), script_line)
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+
+    @classmethod
     def from_source(cls, source: str) -> KernelCell:
         """A cell's Python source, as the kernel parses it (SyntaxError: it does not parse)."""
         return cls(ast.parse(source).body)

@@ -112,13 +112,19 @@ class Returned:
     problems: list[str] = field(default_factory=list)
     out: Any = None
     has_out: bool = False
+    partial: str = ""
+    """The job failed: where its failing statement starts (``cell 4, line 5``); the names are
+    those bound before it."""
 
     def line(self) -> str:
         """One line for the cell: ``back in the kernel: history, model; stayed in the job: ds
         (tf.data.Dataset); not set here: get_ipython (IPython's own)``; empty when there is
         nothing to say. ``skipped`` are the names the border refused (never set here)."""
         parts = []
-        if self.names:
+        if self.names and self.partial:
+            upto = self.partial.replace(", line", " line")
+            parts.append(f"back in the kernel (partial, up to {upto}): " + ", ".join(self.names))
+        elif self.names:
             parts.append("back in the kernel: " + ", ".join(self.names))
         if self.stayed:
             parts.append(
@@ -232,13 +238,19 @@ def bring_back(
     limit_mb: float = 1024,
     job_id: str = "",
     kernel_cell: border.KernelCell | None = None,
+    partial: bool = False,
 ) -> Returned:
     """Set the run cell's names in ``namespace`` from a finished job's folder, through the
     border (:mod:`tfc_jupyter.returns.border`): only names the run cell binds by the kernel's own
     copy of it (``kernel_cell``, else the one kept at launch), never the kernel's own; its
     ``import``, ``def`` and ``class`` statements run from that copy, never from the job
     folder; at most ``limit_mb`` read and decompressed for the names in all. Nothing is set
-    for a job that saved no names. Each job's names are brought back once a process."""
+    for a job that saved no names. Each job's names are brought back once a process.
+
+    ``partial``: the job failed; the names bound before its failing statement are set
+    (``Returned.partial`` says where), admitted by the kernel's own copy of what ran before it
+    (:meth:`~tfc_jupyter.returns.border.KernelCell.kept_before`). Without it, a failed job's
+    names (a manifest marked partial) are never set."""
     job_dir = Path(job_dir)
     got = Returned()
     if job_id and job_id in _DONE:
@@ -247,9 +259,18 @@ def bring_back(
     manifest = _manifest(job_dir, max(limit // 4, 1 << 20), got)
     if manifest is None:
         return got
+    if (manifest.partial is not None) != partial:
+        return got
     if job_id:
         _DONE.add(job_id)
-    if kernel_cell is None:
+    if manifest.partial is not None:
+        found = border.KernelCell.kept_before(
+            border.home_of(job_dir), job_dir.name, manifest.partial["script_line"]
+        )
+        if found is None:
+            return got
+        kernel_cell, got.partial = found
+    elif kernel_cell is None:
         kernel_cell = border.KernelCell.kept(border.home_of(job_dir), job_dir.name)
     if kernel_cell is None:
         got.problems.append(
@@ -461,3 +482,30 @@ def stale_names(job_dir: str | Path, namespace: dict[str, Any]) -> list[str]:
         if n in namespace and n not in bound and codecs.claiming(namespace[n], early=True)
     ]
     return bound + trained
+
+
+def kept_partial(job_dir: str | Path) -> str:
+    """What a failed job kept for a kernel, in one line (``Kept in the job (partial, up to cell 4
+    line 5): model, history``), read through the border without loading a value; "" when it
+    kept nothing."""
+    job_dir = Path(job_dir)
+    try:
+        manifest = Manifest.from_json(
+            border.read_json(job_dir, f"{CELL}/{MANIFEST}", border.MAX_OUTPUT_BYTES)
+        )
+    except (OSError, ValueError, border.Refused):
+        return ""
+    if manifest.partial is None:
+        return ""
+    found = border.KernelCell.kept_before(
+        border.home_of(job_dir), job_dir.name, manifest.partial["script_line"]
+    )
+    if found is None:
+        return ""
+    cell, place = found
+    allowed = set(cell.binds()) | set(cell.reads())
+    names, _ = border.admit_names([n for n in manifest.names if n in allowed], allowed)
+    if not names:
+        return ""
+    upto = place.replace(", line", " line")
+    return f"Kept in the job (partial, up to {upto}): {', '.join(names)}"

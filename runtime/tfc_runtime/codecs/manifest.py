@@ -22,13 +22,15 @@ class Manifest:
     """``names``: name -> entry (``{"kind": <codec kind>, ...}``, in the order written: early
     kinds first); ``stayed``: name -> why it stays in the job; ``order``: the names the cell
     binds that came back, in its order; ``out``: the cell's ``Out[]`` as a value entry, when
-    it travels."""
+    it travels; ``partial``: the job failed, and these are the names bound before the failing
+    statement (``{"cell", "line", "script_line", "place"}``: where that statement starts)."""
 
     names: dict[str, dict[str, Any]] = field(default_factory=dict)
     stayed: dict[str, str] = field(default_factory=dict)
     order: list[str] = field(default_factory=list)
     out: dict[str, Any] | None = None
     version: int = VERSION
+    partial: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The JSON object written (``out`` only when there is one)."""
@@ -40,6 +42,8 @@ class Manifest:
         }
         if self.out is not None:
             data["out"] = self.out
+        if self.partial is not None:
+            data["partial"] = self.partial
         return data
 
     @classmethod
@@ -51,6 +55,7 @@ class Manifest:
             raise ValueError("not a manifest")
         names, stayed, order, out = (data.get(k) for k in ("names", "stayed", "order", "out"))
         version = data.get("version")
+        partial = data.get("partial")
         return cls(
             names={
                 str(k): v
@@ -64,4 +69,21 @@ class Manifest:
             order=[str(n) for n in order] if isinstance(order, list) else [],
             out=out if isinstance(out, dict) else None,
             version=version if isinstance(version, int) else VERSION,
+            partial=_partial(partial),
         )
+
+
+def _partial(data: Any) -> dict[str, Any] | None:
+    """Where a failed job's statement starts, as read back (ints and a short place only)."""
+    if not isinstance(data, dict):
+        return None
+    out: dict[str, Any] = {
+        k: v
+        for k in ("cell", "line", "script_line")
+        if isinstance(v := data.get(k), int) and not isinstance(v, bool) and v >= 1
+    }
+    if "script_line" not in out:
+        return None
+    place = data.get("place")
+    out["place"] = place[:60] if isinstance(place, str) else ""
+    return out

@@ -28,6 +28,7 @@ from typing import Any, Protocol
 from tfc_runtime import codecs, results, values
 from tfc_runtime.codecs import manifest as manifest_file
 from tfc_runtime.codecs.manifest import Manifest
+from tfc_runtime.effects import Changes
 
 
 class CellState(Protocol):
@@ -170,15 +171,22 @@ ARRAYS = "arrays.npz"
 
 
 def save_names(
-    state: CellState, namespace: dict[str, Any], partial: dict[str, Any] | None = None
+    state: CellState,
+    namespace: dict[str, Any],
+    partial: dict[str, Any] | None = None,
+    effects: Changes | None = None,
 ) -> Manifest | None:
     """Save the run cell's names (see the module's docstring), each by the first codec that
     claims it (:mod:`tfc_runtime.codecs`); the manifest written, or None (no run cell, or not
     the chief: then only the early kinds, models, are saved, privately). ``partial``: the job
-    failed, where its failing statement starts (the manifest's ``partial``)."""
+    failed, where its failing statement starts (the manifest's ``partial``). ``effects``: what
+    the cell changed beyond its bindings (:mod:`tfc_runtime.effects`): those names are saved
+    too, and the manifest says what happened to them (``changed``, ``deleted``)."""
     if state.run_cell is None:
         return None
     names = [n for n in state.binds if n in namespace and not n.startswith("__")]
+    if effects is not None:
+        names += [n for n in effects.changed if n in namespace and n not in names]
     early = _early(namespace, names, state.reads)
     if not state.chief:  # saving may be collective: every task saves alike, the chief's is kept
         own = tempfile.mkdtemp(prefix="tfc-cell-task-")
@@ -194,6 +202,8 @@ def save_names(
         return None
     os.makedirs(os.path.join(folder, "models"), mode=0o700, exist_ok=True)
     manifest = Manifest(partial=partial)
+    if effects is not None:
+        manifest.changed, manifest.deleted = dict(effects.changed), list(effects.deleted)
     out = _Writer(folder)
     for key, (value, codec) in early.items():
         try:

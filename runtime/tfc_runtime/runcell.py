@@ -38,7 +38,7 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
-from tfc_runtime import executed, giveback, hooks, results
+from tfc_runtime import effects, executed, giveback, hooks, results
 from tfc_runtime.sourcemap import SourceMap
 
 NAME = "__tfc_cell__"
@@ -73,6 +73,7 @@ class _State:
     started = 0.0  # when the run cell started
     workdir = ""  # the job's working folder then
     statements: tuple[tuple[ast.stmt, int | None], ...] = ()  # the script's, with cells
+    before: effects.Snapshot | None = None  # the namespace when the run cell started
 
 
 _state = _State()
@@ -527,6 +528,12 @@ def enter(cell: int) -> None:
     executed.enter(cell)
     if cell == _state.run_cell:
         _state.started, _state.workdir = time.time(), os.getcwd()
+        if _state.chief:  # what the cell changes beyond its bindings goes back too
+            try:
+                _state.before = effects.snapshot(sys._getframe(1).f_globals)
+            except Exception as exc:  # our failure is not the job's
+                print(f"[tfc_runtime] warning: the cell's changes are not followed ({exc})",
+                      file=sys.stderr)  # fmt: skip
 
 
 def out(value: Any) -> Any:
@@ -548,7 +555,7 @@ def finish(namespace: dict[str, Any]) -> None:
     _state.cell = None
     steps = (
         (lambda: giveback.save_files(_state), "files"),
-        (lambda: giveback.save_names(_state, namespace), "names"),
+        (lambda: giveback.save_names(_state, namespace, effects=_effects(namespace)), "names"),
     )
     for step, what in steps:
         try:
@@ -556,6 +563,13 @@ def finish(namespace: dict[str, Any]) -> None:
         except Exception as exc:  # our failure is not the job's
             print(f"[tfc_runtime] warning: the cell's {what} were not sent back ({exc})",
                   file=sys.stderr)  # fmt: skip
+
+
+def _effects(namespace: dict[str, Any]) -> effects.Changes | None:
+    """What the run cell changed beyond its bindings (None: not followed)."""
+    if _state.before is None:
+        return None
+    return effects.changes(_state.before, namespace, set(_state.binds))
 
 
 # -- a failed job keeps what it made -----------------------------------------------------------

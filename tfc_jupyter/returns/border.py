@@ -380,6 +380,8 @@ class KernelCell:
     binds, by the kernel's own parse."""
 
     statements: list[ast.stmt] = field(default_factory=list)
+    script: list[ast.stmt] = field(default_factory=list)
+    """Every statement it launched (the cells above the run cell too)."""
 
     @classmethod
     def parse(cls, script: str, source_map: str) -> KernelCell | None:
@@ -398,7 +400,7 @@ class KernelCell:
             for n in tree.body
             if (where := smap.locate(n.lineno)) is not None and where[0] == smap.run_cell
         ]
-        return cls(mine)
+        return cls(mine, tree.body)
 
     @classmethod
     def before(
@@ -460,6 +462,19 @@ class KernelCell:
         from tfc_runtime.runcell import read_names
 
         return read_names(self.statements)
+
+    def could_bind(self) -> set[str]:
+        """Names the code it launched can bind: every cell's top-level bindings and the names
+        its functions declare ``global``. A name the run cell changed without binding it (an
+        object changed in place, a ``global`` set by a call) is set here only if it is one."""
+        from tfc_runtime.runcell import bound_names
+
+        names = set(bound_names(self.script))
+        for node in self.script:
+            for inner in ast.walk(node):
+                if isinstance(inner, ast.Global):
+                    names.update(inner.names)
+        return names
 
     def code(self) -> ast.Module:
         """Its ``import``, ``def`` and ``class`` statements (no ``__future__`` import)."""

@@ -115,6 +115,11 @@ class Returned:
     partial: str = ""
     """The job failed: where its failing statement starts (``cell 4, line 5``); the names are
     those bound before it."""
+    changed: dict[str, str] = field(default_factory=dict)
+    """Names set here that the run cell changed without binding them (name -> ``changed in
+    place``, ``bound again``, ``bound``)."""
+    deleted: list[str] = field(default_factory=list)
+    """Names the run cell deleted, deleted here too."""
 
     def line(self) -> str:
         """One line for the cell: ``back in the kernel: history, model; stayed in the job: ds
@@ -125,7 +130,9 @@ class Returned:
             upto = self.partial.replace(", line", " line")
             parts.append(f"back in the kernel (partial, up to {upto}): " + ", ".join(self.names))
         elif self.names:
-            parts.append("back in the kernel: " + ", ".join(self.names))
+            parts.append("back in the kernel: " + ", ".join(self._named(self.names)))
+        if self.deleted:
+            parts.append("deleted by the cell: " + ", ".join(self.deleted))
         if self.stayed:
             parts.append(
                 "stayed in the job: " + ", ".join(f"{n} ({why})" for n, why in self.stayed.items())
@@ -135,6 +142,10 @@ class Returned:
                 "not set here: " + ", ".join(f"{n} ({why})" for n, why in self.skipped.items())
             )
         return "; ".join(parts)
+
+    def _named(self, names: list[str]) -> list[str]:
+        """The names, each the cell changed without binding it followed by how."""
+        return [f"{n} ({self.changed[n]})" if n in self.changed else n for n in names]
 
 
 def _lmode(path: Path) -> int:
@@ -286,9 +297,14 @@ def bring_back(
     bound = set(kernel_cell.binds())
     trained = {n for n in kernel_cell.reads() if codecs.claiming(namespace.get(n), early=True)}
     internal = [n for n in entries if n.startswith(codecs.REFERRED) and n[16:].isdigit()]
+    changed = {n: what for n, what in manifest.changed.items() if n not in bound}
+    could = kernel_cell.could_bind() if changed or manifest.deleted else set()
     admitted, got.skipped = border.admit_names(
-        [n for n in entries if n not in internal], bound | trained
+        [n for n in entries if n not in internal], bound | trained | (set(changed) & could)
     )
+    for name in set(changed) - could:
+        if name in got.skipped:  # an exec, or a module's global: the kernel cannot tell
+            got.skipped[name] = f"{changed[name]} in the job by code the kernel cannot check"
     if any(n in code_names for n in admitted):
         try:
             exec(compile(kernel_cell.code(), f"<cell {job_id}>", "exec"), namespace)
@@ -301,6 +317,8 @@ def bring_back(
                 _Source(job_dir, namespace, arrays, border.Budget(limit), Path(tmp)),
                 entries, admitted, internal, code_names, got, limit_mb,
             )  # fmt: skip
+        got.changed = {n: changed[n] for n in got.names if n in changed}
+        _delete(manifest.deleted, namespace, could, got)
         if manifest.out is not None:
             with contextlib.suppress(Exception):
                 if isinstance(arrays, border.Arrays):
@@ -312,6 +330,17 @@ def bring_back(
         if isinstance(arrays, border.Arrays):
             arrays.close()
     return got
+
+
+def _delete(deleted: list[str], namespace: dict[str, Any], could: set[str], got: Returned) -> None:
+    """Delete the names the run cell deleted, where the notebook's code binds them and the
+    border would set them (``del x`` in the cell: as Jupyter would, ``x`` is gone)."""
+    for name in deleted:
+        if name in got.names or border.name_refusal(name) is not None:
+            continue  # set again by this job (a forged list), or never the job's to touch
+        if name in could and name in namespace:
+            del namespace[name]
+            got.deleted.append(name)
 
 
 def _set_names(

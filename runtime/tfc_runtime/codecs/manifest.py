@@ -23,7 +23,10 @@ class Manifest:
     kinds first); ``stayed``: name -> why it stays in the job; ``order``: the names the cell
     binds that came back, in its order; ``out``: the cell's ``Out[]`` as a value entry, when
     it travels; ``partial``: the job failed, and these are the names bound before the failing
-    statement (``{"cell", "line", "script_line", "place"}``: where that statement starts)."""
+    statement (``{"cell", "line", "script_line", "place"}``: where that statement starts);
+    ``changed``: names no statement of the cell binds that it changed (name -> ``changed in
+    place``, ``bound again``, ``bound``: :mod:`tfc_runtime.effects`), saved as the others;
+    ``deleted``: names the cell deleted."""
 
     names: dict[str, dict[str, Any]] = field(default_factory=dict)
     stayed: dict[str, str] = field(default_factory=dict)
@@ -31,6 +34,8 @@ class Manifest:
     out: dict[str, Any] | None = None
     version: int = VERSION
     partial: dict[str, Any] | None = None
+    changed: dict[str, str] = field(default_factory=dict)
+    deleted: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         """The JSON object written (``out`` only when there is one)."""
@@ -44,6 +49,10 @@ class Manifest:
             data["out"] = self.out
         if self.partial is not None:
             data["partial"] = self.partial
+        if self.changed:
+            data["changed"] = self.changed
+        if self.deleted:
+            data["deleted"] = self.deleted
         return data
 
     @classmethod
@@ -70,7 +79,23 @@ class Manifest:
             out=out if isinstance(out, dict) else None,
             version=version if isinstance(version, int) else VERSION,
             partial=_partial(partial),
+            changed=_changed(data.get("changed")),
+            deleted=[str(n) for n in deleted if isinstance(n, str)][:STAYED_READ]
+            if isinstance(deleted := data.get("deleted"), list)
+            else [],
         )
+
+
+_WHAT = ("changed in place", "bound again", "bound")
+
+
+def _changed(data: Any) -> dict[str, str]:
+    """The cell's changes as read back: names to one of the known words, at most
+    :data:`STAYED_READ`."""
+    if not isinstance(data, dict):
+        return {}
+    pairs = [(k, v) for k, v in data.items() if isinstance(k, str) and v in _WHAT]
+    return dict(pairs[:STAYED_READ])
 
 
 def _partial(data: Any) -> dict[str, Any] | None:

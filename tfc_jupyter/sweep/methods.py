@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, ClassVar, Protocol
 
-from ..errors import SpecError
+from ..errors import Fix, SpecError
 
 
 class Swept(Protocol):
@@ -122,7 +122,11 @@ def get(name: str) -> Method:
     """
     cls = METHODS.get(name)
     if cls is None:
-        raise SpecError(f"--method {name!r} is unknown", f"pass --method {' or '.join(METHODS)}")
+        raise SpecError(
+            f"--method {name!r} is unknown",
+            [Fix.set("method", known, verb="use") for known in METHODS],
+            field="method",
+        )
     return cls()
 
 
@@ -161,8 +165,9 @@ class Grid(Method):
         if size is None:
             floats = [p.name for p in params if p.grid() is None]
             raise SpecError(
-                f"a grid cannot list {', '.join(floats)} (a float range)",
-                "give it a list of values, or use --method random or bayes",
+                f"a grid cannot list {', '.join(floats)} (a float range): give it a list of values",
+                [Fix.set("method", "random", verb="use"), Fix.set("method", "bayes", verb="use")],
+                field="method",
             )
 
     def default_trials(self, size: int | None) -> int:
@@ -172,7 +177,8 @@ class Grid(Method):
         if size is not None and trials > size:
             raise SpecError(
                 f"--trials {trials} is more than the grid's {size} combinations",
-                f"pass --trials {size} or fewer",
+                Fix.set("trials", size, after=" or fewer"),
+                field="trials",
             )
 
     def sampler(self, sweep: Sweep) -> Any:

@@ -785,6 +785,9 @@ def _make_plan(selection: Selection, ns: JobOptions, settings: Settings) -> Plan
         )
     if sweep is not None:
         _refuse_method_not_run(sweep.spec.method, traits)
+        rules = getattr(registry.load(spec.backend), "check_sweep", None)
+        if rules is not None:  # the backend's own rules (Vertex AI: Vizier's on the values)
+            rules(sweep.spec)
     builds = traits.runs_image and not spec.image.image  # the job runs an image we build
     found: list[str] = []
     need_warnings: list[str] = []

@@ -314,3 +314,55 @@ def test_the_plan_prices_the_whole_sweep(tmp_path: Path) -> None:
     assert f"; the sweep: 6 trials, at most ${one * 6:,.2f}" in plan.to_text(script=False)
     here = _plan(client, nb, "--dry-run")
     assert "cost: nothing billed (it runs on this machine)" in here.to_text(script=False)
+
+
+GRID_RUN = """%%tfc_run
+import time
+from tfc_runtime.results import emit
+time.sleep(1)
+emit({"event": "epoch", "fit": 0, "epoch": 1, "metrics": {"val_score": units + lr}})
+"""
+
+
+@pytest.mark.slow
+def test_a_grid_runs_each_point_once_though_a_trial_was_stopped(tmp_path: Path) -> None:
+    """A 2-point grid, 2 at once; the user stops the first trial (the sidebar's cancel): the
+    trial that replaces it runs the stopped point, not the other one again (Optuna's grid
+    sampler counted the stopped point as done and ran a done one twice). It stops at the
+    grid's 2 points, and running it again runs nothing more."""
+    client = Client()
+    nb = _notebook(tmp_path, GRID_RUN)
+    words = ["--sweep", "units=[8,16]", "--sweep", "lr=[0.5]", "--metric", "val_score"]
+    plan = client.plan_file(
+        str(nb), JobOptions.from_words([*words, "--method", "grid", "--parallel", "2"]), how="test"
+    )
+    assert plan.sweep is not None and plan.sweep.spec.trials == 2
+    stopped: list[int] = []
+
+    def stop_the_first(sweep: Sweep) -> None:
+        for trial in sweep.trials:
+            if trial.number == 0 and trial.state == "running" and not stopped:
+                assert trial.job_id is not None
+                stopped.append(trial.values["units"])
+                client.job(trial.job_id).cancel()
+
+    sweep = run_sweep(client, plan, on_change=stop_the_first)
+    ran = sorted((t.values["units"], t.state) for t in sweep.trials)
+    assert ran == sorted([(8, "succeeded"), (16, "succeeded"), (stopped[0], "stopped")]), ran
+    for trial in sweep.trials:  # each trial ran its own values
+        assert trial.state == "stopped" or trial.metric == trial.values["units"] + 0.5
+    again = run_sweep(client, plan)  # the grid is covered: the same sweep runs nothing more
+    assert len(again.trials) == 3 and len(_sweep_jobs(client, again)) == 3
+
+
+def test_a_grid_larger_than_its_trials_is_refused_with_the_fix(tmp_path: Path) -> None:
+    """--trials over a grid's points is refused with the fix: the grid stops at its size."""
+    from tfc_jupyter.errors import TfcError
+
+    client = Client()
+    words = ["--sweep", "units=[8,16]", "--metric", "val_score", "--method", "grid"]
+    with pytest.raises(TfcError) as info:
+        client.plan_file(
+            str(_notebook(tmp_path)), JobOptions.from_words([*words, "--trials", "5"]), how="t"
+        )
+    assert [f.in_flags() for f in info.value.fixes] == ["pass --trials 2 or fewer"]

@@ -15,7 +15,8 @@ importing an optimizer.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import itertools
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, Protocol
 
 from ..errors import Fix, SpecError
@@ -83,6 +84,15 @@ class Method:
     def sampler(self, sweep: Sweep) -> Any:
         """The Optuna sampler that picks a local sweep's values (Optuna imported now)."""
         raise NotImplementedError(f"the {self.name} method has no sampler for a local sweep")
+
+    def next_values(self, sweep: Sweep, ran: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
+        """The values the next trial of a local sweep takes, given those of the trials that
+        ran or run (``ran``: a stopped trial's are not there); None: the sampler picks them."""
+        return None
+
+    def left(self, sweep: Sweep, ran: Sequence[Mapping[str, Any]]) -> int | None:
+        """How many more trials it has values for (None: as many as ``--trials`` asks)."""
+        return None
 
 
 METHODS: dict[str, type[Method]] = {}
@@ -182,7 +192,26 @@ class Grid(Method):
             )
 
     def sampler(self, sweep: Sweep) -> Any:
+        """Never asked: :meth:`next_values` gives each trial its values (Optuna's grid sampler
+        counts a point whose trial was stopped, or asked and never launched, as done, and
+        then runs a done point again)."""
         import optuna
 
-        space = {p.name: list(p.grid() or ()) for p in sweep.params}
-        return optuna.samplers.GridSampler(space)
+        return optuna.samplers.RandomSampler()
+
+    @staticmethod
+    def _points(sweep: Sweep) -> list[tuple[Any, ...]]:
+        return list(itertools.product(*(p.grid() or () for p in sweep.params)))
+
+    def _open(self, sweep: Sweep, ran: Sequence[Mapping[str, Any]]) -> list[tuple[Any, ...]]:
+        """The grid's points no trial ran or runs, in the grid's order."""
+        names = [p.name for p in sweep.params]
+        taken = {tuple(values.get(n) for n in names) for values in ran}
+        return [point for point in self._points(sweep) if point not in taken]
+
+    def next_values(self, sweep: Sweep, ran: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
+        points = self._open(sweep, ran)
+        return dict(zip((p.name for p in sweep.params), points[0], strict=True)) if points else None
+
+    def left(self, sweep: Sweep, ran: Sequence[Mapping[str, Any]]) -> int | None:
+        return len(self._open(sweep, ran))

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import shlex
 from pathlib import Path
 
 import pytest
@@ -366,3 +367,54 @@ def test_a_grid_larger_than_its_trials_is_refused_with_the_fix(tmp_path: Path) -
             str(_notebook(tmp_path)), JobOptions.from_words([*words, "--trials", "5"]), how="t"
         )
     assert [f.in_flags() for f in info.value.fixes] == ["pass --trials 2 or fewer"]
+
+
+FAILING_RUN = """%%tfc_run
+from tfc_runtime.results import emit
+score = 1 / units
+emit({"event": "epoch", "fit": 0, "epoch": 1, "metrics": {"val_score": score}})
+"""
+FAILING = ["--sweep", "units=[0, 1, 2]", "--method", "grid", "--metric", "val_score"]
+
+
+def _stopped_line(text: str) -> None:
+    """The end says why the sweep stopped and what it did not run."""
+    assert (
+        "sweep stopped: 1 of 3 trials failed (trial 0: chief exited with status 1 at cell 2, "
+        "line 3: ZeroDivisionError: division by zero); 2 trials not run"
+    ) in text, text
+
+
+@pytest.mark.slow
+def test_a_sweep_stopped_by_its_failed_trials_says_why_and_fails_as_a_job_does(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A third of 3 trials failed (units=0 divides by zero): the sweep stops. It said only
+    "1 of 3 trials (1 failed)" and the cell went on as if it ran; now its end line says why and
+    what was not run, the cell raises as a failed job's does, run() too, and the CLI exits 1."""
+    from IPython.testing import globalipapp
+
+    import tfc_jupyter as tfc
+    from tfc_jupyter.trials.trial_table import SweepFailed
+
+    nb = _notebook(tmp_path, FAILING_RUN)
+    assert cli.main(["run", str(nb), *FAILING]) == 1
+    _stopped_line(capsys.readouterr().err)
+
+    with pytest.raises(SweepFailed) as raised:
+        tfc.run(entry_point=str(nb), sweep=["units=[0, 1, 2]"], method="grid", metric="val_score")
+    _stopped_line(str(raised.value))
+    assert [t.state for t in raised.value.sweep.trials] == ["failed"]
+
+    globalipapp.start_ipython()
+    ip = globalipapp.get_ipython()
+    ip.run_line_magic("load_ext", "tfc_jupyter")
+    monkeypatch.setenv("JPY_SESSION_NAME", str(nb))
+    body = FAILING_RUN.partition("\n")[2]
+    with pytest.raises(SweepFailed) as in_cell:
+        ip.run_cell_magic("tfc_run", " ".join(shlex.quote(w) for w in FAILING), body)
+    shown = in_cell.value._render_traceback_()
+    assert len(shown) == 2 and shown[0].startswith("\x1b[31mSweep "), shown
+    _stopped_line(shown[0])
+    assert f"%tfc_logs {in_cell.value.sweep.trials[0].job_id}" in shown[1]
+    assert ip.user_ns["_tfc_sweep"] is in_cell.value.sweep

@@ -117,6 +117,12 @@ class SweepSpec:
     def __post_init__(self) -> None:
         object.__setattr__(self, "names", tuple(p.name for p in self.params))
 
+    @property
+    def max_failed(self) -> int:
+        """Failed trials that stop the sweep: a third of its trials (Vertex AI's
+        ``maxFailedTrialCount``, and the driver's rule here)."""
+        return max(1, math.ceil(self.trials / 3))
+
     def grid_size(self) -> int | None:
         """The number of value combinations, or None when a parameter is a float range."""
         sizes = [p.grid() for p in self.params]

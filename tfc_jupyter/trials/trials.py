@@ -267,7 +267,7 @@ class _Driver:
     def run(self) -> None:
         self._load()
         self._changed()
-        max_failed = max(1, math.ceil(self.spec.trials / 3))
+        max_failed = self.spec.max_failed
         while True:
             changed = self._harvest()
             failed = sum(t.state == "failed" for t in self.sweep.trials)

@@ -8,7 +8,6 @@ submits this same body.
 from __future__ import annotations
 
 import itertools
-import math
 import re
 from typing import TYPE_CHECKING, Any
 
@@ -337,7 +336,7 @@ def tuning_job_body(
         },
         "maxTrialCount": sweep.trials,
         "parallelTrialCount": sweep.parallel,
-        "maxFailedTrialCount": max(1, math.ceil(sweep.trials / 3)),
+        "maxFailedTrialCount": sweep.max_failed,
         "trialJobSpec": single["jobSpec"],
         "labels": single["labels"],
     }

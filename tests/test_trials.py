@@ -304,6 +304,46 @@ def test_run_with_sweep_keywords_runs_the_sweep(tmp_path: Path) -> None:
     assert sweep.best is not None and sweep.best_trial is not None
 
 
+@pytest.mark.parametrize(("trials", "parallel", "workers"), [(6, 2, 0), (5, 2, 1), (1, 1, 2)])
+def test_the_plan_estimates_the_sweep_s_time_and_cost(
+    tmp_path: Path, trials: int, parallel: int, workers: int
+) -> None:
+    """The dry run (text and JSON) says the trials, how many at once and in how many rounds,
+    the hours in all where --timeout bounds a trial, and on Vertex AI the machine-hours and
+    the cost of one trial times the trials; here, that nothing is billed."""
+    from tfc_jupyter.server.service import JobService
+
+    client = Client()
+    nb = _notebook(tmp_path)
+    counts = ["--trials", str(trials), "--parallel", str(parallel), "--timeout", "90m"]
+    flags = ["--backend", "vertex", "--project", "my-project", "--workers", str(workers)]
+    plan = _plan(client, nb, *flags, *counts, "--dry-run")
+    rounds = math.ceil(trials / parallel)
+    est = plan.summary()["sweep_estimate"]
+    one = plan.cost_at_most()
+    assert one is not None and est["cost"] == pytest.approx(one * trials)
+    assert (est["trials"], est["parallel"], est["rounds"]) == (trials, parallel, rounds)
+    assert est["machines_per_trial"] == 1 + workers and est["hours"] == 1.5 * rounds
+    assert est["machine_hours"] == pytest.approx((1 + workers) * 1.5 * trials)
+    assert est["text"] in plan.to_text(script=False).splitlines()
+    assert est["text"].endswith(f"at most ${one:,.2f} a trial x {trials} = ${one * trials:,.2f}")
+    assert (
+        f"{rounds} round" in est["text"]
+        and f"{est['machine_hours']:g} machine-hours" in est["text"]
+    )
+
+    here = _plan(client, nb, *counts, "--dry-run").summary()["sweep_estimate"]
+    assert (here["billed"], here["cost"], here["machine_hours"]) == (False, None, None)
+    assert here["text"].endswith(
+        f"at most {1.5 * rounds:g} h in all; nothing billed (it runs on this machine)"
+    )
+    words = {"sweep": list(SWEEP[1::2][:2]), "metric": "val_score", "trials": trials,
+             "parallel": parallel, "dry_run": True}  # fmt: skip
+    status, dry = JobService(tmp_path).create({"path": nb.name, "options": words})
+    assert status == 200 and dry["plan"]["sweep_estimate"]["rounds"] == rounds
+    assert dry["plan"]["sweep_estimate"]["text"] in dry["text"]
+
+
 def test_the_plan_prices_the_whole_sweep(tmp_path: Path) -> None:
     """Before launch: a billed sweep costs at most its trials times one trial's bound."""
     client = Client()

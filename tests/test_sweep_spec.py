@@ -28,8 +28,12 @@ scalars = st.one_of(
 
 
 def _unique(values: list[object]) -> bool:
+    """No two values alike: equal strings, or numbers equal as numbers (1, 1.0, True)."""
     return all(
-        not any(type(a) is type(b) and a == b for b in values[:i]) for i, a in enumerate(values)
+        not any(
+            (type(a) is type(b) or str not in (type(a), type(b))) and a == b for b in values[:i]
+        )
+        for i, a in enumerate(values)
     )
 
 
@@ -95,9 +99,9 @@ def test_a_wrong_parameter_says_what_is_wrong(text: str, says: str) -> None:
 
 
 def test_numbers_and_strings_that_look_alike_stay_apart() -> None:
-    """``[1, 1.0, True, '1']`` are four values: each keeps its type, as the notebook reads it."""
-    param = parse_param("x=[1, 1.0, True, '1']")
-    assert [type(c) for c in param.choices] == [int, float, bool, str]
+    """``[1, 'a', True, '1']`` are four values: each keeps its type, as the notebook reads it."""
+    param = parse_param("x=[1, 'a', False, '1']")
+    assert [type(c) for c in param.choices] == [int, str, bool, str]
     assert param.value_kind == "any"
     assert parse_param("x=[1, 2.5]").value_kind == "float"
     assert parse_param("x=['a', 'b']").value_kind == "str"
@@ -144,8 +148,12 @@ def test_a_sweep_checks_its_parts_together() -> None:
         ({"metric": "throughput"}, "cannot tell whether 'throughput' should go up or down"),
         ({"goal": "up"}, "--goal 'up' is not min or max"),
         ({"method": "tpe"}, "--method 'tpe' is unknown"),
-        ({"trials": 0}, "--trials 0 is below 1"),
-        ({"parallel": 0}, "--parallel 0 is below 1"),
+        ({"trials": 0}, "--trials 0 runs no trial"),
+        ({"trials": -2}, "--trials -2 runs no trial"),
+        ({"trials": 10**6}, "--trials 1000000 is over 10,000"),
+        ({"parallel": 0}, "--parallel 0 runs no trial at once"),
+        ({"parallel": -1}, "--parallel -1 runs no trial at once"),
+        ({"parallel": 10**12}, "--parallel 1000000000000 is over 10,000"),
         ({"metric": "val loss"}, "is not a metric name"),
     ]:
         with pytest.raises(SpecError, match="Fix: ") as caught:
@@ -205,3 +213,76 @@ def test_a_sweep_bigger_than_its_space_or_this_machine_is_warned(tmp_path: Path)
     warnings = plan_for(nb).warnings
     assert any(w.startswith("the swept values make 2 combinations: 50 trials") for w in warnings)
     assert any(w.startswith(f"--parallel {cores + 3} runs") for w in warnings), warnings
+
+
+@given(
+    st.lists(
+        st.one_of(st.integers(-3, 3), st.sampled_from([0.0, 1.0, 2.0, -1.0]), st.booleans()),
+        min_size=2,
+        max_size=5,
+    )
+)
+def test_values_equal_as_numbers_are_refused_with_the_fix(values: list[object]) -> None:
+    """``[1, 1.0, 2]``: Optuna records 1.0 (and True) as the 1 listed first, so a trial of
+    1.0 ran 1 again and 1.0 never ran; a list with two values equal as numbers is refused."""
+    text = f"x=[{', '.join(repr(v) for v in values)}]"
+    equal = any(a == b for i, a in enumerate(values) for b in values[:i])
+    if not equal:
+        assert list(parse_param(text).choices) == values
+        return
+    with pytest.raises(SpecError) as caught:
+        parse_param(text)
+    said = str(caught.value)
+    assert "\n" not in said and ("equal as numbers" in said or "twice" in said), said
+    assert said.endswith("Fix: list each value once"), said
+
+
+@pytest.mark.parametrize(
+    ("flags", "says", "fixes"),
+    [
+        ("--trials 0", "--trials 0 runs no trial", ["drop --trials", "pass --trials N"]),
+        ("--trials -3", "--trials -3 runs no trial", ["drop --trials", "pass --trials N"]),
+        ("--trials 20000", "--trials 20000 is over 10,000", ["pass --trials 10000 or fewer"]),
+        ("--parallel 0", "--parallel 0 runs no trial", ["drop --parallel", "pass --parallel N"]),
+        ("--parallel -4", "--parallel -4 runs no trial", ["drop --parallel", "pass --parallel N"]),
+        ("--parallel 99999", "--parallel 99999 is over 10,000", ["pass --parallel 2 or fewer"]),
+        ("--goal up", "--goal 'up' is not min or max", ["pass --goal max", "pass --goal min"]),
+        ("--method tpe", "--method 'tpe' is unknown", ["use --method bayes"]),
+        ("--metric 'val loss'", "is not a metric name", ["pass --metric NAME"]),
+        ("--method grid --sweep 'lr=uniform(0,1)'", "a grid cannot list lr",
+         ["use --method random", "use --method bayes"]),
+        ("--method grid --trials 3", "more than the grid's 2 combinations",
+         ["pass --trials 2 or fewer"]),
+    ],
+)  # fmt: skip
+def test_each_sweep_flag_s_bad_value_is_refused_with_its_fixes_as_data(
+    tmp_path: Path, flags: str, says: str, fixes: list[str]
+) -> None:
+    """``--trials 0`` became the default (10 trials); each bad sweep flag is one line with its
+    fixes as data (errors.Fix), which the form applies."""
+    from jobutil import plan_for, write_notebook
+
+    from tfc_jupyter.errors import TfcError
+
+    run = f"%%tfc_run --sweep units=[8,16] {flags} --metric val_loss\nprint(units)"
+    if "--metric" in flags:
+        run = run.replace(" --metric val_loss", "")
+    nb = write_notebook(tmp_path / "s.ipynb", "units = 8\nlr = 0.1", run)
+    with pytest.raises(TfcError) as info:
+        plan_for(nb)
+    said = str(info.value)
+    assert "\n" not in said and says in said, said
+    texts = [f.in_flags() for f in info.value.fixes]
+    assert all(any(t.startswith(f) for t in texts) for f in fixes), (texts, said)
+    assert info.value.field in {f.option for f in info.value.fixes}
+
+
+def test_trials_0_from_a_form_is_its_empty_box_and_from_python_a_refusal() -> None:
+    """The launch form sends every count, 0 for an empty box: JSON's 0 is the default. A flag
+    or a keyword (run(trials=0)) was typed: refused."""
+    from tfc_jupyter.job.options import JobOptions
+
+    assert JobOptions.from_json({"trials": 0, "sweep": ["units=[1,2]"]}).trials == 0
+    for make in (lambda: JobOptions.of(trials=0), lambda: JobOptions.from_words(["--trials", "0"])):
+        with pytest.raises(SpecError, match=r"--trials 0 runs no trial\. Fix: drop --trials"):
+            make()

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import shlex
 from pathlib import Path
 
 import pytest
@@ -309,6 +310,46 @@ def test_run_with_sweep_keywords_runs_the_sweep(tmp_path: Path) -> None:
     assert sweep.best is not None and sweep.best_trial is not None
 
 
+@pytest.mark.parametrize(("trials", "parallel", "workers"), [(6, 2, 0), (5, 2, 1), (1, 1, 2)])
+def test_the_plan_estimates_the_sweep_s_time_and_cost(
+    tmp_path: Path, trials: int, parallel: int, workers: int
+) -> None:
+    """The dry run (text and JSON) says the trials, how many at once and in how many rounds,
+    the hours in all where --timeout bounds a trial, and on Vertex AI the machine-hours and
+    the cost of one trial times the trials; here, that nothing is billed."""
+    from tfc_jupyter.server.service import JobService
+
+    client = Client()
+    nb = _notebook(tmp_path)
+    counts = ["--trials", str(trials), "--parallel", str(parallel), "--timeout", "90m"]
+    flags = ["--backend", "vertex", "--project", "my-project", "--workers", str(workers)]
+    plan = _plan(client, nb, *flags, *counts, "--dry-run")
+    rounds = math.ceil(trials / parallel)
+    est = plan.summary()["sweep_estimate"]
+    one = plan.cost_at_most()
+    assert one is not None and est["cost"] == pytest.approx(one * trials)
+    assert (est["trials"], est["parallel"], est["rounds"]) == (trials, parallel, rounds)
+    assert est["machines_per_trial"] == 1 + workers and est["hours"] == 1.5 * rounds
+    assert est["machine_hours"] == pytest.approx((1 + workers) * 1.5 * trials)
+    assert est["text"] in plan.to_text(script=False).splitlines()
+    assert est["text"].endswith(f"at most ${one:,.2f} a trial x {trials} = ${one * trials:,.2f}")
+    assert (
+        f"{rounds} round" in est["text"]
+        and f"{est['machine_hours']:g} machine-hours" in est["text"]
+    )
+
+    here = _plan(client, nb, *counts, "--dry-run").summary()["sweep_estimate"]
+    assert (here["billed"], here["cost"], here["machine_hours"]) == (False, None, None)
+    assert here["text"].endswith(
+        f"at most {1.5 * rounds:g} h in all; nothing billed (it runs on this machine)"
+    )
+    words = {"sweep": list(SWEEP[1::2][:2]), "metric": "val_score", "trials": trials,
+             "parallel": parallel, "dry_run": True}  # fmt: skip
+    status, dry = JobService(tmp_path).create({"path": nb.name, "options": words})
+    assert status == 200 and dry["plan"]["sweep_estimate"]["rounds"] == rounds
+    assert dry["plan"]["sweep_estimate"]["text"] in dry["text"]
+
+
 def test_the_plan_prices_the_whole_sweep(tmp_path: Path) -> None:
     """Before launch: a billed sweep costs at most its trials times one trial's bound."""
     client = Client()
@@ -320,3 +361,106 @@ def test_the_plan_prices_the_whole_sweep(tmp_path: Path) -> None:
     assert f"; the sweep: 6 trials, at most ${one * 6:,.2f}" in plan.to_text(script=False)
     here = _plan(client, nb, "--dry-run")
     assert "cost: nothing billed (it runs on this machine)" in here.to_text(script=False)
+
+
+GRID_RUN = """%%tfc_run
+import time
+from tfc_runtime.results import emit
+time.sleep(1)
+emit({"event": "epoch", "fit": 0, "epoch": 1, "metrics": {"val_score": units + lr}})
+"""
+
+
+@pytest.mark.slow
+def test_a_grid_runs_each_point_once_though_a_trial_was_stopped(tmp_path: Path) -> None:
+    """A 2-point grid, 2 at once; the user stops the first trial (the sidebar's cancel): the
+    trial that replaces it runs the stopped point, not the other one again (Optuna's grid
+    sampler counted the stopped point as done and ran a done one twice). It stops at the
+    grid's 2 points, and running it again runs nothing more."""
+    client = Client()
+    nb = _notebook(tmp_path, GRID_RUN)
+    words = ["--sweep", "units=[8,16]", "--sweep", "lr=[0.5]", "--metric", "val_score"]
+    plan = client.plan_file(
+        str(nb), JobOptions.from_words([*words, "--method", "grid", "--parallel", "2"]), how="test"
+    )
+    assert plan.sweep is not None and plan.sweep.spec.trials == 2
+    stopped: list[int] = []
+
+    def stop_the_first(sweep: Sweep) -> None:
+        for trial in sweep.trials:
+            if trial.number == 0 and trial.state == "running" and not stopped:
+                assert trial.job_id is not None
+                stopped.append(trial.values["units"])
+                client.job(trial.job_id).cancel()
+
+    sweep = run_sweep(client, plan, on_change=stop_the_first)
+    ran = sorted((t.values["units"], t.state) for t in sweep.trials)
+    assert ran == sorted([(8, "succeeded"), (16, "succeeded"), (stopped[0], "stopped")]), ran
+    for trial in sweep.trials:  # each trial ran its own values
+        assert trial.state == "stopped" or trial.metric == trial.values["units"] + 0.5
+    again = run_sweep(client, plan)  # the grid is covered: the same sweep runs nothing more
+    assert len(again.trials) == 3 and len(_sweep_jobs(client, again)) == 3
+
+
+def test_a_grid_larger_than_its_trials_is_refused_with_the_fix(tmp_path: Path) -> None:
+    """--trials over a grid's points is refused with the fix: the grid stops at its size."""
+    from tfc_jupyter.errors import TfcError
+
+    client = Client()
+    words = ["--sweep", "units=[8,16]", "--metric", "val_score", "--method", "grid"]
+    with pytest.raises(TfcError) as info:
+        client.plan_file(
+            str(_notebook(tmp_path)), JobOptions.from_words([*words, "--trials", "5"]), how="t"
+        )
+    assert [f.in_flags() for f in info.value.fixes] == ["pass --trials 2 or fewer"]
+
+
+FAILING_RUN = """%%tfc_run
+from tfc_runtime.results import emit
+score = 1 / units
+emit({"event": "epoch", "fit": 0, "epoch": 1, "metrics": {"val_score": score}})
+"""
+FAILING = ["--sweep", "units=[0, 1, 2]", "--method", "grid", "--metric", "val_score"]
+
+
+def _stopped_line(text: str) -> None:
+    """The end says why the sweep stopped and what it did not run."""
+    assert (
+        "sweep stopped: 1 of 3 trials failed (trial 0: chief exited with status 1 at cell 2, "
+        "line 3: ZeroDivisionError: division by zero); 2 trials not run"
+    ) in text, text
+
+
+@pytest.mark.slow
+def test_a_sweep_stopped_by_its_failed_trials_says_why_and_fails_as_a_job_does(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A third of 3 trials failed (units=0 divides by zero): the sweep stops. It said only
+    "1 of 3 trials (1 failed)" and the cell went on as if it ran; now its end line says why and
+    what was not run, the cell raises as a failed job's does, run() too, and the CLI exits 1."""
+    from IPython.testing import globalipapp
+
+    import tfc_jupyter as tfc
+    from tfc_jupyter.trials.trial_table import SweepFailed
+
+    nb = _notebook(tmp_path, FAILING_RUN)
+    assert cli.main(["run", str(nb), *FAILING]) == 1
+    _stopped_line(capsys.readouterr().err)
+
+    with pytest.raises(SweepFailed) as raised:
+        tfc.run(entry_point=str(nb), sweep=["units=[0, 1, 2]"], method="grid", metric="val_score")
+    _stopped_line(str(raised.value))
+    assert [t.state for t in raised.value.sweep.trials] == ["failed"]
+
+    globalipapp.start_ipython()
+    ip = globalipapp.get_ipython()
+    ip.run_line_magic("load_ext", "tfc_jupyter")
+    monkeypatch.setenv("JPY_SESSION_NAME", str(nb))
+    body = FAILING_RUN.partition("\n")[2]
+    with pytest.raises(SweepFailed) as in_cell:
+        ip.run_cell_magic("tfc_run", " ".join(shlex.quote(w) for w in FAILING), body)
+    shown = in_cell.value._render_traceback_()
+    assert len(shown) == 2 and shown[0].startswith("\x1b[31mSweep "), shown
+    _stopped_line(shown[0])
+    assert f"%tfc_logs {in_cell.value.sweep.trials[0].job_id}" in shown[1]
+    assert ip.user_ns["_tfc_sweep"] is in_cell.value.sweep

@@ -17,14 +17,17 @@ from pathlib import Path
 
 import pytest
 from google.cloud.aiplatform_v1.types import HyperparameterTuningJob
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from jobutil import plan_for, write_notebook
 from test_vertex_backend import FLAGS, image_folder
 from test_vertex_backend import home as home  # a fixture: the server's endpoints, fast polls
 from vertex_server import Fault, VertexServer, unsigned
+from vertex_tuning import check_study
 
 from tfc_jupyter.backends.vertex import request as vertex_request
 from tfc_jupyter.client import Client
-from tfc_jupyter.errors import BackendError
+from tfc_jupyter.errors import BackendError, SpecError
 from tfc_jupyter.jobs import launch, store_for
 from tfc_jupyter.store.records import JobState
 from tfc_jupyter.trials.trials import run_sweep
@@ -204,3 +207,61 @@ def test_a_sweep_launched_with_no_wait_goes_on(
     assert said is not None, err
     record = Client(store=store_for(home)).job(said.group(1)).cancel()
     assert record.state is JobState.CANCELLED and tuning.state() == "JOB_STATE_CANCELLED"
+
+
+def _dry(nb: Path, *swept: str) -> dict:  # type: ignore[type-arg]
+    flags = " ".join(f"--sweep {shlex.quote(s)}" for s in swept)
+    plan = plan_for(nb, f"{FLAGS} {flags} --metric val_accuracy --dry-run")
+    return plan.request()["body"]
+
+
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    st.lists(
+        st.one_of(st.integers(-(10**6), 10**6), st.floats(-1e6, 1e6, allow_nan=False)),
+        min_size=1,
+        max_size=12,
+        unique_by=float,
+    ).filter(lambda v: all(abs(a - b) >= 1e-10 for i, a in enumerate(v) for b in v[:i]))
+)
+def test_a_listed_number_sweep_is_sent_in_increasing_order(tmp_path: Path, values: list) -> None:  # type: ignore[type-arg]
+    """Vizier takes a DISCRETE spec's values in increasing order (the notebook's order was
+    sent, which Vertex AI refuses): the fake server's rules, over any list of numbers."""
+    nb = _notebook(tmp_path / "nb")
+    body = _dry(nb, f"units=[{', '.join(repr(v) for v in values)}]")
+    (param,) = [p for p in body["studySpec"]["parameters"] if p["parameterId"] == "units"]
+    assert param["discreteValueSpec"]["values"] == sorted(float(v) for v in values)
+    assert check_study(body) == []
+    HyperparameterTuningJob.from_json(json.dumps(body), ignore_unknown_fields=False)
+
+
+@pytest.mark.parametrize(
+    ("swept", "says"),
+    [
+        ("units=int(0, 2002, 2)", "--sweep units: 1,002 values; Vertex AI takes at most 1,000"),
+        (f"units=[{', '.join(map(str, range(1001)))}]", "1,001 values"),
+        ("units=[1.0, 1.00000000000001, 2]", "are closer than 1e-10"),
+        ("units=[1, '1', 'a']", "Vertex AI reads '1' twice among the categories"),
+        ("units=['True', True]", "reads 'True' twice"),
+    ],
+)
+def test_values_vertex_ai_would_refuse_are_refused_as_the_plan_is_made(
+    tmp_path: Path, swept: str, says: str
+) -> None:
+    """Over 1,000 discrete values, two closer than 1e-10, two categories that read alike as
+    text: refused before the request, a dry run's too, with the fixes as data; the local
+    backend takes them (Optuna keeps each as the notebook wrote it)."""
+    nb = _notebook(tmp_path / "nb")
+    with pytest.raises(SpecError) as info:
+        _dry(nb, swept)
+    said = str(info.value)
+    assert says in said and "\n" not in said, said
+    assert [f.in_flags() for f in info.value.fixes] == [
+        "pass --sweep units=[...] with values Vertex AI takes",
+        "use --backend local (Optuna takes them)",
+    ]
+    assert info.value.field == "sweep"
+    local = plan_for(nb, f"--sweep {shlex.quote(swept)} --metric val_accuracy --dry-run")
+    assert local.sweep is not None and local.refused is None

@@ -68,12 +68,26 @@ def check_study(body: dict[str, Any]) -> list[tuple[str, str]]:
                 problems.append((at, "a log scale needs a positive min_value"))
         elif not value.get("values"):
             problems.append((at, "values must not be empty"))
+        else:
+            problems += [(at, why) for why in _listed(specs[0], value["values"])]
         if study.get("algorithm") == "GRID_SEARCH" and specs[0] == "doubleValueSpec":
             problems.append((at, "grid search needs discrete, categorical or integer values"))
     for key in ("maxTrialCount", "parallelTrialCount"):
         if int(body.get(key) or 0) <= 0:
             problems.append((key, f"{key} must be positive"))
     return problems
+
+
+def _listed(kind: str, values: list[Any]) -> list[str]:
+    """StudySpec's rules on a list of values (aiplatform_v1's ParameterSpec docs): a discrete
+    one increasing, its values at least 1e-10 apart and at most 1,000; categories each once."""
+    if kind == "categoricalValueSpec":
+        return ["categories must be distinct"] if len(set(values)) != len(values) else []
+    numbers = [float(v) for v in values]
+    out = ["discrete values: at most 1000"] if len(numbers) > 1000 else []
+    if any(b - a < 1e-10 for a, b in itertools.pairwise(numbers)):
+        out.append("discrete values must be in increasing order and at least 1e-10 apart")
+    return out
 
 
 def _draw(param: dict[str, Any], rng: random.Random) -> float | str:

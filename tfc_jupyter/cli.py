@@ -126,7 +126,8 @@ def _follow(job: Job, plan: Plan) -> JobRecord | None:
 
 def _sweep(client: Client, plan: Plan) -> int:
     """Run the plan's sweep: a line as each trial starts and ends, then the table of trials
-    (stdout); 0 when a trial succeeded. Ctrl-C stops the driving, not the trials."""
+    (stdout); 0 when a trial succeeded and the sweep did not stop for its failed trials (nor
+    its tuning job fail). Ctrl-C stops the driving, not the trials."""
     from .trials.trials import run_sweep, trial_lines
 
     spare.discard()  # each trial starts its own supervisor
@@ -146,7 +147,7 @@ def _sweep(client: Client, plan: Plan) -> int:
         print(f"tfc-jupyter: the sweep's job goes on: tfc-jupyter logs -f {sweep.job_id}",
               file=sys.stderr)  # fmt: skip
         return 0
-    return 0 if sweep.best_trial is not None else 1
+    return 0 if sweep.best_trial is not None and not sweep.failure else 1
 
 
 class _Parser(argparse.ArgumentParser):

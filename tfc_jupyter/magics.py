@@ -259,8 +259,11 @@ class TfcMagics(Magics):
         """Run the plan's sweep (:mod:`tfc_jupyter.trials.trials`): its table and plot kept up to
         date in the cell (a line a change in a terminal). At the end the best trial's run
         cell names are set here, as one job's are; the cell's value is the sweep
-        (``sweep.best`` is the best trial's job). An interrupt stops the driving, not the
-        trials: running the cell again goes on with the same sweep."""
+        (``sweep.best`` is the best trial's job). A sweep that stopped as its trials failed,
+        or whose tuning job failed, raises :class:`SweepFailed` as a failed job does. An
+        interrupt stops the driving, not the trials: running the cell again goes on with the
+        same sweep."""
+        from .trials.trial_table import SweepFailed
         from .trials.trials import Sweep, run_sweep, trial_lines
 
         shell = self.shell
@@ -299,6 +302,9 @@ class TfcMagics(Magics):
         print(sweep.summary_line())
         if sweep.going_on:
             print(f"The sweep's job goes on: %tfc_attach {sweep.job_id} follows it.")
+        shell.user_ns["_tfc_sweep"] = sweep  # type: ignore[union-attr]
+        if sweep.failure:  # as a failed job: the cell ends in error, no names come back
+            raise SweepFailed(sweep)
         best = sweep.best
         if best is not None:
             rec = best.record()

@@ -161,6 +161,8 @@ def run(
     Raises:
         ValueError: an argument tfc.run refused (a :class:`~tfc_jupyter.errors.TfcError` too).
         TfcError: the job cannot be planned or launched, with the fix.
+        SweepFailed: a sweep stopped as its trials failed, or its tuning job failed
+            (:class:`~tfc_jupyter.trials.trial_table.SweepFailed`; ``.sweep`` is the sweep).
     """
     if remote():
         return None
@@ -197,10 +199,13 @@ def run(
     for warning in plan.warnings:
         print(f"! {warning}", file=sys.stderr)
     if plan.sweep is not None:  # sweep=[...]: its trials, to the end (tfc_jupyter.trials.trials)
+        from .trials.trial_table import SweepFailed
         from .trials.trials import run_sweep
 
         sweep = run_sweep(client, plan)
         print(sweep.summary_line(), file=sys.stderr)
+        if sweep.failure:  # its trials stopped it, or its tuning job failed
+            raise SweepFailed(sweep)
         return sweep
     job = client.submit(plan)
     spec = plan.spec

@@ -759,6 +759,30 @@ export interface components {
                     line: string;
                 }[];
             } | null;
+            /** @description --sweep: its size, time and cost before launch (each trial priced as this plan's one job); null without a sweep */
+            sweep_estimate: {
+                trials: number;
+                /** @description trials at once */
+                parallel: number;
+                /** @description trials / parallel, rounded up: the rounds of trials at once */
+                rounds: number;
+                machines_per_trial: number;
+                billed: boolean;
+                /** @description --timeout in hours (null: none bounds a trial) */
+                hours_per_trial: number | null;
+                /** @description at most: rounds x hours_per_trial */
+                hours: number | null;
+                /** @description at most, where it bills: machines x hours_per_trial x trials */
+                machine_hours: number | null;
+                /** @description USD, list prices (null: not billed, or no list price) */
+                cost_per_hour_per_trial: number | null;
+                /** @description USD at most: a trial's whole --timeout */
+                cost_per_trial: number | null;
+                /** @description USD at most: cost_per_trial x trials */
+                cost: number | null;
+                /** @example sweep estimate: 6 trials, 2 at once: 3 rounds of at most 90m (--timeout): at most 4.5 h in all; nothing billed (it runs on this machine) */
+                text: string;
+            } | null;
             /** @description the job's options: the cell's flags with the request's over them (what differs from the defaults) */
             options: Record<string, unknown>;
             /** @description the equivalent %%tfc_run line */

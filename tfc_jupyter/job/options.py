@@ -29,6 +29,7 @@ from ..config import Settings
 from ..errors import Fix, SpecError
 from ..registry import DEFAULT
 from ..sweep import methods
+from ..sweep.spec import check_counts
 from . import catalog
 from .google_target import GoogleTarget
 from .spec import (
@@ -46,11 +47,16 @@ T = TypeVar("T")
 HELP_HINT = "see %%tfc_run? (or tfc-jupyter plan --help) for the flags"
 
 
-def _count(text: str) -> int:
+def _whole(text: str) -> int:
+    """A whole number, any sign (a sweep's counts: their own check names the fix)."""
     try:
-        value = int(text)
+        return int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+
+
+def _count(text: str) -> int:
+    value = _whole(text)
     if value < 0:
         raise argparse.ArgumentTypeError(f"expected 0 or more, got {value}")
     return value
@@ -98,6 +104,17 @@ def check_path_value(key: str, value: str) -> None:
     )
 
 
+def _typed_zero_trials(values: Mapping[str, Any]) -> None:
+    """``--trials 0`` written (a flag, a keyword) runs no trial: refused with its fixes (it was
+    taken as "not given"). A form's 0 is its empty box, the default (JSON keeps that reading).
+
+    Raises:
+        SpecError: with the fixes as data.
+    """
+    if values.get("trials") == 0 and not isinstance(values.get("trials"), bool):
+        check_counts(0, 1)
+
+
 @dataclass(frozen=True)
 class Flag:
     """How one option is written as a flag (declared on its :class:`JobOptions` field)."""
@@ -117,6 +134,7 @@ class Flag:
     separator: str = ","  # a list's items in one text box are split on this (" ": and commas)
     only_with: tuple[str, ...] = ()  # the panel and the form send it only when these are set
     only_without: tuple[str, ...] = ()  # ... and only when these are not (a TPU: no GPUs)
+    signed: bool = False  # a count read as any whole number: the sweep checks it, with fixes
 
 
 def option(default: Any, help: str, **flag: Any) -> Any:
@@ -291,6 +309,7 @@ class JobOptions:
         label="Trials",
         group="Sweep",
         neutral="0",
+        signed=True,  # --trials 0 or -1 is refused with its fixes (sweep.spec.check_counts)
     )
     parallel: int = _opt(
         1,
@@ -298,6 +317,7 @@ class JobOptions:
         metavar="N",
         label="Trials at once",
         group="Sweep",
+        signed=True,
     )
     metric: str | None = _opt(
         None,
@@ -435,6 +455,7 @@ class JobOptions:
         values: dict[str, Any] = {
             k: tuple(v) if isinstance(v, list) else v for k, v in parsed.items()
         }
+        _typed_zero_trials(values)
         return cls._made(values)
 
     @classmethod
@@ -481,6 +502,7 @@ class JobOptions:
     def of(cls, **kwargs: Any) -> JobOptions:
         """Options from Python keyword arguments (``JobOptions.of(workers=2)``), checked as
         :meth:`from_json` checks JSON; ``wait``, ``notebook`` and ``interactive`` are taken."""
+        _typed_zero_trials(kwargs)
         return cls._checked(kwargs, {f.name: f for f in all_fields()})
 
     @classmethod
@@ -608,7 +630,7 @@ class OptionField:
             if self.kind == "list":
                 kwargs["action"] = "append"
             if self.kind == "count":
-                kwargs["type"] = _count
+                kwargs["type"] = _whole if self.flag.signed else _count
             if self.flag.const is not None:
                 kwargs.update(nargs="?", const=self.flag.const)
         if not only_given:
@@ -681,7 +703,7 @@ class OptionField:
             if isinstance(value, float) and value.is_integer():
                 value = int(value)  # 2.0: JSON's number 2 as some clients write it
             try:
-                return _count(str(value).strip())
+                return (_whole if self.flag.signed else _count)(str(value).strip())
             except argparse.ArgumentTypeError as exc:
                 raise SpecError(f"option {key!r}: {exc}", f"send {key}: 1", field=key) from None
         return str(value)

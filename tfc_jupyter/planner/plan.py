@@ -160,7 +160,41 @@ class Plan:
             "line": options.to_line(),
             "refused": self.refused.to_dict() if self.refused else None,
             "sweep": self.sweep.to_dict() if self.sweep else None,
+            "sweep_estimate": self.sweep_estimate(),
         }
+
+    def sweep_estimate(self) -> dict[str, Any] | None:
+        """A sweep's size, time and cost before launch (None: no sweep): its trials, how many
+        at once and in how many rounds; where ``--timeout`` bounds a trial, the hours in all
+        (at most), and where it bills, the machine-hours and the cost of one trial times the
+        trials; ``text``: the dry run's line.
+        Each trial is priced as this plan's one job is (its machines, its list prices)."""
+        if self.sweep is None:
+            return None
+        spec, sweep = self.spec, self.sweep.spec
+        billed = registry.traits(spec.backend).billed
+        machines = sum(n for _, n, _ in self.pools())
+        hours = spec.timeout_s / 3600 if spec.timeout_s else None
+        rate = spec.cost_per_hour() if billed else None
+        per_trial = self.cost_at_most()
+        rounds = -(-sweep.trials // sweep.parallel)  # trials at once, round after round
+        out: dict[str, Any] = {
+            "trials": sweep.trials,
+            "parallel": sweep.parallel,
+            "rounds": rounds,
+            "machines_per_trial": machines,
+            "billed": billed,
+            "hours_per_trial": round(hours, 4) if hours is not None else None,
+            "hours": round(hours * rounds, 2) if hours is not None else None,
+            "machine_hours": round(machines * hours * sweep.trials, 2)
+            if billed and hours
+            else None,
+            "cost_per_hour_per_trial": rate,
+            "cost_per_trial": per_trial,
+            "cost": round(per_trial * sweep.trials, 2) if per_trial is not None else None,
+        }
+        out["text"] = _estimate_text(out, self._unbilled(), _hours(spec) if hours else None)
+        return out
 
     # ------------------------------------------------------------------ rendering
     def _pool_lines(self) -> list[str]:
@@ -261,6 +295,7 @@ class Plan:
         out.append(f"restarts: {self.restarts()}")
         if self.sweep is not None:
             out += self.sweep.lines()
+            out.append((self.sweep_estimate() or {}).get("text", ""))
         out.append("requirements: " + (", ".join(self.requirements) or "none"))
         if self.route is not None:
             out.append(f"route: {self.route.kind} ({self.route.reason})")
@@ -421,6 +456,32 @@ def _machine_notes(spec: JobSpec) -> list[str]:
             if note and note not in notes:
                 notes.append(note)
     return notes
+
+
+def _estimate_text(est: dict[str, Any], unbilled: str | None, timeout: str | None) -> str:
+    """The dry run's ``sweep estimate:`` line (:meth:`Plan.sweep_estimate`)."""
+    trials, parallel, rounds = est["trials"], est["parallel"], est["rounds"]
+    text = f"sweep estimate: {_n(trials, 'trial')}, {parallel} at once: {_n(rounds, 'round')}"
+    if timeout is None:
+        text += ", each as long as its longest trial (no --timeout bounds a trial)"
+    else:
+        text += f" of at most {timeout} (--timeout): at most {est['hours']:,g} h in all"
+    if unbilled is not None:
+        return f"{text}; {unbilled.removeprefix('cost: ')}"
+    text += f"; {_n(est['machines_per_trial'], 'machine')} a trial"
+    if est["machine_hours"] is not None:
+        text += f": at most {est['machine_hours']:,g} machine-hours"
+    rate = est["cost_per_hour_per_trial"]
+    if est["cost"] is not None:
+        one, total = est["cost_per_trial"], est["cost"]
+        return f"{text}; at most ${one:,.2f} a trial x {trials} = ${total:,.2f}"
+    if rate is not None:
+        return f"{text}; ${rate:,.2f}/h a trial, ${rate * parallel:,.2f}/h with {parallel} at once"
+    return f"{text}; no list price for its machines: its cost is unknown"
+
+
+def _n(count: int, word: str) -> str:
+    return f"{count} {word}" + ("" if count == 1 else "s")
 
 
 def _hours(spec: JobSpec) -> str:
@@ -813,6 +874,9 @@ def _make_plan(selection: Selection, ns: JobOptions, settings: Settings) -> Plan
         )
     if sweep is not None:
         _refuse_method_not_run(sweep.spec.method, traits)
+        rules = getattr(registry.load(spec.backend), "check_sweep", None)
+        if rules is not None:  # the backend's own rules (Vertex AI: Vizier's on the values)
+            rules(sweep.spec)
     builds = traits.runs_image and not spec.image.image  # the job runs an image we build
     found: list[str] = []
     need_warnings: list[str] = []

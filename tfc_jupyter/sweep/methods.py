@@ -15,10 +15,11 @@ importing an optimizer.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import itertools
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, Protocol
 
-from ..errors import SpecError
+from ..errors import Fix, SpecError
 
 
 class Swept(Protocol):
@@ -84,6 +85,15 @@ class Method:
         """The Optuna sampler that picks a local sweep's values (Optuna imported now)."""
         raise NotImplementedError(f"the {self.name} method has no sampler for a local sweep")
 
+    def next_values(self, sweep: Sweep, ran: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
+        """The values the next trial of a local sweep takes, given those of the trials that
+        ran or run (``ran``: a stopped trial's are not there); None: the sampler picks them."""
+        return None
+
+    def left(self, sweep: Sweep, ran: Sequence[Mapping[str, Any]]) -> int | None:
+        """How many more trials it has values for (None: as many as ``--trials`` asks)."""
+        return None
+
 
 METHODS: dict[str, type[Method]] = {}
 """Method name -> its class, in the order they were defined (the first is the default)."""
@@ -122,7 +132,11 @@ def get(name: str) -> Method:
     """
     cls = METHODS.get(name)
     if cls is None:
-        raise SpecError(f"--method {name!r} is unknown", f"pass --method {' or '.join(METHODS)}")
+        raise SpecError(
+            f"--method {name!r} is unknown",
+            [Fix.set("method", known, verb="use") for known in METHODS],
+            field="method",
+        )
     return cls()
 
 
@@ -161,8 +175,9 @@ class Grid(Method):
         if size is None:
             floats = [p.name for p in params if p.grid() is None]
             raise SpecError(
-                f"a grid cannot list {', '.join(floats)} (a float range)",
-                "give it a list of values, or use --method random or bayes",
+                f"a grid cannot list {', '.join(floats)} (a float range): give it a list of values",
+                [Fix.set("method", "random", verb="use"), Fix.set("method", "bayes", verb="use")],
+                field="method",
             )
 
     def default_trials(self, size: int | None) -> int:
@@ -172,11 +187,31 @@ class Grid(Method):
         if size is not None and trials > size:
             raise SpecError(
                 f"--trials {trials} is more than the grid's {size} combinations",
-                f"pass --trials {size} or fewer",
+                Fix.set("trials", size, after=" or fewer"),
+                field="trials",
             )
 
     def sampler(self, sweep: Sweep) -> Any:
+        """Never asked: :meth:`next_values` gives each trial its values (Optuna's grid sampler
+        counts a point whose trial was stopped, or asked and never launched, as done, and
+        then runs a done point again)."""
         import optuna
 
-        space = {p.name: list(p.grid() or ()) for p in sweep.params}
-        return optuna.samplers.GridSampler(space)
+        return optuna.samplers.RandomSampler()
+
+    @staticmethod
+    def _points(sweep: Sweep) -> list[tuple[Any, ...]]:
+        return list(itertools.product(*(p.grid() or () for p in sweep.params)))
+
+    def _open(self, sweep: Sweep, ran: Sequence[Mapping[str, Any]]) -> list[tuple[Any, ...]]:
+        """The grid's points no trial ran or runs, in the grid's order."""
+        names = [p.name for p in sweep.params]
+        taken = {tuple(values.get(n) for n in names) for values in ran}
+        return [point for point in self._points(sweep) if point not in taken]
+
+    def next_values(self, sweep: Sweep, ran: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
+        points = self._open(sweep, ran)
+        return dict(zip((p.name for p in sweep.params), points[0], strict=True)) if points else None
+
+    def left(self, sweep: Sweep, ran: Sequence[Mapping[str, Any]]) -> int | None:
+        return len(self._open(sweep, ran))

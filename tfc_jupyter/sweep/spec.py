@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal, cast
 
-from ..errors import SpecError
+from ..errors import Fix, SpecError
 from . import methods
 
 Kind = Literal["uniform", "loguniform", "int", "choice"]
@@ -116,6 +116,12 @@ class SweepSpec:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "names", tuple(p.name for p in self.params))
+
+    @property
+    def max_failed(self) -> int:
+        """Failed trials that stop the sweep: a third of its trials (Vertex AI's
+        ``maxFailedTrialCount``, and the driver's rule here)."""
+        return max(1, math.ceil(self.trials / 3))
 
     def grid_size(self) -> int | None:
         """The number of value combinations, or None when a parameter is a float range."""
@@ -228,6 +234,14 @@ _CONTROL = ("Cc", "Cs", "Zl", "Zp")
 """Characters a swept string may not hold: controls (NUL, line breaks), lone surrogates."""
 
 
+def _same_value(a: Choice, b: Choice) -> bool:
+    """Two listed values a trial cannot tell apart: equal strings, or numbers equal as numbers
+    (``1``, ``1.0`` and ``True``: Optuna records each as the first listed)."""
+    if isinstance(a, str) or isinstance(b, str):
+        return type(a) is type(b) and a == b
+    return a == b
+
+
 def _choices(text: str, node: ast.List | ast.Tuple) -> tuple[Choice, ...]:
     """The values of a ``[A, B, ...]`` list: literals, none twice, at least one."""
     values: list[Choice] = []
@@ -249,8 +263,15 @@ def _choices(text: str, node: ast.List | ast.Tuple) -> tuple[Choice, ...]:
                 "break ...)",
                 "list values without control characters",
             )
-        if any(type(v) is type(value) and v == value for v in values):
-            raise SpecError(f"--sweep {text!r} lists {value!r} twice", "list each value once")
+        same = next((v for v in values if _same_value(v, value)), None)
+        if same is not None:
+            raise SpecError(
+                f"--sweep {text[:80]!r} lists {value!r} twice"
+                if type(same) is type(value)
+                else f"--sweep {text[:80]!r} lists {same!r} and {value!r}, equal as numbers (a "
+                "trial would run the first for both)",
+                "list each value once",
+            )
         values.append(value)
     if not values:
         raise SpecError(f"--sweep {text!r} lists no values", "e.g. units=[64, 128, 256]")
@@ -286,22 +307,60 @@ def sweep_spec(
     how = methods.get(method)
     name = metric or DEFAULT_METRIC
     if not name.strip() or any(c.isspace() or not c.isprintable() for c in name):
-        raise SpecError(f"--metric {name!r} is not a metric name", "e.g. --metric val_accuracy")
+        raise SpecError(
+            f"--metric {name!r} is not a metric name",
+            Fix.give("metric", "NAME", after=" (a name the job reports, e.g. val_accuracy)"),
+            field="metric",
+        )
     chosen = goal or default_goal(name)
     if chosen not in GOALS:
         raise SpecError(
             f"--goal {goal!r} is not min or max"
             if goal
             else f"cannot tell whether {name!r} should go up or down",
-            f"pass --goal max or --goal min with --metric {name}",
+            [Fix.set("goal", g, after=f" with --metric {name}") for g in ("max", "min")],
+            field="goal",
         )
     spec = SweepSpec(parsed, 1, 1, name, cast(Goal, chosen), method, prune)
     size = spec.grid_size()
     how.check(parsed, size)
     count = trials if trials is not None else how.default_trials(size)
-    if count < 1:
-        raise SpecError(f"--trials {count} is below 1", "e.g. --trials 10")
-    if parallel < 1:
-        raise SpecError(f"--parallel {parallel} is below 1", "e.g. --parallel 2")
+    check_counts(count, parallel)
     how.check_trials(count, size)
     return SweepSpec(parsed, count, min(parallel, count), name, cast(Goal, chosen), method, prune)
+
+
+MAX_TRIALS = 10_000
+"""The most trials a sweep runs, and runs at once (``--trials``, ``--parallel``)."""
+
+
+def check_counts(trials: int, parallel: int) -> None:
+    """Refuse a number of trials, or of trials at once, below 1 or over :data:`MAX_TRIALS`.
+
+    Raises:
+        SpecError: one line, the fixes as data (``field``: the flag at fault).
+    """
+    if trials < 1:
+        raise SpecError(
+            f"--trials {trials} runs no trial",
+            [Fix.drop("trials", after=" (10 trials, or the whole grid)"), Fix.give("trials", "N")],
+            field="trials",
+        )
+    if trials > MAX_TRIALS:
+        raise SpecError(
+            f"--trials {trials} is over {MAX_TRIALS:,}",
+            Fix.set("trials", MAX_TRIALS, after=" or fewer"),
+            field="trials",
+        )
+    if parallel < 1:
+        raise SpecError(
+            f"--parallel {parallel} runs no trial at once",
+            [Fix.drop("parallel", after=" (one at a time)"), Fix.give("parallel", "N")],
+            field="parallel",
+        )
+    if parallel > MAX_TRIALS:
+        raise SpecError(
+            f"--parallel {parallel} is over {MAX_TRIALS:,}",
+            Fix.set("parallel", min(trials, MAX_TRIALS), after=" or fewer"),
+            field="parallel",
+        )

@@ -85,6 +85,35 @@ class Sweep:
         """The handle of the one job that runs the sweep (a tuning job), or None."""
         return self.client.job(self.job_id) if self.job_id and self.client else None
 
+    @property
+    def stopped(self) -> str:
+        """Why a sweep driven here ended before running its trials, in words (``sweep stopped:
+        1 of 3 trials failed (trial 0: ZeroDivisionError ...); 2 trials not run``): its failed
+        trials reached a third of them. "" while a trial runs, or when it did not stop."""
+        failed = [t for t in self.trials if t.state == "failed"]
+        if self.job_id or len(failed) < self.spec.max_failed:
+            return ""
+        if any(t.state == "running" for t in self.trials):
+            return ""
+        not_run = self.spec.trials - sum(t.state != "stopped" for t in self.trials)
+        if not_run <= 0:
+            return ""
+        first = min(failed, key=lambda t: t.number)
+        why = " ".join(first.note.split())
+        why = why if len(why) <= 200 else why[:199] + "…"
+        return (
+            f"sweep stopped: {len(failed)} of {self.spec.trials} trials failed (trial "
+            f"{first.number}: {why or 'no reason recorded'}); {_trials(not_run)} not run"
+        )
+
+    @property
+    def failure(self) -> str:
+        """Why the sweep failed, as a failed job's error: it stopped (:attr:`stopped`), or its
+        one job failed (a tuning job); "" when it did not."""
+        if self.job_id and self.state == "failed":
+            return f"job {self.job_id} failed: {self.error or 'no reason recorded'}"
+        return self.stopped
+
     def counts(self) -> dict[str, int]:
         """Trials in each state."""
         out: dict[str, int] = {}
@@ -107,7 +136,7 @@ class Sweep:
                 f"({_values(best.values)})"
             )
             text += f", job {best.job_id}" if best.job_id else ""
-        return text
+        return text + (f"; {self.stopped}" if self.stopped else "")
 
     def _rows(self, *, notes: bool) -> list[list[str]]:
         """The header, then a row a trial: number, values, state, metric, time, job. The best
@@ -180,6 +209,29 @@ class Sweep:
 
     def __repr__(self) -> str:
         return self.summary_line()
+
+
+class SweepFailed(Exception):
+    """A sweep the cell (or ``run()``) ran failed: it stopped as its trials failed, or its
+    tuning job failed. The cell ends in error, as with a failed job (Run All stops there),
+    shown as one line, not a traceback; ``sweep`` is the sweep (its table, its trials)."""
+
+    def __init__(self, sweep: Sweep) -> None:
+        super().__init__(f"{sweep.id}: {sweep.failure}")
+        self.sweep = sweep
+
+    def _render_traceback_(self) -> list[str]:
+        """What IPython shows instead of a traceback."""
+        failed = [t for t in self.sweep.trials if t.state == "failed" and t.job_id]
+        logs = f"; a failed trial's lines: %tfc_logs {failed[0].job_id}" if failed else ""
+        return [
+            f"\x1b[31mSweep {self.sweep.id} failed\x1b[0m: {self.sweep.failure}",
+            f"Its trials: _tfc_sweep.table(){logs}",
+        ]
+
+
+def _trials(n: int) -> str:
+    return f"{n} trial" + ("" if n == 1 else "s")
 
 
 def trial_line(trial: Trial, metric: str) -> str:

@@ -261,12 +261,13 @@ class _Driver:
         self.client, self.plan, self.sweep, self.study = client, plan, sweep, study
         self.dists, self.optuna, self.on_change, self.poll_s = dists, optuna, on_change, poll_s
         self.spec = sweep.spec
+        self.method = methods.get(self.spec.method)
         self.running: dict[int, tuple[Trial, Job, Any]] = {}  # number -> trial, job, optuna's
 
     def run(self) -> None:
         self._load()
         self._changed()
-        max_failed = max(1, math.ceil(self.spec.trials / 3))
+        max_failed = self.spec.max_failed
         while True:
             changed = self._harvest()
             failed = sum(t.state == "failed" for t in self.sweep.trials)
@@ -275,8 +276,9 @@ class _Driver:
                 len(self.running) < self.spec.parallel
                 and counted < self.spec.trials
                 and failed < max_failed
+                and self.method.left(self.spec, self._ran()) != 0  # a grid covered: done
             ):
-                self._launch()
+                self._launch(self.method.next_values(self.spec, self._ran()))
                 counted += 1
                 changed = True
             if changed:
@@ -341,7 +343,14 @@ class _Driver:
                     trial.curve = curve(self.client.job(job_id).results(), self.spec.metric)
             self.sweep.trials.append(trial)
 
-    def _launch(self) -> None:
+    def _ran(self) -> list[dict[str, Value]]:
+        """The values of the trials that ran or run (a stopped trial's are not among them)."""
+        return [t.values for t in self.sweep.trials if t.state != "stopped"]
+
+    def _launch(self, fixed: dict[str, Any] | None = None) -> None:
+        """Launch the next trial: Optuna's values, or ``fixed`` (the method's own: a grid's)."""
+        if fixed is not None:
+            self.study.enqueue_trial(fixed, skip_if_exists=False)
         asked = self.study.ask(self.dists)
         values = dict(asked.params)
         trial = Trial(asked.number, values, "running")

@@ -166,7 +166,8 @@ export type Checks = [
       | 'request_title'
       | 'cost_at_most'
       | 'restarts'
-      | 'sweep',
+      | 'sweep'
+      | 'sweep_estimate',
       'spec'
     >
   >,

@@ -60,6 +60,7 @@ if TYPE_CHECKING:
     from ...config import Settings
     from ...image.context import Context
     from ...planner.plan import Plan
+    from ...sweep.spec import SweepSpec
 
 WATCH_FILE = "vertex.json"
 MAX_WATCHER_STARTS = 4
@@ -103,6 +104,12 @@ class VertexBackend:
         """Refuse, as Vertex AI would, the spec's scheduling, placement, disks and networks
         against its machines (every spec of a Vertex AI job, a dry run's too)."""
         scheduling.check(spec)
+
+    @classmethod
+    def check_sweep(cls, sweep: SweepSpec) -> None:
+        """Refuse, as Vizier would, a sweep's values (a discrete list over 1,000 values or with
+        two closer than 1e-10, categories that read alike as text): the plan's check."""
+        vertex_request.check_study(sweep)
 
     @classmethod
     def route(

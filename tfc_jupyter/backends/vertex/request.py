@@ -7,17 +7,18 @@ submits this same body.
 
 from __future__ import annotations
 
-import math
+import itertools
 import re
 from typing import TYPE_CHECKING, Any
 
 from tfc_runtime.protocol import REPORT_KEY_ENV, ROLES
 
-from ...errors import SpecError
+from ...errors import Fix, SpecError
 from ...job.catalog import Machine
 from ...job.options import target_options
 from ...job.replica import container_args
 from ...job.spec import JOB_ENV, JobSpec
+from ...registry import DEFAULT as DEFAULT_BACKEND
 from ...registry import Preview
 from . import scheduling
 from .options import VERTEX_DEFAULTS, VertexOptions
@@ -231,8 +232,20 @@ def _algorithm(method: str) -> str:
     return ALGORITHMS[method]
 
 
+DISCRETE_MAX = 1_000
+"""The most values of a ``DiscreteValueSpec`` (StudySpec.ParameterSpec)."""
+DISCRETE_GAP = 1e-10
+"""A ``DiscreteValueSpec``'s values are in increasing order, at least this far apart."""
+
+
 def _parameter(param: Param) -> dict[str, Any]:
-    """One swept name as a Vertex AI ``ParameterSpec``."""
+    """One swept name as a Vertex AI ``ParameterSpec``, as Vizier takes it: a discrete spec's
+    values in increasing order (the notebook's order was sent), at least 1e-10 apart and at
+    most 1,000; a categorical spec's values each once as text.
+
+    Raises:
+        SpecError: values Vertex AI would refuse, with the fixes as data.
+    """
     spec: dict[str, Any] = {"parameterId": param.name}
     if param.kind in ("uniform", "loguniform"):
         spec["doubleValueSpec"] = {"minValue": param.low, "maxValue": param.high}
@@ -242,10 +255,62 @@ def _parameter(param: Param) -> dict[str, Any]:
                                     "maxValue": str(int(param.high or 0))}  # fmt: skip
         spec["scaleType"] = "UNIT_LINEAR_SCALE"
     elif all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in param.grid() or ()):
-        spec["discreteValueSpec"] = {"values": [float(v) for v in param.grid() or ()]}
+        spec["discreteValueSpec"] = {"values": _discrete(param)}
     else:  # strings, booleans, mixed: the trial reads each back as the notebook wrote it
-        spec["categoricalValueSpec"] = {"values": [str(v) for v in param.choices]}
+        spec["categoricalValueSpec"] = {"values": _categories(param)}
     return spec
+
+
+def _refused(param: Param, why: str) -> SpecError:
+    """Vertex AI's refusal of a swept name's values, with the fixes as data."""
+    return SpecError(
+        f"--sweep {param.name}: {why}",
+        [
+            Fix.give("sweep", f"{param.name}=[...]", after=" with values Vertex AI takes"),
+            Fix.set("backend", DEFAULT_BACKEND, verb="use", after=" (Optuna takes them)"),
+        ],
+        field="sweep",
+    )
+
+
+def _discrete(param: Param) -> list[float]:
+    """A discrete spec's values, increasing; refused over 1,000 or closer than 1e-10."""
+    values = sorted(float(v) for v in param.grid() or ())
+    if len(values) > DISCRETE_MAX:
+        raise _refused(
+            param, f"{len(values):,} values; Vertex AI takes at most {DISCRETE_MAX:,} in a list"
+        )
+    for low, high in itertools.pairwise(values):
+        if high - low < DISCRETE_GAP:
+            raise _refused(
+                param,
+                f"{low!r} and {high!r} are closer than {DISCRETE_GAP:g}, which Vertex AI refuses",
+            )
+    return values
+
+
+def _categories(param: Param) -> list[str]:
+    """A categorical spec's values as text, each once (``1`` and ``'1'`` are one category)."""
+    out: list[str] = []
+    for value in param.choices:
+        text = str(value)
+        if text in out:
+            raise _refused(
+                param, f"Vertex AI reads {text!r} twice among the categories {param.space}"
+            )
+        out.append(text)
+    return out
+
+
+def check_study(sweep: SweepSpec) -> None:
+    """Refuse, as Vertex AI would, a sweep's study: each parameter's values (the plan's check,
+    a dry run's too, before a request is shown or sent).
+
+    Raises:
+        SpecError: one line, with the fixes as data.
+    """
+    for param in sweep.params:
+        _parameter(param)
 
 
 def tuning_job_body(
@@ -271,7 +336,7 @@ def tuning_job_body(
         },
         "maxTrialCount": sweep.trials,
         "parallelTrialCount": sweep.parallel,
-        "maxFailedTrialCount": max(1, math.ceil(sweep.trials / 3)),
+        "maxFailedTrialCount": sweep.max_failed,
         "trialJobSpec": single["jobSpec"],
         "labels": single["labels"],
     }

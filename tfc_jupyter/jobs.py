@@ -145,6 +145,8 @@ def launch(plan: Plan, *, store: JobStore | None = None) -> Job:
     try:
         store.path.parent.joinpath("jobs").mkdir(mode=0o700, exist_ok=True)
         write_job_dir(plan, job_dir)
+        if plan.selection.received is not None:  # names from the kernel (notebook/carry.py)
+            shutil.move(str(plan.selection.received), job_dir / "received")
         # the kernel's own copy of its run cell, outside the job folder (tfc_jupyter.returns.border)
         border.keep(store.path.parent, job_id, plan.script.text, plan.source_map_text())
     except FileExistsError:  # another job's folder: never touch it

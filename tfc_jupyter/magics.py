@@ -134,6 +134,9 @@ class TfcMagics(Magics):
             selection = capture.select_cells(
                 nb, path=path, how=how, magic_line=line, body=body, executed=ran
             )
+            from .notebook import carry
+
+            carry.carry(selection, self.shell.user_ns)  # type: ignore[union-attr]
         selection.warnings[:0] = warnings
         return selection
 
@@ -225,6 +228,8 @@ class TfcMagics(Magics):
         notebook = cell.in_notebook(self.shell)
         if notebook and plan.selection.cell_id is None:  # the cell the job's output stays with
             plan.selection.cell_id = cell.run_cell_id(self.shell)
+        if plan.selection.carried:  # an earlier run cell's names: sent into the job
+            self._send(plan)
         if plan.sweep is not None:
             return self._sweep(plan, notebook)
         with _build_progress(self.shell):
@@ -254,6 +259,23 @@ class TfcMagics(Magics):
         return _follow_in_cell(
             job, verbose=args.verbose, shell=self.shell, lines=lines, cell_run=True
         )
+
+    def _send(self, plan: Plan) -> None:
+        """Write the names an earlier run cell brought back for the job to receive
+        (:mod:`tfc_jupyter.notebook.carry`): jobs on this machine read them from their folder."""
+        from . import registry
+        from .notebook import carry
+
+        traits = registry.traits(plan.spec.backend)
+        if not (traits.on_this_machine or traits.image_here):
+            names = ", ".join(plan.selection.carried)
+            raise UsageError(
+                f"{names} came back from an earlier %%tfc_run cell and is sent to jobs on this "
+                f"machine only, not yet to {traits.label}. Fix: run this cell with --backend "
+                "local, or move the code that reads it into that %%tfc_run cell"
+            )
+        home = self._client(plan.settings).store.path.parent / "received"
+        plan.selection.received = carry.send(plan.selection, self.shell.user_ns, home)  # type: ignore[union-attr]
 
     def _sweep(self, plan: Plan, notebook: bool) -> Any:
         """Run the plan's sweep (:mod:`tfc_jupyter.trials.trials`): its table and plot kept up to

@@ -200,10 +200,34 @@ def save_names(
         results.emit({"event": "cell", "names": [], "stayed": {n: "no folder to send it back"
                       for n in names}, "time": time.time()})  # fmt: skip
         return None
-    os.makedirs(os.path.join(folder, "models"), mode=0o700, exist_ok=True)
     manifest = Manifest(partial=partial)
     if effects is not None:
         manifest.changed, manifest.deleted = dict(effects.changed), list(effects.deleted)
+    write_manifest(folder, namespace, names, early, manifest, state.code, state.out)
+    where = folder
+    if remote is not None:
+        where = upload(folder, remote)
+    results.emit({"event": "cell", "folder": where, "names": list(manifest.names),
+                  "stayed": manifest.stayed, "time": time.time(),
+                  **({"partial": partial} if partial else {})})  # fmt: skip
+    return manifest
+
+
+def write_manifest(
+    folder: str,
+    namespace: dict[str, Any],
+    names: list[str],
+    early: dict[str, tuple[Any, codecs.Codec]],
+    manifest: Manifest,
+    code: tuple[str, ...] = (),
+    cell_out: Any = None,
+) -> Manifest:
+    """Write ``names`` of ``namespace`` (and the ``early`` values, :func:`_early`) into
+    ``folder`` as a cell folder: each by the first codec that claims it, its arrays in one
+    ``arrays.npz``, listed in ``values.json`` (``manifest``, filled in and returned); what
+    cannot travel is in ``manifest.stayed``. ``code``: names the kernel binds by running its
+    own copy of the cell's statements; ``cell_out``: the cell's ``Out[]``."""
+    os.makedirs(os.path.join(folder, "models"), mode=0o700, exist_ok=True)
     out = _Writer(folder)
     for key, (value, codec) in early.items():
         try:
@@ -217,7 +241,7 @@ def save_names(
         value = namespace[n]
         if n in manifest.names or n in manifest.stayed:
             continue
-        if n in state.code:  # a module, function or class (decorated too): the kernel
+        if n in code:  # a module, function or class (decorated too): the kernel
             manifest.names[n] = {"kind": codecs.CODE}  # runs the cell's import, def and
             continue  # class statements itself
         by = codecs.claiming(value, early=False)
@@ -231,9 +255,9 @@ def save_names(
         except Exception as exc:
             manifest.stayed[n] = _why(exc, value, by)
     manifest.order = [n for n in names if n in manifest.names]
-    if state.out is not None and codecs.claiming(state.out, early=True) is None:
+    if cell_out is not None and codecs.claiming(cell_out, early=True) is None:
         with contextlib.suppress(codecs.Unsupported):  # else its bundle shows it
-            manifest.out = {"value": out.encode(state.out)}
+            manifest.out = {"value": out.encode(cell_out)}
     out.private()
     if out.encoder.arrays:
         import numpy as np
@@ -245,12 +269,6 @@ def save_names(
     with open(path, "w", encoding="utf-8") as f:
         json.dump(manifest.to_json(), f, allow_nan=False)
     private(path)
-    where = folder
-    if remote is not None:
-        where = upload(folder, remote)
-    results.emit({"event": "cell", "folder": where, "names": list(manifest.names),
-                  "stayed": manifest.stayed, "time": time.time(),
-                  **({"partial": partial} if partial else {})})  # fmt: skip
     return manifest
 
 

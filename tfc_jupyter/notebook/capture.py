@@ -50,6 +50,8 @@ class Selection:
     left_out: list[Cell] = field(default_factory=list)  # cells above left out: run cells, tagged
     cell_id: str | None = None  # the run cell's nbformat id, as the frontend sent it
     folder: Path | None = None  # with no notebook file: the folder the kernel started in
+    carried: dict[str, int] = field(default_factory=dict)  # names an earlier run cell sends
+    received: Path | None = None  # at launch: their values, for the job folder's received/
 
     @property
     def name(self) -> str:

@@ -152,7 +152,7 @@ class _Source:
         self.name = ""
         self.budget = budget
         self.tmp = tmp
-        self.decoder = Decoder(arrays)
+        self.decoder = Decoder(arrays, loaded=self.loaded)
         self.models: dict[str, Any] = {}
         self.admitted: set[str] = set()
 
@@ -276,17 +276,16 @@ def bring_back(
     arrays = _arrays(job_dir, got)
     try:
         with tempfile.TemporaryDirectory(prefix="tfc-cell-") as tmp:
-            _set_names(
-                _Source(job_dir, namespace, arrays, border.Budget(limit), Path(tmp)),
-                entries, admitted, internal, code_names, got, limit_mb,
-            )  # fmt: skip
+            src = _Source(job_dir, namespace, arrays, border.Budget(limit), Path(tmp))
+            _set_names(src, entries, admitted, internal, code_names, got, limit_mb)
         if manifest.out is not None:
             with contextlib.suppress(Exception):
                 if isinstance(arrays, border.Arrays):
                     arrays.budget = border.Budget(limit)
                 tree = manifest.out.get("value")
                 border.Budget(limit).take(border.tree_bytes(tree), "Out[]")
-                got.out, got.has_out = Decoder(arrays).decode(tree), True
+                got.out = src.decoder.decode(tree)  # a name's own object when it is one
+                got.has_out = True
     finally:
         if isinstance(arrays, border.Arrays):
             arrays.close()

@@ -1,0 +1,387 @@
+"""Values come back exactly as they were (issue 49): generated frames, series, indexes and nested
+containers go through the job's own writer (``giveback.save_names``: JSON and a pickle-free
+``.npz`` in a real job folder) and the kernel's own reader (``bring_back``, through the border),
+and come back equal with their dtypes, categories and their order, time zones, ``freq``,
+masks, types, and which names hold one object."""
+
+from __future__ import annotations
+
+import datetime
+import decimal
+import pathlib
+import tempfile
+from collections.abc import Iterator
+from types import SimpleNamespace
+from typing import Any
+from zoneinfo import ZoneInfo
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from tfc_runtime import giveback
+
+from tfc_jupyter.returns.border import KernelCell
+from tfc_jupyter.returns.returned import bring_back
+
+# -- the round trip: the job's writer, files, the kernel's reader ---------------------------
+
+
+def through_files(names: dict[str, Any], out: Any = None) -> tuple[dict[str, Any], Any]:
+    """``names`` as a run cell binds them, written by the job into a job folder and read back
+    by the kernel: the kernel's namespace, and ``Out[]``."""
+    with tempfile.TemporaryDirectory() as job, pytest.MonkeyPatch.context() as mp:
+        mp.setenv("TFC_JOB_DIR", job)
+        state = SimpleNamespace(
+            run_cell=1, binds=tuple(names), reads=(), code=(), chief=True, out=out,
+            started=0.0, workdir="",
+        )  # fmt: skip
+        manifest = giveback.save_names(state, dict(names))
+        assert manifest is not None and not manifest.stayed, manifest.stayed
+        namespace: dict[str, Any] = {}
+        cell = KernelCell.from_source(f"{', '.join(names)} = f()")
+        got = bring_back(job, namespace, kernel_cell=cell)
+        assert not got.stayed and not got.problems and got.names == list(names), got
+        return namespace, got.out
+
+
+def back(value: Any) -> Any:
+    """One value through the files."""
+    return through_files({"x": value})[0]["x"]
+
+
+# -- what "exactly" means --------------------------------------------------------------------
+
+
+def same_index(a: pd.Index, b: pd.Index) -> None:
+    pd.testing.assert_index_equal(a, b, exact=True, check_exact=True, check_categorical=True)
+    assert type(a) is type(b) and a.names == b.names
+    assert str(a.dtype) == str(b.dtype)
+    if isinstance(a, pd.MultiIndex):
+        for la, lb in zip(a.levels, b.levels, strict=True):
+            same_index(la, lb)
+        for ca, cb in zip(a.codes, b.codes, strict=True):
+            np.testing.assert_array_equal(ca, cb)
+    if isinstance(a, (pd.DatetimeIndex, pd.TimedeltaIndex)):
+        assert a.freq == b.freq
+    if isinstance(a.dtype, pd.CategoricalDtype):
+        same_categories(a.array, b.array)
+
+
+def same_categories(a: Any, b: Any) -> None:
+    """Same categories in the same order, same ``ordered``, same codes."""
+    assert list(a.categories) == list(b.categories)
+    assert a.ordered == b.ordered
+    np.testing.assert_array_equal(a.codes, b.codes)
+
+
+def same_column(a: pd.Series, b: pd.Series) -> None:
+    assert a.dtype == b.dtype and str(a.dtype) == str(b.dtype)
+    if isinstance(a.dtype, pd.CategoricalDtype):
+        same_categories(a.array, b.array)
+    if a.dtype == object:  # each object of its own type
+        for x, y in zip(a.tolist(), b.tolist(), strict=True):
+            same(x, y)
+    if isinstance(a.array, pd.arrays.FloatingArray):  # NA and NaN told apart
+        np.testing.assert_array_equal(np.asarray(a.isna()), np.asarray(b.isna()))
+        fa, fb = (s.to_numpy(dtype="float64", na_value=0.0) for s in (a, b))
+        np.testing.assert_array_equal(np.isnan(fa), np.isnan(fb))
+
+
+def same_frame(a: pd.DataFrame, b: pd.DataFrame) -> None:
+    pd.testing.assert_frame_equal(
+        a, b, check_exact=True, check_freq=True, check_flags=True, check_column_type=True,
+        check_index_type=True, check_categorical=True, check_like=False,
+    )  # fmt: skip
+    same_index(a.index, b.index)
+    same_index(a.columns, b.columns)
+    for i in range(a.shape[1]):
+        same_column(a.iloc[:, i], b.iloc[:, i])
+    assert a.attrs == b.attrs
+
+
+def same(a: Any, b: Any) -> None:
+    """``b`` is ``a`` again: same type all the way down, equal (NaN equal to NaN)."""
+    assert type(a) is type(b), (type(a), type(b))
+    if isinstance(a, pd.DataFrame):
+        same_frame(a, b)
+    elif isinstance(a, pd.Series):
+        pd.testing.assert_series_equal(a, b, check_exact=True, check_freq=True)
+        same_index(a.index, b.index)
+        same_column(a, b)
+    elif isinstance(a, pd.Index):
+        same_index(a, b)
+    elif isinstance(a, np.ndarray):
+        assert a.dtype == b.dtype
+        np.testing.assert_array_equal(a, b)
+    elif isinstance(a, (list, tuple)):
+        assert len(a) == len(b)
+        for x, y in zip(a, b, strict=True):
+            same(x, y)
+    elif isinstance(a, dict):
+        assert list(a) == list(b)
+        for k in a:
+            same(a[k], b[k])
+    elif isinstance(a, float) and a != a:
+        assert b != b
+    elif isinstance(a, decimal.Decimal):
+        assert str(a) == str(b)
+    elif isinstance(a, (datetime.datetime, datetime.time)):
+        assert a == b and a.tzinfo == b.tzinfo and a.fold == b.fold
+        assert (a.tzinfo is None) == (b.tzinfo is None)
+    else:
+        assert a == b
+
+
+# -- generated values ------------------------------------------------------------------------
+
+ZONES = st.one_of(
+    st.sampled_from(["UTC", "Europe/Paris", "America/New_York", "Asia/Kolkata"]).map(ZoneInfo),
+    st.integers(-14 * 60, 14 * 60).map(lambda m: datetime.timezone(datetime.timedelta(minutes=m))),
+    st.just(datetime.timezone.utc),
+)
+UNITS = st.sampled_from(["s", "ms", "us", "ns"])
+LABELS = st.text(max_size=6)
+SECONDS = st.integers(-(2**32), 2**33)  # 1834 to 2242: every unit holds them
+
+
+@st.composite
+def column(draw: st.DrawFn, n: int) -> Any:
+    """Data of one column of ``n`` rows, of a generated dtype."""
+    kind = draw(st.sampled_from([
+        "int", "float", "bool", "datetime", "zoned", "timedelta", "categorical", "Int",
+        "Float", "boolean", "string", "str", "object", "period",
+    ]))  # fmt: skip
+    sized = st.lists
+    if kind == "int":
+        dtype = draw(st.sampled_from(["int8", "int16", "int32", "int64", "uint8", "uint64"]))
+        info = np.iinfo(dtype)
+        return np.array(draw(sized(st.integers(info.min, info.max), min_size=n, max_size=n)),
+                        dtype=dtype)  # fmt: skip
+    if kind == "float":
+        dtype = draw(st.sampled_from(["float32", "float64"]))
+        width = 32 if dtype == "float32" else 64
+        floats = st.floats(width=width)
+        return np.array(draw(sized(floats, min_size=n, max_size=n)), dtype=dtype)
+    if kind == "bool":
+        return np.array(draw(sized(st.booleans(), min_size=n, max_size=n)), dtype=bool)
+    if kind in ("datetime", "zoned", "timedelta"):
+        unit = draw(UNITS)
+        seconds = draw(sized(st.one_of(SECONDS, st.none()), min_size=n, max_size=n))
+        raw = np.array([s if s is not None else np.iinfo(np.int64).min for s in seconds])
+        if kind == "timedelta":
+            return raw.view("m8[s]").astype(f"m8[{unit}]")
+        times = pd.DatetimeIndex(raw.view("M8[s]").astype(f"M8[{unit}]"))
+        return (
+            times.tz_localize("UTC").tz_convert(draw(ZONES)).array
+            if kind == "zoned"
+            else (np.asarray(times))
+        )
+    if kind == "categorical":
+        labels = draw(st.one_of(
+            st.lists(LABELS, unique=True, max_size=5),
+            st.lists(st.integers(-50, 50), unique=True, max_size=5),
+        ))  # fmt: skip
+        codes = draw(sized(st.integers(-1, len(labels) - 1), min_size=n, max_size=n))
+        dtype = pd.CategoricalDtype(labels, ordered=draw(st.booleans()))
+        return pd.Categorical.from_codes(codes, dtype=dtype)
+    return draw(_other_column(kind, n))
+
+
+def _other_column(kind: str, n: int) -> st.SearchStrategy[Any]:
+    sized = {"min_size": n, "max_size": n}
+    if kind == "Int":
+        dtype = st.sampled_from(["Int8", "Int64", "UInt16"])
+        return dtype.flatmap(lambda d: st.lists(
+            st.one_of(st.none(), st.integers(0, 100)), **sized
+        ).map(lambda items: pd.array(items, dtype=d)))  # fmt: skip
+    if kind == "Float":
+        values = st.lists(st.one_of(st.none(), st.floats(width=32)), **sized)
+        nan_not_na = st.lists(st.booleans(), **sized)
+        return st.tuples(st.sampled_from(["Float32", "Float64"]), values, nan_not_na).map(
+            lambda t: _floating(*t)
+        )
+    if kind == "boolean":
+        return st.lists(st.one_of(st.none(), st.booleans()), **sized).map(
+            lambda items: pd.array(items, dtype="boolean")
+        )
+    if kind in ("string", "str"):
+        dtype = (
+            pd.StringDtype("python")
+            if kind == "string"
+            else pd.StringDtype("python", na_value=np.nan)
+        )
+        return st.lists(st.one_of(st.none(), st.text(max_size=5)), **sized).map(
+            lambda items: pd.array(items, dtype=dtype)
+        )
+    if kind == "period":
+        return st.tuples(
+            st.sampled_from(["D", "M", "Y", "h"]), st.lists(st.integers(-1000, 1000), **sized)
+        ).map(lambda t: pd.PeriodIndex.from_ordinals(t[1], freq=t[0]).array)
+    leaves = st.one_of(st.none(), st.integers(), st.text(max_size=4), st.booleans(),
+                       st.decimals(allow_nan=False), st.dates())  # fmt: skip
+    return st.lists(leaves, **sized).map(_objects)
+
+
+def _floating(dtype: str, values: list[float | None], nan: list[bool]) -> Any:
+    """A nullable float array with NA (masked) and NaN (a value) in different places."""
+    data = np.array([0.0 if v is None else v for v in values], dtype=dtype.lower())
+    data[np.array(nan, dtype=bool) & np.array([v is not None for v in values], dtype=bool)] = np.nan
+    mask = np.array([v is None for v in values], dtype=bool)
+    cls = pd.arrays.FloatingArray
+    return cls(data, mask)
+
+
+def _objects(items: list[Any]) -> np.ndarray:
+    array = np.empty(len(items), dtype=object)
+    for i, item in enumerate(items):
+        array[i] = item
+    return array
+
+
+@st.composite
+def index(draw: st.DrawFn, n: int) -> pd.Index:
+    """A row (or column) index of ``n`` labels, of a generated kind."""
+    kind = draw(st.sampled_from(["range", "int", "str", "times", "multi", "categorical"]))
+    name = draw(st.one_of(st.none(), LABELS))
+    if kind == "range":
+        start, step = draw(st.integers(-5, 5)), draw(st.integers(1, 3) | st.integers(-3, -1))
+        return pd.RangeIndex(start, start + step * n, step, name=name)
+    if kind == "int":
+        return pd.Index(draw(st.lists(st.integers(), min_size=n, max_size=n)), name=name)
+    if kind == "str":
+        return pd.Index(draw(st.lists(LABELS, min_size=n, max_size=n)), name=name)
+    if kind == "times":
+        freq = draw(st.sampled_from([None, "D", "h", "2min", "W-SUN", "ME", "QS-JAN"]))
+        tz = draw(st.one_of(st.none(), ZONES))
+        start = pd.Timestamp(draw(st.integers(0, 2**31)), unit="s")
+        times = pd.date_range(start, periods=n, freq=freq or "D", tz=tz, name=name,
+                              unit=draw(UNITS))  # fmt: skip
+        return times if freq else pd.DatetimeIndex(times, freq=None)
+    if kind == "multi":
+        first = draw(st.lists(LABELS, min_size=n, max_size=n))
+        second = draw(st.lists(st.integers(-3, 3), min_size=n, max_size=n))
+        return pd.MultiIndex.from_arrays([first, second], names=[name, "n"])
+    return pd.CategoricalIndex(draw(column(n).filter(_is_categorical)), name=name)
+
+
+def _is_categorical(data: Any) -> bool:
+    return isinstance(getattr(data, "dtype", None), pd.CategoricalDtype)
+
+
+@st.composite
+def frames(draw: st.DrawFn) -> pd.DataFrame:
+    rows, width = draw(st.integers(0, 6)), draw(st.integers(0, 5))
+    data = {i: draw(column(rows)) for i in range(width)}
+    rows_index = draw(index(rows))
+    frame = pd.DataFrame(
+        {i: pd.Series(d, index=rows_index, copy=False,
+                      dtype=object if isinstance(d, np.ndarray) and d.dtype == object else None)
+         for i, d in data.items()}
+    ) if data else pd.DataFrame(index=rows_index)  # fmt: skip
+    frame.columns = draw(index(width).filter(lambda ix: not isinstance(ix, pd.DatetimeIndex)))
+    if draw(st.booleans()):
+        frame.attrs["source"] = draw(LABELS)
+    return frame
+
+
+SETTINGS = settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                            HealthCheck.filter_too_much],
+)  # fmt: skip
+
+
+@given(frames())
+@SETTINGS
+def test_generated_frames_come_back_exactly(frame: pd.DataFrame) -> None:
+    same(frame, back(frame))
+
+
+@given(st.integers(0, 6).flatmap(lambda n: st.tuples(column(n), index(n), LABELS)))
+@SETTINGS
+def test_generated_series_and_indexes_come_back_exactly(drawn: tuple[Any, pd.Index, str]) -> None:
+    data, rows, name = drawn
+    obj = isinstance(data, np.ndarray) and data.dtype == object
+    series = pd.Series(data, index=rows, name=name, dtype=object if obj else None)
+    got = through_files({"s": series, "i": rows})[0]
+    same(series, got["s"])
+    same(rows, got["i"])
+
+
+SCALARS = st.one_of(
+    st.none(), st.booleans(), st.integers(), st.floats(), st.text(), st.binary(),
+    st.complex_numbers(), st.dates(), st.timedeltas(),
+    st.datetimes(timezones=st.one_of(st.none(), ZONES), allow_imaginary=False),
+    st.times(timezones=st.one_of(st.none(), ZONES)),
+    st.decimals(), st.text(max_size=8).map(pathlib.PurePosixPath),
+    st.text(max_size=8).map(pathlib.PureWindowsPath),
+)  # fmt: skip
+KEYS = st.one_of(st.text(max_size=4), st.integers(), st.dates(), st.decimals(allow_nan=False))
+CONTAINERS = st.recursive(
+    SCALARS,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4),
+        st.lists(inner, max_size=4).map(tuple),
+        st.dictionaries(KEYS, inner, max_size=4),
+        st.frozensets(st.integers() | st.text(max_size=3), max_size=4),
+        st.sets(st.tuples(st.integers(), st.dates()), max_size=3),
+        frames(),
+    ),
+    max_leaves=12,
+)
+
+
+@given(CONTAINERS)
+@SETTINGS
+def test_nested_containers_come_back_with_their_types(value: Any) -> None:
+    same(value, back(value))
+
+
+@given(st.data())
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_objects_held_twice_come_back_as_one(data: st.DataObject) -> None:
+    """Names and containers that hold one object (a list, a dict, an array, a frame) in the
+    job hold one object in the kernel; distinct equal objects stay distinct."""
+    pool = [[1, 2], [1, 2], {"a": 1}, np.arange(3), pd.DataFrame({"c": [1.5]}), {3, 4}]
+    holder = st.sampled_from(range(len(pool)))
+    layout = data.draw(st.lists(st.lists(holder, max_size=3), min_size=1, max_size=4))
+    names = {f"n{i}": [pool[j] for j in slots] for i, slots in enumerate(layout)}
+    names.update({f"p{j}": pool[j] for j in data.draw(st.sets(holder, max_size=3))})
+    got, _ = through_files(names)
+    sent = [(n, k, v) for n, v in names.items() for k, v in _slots(v)]
+    came = {(n, k): v for n, v in got.items() for k, v in _slots(v)}
+    for n, k, v in sent:
+        same(v, came[n, k])
+        for n2, k2, v2 in sent:
+            assert (v is v2) == (came[n, k] is came[n2, k2]), (n, k, n2, k2)
+
+
+def _slots(value: Any) -> Iterator[tuple[int, Any]]:
+    """A name's value (slot -1) and, for a list, each item."""
+    yield -1, value
+    if type(value) is list:
+        yield from enumerate(value)
+
+
+def test_out_is_the_object_a_name_holds() -> None:
+    shared = [1, 2]
+    got, out = through_files({"a": shared, "b": 3}, out=shared)
+    assert out is got["a"] and out == [1, 2]
+
+
+@pytest.mark.parametrize(
+    ("value", "said"),
+    [
+        (pd.Series([1], index=pd.DatetimeIndex(["2026-01-01"], freq=pd.offsets.CustomBusinessDay(
+            holidays=["2026-01-02"]))), "has no name: set its .freq = None"),
+        (datetime.datetime(2026, 1, 1, tzinfo=datetime.tzinfo()), "use a zoneinfo zone"),
+    ],
+)  # fmt: skip
+def test_what_would_not_come_back_exactly_stays_and_says_the_fix(value: Any, said: str) -> None:
+    with tempfile.TemporaryDirectory() as job, pytest.MonkeyPatch.context() as mp:
+        mp.setenv("TFC_JOB_DIR", job)
+        state = SimpleNamespace(run_cell=1, binds=("x", "y"), reads=(), code=(), chief=True,
+                                out=None, started=0.0, workdir="")  # fmt: skip
+        manifest = giveback.save_names(state, {"x": value, "y": 1})
+    assert manifest is not None and said in manifest.stayed["x"] and "y" in manifest.names

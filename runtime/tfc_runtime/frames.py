@@ -15,12 +15,36 @@ from __future__ import annotations
 
 import datetime
 import math
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from tfc_runtime.codecs import Unsupported
 
-if TYPE_CHECKING:
-    from tfc_runtime.values import Decoder, Encoder
+
+class Encoder(Protocol):
+    """What writes the trees (:class:`tfc_runtime.values.Encoder`)."""
+
+    depth_limit: int
+
+    def encode(self, value: Any, depth: int = 0) -> Any:
+        """The tree of any value."""
+        ...
+
+    def array(self, array: Any, what: str) -> dict[str, Any]:
+        """``{"$array": key}`` of a plain NumPy array."""
+        ...
+
+
+class Decoder(Protocol):
+    """What reads them (:class:`tfc_runtime.values.Decoder`)."""
+
+    def decode(self, tree: Any, depth: int = 0) -> Any:
+        """The value of any tree."""
+        ...
+
+    def array(self, key: Any) -> Any:
+        """The array of ``key``."""
+        ...
+
 
 UNITS = frozenset({"s", "ms", "us", "ns"})
 """The time units a ``Timestamp`` or ``Timedelta`` comes back in."""
@@ -123,9 +147,7 @@ def _scalar(enc: Encoder, value: Any) -> Any:
         return {"$timedelta64": [int(delta.astype(np.int64)), np.datetime_data(delta.dtype)[0]]}
     if isinstance(value, pd.Period):
         return {"$period": [int(value.ordinal), value.freqstr]}
-    from tfc_runtime.values import kind
-
-    raise Unsupported(kind(value))
+    raise Unsupported(type(value).__name__)
 
 
 def column(enc: Encoder, values: Any, depth: int) -> Any:

@@ -365,7 +365,7 @@ def _tensor(dec: Decoder, tag: str, body: Any) -> Any:
     if tag == "$saved":
         value = dec.loaded(str(body)) if dec.loaded is not None else None
         if value is None:
-            raise ValueError(f"it holds {str(body)[:60]}, which did not load here")
+            raise ValueError(f"it holds a Keras model that did not load here ({str(body)[:60]})")
         return value
     if tag not in ("$ragged", "$sparse"):
         raise ValueError(f"not a value the job writes: {tag}")

@@ -152,9 +152,10 @@ class _Source:
         self.name = ""
         self.budget = budget
         self.tmp = tmp
-        self.decoder = Decoder(arrays, loaded=self.loaded)
+        self.decoder = Decoder(arrays, loaded=self.held)
         self.models: dict[str, Any] = {}
         self.admitted: set[str] = set()
+        self.unloaded: dict[str, str] = {}  # a model no name holds -> why it stays
 
     def _rel(self, file: str) -> str:
         return "/".join([CELL, *border.parts_of(file)])  # Refused: not a plain relative path
@@ -180,6 +181,13 @@ class _Source:
 
     def loaded(self, name: str) -> Any:
         return self.models.get(name)
+
+    def held(self, name: str) -> Any:
+        """The model a container holds (``$saved``); ValueError saying why it stays."""
+        if name in self.models:
+            return self.models[name]
+        why = self.unloaded.get(name) or f"{name}, which did not load here"
+        raise ValueError(f"it holds a {why}")
 
 
 def _manifest(job_dir: Path, limit: int, got: Returned) -> Manifest | None:
@@ -335,7 +343,7 @@ def _read(
     try:
         value = codec.read(entry, src)
     except codecs.Stays as exc:
-        got.stayed[name] = str(exc)[:300]
+        got.stayed[name] = src.unloaded[name] = str(exc)[:300]  # said again by who holds it
         return
     except border.OverLimit as exc:
         detail = str(exc).split(": ", 1)[-1]

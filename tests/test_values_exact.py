@@ -125,6 +125,9 @@ def same(a: Any, b: Any) -> None:
             same(a[k], b[k])
     elif isinstance(a, float) and a != a:
         assert b != b
+    elif isinstance(a, pd.CategoricalDtype):
+        assert a == b and list(a.categories) == list(b.categories) and a.ordered == b.ordered
+        same_index(a.categories, b.categories)
     elif isinstance(a, decimal.Decimal):
         assert str(a) == str(b)
     elif isinstance(a, (datetime.datetime, datetime.time)):
@@ -316,6 +319,11 @@ SCALARS = st.one_of(
     st.times(timezones=st.one_of(st.none(), ZONES)),
     st.decimals(), st.text(max_size=8).map(pathlib.PurePosixPath),
     st.text(max_size=8).map(pathlib.PureWindowsPath),
+    st.sampled_from([pd.Int64Dtype(), pd.BooleanDtype(), pd.StringDtype(), pd.PeriodDtype("M"),
+                     pd.DatetimeTZDtype("s", "Europe/Paris")]),
+    st.tuples(st.lists(LABELS, unique=True, max_size=4), st.booleans()).map(
+        lambda t: pd.CategoricalDtype(t[0], ordered=t[1])
+    ),
 )  # fmt: skip
 KEYS = st.one_of(st.text(max_size=4), st.integers(), st.dates(), st.decimals(allow_nan=False))
 CONTAINERS = st.recursive(
@@ -432,3 +440,58 @@ def test_a_container_of_a_model_that_runs_code_on_load_stays_in_the_job() -> Non
     why = got.stayed["ms"]
     assert why.startswith("does not load here: it holds a Keras model that does not load"), why
     assert "Lambda" in why or "safe" in why, why
+
+
+# -- a real job ------------------------------------------------------------------------------
+
+JOB_CELL = """\
+import pandas as pd
+levels = pd.CategoricalDtype(["low", "mid", "high"], ordered=True)
+frame = pd.DataFrame(
+    {"level": pd.Series(["high", "low", None, "mid"], dtype=levels),
+     "when": pd.date_range("2026-03-28", periods=4, freq="D", tz="Europe/Paris"),
+     "n": pd.array([1, None, 3, 4], dtype="Int64")},
+    index=pd.MultiIndex.from_product([["a", "b"], [1, 2]], names=["k", "i"]),
+)
+steps = [1, 2]
+also = steps
+"""
+
+
+@pytest.fixture(scope="module")
+def ip() -> Iterator[Any]:
+    """The test IPython shell with the extension loaded."""
+    from IPython.testing import globalipapp
+
+    globalipapp.start_ipython()
+    shell = globalipapp.get_ipython()
+    assert shell is not None
+    shell.run_line_magic("load_ext", "tfc_jupyter")
+    yield shell
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("tfc_env")
+def test_a_real_job_brings_an_ordered_categorical_frame_and_a_shared_list_back_exactly(
+    ip: Any, tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import nbformat
+    from IPython.utils.capture import capture_output
+
+    line = "--strategy none"
+    notebook = nbformat.v4.new_notebook()
+    notebook.cells = [nbformat.v4.new_code_cell(f"%%tfc_run {line}\n{JOB_CELL}")]
+    nbformat.write(notebook, tmp_path / "job.ipynb")
+    monkeypatch.setenv("JPY_SESSION_NAME", str(tmp_path / "job.ipynb"))
+    with capture_output() as cap:
+        result = ip.run_cell(f"%%tfc_run {line}\n{JOB_CELL}")
+    assert result.error_in_exec is None, cap.stdout
+    assert "Back in the kernel: levels, frame, steps, also." in cap.stdout, cap.stdout
+    here: dict[str, Any] = {}
+    exec(JOB_CELL, here)  # the same cell, run here: what the job had
+    same(here["frame"], ip.user_ns["frame"])
+    same(here["levels"], ip.user_ns["levels"])
+    assert ip.user_ns["frame"]["level"].dtype == ip.user_ns["levels"]
+    assert list(ip.user_ns["frame"]["level"].cat.categories) == ["low", "mid", "high"]
+    assert ip.user_ns["frame"]["level"].cat.ordered
+    assert ip.user_ns["steps"] is ip.user_ns["also"] and ip.user_ns["steps"] == [1, 2]

@@ -147,6 +147,12 @@ def _scalar(enc: Encoder, value: Any) -> Any:
         return {"$timedelta64": [int(delta.astype(np.int64)), np.datetime_data(delta.dtype)[0]]}
     if isinstance(value, pd.Period):
         return {"$period": [int(value.ordinal), value.freqstr]}
+    if isinstance(value, pd.CategoricalDtype):
+        return {"$categories": [_index(enc, value.categories, 0), bool(value.ordered)]}
+    if isinstance(value, pd.api.extensions.ExtensionDtype):
+        if pd.api.types.pandas_dtype(str(value)) != value:
+            raise Unsupported(f"{type(value).__name__} {value} (not made again from its name)")
+        return {"$dtype": str(value)}
     raise Unsupported(type(value).__name__)
 
 
@@ -254,6 +260,9 @@ def decode(dec: Decoder, tag: str, body: Any, depth: int) -> Any:
         return _set_attrs(dec, series, body, depth)
     if tag == "$frame":
         return _set_attrs(dec, _frame(dec, body, depth), body, depth)
+    if tag == "$categories":
+        categories, ordered = body
+        return pd.CategoricalDtype(index_of(dec, categories, depth), ordered=bool(ordered))
     return _scalar_of(tag, body)
 
 
@@ -305,6 +314,8 @@ def _scalar_of(tag: str, body: Any) -> Any:
     if tag == "$period":
         ordinal, freq = body
         return pd.Period(ordinal=int(ordinal), freq=str(freq))
+    if tag == "$dtype":
+        return pd.api.types.pandas_dtype(str(body))  # parsed from its name: no code runs
     raise ValueError(f"not a value the job writes: {tag}")
 
 

@@ -325,9 +325,10 @@ class Decoder:
         return _scalar(self, tag, body)
 
 
-_PANDAS = frozenset(
-    {"$index", "$series", "$frame", "$nat", "$na", "$timestamp", "$timedelta64", "$period"}
-)
+_PANDAS = frozenset({
+    "$index", "$series", "$frame", "$nat", "$na", "$timestamp", "$timedelta64", "$period",
+    "$categories", "$dtype",
+})  # fmt: skip
 
 
 def _scalar(dec: Decoder, tag: str, body: Any) -> Any:

@@ -495,3 +495,17 @@ def test_a_real_job_brings_an_ordered_categorical_frame_and_a_shared_list_back_e
     assert list(ip.user_ns["frame"]["level"].cat.categories) == ["low", "mid", "high"]
     assert ip.user_ns["frame"]["level"].cat.ordered
     assert ip.user_ns["steps"] is ip.user_ns["also"] and ip.user_ns["steps"] == [1, 2]
+
+
+def test_ragged_and_sparse_tensors_come_back_as_themselves() -> None:
+    import tensorflow as tf
+
+    ragged = tf.ragged.constant([[[1.5, 2.0], []], [[3.0]]], dtype=tf.float32)
+    sparse = tf.sparse.SparseTensor([[0, 1], [2, 0]], tf.constant([7, 8], tf.int64), [3, 2])
+    got = back({"r": ragged, "s": sparse})
+    assert isinstance(got["r"], tf.RaggedTensor) and got["r"].dtype == tf.float32
+    assert got["r"].to_list() == ragged.to_list() and got["r"].ragged_rank == 2
+    for a, b in zip(got["r"].nested_row_splits, ragged.nested_row_splits, strict=True):
+        np.testing.assert_array_equal(a.numpy(), b.numpy())
+    assert isinstance(got["s"], tf.sparse.SparseTensor)
+    np.testing.assert_array_equal(tf.sparse.to_dense(got["s"]), tf.sparse.to_dense(sparse))

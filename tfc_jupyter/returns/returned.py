@@ -292,8 +292,7 @@ def bring_back(
                     arrays.budget = border.Budget(limit)
                 tree = manifest.out.get("value")
                 border.Budget(limit).take(border.tree_bytes(tree), "Out[]")
-                got.out = src.decoder.decode(tree)  # a name's own object when it is one
-                got.has_out = True
+                got.out, got.has_out = src.decoder.decode(tree), True  # a name's own object
     finally:
         if isinstance(arrays, border.Arrays):
             arrays.close()

@@ -65,6 +65,7 @@ def kind(value: Any) -> str:
     return type(value).__name__
 
 
+_ATOMS = frozenset({int, float, str, bool, type(None), bytes, complex})
 _MUTABLE = (list, dict, set, bytearray)
 """Containers whose identity is kept (with arrays, frames and series): two names bound to one
 come back bound to one."""
@@ -134,6 +135,8 @@ class Encoder:
         stack = list(values)
         while stack:
             node = stack.pop()
+            if type(node) in _ATOMS:
+                continue
             if not _kept(node) and type(node) not in (tuple, frozenset):
                 continue  # a tuple is walked (and kept once when held twice)
             count[id(node)] = count.get(id(node), 0) + 1
@@ -152,6 +155,8 @@ class Encoder:
 
     def encode(self, value: Any, depth: int = 0) -> Any:
         """The JSON-able tree of ``value``; :class:`Unsupported` when it cannot travel."""
+        if type(value) in _ATOMS:  # the most common: no identity to keep
+            return self._leaf(value, depth)
         if depth > DEPTH:
             raise Unsupported("nested too deep (or contains itself)")
         if id(value) in self._active:

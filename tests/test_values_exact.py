@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import datetime
 import decimal
+import io
+import json
 import pathlib
 import tempfile
 from collections.abc import Iterator
@@ -509,3 +511,38 @@ def test_ragged_and_sparse_tensors_come_back_as_themselves() -> None:
         np.testing.assert_array_equal(a.numpy(), b.numpy())
     assert isinstance(got["s"], tf.sparse.SparseTensor)
     np.testing.assert_array_equal(tf.sparse.to_dense(got["s"]), tf.sparse.to_dense(sparse))
+
+
+# -- matplotlib figures ----------------------------------------------------------------------
+
+
+def test_a_matplotlib_figure_comes_back_as_a_figure_of_the_jobs_drawing() -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib.figure import Figure
+
+    figure = Figure(figsize=(3.0, 2.0), dpi=50)
+    figure.add_subplot().plot([0, 1, 2], [2, 0, 1], color="red")
+    got = back(figure)
+    assert isinstance(got, Figure) and got is not figure
+    assert list(got.get_size_inches()) == [3.0, 2.0] and got.dpi == 50
+    drawn, again = (io.BytesIO(), io.BytesIO())
+    figure.savefig(drawn, format="png", dpi=50)
+    got.savefig(again, format="png", dpi=50)
+    from PIL import Image
+
+    a, b = (np.asarray(Image.open(f).convert("RGBA")) for f in (drawn, again))
+    np.testing.assert_array_equal(a, b)  # the same pixels, written again by the kernel
+
+
+def test_a_figure_file_of_too_many_pixels_stays_unread(tmp_path: pathlib.Path) -> None:
+    from PIL import Image
+
+    (tmp_path / "cell" / "figures").mkdir(parents=True)
+    Image.new("1", (8000, 8000)).save(tmp_path / "cell" / "figures" / "f.png")  # small file
+    entry = {"kind": "figure", "file": "figures/f.png", "size": [80.0, 80.0], "dpi": 100.0}
+    (tmp_path / "cell" / "values.json").write_text(json.dumps({"names": {"f": entry}}))
+    namespace: dict[str, Any] = {}
+    got = bring_back(tmp_path, namespace, kernel_cell=KernelCell.from_source("f = g()"))
+    assert namespace == {} and got.stayed == {"f": "matplotlib figure of 8000x8000 pixels"}

@@ -11,6 +11,7 @@ import decimal
 import io
 import json
 import pathlib
+import sys
 import tempfile
 from collections.abc import Iterator
 from types import SimpleNamespace
@@ -546,3 +547,63 @@ def test_a_figure_file_of_too_many_pixels_stays_unread(tmp_path: pathlib.Path) -
     namespace: dict[str, Any] = {}
     got = bring_back(tmp_path, namespace, kernel_cell=KernelCell.from_source("f = g()"))
     assert namespace == {} and got.stayed == {"f": "matplotlib figure of 8000x8000 pixels"}
+
+
+# -- scikit-learn models, through skops -----------------------------------------------------
+
+
+def _fitted() -> Any:
+    pytest.importorskip("sklearn")
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    x = np.array([[0.0, 1.0], [1.0, 0.5], [2.0, 0.0], [3.0, 1.5]])
+    return make_pipeline(StandardScaler(), LogisticRegression()).fit(x, [0, 0, 1, 1]), x
+
+
+def test_a_scikit_learn_pipeline_comes_back_through_skops() -> None:
+    pytest.importorskip("skops")
+    model, x = _fitted()
+    got = back(model)
+    assert type(got) is type(model) and got is not model
+    np.testing.assert_array_equal(got.predict_proba(x), model.predict_proba(x))
+
+
+def test_without_skops_a_scikit_learn_model_stays_and_says_to_install_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    model, _ = _fitted()
+    monkeypatch.setitem(sys.modules, "skops", None)  # as where skops is not installed
+    monkeypatch.setitem(sys.modules, "skops.io", None)
+    with tempfile.TemporaryDirectory() as job, pytest.MonkeyPatch.context() as mp:
+        mp.setenv("TFC_JOB_DIR", job)
+        state = SimpleNamespace(run_cell=1, binds=("m",), reads=(), code=(), chief=True,
+                                out=None, started=0.0, workdir="")  # fmt: skip
+        manifest = giveback.save_names(state, {"m": model})
+    assert manifest is not None and manifest.stayed == {
+        "m": "scikit-learn Pipeline: install skops where the job runs and in the kernel "
+        "(pip install skops)"
+    }
+
+
+def _double(x: Any) -> Any:
+    return x * 2
+
+
+def test_a_scikit_learn_model_of_a_type_skops_does_not_trust_stays_in_the_job() -> None:
+    pytest.importorskip("skops")
+    pytest.importorskip("sklearn")
+    from sklearn.preprocessing import FunctionTransformer
+
+    model = FunctionTransformer(_double).fit(np.ones((2, 2)))
+    with tempfile.TemporaryDirectory() as job, pytest.MonkeyPatch.context() as mp:
+        mp.setenv("TFC_JOB_DIR", job)
+        state = SimpleNamespace(run_cell=1, binds=("m",), reads=(), code=(), chief=True,
+                                out=None, started=0.0, workdir="")  # fmt: skip
+        giveback.save_names(state, {"m": model})
+        namespace: dict[str, Any] = {}
+        got = bring_back(job, namespace, kernel_cell=KernelCell.from_source("m = f()"))
+    assert namespace == {}
+    assert got.stayed["m"].startswith("scikit-learn model of types skops does not trust: ")
+    assert "_double" in got.stayed["m"], got.stayed

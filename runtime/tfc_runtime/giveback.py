@@ -137,9 +137,9 @@ class _Writer:
 
     def __init__(self, folder: str) -> None:
         self.folder = folder
-        self.encoder = values.Encoder()
         self.written: list[str] = []
         self.names: dict[int, str] = {}  # id of an early value -> the name it was written as
+        self.encoder = values.Encoder(saved=self.saved)
 
     @property
     def size(self) -> int:
@@ -237,6 +237,8 @@ def write_manifest(
             continue
         out.names[id(value)] = key
         manifest.names[key] = {"kind": codec.kind, **entry, "bound": key in names}
+    later = [n for n in names if n not in manifest.names and n not in code]
+    out.encoder.expect([*(namespace[n] for n in later), cell_out])  # one object held twice
     for n in names:
         value = namespace[n]
         if n in manifest.names or n in manifest.stayed:

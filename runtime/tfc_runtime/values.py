@@ -5,13 +5,18 @@ A value is written as JSON (numbers, strings, lists, tagged objects) and its arr
 ``numpy.load(..., allow_pickle=False)`` and ``json``, so a file crafted by whoever can write the
 job's folder or bucket cannot run code on load (pickle is never used). This is the engine of
 the ``value`` codec (:mod:`tfc_runtime.codecs.value`), and other codecs encode trees with it;
-Keras models travel apart (:mod:`tfc_runtime.codecs.keras`), loaded in Keras' safe mode.
+Keras models travel apart (:mod:`tfc_runtime.codecs.keras`), loaded in Keras' safe mode, and
+a container holding one holds its name (``$saved``).
 
-What travels: ``None``, bools, ints, floats (NaN and infinities kept), complex numbers, strings,
-bytes, lists, tuples, sets, dicts (any keys of these kinds), NumPy arrays and scalars (not of
-objects), TensorFlow tensors and variables (as NumPy arrays), pandas ``DataFrame``, ``Series``
-and ``Index`` whose columns are arrays of plain values or of strings. Anything else raises
-:class:`Unsupported`, naming what it is (``tf.data.Dataset``).
+What travels, exactly as it was: ``None``, bools, ints, floats (NaN and infinities kept),
+complex numbers, strings, bytes and bytearrays, lists, tuples, sets, frozensets, dicts (any
+keys of these kinds), ``datetime``, ``date``, ``time`` (time zones kept), ``timedelta``,
+``Decimal``, ``pathlib`` paths, NumPy arrays and scalars (not of objects), TensorFlow tensors
+and variables (as NumPy arrays), ragged and sparse tensors (as themselves), pandas objects of
+every common dtype (:mod:`tfc_runtime.frames`). An object held twice (two names bound to one
+list, one array in two dicts) comes back as one object (``$ref``; :meth:`Encoder.expect`); a
+container that holds itself is refused. Anything else raises :class:`Unsupported`, naming what
+it is (``tf.data.Dataset``).
 
 Standard library only; NumPy and pandas are imported when a value needs them.
 """
@@ -19,8 +24,12 @@ Standard library only; NumPy and pandas are imported when a value needs them.
 from __future__ import annotations
 
 import base64
+import datetime
+import decimal
 import math
+import pathlib
 import sys
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from tfc_runtime.codecs import Unsupported  # a value that cannot travel: raised here
@@ -56,15 +65,87 @@ def kind(value: Any) -> str:
     return type(value).__name__
 
 
+_ATOMS = frozenset({int, float, str, bool, type(None), bytes, complex})
+_MUTABLE = (list, dict, set, bytearray)
+"""Containers whose identity is kept (with arrays, frames and series): two names bound to one
+come back bound to one."""
+_PATHS = {c.__name__: c for c in (pathlib.PurePosixPath, pathlib.PureWindowsPath,
+                                  pathlib.PosixPath, pathlib.WindowsPath)}  # fmt: skip
+
+
+def _kept(value: Any) -> bool:
+    """Whether ``value``'s identity is kept: a mutable container, array, frame or series."""
+    if type(value) in _MUTABLE:
+        return True
+    name = type(value).__name__
+    module = type(value).__module__.partition(".")[0]
+    return (module == "numpy" and name == "ndarray") or (
+        module == "pandas" and name in ("DataFrame", "Series")
+    )
+
+
+def _inner(value: Any) -> Any:
+    """The values a container the encoder walks holds (none for others)."""
+    if type(value) in (list, tuple, set, frozenset):
+        return value
+    if type(value) is dict:
+        return [*value.keys(), *value.values()]
+    return ()
+
+
+def refers(value: Any, claims: Callable[[Any], bool]) -> list[Any]:
+    """The values inside ``value``'s lists, tuples and dicts (not sets: their order differs
+    between tasks) that ``claims`` (the early codecs: Keras models), in order, once each."""
+    found: dict[int, Any] = {}
+    seen: set[int] = set()
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if type(node) in (list, tuple, dict):
+            stack.extend(reversed(list(_inner(node))))
+        elif type(node).__module__.partition(".")[0] not in _PLAIN_MODULES and claims(node):
+            found.setdefault(id(node), node)
+    return list(found.values())
+
+
+_PLAIN_MODULES = frozenset({"builtins", "numpy", "pandas", "datetime", "decimal", "pathlib"})
+
+
 class Encoder:
     """Encodes values into JSON-able trees, collecting their arrays (``arrays``) and their
-    size in bytes (``size``)."""
+    size in bytes (``size``). ``saved`` names a value an early codec wrote (a Keras model in
+    a dict): it is written as that name. Call :meth:`expect` with every value first for one
+    object held twice (two names, a list in two dicts) to come back as one."""
 
-    def __init__(self) -> None:
+    def __init__(self, saved: Callable[[Any], str | None] | None = None) -> None:
         self.arrays: dict[str, Any] = {}
         self.size = 0
+        self.saved = saved
+        self.depth_limit = DEPTH
+        self.shared: set[int] = set()
+        self._refs: dict[int, list[Any]] = {}  # id -> [number, tree]
+        self._active: set[int] = set()
 
-    def _array(self, array: Any, what: str) -> dict[str, Any]:
+    def expect(self, values: Iterable[Any]) -> None:
+        """Walk the values that will be encoded, to find the objects held more than once."""
+        count: dict[int, int] = {}
+        stack = list(values)
+        while stack:
+            node = stack.pop()
+            if type(node) in _ATOMS:
+                continue
+            if not _kept(node) and type(node) not in (tuple, frozenset):
+                continue  # a tuple is walked (and kept once when held twice)
+            count[id(node)] = count.get(id(node), 0) + 1
+            if count[id(node)] == 1:
+                stack.extend(_inner(node))
+        self.shared |= {i for i, n in count.items() if n > 1}
+
+    def array(self, array: Any, what: str) -> dict[str, Any]:
+        """``{"$array": key}`` of a NumPy array that holds no Python objects."""
         if array.dtype.hasobject:
             raise Unsupported(f"{what} of Python objects")
         key = f"a{len(self.arrays)}"
@@ -74,8 +155,40 @@ class Encoder:
 
     def encode(self, value: Any, depth: int = 0) -> Any:
         """The JSON-able tree of ``value``; :class:`Unsupported` when it cannot travel."""
+        if type(value) in _ATOMS:  # the most common: no identity to keep
+            return self._leaf(value, depth)
         if depth > DEPTH:
             raise Unsupported("nested too deep (or contains itself)")
+        if id(value) in self._active:
+            raise Unsupported(f"{kind(value)} that contains itself")
+        if id(value) not in self.shared:
+            return self._walk(value, depth)
+        ref = self._refs.get(id(value))
+        if ref is None:
+            ref = self._refs[id(value)] = [len(self._refs), self._walk(value, depth)]
+        return {"$ref": ref}
+
+    def _walk(self, value: Any, depth: int) -> Any:
+        if type(value) in (list, tuple, set, frozenset, dict):
+            self._active.add(id(value))
+            try:
+                return self._container(value, depth)
+            finally:
+                self._active.discard(id(value))
+        return self._leaf(value, depth)
+
+    def _container(self, value: Any, depth: int) -> Any:
+        if type(value) is dict:
+            return {
+                "$dict": [[self.encode(k, depth + 1), self.encode(v, depth + 1)]
+                          for k, v in value.items()]
+            }  # fmt: skip
+        items = [self.encode(v, depth + 1) for v in value]
+        if isinstance(value, list):
+            return items
+        return {"$" + type(value).__name__: items}
+
+    def _leaf(self, value: Any, depth: int) -> Any:
         if value is None or isinstance(value, (bool, str)):
             self.size += len(value) if isinstance(value, str) else 1
             return value
@@ -91,17 +204,12 @@ class Encoder:
             return {"$complex": [repr(value.real), repr(value.imag)]}
         if isinstance(value, (bytes, bytearray)):
             self.size += len(value)
-            return {"$bytes": base64.b64encode(bytes(value)).decode("ascii")}
-        if type(value) in (list, tuple, set, frozenset):
-            items = [self.encode(v, depth + 1) for v in value]
-            if isinstance(value, list):
-                return items
-            return {"$" + type(value).__name__: items}
-        if type(value) is dict:
-            return {
-                "$dict": [[self.encode(k, depth + 1), self.encode(v, depth + 1)]
-                          for k, v in value.items()]
-            }  # fmt: skip
+            data = base64.b64encode(bytes(value)).decode("ascii")
+            return {"$bytearray" if type(value) is bytearray else "$bytes": data}
+        stdlib = _stdlib(value)
+        if stdlib is not None:
+            self.size += 16
+            return stdlib
         return self._library(value, depth)
 
     def _library(self, value: Any, depth: int) -> Any:
@@ -110,92 +218,82 @@ class Encoder:
             import numpy as np
 
             if isinstance(value, np.ndarray):
-                return self._array(value, "an array")
+                return self.array(value, "an array")
             if isinstance(value, np.generic):
-                return {"$scalar": self._array(np.asarray(value), "an array")["$array"]}
-        if module == "tensorflow" and hasattr(value, "numpy") and hasattr(value, "dtype"):
-            name = type(value).__name__
-            if "SyncOnRead" in name or "PerReplica" in name or "Aggregating" in name:
-                # reading it may start a reduction the other tasks never join
-                raise Unsupported(f"{name}, a distributed value: read it in the cell")
-            try:
-                array = value.numpy()
-            except Exception as exc:  # a symbolic tensor, a variable on another task
-                raise Unsupported(f"{kind(value)} with no value here ({exc})") from None
-            import numpy as np
-
-            return self._array(np.asarray(array), "a tensor")
+                return {"$scalar": self.array(np.asarray(value), "an array")["$array"]}
+        if module == "tensorflow" and hasattr(value, "dtype"):
+            return self._tensor(value)
         if module == "pandas":
-            return self._pandas(value, depth)
+            from tfc_runtime import frames
+
+            return frames.encode(self, value, depth)
+        name = self.saved(value) if self.saved is not None else None
+        if name is not None:
+            return {"$saved": name}
         raise Unsupported(kind(value))
 
-    def _column(self, values: Any, depth: int) -> Any:
-        """One pandas column or index: an array of plain values, else a list of strings."""
+    def _tensor(self, value: Any) -> Any:
         import numpy as np
 
-        array = values.to_numpy() if hasattr(values, "to_numpy") else np.asarray(values)
-        if not array.dtype.hasobject:
-            return self._array(array, "a column")
-        items = array.tolist()
-        if all(v is None or isinstance(v, (str, bool, int, float)) for v in items):
-            return {"$list": [self.encode(v, depth + 1) for v in items]}
-        raise Unsupported("pandas object with a column of Python objects")
+        name = type(value).__name__
+        if "SyncOnRead" in name or "PerReplica" in name or "Aggregating" in name:
+            # reading it may start a reduction the other tasks never join
+            raise Unsupported(f"{name}, a distributed value: read it in the cell")
+        if name == "RaggedTensor":
+            splits = [self.array(np.asarray(s), "a tensor") for s in value.nested_row_splits]
+            return {"$ragged": [self._tensor(value.flat_values), splits]}
+        if name == "SparseTensor":
+            parts = (value.indices, value.values, value.dense_shape)
+            return {"$sparse": [self.array(np.asarray(p), "a tensor") for p in parts]}
+        if not hasattr(value, "numpy"):
+            raise Unsupported(kind(value))
+        try:
+            array = value.numpy()
+        except Exception as exc:  # a symbolic tensor, a variable on another task
+            raise Unsupported(f"{kind(value)} with no value here ({exc})") from None
+        return self.array(np.asarray(array), "a tensor")
 
-    def _pandas(self, value: Any, depth: int) -> Any:
-        import pandas as pd
 
-        if isinstance(value, pd.MultiIndex) or isinstance(
-            getattr(value, "index", None), pd.MultiIndex
-        ):
-            raise Unsupported(f"{type(value).__name__} with a MultiIndex")
-        if isinstance(value, pd.Index):
-            return {"$index": self._index(value, depth)}
-        if isinstance(value, pd.Series):
-            return {
-                "$series": {
-                    "name": self.encode(value.name, depth + 1),
-                    "dtype": str(value.dtype),
-                    "data": self._column(value, depth),
-                    "index": self._index(value.index, depth),
-                }
-            }
-        if isinstance(value, pd.DataFrame):
-            if isinstance(value.columns, pd.MultiIndex):
-                raise Unsupported("DataFrame with MultiIndex columns")
-            return {
-                "$frame": {
-                    "columns": [self.encode(c, depth + 1) for c in value.columns],
-                    "dtypes": [str(t) for t in value.dtypes],
-                    "data": [self._column(value.iloc[:, i], depth)
-                             for i in range(value.shape[1])],
-                    "index": self._index(value.index, depth),
-                }
-            }  # fmt: skip
-        raise Unsupported(kind(value))
+def _stdlib(value: Any) -> Any:
+    """The tree of a date, time, ``Decimal`` or path (None for other values)."""
+    from tfc_runtime import frames
 
-    def _index(self, index: Any, depth: int) -> Any:
-        import pandas as pd
-
-        name = self.encode(index.name, depth + 1)
-        if isinstance(index, pd.RangeIndex):
-            return {"range": [index.start, index.stop, index.step], "name": name}
-        return {"values": self._column(index, depth), "dtype": str(index.dtype), "name": name}
+    cls = type(value)
+    if cls is datetime.datetime:
+        naive = value.replace(tzinfo=None, fold=0).isoformat()
+        return {"$datetime": [naive, frames.tz_tree(value.tzinfo), value.fold]}
+    if cls is datetime.date:
+        return {"$date": value.isoformat()}
+    if cls is datetime.time:
+        naive = value.replace(tzinfo=None, fold=0).isoformat()
+        return {"$time": [naive, frames.tz_tree(value.tzinfo), value.fold]}
+    if cls is datetime.timedelta:
+        return {"$timedelta": [value.days, value.seconds, value.microseconds]}
+    if cls is decimal.Decimal:
+        return {"$decimal": str(value)}
+    if _PATHS.get(cls.__name__) is cls:
+        return {"$path": [cls.__name__, str(value)]}
+    return None
 
 
 class Decoder:
-    """Decodes a tree :class:`Encoder` made, with its arrays (a mapping: the ``.npz`` file)."""
+    """Decodes a tree :class:`Encoder` made, with its arrays (a mapping: the ``.npz`` file).
+    ``loaded`` gives the value an early codec read for a name (a Keras model in a dict)."""
 
-    def __init__(self, arrays: Any) -> None:
+    def __init__(self, arrays: Any, loaded: Callable[[str], Any] | None = None) -> None:
         self.arrays = arrays
+        self.loaded = loaded
+        self._refs: dict[int, Any] = {}
 
-    def _array(self, key: Any) -> Any:
+    def array(self, key: Any) -> Any:
+        """The array of ``key`` in the job's arrays; ValueError when it has none."""
         if not isinstance(key, str) or key not in self.arrays:
             raise ValueError(f"no array {key!r} in the job's arrays")
         return self.arrays[key]
 
     def decode(self, tree: Any, depth: int = 0) -> Any:
         """The value of ``tree``; ValueError for a tree no :class:`Encoder` makes."""
-        if depth > DEPTH + 2:
+        if depth > DEPTH + 8:
             raise ValueError("nested too deep")
         if tree is None or isinstance(tree, (bool, int, float, str)):
             return tree
@@ -207,56 +305,85 @@ class Decoder:
         return self._tagged(tag, body, depth)
 
     def _tagged(self, tag: str, body: Any, depth: int) -> Any:
-        if tag == "$int":
-            return int(body)
-        if tag == "$float":
-            return float(body)
-        if tag == "$complex":
-            return complex(float(body[0]), float(body[1]))
-        if tag == "$bytes":
-            return base64.b64decode(body)
+        if tag == "$ref":
+            number, inner = body
+            if not isinstance(number, int):
+                raise ValueError("not a value the job writes: $ref")
+            if number not in self._refs:  # the first name read that holds it
+                self._refs[number] = self.decode(inner, depth + 1)
+            return self._refs[number]
         if tag in ("$tuple", "$set", "$frozenset"):
             items = [self.decode(v, depth + 1) for v in body]
             return {"$tuple": tuple, "$set": set, "$frozenset": frozenset}[tag](items)
         if tag == "$dict":
             return {self.decode(k, depth + 1): self.decode(v, depth + 1) for k, v in body}
-        if tag == "$array":
-            return self._array(body)
-        if tag == "$scalar":
-            return self._array(body)[()]
         if tag == "$list":
             return [self.decode(v, depth + 1) for v in body]
-        if tag in ("$index", "$series", "$frame"):
-            return self._pandas(tag, body, depth)
+        if tag == "$array":
+            return self.array(body)
+        if tag == "$scalar":
+            return self.array(body)[()]
+        if tag in _PANDAS:
+            from tfc_runtime import frames
+
+            return frames.decode(self, tag, body, depth)
+        return _scalar(self, tag, body)
+
+
+_PANDAS = frozenset({
+    "$index", "$series", "$frame", "$nat", "$na", "$timestamp", "$timedelta64", "$period",
+    "$categories", "$dtype",
+})  # fmt: skip
+
+
+def _scalar(dec: Decoder, tag: str, body: Any) -> Any:
+    from tfc_runtime import frames
+
+    if tag == "$int":
+        return int(body)
+    if tag == "$float":
+        return float(body)
+    if tag == "$complex":
+        return complex(float(body[0]), float(body[1]))
+    if tag in ("$bytes", "$bytearray"):
+        data = base64.b64decode(body)
+        return bytearray(data) if tag == "$bytearray" else data
+    if tag in ("$datetime", "$time"):
+        naive, tz, fold = body
+        cls = datetime.datetime if tag == "$datetime" else datetime.time
+        return cls.fromisoformat(str(naive)).replace(tzinfo=frames.tz_of(tz), fold=int(fold))
+    if tag == "$date":
+        return datetime.date.fromisoformat(str(body))
+    if tag == "$timedelta":
+        days, seconds, micro = (int(v) for v in body)
+        return datetime.timedelta(days=days, seconds=seconds, microseconds=micro)
+    if tag == "$decimal":
+        return decimal.Decimal(str(body))
+    if tag == "$path" and body[0] in _PATHS:
+        path = _PATHS[body[0]]
+        if not path.__name__.startswith("Pure") and path is not type(pathlib.Path()):
+            path = _PATHS["Pure" + path.__name__]  # another system's path: pure here
+        return path(str(body[1]))
+    return _tensor(dec, tag, body)
+
+
+def _tensor(dec: Decoder, tag: str, body: Any) -> Any:
+    if tag == "$saved":
+        value = dec.loaded(str(body)) if dec.loaded is not None else None
+        if value is None:
+            raise ValueError(f"it holds a Keras model that did not load here ({str(body)[:60]})")
+        return value
+    if tag not in ("$ragged", "$sparse"):
         raise ValueError(f"not a value the job writes: {tag}")
-
-    def _column(self, body: Any, depth: int) -> Any:
-        return self.decode(body, depth + 1)
-
-    def _index(self, body: dict[str, Any], depth: int) -> Any:
-        import pandas as pd
-
-        name = self.decode(body.get("name"), depth + 1)
-        if "range" in body:
-            start, stop, step = (int(v) for v in body["range"])
-            return pd.RangeIndex(start, stop, step, name=name)
-        return pd.Index(self._column(body["values"], depth), dtype=body.get("dtype"), name=name)
-
-    def _pandas(self, tag: str, body: dict[str, Any], depth: int) -> Any:
-        import pandas as pd
-
-        if tag == "$index":
-            return self._index(body, depth)
-        index = self._index(body["index"], depth)
-        if tag == "$series":
-            data = self._column(body["data"], depth)
-            name = self.decode(body.get("name"), depth + 1)
-            return pd.Series(data, index=index, name=name, dtype=body.get("dtype"))
-        columns = [self.decode(c, depth + 1) for c in body["columns"]]
-        data = {i: self._column(col, depth) for i, col in enumerate(body["data"])}
-        frame = pd.DataFrame(data, index=index)
-        frame.columns = pd.Index(columns) if columns else frame.columns
-        for i, dtype in enumerate(body.get("dtypes") or []):
-            if str(frame.dtypes.iloc[i]) != dtype:
-                frame.isetitem(i, frame.iloc[:, i].astype(dtype))
-        return frame
+    try:
+        import tensorflow as tf
+    except ImportError:
+        raise ValueError(
+            f"a TensorFlow {tag[1:]} tensor: TensorFlow is not installed here"
+        ) from None
+    if tag == "$sparse":
+        indices, values, shape = (dec.array(part["$array"]) for part in body)
+        return tf.sparse.SparseTensor(indices, values, shape)
+    flat, splits = body
+    nested = [dec.array(s["$array"]) for s in splits]
+    return tf.RaggedTensor.from_nested_row_splits(dec.array(flat["$array"]), nested)

@@ -169,9 +169,10 @@ class _Source:
         self.name = ""
         self.budget = budget
         self.tmp = tmp
-        self.decoder = Decoder(arrays)
+        self.decoder = Decoder(arrays, loaded=self.held)
         self.models: dict[str, Any] = {}
         self.admitted: set[str] = set()
+        self.unloaded: dict[str, str] = {}  # a model no name holds -> why it stays
 
     def _rel(self, file: str) -> str:
         return "/".join([CELL, *border.parts_of(file)])  # Refused: not a plain relative path
@@ -197,6 +198,13 @@ class _Source:
 
     def loaded(self, name: str) -> Any:
         return self.models.get(name)
+
+    def held(self, name: str) -> Any:
+        """The model a container holds (``$saved``); ValueError saying why it stays."""
+        if name in self.models:
+            return self.models[name]
+        why = self.unloaded.get(name) or f"{name}, which did not load here"
+        raise ValueError(f"it holds a {why}")
 
 
 def _manifest(job_dir: Path, limit: int, got: Returned) -> Manifest | None:
@@ -313,10 +321,8 @@ def bring_back(
     arrays = _arrays(job_dir, got)
     try:
         with tempfile.TemporaryDirectory(prefix="tfc-cell-") as tmp:
-            _set_names(
-                _Source(job_dir, namespace, arrays, border.Budget(limit), Path(tmp)),
-                entries, admitted, internal, code_names, got, limit_mb,
-            )  # fmt: skip
+            src = _Source(job_dir, namespace, arrays, border.Budget(limit), Path(tmp))
+            _set_names(src, entries, admitted, internal, code_names, got, limit_mb)
         got.changed = {n: changed[n] for n in got.names if n in changed}
         _delete(manifest.deleted, namespace, could, got)
         if manifest.out is not None:
@@ -325,7 +331,7 @@ def bring_back(
                     arrays.budget = border.Budget(limit)
                 tree = manifest.out.get("value")
                 border.Budget(limit).take(border.tree_bytes(tree), "Out[]")
-                got.out, got.has_out = Decoder(arrays).decode(tree), True
+                got.out, got.has_out = src.decoder.decode(tree), True  # a name's own object
     finally:
         if isinstance(arrays, border.Arrays):
             arrays.close()
@@ -386,7 +392,7 @@ def _read(
     try:
         value = codec.read(entry, src)
     except codecs.Stays as exc:
-        got.stayed[name] = str(exc)[:300]
+        got.stayed[name] = src.unloaded[name] = str(exc)[:300]  # said again by who holds it
         return
     except border.OverLimit as exc:
         detail = str(exc).split(": ", 1)[-1]

@@ -13,7 +13,8 @@ only; a codec imports its library, Keras or pandas, when it writes or reads a va
   that runs code.
 
 The registry (:func:`codecs`) holds the built-in codecs (:mod:`.keras`: models and their
-``History``; :mod:`.value`: everything JSON and plain arrays carry, tried last), then those of
+``History``; :mod:`.figure`: matplotlib figures; :mod:`.sklearn_model`: scikit-learn models
+through skops; :mod:`.value`: everything JSON and plain arrays carry, tried last), then those of
 the installed packages' entry points of group :data:`ENTRY_POINTS` (each a :class:`Codec`
 subclass or instance), then those given to :func:`register`. The first that claims a value
 writes it. A codec must be installed where the job runs and in the kernel: the manifest's
@@ -141,7 +142,12 @@ class Codec:
 
 _C = TypeVar("_C", bound="Codec | type[Codec]")
 
-_BUILTIN = ("keras:KerasModel", "keras:KerasHistory")
+_BUILTIN = (
+    "keras:KerasModel",
+    "keras:KerasHistory",
+    "figure:MatplotlibFigure",
+    "sklearn_model:SklearnModel",
+)
 _LAST = "value:Value"
 _registered: list[Codec] = []
 _found: list[Codec] | None = None

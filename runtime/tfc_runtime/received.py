@@ -52,8 +52,8 @@ class _Files:
         self.folder = folder
         self.namespace = namespace
         self.name = ""
-        self.decoder = values.Decoder(arrays)
         self.models: dict[str, Any] = {}
+        self.decoder = values.Decoder(arrays, loaded=self.loaded)  # models in containers
 
     def _path(self, file: str) -> str:
         return os.path.join(self.folder, *codecs.plain_rel(file))

@@ -140,6 +140,8 @@ class Plan:
             "cost_per_hour": self.spec.cost_per_hour(),
             "cost_at_most": self.cost_at_most(),
             "cost_text": self._cost_text(),
+            "cost_is_floor": self.cost_is_floor(),
+            "prices": self.price_rows(),
             "restarts": self.restarts(),
             "requirements": self.requirements,
             "image": self.image_uri,
@@ -240,6 +242,7 @@ class Plan:
         out.append("worker pools:")
         out += self._pool_lines()
         out.append(self._cost_text())
+        out += self._price_lines()
         out.append(f"restarts: {self.restarts()}")
         if self.sweep is not None:
             out += self.sweep.lines()
@@ -265,6 +268,52 @@ class Plan:
         out.append(f"--- {preview.title} ---")
         out.append(preview.text)
         return "\n".join(out)
+
+    def cost_is_floor(self) -> bool:
+        """True when the plan's price is a floor: a billed Spot job (Compute Engine's Spot price;
+        Vertex AI's fee on top of it is unpublished)."""
+        billed = registry.traits(self.spec.backend).billed
+        return billed and prices.is_floor(self.spec.google.scheduling)
+
+    def price_rows(self) -> list[dict[str, Any]]:
+        """Each pool's billed parts, one replica's: number, label (quoted, derived or floor),
+        source and date (:func:`tfc_jupyter.job.prices.price_rows`); [] when nothing bills."""
+        if not registry.traits(self.spec.backend).billed:
+            return []
+        google = self.spec.google
+        return [
+            {
+                "pool": role,
+                "replicas": n,
+                "machine": m.name,
+                "rows": prices.price_rows(
+                    m.machine_type,
+                    m.accelerator_type,
+                    m.accelerator_count,
+                    scheduling=google.scheduling,
+                    boot_disk_type=google.boot_disk_type,
+                    boot_disk_gb=google.boot_disk_gb,
+                ),
+            }
+            for role, n, m in self.pools()
+        ]
+
+    def _price_lines(self) -> list[str]:
+        """The dry run's price rows: ``  price: pool 0 chief: T4 x1 at $0.40/h (derived: ...)``."""
+        lines = []
+        for pool in self.price_rows():
+            for row in pool["rows"]:
+                rate = row["rate"]
+                head = f"  price: {pool['pool']}: {row['part']} x{row['quantity']:g}"
+                if rate is None:
+                    lines.append(f"{head}: price not listed ({row['why']})")
+                    continue
+                how = _LABELS[str(row["label"])]
+                lines.append(
+                    f"{head} at ${float(rate) * float(row['quantity']):,.4f}/h, {how} "
+                    f"({row['source']}, read {row['read']})"
+                )
+        return lines
 
     def _unbilled(self) -> str | None:
         """What a job on a backend that bills nothing costs, in its words (None: it bills)."""
@@ -302,7 +351,7 @@ class Plan:
         unbilled = self._unbilled()
         if unbilled is not None:
             return html.escape(unbilled)
-        return _cost_html(self.spec.cost_per_hour()) + html.escape(
+        return _cost_html(self.spec.cost_per_hour(), floor=self.cost_is_floor()) + html.escape(
             self._cost_bound() + self._sweep_cost()
         )
 
@@ -348,6 +397,12 @@ class Plan:
         )
 
 
+_LABELS = {
+    prices.QUOTED: "quoted",
+    prices.DERIVED: "derived: Compute Engine x 1.15",
+    prices.FLOOR: "floor: Compute Engine Spot, plus a Vertex AI fee Google does not publish",
+}
+
 _RATES = {
     "standard": "list prices",
     "spot": "Spot list prices",
@@ -378,6 +433,12 @@ def _cost_line(rate: float | None, pools: list[Pool], spec: JobSpec) -> str:
             f"estimated cost: none; no {what} for {', '.join(names)} (not in Google's list as "
             f"read: {', '.join(parts)}; see {catalog.PRICING_URL})"
         )
+    if prices.is_floor(spec.google.scheduling):
+        return (
+            f"estimated cost: from ${rate:,.2f} per hour (Compute Engine Spot list prices "
+            f"{catalog.PRICES_AS_OF}, boot disks included; Vertex AI adds a management fee it "
+            "does not publish, so this is a floor)"
+        )
     return (
         f"estimated cost: ${rate:,.2f} per hour ({rates} {catalog.PRICES_AS_OF}, boot disks "
         "included, an estimate)"
@@ -406,11 +467,11 @@ def _hours(spec: JobSpec) -> str:
     return f"{seconds // 60}m" if seconds % 60 == 0 else f"{seconds}s"
 
 
-def _cost_html(rate: float | None) -> str:
+def _cost_html(rate: float | None, *, floor: bool = False) -> str:
     if rate is None:
         link = f"<a href='{catalog.PRICING_URL}' target='_blank' rel='noopener'>"
         return f"{link}{catalog.NOT_LISTED}</a>"
-    return f"about <b>${rate:,.2f}/h</b>"
+    return f"from <b>${rate:,.2f}/h</b>" if floor else f"about <b>${rate:,.2f}/h</b>"
 
 
 _TF_NAMES = {"tensorflow", "tf"}

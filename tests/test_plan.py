@@ -61,8 +61,9 @@ def test_text_shows_every_part(train_nb: Path, settings: Settings) -> None:
     assert "cells: 2, 3, 7, 8, 9  (skipped by tag: 4, 6)" in text
     assert "strategy: multi_worker_mirrored (auto: " in text
     assert "pool 0 chief x1: T4_1X" in text and "pool 1 worker x2: T4_1X" in text
-    assert t4.price_per_hour is None  # no listed T4 price (tests/test_prices.py)
-    assert "cost: nothing billed (it runs on this machine)" in text  # not Vertex AI's price
+    assert t4.price_per_hour  # Vertex AI's price of a T4 (tests/test_prices.py) ...
+    assert "cost: nothing billed (it runs on this machine)" in text  # ... is not this job's
+    assert "price: " not in text and plan.summary()["prices"] == []
     assert "requirements: tensorflow-datasets>=4.9, pandas==2.2.2" in text
     assert "--- script.py ---" in text and "print(json.dumps(result))" in text
     # a local job's launch in its own words: each process, its command and its task

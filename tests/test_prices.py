@@ -182,6 +182,10 @@ def test_a_spot_plan_never_shows_the_on_demand_price(settings: Settings) -> None
         assert "floor" in text.split("estimated cost:", 1)[1].splitlines()[0], preset
         summary = plan.summary()
         assert summary["cost_per_hour"] < rate / 2, preset
+        # the spec's machines too: a Spot plan's JSON holds no on-demand number
+        chief = summary["spec"]["chief"]
+        on_demand = catalog.lookup(preset).price_per_hour or 0.0
+        assert chief["price_basis"] == "spot floor" and chief["price_per_hour"] < on_demand / 2
         assert summary["cost_at_most"] is None or summary["cost_at_most"] < rate * 24 * 7
 
 

@@ -125,6 +125,7 @@ class Plan:
         preview = self.preview()
         spec = self.spec.to_dict()
         spec["notify"] = masking.shown_all(spec.get("notify") or ())
+        _machines_at_scheduling(spec, self.spec.google.scheduling)
         options = dataclasses.replace(
             self.options, notify=tuple(masking.shown_all(self.options.notify))
         )
@@ -443,6 +444,21 @@ def _cost_line(rate: float | None, pools: list[Pool], spec: JobSpec) -> str:
         f"estimated cost: ${rate:,.2f} per hour ({rates} {catalog.PRICES_AS_OF}, boot disks "
         "included, an estimate)"
     )
+
+
+def _machines_at_scheduling(spec: dict[str, Any], scheduling: str) -> None:
+    """The summary's machines priced at the job's scheduling: a Spot job's machines carry their
+    Spot floor as ``price_per_hour``, never the on-demand price (``price_basis`` says which)."""
+    for key in ("chief", "worker", "ps_machine", "evaluator_machine"):
+        machine = spec.get(key)
+        if isinstance(machine, dict) and "machine_type" in machine:
+            machine["price_per_hour"] = prices.machine_price(
+                str(machine["machine_type"]),
+                machine.get("accelerator_type") or None,
+                int(machine.get("accelerator_count") or 0),
+                scheduling,
+            )
+            machine["price_basis"] = "spot floor" if prices.is_floor(scheduling) else scheduling
 
 
 def _machine_notes(spec: JobSpec) -> list[str]:

@@ -165,6 +165,8 @@ export type Checks = [
       | 'request'
       | 'request_title'
       | 'cost_at_most'
+      | 'cost_is_floor'
+      | 'prices'
       | 'restarts'
       | 'sweep',
       'spec'

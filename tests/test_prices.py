@@ -180,6 +180,7 @@ def test_a_spot_plan_never_shows_the_on_demand_price(settings: Settings) -> None
         text = plan.to_text(script=False)
         assert f"${rate:,.2f}" not in text, preset
         assert "floor" in text.split("estimated cost:", 1)[1].splitlines()[0], preset
+        assert f"({preset} = " not in text and "  (from $" in text, preset  # pool lines too
         summary = plan.summary()
         assert summary["cost_per_hour"] < rate / 2, preset
         # the spec's machines too: a Spot plan's JSON holds no on-demand number

@@ -171,7 +171,8 @@ class Plan:
         for role, n, machine in self.pools():
             lines.append(
                 f"  pool {ROLES.index(role)} {role} x{n}: {machine.name} = {machine.describe()}"
-                f"  ({catalog.price_text(self.spec.pool_cost_per_hour(machine, n))})"
+                f"  ({'from ' if self.cost_is_floor() else ''}"
+                f"{catalog.price_text(self.spec.pool_cost_per_hour(machine, n))})"
             )
         return lines
 

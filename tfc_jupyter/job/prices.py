@@ -37,7 +37,8 @@ What was read, and when:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 
 from .machines import MACHINE_TYPES
 
@@ -474,6 +475,35 @@ class Part:
         return self.row.at(scheduling) if self.row else None
 
 
+@dataclass(frozen=True)
+class Book:
+    """Rates that stand in for the table's (current ones: :func:`current_book`): ``gpus`` by
+    Vertex AI enum, ``families`` by machine series (``n1``) as (per vCPU, per GB) rows."""
+
+    gpus: dict[str, Rate] = field(default_factory=dict)
+    families: dict[str, tuple[Rate, Rate]] = field(default_factory=dict)
+
+
+def current_book(
+    rates: Mapping[str, tuple[float | None, float | None]], *, source: str, read: str
+) -> Book:
+    """A :class:`Book` from Compute Engine's current rates (``tfc_jupyter.google.billing``:
+    ``n1 vCPU``, ``n1 GB`` and GPU enums -> (on demand, Spot)): on demand derived x1.15, Spot
+    a floor, each with ``source`` and ``read``."""
+
+    def row(unit: str, pair: tuple[float | None, float | None]) -> Rate:
+        on_demand, spot = pair
+        standard = None if on_demand is None else round(on_demand * VERTEX_OVER_COMPUTE_ENGINE, 10)
+        return Rate(unit, standard, spot, None, source, read, label=DERIVED, spot_source=source,
+                    spot_read=read)  # fmt: skip
+
+    gpus = {key: row("GPU", pair) for key, pair in rates.items() if key.startswith("NVIDIA_")}
+    families = {}
+    if "n1 vCPU" in rates and "n1 GB" in rates:
+        families["n1"] = (row("vCPU", rates["n1 vCPU"]), row("GB", rates["n1 GB"]))
+    return Book(gpus, families)
+
+
 def _strategy(scheduling: str) -> str:
     """``SPOT``, ``spot``, ``FLEX_START`` ... -> ``spot``; ``ON_DEMAND``/``STANDARD`` ->
     ``standard``."""
@@ -527,20 +557,31 @@ def _parts(
     accelerator_type: str | None,
     accelerator_count: int,
     scheduling: str,
+    book: Book | None = None,
 ) -> list[Part]:
-    """Every billed part of one replica, without its disk."""
+    """Every billed part of one replica, without its disk (``book``'s rates first)."""
     strategy = _strategy(scheduling)
     tpu = _tpu_key(machine_type, accelerator_type)
     if tpu is not None:
         return [Part(tpu, TPUS.get(tpu), 1)]
-    if _family(machine_type) in FAMILIES and strategy != "spot":
+    series = (book.families if book else {}).get(machine_type.split("-")[0])
+    shape = _shape(machine_type)
+    if series is not None and shape is not None:
+        parts = [
+            Part(f"{machine_type} vCPU", series[0], shape[0]),
+            Part(f"{machine_type} memory", series[1], shape[1]),
+        ]
+    elif _family(machine_type) in FAMILIES and strategy != "spot":
         parts = _family_parts(machine_type, strategy)
     else:
         parts = [Part(machine_type, MACHINES.get(machine_type), 1)]
         if machine_type in BUILT_IN:
             return parts
     if accelerator_type and accelerator_count > 0:
-        parts.append(Part(accelerator_type, ACCELERATORS.get(accelerator_type), accelerator_count))
+        row = (book.gpus if book else {}).get(accelerator_type) or ACCELERATORS.get(
+            accelerator_type
+        )
+        parts.append(Part(accelerator_type, row, accelerator_count))
     return parts
 
 
@@ -549,11 +590,12 @@ def machine_price(
     accelerator_type: str | None = None,
     accelerator_count: int = 0,
     scheduling: str = "standard",
+    book: Book | None = None,
 ) -> float | None:
     """One machine with its accelerators, an hour, without its boot disk; None when a part
-    has no listed rate for ``scheduling``."""
+    has no listed rate for ``scheduling`` (``book``: current rates that stand in)."""
     total = 0.0
-    for part in _parts(machine_type, accelerator_type, accelerator_count, scheduling):
+    for part in _parts(machine_type, accelerator_type, accelerator_count, scheduling, book):
         rate = part.rate(scheduling)
         if rate is None:
             return None
@@ -583,13 +625,14 @@ def pool_price(
     scheduling: str = "standard",
     boot_disk_type: str = "pd-ssd",
     boot_disk_gb: int = 100,
+    book: Book | None = None,
 ) -> float | None:
     """What a worker pool costs an hour: ``replicas`` x (machine + accelerators + boot disk)
     at the rates of ``scheduling`` (Spot: a floor, see :func:`is_floor`); 0 for no replicas;
     None when a part is not listed (see :func:`unlisted`)."""
     if replicas <= 0:
         return 0.0
-    machine = machine_price(machine_type, accelerator_type, accelerator_count, scheduling)
+    machine = machine_price(machine_type, accelerator_type, accelerator_count, scheduling, book)
     disk = boot_disk_price(boot_disk_type, boot_disk_gb, scheduling)
     if machine is None or disk is None:
         return None
@@ -604,11 +647,12 @@ def price_rows(
     scheduling: str = "standard",
     boot_disk_type: str = "pd-ssd",
     boot_disk_gb: int = 100,
+    book: Book | None = None,
 ) -> list[dict[str, object]]:
     """Each billed part of one replica with its number and where it comes from: ``part``,
     ``quantity``, ``rate`` (dollars an hour a unit, None: not listed), ``unit``, ``label``
     (quoted, derived or floor), ``source`` and ``read`` (or ``why`` the rate is missing)."""
-    parts = _parts(machine_type, accelerator_type, accelerator_count, scheduling)
+    parts = _parts(machine_type, accelerator_type, accelerator_count, scheduling, book)
     parts.append(Part(f"{boot_disk_type} boot disk", BOOT_DISKS.get(boot_disk_type), boot_disk_gb))
     rows: list[dict[str, object]] = []
     for part in parts:

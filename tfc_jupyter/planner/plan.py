@@ -23,6 +23,7 @@ from tfc_runtime.protocol import ROLES
 from .. import registry
 from ..config import Settings
 from ..errors import Fix, SpecError, TfcError
+from ..google import billing
 from ..image import context as package
 from ..image import names as images
 from ..job import catalog, prices
@@ -34,6 +35,7 @@ from ..notebook.capture import Selection
 from ..notebook.convert import Script, convert
 from ..notebook.requirements import Requirements, unsatisfied
 from ..registry import DEFAULT, ROUTES, Preview, Route
+from ..store import records
 from ..sweep import methods
 from ..sweep.targets import SweepPlan, plan_sweep
 from ..util import masking, secretscan
@@ -82,6 +84,27 @@ class Plan:
     refused: TfcError | None = None  # the backend's verdict: what launching it would say
     checked: bool = False  # the verdict was taken (Client.plan): launching does not ask again
     sweep: SweepPlan | None = None  # --sweep: each trial is this plan with its values
+    current: billing.Current | None = None  # Compute Engine's current prices, where read
+
+    @property
+    def book(self) -> prices.Book | None:
+        """The current rates that stand in for the list's (None: the list prices)."""
+        if self.current is None:
+            return None
+        return prices.current_book(
+            self.current.rates, source=self.current.source, read=self.current.read
+        )
+
+    def current_prices(self) -> dict[str, Any] | None:
+        """Where the current prices come from (the plan's ``current_prices``), or None."""
+        if self.current is None:
+            return None
+        return {
+            "source": self.current.source,
+            "read": self.current.read,
+            "cached": self.current.cached,
+            "parts": sorted(self.current.rates),
+        }
 
     def source_map_text(self) -> str:
         """The job's ``script.map.json``: script lines to cells (or to the ``.py`` file)."""
@@ -138,11 +161,12 @@ class Plan:
             "spec": spec,
             "strategy": self.spec.resolved_strategy().value,
             "strategy_reason": self.spec.decided.strategy_reason,
-            "cost_per_hour": self.spec.cost_per_hour(),
+            "cost_per_hour": self.spec.cost_per_hour(self.book),
             "cost_at_most": self.cost_at_most(),
             "cost_text": self._cost_text(),
             "cost_is_floor": self.cost_is_floor(),
             "prices": self.price_rows(),
+            "current_prices": self.current_prices(),
             "restarts": self.restarts(),
             "requirements": self.requirements,
             "image": self.image_uri,
@@ -172,21 +196,24 @@ class Plan:
             lines.append(
                 f"  pool {ROLES.index(role)} {role} x{n}: {machine.name} = {machine.describe()}"
                 f"  ({'from ' if self.cost_is_floor() else ''}"
-                f"{catalog.price_text(self.spec.pool_cost_per_hour(machine, n))})"
+                f"{catalog.price_text(self.spec.pool_cost_per_hour(machine, n, self.book))})"
             )
         return lines
 
     def cost_at_most(self) -> float | None:
         """What a billed job costs if it runs for its whole ``--timeout`` (None: no timeout, no
         list price, or a backend that bills nothing)."""
-        rate, timeout = self.spec.cost_per_hour(), self.spec.timeout_s
+        rate, timeout = self.spec.cost_per_hour(self.book), self.spec.timeout_s
         if rate is None or timeout is None or not registry.traits(self.spec.backend).billed:
             return None
         return round(rate * timeout / 3600, 2)
 
     def _cost_bound(self) -> str:
         """``; at most $X if it runs its whole --timeout of 2h``, or that there is no bound."""
-        if self.spec.cost_per_hour() is None or not registry.traits(self.spec.backend).billed:
+        if (
+            self.spec.cost_per_hour(self.book) is None
+            or not registry.traits(self.spec.backend).billed
+        ):
             return ""
         at_most = self.cost_at_most()
         if at_most is None:
@@ -295,6 +322,7 @@ class Plan:
                     scheduling=google.scheduling,
                     boot_disk_type=google.boot_disk_type,
                     boot_disk_gb=google.boot_disk_gb,
+                    book=self.book,
                 ),
             }
             for role, n, m in self.pools()
@@ -329,7 +357,7 @@ class Plan:
             return unbilled
         spec = self.spec
         return (
-            _cost_line(spec.cost_per_hour(), self.pools(), spec)
+            _cost_line(spec.cost_per_hour(self.book), self.pools(), spec, self.current)
             + self._cost_bound()
             + self._sweep_cost()
         )
@@ -338,7 +366,7 @@ class Plan:
         """``; the sweep: 12 trials, at most $X`` (each trial is priced as this job is)."""
         if self.sweep is None:
             return ""
-        trials, rate = self.sweep.spec.trials, self.spec.cost_per_hour()
+        trials, rate = self.sweep.spec.trials, self.spec.cost_per_hour(self.book)
         at_most = self.cost_at_most()
         if at_most is not None:
             return f"; the sweep: {trials} trials, at most ${at_most * trials:,.2f}"
@@ -353,9 +381,9 @@ class Plan:
         unbilled = self._unbilled()
         if unbilled is not None:
             return html.escape(unbilled)
-        return _cost_html(self.spec.cost_per_hour(), floor=self.cost_is_floor()) + html.escape(
-            self._cost_bound() + self._sweep_cost()
-        )
+        return _cost_html(
+            self.spec.cost_per_hour(self.book), floor=self.cost_is_floor()
+        ) + html.escape(self._cost_bound() + self._sweep_cost())
 
     def _repr_html_(self) -> str:
         esc = html.escape
@@ -412,10 +440,20 @@ _RATES = {
 }
 
 
-def _cost_line(rate: float | None, pools: list[Pool], spec: JobSpec) -> str:
+def _cost_line(
+    rate: float | None, pools: list[Pool], spec: JobSpec, current: billing.Current | None = None
+) -> str:
     """The plan's cost line: machines, accelerators and boot disks at the rates of the job's
     scheduling, or which parts Google's list (as :mod:`.prices` holds it) does not price."""
     rates = _RATES.get(spec.google.scheduling, "list prices")
+    now = (
+        ""
+        if current is None
+        else (
+            "; N1 and its GPUs at current Compute Engine prices from the Cloud Billing Catalog "
+            f"API, fetched {current.read}{' (cached a day)' if current.cached else ''}"
+        )
+    )
     if rate is None:
         names: dict[str, None] = {}
         parts: dict[str, None] = {}
@@ -439,11 +477,11 @@ def _cost_line(rate: float | None, pools: list[Pool], spec: JobSpec) -> str:
         return (
             f"estimated cost: from ${rate:,.2f} per hour (Compute Engine Spot list prices "
             f"{catalog.PRICES_AS_OF}, boot disks included; Vertex AI adds a management fee it "
-            "does not publish, so this is a floor)"
+            f"does not publish, so this is a floor{now})"
         )
     return (
         f"estimated cost: ${rate:,.2f} per hour ({rates} {catalog.PRICES_AS_OF}, boot disks "
-        "included, an estimate)"
+        f"included, an estimate{now})"
     )
 
 
@@ -929,7 +967,15 @@ def _make_plan(selection: Selection, ns: JobOptions, settings: Settings) -> Plan
         settings=settings,
         route=route,
         sweep=sweep,
+        current=_current_prices(settings) if traits.billed else None,
     )
+
+
+def _current_prices(settings: Settings) -> billing.Current | None:
+    """Compute Engine's current prices where the user has credentials (cached a day in the
+    tfc home), else None: the list prices stand."""
+    home = settings.get("home")
+    return billing.current(Path(home) if home else records.default_home(), prices.REGION)
 
 
 _SWEEP_ONLY = (("trials", 0), ("parallel", 1), ("metric", None), ("goal", None),

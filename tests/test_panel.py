@@ -153,6 +153,20 @@ def test_impossible_choices_are_flagged_as_the_user_picks(
     assert (check.error or "").startswith("a Vertex AI job needs a Google Cloud project")
 
 
+def test_a_spot_job_s_summary_says_from_its_floor(tmp_path: Path, settings: Settings) -> None:
+    from tfc_jupyter.panel.view import LaunchPanel
+
+    base = options.JobOptions.from_line("--spot")  # a %%tfc_run --spot line the panel starts from
+    model = _model(tmp_path, settings, QUICK, base=base)
+    model.update(backend="vertex", gpus=1, gpu_type="T4", project="my-proj-1")
+    summary = model.summary()
+    assert summary is not None and summary["cost_is_floor"]
+    floor = prices.pool_price("n1-standard-8", "NVIDIA_TESLA_T4", 1, scheduling="spot")
+    assert summary["cost_per_hour"] == pytest.approx(floor, abs=1e-6)
+    shown = LaunchPanel(model, store_for(tmp_path / "home"))._summary_html()
+    assert f"From ${floor:,.2f} per hour" in shown and "About $" not in shown
+
+
 def test_summary_shows_strategy_pools_cost_and_the_equivalent_line(
     tmp_path: Path, settings: Settings
 ) -> None:

@@ -494,8 +494,10 @@ def current_book(
     def row(unit: str, pair: tuple[float | None, float | None]) -> Rate:
         on_demand, spot = pair
         standard = None if on_demand is None else round(on_demand * VERTEX_OVER_COMPUTE_ENGINE, 10)
-        return Rate(unit, standard, spot, None, source, read, label=DERIVED, spot_source=source,
-                    spot_read=read)  # fmt: skip
+        return Rate(
+            unit, standard, spot, None, source, read,
+            label=DERIVED, spot_source=source, spot_read=read,
+        )  # fmt: skip
 
     gpus = {key: row("GPU", pair) for key, pair in rates.items() if key.startswith("NVIDIA_")}
     families = {}

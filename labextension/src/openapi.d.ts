@@ -737,6 +737,22 @@ export interface components {
              * @example cost: nothing billed (it runs on this machine)
              */
             cost_text: string;
+            /** @description where N1 machines and their GPUs were priced at Compute Engine's current rates (Cloud Billing Catalog API, cached a day); null: list prices only */
+            current_prices: {
+                source: string;
+                /** @description the date they were fetched (YYYY-MM-DD) */
+                read: string;
+                /** @description read from the day's cached copy */
+                cached: boolean;
+                /**
+                 * @example [
+                 *       "NVIDIA_TESLA_T4",
+                 *       "n1 GB",
+                 *       "n1 vCPU"
+                 *     ]
+                 */
+                parts: string[];
+            } | null;
             /** @description cost_per_hour is a floor: a billed Spot job at Compute Engine's Spot prices (Vertex AI's fee on them is unpublished) */
             cost_is_floor: boolean;
             /** @description each pool's billed parts, one replica's, with where each number comes from (empty when nothing is billed) */

@@ -166,6 +166,7 @@ export type Checks = [
       | 'request_title'
       | 'cost_at_most'
       | 'cost_is_floor'
+      | 'current_prices'
       | 'prices'
       | 'restarts'
       | 'sweep',

@@ -74,6 +74,9 @@ def tfc_env(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFa
     config_dir = tmp_path_factory.mktemp("jupyter_config")
     monkeypatch.setenv("JUPYTER_CONFIG_DIR", str(config_dir))
     monkeypatch.setenv("TFC_JUPYTER_HOME", str(tmp_path_factory.mktemp("tfc_home")))
+    # no application-default credentials: a plan asks Google's Cloud Billing API for nothing
+    monkeypatch.delenv("GOOGLE_APPLICATION_CREDENTIALS", raising=False)
+    monkeypatch.setenv("CLOUDSDK_CONFIG", str(tmp_path_factory.mktemp("gcloud_config")))
     return config_dir
 
 

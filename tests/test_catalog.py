@@ -39,9 +39,12 @@ MODERN_GPUS = {
     "H200_8X": ("a3-ultragpu-8g", "NVIDIA_H200_141GB", 8),
     "B200_8X": ("a4-highgpu-8g", "NVIDIA_B200", 8),
 }
-# The rows Google's list gives a number for, as tfc_jupyter.job.prices holds it (see
-# tests/test_prices.py); every other row says "price not listed".
-PRICED = {"CPU", "H100_8X"}
+# The machine types no price was read for, on demand (tfc_jupyter.job.prices, see
+# tests/test_prices.py): A3 Mega, A3 Ultra (H200), A4 (B200), and A3 High with 1, 2 or 4 GPUs
+# (sold only as Spot or flex-start). Every other row has a price.
+UNPRICED = {"a3-megagpu-8g", "a3-ultragpu-8g", "a4-highgpu-8g"} | {
+    f"a3-highgpu-{n}g" for n in (1, 2, 4)
+}
 
 # TPU name -> (machine type, accelerator enum, count, topology)
 TPUS = {
@@ -182,7 +185,7 @@ def test_every_row_knows_its_size_and_a_price_or_says_it_has_none() -> None:
     for m in catalog.catalog_rows():
         assert m.machine_type in catalog.MACHINE_TYPES
         assert m.vcpus > 0 and m.memory_gb > 0, m
-        if m.name not in PRICED:
+        if m.machine_type in UNPRICED:
             assert m.price_per_hour is None, m
         else:
             assert m.price_per_hour is not None and m.price_per_hour > 0, m

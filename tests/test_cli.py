@@ -42,8 +42,8 @@ def test_plan_json_with_workers(capsys: pytest.CaptureFixture[str], train_nb: Pa
     assert isinstance(spec, dict)
     assert spec["worker_count"] == 1
     assert spec["chief"]["accelerator_count"] == 2 == spec["worker"]["accelerator_count"]
-    assert catalog.lookup("T4_2X").price_per_hour is None  # no listed T4 price
-    assert plan["cost_per_hour"] is None
+    assert catalog.lookup("T4_2X").price_per_hour  # Vertex AI's price of it (derived) ...
+    assert plan["prices"] == [] and not plan["cost_is_floor"]  # ... but this job bills nothing
     assert plan["requirements"] == ["tensorflow-datasets>=4.9", "pandas==2.2.2"]
     assert any("3 %%tfc_run cells" in w for w in plan["warnings"])  # type: ignore[union-attr]
     request = plan["request"]  # the processes a local launch starts

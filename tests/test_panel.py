@@ -99,9 +99,10 @@ def test_every_choice_comes_from_the_catalog(tmp_path: Path, settings: Settings)
     assert [o.value for o in model.options("worker_machine")][1:] == machines[1:]
     labels = {o.value: o.label for o in model.options("machine")}
     assert labels[""] == "default (CPU)"
-    assert labels["T4_1X"] == (  # no listed T4 price (tests/test_prices.py)
-        f"T4_1X · {catalog.PRESETS['T4_1X'].describe()} · price not listed"
+    assert labels["H200_8X"] == (  # no H200 price read (tests/test_prices.py)
+        f"H200_8X · {catalog.PRESETS['H200_8X'].describe()} · price not listed"
     )
+    assert labels["T4_1X"].endswith(f"${catalog.PRESETS['T4_1X'].price_per_hour:,.2f}/h")
     assert labels["CPU"].endswith(f"${catalog.PRESETS['CPU'].price_per_hour:,.2f}/h")
 
 
@@ -152,6 +153,20 @@ def test_impossible_choices_are_flagged_as_the_user_picks(
     assert (check.error or "").startswith("a Vertex AI job needs a Google Cloud project")
 
 
+def test_a_spot_job_s_summary_says_from_its_floor(tmp_path: Path, settings: Settings) -> None:
+    from tfc_jupyter.panel.view import LaunchPanel
+
+    base = options.JobOptions.from_line("--spot")  # a %%tfc_run --spot line the panel starts from
+    model = _model(tmp_path, settings, QUICK, base=base)
+    model.update(backend="vertex", gpus=1, gpu_type="T4", project="my-proj-1")
+    summary = model.summary()
+    assert summary is not None and summary["cost_is_floor"]
+    floor = prices.pool_price("n1-standard-8", "NVIDIA_TESLA_T4", 1, scheduling="spot")
+    assert summary["cost_per_hour"] == pytest.approx(floor, abs=1e-6)
+    shown = LaunchPanel(model, store_for(tmp_path / "home"))._summary_html()
+    assert f"From ${floor:,.2f} per hour" in shown and "About $" not in shown
+
+
 def test_summary_shows_strategy_pools_cost_and_the_equivalent_line(
     tmp_path: Path, settings: Settings
 ) -> None:
@@ -165,11 +180,10 @@ def test_summary_shows_strategy_pools_cost_and_the_equivalent_line(
         ("chief", 1, "T4_1X"),
         ("worker", 2, "T4_1X"),
     ]
-    assert t4.price_per_hour is None and summary["billed"]  # no listed T4 price: none
-    assert summary["cost_per_hour"] is None and [p["cost_per_hour"] for p in summary["pools"]] == [
-        None,
-        None,
-    ]
+    disk = prices.boot_disk_price("pd-ssd", 100) or 0.0  # each replica's boot disk
+    one = (t4.price_per_hour or 0) + disk
+    assert summary["billed"] and summary["cost_per_hour"] == pytest.approx(3 * one, abs=1e-5)
+    assert [p["cost_per_hour"] for p in summary["pools"]] == pytest.approx([one, 2 * one])
     line = summary["line"]
     assert line == "%%tfc_run --gpus 1 --gpu-type T4 --workers 2 --backend vertex --label team=ml"
     # Pasted into a cell, the line makes the very same job.
@@ -188,11 +202,12 @@ def test_summary_shows_strategy_pools_cost_and_the_equivalent_line(
     local = model.summary()
     assert local is not None and not local["billed"] and local["cost_per_hour"] == 0.0
     assert [p["cost_per_hour"] for p in local["pools"]] == [0.0]
-    assert local["vertex_cost_per_hour"] is None  # no listed A100 price (tests/test_prices.py)
+    disk = prices.boot_disk_price("pd-ssd", 100) or 0.0  # the machine and its boot disk
+    a100 = (catalog.PRESETS["A100_8X"].price_per_hour or 0) + disk
+    assert local["vertex_cost_per_hour"] == pytest.approx(a100, abs=1e-5)
     model.update(machine="H100_8X")
     h100 = model.summary()
     assert h100 is not None and h100["cost_per_hour"] == 0.0
-    disk = prices.boot_disk_price("pd-ssd", 100) or 0.0  # the machine and its boot disk
     expected = (catalog.PRESETS["H100_8X"].price_per_hour or 0) + disk
     assert h100["vertex_cost_per_hour"] == pytest.approx(expected, abs=1e-5)
 

@@ -65,8 +65,9 @@ def test_text_shows_every_part(train_nb: Path, settings: Settings) -> None:
     assert "pool 0 chief x1: 1 process on this machine, 1 GPU each" in text
     assert "pool 1 worker x2: 2 processes on this machine, 1 GPU each" in text
     assert "T4" not in text.split("--- script.py ---")[0]
-    assert t4.gpu_count == 1
-    assert "cost: nothing billed (it runs on this machine)" in text  # not Vertex AI's price
+    assert t4.gpu_count == 1 and t4.price_per_hour  # Vertex AI's price of a T4 ...
+    assert "cost: nothing billed (it runs on this machine)" in text  # ... is not this job's
+    assert "price: " not in text and plan.summary()["prices"] == []
     assert "requirements: tensorflow-datasets>=4.9, pandas==2.2.2" in text
     assert "--- script.py ---" in text and "print(json.dumps(result))" in text
     # a local job's launch in its own words: each process, its command and its task

@@ -70,9 +70,11 @@ def test_workers_default_to_the_chief_machine() -> None:
     spec = JobSpec(chief=T4, worker_count=2)
     assert spec.worker == T4
     assert spec.replica_count == 3
-    assert spec.cost_per_hour() is None  # T4: no listed price (tests/test_prices.py)
     # Every replica counts, with its own boot disk (100 GB of pd-ssd by default).
     h100, disk = lookup("H100_8X"), prices.boot_disk_price("pd-ssd", 100) or 0.0
+    assert spec.cost_per_hour() == pytest.approx(3 * ((T4.price_per_hour or 0) + disk), abs=1e-5)
+    # A replica with no price read makes the whole job's price unknown, never too low.
+    assert JobSpec(chief=CPU, worker=lookup("H200_8X"), worker_count=1).cost_per_hour() is None
     mixed = JobSpec(chief=CPU, worker=h100, worker_count=2)
     assert mixed.cost_per_hour() == pytest.approx(
         (CPU.price_per_hour or 0) + disk + 2 * ((h100.price_per_hour or 0) + disk), abs=1e-5

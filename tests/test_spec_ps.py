@@ -29,8 +29,9 @@ def test_ps_and_evaluator_defaults_replicas_and_cost() -> None:
     assert spec.ps_machine == CPU  # parameter servers hold variables: CPU machines
     assert spec.evaluator_machine == T4  # the evaluator runs the model like the chief
     assert spec.replica_count == 6
-    assert spec.cost_per_hour() is None  # T4: no listed price (tests/test_prices.py)
     h100, disk = lookup("H100_8X"), prices.boot_disk_price("pd-ssd", 100) or 0.0
+    t4 = 4 * ((T4.price_per_hour or 0) + disk) + 2 * ((CPU.price_per_hour or 0) + disk)
+    assert spec.cost_per_hour() == pytest.approx(t4, abs=1e-5)
     priced = JobSpec(chief=h100, worker_count=2, ps_count=2, evaluator=True)
     expected = 4 * ((h100.price_per_hour or 0) + disk) + 2 * ((CPU.price_per_hour or 0) + disk)
     assert priced.cost_per_hour() == pytest.approx(expected, abs=1e-5)

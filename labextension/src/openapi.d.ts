@@ -737,6 +737,52 @@ export interface components {
              * @example cost: nothing billed (it runs on this machine)
              */
             cost_text: string;
+            /** @description where N1 machines and their GPUs were priced at Compute Engine's current rates (Cloud Billing Catalog API, cached a day); null: list prices only */
+            current_prices: {
+                source: string;
+                /** @description the date they were fetched (YYYY-MM-DD) */
+                read: string;
+                /** @description read from the day's cached copy */
+                cached: boolean;
+                /**
+                 * @example [
+                 *       "NVIDIA_TESLA_T4",
+                 *       "n1 GB",
+                 *       "n1 vCPU"
+                 *     ]
+                 */
+                parts: string[];
+            } | null;
+            /** @description cost_per_hour is a floor: a billed Spot job at Compute Engine's Spot prices (Vertex AI's fee on them is unpublished) */
+            cost_is_floor: boolean;
+            /** @description each pool's billed parts, one replica's, with where each number comes from (empty when nothing is billed) */
+            prices: {
+                /** @example chief */
+                pool: string;
+                replicas: number;
+                /** @example T4_1X */
+                machine: string;
+                rows: {
+                    /** @example NVIDIA_TESLA_T4 */
+                    part: string;
+                    quantity: number;
+                    /** @description US dollars an hour for one unit (null: price not listed) */
+                    rate: number | null;
+                    /** @example GPU */
+                    unit?: string;
+                    /**
+                     * @description quoted: Vertex AI's price page or SKU list; derived: Compute Engine's list price x 1.15; floor: Compute Engine's Spot price
+                     * @enum {string}
+                     */
+                    label?: "quoted" | "derived" | "floor";
+                    /** @description the page the number was read from */
+                    source?: string;
+                    /** @description the date it was read (YYYY-MM-DD) */
+                    read?: string;
+                    /** @description why there is no rate */
+                    why?: string;
+                }[];
+            }[];
             /** @description what happens when a replica dies mid-job: who restarts it, and whether the job resumes */
             restarts: string;
             /** @description --sweep: the trials, how the best is chosen, and the line each swept name replaces (a sweep launches from %%tfc_run or the CLI; a create request for one is refused) */

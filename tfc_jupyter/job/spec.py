@@ -353,10 +353,13 @@ class JobSpec:
             rows.append(("evaluator", 1, self.evaluator_machine))
         return [Pool(role, n, m) for role, n, m in rows if m is not None]
 
-    def pool_cost_per_hour(self, machine: Machine, replicas: int) -> float | None:
+    def pool_cost_per_hour(
+        self, machine: Machine, replicas: int, book: prices.Book | None = None
+    ) -> float | None:
         """A pool's estimated Vertex AI price an hour: its machines, accelerators and boot
         disks at the rates of this job's scheduling (on demand, Spot or flex-start), from
-        Google's list as :mod:`.prices` holds it; None when a part has no listed rate."""
+        Google's list as :mod:`.prices` holds it (``book``: current rates that stand in); None
+        when a part has no listed rate."""
         return prices.pool_price(
             machine.machine_type,
             machine.accelerator_type,
@@ -365,12 +368,13 @@ class JobSpec:
             scheduling=self.google.scheduling,
             boot_disk_type=self.google.boot_disk_type,
             boot_disk_gb=self.google.boot_disk_gb,
+            book=book,
         )
 
-    def cost_per_hour(self) -> float | None:
+    def cost_per_hour(self, book: prices.Book | None = None) -> float | None:
         """Estimated price per hour of all pools (:meth:`pool_cost_per_hour`, list prices of
         ``catalog.PRICES_AS_OF``); None when a part of one has no listed price."""
-        parts = [self.pool_cost_per_hour(m, n) for _, n, m in self.pools()]
+        parts = [self.pool_cost_per_hour(m, n, book) for _, n, m in self.pools()]
         if any(part is None for part in parts):
             return None
         return round(sum(part or 0.0 for part in parts), 6)

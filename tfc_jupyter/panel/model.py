@@ -508,12 +508,13 @@ class PanelModel:
                     "replicas": n,
                     "machine": m.name,
                     "describe": m.describe(),
-                    "cost_per_hour": (spec.pool_cost_per_hour(m, n) if billed else 0.0),
+                    "cost_per_hour": (spec.pool_cost_per_hour(m, n, plan.book) if billed else 0.0),
                 }
                 for role, n, m in plan.pools()
             ],
-            "cost_per_hour": spec.cost_per_hour() if billed else 0.0,
-            "vertex_cost_per_hour": spec.cost_per_hour(),
+            "cost_per_hour": spec.cost_per_hour(plan.book) if billed else 0.0,
+            "cost_is_floor": plan.cost_is_floor(),
+            "vertex_cost_per_hour": spec.cost_per_hour(plan.book),
             "line": self.line(),
             "notebook": plan.selection.name,
             "found_by": plan.selection.how,

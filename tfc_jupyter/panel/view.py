@@ -280,6 +280,12 @@ class LaunchPanel:
                 f"<b>Cost: {catalog.NOT_LISTED}</b> <small>(see <a href='{catalog.PRICING_URL}' "
                 "target='_blank' rel='noopener'>Vertex AI pricing</a>)</small>"
             )
+        elif summary["billed"] and summary.get("cost_is_floor"):
+            cost = (
+                f"<b>From ${summary['cost_per_hour']:,.2f} per hour</b> "
+                "<small>(Compute Engine Spot prices; Vertex AI adds a fee it does not publish)"
+                "</small>"
+            )
         elif summary["billed"]:
             cost = (
                 f"<b>About ${summary['cost_per_hour']:,.2f} per hour</b> "

@@ -23,6 +23,7 @@ from tfc_runtime.protocol import ROLES
 from .. import registry
 from ..config import Settings
 from ..errors import Fix, SpecError, TfcError
+from ..google import billing
 from ..image import context as package
 from ..image import names as images
 from ..job import catalog, prices
@@ -34,6 +35,7 @@ from ..notebook.capture import Selection
 from ..notebook.convert import Script, convert
 from ..notebook.requirements import Requirements, unsatisfied
 from ..registry import DEFAULT, ROUTES, Preview, Route
+from ..store import records
 from ..sweep import methods
 from ..sweep.targets import SweepPlan, plan_sweep
 from ..util import masking, secretscan
@@ -82,6 +84,27 @@ class Plan:
     refused: TfcError | None = None  # the backend's verdict: what launching it would say
     checked: bool = False  # the verdict was taken (Client.plan): launching does not ask again
     sweep: SweepPlan | None = None  # --sweep: each trial is this plan with its values
+    current: billing.Current | None = None  # Compute Engine's current prices, where read
+
+    @property
+    def book(self) -> prices.Book | None:
+        """The current rates that stand in for the list's (None: the list prices)."""
+        if self.current is None:
+            return None
+        return prices.current_book(
+            self.current.rates, source=self.current.source, read=self.current.read
+        )
+
+    def current_prices(self) -> dict[str, Any] | None:
+        """Where the current prices come from (the plan's ``current_prices``), or None."""
+        if self.current is None:
+            return None
+        return {
+            "source": self.current.source,
+            "read": self.current.read,
+            "cached": self.current.cached,
+            "parts": sorted(self.current.rates),
+        }
 
     def source_map_text(self) -> str:
         """The job's ``script.map.json``: script lines to cells (or to the ``.py`` file)."""
@@ -125,6 +148,7 @@ class Plan:
         preview = self.preview()
         spec = self.spec.to_dict()
         spec["notify"] = masking.shown_all(spec.get("notify") or ())
+        _machines_at_scheduling(spec, self.spec.google.scheduling)
         options = dataclasses.replace(
             self.options, notify=tuple(masking.shown_all(self.options.notify))
         )
@@ -137,9 +161,12 @@ class Plan:
             "spec": spec,
             "strategy": self.spec.resolved_strategy().value,
             "strategy_reason": self.spec.decided.strategy_reason,
-            "cost_per_hour": self.spec.cost_per_hour(),
+            "cost_per_hour": self.spec.cost_per_hour(self.book),
             "cost_at_most": self.cost_at_most(),
             "cost_text": self._cost_text(),
+            "cost_is_floor": self.cost_is_floor(),
+            "prices": self.price_rows(),
+            "current_prices": self.current_prices(),
             "restarts": self.restarts(),
             "requirements": self.requirements,
             "image": self.image_uri if self._shows_image() else None,
@@ -215,7 +242,8 @@ class Plan:
                 continue
             lines.append(
                 f"{head}{machine.name} = {machine.describe()}"
-                f"  ({catalog.price_text(self.spec.pool_cost_per_hour(machine, n))})"
+                f"  ({'from ' if self.cost_is_floor() else ''}"
+                f"{catalog.price_text(self.spec.pool_cost_per_hour(machine, n, self.book))})"
             )
         return lines
 
@@ -227,14 +255,17 @@ class Plan:
     def cost_at_most(self) -> float | None:
         """What a billed job costs if it runs for its whole ``--timeout`` (None: no timeout, no
         list price, or a backend that bills nothing)."""
-        rate, timeout = self.spec.cost_per_hour(), self.spec.timeout_s
+        rate, timeout = self.spec.cost_per_hour(self.book), self.spec.timeout_s
         if rate is None or timeout is None or not registry.traits(self.spec.backend).billed:
             return None
         return round(rate * timeout / 3600, 2)
 
     def _cost_bound(self) -> str:
         """``; at most $X if it runs its whole --timeout of 2h``, or that there is no bound."""
-        if self.spec.cost_per_hour() is None or not registry.traits(self.spec.backend).billed:
+        if (
+            self.spec.cost_per_hour(self.book) is None
+            or not registry.traits(self.spec.backend).billed
+        ):
             return ""
         at_most = self.cost_at_most()
         if at_most is None:
@@ -292,6 +323,7 @@ class Plan:
         out.append("worker pools:")
         out += self._pool_lines()
         out.append(self._cost_text())
+        out += self._price_lines()
         out.append(f"restarts: {self.restarts()}")
         if self.sweep is not None:
             out += self.sweep.lines()
@@ -321,6 +353,53 @@ class Plan:
         out.append(preview.text)
         return "\n".join(out)
 
+    def cost_is_floor(self) -> bool:
+        """True when the plan's price is a floor: a billed Spot job (Compute Engine's Spot price;
+        Vertex AI's fee on top of it is unpublished)."""
+        billed = registry.traits(self.spec.backend).billed
+        return billed and prices.is_floor(self.spec.google.scheduling)
+
+    def price_rows(self) -> list[dict[str, Any]]:
+        """Each pool's billed parts, one replica's: number, label (quoted, derived or floor),
+        source and date (:func:`tfc_jupyter.job.prices.price_rows`); [] when nothing bills."""
+        if not registry.traits(self.spec.backend).billed:
+            return []
+        google = self.spec.google
+        return [
+            {
+                "pool": role,
+                "replicas": n,
+                "machine": m.name,
+                "rows": prices.price_rows(
+                    m.machine_type,
+                    m.accelerator_type,
+                    m.accelerator_count,
+                    scheduling=google.scheduling,
+                    boot_disk_type=google.boot_disk_type,
+                    boot_disk_gb=google.boot_disk_gb,
+                    book=self.book,
+                ),
+            }
+            for role, n, m in self.pools()
+        ]
+
+    def _price_lines(self) -> list[str]:
+        """The dry run's price rows: ``  price: pool 0 chief: T4 x1 at $0.40/h (derived: ...)``."""
+        lines = []
+        for pool in self.price_rows():
+            for row in pool["rows"]:
+                rate = row["rate"]
+                head = f"  price: {pool['pool']}: {row['part']} x{row['quantity']:g}"
+                if rate is None:
+                    lines.append(f"{head}: price not listed ({row['why']})")
+                    continue
+                how = _LABELS[str(row["label"])]
+                lines.append(
+                    f"{head} at ${float(rate) * float(row['quantity']):,.4f}/h, {how} "
+                    f"({row['source']}, read {row['read']})"
+                )
+        return lines
+
     def _unbilled(self) -> str | None:
         """What a job on a backend that bills nothing costs, in its words (None: it bills)."""
         traits = registry.traits(self.spec.backend)
@@ -333,7 +412,7 @@ class Plan:
             return unbilled
         spec = self.spec
         return (
-            _cost_line(spec.cost_per_hour(), self.pools(), spec)
+            _cost_line(spec.cost_per_hour(self.book), self.pools(), spec, self.current)
             + self._cost_bound()
             + self._sweep_cost()
         )
@@ -342,7 +421,7 @@ class Plan:
         """``; the sweep: 12 trials, at most $X`` (each trial is priced as this job is)."""
         if self.sweep is None:
             return ""
-        trials, rate = self.sweep.spec.trials, self.spec.cost_per_hour()
+        trials, rate = self.sweep.spec.trials, self.spec.cost_per_hour(self.book)
         at_most = self.cost_at_most()
         if at_most is not None:
             return f"; the sweep: {trials} trials, at most ${at_most * trials:,.2f}"
@@ -357,9 +436,9 @@ class Plan:
         unbilled = self._unbilled()
         if unbilled is not None:
             return html.escape(unbilled)
-        return _cost_html(self.spec.cost_per_hour()) + html.escape(
-            self._cost_bound() + self._sweep_cost()
-        )
+        return _cost_html(
+            self.spec.cost_per_hour(self.book), floor=self.cost_is_floor()
+        ) + html.escape(self._cost_bound() + self._sweep_cost())
 
     def _repr_html_(self) -> str:
         esc = html.escape
@@ -407,6 +486,12 @@ class Plan:
         )
 
 
+_LABELS = {
+    prices.QUOTED: "quoted",
+    prices.DERIVED: "derived: Compute Engine x 1.15",
+    prices.FLOOR: "floor: Compute Engine Spot, plus a Vertex AI fee Google does not publish",
+}
+
 _RATES = {
     "standard": "list prices",
     "spot": "Spot list prices",
@@ -414,10 +499,20 @@ _RATES = {
 }
 
 
-def _cost_line(rate: float | None, pools: list[Pool], spec: JobSpec) -> str:
+def _cost_line(
+    rate: float | None, pools: list[Pool], spec: JobSpec, current: billing.Current | None = None
+) -> str:
     """The plan's cost line: machines, accelerators and boot disks at the rates of the job's
     scheduling, or which parts Google's list (as :mod:`.prices` holds it) does not price."""
     rates = _RATES.get(spec.google.scheduling, "list prices")
+    now = (
+        ""
+        if current is None
+        else (
+            "; N1 and its GPUs at current Compute Engine prices from the Cloud Billing Catalog "
+            f"API, fetched {current.read}{' (cached a day)' if current.cached else ''}"
+        )
+    )
     if rate is None:
         names: dict[str, None] = {}
         parts: dict[str, None] = {}
@@ -437,10 +532,31 @@ def _cost_line(rate: float | None, pools: list[Pool], spec: JobSpec) -> str:
             f"estimated cost: none; no {what} for {', '.join(names)} (not in Google's list as "
             f"read: {', '.join(parts)}; see {catalog.PRICING_URL})"
         )
+    if prices.is_floor(spec.google.scheduling):
+        return (
+            f"estimated cost: from ${rate:,.2f} per hour (Compute Engine Spot list prices "
+            f"{catalog.PRICES_AS_OF}, boot disks included; Vertex AI adds a management fee it "
+            f"does not publish, so this is a floor{now})"
+        )
     return (
         f"estimated cost: ${rate:,.2f} per hour ({rates} {catalog.PRICES_AS_OF}, boot disks "
-        "included, an estimate)"
+        f"included, an estimate{now})"
     )
+
+
+def _machines_at_scheduling(spec: dict[str, Any], scheduling: str) -> None:
+    """The summary's machines priced at the job's scheduling: a Spot job's machines carry their
+    Spot floor as ``price_per_hour``, never the on-demand price (``price_basis`` says which)."""
+    for key in ("chief", "worker", "ps_machine", "evaluator_machine"):
+        machine = spec.get(key)
+        if isinstance(machine, dict) and "machine_type" in machine:
+            machine["price_per_hour"] = prices.machine_price(
+                str(machine["machine_type"]),
+                machine.get("accelerator_type") or None,
+                int(machine.get("accelerator_count") or 0),
+                scheduling,
+            )
+            machine["price_basis"] = "spot floor" if prices.is_floor(scheduling) else scheduling
 
 
 def _machine_notes(spec: JobSpec) -> list[str]:
@@ -491,11 +607,11 @@ def _hours(spec: JobSpec) -> str:
     return f"{seconds // 60}m" if seconds % 60 == 0 else f"{seconds}s"
 
 
-def _cost_html(rate: float | None) -> str:
+def _cost_html(rate: float | None, *, floor: bool = False) -> str:
     if rate is None:
         link = f"<a href='{catalog.PRICING_URL}' target='_blank' rel='noopener'>"
         return f"{link}{catalog.NOT_LISTED}</a>"
-    return f"about <b>${rate:,.2f}/h</b>"
+    return f"from <b>${rate:,.2f}/h</b>" if floor else f"about <b>${rate:,.2f}/h</b>"
 
 
 _TF_NAMES = {"tensorflow", "tf"}
@@ -943,7 +1059,15 @@ def _make_plan(selection: Selection, ns: JobOptions, settings: Settings) -> Plan
         settings=settings,
         route=route,
         sweep=sweep,
+        current=_current_prices(settings) if traits.billed else None,
     )
+
+
+def _current_prices(settings: Settings) -> billing.Current | None:
+    """Compute Engine's current prices where the user has credentials (cached a day in the
+    tfc home), else None: the list prices stand."""
+    home = settings.get("home")
+    return billing.current(Path(home) if home else records.default_home(), prices.REGION)
 
 
 _SWEEP_ONLY = (("trials", 0), ("parallel", 1), ("metric", None), ("goal", None),

@@ -165,6 +165,9 @@ export type Checks = [
       | 'request'
       | 'request_title'
       | 'cost_at_most'
+      | 'cost_is_floor'
+      | 'current_prices'
+      | 'prices'
       | 'restarts'
       | 'sweep'
       | 'sweep_estimate',

@@ -41,7 +41,9 @@ from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
+import google_errors
 from gcp_runner import TERMINAL, BuildRun, Injected, now, parse_gs
+from google_errors import caller_denied
 from vertex_server import ApiError, FakeServer, Fault, Received, parse_filter
 
 _CODES = {
@@ -111,20 +113,20 @@ class StorageError(ApiError):
 CREATE_BUILD = r"POST /v1/projects/[^/]+(/locations/[^/]+)?/builds$"
 
 
-def permission_denied(permission: str, resource: str, match: str = CREATE_BUILD) -> Fault:
-    """403 PERMISSION_DENIED for ``permission`` on ``resource``, as Cloud Build words it."""
-    return Fault(
-        "PERMISSION_DENIED",
-        f"The caller does not have permission ({permission} on {resource})",
-        match,
-        details=[
-            {
-                "@type": "type.googleapis.com/google.rpc.ErrorInfo",
-                "reason": "IAM_PERMISSION_DENIED",
-                "domain": "cloudbuild.googleapis.com",
-            }
-        ],
-    )
+def permission_denied(match: str = CREATE_BUILD) -> Fault:
+    """403 PERMISSION_DENIED as Cloud Build sends it: "The caller does not have permission",
+    naming no permission, without details (:func:`google_errors.caller_denied`)."""
+    return Fault.of(caller_denied(), match)
+
+
+def storage_denied(
+    permission: str = "storage.objects.create",
+    match: str = r"POST /upload/storage/",
+    account: str = "someone@test-project.iam.gserviceaccount.com",
+) -> Fault:
+    """Cloud Storage's 403 for ``permission`` (its JSON API's body, :class:`StorageError`;
+    :func:`google_errors.storage_denied`)."""
+    return Fault.of(google_errors.storage_denied(account, permission), match)
 
 
 def api_disabled(project: str, match: str = CREATE_BUILD) -> Fault:

@@ -597,3 +597,94 @@ def test_a_log_permission_refused_names_the_logs_viewer_role(
     lines = [x for x in log(record, "vertex").splitlines() if "cannot read" in x]
     assert lines and "the Logs Viewer role (roles/logging.viewer)" in lines[0], lines
     assert "aiplatform.user" not in lines[0]
+
+
+def status_answer(refused: Refused, code: int) -> Any:
+    """Google's answer with the HTTP status ``code`` (a 403 quota, as Compute-style APIs send)."""
+    error = answer(refused)
+    reply = error.response
+    reply.status_code = code
+    return gexc.from_http_response(reply)
+
+
+META_KEYS = st.sets(
+    st.sampled_from(["quota_metric", "quota_limit", "quota_limit_value", "quota_unit", "service"])
+)
+
+
+@settings(max_examples=120, deadline=None)
+@given(
+    st.sampled_from(["RATE_LIMIT_EXCEEDED", "RESOURCE_QUOTA_EXCEEDED"]),
+    st.sampled_from([429, 403]),
+    META_KEYS,
+    st.sampled_from(["1/min/{project}", "1/d/{project}", "1/min/{project}/{region}"]),
+    st.booleans(),
+    st.sampled_from(["googleapis.com", "aiplatform.googleapis.com", "logging.googleapis.com"]),
+)
+def test_error_info_in_every_form_google_uses(
+    reason: str, code: int, keys: set[str], unit: str, help_first: bool, domain: str
+) -> None:
+    """Issue 50: ``ErrorInfo`` as the services vary it (a 403 or a 429, metadata in part, another
+    domain, a Help link before it): its reason and window say the kind, never the status."""
+    meta = {
+        "quota_metric": "logging.googleapis.com/read_requests",
+        "quota_limit": "ReadRequestsPerMinutePerProject",
+        "quota_limit_value": "60",
+        "quota_unit": unit,
+        "service": "logging.googleapis.com",
+    }
+    info = {
+        "@type": "type.googleapis.com/google.rpc.ErrorInfo",
+        "reason": reason,
+        "domain": domain,
+        "metadata": {k: v for k, v in meta.items() if k in keys},
+    }
+    helper = {"@type": "type.googleapis.com/google.rpc.Help", "links": []}
+    details = [helper, info] if help_first else [info, helper]
+    retry, error = said(status_answer(Refused("RESOURCE_EXHAUSTED", "Quota.", details), code))
+    daily = "quota_unit" in keys and unit.startswith("1/d/")
+    if reason == "RESOURCE_QUOTA_EXCEEDED":
+        assert (retry, type(error)) == (False, QuotaError)
+    elif daily:
+        assert (retry, type(error)) == (False, DailyQuotaError)
+    else:
+        assert (retry, type(error)) == (True, TransientError)
+    assert "permission denied" not in str(error)
+
+
+PERMISSIONS = st.sampled_from(
+    [
+        ("aiplatform.customJobs.create", "roles/aiplatform.user"),
+        ("aiplatform.hyperparameterTuningJobs.get", "roles/aiplatform.user"),
+        ("logging.logEntries.list", "roles/logging.viewer"),
+        ("storage.objects.create", "roles/storage.objectUser"),
+        ("storage.objects.get", "roles/storage.objectViewer"),
+        ("storage.buckets.get", "roles/storage.admin"),
+        ("cloudbuild.builds.create", "roles/cloudbuild.builds.editor"),
+        ("artifactregistry.repositories.uploadArtifacts", "roles/artifactregistry.writer"),
+        ("artifactregistry.repositories.downloadArtifacts", "roles/artifactregistry.reader"),
+        ("iam.serviceAccounts.actAs", "roles/iam.serviceAccountUser"),
+    ]
+)
+
+
+@settings(max_examples=120, deadline=None)
+@given(PERMISSIONS, st.sampled_from(["error info", "bare", "storage", "registry"]))
+def test_a_permission_in_every_form_google_words_it_names_its_role(
+    permission_role: tuple[str, str], form: str
+) -> None:
+    """Issue 50: the permission read from ``ErrorInfo``, from "Permission 'P' denied", from
+    Cloud Storage's "does not have P access" or Artifact Registry's "Permission "P" denied":
+    the same role, never a quota, never retried."""
+    permission, role = permission_role
+    refused = {
+        "error info": permission_denied(permission, "projects/test-project"),
+        "bare": permission_denied_bare(permission),
+        "storage": storage_denied("ci@p.iam.gserviceaccount.com", permission),
+        "registry": Refused(
+            "PERMISSION_DENIED", f'denied: Permission "{permission}" denied on resource "r"'
+        ),
+    }[form]
+    retry, error = said(answer(refused))
+    assert not retry and type(error) is BackendError
+    assert f"({role})" in str(error) and "quota" not in str(error)

@@ -454,3 +454,59 @@ def test_each_bucket_rule_says_which(settings: Settings, name: str, words: str) 
     with pytest.raises(SpecError) as info:
         _plan(settings, f"{VERTEX} --base-output-dir gs://{name}/x")
     assert words in str(info.value) and "storage/docs/buckets#naming" in str(info.value)
+
+
+# ------------------------------------------------------------------ options given together
+def test_disable_retries_with_restart_on_worker_restart_is_warned(settings: Settings) -> None:
+    """Vertex AI's Scheduling.disableRetries "overrides restart_job_on_worker_restart to false":
+    the plan says so when both are given (issue 50), and says nothing of either alone."""
+    both = _plan(settings, f"{VERTEX} --workers 2 --disable-retries --restart-on-worker-restart")
+    (note,) = [w for w in both.warnings if "--disable-retries" in w]
+    assert "--restart-on-worker-restart does nothing" in note and "drop one" in note
+    assert f"! {note}" in both.to_text()
+    body = both.request()["body"]["jobSpec"]["scheduling"]
+    assert body["disableRetries"] is True and body["restartJobOnWorkerRestart"] is True
+    for alone in ("--disable-retries", "--restart-on-worker-restart"):
+        plan = _plan(settings, f"{VERTEX} --workers 2 {alone}")
+        assert not [w for w in plan.warnings if "--disable-retries" in w], alone
+
+
+HYPERDISK_MACHINES = [
+    "--gpus 8 --gpu-type H200",
+    "--gpus 8 --gpu-type B200",
+    "--machine n4-standard-8",
+]
+
+
+@pytest.mark.parametrize("machine", HYPERDISK_MACHINES)
+def test_an_explicit_pd_ssd_on_a_hyperdisk_machine_is_refused(
+    settings: Settings, machine: str
+) -> None:
+    """Issue 50: --boot-disk-type pd-ssd on a machine that boots from Hyperdisk only became
+    hyperdisk-balanced without a word: refused in one line, the fix as data; left out, the
+    plan chooses hyperdisk-balanced and says so."""
+    with pytest.raises(SpecError) as info:
+        _plan(settings, f"{VERTEX} {machine} --boot-disk-type pd-ssd")
+    text = str(info.value)
+    assert "--boot-disk-type pd-ssd" in text and "boot from Hyperdisk only" in text
+    assert "Fix: pass --boot-disk-type hyperdisk-balanced" in text and "\n" not in text
+    assert info.value.field == "boot_disk_type"
+    first = info.value.fixes[0]
+    assert (first.action, first.option, first.value) == (
+        "set",
+        "boot_disk_type",
+        "hyperdisk-balanced",
+    )
+    chosen = _plan(settings, f"{VERTEX} {machine}")
+    assert any(w.startswith("boot disk: hyperdisk-balanced for ") for w in chosen.warnings)
+    pools = chosen.request()["body"]["jobSpec"]["workerPoolSpecs"]
+    assert {p["diskSpec"]["bootDiskType"] for p in pools if p} == {"hyperdisk-balanced"}
+    asked = _plan(settings, f"{VERTEX} {machine} --boot-disk-type hyperdisk-balanced")
+    assert not [w for w in asked.warnings if w.startswith("boot disk:")]
+
+
+def test_an_explicit_pd_ssd_elsewhere_is_taken(settings: Settings) -> None:
+    plan = _plan(settings, f"{VERTEX} --gpus 1 --gpu-type T4 --boot-disk-type pd-ssd")
+    assert not [w for w in plan.warnings if w.startswith("boot disk:")]
+    pools = plan.request()["body"]["jobSpec"]["workerPoolSpecs"]
+    assert pools[0]["diskSpec"]["bootDiskType"] == "pd-ssd"

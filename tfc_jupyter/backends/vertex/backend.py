@@ -59,6 +59,7 @@ from .options import VertexOptions
 if TYPE_CHECKING:
     from ...config import Settings
     from ...image.context import Context
+    from ...job.options import JobOptions
     from ...planner.plan import Plan
 
 WATCH_FILE = "vertex.json"
@@ -103,6 +104,14 @@ class VertexBackend:
         """Refuse, as Vertex AI would, the spec's scheduling, placement, disks and networks
         against its machines (every spec of a Vertex AI job, a dry run's too)."""
         scheduling.check(spec)
+
+    @classmethod
+    def plan_notes(cls, spec: JobSpec, options: JobOptions) -> list[str]:
+        """What the plan says of Vertex AI's own options given together, and the boot disk
+        chosen for the user (:func:`.scheduling.option_notes`); refuses what the machines cannot
+        take as asked (an explicit pd-ssd boot disk on a Hyperdisk-only machine)."""
+        own = vertex_request.own_options_of(options)
+        return scheduling.option_notes(spec, own.boot_disk_type, own.disable_retries)
 
     @classmethod
     def route(

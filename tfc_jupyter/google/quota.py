@@ -1,4 +1,5 @@
-"""What a Google refusal means, read from its structure, never from its words.
+"""What a Google refusal means, read from its structure (Google's fixed sentence only where a
+body has none).
 
 Google answers a request over a quota with HTTP 429 (some APIs 403) and a ``google.rpc.Status``
 body whose ``details`` say which quota: an ``ErrorInfo`` with a ``reason`` and metadata naming the

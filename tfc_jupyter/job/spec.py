@@ -597,10 +597,12 @@ def _check_cloud(spec: JobSpec) -> None:
             field="base_output_dir",
         )
     bucket = vertex_rules.GCS_PREFIX.fullmatch(base or "")
-    problem = vertex_rules.bucket_problem(bucket.group("bucket")) if bucket else ""
+    name = bucket.group("bucket") if bucket else ""
+    problem = vertex_rules.bucket_problem(name) if bucket else ""
     if base is not None and problem:
         raise SpecError(
-            f"--base-output-dir {base!r}: its bucket {problem}",
+            f"--base-output-dir {base!r} names no Cloud Storage bucket: {name or 'the name'} "
+            f"{problem}",
             "write gs://BUCKET/PATH, BUCKET 3-63 of a-z 0-9 - _ . (starting and ending with a "
             f"letter or digit; no goog/google: {vertex_rules.BUCKET_NAMING_URL})",
             field="base_output_dir",

@@ -41,7 +41,9 @@ from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
+import google_errors
 from gcp_runner import TERMINAL, BuildRun, Injected, now, parse_gs
+from google_errors import caller_denied
 from vertex_server import ApiError, FakeServer, Fault, Received, parse_filter
 
 _CODES = {
@@ -108,23 +110,45 @@ class StorageError(ApiError):
         return {"error": error}
 
 
+class RegistryError(ApiError):
+    """A registry's error body (the Docker registry API's, as Artifact Registry sends it):
+    ``{"errors": [{"code": "DENIED", "message": ...}]}``; a HEAD's answer has no body."""
+
+    def body(self) -> dict[str, Any]:
+        """The JSON body."""
+        code = "DENIED" if self.status == "PERMISSION_DENIED" else self.status
+        return {"errors": [{"code": code, "message": self.message}]}
+
+
 CREATE_BUILD = r"POST /v1/projects/[^/]+(/locations/[^/]+)?/builds$"
 
 
-def permission_denied(permission: str, resource: str, match: str = CREATE_BUILD) -> Fault:
-    """403 PERMISSION_DENIED for ``permission`` on ``resource``, as Cloud Build words it."""
-    return Fault(
-        "PERMISSION_DENIED",
-        f"The caller does not have permission ({permission} on {resource})",
-        match,
-        details=[
-            {
-                "@type": "type.googleapis.com/google.rpc.ErrorInfo",
-                "reason": "IAM_PERMISSION_DENIED",
-                "domain": "cloudbuild.googleapis.com",
-            }
-        ],
-    )
+def permission_denied(match: str = CREATE_BUILD) -> Fault:
+    """403 PERMISSION_DENIED as Cloud Build sends it: "The caller does not have permission",
+    naming no permission, without details (:func:`google_errors.caller_denied`)."""
+    return Fault.of(caller_denied(), match)
+
+
+def storage_denied(
+    permission: str = "storage.objects.create",
+    match: str = r"POST /upload/storage/",
+    account: str = "someone@test-project.iam.gserviceaccount.com",
+) -> Fault:
+    """Cloud Storage's 403 for ``permission`` (its JSON API's body, :class:`StorageError`;
+    :func:`google_errors.storage_denied`)."""
+    return Fault.of(google_errors.storage_denied(account, permission), match)
+
+
+def registry_denied(
+    permission: str = "artifactregistry.repositories.downloadArtifacts",
+    match: str = r"(HEAD|GET) /v2/.+/manifests/",
+    resource: str = "projects/test-project/locations/us/repositories/tfc",
+) -> Fault:
+    """Artifact Registry's 403: 'denied: Permission "P" denied on resource "R" (or it may not
+    exist)' (GoogleCloudPlatform/cymbal-superstore pull request 4, 2023-12;
+    google-github-actions/auth issue 50, 2021-11), in the registry API's body (none to a HEAD)."""
+    message = f'Permission "{permission}" denied on resource "{resource}" (or it may not exist)'
+    return Fault("PERMISSION_DENIED", message, match)
 
 
 def api_disabled(project: str, match: str = CREATE_BUILD) -> Fault:
@@ -272,7 +296,8 @@ class GcpServer(FakeServer):
         if fault is not None:
             time.sleep(fault.delay)
             if fault.status:
-                error = StorageError if storage else ApiError
+                registry = raw_path.startswith("/v2/")
+                error = StorageError if storage else RegistryError if registry else ApiError
                 raise error(fault.status, fault.message, fault.details, fault.headers)
         return self._route(method, raw_path, query, headers, body)
 

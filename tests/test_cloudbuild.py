@@ -28,7 +28,7 @@ import pytest
 import requests
 from dockerinfra import BASE_IMAGE
 from gcp_runner import dockerfile_instructions
-from gcp_server import GcpServer, api_disabled, permission_denied
+from gcp_server import GcpServer, api_disabled, permission_denied, registry_denied, storage_denied
 from jobutil import plan_for, write_notebook
 from vertex_server import Fault, VertexServer
 
@@ -336,21 +336,14 @@ def test_a_lost_create_answer_does_not_build_twice(
 
 def test_permission_denied_gives_one_line_advice(gcp: GcpServer, tmp_path: Path) -> None:
     plan = plan_for(project(tmp_path / "nb"), flags())
-    gcp.inject(
-        Fault(
-            "PERMISSION_DENIED",
-            "ci@test-project.iam.gserviceaccount.com does not have storage.objects.create "
-            "access to the Google Cloud Storage object.",
-            match="POST /upload/",
-        )
-    )
+    gcp.inject(storage_denied(match="POST /upload/"))
     with reporting(lambda event: None), pytest.raises(BackendError) as info:
         ensure_image(plan, push=True)
     text = str(info.value)
     assert "\n" not in text and "permission denied" in text
-    assert "roles/storage.objectAdmin" in text
+    assert "the Storage Object User role (roles/storage.objectUser) on the bucket" in text
 
-    gcp.inject(permission_denied("cloudbuild.builds.create", "projects/test-project"))
+    gcp.inject(permission_denied())  # Cloud Build names no permission: its API's role
     with reporting(lambda event: None), pytest.raises(BackendError) as info:
         ensure_image(plan, push=True)
     text = str(info.value)
@@ -519,3 +512,20 @@ def test_load_ext_imports_no_cloud_build() -> None:
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_a_registry_that_refuses_the_lookup_names_the_reader_role(
+    gcp: GcpServer, tmp_path: Path
+) -> None:
+    """Issue 50: Artifact Registry's 403 on the manifest's lookup (a HEAD: no body to read): the
+    image is built, and the progress says which role lets it be reused."""
+    gcp.inject(registry_denied())
+    result, events = build(plan_for(project(tmp_path / "nb"), flags()))
+    assert result.built and not gcp.faults
+    (said,) = [e.message for e in events if "refused to say" in e.message]
+    assert (
+        "(403)" in said
+        and "the Artifact Registry Reader role (roles/artifactregistry.reader)" in said
+    )
+    answers = [r.answer for r in gcp.received("HEAD", r"/v2/.+/manifests/")]
+    assert answers[0] == 403

@@ -271,7 +271,7 @@ CAPABILITIES = {
     "trials": set("trials trial_table tuned sweep_jobs tuner".split()),
     "sweep": set("spec targets".split()),
     "store": set("records logs".split()),
-    "google": set("gcloud quota".split()),
+    "google": set("gcloud quota roles".split()),
     "util": set("files pidfds ports secretscan tables masking".split()),
 }
 """Each capability folder and the modules it holds (at least)."""

@@ -21,10 +21,18 @@ from google.api_core import exceptions as gexc
 from google.cloud.aiplatform_v1.types import CustomJob  # noqa: F401  (the server's: loaded once)
 from google_errors import (
     Refused,
+    accelerator_quota_failure,
+    caller_denied,
+    exhausted_bare,
+    gpu_quota,
     internal,
     logging_read_daily,
     logging_read_rate,
+    metric_quota_bare,
     permission_denied,
+    permission_denied_bare,
+    rate_bare,
+    storage_denied,
     unavailable,
     vertex_crud_rate,
 )
@@ -149,6 +157,28 @@ CASES = [
     (logging_read_daily(NUMBER), False, DailyQuotaError, "daily quota is used up"),
     (permission_denied("logging.logEntries.list", f"projects/{PROJECT}"), False, BackendError, ""),
     (unavailable(2), True, TransientError, "unavailable (503)"),
+    (gpu_quota(), False, QuotaError, "Vertex AI quota exceeded"),
+    (accelerator_quota_failure(PROJECT), False, QuotaError, "quota exceeded"),
+    (
+        rate_bare(NUMBER, "Read requests", "Read requests per minute", "logging.googleapis.com"),
+        True,
+        TransientError,
+        "Cloud Logging is rate-limiting",
+    ),
+    (
+        rate_bare(NUMBER, "Read requests", "Read requests per day", "logging.googleapis.com"),
+        False,
+        DailyQuotaError,
+        "Cloud Logging's daily quota is used up",
+    ),
+    (exhausted_bare(), True, TransientError, "rate-limiting"),
+    (
+        metric_quota_bare("embed_content_input_tokens_per_minute_per_base_model"),
+        True,
+        TransientError,
+        "Vertex AI is rate-limiting",
+    ),
+    (caller_denied(), False, BackendError, "permission denied"),
     (internal(), True, TransientError, "unavailable (500)"),
 ]
 
@@ -407,3 +437,254 @@ def test_ten_jobs_followed_at_once_within_the_read_quota(
         assert "Job completed successfully." in log(record, "vertex")
     assert budget.peak <= 30, f"{budget.peak} reads in one minute: not well under 60"
     assert reads < TEN * 20  # batched: far fewer reads than jobs x polls
+
+
+# ------------------------------------------------------------------------------- bare bodies
+GPU_METRICS = st.builds(
+    lambda kind, gpu: f"custom_model_training_{kind}{gpu}",
+    st.sampled_from(["nvidia_", "preemptible_nvidia_", ""]),
+    st.sampled_from(["t4_gpus", "l4_gpus", "a100_gpus", "h100_gpus", "tpu_v2", "cpus"]),
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    GPU_METRICS,
+    st.sampled_from(["bare", "help", "retry info"]),
+    st.sampled_from([None, "5"]),
+)
+def test_a_resource_quota_is_never_a_rate_limit_in_any_body_google_sends(
+    metric: str, extra: str, wait: str | None
+) -> None:
+    """Issue 50: Vertex AI's resource quota as Google sends it (the sentence, no details), with a
+    Help link or a RetryInfo added, with a Retry-After or not: a quota error naming its metric
+    and the console's quota page, never retried."""
+    base = gpu_quota(metric)
+    details = {
+        "bare": [],
+        "help": [
+            {
+                "@type": "type.googleapis.com/google.rpc.Help",
+                "links": [{"description": "quotas", "url": "https://cloud.google.com/quotas"}],
+            }
+        ],
+        "retry info": [{"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "9s"}],
+    }[extra]
+    headers = {"Retry-After": wait} if wait else {}
+    retry, error = said(answer(Refused(base.status, base.message, details, headers), CREATE_URL))
+    assert (retry, type(error)) == (False, QuotaError), error
+    text = str(error)
+    assert f"quotas?project={PROJECT}&metric=aiplatform.googleapis.com/{metric}" in text
+    assert "\n" not in text and "Fix: request more quota" in text
+    if metric.endswith("gpus"):
+        assert "fewer GPUs" in text
+
+
+CREATE_URL = f"https://us-central1-aiplatform.googleapis.com/v1/projects/{PROJECT}/customJobs"
+
+# Each service's 403 as Google sends it, and the role that holds the permission refused.
+DENIALS = [
+    (permission_denied("logging.logEntries.list"), "roles/logging.viewer", "in project"),
+    (permission_denied_bare("logging.logEntries.list"), "roles/logging.viewer", "in project"),
+    (
+        permission_denied(
+            "aiplatform.customJobs.create",
+            f"//aiplatform.googleapis.com/projects/{PROJECT}/locations/us-central1",
+        ),
+        "roles/aiplatform.user",
+        "in project",
+    ),
+    (
+        permission_denied_bare("iam.serviceAccounts.actAs"),
+        "roles/iam.serviceAccountUser",
+        "on the service account",
+    ),
+    (
+        storage_denied("ci@p.iam.gserviceaccount.com", "storage.objects.create"),
+        "roles/storage.objectUser",
+        "on the bucket",
+    ),
+    (
+        storage_denied("ci@p.iam.gserviceaccount.com", "storage.objects.get"),
+        "roles/storage.objectViewer",
+        "on the bucket",
+    ),
+    (
+        storage_denied("ci@p.iam.gserviceaccount.com", "storage.buckets.create", "project 1"),
+        "roles/storage.admin",
+        "in project",
+    ),
+    (
+        Refused(
+            "PERMISSION_DENIED",
+            'Permission "artifactregistry.repositories.uploadArtifacts" denied on resource '
+            '"projects/p/locations/us-central1/repositories/r" (or it may not exist)',
+        ),
+        "roles/artifactregistry.writer",
+        "on the repository",
+    ),
+    (caller_denied(), "roles/aiplatform.user", "in project"),  # names none: the API's own
+]
+
+
+@pytest.mark.parametrize(("refused", "role", "where"), DENIALS)
+def test_each_permission_refused_names_the_role_that_holds_it(
+    refused: Refused, role: str, where: str
+) -> None:
+    """Issue 50: a Cloud Logging 403 names the Logs Viewer role, not Vertex AI User's; each
+    service's permission its own role (tfc_jupyter/google/roles.py)."""
+    retry, error = said(answer(refused))
+    text = str(error)
+    assert not retry and type(error) is BackendError and "\n" not in text
+    assert f"({role}) {where}" in text and text.count("roles/") == 1, text
+
+
+def test_the_roles_table_names_a_role_and_its_source_for_each_service() -> None:
+    from tfc_jupyter.google.roles import ROLES, role_for
+
+    for permission in (
+        "aiplatform.customJobs.create",
+        "logging.logEntries.list",
+        "storage.objects.create",
+        "cloudbuild.builds.create",
+        "artifactregistry.repositories.uploadArtifacts",
+    ):
+        role = role_for(permission)
+        assert role is not None and role.id.startswith("roles/"), permission
+        assert permission.split(".")[0] in role.id, (permission, role)
+        assert role.source.startswith("https://cloud.google.com/"), permission
+    assert role_for("compute.instances.create") is None
+    assert all(
+        r.on in ("project", "bucket", "repository", "service account") for r in ROLES.values()
+    )
+
+
+def test_a_gpu_quota_at_launch_is_a_quota_error_at_once(
+    home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 50: Vertex AI's GPU quota on job creation, as Google sends it (no details): the
+    launch stops within 5 s with the quota's fix; it was read as a rate limit, retried for the
+    whole retry budget, then said "wait a minute"."""
+    with VertexServer(executor="process") as server:
+        point_at(server, monkeypatch, TFC_VERTEX_RETRY_TOTAL="120")
+        server.inject(*[Fault.quota(match=CREATE) for _ in range(20)])
+        started = time.monotonic()
+        with pytest.raises(QuotaError) as info:
+            vertex_job(server, home, tmp_path / "a", "print('up')")
+        took = time.monotonic() - started
+        posts = server.received("POST", "customJobs$")
+    text = str(info.value)
+    assert took < 5.0, took
+    assert [r.answer for r in posts] == [429]  # never retried
+    assert "custom_model_training_nvidia_t4_gpus" in text and "rate-limiting" not in text
+    assert f"quotas?project={PROJECT}&metric=aiplatform.googleapis.com/" in text
+    assert "fewer GPUs" in text and "\n" not in text
+    assert server.jobs == {}
+
+
+def test_a_log_permission_refused_names_the_logs_viewer_role(
+    home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 50: Cloud Logging's 403 on entries.list, while the job runs to its end: the job's
+    log says which role reads logs (it named the Vertex AI User role)."""
+    denied = permission_denied("logging.logEntries.list")
+    with VertexServer(executor="process") as server:
+        point_at(server, monkeypatch)
+        server.inject(*[Fault.of(denied, ENTRIES) for _ in range(2)])
+        job = vertex_job(server, home, tmp_path / "a", "print('trained')")
+        record = job.wait(timeout=JOB_DEADLINE_S)
+    assert record.state is JobState.SUCCEEDED, record.error
+    lines = [x for x in log(record, "vertex").splitlines() if "cannot read" in x]
+    assert lines and "the Logs Viewer role (roles/logging.viewer)" in lines[0], lines
+    assert "aiplatform.user" not in lines[0]
+
+
+def status_answer(refused: Refused, code: int) -> Any:
+    """Google's answer with the HTTP status ``code`` (a 403 quota, as Compute-style APIs send)."""
+    error = answer(refused)
+    reply = error.response
+    reply.status_code = code
+    return gexc.from_http_response(reply)
+
+
+META_KEYS = st.sets(
+    st.sampled_from(["quota_metric", "quota_limit", "quota_limit_value", "quota_unit", "service"])
+)
+
+
+@settings(max_examples=120, deadline=None)
+@given(
+    st.sampled_from(["RATE_LIMIT_EXCEEDED", "RESOURCE_QUOTA_EXCEEDED"]),
+    st.sampled_from([429, 403]),
+    META_KEYS,
+    st.sampled_from(["1/min/{project}", "1/d/{project}", "1/min/{project}/{region}"]),
+    st.booleans(),
+    st.sampled_from(["googleapis.com", "aiplatform.googleapis.com", "logging.googleapis.com"]),
+)
+def test_error_info_in_every_form_google_uses(
+    reason: str, code: int, keys: set[str], unit: str, help_first: bool, domain: str
+) -> None:
+    """Issue 50: ``ErrorInfo`` as the services vary it (a 403 or a 429, metadata in part, another
+    domain, a Help link before it): its reason and window say the kind, never the status."""
+    meta = {
+        "quota_metric": "logging.googleapis.com/read_requests",
+        "quota_limit": "ReadRequestsPerMinutePerProject",
+        "quota_limit_value": "60",
+        "quota_unit": unit,
+        "service": "logging.googleapis.com",
+    }
+    info = {
+        "@type": "type.googleapis.com/google.rpc.ErrorInfo",
+        "reason": reason,
+        "domain": domain,
+        "metadata": {k: v for k, v in meta.items() if k in keys},
+    }
+    helper = {"@type": "type.googleapis.com/google.rpc.Help", "links": []}
+    details = [helper, info] if help_first else [info, helper]
+    retry, error = said(status_answer(Refused("RESOURCE_EXHAUSTED", "Quota.", details), code))
+    daily = "quota_unit" in keys and unit.startswith("1/d/")
+    if reason == "RESOURCE_QUOTA_EXCEEDED":
+        assert (retry, type(error)) == (False, QuotaError)
+    elif daily:
+        assert (retry, type(error)) == (False, DailyQuotaError)
+    else:
+        assert (retry, type(error)) == (True, TransientError)
+    assert "permission denied" not in str(error)
+
+
+PERMISSIONS = st.sampled_from(
+    [
+        ("aiplatform.customJobs.create", "roles/aiplatform.user"),
+        ("aiplatform.hyperparameterTuningJobs.get", "roles/aiplatform.user"),
+        ("logging.logEntries.list", "roles/logging.viewer"),
+        ("storage.objects.create", "roles/storage.objectUser"),
+        ("storage.objects.get", "roles/storage.objectViewer"),
+        ("storage.buckets.get", "roles/storage.admin"),
+        ("cloudbuild.builds.create", "roles/cloudbuild.builds.editor"),
+        ("artifactregistry.repositories.uploadArtifacts", "roles/artifactregistry.writer"),
+        ("artifactregistry.repositories.downloadArtifacts", "roles/artifactregistry.reader"),
+        ("iam.serviceAccounts.actAs", "roles/iam.serviceAccountUser"),
+    ]
+)
+
+
+@settings(max_examples=120, deadline=None)
+@given(PERMISSIONS, st.sampled_from(["error info", "bare", "storage", "registry"]))
+def test_a_permission_in_every_form_google_words_it_names_its_role(
+    permission_role: tuple[str, str], form: str
+) -> None:
+    """Issue 50: the permission read from ``ErrorInfo``, from "Permission 'P' denied", from
+    Cloud Storage's "does not have P access" or Artifact Registry's "Permission "P" denied":
+    the same role, never a quota, never retried."""
+    permission, role = permission_role
+    refused = {
+        "error info": permission_denied(permission, "projects/test-project"),
+        "bare": permission_denied_bare(permission),
+        "storage": storage_denied("ci@p.iam.gserviceaccount.com", permission),
+        "registry": Refused(
+            "PERMISSION_DENIED", f'denied: Permission "{permission}" denied on resource "r"'
+        ),
+    }[form]
+    retry, error = said(answer(refused))
+    assert not retry and type(error) is BackendError
+    assert f"({role})" in str(error) and "quota" not in str(error)

@@ -269,7 +269,9 @@ ROUND_TRIP = [
         worker_count=3,
         strategy=Strategy.MULTI_WORKER_MIRRORED,
         backend="docker",  # type: ignore[arg-type]
-        image=ImageSettings(parent_image="tensorflow/tensorflow:2.15.0-gpu", build_bucket="b"),
+        image=ImageSettings(
+            parent_image="tensorflow/tensorflow:2.15.0-gpu", build_bucket="my-builds"
+        ),
         requirements=("numpy>=1.26", "tf-keras"),
         entry_args=("--epochs", "3"),
         labels=(("team", "ml"), ("run", "7")),

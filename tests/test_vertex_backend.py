@@ -718,6 +718,7 @@ def test_a_refused_log_read_window_ends_with_every_metric(
         release(gates, 6)
         note = wait_for("a note", lambda: job.record().handle.get(LOG_NOTE), 30)
         assert note.startswith("logs not read since ") and "logging.logEntries.list" in note
+        assert "(roles/logging.viewer)" in note and "aiplatform.user" not in note
         assert main(["logs", job.id]) == 0
         err = capsys.readouterr().err
         assert "the log is not being updated: logs not read since " in err

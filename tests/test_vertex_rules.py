@@ -14,9 +14,12 @@ import shlex
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given
+from hypothesis import settings as examples
+from hypothesis import strategies as st
 
 from tfc_jupyter.backends.vertex import prebuilt
-from tfc_jupyter.config import Settings
+from tfc_jupyter.config import Settings, load_settings
 from tfc_jupyter.errors import SpecError
 from tfc_jupyter.job import catalog, options, prices
 from tfc_jupyter.notebook.capture import Selection
@@ -380,3 +383,130 @@ def test_the_plan_says_what_a_restart_does(settings: Settings) -> None:
     assert off.spec.resume is False and "--no-resume it trains from the start" in off.restarts()
     assert job_env(off.spec, "j", "/tmp/j")["TFC_RESUME"] == "0"
     assert "nothing restarts it" in _plan(settings, "--backend docker").restarts()
+
+
+# ------------------------------------------------------------------ bucket names (issue 50)
+GOOGLISH = st.sampled_from(["google", "g00gle", "goo-gle", "gogle", "googel", "goog1e", "go0gle"])
+PLAIN = st.text(alphabet="abcdefhijkmnprstuvwxyz0123456789-", min_size=0, max_size=12)
+BUCKET_OPTIONS = st.sampled_from(
+    [
+        ("--base-output-dir gs://{}/runs", "base_output_dir"),
+        ("--build-bucket {}", "build_bucket"),
+        ("--build-bucket gs://{}", "build_bucket"),
+    ]
+)
+
+
+@examples(
+    max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(st.sampled_from(["b", "goog"]), PLAIN, GOOGLISH, PLAIN, BUCKET_OPTIONS)
+def test_a_bucket_named_for_google_is_refused_by_every_option_that_takes_one(
+    tfc_env: Any, first: str, before: str, google: str, after: str, option: tuple[str, str]
+) -> None:
+    """Cloud Storage refuses a bucket name that begins with "goog" or contains "google" or a
+    close misspelling ("g00gle"): every option that takes a bucket refuses it at the plan, in
+    one line naming the rule, by one rule (``vertex_rules.bucket_problem``)."""
+    name = f"{first}{before}{google}{after}1"
+    flag, field = option
+    with pytest.raises(SpecError) as info:
+        _plan(load_settings(environ={}, include_server=False), f"{VERTEX} {flag.format(name)}")
+    text = str(info.value)
+    assert info.value.field == field and "\n" not in text and "Fix:" in text
+    assert "google" in text and "no goog/google" in text
+    from tfc_jupyter.image import cloudbuild
+
+    with pytest.raises(SpecError):
+        cloudbuild.bucket_name(name)
+
+
+@examples(
+    max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(st.from_regex(r"[a-z0-9][a-z0-9_-]{1,40}[a-z0-9]", fullmatch=True))
+def test_a_bucket_name_without_google_is_taken(tfc_env: Any, name: str) -> None:
+    """The rule refuses no name for a google it does not hold: only the names with "goog" in
+    them (read with their digits as letters) can be refused."""
+    from tfc_jupyter.job import vertex_rules
+
+    normal = name.translate(str.maketrans("013", "ole")).replace("-", "").replace("_", "")
+    if "gog" in normal or "goo" in normal:
+        return
+    assert vertex_rules.bucket_problem(name) == ""
+    plan = _plan(
+        load_settings(environ={}, include_server=False),
+        f"{VERTEX} --base-output-dir gs://{name}/runs",
+    )
+    assert plan.spec.base_output_dir == f"gs://{name}/runs"
+
+
+@pytest.mark.parametrize(
+    ("name", "words"),
+    [
+        ("goog-runs", 'begins with "goog"'),
+        ("my-google-runs", 'contains "google"'),
+        ("runs-g00gle", 'contains "google"'),
+        ("192.168.5.4", "an IP address"),
+        ("ab", "is not a Cloud Storage bucket name"),
+    ],
+)
+def test_each_bucket_rule_says_which(settings: Settings, name: str, words: str) -> None:
+    with pytest.raises(SpecError) as info:
+        _plan(settings, f"{VERTEX} --base-output-dir gs://{name}/x")
+    assert words in str(info.value) and "storage/docs/buckets#naming" in str(info.value)
+
+
+# ------------------------------------------------------------------ options given together
+def test_disable_retries_with_restart_on_worker_restart_is_warned(settings: Settings) -> None:
+    """Vertex AI's Scheduling.disableRetries "overrides restart_job_on_worker_restart to false":
+    the plan says so when both are given (issue 50), and says nothing of either alone."""
+    both = _plan(settings, f"{VERTEX} --workers 2 --disable-retries --restart-on-worker-restart")
+    (note,) = [w for w in both.warnings if "--disable-retries" in w]
+    assert "--restart-on-worker-restart does nothing" in note and "drop one" in note
+    assert f"! {note}" in both.to_text()
+    body = both.request()["body"]["jobSpec"]["scheduling"]
+    assert body["disableRetries"] is True and body["restartJobOnWorkerRestart"] is True
+    for alone in ("--disable-retries", "--restart-on-worker-restart"):
+        plan = _plan(settings, f"{VERTEX} --workers 2 {alone}")
+        assert not [w for w in plan.warnings if "--disable-retries" in w], alone
+
+
+HYPERDISK_MACHINES = [
+    "--gpus 8 --gpu-type H200",
+    "--gpus 8 --gpu-type B200",
+    "--machine n4-standard-8",
+]
+
+
+@pytest.mark.parametrize("machine", HYPERDISK_MACHINES)
+def test_an_explicit_pd_ssd_on_a_hyperdisk_machine_is_refused(
+    settings: Settings, machine: str
+) -> None:
+    """Issue 50: --boot-disk-type pd-ssd on a machine that boots from Hyperdisk only became
+    hyperdisk-balanced without a word: refused in one line, the fix as data; left out, the
+    plan chooses hyperdisk-balanced and says so."""
+    with pytest.raises(SpecError) as info:
+        _plan(settings, f"{VERTEX} {machine} --boot-disk-type pd-ssd")
+    text = str(info.value)
+    assert "--boot-disk-type pd-ssd" in text and "boot from Hyperdisk only" in text
+    assert "Fix: pass --boot-disk-type hyperdisk-balanced" in text and "\n" not in text
+    assert info.value.field == "boot_disk_type"
+    first = info.value.fixes[0]
+    assert (first.action, first.option, first.value) == (
+        "set",
+        "boot_disk_type",
+        "hyperdisk-balanced",
+    )
+    chosen = _plan(settings, f"{VERTEX} {machine}")
+    assert any(w.startswith("boot disk: hyperdisk-balanced for ") for w in chosen.warnings)
+    pools = chosen.request()["body"]["jobSpec"]["workerPoolSpecs"]
+    assert {p["diskSpec"]["bootDiskType"] for p in pools if p} == {"hyperdisk-balanced"}
+    asked = _plan(settings, f"{VERTEX} {machine} --boot-disk-type hyperdisk-balanced")
+    assert not [w for w in asked.warnings if w.startswith("boot disk:")]
+
+
+def test_an_explicit_pd_ssd_elsewhere_is_taken(settings: Settings) -> None:
+    plan = _plan(settings, f"{VERTEX} --gpus 1 --gpu-type T4 --boot-disk-type pd-ssd")
+    assert not [w for w in plan.warnings if w.startswith("boot disk:")]
+    pools = plan.request()["body"]["jobSpec"]["workerPoolSpecs"]
+    assert pools[0]["diskSpec"]["bootDiskType"] == "pd-ssd"

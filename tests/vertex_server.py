@@ -49,7 +49,15 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from google_errors import Budget, Refused, logging_read_daily, logging_read_rate, vertex_crud_rate
+from google_errors import (
+    Budget,
+    Refused,
+    gpu_quota,
+    logging_read_daily,
+    logging_read_rate,
+    permission_denied,
+    vertex_crud_rate,
+)
 from vertex_runner import (
     TERMINAL,
     AutoExecutor,
@@ -181,17 +189,9 @@ class Fault:
 
     @classmethod
     def quota(cls, metric: str = "custom_model_training_nvidia_t4_gpus", match: str = "") -> Fault:
-        """429 RESOURCE_EXHAUSTED for a quota, as Vertex words it."""
-        message = (
-            f"The following quota metrics exceed quota limits: aiplatform.googleapis.com/{metric}"
-        )
-        details = [
-            {
-                "@type": "type.googleapis.com/google.rpc.QuotaFailure",
-                "violations": [{"subject": metric, "description": message}],
-            }
-        ]
-        return cls("RESOURCE_EXHAUSTED", message, match, details=details)
+        """429 RESOURCE_EXHAUSTED for a resource quota, as Vertex AI sends it on job creation:
+        the sentence naming the metric and no details (:func:`google_errors.gpu_quota`)."""
+        return cls.of(gpu_quota(metric), match)
 
     @classmethod
     def unauthenticated(cls, match: str = "") -> Fault:
@@ -203,21 +203,16 @@ class Fault:
         return cls("UNAUTHENTICATED", message, match)
 
     @classmethod
-    def permission_denied(cls, project: str = "test-project", match: str = "") -> Fault:
-        """403 PERMISSION_DENIED: the account lacks a role."""
-        message = (
-            f"Permission 'aiplatform.customJobs.create' denied on resource "
-            f"'//aiplatform.googleapis.com/projects/{project}/locations/us-central1' "
-            "(or it may not exist)."
-        )
-        details = [
-            {
-                "@type": "type.googleapis.com/google.rpc.ErrorInfo",
-                "reason": "IAM_PERMISSION_DENIED",
-                "domain": "aiplatform.googleapis.com",
-            }
-        ]
-        return cls("PERMISSION_DENIED", message, match, details=details)
+    def permission_denied(
+        cls,
+        project: str = "test-project",
+        match: str = "",
+        permission: str = "aiplatform.customJobs.create",
+    ) -> Fault:
+        """403 PERMISSION_DENIED: the account lacks a role (Vertex AI's body, naming the
+        permission and the resource; :func:`google_errors.permission_denied`)."""
+        where = f"//aiplatform.googleapis.com/projects/{project}/locations/us-central1"
+        return cls.of(permission_denied(permission, where), match)
 
     @classmethod
     def api_disabled(cls, project: str = "test-project", match: str = "") -> Fault:

@@ -31,6 +31,7 @@ from typing import Any, Protocol, TypeVar
 from urllib.parse import urlsplit
 
 from ..errors import BackendError, MissingDependency
+from . import roles
 from .quota import Kind, Refusal, pacific_midnight, refusal, retry_after
 
 T = TypeVar("T")
@@ -82,6 +83,14 @@ VERTEX = Api(
     "aiplatform.googleapis.com",
     "the Vertex AI User role (roles/aiplatform.user)",
     "TFC_VERTEX_ENDPOINT",
+)
+
+
+LOGGING = Api(
+    "Cloud Logging",
+    "logging.googleapis.com",
+    "the Logs Viewer role (roles/logging.viewer)",
+    "TFC_LOGGING_ENDPOINT",
 )
 
 
@@ -246,16 +255,7 @@ def explain(
     if isinstance(exc, gexc.Unauthorized):  # 401 (Unauthenticated over gRPC)
         return False, BackendError(f"{api.title} refused the credentials: {text}", AUTH_HINT)
     if isinstance(exc, gexc.Forbidden):  # 403 (PermissionDenied over gRPC)
-        if _reason(exc) == "SERVICE_DISABLED" or re.search(r"has not been used|is disabled", text):
-            return False, BackendError(
-                f"the {api.title} API is not enabled in project {project}",
-                f"run `gcloud services enable {api.service} --project {project}` "
-                "(or enable it in the console), wait a minute, then launch again",
-            )
-        return False, BackendError(
-            f"permission denied in {where}: {text}",
-            f"ask for {api.role} in project {project}, or use --project with a project you can use",
-        )
+        return False, _forbidden(exc, text, project=project, where=where, api=api)
     if code in (500, 502, 503, 504) or isinstance(exc, gexc.ServerError):
         return True, TransientError(
             f"{api.title} is unavailable ({code}): {text}",
@@ -279,6 +279,35 @@ def explain(
     return False, BackendError(f"{what} failed ({code}): {text}", "try again later")
 
 
+def _forbidden(exc: Any, text: str, *, project: str, where: str, api: Api) -> BackendError:
+    """A 403's one-line error: the API to enable, or the role that holds the permission refused
+    (:mod:`.roles`; the API's own role when Google named none)."""
+    if _reason(exc) == "SERVICE_DISABLED" or re.search(r"has not been used|is disabled", text):
+        return BackendError(
+            f"the {api.title} API is not enabled in project {project}",
+            f"run `gcloud services enable {api.service} --project {project}` "
+            "(or enable it in the console), wait a minute, then launch again",
+        )
+    role = roles.role_for(roles.permission_of(exc, text))
+    if role is None:
+        ask = f"ask for {api.role} in project {project}"
+    elif role.on == "project":
+        ask = f"ask for {role.words()} in project {project}"
+    else:
+        ask = f"ask for {role.words()} on the {role.on} (or in project {project})"
+    return BackendError(
+        f"permission denied in {where}: {text}",
+        f"{ask}, or use --project with a project you can use",
+    )
+
+
+def _resource_hint(refused: Refusal, api: Api) -> str:
+    """What else than more quota: fewer GPUs for a GPU quota, else the API's words."""
+    if re.search(r"gpus?$|_gpu_", refused.metric):
+        return "or ask for fewer GPUs (--gpus, --workers), another --gpu-type, or another --region"
+    return api.quota_hint
+
+
 def _refused(
     refused: Refusal, text: str, *, project: str, where: str, api: Api
 ) -> tuple[bool, Exception]:
@@ -297,7 +326,8 @@ def _refused(
     if refused.kind is Kind.RESOURCE:
         return False, QuotaError(
             f"{title} quota exceeded in {where}: {text}",
-            f"request more quota in the console ({refused.quotas_url(project)}), " + api.quota_hint,
+            f"request more quota in the console ({refused.quotas_url(project)}), "
+            + _resource_hint(refused, api),
         )
     return True, TransientError(
         f"{title} is rate-limiting requests" + (f" ({quota})" if quota else "") + f": {text}",

@@ -1,4 +1,5 @@
-"""What a Google refusal means, read from its structure, never from its words.
+"""What a Google refusal means, read from its structure (Google's fixed sentence only where a
+body has none).
 
 Google answers a request over a quota with HTTP 429 (some APIs 403) and a ``google.rpc.Status``
 body whose ``details`` say which quota: an ``ErrorInfo`` with a ``reason`` and metadata naming the
@@ -27,6 +28,17 @@ region" limit on ``getCustomJob`` is a ``RATE_LIMIT_EXCEEDED`` of ``aiplatform.g
 CPUs) is ``RESOURCE_QUOTA_EXCEEDED`` (google/api/error_reason.proto) or, from Vertex AI's job
 creation, a ``QuotaFailure`` naming the metric. APIs of the older JSON format (Cloud Storage)
 say ``errors[].reason`` ``rateLimitExceeded`` / ``dailyLimitExceeded``.
+
+Some bodies carry no structure at all, and then Google's fixed sentence is all there is to read.
+Vertex AI's GPU quota on job creation comes bare (GoogleCloudPlatform/stable-diffusion-on-gcp
+issue 12, 2023-12: ``{"error": {"code": 429, "message": "The following quota metrics exceed quota
+limits: aiplatform.googleapis.com/custom_model_training_nvidia_l4_gpus", "status":
+"RESOURCE_EXHAUSTED"}}``; the same sentence in google-deepmind/xmanager issue 29 and
+GoogleCloudPlatform/vertex-ai-samples issue 700): a resource quota, never a rate limit. A bare
+"Quota exceeded for quota metric 'M' and limit 'L' of service 'S'" is told by its limit's words
+(``per day``: a daily quota; else a rate limit); a bare "Quota exceeded for S/M" by its metric's
+name (``..._per_minute...``: a rate limit, ``..._per_day...``: daily, no window: a resource;
+cocoindex-io/cocoindex issue 1151, 2025-10). Any other bare 429 is a rate limit.
 
 :func:`refusal` reads that into a :class:`Refusal`: a per-minute limit (wait and retry), a daily
 quota (retrying today does not help) or a resource quota (ask for more, or for less); with the
@@ -101,6 +113,37 @@ def _window(unit: str, limit: str) -> str:
     )
 
 
+_BARE_RESOURCE = re.compile(
+    r"(?:The following quota metrics exceed quota limits:|Quota exceeded for) "
+    r"((?:[a-z0-9-]+\.)+googleapis\.com)/(\w+)"
+)
+_BARE_RATE = re.compile(
+    r"Quota exceeded for quota (?:metric|group) '([^']*)' and limit '([^']*)' of service "
+    r"'([^']*)'"
+)
+
+
+def _bare(exc: Any, wait: float | None) -> Refusal | None:
+    """A refusal told by Google's own sentence, for a body without details (see above)."""
+    text = str(getattr(exc, "message", None) or exc)
+    m = _BARE_RESOURCE.search(text)
+    if m:
+        window = re.search(r"per_(day|minute|second|hour)", m.group(2))
+        kind = Kind.RESOURCE if window is None else Kind.DAILY if window[1] == "day" else Kind.RATE
+        metric = f"{m.group(1)}/{m.group(2)}"
+        return Refusal(kind, service=m.group(1), metric=metric, retry_after=wait)
+    m = _BARE_RATE.search(text)
+    if m:
+        daily = re.search(r"\bper day\b", m.group(2), re.IGNORECASE)
+        return Refusal(
+            Kind.DAILY if daily else Kind.RATE,
+            service=m.group(3),
+            limit=m.group(2),  # its words ("Read requests per minute"): no metric's id
+            retry_after=wait,
+        )
+    return None
+
+
 def _details(exc: Any) -> list[dict[str, Any]]:
     return [d for d in (getattr(exc, "details", None) or []) if isinstance(d, dict)]
 
@@ -143,8 +186,9 @@ def refusal(exc: Any) -> Refusal | None:
     """The quota refusal ``exc`` (a Google API error) carries, None when it is no refusal.
 
     Only the structure counts: ``ErrorInfo.reason`` and its ``quota_unit`` / ``quota_limit``,
-    ``QuotaFailure``, the old format's ``errors[].reason``, the HTTP status. A 429 that says
-    nothing more is a per-minute limit (wait and retry).
+    ``QuotaFailure``, the old format's ``errors[].reason``, the HTTP status; without details,
+    Google's fixed sentences (:func:`_bare`). A 429 that says nothing more is a per-minute limit
+    (wait and retry).
     """
     code = getattr(exc, "code", None)
     details = _details(exc)
@@ -176,14 +220,26 @@ def refusal(exc: Any) -> Refusal | None:
             return Refusal(Kind.RATE, retry_after=wait)
         if reason in RESOURCE_REASONS:
             return Refusal(Kind.RESOURCE, retry_after=wait)
-    if code != 429:
-        return None
-    for failure in _typed(details, "QuotaFailure"):
-        violations = failure.get("violations") or [{}]
-        subject = str(violations[0].get("subject", ""))
-        metric = str(violations[0].get("quotaMetric", "")) or subject
-        return Refusal(Kind.RESOURCE, metric=metric, retry_after=wait)
-    return Refusal(Kind.RATE, retry_after=wait)
+    bare = _bare(exc, wait) if code in (403, 429) else None
+    if code == 429:
+        for failure in _typed(details, "QuotaFailure"):
+            return _quota_failure(failure, bare, wait)
+    if bare is not None:
+        return bare
+    return Refusal(Kind.RATE, retry_after=wait) if code == 429 else None
+
+
+def _quota_failure(failure: dict[str, Any], bare: Refusal | None, wait: float | None) -> Refusal:
+    """A ``QuotaFailure``: a resource quota, its metric from the violation (``quotaMetric``, a
+    subject naming one) or from the message; AI Platform's subject is the project, no metric
+    (GoogleCloudPlatform/training-data-analyst issue 2284)."""
+    violations = failure.get("violations") or [{}]
+    first = violations[0] if isinstance(violations[0], dict) else {}
+    subject = str(first.get("subject", ""))
+    metric = str(first.get("quotaMetric", "")) or (bare.metric if bare else "")
+    metric = metric or (subject if ".googleapis.com/" in subject else "")
+    service = metric.split("/", 1)[0] if ".googleapis.com/" in metric else ""
+    return Refusal(Kind.RESOURCE, service=service, metric=metric, retry_after=wait)
 
 
 def pacific_midnight(now: datetime | None = None) -> datetime:

@@ -206,6 +206,23 @@ def engine_stream(
         ) from None
 
 
+def _push_hint(chunk: dict[str, Any]) -> str:
+    """What to do when a push was refused: the role that holds the permission Artifact Registry
+    named (``denied: Permission "artifactregistry.repositories.uploadArtifacts" denied on
+    resource ...``), else a login."""
+    from ..google import roles
+
+    role = roles.role_for(roles.permission_of(None, str(chunk["error"])))
+    if role is not None:
+        return (
+            f"ask for {role.words()} on the {role.on}, or set TFC_REGISTRY to one you may push to"
+        )
+    return (
+        "check that you may push to that registry (docker login, or "
+        "`gcloud auth application-default login` for Artifact Registry)"
+    )
+
+
 def push(client: Any, uri: str, auth: dict[str, str] | None, deadline_s: float) -> None:
     """Push ``uri``, reporting bytes sent over all layers."""
     repository, _, tag = uri.rpartition(":")
@@ -216,11 +233,7 @@ def push(client: Any, uri: str, auth: dict[str, str] | None, deadline_s: float) 
     )
     for chunk in engine_stream("push", push):
         if "error" in chunk:
-            raise BackendError(
-                f"pushing {uri} failed: {short(chunk['error'])}",
-                "check that you may push to that registry (docker login, or "
-                "`gcloud auth application-default login` for Artifact Registry)",
-            )
+            raise BackendError(f"pushing {uri} failed: {short(chunk['error'])}", _push_hint(chunk))
         detail = chunk.get("progressDetail") or {}
         if chunk.get("id") and detail.get("total"):
             sent[chunk["id"]] = (int(detail.get("current", 0)), int(detail["total"]))

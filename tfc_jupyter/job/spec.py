@@ -87,7 +87,6 @@ def _name_ok(name: str) -> bool:
 
 # An image reference (registry/path:tag@digest): no spaces or line breaks ever reach a Dockerfile.
 _IMAGE_REF = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/:@+-]{0,254}")
-_BUCKET = re.compile(r"(?:gs://)?[a-z0-9][a-z0-9._-]{0,221}(?:/[A-Za-z0-9._/-]*)?")
 MAX_LABELS = 64
 MAX_WORKERS = 256
 
@@ -490,10 +489,12 @@ def _validate_image(image: ImageSettings) -> None:
                 "breaks)",
                 field=key,
             )
-    if image.build_bucket is not None and not _BUCKET.fullmatch(image.build_bucket):
+    name, problem = vertex_rules.bucket_given(image.build_bucket or "")
+    if image.build_bucket is not None and problem:
         raise SpecError(
-            f"--build-bucket {image.build_bucket!r} is not a Cloud Storage bucket name",
-            "write it like gs://my-bucket or my-bucket",
+            f"--build-bucket {image.build_bucket!r}: {name or 'the name'} {problem}",
+            "write it like gs://my-bucket or my-bucket (a-z 0-9 - _ ., no goog/google: "
+            f"{vertex_rules.BUCKET_NAMING_URL})",
             field="build_bucket",
         )
 
@@ -599,11 +600,15 @@ def _check_cloud(spec: JobSpec) -> None:
             "write gs://BUCKET/PATH (a Vertex AI job has no folder of this machine)",
             field="base_output_dir",
         )
-    if base is not None and vertex_rules.gcs_bucket(base) is None:
+    bucket = vertex_rules.GCS_PREFIX.fullmatch(base or "")
+    name = bucket.group("bucket") if bucket else ""
+    problem = vertex_rules.bucket_problem(name) if bucket else ""
+    if base is not None and problem:
         raise SpecError(
-            f"--base-output-dir {base!r} names no Cloud Storage bucket",
+            f"--base-output-dir {base!r} names no Cloud Storage bucket: {name or 'the name'} "
+            f"{problem}",
             "write gs://BUCKET/PATH, BUCKET 3-63 of a-z 0-9 - _ . (starting and ending with a "
-            "letter or digit)",
+            f"letter or digit; no goog/google: {vertex_rules.BUCKET_NAMING_URL})",
             field="base_output_dir",
         )
 

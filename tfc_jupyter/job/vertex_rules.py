@@ -142,13 +142,47 @@ BUCKET = re.compile(r"[a-z0-9][a-z0-9._-]{1,220}[a-z0-9]")
 """A Cloud Storage bucket name: 3-63 characters (up to 222 with dots) of a-z 0-9 ``- _ .``,
 starting and ending with a letter or digit (https://cloud.google.com/storage/docs/buckets
 #naming, read 2026-11-26)."""
+BUCKET_NAMING_URL = "https://cloud.google.com/storage/docs/buckets#naming"
+"""Cloud Storage's naming rules (read 2026-11-29): besides the characters and lengths, "Bucket
+names cannot begin with the "goog" prefix", "cannot contain "google" or close misspellings,
+such as "g00gle"", and "cannot be represented as an IP address in dotted-decimal notation"."""
+_LOOKALIKE = str.maketrans("013", "ole")  # g00gle, goog1e, ...: digits read as letters
+_NEAR_GOOGLE = re.compile(r"goo{1,2}g{1,2}le|gogle|googel|goolge")
+""""google" and its close misspellings, as Cloud Storage refuses them (its example g00gle; a
+letter doubled, dropped or two swapped), in a name with its digits read as letters and its
+separators left out (goo-gle)."""
 GCS_PREFIX = re.compile(r"gs://(?P<bucket>[^/]*)(?:/.*)?")
 
 
+def bucket_problem(name: str) -> str:
+    """Why ``name`` is no Cloud Storage bucket name (:data:`BUCKET_NAMING_URL`), ``""`` when it
+    is one: the one rule every option that takes a bucket is checked by."""
+    if not BUCKET.fullmatch(name) or not all(0 < len(part) <= 63 for part in name.split(".")):
+        return (
+            "is not a Cloud Storage bucket name (3-63 of a-z 0-9 - _ ., starting and ending with a "
+            "letter or digit; parts between dots at most 63)"
+        )
+    if name.startswith("goog"):
+        return 'begins with "goog", which Cloud Storage keeps for Google'
+    if _NEAR_GOOGLE.search(re.sub(r"[-_.]", "", name.translate(_LOOKALIKE))):
+        return 'contains "google" or a close misspelling of it, which Cloud Storage refuses'
+    if re.fullmatch(r"\d{1,3}(\.\d{1,3}){3}", name):
+        return "is an IP address, which Cloud Storage refuses as a bucket name"
+    return ""
+
+
+def bucket_given(value: str) -> tuple[str, str]:
+    """``gs://my-bucket`` or ``my-bucket`` (a bucket option's value) -> ``(name, problem)``:
+    the bucket's name and why it is none (:func:`bucket_problem`; a path is no bucket)."""
+    name = value.strip().removeprefix("gs://").rstrip("/")
+    if "/" in name:
+        return name, "is a path, not a bucket (leave out what follows the bucket's name)"
+    return name, bucket_problem(name)
+
+
 def bucket_ok(name: str) -> bool:
-    """Whether ``name`` is a Cloud Storage bucket name (:data:`BUCKET`; without dots at most 63
-    characters, with dots each part at most 63)."""
-    return bool(BUCKET.fullmatch(name)) and all(len(part) <= 63 for part in name.split("."))
+    """Whether ``name`` is a Cloud Storage bucket name (:func:`bucket_problem`)."""
+    return not bucket_problem(name)
 
 
 def gcs_bucket(uri: str) -> str | None:

@@ -1041,6 +1041,9 @@ def _make_plan(selection: Selection, ns: JobOptions, settings: Settings) -> Plan
         warnings.append("no Google Cloud project set: pass --project or set GOOGLE_CLOUD_PROJECT")
     if traits.billed:
         warnings += _machine_notes(spec)
+    notes = getattr(registry.load(spec.backend), "plan_notes", None) if traits.scheduling else None
+    if notes is not None:  # a backend's own options given together (Vertex AI's)
+        warnings += notes(spec, ns)
     loses_backups = traits.restarts and not (traits.keeps_backups or spec.base_output_dir)
     if spec.google.scheduling == "spot" and spec.resume and loses_backups:
         warnings.append(

@@ -59,6 +59,7 @@ from .options import VertexOptions
 if TYPE_CHECKING:
     from ...config import Settings
     from ...image.context import Context
+    from ...job.options import JobOptions
     from ...planner.plan import Plan
     from ...sweep.spec import SweepSpec
 
@@ -110,6 +111,14 @@ class VertexBackend:
         """Refuse, as Vizier would, a sweep's values (a discrete list over 1,000 values or with
         two closer than 1e-10, categories that read alike as text): the plan's check."""
         vertex_request.check_study(sweep)
+
+    @classmethod
+    def plan_notes(cls, spec: JobSpec, options: JobOptions) -> list[str]:
+        """What the plan says of Vertex AI's own options given together, and the boot disk
+        chosen for the user (:func:`.scheduling.option_notes`); refuses what the machines cannot
+        take as asked (an explicit pd-ssd boot disk on a Hyperdisk-only machine)."""
+        own = vertex_request.own_options_of(options)
+        return scheduling.option_notes(spec, own.boot_disk_type, own.disable_retries)
 
     @classmethod
     def route(

@@ -37,7 +37,14 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from ...google.gcloud import DailyQuotaError, authorized_session, base_url, checked, explain
+from ...google.gcloud import (
+    LOGGING,
+    DailyQuotaError,
+    authorized_session,
+    base_url,
+    checked,
+    explain,
+)
 from ...google.quota import pacific_midnight
 from ...util.files import write_private
 from .api import VertexSettings
@@ -207,7 +214,11 @@ class ProjectLogs:
 
     def _refused(self, state: ReaderState, exc: Exception, started: float) -> None:
         transient, error = explain(
-            exc, project=self.project, region=self.region, what="reading the jobs' logs"
+            exc,
+            project=self.project,
+            region=self.region,
+            what="reading the jobs' logs",
+            api=LOGGING,
         )
         state.reads += 1
         state.refusals += 1

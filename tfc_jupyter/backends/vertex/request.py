@@ -208,7 +208,12 @@ def custom_job_request(
 
 def own_options(plan: Plan) -> VertexOptions:
     """The options Vertex AI's backend declares, as the plan's options set them."""
-    return target_options(plan.options, VertexOptions)
+    return own_options_of(plan.options)
+
+
+def own_options_of(options: Any) -> VertexOptions:
+    """The options Vertex AI's backend declares, as ``options`` (a ``JobOptions``) set them."""
+    return target_options(options, VertexOptions)
 
 
 ALGORITHMS = {"bayes": "ALGORITHM_UNSPECIFIED", "random": "RANDOM_SEARCH", "grid": "GRID_SEARCH"}

@@ -196,6 +196,47 @@ def _check_disk(spec: JobSpec) -> None:
         )
 
 
+DISABLE_RETRIES_URL = (
+    "https://cloud.google.com/vertex-ai/docs/reference/rest/v1/CustomJobSpec#Scheduling"
+)
+"""``Scheduling.disableRetries``: "If true, overrides Scheduling.restart_job_on_worker_restart to
+false" (the v1 reference and the client libraries' copies of it, read 2026-11-29)."""
+
+
+def option_notes(spec: JobSpec, asked_disk: str | None, disable_retries: bool) -> list[str]:
+    """What the plan says of Vertex AI's options given together (``asked_disk``: the
+    ``--boot-disk-type`` given, None when left out; ``disable_retries``: ``--disable-retries``).
+
+    Raises:
+        SpecError: ``--boot-disk-type pd-ssd`` given for a machine that boots from Hyperdisk
+            only (it became hyperdisk-balanced without a word).
+    """
+    notes: list[str] = []
+    if disable_retries and spec.google.restart_on_worker_restart:
+        notes.append(
+            "--restart-on-worker-restart does nothing with --disable-retries: Vertex AI turns it "
+            "off when retries are disabled; drop one of them"
+        )
+    hyper = [
+        (r, str(getattr(m, "machine_type", ""))) for r, m in _pools(spec) if _hyperdisk_only(m)
+    ]
+    if hyper and asked_disk == "pd-ssd":
+        role, kind = hyper[0]
+        raise SpecError(
+            f"--boot-disk-type pd-ssd: the {role} ({kind}) boot from Hyperdisk only",
+            [Fix.set("boot_disk_type", "hyperdisk-balanced"), Fix.drop("boot_disk_type")],
+            field="boot_disk_type",
+        )
+    if hyper and asked_disk is None:
+        kinds = ", ".join(dict.fromkeys(kind for _, kind in hyper))
+        notes.append(f"boot disk: hyperdisk-balanced for {kinds} (the only type it boots from)")
+    return notes
+
+
+def _hyperdisk_only(machine: Any) -> bool:
+    return str(getattr(machine, "machine_type", "")).startswith(HYPERDISK_ONLY)
+
+
 def boot_disk_type(spec: JobSpec, machine_type: str = "") -> str:
     """The boot disk type a pool of ``machine_type`` gets: the one asked for, else the
     machine's default (hyperdisk-balanced on A3 Ultra and A4, pd-ssd elsewhere)."""

@@ -8,7 +8,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ...errors import BackendError
-from ...google import gcloud
+from ...google import gcloud, roles
 from ...google.gcloud import Api
 from ..progress import Progress, report
 from . import client
@@ -20,6 +20,8 @@ REGISTRY = Api(
     "the Artifact Registry Reader role (roles/artifactregistry.reader)",
     "TFC_REGISTRY",
 )
+READ_PERMISSION = "artifactregistry.repositories.downloadArtifacts"
+"""What a manifest's lookup needs (Artifact Registry's access control)."""
 _MANIFESTS = (
     "application/vnd.oci.image.index.v1+json",
     "application/vnd.oci.image.manifest.v1+json",
@@ -59,6 +61,16 @@ def in_registry(uri: str, settings: CloudBuildSettings, *, project: str = "") ->
                 reply = requests.head(url, headers=headers, timeout=settings.timeout_s)
         if reply.status_code == 429 or reply.status_code >= 500:
             client.checked(reply)
+        if reply.status_code == 403:  # a HEAD's refusal has no body: the reader's role
+            role = roles.role_for(READ_PERMISSION)
+            report(
+                Progress(
+                    "context",
+                    f"the registry refused to say whether it has {uri} (403): building it; to "
+                    f"reuse built images, ask for {role.words() if role else REGISTRY.role} on "
+                    "the repository",
+                )
+            )
         return reply.status_code == 200
 
     try:

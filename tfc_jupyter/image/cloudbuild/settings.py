@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -11,11 +10,11 @@ from ...config import current_settings
 from ...errors import BackendError, MissingDependency, SpecError
 from ...google import gcloud
 from ...google.gcloud import base_url
+from ...job import vertex_rules
 from ...job.spec import JobSpec
 
 CLOUDBUILD_URL = "https://cloudbuild.googleapis.com"
 STORAGE_URL = "https://storage.googleapis.com"
-_BUCKET = re.compile(r"^[a-z0-9][a-z0-9._-]{1,220}[a-z0-9]$")
 
 
 @dataclass(frozen=True)
@@ -77,12 +76,12 @@ def bucket_name(value: str | None) -> str:
     Raises:
         SpecError: not a bucket name.
     """
-    name = (value or "").strip().removeprefix("gs://").rstrip("/")
-    if not _BUCKET.fullmatch(name) or name.startswith("goog") or ".." in name:
+    name, problem = vertex_rules.bucket_given(value or "")
+    if problem:
         raise SpecError(
-            f"--build-bucket {value!r} is not a Cloud Storage bucket name",
-            "pass a bucket name such as my-project-builds (lowercase letters, digits, - _ .), "
-            "without a path",
+            f"--build-bucket {value!r}: {name or 'the name'} {problem}",
+            "pass a bucket name such as my-project-builds (lowercase letters, digits, - _ ., "
+            f"no goog/google; {vertex_rules.BUCKET_NAMING_URL}), without a path",
             field="build_bucket",
         )
     return name

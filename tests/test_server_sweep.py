@@ -133,7 +133,8 @@ async def test_a_local_sweep_posted_runs_its_trials_and_is_followed(
     ids = {j["id"] for j in listed["jobs"]}
     assert {t["job_id"] for t in shown["trials"]} <= ids
     log = Path(started["driver"]["log"])
-    assert "done: sweep" in wait_for("the driver's last line", lambda: log.read_text())
+    said = wait_for("the driver's last line", lambda: "done: sweep" in log.read_text())
+    assert said and "2 of 2 trials (2 succeeded)" in log.read_text()
 
 
 async def test_a_sweep_being_driven_is_not_started_twice(

@@ -38,7 +38,7 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
-from tfc_runtime import effects, executed, giveback, hooks, results
+from tfc_runtime import effects, executed, giveback, hooks, results, streams
 from tfc_runtime.sourcemap import SourceMap
 
 NAME = "__tfc_cell__"
@@ -308,6 +308,7 @@ def _event(**fields: Any) -> dict[str, Any]:
     output file is then: :func:`_log_position`)."""
     sys.stdout.flush()
     sys.stderr.flush()
+    streams.end_line()  # an unfinished line ends before the output, as Jupyter shows it
     event: dict[str, Any] = {"event": "output", **fields, "time": time.time()}
     at = _log_position()
     if at is not None:

@@ -405,3 +405,62 @@ def test_a_sweep_runs_each_trial_in_containers_of_one_image(
         sweep.best is not None
         and sweep.best.id == max(sweep.trials, key=lambda t: t.metric or -math.inf).job_id
     )
+
+
+_PNG_1X1 = (  # a 1x1 PNG
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4"
+    "nGP4z8DwHwAFAAH/iZk9HQAAAABJRU5ErkJggg=="
+)
+
+
+class _Cell:
+    """What a cell is given, in order: the lines shown and the outputs (issue 49)."""
+
+    def __init__(self) -> None:
+        self.seen: list[str] = []
+        self._text = ""
+
+    def write(self, text: str) -> int:
+        self._text += text
+        *lines, self._text = self._text.split("\n")
+        self.seen += [f"line {ln.rpartition('] ')[2]}" for ln in lines if ln.strip()]
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+    def output(self, event: dict[str, Any]) -> None:
+        if event.get("event") == "output":
+            found = json.loads(Path(event["file"]).read_text())
+            self.seen.append("output " + ",".join(sorted(found["data"])))
+
+
+@pytest.mark.slow
+def test_displays_show_as_in_jupyter_between_the_prints(
+    tmp_path: Path, tfc_env: Path, docker_client: Any, tf_parent_image: str
+) -> None:
+    """In a container (no IPython in the image, its output a pipe), ``display(Image(...))`` is
+    the image, not ``<IPython.core.display.Image object>``, and each output comes between the
+    lines printed before and after it, as in Jupyter (they all came before the lines)."""
+    nb = write_notebook(
+        tmp_path / "shows.ipynb",
+        f"%%tfc_run --strategy none {_flags(tf_parent_image)}\n"
+        "import base64\n"
+        "from IPython.display import HTML, Image, display\n"
+        "print('before')\n"
+        f"display(Image(data=base64.b64decode({_PNG_1X1!r})))\n"
+        "print('between')\n"
+        "display(HTML('<b>b</b>'))\n"
+        "print('after')",
+    )
+    job, record = run_job(nb, tmp_path / "home")
+    assert record.state is JobState.SUCCEEDED, record.error
+    cell = _Cell()
+    job.follow(out=cell, on_result=cell.output)  # type: ignore[arg-type]
+    assert cell.seen == [
+        "line before",
+        "output image/png,text/plain",
+        "line between",
+        "output text/html,text/plain",
+        "line after",
+    ]

@@ -20,6 +20,8 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, TextIO
 
+from tfc_runtime.protocol import output_mark
+
 from . import backends, registry
 from .backends import Backend
 from .config import Settings, current_settings
@@ -360,6 +362,7 @@ class Job:
         rewind, bar = "", ""  # a progress bar drawn live (its line not ended yet) is rewritten
         gone: set[int] = set()  # watcher processes seen ending
         pending: list[dict[str, Any]] = []  # reports waiting for the lines printed before them
+        marked = 0  # the last output mark line the chief wrote (a pipe: docker)
 
         def write(lines: list[tuple[list[str], str]]) -> None:
             """Write shown lines, each over a live bar still on screen."""
@@ -379,8 +382,12 @@ class Job:
             shown: list[tuple[list[str], str]] = []
             if on_result is not None:
                 pending += feed.read()
+                _placed(pending, marked, 0)  # their mark lines were read: due now
             chief_at = tail.offsets.get(first, 0)  # where the chief's new lines start
             for replica, line in tail.lines(final=done):  # a chunk at a time, never whole
+                if replica == first and (mark := output_mark(line)) is not None:
+                    marked = max(marked, mark)
+                    _placed(pending, marked, chief_at)
                 if pending and replica == first and _due(pending, chief_at):
                     write(shown)  # what was printed before the report, first
                     shown = []
@@ -500,8 +507,25 @@ class Job:
 
 def _due(pending: list[dict[str, Any]], chief_at: int) -> bool:
     """Whether the first waiting report was made before the chief's line at ``chief_at``."""
-    at = pending[0].get("log_offset")
-    return not isinstance(at, int) or at <= chief_at
+    return not _waits(pending[0], chief_at)
+
+
+def _waits(event: dict[str, Any], chief_at: int) -> bool:
+    """Whether a report waits for lines the chief printed before it: its ``log_offset`` is
+    past ``chief_at``, or its output mark line (``log_mark``) is not read yet."""
+    at = event.get("log_offset")
+    if isinstance(at, int):
+        return at > chief_at
+    return isinstance(event.get("log_mark"), int)
+
+
+def _placed(pending: list[dict[str, Any]], marked: int, chief_at: int) -> None:
+    """The reports whose output mark line has been read (``log_mark`` up to ``marked``) are
+    placed where that line is (``chief_at``)."""
+    for event in pending:
+        mark = event.get("log_mark")
+        if isinstance(mark, int) and mark <= marked and "log_offset" not in event:
+            event["log_offset"] = chief_at
 
 
 def _release(
@@ -514,8 +538,7 @@ def _release(
     when it made them, where its output goes to a file) has been read, in order; the rest wait
     (all go once the job has ended). A cell's figure comes after the lines printed before it."""
     for i, event in enumerate(pending):
-        at = event.get("log_offset")
-        if not done and isinstance(at, int) and at > chief_at:
+        if not done and _waits(event, chief_at):
             return pending[i:]
         if on_result is not None:
             on_result(event)

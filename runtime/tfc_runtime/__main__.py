@@ -32,6 +32,7 @@ from tfc_runtime import (
     resume,
     runcell,
     sourcemap,
+    streams,
     tfc_shim,
 )
 from tfc_runtime.cluster import ClusterInfo, cluster_info, ensure_tf_config, keras_tuner_env
@@ -104,8 +105,17 @@ def _trim(tb: TracebackType | None, script: str) -> TracebackType | None:
 
 
 def _annotated(exc: BaseException, script: str, smap: sourcemap.SourceMap) -> str:
-    """The formatted traceback, each frame in ``script`` followed by its notebook location."""
-    exc = exc.with_traceback(_trim(exc.__traceback__, script))
+    """The formatted traceback, each frame in ``script`` followed by its notebook location,
+    without the runtime's own frames (:func:`tfc_runtime.crash.without_runtime`), its chained
+    exceptions' too."""
+    exc = exc.with_traceback(crash.without_runtime(_trim(exc.__traceback__, script)))
+    seen, chained = {id(exc)}, [exc.__cause__, exc.__context__]
+    while chained:
+        link = chained.pop()
+        if link is not None and id(link) not in seen:
+            seen.add(id(link))
+            link.with_traceback(crash.without_runtime(link.__traceback__))
+            chained += [link.__cause__, link.__context__]
     out = io.StringIO()
     for chunk in traceback.format_exception(type(exc), exc, exc.__traceback__):
         for line in chunk.splitlines(keepends=True):
@@ -127,6 +137,7 @@ def report_failure(exc: BaseException, script: str, smap: sourcemap.SourceMap) -
     place = smap.describe(script_line) if script_line else "startup"
     summary = crash.summary(exc)
     sys.stdout.flush()
+    streams.end_line()  # a progress bar's last update is a line of its own, as in Jupyter
     sys.stderr.write(text)
     sys.stderr.write(f"[tfc_runtime] job failed at {place}: {summary}\n")
     sys.stderr.flush()
@@ -254,6 +265,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     reportkey.take()  # first: a process started with the report key starts again without it
     args = parse_args(sys.argv[1:] if argv is None else argv)
     _line_buffered()
+    streams.install()  # stdout and stderr apart line by line, as Jupyter keeps them
     os.environ["TFC_REMOTE"] = "1"
     os.environ["TF_KERAS_RUNNING_REMOTELY"] = "1"
     if os.environ.get("TFC_JOB_DIR"):  # the script may change directory

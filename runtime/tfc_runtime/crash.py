@@ -15,6 +15,7 @@ import re
 import shutil
 import sys
 import threading
+import types
 from collections.abc import Callable
 from typing import IO, Any
 
@@ -145,3 +146,39 @@ def _disk_full(filename: object) -> str:
         f"the disk holding {where} is full ({free // 1_000_000} MB free): free some space, or "
         "write the model and checkpoints to another disk"
     )
+
+
+_RUNTIME = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def _ours(filename: str) -> bool:
+    """A file of this runtime (its wrappers of ``fit``, ``save``, ``print``)."""
+    return os.path.abspath(filename).startswith(_RUNTIME)
+
+
+def _filtering() -> bool:
+    """Keras' own setting: ``keras.config.disable_traceback_filtering()`` shows every frame,
+    the runtime's too (on by default, as Keras')."""
+    config = getattr(sys.modules.get("keras"), "config", None)
+    enabled = getattr(config, "is_traceback_filtering_enabled", None)
+    try:
+        return True if enabled is None else bool(enabled())
+    except Exception:  # an older Keras: filtered, as Keras filters its own
+        return True
+
+
+def without_runtime(tb: types.TracebackType | None) -> types.TracebackType | None:
+    """``tb`` less this runtime's own frames, as Keras leaves its frames out of a traceback:
+    the code's line is followed by the library it called (the runtime wraps ``fit``). The
+    innermost frame stays, whoever's it is: it is where the error was raised."""
+    if not _filtering():
+        return tb
+    kept = []
+    while tb is not None:
+        if tb.tb_next is None or not _ours(tb.tb_frame.f_code.co_filename):
+            kept.append(tb)
+        tb = tb.tb_next
+    out = None
+    for frame in reversed(kept):
+        out = types.TracebackType(out, frame.tb_frame, frame.tb_lasti, frame.tb_lineno)
+    return out

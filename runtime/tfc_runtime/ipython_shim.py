@@ -10,7 +10,9 @@ prints what a plain-text front end shows (``str`` as is, a rich object as its te
 
 from __future__ import annotations
 
+import html
 import importlib.util
+import os
 import sys
 import types
 from typing import Any
@@ -76,6 +78,58 @@ def _shown_as(name: str) -> dict[str, Any]:
     return {method: represent}
 
 
+_PNG, _JPEG = b"\x89PNG\r\n\x1a\n", b"\xff\xd8"
+
+
+class Image(DisplayObject):
+    """``IPython.display.Image``: bytes, a file or a URL, shown as Jupyter shows it (a PNG or
+    JPEG as that image, a URL not embedded as an ``<img>``); it was its ``repr``,
+    ``<IPython.core.display.Image object>``."""
+
+    def __init__(
+        self,
+        data: Any = None,
+        url: str | None = None,
+        filename: str | None = None,
+        format: str | None = None,
+        embed: bool | None = None,
+        **kwargs: Any,
+    ) -> None:
+        if isinstance(data, str):
+            if data.startswith(("http://", "https://")):
+                url, data = data, None
+            elif os.path.exists(data):
+                filename, data = data, None
+        super().__init__(data, **kwargs)
+        self.url, self.filename = url, filename
+        if filename is not None:
+            with open(filename, "rb") as fh:
+                self.data = fh.read()
+        self.embed = self.url is None if embed is None else embed
+        self.format = (format or "").lower().replace("jpg", "jpeg") or self._sniffed()
+
+    def _sniffed(self) -> str:
+        name = self.filename or self.url or ""
+        if isinstance(self.data, bytes):
+            return "png" if self.data.startswith(_PNG) else "jpeg" * self.data.startswith(_JPEG)
+        return "jpeg" if name.lower().endswith((".jpg", ".jpeg")) else "png"
+
+    def _bytes(self, kind: str) -> bytes | None:
+        shown = self.embed and isinstance(self.data, bytes) and self.format == kind
+        return self.data if shown else None
+
+    def _repr_png_(self) -> bytes | None:
+        return self._bytes("png")
+
+    def _repr_jpeg_(self) -> bytes | None:
+        return self._bytes("jpeg")
+
+    def _repr_html_(self) -> str | None:
+        if self.embed or not self.url:
+            return None
+        return f'<img src="{html.escape(self.url, quote=True)}"/>'
+
+
 def clear_output(wait: bool = False) -> None:
     """In the run cell the kernel clears what the cell showed; elsewhere nothing to clear in
     a log."""
@@ -102,6 +156,7 @@ def install() -> None:
     if "IPython" in sys.modules or importlib.util.find_spec("IPython") is not None:
         return
     rich = {name: type(name, (DisplayObject,), _shown_as(name)) for name in _RICH}
+    rich["Image"] = Image
     shown = _module(
         "IPython.display",
         display=display,

@@ -36,10 +36,20 @@ RESULTS_FILE = "results.jsonl"
 """The job folder's file of reports, one JSON object a line (the chief's)."""
 RESULT_PREFIX = "[tfc_runtime] result "
 """The start of a report on stderr, where the job has no job folder (Vertex AI)."""
+OUTPUT_MARK = "[tfc_runtime] output "
+"""The start of the line the chief writes after a rich output's report where its output is a
+pipe (docker): the follower shows the output where this line is, after what was printed before
+it (a log file gives its offset instead)."""
 REPORT_KEY_ENV = "TFC_REPORT_KEY"
 """The job's report key (hex), made at launch where reports travel with the logs: the runtime
 takes it out of its environment before the code runs (``tfc_runtime.reportkey``)."""
 _SIGNATURE_HEX = 32
+
+
+def output_mark(line: str) -> int | None:
+    """The output number of an :data:`OUTPUT_MARK` line, else None."""
+    rest = line.removeprefix(OUTPUT_MARK)
+    return int(rest) if rest != line and rest.isdigit() and len(rest) < 10 else None
 
 
 def report_line(text: str, key: str) -> str:

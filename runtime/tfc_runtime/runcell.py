@@ -38,7 +38,8 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
-from tfc_runtime import effects, executed, giveback, hooks, results
+from tfc_runtime import effects, executed, giveback, hooks, results, streams
+from tfc_runtime.protocol import OUTPUT_MARK
 from tfc_runtime.sourcemap import SourceMap
 
 NAME = "__tfc_cell__"
@@ -308,11 +309,25 @@ def _event(**fields: Any) -> dict[str, Any]:
     output file is then: :func:`_log_position`)."""
     sys.stdout.flush()
     sys.stderr.flush()
+    streams.end_line()  # an unfinished line ends before the output, as Jupyter shows it
     event: dict[str, Any] = {"event": "output", **fields, "time": time.time()}
     at = _log_position()
     if at is not None:
         event["log_offset"] = at
+    elif isinstance(fields.get("n"), int) and os.environ.get("TFC_JOB_DIR"):
+        event["log_mark"] = fields["n"]  # a pipe into the job's log (docker): a mark line
     return event
+
+
+def _mark(n: int) -> None:
+    """The output mark line (:data:`tfc_runtime.protocol.OUTPUT_MARK`) on the job's own stdout
+    (never a ``%%capture``'s): the follower shows output ``n`` where it is in the log."""
+    stream = sys.__stdout__
+    if stream is None:
+        return
+    with contextlib.suppress(OSError, ValueError):  # a closed stream: the output comes last
+        stream.write(f"{OUTPUT_MARK}{n}\n")
+        stream.flush()
 
 
 def send(
@@ -356,6 +371,8 @@ def send(
     else:
         event["output"] = output
     results.emit(event)
+    if "log_mark" in event:  # after the report: a follower that reads the line has it
+        _mark(n)
 
 
 def _log_position() -> int | None:

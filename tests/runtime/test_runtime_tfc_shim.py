@@ -92,3 +92,58 @@ def test_ipython_display_answers_in_an_image_without_ipython(tmp_path: Path) -> 
         "text",
         "shell None",
     ]
+
+
+_PNG = (  # a 1x1 PNG
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4nGP4z8DwHwAFAAH/iZk9HQAAAABJRU5ErkJggg=="
+)
+_IMAGES = {
+    "file": "Image(filename=sys.argv[1])",
+    "path": "Image(sys.argv[1])",
+    "bytes": "Image(data=open(sys.argv[1], 'rb').read())",
+    "jpeg": "Image(data=b'\\xff\\xd8\\xff\\xe0 jpeg', format='jpg')",
+    "url": "Image(url='https://example.com/a.png')",
+}
+
+
+def test_an_image_shows_as_jupyter_shows_it_in_an_image_without_ipython(tmp_path: Path) -> None:
+    """``display(Image(...))`` in a job whose image has no IPython (docker): the bundle the run
+    cell sends back is the one IPython makes (it was only ``<IPython.core.display.Image
+    object>``)."""
+    import base64
+    import json
+
+    from IPython.core.formatters import DisplayFormatter
+    from IPython.display import Image
+
+    png = tmp_path / "a.png"
+    png.write_bytes(base64.b64decode(_PNG))
+    code = (
+        "import json, sys\n"
+        "from tfc_runtime import ipython_shim, runcell\n"
+        "ipython_shim.install()\n"
+        "from IPython.display import Image\n"
+        f"cases = {{k: eval(v) for k, v in {_IMAGES!r}.items()}}\n"
+        "print(json.dumps({k: runcell.bundle(v)[0] for k, v in cases.items()}))\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-S", "-c", code, str(png)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+        env={"PYTHONPATH": str(RUNTIME), "PATH": "/usr/bin:/bin"},
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    got = json.loads(proc.stdout)
+    argv = [str(png)]
+    formatter = DisplayFormatter()
+    for name, made in _IMAGES.items():
+        expected = formatter.format(eval(made, {"Image": Image, "sys": _Argv(argv)}))[0]
+        assert got[name] == expected, name
+
+
+class _Argv:
+    def __init__(self, argv: list[str]) -> None:
+        self.argv = ["-c", *argv]

@@ -1,0 +1,137 @@
+"""What a %%tfc_run cell shows of its job's output, against Jupyter (issue 49): the same code runs
+in a real kernel (nbclient) as it is, and as a local job through ``%%tfc_run`` in a real kernel.
+A progress bar on stderr and the code's ``\\r`` prints on stdout each keep their own lines, an
+unfinished line is not glued to the traceback after it, a failed job's traceback has no frame of
+the runtime's between the code's line and Keras', and no run cell opens with an empty output."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import nbformat
+import pytest
+from jobutil import JOB_DEADLINE_S, write_notebook
+
+from tfc_jupyter.store.logs import render, strip_ansi
+
+pytestmark = pytest.mark.slow
+
+BARS = """\
+import time
+from tqdm import tqdm
+for i in tqdm(range(5)):
+    print(f"\\rstep {i}", end="")
+    time.sleep(0.15)
+print()
+print("done")"""
+FAILS = """\
+import sys
+print("\\r 50%|#####", end="", file=sys.stderr)
+print("\\rstep 3", end="")
+1/0"""
+KERAS = """\
+import numpy as np
+import tensorflow as tf
+model = tf.keras.Sequential([tf.keras.Input((4,)), tf.keras.layers.Dense(1)])
+model.compile("sgd", "mse")
+model.fit(np.zeros((8, 3)), np.zeros(8), epochs=1, verbose=0)"""
+_STEP = re.compile(r"step \d")
+_BAR = re.compile(r"\s*\d+%\|[^|]*\| \d/5 \[[^\]]*\]")
+_PREFIX = "[chief] "
+
+
+def _run(tmp_path: Path, name: str, code: str, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """The cell's outputs: ``code`` in a kernel (``name`` jupyter), or a %%tfc_run job."""
+    from nbclient import NotebookClient
+
+    body = code if name.endswith("jupyter") else f"%%tfc_run\n{code}"
+    path = write_notebook(tmp_path / f"{name}.ipynb", "%load_ext tfc_jupyter", body)
+    monkeypatch.setenv("JPY_SESSION_NAME", str(path))
+    nb = nbformat.read(path, as_version=4)
+    client = NotebookClient(
+        nb,
+        timeout=JOB_DEADLINE_S,
+        allow_errors=True,
+        resources={"metadata": {"path": str(tmp_path)}},
+    )
+    client.execute()
+    return nb.cells[1].outputs
+
+
+def _lines(outputs: Any, name: str | None = None) -> list[str]:
+    """The lines the cell's stream outputs show (of one stream, else all), as JupyterLab shows
+    them: consecutive outputs of a stream are one text, each ``\\r`` writes over its line."""
+    shown: list[str] = []
+    text, last = "", None
+    for out in [*outputs, None]:
+        kind = out.get("name") if out is not None and out.output_type == "stream" else None
+        if kind != last and text:
+            shown += [render(line) for line in text.split("\n")]
+            text = ""
+        if kind is not None and name in (None, kind):
+            text += out.text
+        last = kind
+    return [line for line in map(strip_ansi, shown) if line.strip()]
+
+
+def _job_lines(outputs: Any) -> list[str]:
+    """What the job printed, as its cell shows it (its replica's name taken off)."""
+    return [ln[len(_PREFIX) :] for ln in _lines(outputs) if ln.startswith(_PREFIX)]
+
+
+def test_a_bar_on_stderr_and_prints_on_stdout_keep_their_own_lines(
+    tmp_path: Path, tfc_env: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    jupyter = _run(tmp_path, "bars_jupyter", BARS, monkeypatch)
+    job = _run(tmp_path, "bars_job", BARS, monkeypatch)
+    assert not [o for o in job if not _text(o)], job  # no empty output opens the cell
+    for lines in ([*_lines(jupyter, "stdout"), *_lines(jupyter, "stderr")], _job_lines(job)):
+        # every line is one stream's: a step, the bar, or the end, never one spliced in another
+        odd = [
+            ln for ln in lines if not (_STEP.fullmatch(ln) or _BAR.fullmatch(ln) or ln == "done")
+        ]
+        assert not odd, lines
+        assert "step 4" in lines and "done" in lines
+        assert any(ln.startswith("100%|") for ln in lines)
+
+
+def test_an_unfinished_line_is_not_glued_to_the_traceback(
+    tmp_path: Path, tfc_env: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    jupyter = _run(tmp_path, "fails_jupyter", FAILS, monkeypatch)
+    job = _run(tmp_path, "fails_job", FAILS, monkeypatch)
+    mine = ["step 3", " 50%|#####"]
+    assert sorted(_lines(jupyter)) == sorted(mine)  # each stream's line, then the error
+    lines = _job_lines(job)
+    assert sorted(lines[:2]) == sorted(mine), lines
+    assert lines[2] == "Traceback (most recent call last):", lines
+    assert lines[-1] == "ZeroDivisionError: division by zero"
+    assert not [o for o in job if not _text(o)], job
+
+
+def _text(output: Any) -> str:
+    return (
+        str(output.get("text", ""))
+        + "".join(str(v) for v in output.get("data", {}).values())
+        + "".join(output.get("traceback", []))
+    )
+
+
+_JUPYTER_FRAME = re.compile(r"^File (\S+\.py):(\d+), in ", re.M)
+_JOB_FRAME = re.compile(r'^\s*File "(\S+\.py)", line (\d+), in ', re.M)
+
+
+def test_a_failed_jobs_traceback_has_no_runtime_frame(
+    tmp_path: Path, tfc_env: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    jupyter = _run(tmp_path, "keras_jupyter", KERAS, monkeypatch)
+    job = _run(tmp_path, "keras_job", KERAS, monkeypatch)
+    error = next(o for o in jupyter if o.output_type == "error")
+    expected = _JUPYTER_FRAME.findall(strip_ansi("\n".join(error.traceback)))
+    assert expected and all("keras" in path for path, _ in expected)  # the cell's line, then Keras'
+    shown = "\n".join(_job_lines(job))
+    frames = _JOB_FRAME.findall(shown)
+    assert frames[0][0].endswith("script.py") and "[cell 2, line 6]" in shown
+    assert frames[1:] == expected, shown  # the code's line, then Keras' frames, as in Jupyter

@@ -92,7 +92,8 @@ def _run(client: Client, plan: Plan) -> int:
     from tfc_runtime.executed import FILE as EXECUTED
 
     if record.job_dir and Path(record.job_dir, EXECUTED).is_file():
-        print(f"Executed notebook: tfc-jupyter notebook {job.id}", file=sys.stderr)
+        print(f"Executed notebook: {Path(record.job_dir, EXECUTED)} (next to the notebook: "
+              f"tfc-jupyter notebook {job.id})", file=sys.stderr)  # fmt: skip
     return 0 if record.state is JobState.SUCCEEDED else 1
 
 

@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import nbformat
 import pytest
@@ -52,3 +53,24 @@ def test_a_notebook_without_a_run_cell_saves_its_figures_and_says_where(tmp_path
     assert nb.cells[0].outputs[0].data["image/png"].startswith("iVBORw0KGgo")
     said = f"Executed notebook: {job_dir / 'executed.ipynb'} (next to the notebook: "
     assert f"{said}tfc-jupyter notebook {job_dir.name})" in done.stderr
+
+
+@pytest.mark.slow
+def test_a_docker_run_cell_s_files_come_next_to_the_notebook(
+    tmp_path: Path, docker_client: Any, tf_parent_image: str
+) -> None:
+    """As the kernel does at the end of the cell, and as a local job leaves them."""
+    nb_path = write_notebook(
+        tmp_path / "files.ipynb",
+        "rows = [1, 2, 3]",
+        f"%%tfc_run --strategy none --backend docker --parent-image {tf_parent_image}\n"
+        "import os\nos.makedirs('out', exist_ok=True)\n"
+        "open('out/result.csv', 'w').write('a\\n' + '\\n'.join(map(str, rows)))\n"
+        "print('wrote', len(rows))",
+    )
+    done = _cli("run", str(nb_path), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "[chief] wrote 3" in done.stdout, done.stdout
+    assert (tmp_path / "out" / "result.csv").read_text() == "a\n1\n2\n3"
+    said = [line for line in done.stderr.splitlines() if line.startswith("Files the cell")]
+    assert said == ["Files the cell wrote, next to the notebook: out/result.csv"], done.stderr

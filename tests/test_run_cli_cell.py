@@ -5,15 +5,22 @@ module (``python -m tfc_jupyter.cli``)."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
+import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
 import nbformat
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from jobutil import JOB_DEADLINE_S, write_notebook
+
+from tfc_jupyter.returns import border
 
 pytestmark = pytest.mark.usefixtures("tfc_env")
 
@@ -59,18 +66,88 @@ def test_a_notebook_without_a_run_cell_saves_its_figures_and_says_where(tmp_path
 def test_a_docker_run_cell_s_files_come_next_to_the_notebook(
     tmp_path: Path, docker_client: Any, tf_parent_image: str
 ) -> None:
-    """As the kernel does at the end of the cell, and as a local job leaves them."""
+    """As the kernel does at the end of the cell, and as a local job leaves them: the files it
+    wrote, those it deleted, the links it made that point inside the folder."""
+    for name in ("old.txt", "stays.txt"):
+        (tmp_path / name).write_text(name)
+        os.utime(tmp_path / name, (time.time() - 60, time.time() - 60))
     nb_path = write_notebook(
         tmp_path / "files.ipynb",
         "rows = [1, 2, 3]",
-        f"%%tfc_run --strategy none --backend docker --parent-image {tf_parent_image}\n"
+        f"%%tfc_run --strategy none --backend docker --parent-image {tf_parent_image} "
+        "--include old.txt --include stays.txt\n"
         "import os\nos.makedirs('out', exist_ok=True)\n"
         "open('out/result.csv', 'w').write('a\\n' + '\\n'.join(map(str, rows)))\n"
+        "os.remove('old.txt')\n"
+        "os.symlink('out/result.csv', 'latest.csv')\n"
+        "os.symlink('/etc/passwd', 'pw')\n"
+        "os.symlink('../..', 'out/up')\n"
         "print('wrote', len(rows))",
     )
     done = _cli("run", str(nb_path), cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert "[chief] wrote 3" in done.stdout, done.stdout
     assert (tmp_path / "out" / "result.csv").read_text() == "a\n1\n2\n3"
-    said = [line for line in done.stderr.splitlines() if line.startswith("Files the cell")]
-    assert said == ["Files the cell wrote, next to the notebook: out/result.csv"], done.stderr
+    said = [line for line in done.stderr.splitlines() if " next to the notebook: " in line]
+    assert said == [
+        "Files the cell wrote, next to the notebook: out/result.csv",
+        "Deleted by the cell, next to the notebook: old.txt",
+        "Links it made, next to the notebook: latest.csv -> out/result.csv",
+    ], done.stderr
+    assert not (tmp_path / "old.txt").exists() and (tmp_path / "stays.txt").read_text()
+    assert os.readlink(tmp_path / "latest.csv") == "out/result.csv"
+    assert (tmp_path / "latest.csv").read_text() == "a\n1\n2\n3"
+    assert not os.path.lexists(tmp_path / "pw") and not os.path.lexists(tmp_path / "out" / "up")
+    refused = next(line for line in done.stderr.splitlines() if line.startswith("! not copied"))
+    assert "pw (a link to /etc/passwd, outside the notebook's folder: not made)" in refused
+    assert "out/up (a link to ../.., outside the notebook's folder: not made)" in refused
+
+
+_PIECES = st.sampled_from(["a", "b.txt", "..", ".", ".git", "nb.ipynb", "out", "/etc", "", "x"])
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    links=st.dictionaries(st.lists(_PIECES, min_size=1, max_size=3).map("/".join),
+                          st.lists(_PIECES, min_size=1, max_size=4).map("/".join), max_size=4),
+    deleted=st.lists(st.lists(_PIECES, min_size=1, max_size=3).map("/".join), max_size=4),
+)  # fmt: skip
+def test_what_a_job_says_it_deleted_or_linked_stays_within_the_border(
+    links: dict[str, str], deleted: list[str]
+) -> None:
+    """Whatever a job's ``files.json`` says: a link made next to the notebook points inside its
+    folder and out of dot folders; nothing outside the folder, no dotfile, no notebook, no file
+    changed since the job started is ever deleted."""
+    with tempfile.TemporaryDirectory() as tmp:
+        base = Path(tmp)
+        job, here, outside = base / "job", base / "nb", base / "outside.txt"
+        (here / ".git").mkdir(parents=True)
+        job.mkdir()
+        for path in (here / "a", here / "b.txt", here / "x", here / ".git" / "a",
+                     here / "nb.ipynb", outside):  # fmt: skip
+            path.write_text("mine")
+            os.utime(path, (100.0, 100.0))  # before the job started
+        (here / "out").mkdir()
+        (here / "out" / "x").write_text("changed while the job ran")
+        (job / "files.json").write_text(json.dumps({"deleted": deleted, "links": links}))
+        placed = border.Placed()
+        border.apply_changes(job, here, 200.0, placed, here / "nb.ipynb")
+        lines = placed.lines(1, 1, job / "files")
+        assert outside.exists() and (here / ".git" / "a").exists() and (here / "nb.ipynb").exists()
+        assert (here / "out" / "x").exists()
+        for rel in placed.deleted:  # gone, unless the cell made a link there afterwards
+            assert rel in deleted and (rel in links or not os.path.lexists(here / rel))
+        root = here.resolve()
+        for folder, dirs, files in os.walk(here):
+            for path in (Path(folder, n) for n in [*dirs, *files]):
+                if path.is_symlink():
+                    to = Path(os.path.realpath(path))
+                    assert to.is_relative_to(root), (path, lines)
+                    assert not any(p.startswith(".") for p in path.relative_to(here).parts)
+                    assert ".git" not in to.relative_to(root).parts
+        made = {r.split(" -> ")[0] for r in placed.linked}
+        for rel, to in links.items():  # each link made as the job made it, or said why not
+            if rel in made:
+                assert os.readlink(here / rel) == to
+            else:
+                assert rel in {r for r, _ in placed.refused} or os.path.islink(here / rel), rel

@@ -73,6 +73,7 @@ class _State:
     out: Any = None  # the run cell's Out[] value
     started = 0.0  # when the run cell started
     workdir = ""  # the job's working folder then
+    listed: frozenset[str] | None = None  # its files and links then, in an image
     statements: tuple[tuple[ast.stmt, int | None], ...] = ()  # the script's, with cells
     before: effects.Snapshot | None = None  # the namespace when the run cell started
 
@@ -541,6 +542,7 @@ def enter(cell: int) -> None:
         _state.started, _state.workdir = time.time(), os.getcwd()
         if _state.chief:  # what the cell changes beyond its bindings goes back too
             try:
+                _state.listed = giveback.listing(_state.workdir)
                 _state.before = effects.snapshot(sys._getframe(1).f_globals)
             except Exception as exc:  # our failure is not the job's
                 print(f"[tfc_runtime] warning: the cell's changes are not followed ({exc})",
@@ -606,6 +608,7 @@ class _Partial:
         self.out: Any = None
         self.started = _state.started
         self.workdir = _state.workdir
+        self.listed = _state.listed
 
 
 def before_failure(

@@ -151,3 +151,56 @@ def test_what_a_job_says_it_deleted_or_linked_stays_within_the_border(
                 assert os.readlink(here / rel) == to
             else:
                 assert rel in {r for r, _ in placed.refused} or os.path.islink(here / rel), rel
+
+
+@pytest.mark.slow
+def test_nbconvert_leaves_tfc_skip_cells_out_of_the_job(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """nbconvert (and papermill) start the kernel without ``JPY_SESSION_NAME``: the notebook is
+    the one of the kernel's folder holding the run cell, so its tags hold (a tfc-skip cell
+    re-ran in the job: the input history has no tags)."""
+    monkeypatch.delenv("JPY_SESSION_NAME", raising=False)
+    path = write_notebook(
+        tmp_path / "skips.ipynb",
+        "%load_ext tfc_jupyter",
+        "print('LOCAL ONLY')\nlocal_only = 1",
+        "x = 2",
+        "%%tfc_run --strategy none\nprint('seen:', sorted(k for k in ('x', 'local_only') "
+        "if k in globals()))",
+        tags={1: ["tfc-skip"]},
+    )
+    (tmp_path / "other.ipynb").write_text(path.read_text().replace("x = 2", "x = 3"))
+    done = subprocess.run(
+        [sys.executable, "-m", "jupyter", "nbconvert", "--to", "notebook", "--execute",
+         "--output", "executed-here.ipynb", str(path)],
+        capture_output=True, text=True, timeout=JOB_DEADLINE_S, check=False, cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    nb = nbformat.read(tmp_path / "executed-here.ipynb", as_version=4)
+    said = "".join(o.get("text", "") for o in nb.cells[3].outputs if o.output_type == "stream")
+    assert "[chief] seen: ['x']" in said, said
+    assert "LOCAL ONLY" not in said and "kernel history" not in said, said
+    assert "skips.ipynb" in said, said  # the warning names the notebook it found
+
+
+def test_of_several_notebooks_holding_the_cell_the_one_this_kernel_ran_is_taken(
+    tmp_path: Path,
+) -> None:
+    """papermill: the input notebook and its output (with the injected parameters cell, which
+    the kernel ran) both hold the run cell; the output is the job's, tags and all."""
+    from tfc_jupyter.notebook import capture
+
+    run = "%%tfc_run --strategy none\nprint(lr)"
+    source = write_notebook(tmp_path / "in.ipynb", "lr = 0.1", run, tags={0: ["parameters"]})
+    output = write_notebook(
+        tmp_path / "out.ipynb", "lr = 0.1", "lr = 0.5", run,
+        tags={0: ["parameters"], 1: ["injected-parameters"]},
+    )  # fmt: skip
+    os.utime(output, (time.time() - 60, time.time() - 60))  # older: the history decides
+    history = ["lr = 0.1", "lr = 0.5"]
+    found, notes = capture.folder_notebook([tmp_path], run, history)
+    assert found == output.resolve() and "out.ipynb" in notes[0] and "of 2" in notes[0]
+    assert capture.folder_notebook([tmp_path], run + "\n# edited", history) == (None, [])
+    assert capture.folder_notebook([tmp_path / "nowhere"], run, history) == (None, [])
+    assert source.exists()

@@ -114,16 +114,22 @@ class TfcMagics(Magics):
         from .notebook import capture
 
         path, how, warnings = self._find(args.notebook)
+        history = getattr(self.shell, "history_manager", None)
+        raw = getattr(history, "input_hist_raw", None) or self.shell.user_ns.get("In", [""])  # type: ignore[union-attr]
+        inputs = list(raw[1:])
+        if (inputs and capture.is_run_cell(inputs[-1])) or (
+            inputs and "run_cell_magic('tfc_run'" in inputs[-1]
+        ):
+            inputs = inputs[:-1]
+        started = self.shell.user_ns.get("_dh") or [None]  # type: ignore[union-attr]
+        if path is None:  # nbconvert, papermill: the notebook of the kernel's folder
+            folders = [Path(str(f)) for f in (started[0], os.getcwd()) if f]
+            source = f"{capture.MAGIC} {line}".strip() + "\n" + body
+            path, found = capture.folder_notebook(folders, source, inputs)
+            how = capture.FOLDER_HOW if path is not None else how
+            warnings += found
         if path is None:
-            history = getattr(self.shell, "history_manager", None)
-            raw = getattr(history, "input_hist_raw", None) or self.shell.user_ns.get("In", [""])  # type: ignore[union-attr]
-            inputs = list(raw[1:])
-            if (inputs and capture.is_run_cell(inputs[-1])) or (
-                inputs and "run_cell_magic('tfc_run'" in inputs[-1]
-            ):
-                inputs = inputs[:-1]
             selection = capture.from_history(inputs, line, body)
-            started = self.shell.user_ns.get("_dh") or [None]  # type: ignore[union-attr]
             if started[0] and os.path.isdir(str(started[0])):  # where the kernel started:
                 selection.folder = Path(str(started[0]))  # its cells' %cd run again from there
         else:

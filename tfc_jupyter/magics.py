@@ -7,6 +7,7 @@ shown as one ``UsageError`` line, never a traceback.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
 import sys
@@ -637,9 +638,23 @@ def _partial_back(rec: Any, shell: Any, shown: _Outputs) -> list[str]:
     got = bring_back(rec.job_dir, shell.user_ns, limit_mb=limit, job_id=rec.id, partial=True)
     for problem in got.problems:
         print(f"! {problem}")
-    if got.line():
-        print(got.line()[0].upper() + got.line()[1:] + ".")
+    _said_back(rec, got.line())
     return got.names
+
+
+def _said_back(rec: Any, line: str) -> None:
+    """Print what came back into the kernel (``Back in the kernel: model, history.``) and keep
+    it in the job's record, for a page opened after the job ended (its run cell shows it)."""
+    said = (line[0].upper() + line[1:] + ".") if line else ""
+    if said:
+        print(said)
+    from .jobs import store_for
+    from .returns.border import home_of
+
+    with contextlib.suppress(Exception):  # a record we cannot write: the line was printed
+        store_for(home_of(rec.job_dir)).update(
+            rec.id, returned=said or "Nothing came back into the kernel: the cell set no names."
+        )
 
 
 def _stale_line(rec: Any, shell: Any, back: list[str] | None = None) -> str:
@@ -678,8 +693,7 @@ def _bring_back(job: Any, rec: Any, shell: Any, shown: _Outputs) -> Any:
         print(line)
     for problem in got.problems:
         print(f"! {problem}")
-    if got.line():
-        print(got.line()[0].upper() + got.line()[1:] + ".")
+    _said_back(rec, got.line())
     if got.has_out:
         return got.out
     if shown.result is not None:

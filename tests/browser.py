@@ -164,10 +164,17 @@ def start_lab(base: Path, *, extra_args: tuple[str, ...] = ()) -> LabServer:
         json.dumps({"disabledExtensions": _DISABLED_PLUGINS})
     )
     # tfc_jupyter's server extension on in the isolated config too (the install enables it in
-    # sys.prefix/etc/jupyter; its labextension is found in sys.prefix/share/jupyter/labextensions).
-    (dirs["config"] / "jupyter_server_config.json").write_text(
-        json.dumps({"ServerApp": {"jpserver_extensions": {"tfc_jupyter": True}}})
-    )
+    # sys.prefix/etc/jupyter; its labextension is found in sys.prefix/share/jupyter/labextensions,
+    # unless this checkout built its own: that one, an extra path, is found first).
+    config: dict[str, Any] = {"ServerApp": {"jpserver_extensions": {"tfc_jupyter": True}}}
+    built = ROOT / "tfc_jupyter" / "labextension"
+    if (built / "package.json").is_file():
+        extra = dirs["data"] / "checkout-labextensions"
+        extra.mkdir(exist_ok=True)
+        if not (extra / "tfc-jupyter").exists():
+            (extra / "tfc-jupyter").symlink_to(built, target_is_directory=True)
+        config["LabApp"] = {"extra_labextensions_path": [str(extra)]}
+    (dirs["config"] / "jupyter_server_config.json").write_text(json.dumps(config))
     env = {
         k: v
         for k, v in os.environ.items()

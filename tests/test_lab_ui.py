@@ -1448,3 +1448,76 @@ def _follow_scenario(lab_server: LabServer, page: Any) -> None:
     assert "succeeded after" in text and "tick 15 of" in text, (text, seen[-3:])
     assert _pids_shown(text) == {_tick_pid(lab_server, second.id)}, text
     screenshot(page, "lab-follow-reloaded-done.png")
+
+
+ENDED = """\
+%%tfc_run --strategy none
+import time
+import numpy as np
+import tensorflow as tf
+
+class Slow(tf.keras.callbacks.Callback):
+    def on_epoch_end(self, epoch, logs=None):
+        print(f'epoch {epoch} done', flush=True)
+        time.sleep(1.5)
+
+x = np.random.default_rng(0).normal(size=(64, 2)).astype('float32')
+model = tf.keras.Sequential([tf.keras.Input((2,)), tf.keras.layers.Dense(1)])
+model.compile(optimizer='sgd', loss='mse')
+history = model.fit(x, x[:, :1], epochs=8, verbose=0, callbacks=[Slow()])
+print('last line of the job', flush=True)"""
+
+
+def test_a_reload_after_the_job_ended_shows_its_end(
+    lab_server: LabServer, browser_page: Any
+) -> None:
+    """Issue 49: save while the run cell's job trains (an autosave cuts its log and plot), leave
+    the page, let the job end (the kernel brings the names back with no page open), open the
+    page again: the notification of its end comes, and the cell shows the job's final lines, its
+    curves and what is in the kernel now, not the cut log."""
+    page = browser_page
+    try:
+        _ended_scenario(lab_server, page)
+    except Exception:
+        screenshot(page, "lab-ended-failure.png")
+        raise
+
+
+def _ended_scenario(lab_server: LabServer, page: Any) -> None:
+    name = "ended.ipynb"
+    write_notebook(lab_server.root_dir / name, "%load_ext tfc_jupyter", ENDED)
+    page.goto(f"{lab_server.url}lab?reset&token={lab_server.token}")
+    page.locator(".jp-LabShell").wait_for()
+    open_notebook(page, lab_server, name)
+    store = store_for(lab_server.home)
+    start_command(page, "notebook:run-all-cells")
+    _wait_cell(page, name, 1, "epoch 1 done", timeout_ms=JOB_MS)
+    job = store.list(limit=1)[0]
+    lab_command(page, "docmanager:save")  # what an autosave does: the file cuts the job here
+    assert "epoch 1 done" in (lab_server.root_dir / name).read_text()
+    page.on("dialog", lambda dialog: dialog.accept())
+    page.goto("about:blank")  # no page open while the job ends
+    deadline = time.monotonic() + JOB_DEADLINE_S
+    while time.monotonic() < deadline and not store.get(job.id).returned:
+        time.sleep(0.5)
+    record = store.get(job.id)
+    assert record.state is JobState.SUCCEEDED, record.error
+    assert record.returned and record.returned.startswith("Back in the kernel: "), record
+    assert "epoch 7 done" not in (lab_server.root_dir / name).read_text()
+
+    open_notebook(page, lab_server, name)
+    said = f"{job.name} · {job.id[-6:]} succeeded after"
+    page.locator(".Toastify__toast", has_text=said).wait_for(timeout=30_000)
+    output = _job_output(page, 1, job.id, "succeeded")
+    output.locator(".tfc-JobOutput-returned").wait_for(timeout=30_000)
+    lines = output.locator(".tfc-JobOutput-lines").inner_text()
+    assert "epoch 7 done" in lines and "last line of the job" in lines, lines
+    assert output.locator(".tfc-JobOutput-returned").inner_text() == record.returned
+    assert {"model", "history"} <= set(record.returned.rstrip(".").split(": ", 1)[1].split(", "))
+    assert output.locator(".tfc-JobOutput-hint").count() == 0
+    plot = output.locator("img.tfc-JobOutput-plot")
+    plot.wait_for(timeout=15_000)
+    assert page.evaluate("img => img.naturalWidth > 0", plot.element_handle())
+    got = cell_outputs(page, name, 1)  # the cut log and plot are gone: the job's output alone
+    assert got["count"] == 1 and got["streams"] == "", got
+    screenshot(page, "lab-ended-reloaded.png")

@@ -67,10 +67,11 @@ def _run(client: Client, plan: Plan) -> int:
     if plan.sweep is not None:
         return _sweep(client, plan)
     job: Job | None = None
+    remote: dict[str, str] = {}  # "files" -> the gs:// folder a Vertex AI job left them in
     try:  # Ctrl-C inside submit cancels what started; from then to the end, the job launched
         job = client.submit(plan)
         spare.discard()  # the local backend took it; another backend's job leaves it unused
-        record = _follow(job, plan)
+        record = _follow(job, plan, remote)
     except KeyboardInterrupt:
         if job is None:  # submit returned as the interrupt landed: the job is this process's
             _cancel_launched_by_me(client)
@@ -81,6 +82,9 @@ def _run(client: Client, plan: Plan) -> int:
     if record is None:  # --no-wait: the job goes on
         return 0
     print(job.summary_line(), file=sys.stderr)
+    if record.state is JobState.SUCCEEDED:
+        for line in _bring_files(client, record, remote):
+            print(line, file=sys.stderr)
     if record.state is JobState.FAILED and record.job_dir:
         from .returns.returned import kept_partial
 
@@ -92,7 +96,8 @@ def _run(client: Client, plan: Plan) -> int:
     from tfc_runtime.executed import FILE as EXECUTED
 
     if record.job_dir and Path(record.job_dir, EXECUTED).is_file():
-        print(f"Executed notebook: tfc-jupyter notebook {job.id}", file=sys.stderr)
+        print(f"Executed notebook: {Path(record.job_dir, EXECUTED)} (next to the notebook: "
+              f"tfc-jupyter notebook {job.id})", file=sys.stderr)  # fmt: skip
     return 0 if record.state is JobState.SUCCEEDED else 1
 
 
@@ -104,9 +109,36 @@ def _cancel_launched_by_me(client: Client) -> None:
                 client.cancel(record.id)
 
 
-def _follow(job: Job, plan: Plan) -> JobRecord | None:
+def _bring_files(client: Client, record: JobRecord, remote: dict[str, str]) -> list[str]:
+    """Put the files the run cell wrote in an image (docker, Vertex AI: the job folder's
+    ``files/``) next to the notebook, as the kernel does at the end of the cell (a local job
+    wrote them there itself); the lines saying what was done."""
+    from pathlib import Path
+
+    from .errors import TfcError
+    from .returns.returned import bring_files, fetch
+
+    if not record.job_dir:
+        return []
+    lines = []
+    for leaf, uri in remote.items():
+        try:
+            fetch(uri, record, leaf, client.settings)
+        except TfcError as exc:
+            lines.append(f"! what the cell left in {uri} could not be read: {exc}")
+    here = Path(record.notebook).parent if record.notebook else Path.cwd()
+    started = record.started_at if record.started_at is not None else record.created_at
+    return lines + bring_files(
+        record.job_dir, here, started, notebook=record.notebook,
+        limit_mb=float(client.settings.get("return_limit_mb")),
+        max_files=int(client.settings.get("return_max_files")),
+    )  # fmt: skip
+
+
+def _follow(job: Job, plan: Plan, remote: dict[str, str]) -> JobRecord | None:
     """Say the job launched, then follow it to its end (its record), or with ``--no-wait``
-    print its id and return None."""
+    print its id and return None. ``remote`` gets the ``gs://`` folder the run cell's files
+    were left in (Vertex AI)."""
     print(f"Launched {job.id} on {plan.spec.backend.value}", file=sys.stderr)
     if not plan.options.wait:  # --no-wait: the job goes on; `tfc-jupyter logs -f ID` follows it
         print(f"{job.id}: follow with `tfc-jupyter logs -f {job.id}`", file=sys.stderr)
@@ -117,6 +149,9 @@ def _follow(job: Job, plan: Plan) -> JobRecord | None:
     job_dir = job.record().job_dir
 
     def shown(event: dict[str, Any]) -> None:  # what the run cell displayed, and where it is
+        folder = event.get("folder")
+        if event.get("event") == "files" and isinstance(folder, str) and folder.startswith("gs:"):
+            remote["files"] = folder
         line = output_line(event, job_dir)
         if line is not None:
             print(line, flush=True)

@@ -7,6 +7,7 @@ shown as one ``UsageError`` line, never a traceback.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
 import sys
@@ -114,16 +115,22 @@ class TfcMagics(Magics):
         from .notebook import capture
 
         path, how, warnings = self._find(args.notebook)
+        history = getattr(self.shell, "history_manager", None)
+        raw = getattr(history, "input_hist_raw", None) or self.shell.user_ns.get("In", [""])  # type: ignore[union-attr]
+        inputs = list(raw[1:])
+        if (inputs and capture.is_run_cell(inputs[-1])) or (
+            inputs and "run_cell_magic('tfc_run'" in inputs[-1]
+        ):
+            inputs = inputs[:-1]
+        started = self.shell.user_ns.get("_dh") or [None]  # type: ignore[union-attr]
+        if path is None:  # nbconvert, papermill: the notebook of the kernel's folder
+            folders = [Path(str(f)) for f in (started[0], os.getcwd()) if f]
+            source = f"{capture.MAGIC} {line}".strip() + "\n" + body
+            path, found = capture.folder_notebook(folders, source, inputs)
+            how = capture.FOLDER_HOW if path is not None else how
+            warnings += found
         if path is None:
-            history = getattr(self.shell, "history_manager", None)
-            raw = getattr(history, "input_hist_raw", None) or self.shell.user_ns.get("In", [""])  # type: ignore[union-attr]
-            inputs = list(raw[1:])
-            if (inputs and capture.is_run_cell(inputs[-1])) or (
-                inputs and "run_cell_magic('tfc_run'" in inputs[-1]
-            ):
-                inputs = inputs[:-1]
             selection = capture.from_history(inputs, line, body)
-            started = self.shell.user_ns.get("_dh") or [None]  # type: ignore[union-attr]
             if started[0] and os.path.isdir(str(started[0])):  # where the kernel started:
                 selection.folder = Path(str(started[0]))  # its cells' %cd run again from there
         else:
@@ -653,9 +660,23 @@ def _partial_back(rec: Any, shell: Any, shown: _Outputs) -> list[str]:
     got = bring_back(rec.job_dir, shell.user_ns, limit_mb=limit, job_id=rec.id, partial=True)
     for problem in got.problems:
         print(f"! {problem}")
-    if got.line():
-        print(got.line()[0].upper() + got.line()[1:] + ".")
+    _said_back(rec, got.line())
     return got.names
+
+
+def _said_back(rec: Any, line: str) -> None:
+    """Print what came back into the kernel (``Back in the kernel: model, history.``) and keep
+    it in the job's record, for a page opened after the job ended (its run cell shows it)."""
+    said = (line[0].upper() + line[1:] + ".") if line else ""
+    if said:
+        print(said)
+    from .jobs import store_for
+    from .returns.border import home_of
+
+    with contextlib.suppress(Exception):  # a record we cannot write: the line was printed
+        store_for(home_of(rec.job_dir)).update(
+            rec.id, returned=said or "Nothing came back into the kernel: the cell set no names."
+        )
 
 
 def _stale_line(rec: Any, shell: Any, back: list[str] | None = None) -> str:
@@ -694,8 +715,7 @@ def _bring_back(job: Any, rec: Any, shell: Any, shown: _Outputs) -> Any:
         print(line)
     for problem in got.problems:
         print(f"! {problem}")
-    if got.line():
-        print(got.line()[0].upper() + got.line()[1:] + ".")
+    _said_back(rec, got.line())
     if got.has_out:
         return got.out
     if shown.result is not None:

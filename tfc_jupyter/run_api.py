@@ -536,6 +536,11 @@ def _cells_above(shell: Any, options: JobOptions) -> Selection:
     inputs = list(history or ns.get("In") or [""])
     current = inputs[-1] if len(inputs) > 1 else ""
     path, how, warnings = capture.find_notebook(options.notebook, user_ns=ns)
+    if path is None and current.strip():  # nbconvert, papermill: the kernel's folder's notebook
+        started = ns.get("_dh") or [None]
+        folders = [Path(str(f)) for f in (started[0], os.getcwd()) if f]
+        path, found = capture.folder_notebook(folders, current, inputs[1:-1])
+        how, warnings = (capture.FOLDER_HOW if path is not None else how), warnings + found
     if path is not None:
         nb = capture.read_notebook(path)
         selection = capture.select_above(nb, path=path, how=how, source=current)

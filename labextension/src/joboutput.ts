@@ -17,7 +17,7 @@ import { IRenderMime } from '@jupyterlab/rendermime';
 import { JSONObject } from '@lumino/coreutils';
 import { Widget } from '@lumino/widgets';
 
-import { getJob, readLogs } from './api';
+import { getJob, getMetrics, readLogs } from './api';
 import { formatElapsed, pathUnderRoot, shortId } from './format';
 import { TfcApiError } from './request';
 import { IJob } from './types';
@@ -159,6 +159,8 @@ export interface IJobView {
   problem: string | null;
   /** True once nothing more will change (the job ended, is unknown, or the deadline passed). */
   done: boolean;
+  /** The job's curves (SVG), read once it ended while the kernel did not stream into the cell. */
+  svg?: string | null;
 }
 
 /** What a watcher needs: the job, its latest lines, whether the kernel streams into the cell. */
@@ -166,6 +168,8 @@ export interface IWatchSource {
   job(id: string): Promise<IJob>;
   lines(job: IJob): Promise<string[]>;
   streaming(): boolean;
+  /** The job's curves as an SVG image (null: none), shown once it has ended. */
+  plot?(job: IJob): Promise<string | null>;
 }
 
 /** `promise`, or a rejection after `ms` (a request that hangs counts as failed). */
@@ -245,11 +249,17 @@ export class JobWatcher {
       this._detached =
         detached && (!job.terminal || this._detached || this.ref.restored);
       let lines = this._view.lines;
+      let svg = this._view.svg ?? null;
       if (this._detached) {
         lines = await within(this.source.lines(job), REQUEST_MS);
+        if (job.terminal && this.source.plot) {
+          svg = await within(this.source.plot(job), REQUEST_MS).catch(
+            () => null
+          );
+        }
       }
       failures = 0;
-      this._update({ job, lines, problem: null, done: job.terminal });
+      this._update({ job, lines, svg, problem: null, done: job.terminal });
     } catch (error) {
       failures += 1;
       if (error instanceof TfcApiError && error.status === 404) {
@@ -329,9 +339,17 @@ export function renderView(node: HTMLElement, view: IJobView): void {
       ? view.lines.join('\n')
       : '(no lines yet)';
     node.appendChild(lines);
+    if (view.svg) {
+      const plot = document.createElement('img');
+      plot.className = 'tfc-JobOutput-plot';
+      plot.alt = 'the loss and metrics of the job, by epoch';
+      plot.src = `data:image/svg+xml;charset=utf-8,${encodeURIComponent(view.svg)}`;
+      node.appendChild(plot);
+    }
+    const back = view.job?.terminal ? view.job.returned : null;
     const hint = document.createElement('div');
-    hint.className = 'tfc-JobOutput-hint';
-    hint.textContent = attachHint(view.id);
+    hint.className = back ? 'tfc-JobOutput-returned' : 'tfc-JobOutput-hint';
+    hint.textContent = back ?? attachHint(view.id);
     node.appendChild(hint);
   }
   if (view.problem) {
@@ -365,7 +383,8 @@ class JobOutputRenderer extends Widget implements IRenderMime.IRenderer {
       {
         job: getJob,
         lines: job => latestLog(job),
-        streaming: () => this.streaming()
+        streaming: () => this.streaming(),
+        plot: job => getMetrics(job.id).then(m => m.svg)
       },
       view => renderView(this.node, view)
     );
@@ -416,7 +435,8 @@ export interface ICellJobs {
 
 /**
  * The cells of a notebook opened again whose saved outputs are not of the job they launched
- * last: cell id -> that job's id. `path` is the notebook's path under the server's `root`;
+ * last, or are of a job that ended after the file was saved (the autosave cut its lines and
+ * plot): cell id -> that job's id. `path` is the notebook's path under the server's `root`;
  * `savedAt` when its file was saved last (ms). Only jobs launched since are meant: the file
  * cannot hold their outputs.
  */
@@ -446,6 +466,18 @@ export function restorable(
   for (const cell of cells) {
     const job = newest.get(cell.id);
     if (job && !cell.jobs.includes(job.id)) {
+      found.set(cell.id, job.id);
+    }
+  }
+  for (const cell of cells) {
+    // The file holds this job's outputs as the autosave cut them: the job ended after it.
+    const job = jobs.find(j => j.id === cell.jobs[cell.jobs.length - 1]);
+    if (
+      job?.terminal &&
+      !found.has(cell.id) &&
+      job.ended_at !== null &&
+      job.ended_at * 1000 > savedAt
+    ) {
       found.set(cell.id, job.id);
     }
   }

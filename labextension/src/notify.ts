@@ -76,6 +76,59 @@ export function notifyEnd(
   }
 }
 
+/** Where a page keeps when it last saw the jobs (POSIX seconds), for the next page to open. */
+export const SEEN_KEY = 'tfc-jupyter:jobs-seen-at';
+
+/**
+ * The jobs that ended while no page of this browser was open: ended after `seenAt` (when a
+ * page last saw the list, POSIX seconds; null: never, and nothing is told), oldest end first.
+ */
+export function missedEnds(jobs: IJob[], seenAt: number | null): IJob[] {
+  if (seenAt === null || !Number.isFinite(seenAt)) {
+    return [];
+  }
+  return jobs
+    .filter(j => j.terminal && j.ended_at !== null && j.ended_at > seenAt)
+    .sort((a, b) => (a.ended_at ?? 0) - (b.ended_at ?? 0));
+}
+
+/**
+ * Tells the ends missed while no page was open, once, when the page first lists the jobs, then
+ * keeps when this page saw them (in `storage`, shared by the browser's pages).
+ */
+export class MissedEnds {
+  constructor(
+    private readonly tell: (job: IJob) => void,
+    private readonly storage: Pick<
+      Storage,
+      'getItem' | 'setItem'
+    > | null = window.localStorage,
+    private readonly now: () => number = Date.now
+  ) {
+    const kept = this.storage?.getItem(SEEN_KEY);
+    this._seenAt = kept ? Number(kept) : null;
+  }
+
+  /** The jobs as listed now (null: not listed yet). */
+  listed(jobs: IJob[] | null): void {
+    if (jobs === null) {
+      return;
+    }
+    if (!this._told) {
+      this._told = true;
+      missedEnds(jobs, this._seenAt).forEach(job => this.tell(job));
+    }
+    try {
+      this.storage?.setItem(SEEN_KEY, String(this.now() / 1000));
+    } catch {
+      // storage full or refused: the next page tells nothing it missed
+    }
+  }
+
+  private _seenAt: number | null;
+  private _told = false;
+}
+
 /**
  * How long a sweep stays without a running trial before its end is told: its driver starts
  * the next trial as soon as one ends, and the list shows it within a poll or two.

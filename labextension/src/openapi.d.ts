@@ -881,6 +881,8 @@ export interface components {
             error_location: string | null;
             console_url: string | null;
             tensorboard_url: string | null;
+            /** @description what the kernel that followed the job set when it ended ('Back in the kernel: model, history.'), else null (no kernel brought it back: %tfc_attach JOB does) */
+            returned: string | null;
             job_dir: string;
             log_dir: string;
         };

@@ -49,6 +49,11 @@ export interface IJob {
   error_location: string | null;
   console_url: string | null;
   tensorboard_url: string | null;
+  /**
+   * What the kernel that followed the job set when it ended (`Back in the kernel: model.`), else
+   * null (no kernel brought it back: `%tfc_attach JOB` does).
+   */
+  returned: string | null;
   job_dir: string;
   spec: {
     resolved_strategy?: string;

@@ -21,8 +21,10 @@ import contextlib
 import json
 import os
 import shutil
+import stat
 import tempfile
 import time
+from collections.abc import Iterable
 from typing import Any, Protocol
 
 from tfc_runtime import codecs, results, values
@@ -42,6 +44,7 @@ class CellState(Protocol):
     out: Any
     started: float
     workdir: str
+    listed: frozenset[str] | None
 
 
 CELL = "cell"
@@ -63,44 +66,90 @@ _SKIP_DIRS = frozenset({".git", "__pycache__", ".ipynb_checkpoints", "node_modul
 MAX_FILES = 10_000
 
 
+CHANGES = "files.json"
+"""The job folder's list of what else the run cell did to its working folder in an image:
+``{"deleted": [rel, ...], "links": {rel: target}}`` (files it deleted, links it made)."""
+
+
+def _in_image(workdir: str) -> bool:
+    """Whether the job runs in an image's working folder (docker, Vertex AI), not next to the
+    notebook (a local job, whose files are where the notebook is)."""
+    from tfc_runtime.protocol import WORKDIR
+
+    in_image = os.path.realpath(workdir) == os.path.realpath(WORKDIR)
+    return in_image or not os.environ.get("TFC_JOB_DIR")
+
+
+def _entries(workdir: str) -> Iterable[tuple[str, str, os.stat_result]]:
+    """``(path, rel, lstat)`` of each file and link under the working folder (no link
+    followed, the job's own script and source map and :data:`_SKIP_DIRS` left out), at most
+    :data:`MAX_FILES` times ten."""
+    from tfc_runtime.protocol import SCRIPT, SOURCE_MAP
+
+    seen = 0
+    for root, dirs, files in os.walk(workdir):
+        links = [d for d in dirs if os.path.islink(os.path.join(root, d))]
+        dirs[:] = [d for d in dirs if d not in _SKIP_DIRS and d not in links]
+        for name in [*files, *links]:
+            path = os.path.join(root, name)
+            rel = os.path.relpath(path, workdir)
+            seen += 1
+            if seen > 10 * MAX_FILES:
+                return
+            try:
+                info = os.lstat(path)
+            except OSError:
+                continue
+            if rel not in (SCRIPT, SOURCE_MAP):
+                yield path, rel, info
+
+
+def listing(workdir: str) -> frozenset[str] | None:
+    """The files and links under the job's working folder in an image when the run cell
+    starts (what it deletes is found against it); None for a local job."""
+    if not _in_image(workdir):
+        return None
+    return frozenset(rel for _, rel, _ in _entries(workdir))
+
+
 def save_files(state: CellState) -> list[str] | None:
     """Copy what the run cell wrote under the job's working folder (relative paths: a model,
     a CSV log, arrays) to the job folder's :data:`FILES` (docker), else the base output
-    folder's (Vertex AI), for the kernel to put next to the notebook. A local job writes next
+    folder's (Vertex AI), for the kernel to put next to the notebook, with the files it
+    deleted and the links it made (:data:`CHANGES`, in a job folder). A local job writes next
     to the notebook already: nothing is copied. The relative paths copied, or None."""
-    from tfc_runtime.protocol import SCRIPT, SOURCE_MAP, WORKDIR
-
     if not state.chief or state.run_cell is None or not state.workdir:
         return None
-    in_image = os.path.realpath(state.workdir) == os.path.realpath(WORKDIR)
-    if os.environ.get("TFC_JOB_DIR") and not in_image:
+    if not _in_image(state.workdir):
         return None  # a local job: the files are where the notebook is
     written: list[tuple[str, str, int]] = []
+    links: dict[str, str] = {}
     total = 0
-    for root, dirs, files in os.walk(state.workdir):
-        dirs[:] = [d for d in dirs if d not in _SKIP_DIRS]
-        for name in files:
-            path = os.path.join(root, name)
-            rel = os.path.relpath(path, state.workdir)
-            try:
-                info = os.stat(path, follow_symlinks=False)
-            except OSError:
-                continue
-            if rel in (SCRIPT, SOURCE_MAP) or not os.path.isfile(path) or os.path.islink(path):
-                continue
-            if info.st_mtime + 1 < state.started:  # older than the cell (1 s: coarse clocks)
-                continue
+    for path, rel, info in _entries(state.workdir):
+        if info.st_mtime + 1 < state.started and rel in (state.listed or ()):
+            continue  # older than the cell (1 s: coarse clocks)
+        if stat.S_ISLNK(info.st_mode):
+            with contextlib.suppress(OSError):
+                links[rel] = os.readlink(path)
+        elif stat.S_ISREG(info.st_mode) and info.st_mtime + 1 >= state.started:
             written.append((path, rel, info.st_size))
             total += info.st_size
-            if len(written) >= MAX_FILES or total > LIMIT:
-                break
-    if not written:
+        if len(written) >= MAX_FILES or total > LIMIT:
+            break
+    gone = [r for r in sorted(state.listed or ()) if not os.path.lexists(
+        os.path.join(state.workdir, r))][:MAX_FILES]  # fmt: skip
+    if not written and not links and not gone:
         return []
     folder, remote = _destination(FILES)
     if folder is None:
         results.emit({"event": "files", "files": [], "time": time.time(),
                       "stayed": [r for _, r, _ in written]})  # fmt: skip
         return None
+    if remote is None:  # a job folder: the kernel reads what else the cell did from it
+        changes = os.path.join(os.path.dirname(folder), CHANGES)
+        with open(changes, "w", encoding="utf-8") as f:
+            json.dump({"deleted": gone, "links": links}, f)
+        private(changes)
     for path, rel, _size in written:
         target = os.path.join(folder, rel)
         os.makedirs(os.path.dirname(target), mode=0o700, exist_ok=True)

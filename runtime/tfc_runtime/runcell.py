@@ -63,6 +63,7 @@ _BINARY = ("image/png", "image/jpeg")
 
 class _State:
     run_cell: int | None = None  # the run cell's notebook position
+    notebook = False  # the script is a notebook's cells (not a .py file)
     cell: int | None = None  # the cell running now
     binds: tuple[str, ...] = ()  # top-level names the run cell binds
     reads: tuple[str, ...] = ()  # names the run cell reads (a model it trains)
@@ -73,6 +74,7 @@ class _State:
     out: Any = None  # the run cell's Out[] value
     started = 0.0  # when the run cell started
     workdir = ""  # the job's working folder then
+    listed: frozenset[str] | None = None  # its files and links then, in an image
     statements: tuple[tuple[ast.stmt, int | None], ...] = ()  # the script's, with cells
     before: effects.Snapshot | None = None  # the namespace when the run cell started
 
@@ -126,8 +128,9 @@ def transform(tree: ast.Module, smap: SourceMap, text: str) -> ast.Module:
             mine.append(node)
         body.append(node)
     _state.statements = tuple((n, _cell_of(n, smap)) for n in tree.body)
-    if run_cell is None:
-        tree.body = body
+    _state.notebook = bool(smap.lines)
+    if run_cell is None:  # every cell's figures are shown: the last one's at the end
+        tree.body = [*body, _call("end", [], body[-1] if body else tree)]
         return ast.fix_missing_locations(tree)
     if mine and isinstance(mine[-1], ast.Expr) and not _silenced(mine[-1], text.split("\n")):
         last = mine[-1]
@@ -245,6 +248,15 @@ def read_names(statements: Iterable[ast.stmt]) -> list[str]:
 def in_run_cell() -> bool:
     """True while the run cell runs (on the chief: only its outputs go back)."""
     return _state.chief and _state.run_cell is not None and _state.cell == _state.run_cell
+
+
+def _shows_figures() -> bool:
+    """Whether the figures of the cell running now are shown (sent back and kept in the
+    executed notebook): the run cell's; in a notebook without one (``tfc-jupyter run`` of a
+    whole notebook), every cell's, as Jupyter shows them (on the chief)."""
+    if _state.run_cell is None:
+        return _state.chief and _state.notebook and _state.cell is not None
+    return in_run_cell()
 
 
 def _text(obj: Any) -> str:
@@ -485,9 +497,9 @@ def _patch_pyplot(pyplot: Any) -> None:
         return
 
     def show(*args: Any, **kwargs: Any) -> None:
-        if _state.run_cell is None:  # not a notebook's run cell: matplotlib's own
+        if not _state.notebook:  # a .py job: matplotlib's own
             return original(*args, **kwargs)
-        flush_figures(show=in_run_cell())
+        flush_figures(show=_shows_figures())
         return None
 
     show._tfc_wrapped = True  # type: ignore[attr-defined]
@@ -539,14 +551,15 @@ def install(*, chief: bool) -> None:
 def enter(cell: int) -> None:
     """A cell starts: the one before ends (its figures are closed; shown if it was the run
     cell)."""
-    if _state.cell is not None and _state.run_cell is not None:
-        flush_figures(show=in_run_cell())
+    if _state.cell is not None and _state.notebook:
+        flush_figures(show=_shows_figures())
     _state.cell = cell
     executed.enter(cell)
     if cell == _state.run_cell:
         _state.started, _state.workdir = time.time(), os.getcwd()
         if _state.chief:  # what the cell changes beyond its bindings goes back too
             try:
+                _state.listed = giveback.listing(_state.workdir)
                 _state.before = effects.snapshot(sys._getframe(1).f_globals)
             except Exception as exc:  # our failure is not the job's
                 print(f"[tfc_runtime] warning: the cell's changes are not followed ({exc})",
@@ -559,6 +572,13 @@ def out(value: Any) -> Any:
         send(*bundle(value), "execute_result")
         _state.out = value
     return value
+
+
+def end() -> None:
+    """A notebook without a run cell ends well: its last cell's figures are shown."""
+    if _state.cell is not None:
+        flush_figures(show=_shows_figures())
+    _state.cell = None
 
 
 def finish(namespace: dict[str, Any]) -> None:
@@ -605,6 +625,7 @@ class _Partial:
         self.out: Any = None
         self.started = _state.started
         self.workdir = _state.workdir
+        self.listed = _state.listed
 
 
 def before_failure(

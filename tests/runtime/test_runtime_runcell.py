@@ -119,7 +119,7 @@ def job_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
         pyplot.close("all")
 
 
-def _run(cells: dict[int, str], run_cell: int) -> dict[str, Any]:
+def _run(cells: dict[int, str], run_cell: int | None) -> dict[str, Any]:
     """Run cells as one script with its source map, as the runtime does; its globals."""
     lines: list[str] = []
     where: list[tuple[int, int] | None] = []
@@ -223,7 +223,33 @@ def test_no_run_cell_marks_only_where_cells_start(job_dir: Path) -> None:
     assert ast.dump(script) == ast.dump(ast.parse(text))  # a .py job: no marks
     notebook = runcell.transform(ast.parse(text), SourceMap("x.ipynb", ((1, 1), (2, 1))), text)
     calls = [ast.unparse(n) for n in notebook.body if "__tfc_cell__" in ast.unparse(n)]
-    assert calls == ["__tfc_cell__.enter(1)", "__tfc_cell__.enter(2)"]  # no Out[], no finish
+    assert calls == ["__tfc_cell__.enter(1)", "__tfc_cell__.enter(2)", "__tfc_cell__.end()"]
+    # no Out[], no finish: the last cell's figures shown at the end
+
+
+def test_no_run_cell_shows_every_cells_figures(job_dir: Path) -> None:
+    ns = _run(
+        {
+            1: "import matplotlib.pyplot as plt\nplt.plot([1])\nplt.show()",
+            2: "plt.figure()\nplt.plot([2])",
+            3: "n_before = len(plt.get_fignums())\nplt.plot([3])\nplt.close()",
+            4: "plt.plot([4])",
+        },
+        run_cell=None,
+    )
+    assert ns["n_before"] == 0  # cell 2's figure was shown and closed at its end
+    shown = _outputs(job_dir)
+    assert len(shown) == 3 and all("image/png" in o["data"] for o in shown)
+    pngs = sorted(p.name for p in (job_dir / "outputs").glob("*.png"))
+    assert pngs == ["1.png", "2.png", "3.png"]
+
+
+def test_a_py_job_keeps_matplotlibs_own_show(job_dir: Path) -> None:
+    text = "import matplotlib.pyplot as plt\nplt.plot([1])\nplt.show()\nn = len(plt.get_fignums())"
+    smap = SourceMap("x.py", ((1, 1), (1, 2), (1, 3), (1, 4)), True)
+    namespace: dict[str, Any] = {}
+    exec(compile(runcell.transform(ast.parse(text), smap, text), "x.py", "exec"), namespace)
+    assert namespace["n"] == 1 and not _outputs(job_dir)  # Agg's show: nothing, still open
 
 
 def test_a_future_import_stays_first(job_dir: Path) -> None:

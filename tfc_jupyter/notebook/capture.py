@@ -144,6 +144,53 @@ def find_notebook(
     return None, "kernel history", warnings
 
 
+FOLDER_NOTEBOOKS = 50
+"""Notebooks of the kernel's folder read at most when looking for the one holding a cell."""
+FOLDER_HOW = "the kernel's folder"
+
+
+def folder_notebook(
+    folders: Sequence[Path], source: str, history: Sequence[str]
+) -> tuple[Path | None, list[str]]:
+    """When nothing names this kernel's notebook (nbconvert and papermill start the kernel in
+    the notebook's folder without ``JPY_SESSION_NAME``, and no server knows it): the notebook
+    of the kernel's folder holding the cell ``source`` exactly as it runs; of several, the one
+    whose cells above it the kernel's ``history`` ran most (papermill's output, with its
+    injected parameters), then the newest. ``(path or None, warnings)``."""
+    want = _norm(source)
+    found: list[tuple[int, float, Path]] = []
+    ran = {_norm(text) for text in history}
+    for folder in dict.fromkeys(folders):
+        try:
+            listed = sorted(p for p in folder.iterdir() if p.suffix == ".ipynb")
+        except OSError:
+            continue
+        for path in [p for p in listed if not p.name.startswith(".")][:FOLDER_NOTEBOOKS]:
+            try:
+                cells = _code_cells(read_notebook(path)) if path.is_file() else []
+            except (CaptureError, OSError):
+                continue
+            at = next((i for i, c in enumerate(cells) if _norm(c.source) == want), None)
+            if at is not None:
+                score = sum(_norm(c.source) in ran for c in cells[:at])
+                found.append((score, path.stat().st_mtime, path.resolve()))
+        if found:
+            break
+    if not found:
+        return None, []
+    best = max(found)[2]
+    more = (
+        f" (of {len(found)} holding it: the one whose cells this kernel ran)"
+        if len(found) > 1
+        else ""
+    )
+    return best, [
+        f"no notebook named by the kernel (nbconvert, papermill?): used {best.name}, the notebook "
+        f"of the kernel's folder holding this cell{more}, as saved; pass --notebook PATH to "
+        "choose another"
+    ]
+
+
 COLAB_TIMEOUT_S = 10
 
 

@@ -50,6 +50,7 @@ _SOURCES = {
     "live notebook model": "the notebook as open in the editor",
     "saved notebook file": "the notebook as saved",
     "kernel history": "this kernel's input history (no notebook file found)",
+    "the kernel's folder": "the notebook of the kernel's folder holding the cell, as saved",
     "--notebook": "the notebook --notebook names",
     "command line": "the file named on the command line",
     "entry point": "the file named",

@@ -626,6 +626,8 @@ class Placed:
     refused: list[tuple[str, str]] = field(default_factory=list)
     over: list[str] = field(default_factory=list)  # the first ten
     over_count: int = 0
+    deleted: list[str] = field(default_factory=list)  # files the cell deleted, deleted here
+    linked: list[str] = field(default_factory=list)  # links the cell made, made here
 
     def left_over(self, rel: str) -> None:
         """A file past the caps: it stays in the job folder."""
@@ -640,6 +642,10 @@ class Placed:
             more = f" and {len(self.copied) - 20} more" if len(self.copied) > 20 else ""
             out.append("Files the cell wrote, next to the notebook: "
                        + ", ".join(self.copied[:20]) + more)  # fmt: skip
+        for what, done in (("Deleted by the cell", self.deleted), ("Links it made", self.linked)):
+            if done:
+                more = f" and {len(done) - 20} more" if len(done) > 20 else ""
+                out.append(f"{what}, next to the notebook: " + ", ".join(done[:20]) + more)
         if self.refused:
             more = f" and {len(self.refused) - 10} more" if len(self.refused) > 10 else ""
             out.append(
@@ -804,6 +810,127 @@ def place_files(
         total += len(data)
         placed.copied.append(rel)
     return placed
+
+
+MAX_CHANGES = 10_000
+"""Deletions and links one job applies next to the notebook at most."""
+
+
+def _change_refusal(parts: list[str], dest: Path, notebook: Path | None) -> str | None:
+    """Why the place ``dest/<parts>`` may not be deleted or made a link (None: it may): a
+    dotfile or dot folder, a notebook, a link or a file on the way."""
+    for part in parts:
+        why = bad_part(part) or ("a dotfile or dot folder" if part.startswith(".") else None)
+        if why:
+            return why
+    target = dest.joinpath(*parts)
+    if target.suffix == ".ipynb" or (notebook is not None and target == notebook):
+        return "a notebook: never deleted or replaced"
+    here = dest
+    for part in parts[:-1]:
+        here = here / part
+        with contextlib.suppress(FileNotFoundError):
+            if not stat.S_ISDIR(os.lstat(here).st_mode):
+                return "a link or a file on the way: not followed"
+    return None
+
+
+def _link_refusal(rel: str, target: Any, dest: Path) -> str | None:
+    """Why a link the cell made at ``rel`` pointing to ``target`` is not made here: it points
+    outside the notebook's folder (absolute, up past it, through a link that leaves it) or into
+    a dot folder."""
+    if not isinstance(target, str) or not target or bad_part(target.replace("/", "_")):
+        return "a link with an unreadable target: not made"
+    if os.path.isabs(target):
+        return f"a link to {target}, outside the notebook's folder: not made"
+    inside = os.path.normpath(os.path.join(os.path.dirname(rel), target))
+    if inside == ".." or inside.startswith("../") or inside == ".":
+        return f"a link to {target}, outside the notebook's folder: not made"
+    if any(part.startswith(".") for part in inside.split("/")):
+        return f"a link to {target}, into a dot folder: not made"
+    if inside == os.path.normpath(rel):
+        return "a link to itself: not made"
+    if not Path(os.path.realpath(dest.joinpath(inside))).is_relative_to(dest):
+        return f"a link to {target}, through a link out of the notebook's folder: not made"
+    return None
+
+
+def _changes(job_dir: Path) -> tuple[list[str], dict[str, Any]]:
+    """The files the cell deleted and the links it made (the job folder's ``files.json``,
+    read through the border); empty when there is none or it is not readable."""
+    try:
+        data = read_json(job_dir, "files.json", MAX_OUTPUT_BYTES)
+    except (OSError, Refused):
+        return [], {}
+    if not isinstance(data, dict):
+        return [], {}
+    deleted, links = data.get("deleted"), data.get("links")
+    deleted = [d for d in deleted if isinstance(d, str)] if isinstance(deleted, list) else []
+    links = dict(links) if isinstance(links, dict) else {}
+    return deleted[:MAX_CHANGES], dict(list(links.items())[:MAX_CHANGES])
+
+
+def apply_changes(
+    job_dir: Path | str, dest: Path | str, started: float, placed: Placed, notebook: Path | None
+) -> None:
+    """Delete next to the notebook (``dest``) the files the run cell deleted in its image, and
+    make the links it made that point inside the folder (the others are named), under the
+    border's rules: never a dotfile, a dot folder or a notebook, never through a link, never a
+    file the user changed since ``started``; a link never over a file."""
+    dest = Path(dest).resolve()
+    deleted, links = _changes(Path(job_dir))
+    for rel in deleted:
+        try:
+            parts = parts_of(rel)
+        except Refused as exc:
+            placed.refused.append((rel[:80], str(exc)[:80]))
+            continue
+        target = dest.joinpath(*parts)
+        why = _change_refusal(parts, dest, notebook)
+        try:
+            info = os.lstat(target)
+        except (FileNotFoundError, NotADirectoryError):
+            continue  # not here either
+        if why is None and not (stat.S_ISREG(info.st_mode) or stat.S_ISLNK(info.st_mode)):
+            why = "a folder or special file here"
+        if why is None and info.st_mtime > started:
+            why = "yours changed since the job started: kept"
+        if why is None:
+            try:
+                target.unlink()
+                placed.deleted.append(rel)
+                continue
+            except OSError as exc:
+                why = exc.strerror or str(exc)
+        placed.refused.append((rel, f"deleted by the cell, kept: {why}"))
+    for rel, to in links.items():
+        _make_link(dest, str(rel), to, placed, notebook)
+
+
+def _make_link(dest: Path, rel: str, to: Any, placed: Placed, notebook: Path | None) -> None:
+    """Make one link the cell made (see :func:`apply_changes`)."""
+    try:
+        parts = parts_of(rel)
+    except Refused as exc:
+        placed.refused.append((rel[:80], str(exc)[:80]))
+        return
+    why = _change_refusal(parts, dest, notebook) or _link_refusal(rel, to, dest)
+    place = dest.joinpath(*parts)
+    if why is None and os.path.lexists(place):
+        if os.path.islink(place) and os.readlink(place) == to:
+            return  # made already (a re-attach)
+        why = "something is there already: kept"
+    if why is None:
+        try:
+            place.parent.mkdir(parents=True, exist_ok=True)
+            tmp = place.parent / f".tfc-link-{os.getpid()}-{place.name}"[:255]
+            os.symlink(str(to), tmp)
+            os.replace(tmp, place)
+            placed.linked.append(f"{rel} -> {to}")
+            return
+        except OSError as exc:
+            why = exc.strerror or str(exc)
+    placed.refused.append((rel, why))
 
 
 def _write_beside(target: Path, data: bytes) -> None:

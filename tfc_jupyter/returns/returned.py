@@ -422,12 +422,16 @@ def bring_files(
     notebook: str | Path | None = None,
 ) -> list[str]:
     """Put the files the run cell wrote in an image (the job folder's ``files/``) next to the
-    notebook (``dest``), through the border (:func:`tfc_jupyter.returns.border.place_files`); lines
-    to show."""
+    notebook (``dest``), delete those it deleted and make the links it made, through the border
+    (:func:`tfc_jupyter.returns.border.place_files`, :func:`~tfc_jupyter.returns.border.
+    apply_changes`); lines to show."""
     placed = border.place_files(
         job_dir, FILES, dest, started, limit_mb=limit_mb, max_files=max_files,
         notebook=Path(notebook).resolve() if notebook else None,
     )  # fmt: skip
+    border.apply_changes(
+        job_dir, dest, started, placed, Path(notebook).resolve() if notebook else None
+    )
     return placed.lines(limit_mb, max_files, Path(job_dir) / FILES)
 
 

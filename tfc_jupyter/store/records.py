@@ -150,6 +150,8 @@ class JobRecord:
     console_url: str | None = None
     tensorboard_url: str | None = None
     owner_pid: int | None = None
+    returned: str | None = None  # what the kernel set when the job ended ("Back in the kernel:
+    # model, history."), said by the kernel; a page opened later shows it
 
     def __post_init__(self) -> None:
         self.state = JobState(self.state)
@@ -197,7 +199,9 @@ _FIELDS = frozenset(f.name for f in dataclasses.fields(JobRecord))
 CANCEL_ASKED = frozenset({JobState.CANCELLING, JobState.CANCELLED})
 """States a cancel leaves a job in: a launch that finds one starts nothing more."""
 _TEXT = ("id", "name", "backend", "job_dir", "log_dir")
-_MAYBE_TEXT = ("notebook", "cell_id", "error", "error_location", "console_url", "tensorboard_url")
+_MAYBE_TEXT = (
+    "notebook", "cell_id", "error", "error_location", "console_url", "tensorboard_url", "returned",
+)  # fmt: skip
 _TIMES = ("created_at", "updated_at")
 _MAYBE_TIMES = ("started_at", "ended_at")
 _WHOLE = {"owner_pid": None}

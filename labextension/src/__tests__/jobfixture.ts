@@ -26,6 +26,7 @@ export function makeJob(overrides: Partial<IJob> = {}): IJob {
     error_location: null,
     console_url: null,
     tensorboard_url: null,
+    returned: null,
     job_dir: '/tmp/x',
     spec: {},
     last_metrics: null,

@@ -30,6 +30,7 @@ import { makeJob } from './jobfixture';
 
 jest.mock('../api', () => ({
   getJob: jest.fn(),
+  getMetrics: jest.fn(),
   readLogs: jest.fn()
 }));
 
@@ -166,6 +167,7 @@ class Source implements IWatchSource {
   streams = true;
   asked = 0;
   tails = 0;
+  plot?: (job: IJob) => Promise<string | null>;
 
   job(id: string): Promise<IJob> {
     this.asked += 1;
@@ -255,6 +257,30 @@ describe('JobWatcher', () => {
     watcher.start();
     await advance(0);
     expect(watcher.view.lines).toEqual(['line of succeeded']);
+  });
+
+  it('shows the final lines and plot of a job that ended before the page opened', async () => {
+    const source = new Source();
+    source.jobs = [ended()];
+    let plots = 0;
+    source.plot = () => {
+      plots += 1;
+      return Promise.resolve('<svg>curves</svg>');
+    };
+    const watcher = new JobWatcher({ id: ID, restored: true }, source, show);
+    watcher.start();
+    await advance(0);
+    expect(watcher.view.lines).toEqual(['line of succeeded']);
+    expect(watcher.view.svg).toBe('<svg>curves</svg>');
+    expect(plots).toBe(1);
+    const streamed = new Source();
+    streamed.jobs = [ended()];
+    streamed.plot = source.plot;
+    const own = new JobWatcher({ id: ID, restored: false }, streamed, show);
+    own.start();
+    await advance(0);
+    expect(own.view.svg ?? null).toBeNull(); // the cell's own plot came as it trained
+    expect(plots).toBe(1);
   });
 
   it('stops asking once disposed', async () => {
@@ -361,6 +387,27 @@ describe('renderView', () => {
     );
   });
 
+  it('says what the kernel set when the job ended, with its plot, instead of the hint', () => {
+    const node = document.createElement('div');
+    const back = 'Back in the kernel: model, history.';
+    renderView(node, {
+      id: ID,
+      job: { ...ended(), returned: back },
+      lines: ['Epoch 3/3'],
+      svg: '<svg xmlns="http://www.w3.org/2000/svg"><text>loss</text></svg>',
+      problem: null,
+      done: true
+    });
+    expect(node.querySelector('.tfc-JobOutput-returned')?.textContent).toBe(
+      back
+    );
+    expect(node.querySelector('.tfc-JobOutput-hint')).toBeNull();
+    const img = node.querySelector<HTMLImageElement>('.tfc-JobOutput-plot');
+    expect(img?.getAttribute('src')).toMatch(
+      /^data:image\/svg\+xml;charset=utf-8,%3Csvg/
+    );
+  });
+
   it("says a failed job's error, and a problem reaching it", () => {
     const node = document.createElement('div');
     renderView(node, {
@@ -407,6 +454,19 @@ describe('restorable', () => {
   it('leaves the cells whose saved outputs are of their job', () => {
     const saved = [{ id: 'cell-2', jobs: [ID] }];
     expect(restorable(saved, [job()], path, root, savedAt).size).toBe(0);
+  });
+
+  it('puts back a cell whose job ended after the autosave that cut its outputs', () => {
+    const saved = [{ id: 'cell-2', jobs: ['old-job', ID] }];
+    const cut = ended(); // created before the save (2_000_000_000), ended after it
+    const at = (2_000_000_010 * 1000) as number;
+    expect(restorable(saved, [cut], path, root, at)).toEqual(
+      new Map([['cell-2', ID]])
+    );
+    expect(
+      restorable(saved, [cut], path, root, 2_000_000_020 * 1000).size
+    ).toBe(0);
+    expect(restorable(saved, [job()], path, root, at).size).toBe(0); // still running
   });
 
   it("never takes another notebook's, another cell's or an older job", () => {

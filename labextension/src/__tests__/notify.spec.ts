@@ -7,7 +7,15 @@ import { Notification } from '@jupyterlab/apputils';
 
 import { listJobs } from '../api';
 import { endedText } from '../format';
-import { EndNotices, endNotice, notifyEnd, SWEEP_QUIET_MS } from '../notify';
+import {
+  EndNotices,
+  endNotice,
+  MissedEnds,
+  missedEnds,
+  notifyEnd,
+  SEEN_KEY,
+  SWEEP_QUIET_MS
+} from '../notify';
 import { HIDDEN_MS, JobStore } from '../store';
 import { IJob } from '../types';
 import { makeJob } from './jobfixture';
@@ -231,5 +239,51 @@ describe('EndNotices: one notification a sweep', () => {
     expect(told).toHaveLength(1); // no trial was told as a job
     notices.dispose();
     jest.useRealTimers();
+  });
+});
+
+describe('MissedEnds', () => {
+  const at = (
+    id: string,
+    ended: number | null,
+    state: IJob['state'] = 'succeeded'
+  ): IJob => job(id, { state, terminal: ended !== null, ended_at: ended });
+
+  it('tells the jobs that ended after a page last saw them, oldest first', () => {
+    const jobs = [
+      at('late', 300),
+      at('before', 100),
+      at('running', null),
+      at('gone', 250, 'failed')
+    ];
+    expect(missedEnds(jobs, 200).map(j => j.id)).toEqual(['gone', 'late']);
+    expect(missedEnds(jobs, null)).toEqual([]); // no page ever saw them: nothing to tell
+  });
+
+  it('tells them once, when the page first lists the jobs, and keeps when it saw them', () => {
+    const kept = new Map<string, string>([[SEEN_KEY, '200']]);
+    const storage = {
+      getItem: (k: string) => kept.get(k) ?? null,
+      setItem: (k: string, v: string) => void kept.set(k, v)
+    };
+    const told: string[] = [];
+    const missed = new MissedEnds(
+      j => told.push(j.id),
+      storage,
+      () => 400_000
+    );
+    missed.listed(null);
+    expect(told).toEqual([]);
+    missed.listed([at('late', 300), at('before', 100)]);
+    missed.listed([at('late', 300), at('before', 100)]);
+    expect(told).toEqual(['late']);
+    expect(kept.get(SEEN_KEY)).toBe('400');
+    const next = new MissedEnds(
+      j => told.push(j.id),
+      storage,
+      () => 500_000
+    );
+    next.listed([at('late', 300)]);
+    expect(told).toEqual(['late']); // seen by the page before
   });
 });

@@ -17,7 +17,7 @@ import { Widget } from '@lumino/widgets';
 
 import { CommandIDs } from '../commands';
 import { tfcIcon } from '../icons';
-import { askDesktop, EndNotices, notifyEnd } from '../notify';
+import { askDesktop, EndNotices, MissedEnds, notifyEnd } from '../notify';
 import { openFailedCell } from '../opencell';
 import { JobStore } from '../store';
 import {
@@ -71,6 +71,9 @@ export const jobsPlugin: JupyterFrontEndPlugin<void> = {
         )
     );
     store.onEnd(job => notices.ended(job));
+    // A job that ended while no page was open is told when this one first lists the jobs.
+    const missed = new MissedEnds(job => notices.ended(job));
+    store.subscribe(() => missed.listed(store.jobs));
     store.start();
     const sidebar = new JobsSidebar({
       store,

@@ -109,14 +109,15 @@ def _trial(record: JobRecord, metric: str) -> Trial:
     return trial
 
 
-def sweep_json(store: JobStore, sweep_id: str) -> dict[str, Any]:
-    """The sweep ``sweep_id`` as the sweep tab shows it: its trials (values, state, metric,
-    time, job), the best one, a summary line and the plot (metric by trial and by value).
-    A sweep its backend runs as one job (a tuning job, labelled with its own id) is served
-    from the trials its watcher keeps in the job folder (:mod:`tfc_jupyter.trials.tuned`).
+def read_sweep(store: JobStore, sweep_id: str) -> tuple[Sweep, str, str]:
+    """The sweep ``sweep_id`` read back from its jobs: the :class:`Sweep` (its trials as the
+    cell's table shows them), its name and its summary line. A sweep its backend runs as one
+    job (a tuning job, labelled with its own id) is read from the trials its watcher keeps in
+    the job folder (:mod:`tfc_jupyter.trials.tuned`).
 
     Raises:
         JobNotFound: no job of the store belongs to that sweep.
+        BackendError: a tuning job's folder does not say what its sweep tries.
     """
     records = [r for r in store.list(limit=None) if label(r, SWEEP_LABEL) == sweep_id]
     if not records:
@@ -125,12 +126,23 @@ def sweep_json(store: JobStore, sweep_id: str) -> dict[str, Any]:
         )
     tuning = next((r for r in records if _tunes(r)), None)
     if tuning is not None:
-        return _tuning_json(tuning, sweep_id)
+        return _tuning_sweep(tuning, sweep_id)
     spec, folder = _spec(store, sweep_id, records)
     sweep = Sweep(folder, spec, None)
     sweep.trials = sorted((_trial(r, spec.metric) for r in records), key=lambda t: t.number)
-    name = records[0].name.rsplit("-trial-", 1)[0]
-    return _as_json(sweep_id, name, sweep, sweep.summary_line())
+    return sweep, records[0].name.rsplit("-trial-", 1)[0], sweep.summary_line()
+
+
+def sweep_json(store: JobStore, sweep_id: str) -> dict[str, Any]:
+    """The sweep ``sweep_id`` as the sweep tab shows it (:func:`read_sweep`): its trials
+    (values, state, metric, time, job), the best one, a summary line and the plot (metric by
+    trial and by value).
+
+    Raises:
+        JobNotFound, BackendError: as :func:`read_sweep`.
+    """
+    sweep, name, summary = read_sweep(store, sweep_id)
+    return _as_json(sweep_id, name, sweep, summary)
 
 
 def _tunes(record: JobRecord) -> bool:
@@ -138,7 +150,7 @@ def _tunes(record: JobRecord) -> bool:
     return label(record, TRIAL_LABEL) is None and registry.traits(record.backend).tunes
 
 
-def _tuning_json(record: JobRecord, sweep_id: str) -> dict[str, Any]:
+def _tuning_sweep(record: JobRecord, sweep_id: str) -> tuple[Sweep, str, str]:
     """A tuning job's sweep: what it tries from its ``job.json``, its trials from the
     watcher's ``trials.json``, both read through the border (a job folder is untrusted);
     what could not be read is said in the summary line."""
@@ -155,7 +167,7 @@ def _tuning_json(record: JobRecord, sweep_id: str) -> dict[str, Any]:
     sweep.state, sweep.error = record.state.value, record.error or ""
     sweep.trials, why = load_trials(job_dir, spec, ended=record.state.is_terminal())
     summary = sweep.summary_line() + (f"; not read: {why}" if why else "")
-    return _as_json(sweep_id, record.name, sweep, summary)
+    return sweep, record.name, summary
 
 
 def _as_json(sweep_id: str, name: str, sweep: Sweep, summary: str) -> dict[str, Any]:

@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import html
 import importlib.util
 import json
@@ -28,6 +29,7 @@ from .config import Settings, current_settings
 from .errors import BackendError, JobConflict, SpecError, TfcError
 from .events import JOB_ENDED
 from .job import catalog
+from .job.spec import MAX_LABELS
 from .planner.plan import Plan
 from .returns import border, notify
 from .returns.outcome import restart_count, results_of, summary_line
@@ -127,6 +129,19 @@ def sweep_refusal(plan: Plan, *, driven: bool = False) -> SpecError | None:
     )
 
 
+def _sweep_labelled(plan: Plan, job_id: str) -> Plan:
+    """A sweep its backend runs as one job (a tuning job) carries its own id as its sweep's
+    label (:data:`registry.SWEEP_LABEL`): the sidebar lists it as a sweep, and ``GET
+    /sweeps/ID`` serves its trials. Any other plan is as it was."""
+    labels = plan.spec.labels
+    if plan.sweep is None or not registry.traits(plan.spec.backend).tunes:
+        return plan
+    if len(labels) >= MAX_LABELS or registry.SWEEP_LABEL in dict(labels):
+        return plan  # no room left for ours, or the user named it: theirs stands
+    spec = plan.spec.evolve(labels=(*labels, (registry.SWEEP_LABEL, job_id[-63:])))
+    return dataclasses.replace(plan, spec=spec)
+
+
 def launch(plan: Plan, *, store: JobStore | None = None) -> Job:
     """Run a planned job on its backend; returns at once with a :class:`Job`.
 
@@ -143,6 +158,7 @@ def launch(plan: Plan, *, store: JobStore | None = None) -> Job:
     if not plan.checked:
         backend.check(plan.spec)
     job_id = new_job_id(plan.spec.name)
+    plan = _sweep_labelled(plan, job_id)
     job_dir = store.path.parent / "jobs" / job_id
     try:
         store.path.parent.joinpath("jobs").mkdir(mode=0o700, exist_ok=True)

@@ -99,6 +99,11 @@ TRIALS_FILE = "trials.json"
 them, a JSON list of Vertex AI ``Trial`` objects (``id``, ``state``, ``parameters``,
 ``measurements``, ``finalMeasurement``, ``startTime``, ``endTime``, ``infeasibleReason``)."""
 
+SWEEP_LABEL, TRIAL_LABEL = "tfc-sweep", "tfc-trial"
+"""The labels of a sweep's jobs: its sweep's id, and a trial's number (a trial driven here is a
+job of ours; a backend that ``tunes`` runs the sweep as one job, labelled with its own id and no
+trial number). The sidebar groups jobs by the first, and ``GET /sweeps/ID`` finds them by it."""
+
 
 @dataclass(frozen=True)
 class Preview:

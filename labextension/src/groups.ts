@@ -90,7 +90,10 @@ export function sections(groups: IJobGroup[]): {
   };
 }
 
-/** A sweep row's words: its name (the trials' name without `-trial-N`) and how far it is. */
+/**
+ * A sweep row's words: its name (the trials' name without `-trial-N`) and how far it is; a
+ * sweep run as one tuning job (labelled with its sweep and no trial number) says that job's state.
+ */
 export function sweepSummary(group: IJobGroup): { name: string; text: string } {
   const first = group.jobs[0];
   const name = first
@@ -103,6 +106,11 @@ export function sweepSummary(group: IJobGroup): { name: string; text: string } {
   const parts = [...counts.entries()]
     .sort((a, b) => a[0].localeCompare(b[0]))
     .map(([state, n]) => `${n} ${state}`);
+  if (group.jobs.length === 1 && labelOf(first, TRIAL_LABEL) === null) {
+    // a sweep its backend runs as one job (Vertex AI's tuning job): its trials are the
+    // service's, shown in the sweep's tab
+    return { name, text: `one tuning job: ${first.state}` };
+  }
   const trials = group.jobs.length === 1 ? 'trial' : 'trials';
   return { name, text: `${group.jobs.length} ${trials}: ${parts.join(', ')}` };
 }

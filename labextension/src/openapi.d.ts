@@ -430,18 +430,24 @@ export interface paths {
             query?: never;
             header?: never;
             path: {
-                /** @description a sweep's id: the tfc-sweep label its trial jobs carry */
+                /** @description a sweep's id: the tfc-sweep label its trial jobs carry (a Vertex AI tuning job: its own id) */
                 sweep_id: string;
             };
             cookie?: never;
         };
-        /** A sweep read back from its trial jobs (its trials, the best one, the plot) */
+        /**
+         * A sweep read back from its trial jobs, or from a tuning job's trials (its trials, the best one, the plot)
+         * @description A sweep on Vertex AI is one tuning job labelled tfc-sweep with its own id: its trials
+         *     are Vizier's, as the job's watcher keeps them in the job folder's trials.json, read
+         *     through the border (no link, at most 32 MB, each entry checked; what is not read is
+         *     said in the summary). Its trials have no job_id (they are Vertex AI's).
+         */
         get: {
             parameters: {
                 query?: never;
                 header?: never;
                 path: {
-                    /** @description a sweep's id: the tfc-sweep label its trial jobs carry */
+                    /** @description a sweep's id: the tfc-sweep label its trial jobs carry (a Vertex AI tuning job: its own id) */
                     sweep_id: string;
                 };
                 cookie?: never;
@@ -458,6 +464,7 @@ export interface paths {
                     };
                 };
                 404: components["responses"]["Error"];
+                502: components["responses"]["Error"];
             };
         };
         put?: never;

@@ -89,6 +89,12 @@ TPU_BUILDS: dict[str, tuple[str, str, str]] = {
 }
 """TensorFlow minor -> (version, its TPU-VM wheel, the libtpu it goes with), as listed in
 Vertex AI's TPU guide (2026-11). 2.15 also keeps TPUEstimator for Estimator code."""
+# Sources (read 2026-11-29): Vertex AI's "Training with TPU accelerators"
+# (https://cloud.google.com/vertex-ai/docs/training/training-with-tpu-vm) gives the wheel and
+# libtpu URLs above for TensorFlow 2.15, and only for it. Cloud TPU's "TPU software versions"
+# (https://cloud.google.com/tpu/docs/runtimes) pairs TensorFlow 2.18.0 with libtpu.so 1.12.0
+# (2.17.1 with 1.11.1, 2.16.2 with 1.10.1) but names no TPU-VM wheel URL for them, so Keras
+# jobs stay on 2.15 until a Google page names the 2.18 wheel (no URL is guessed here).
 TPU_IMAGE_TF = "2.15"
 TPU_PJRT_ENV = {
     "NEXT_PLUGGABLE_DEVICE_USE_C_API": "true",

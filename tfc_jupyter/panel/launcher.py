@@ -8,13 +8,16 @@ given), *submit* (:meth:`Client.submit`). A click while a launch runs, or within
 :data:`DOUBLE_CLICK_S` after one ended, is ignored: a double click never launches twice.
 
 :class:`JobWatch` follows one job from a daemon thread: its record (state, elapsed time, error,
-Vertex console and TensorBoard links) and the new lines of every replica's log
-(:class:`logs.LogTail`), kept in bounded buffers. It stops when the job has ended and its last
-lines are read, or when :meth:`JobWatch.stop` is called (the panel closed).
+Vertex console and TensorBoard links), the new lines of every replica's log
+(:class:`logs.LogTail`), kept in bounded buffers, and, for a job of a sweep (a trial, or a
+Vertex AI tuning job), the sweep's trials as the cell's table shows them. It stops when the
+job has ended and its last lines are read, or when :meth:`JobWatch.stop` is called (the panel
+closed).
 """
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 import traceback
@@ -31,12 +34,17 @@ from ..returns.results import ResultFeed, Results
 from ..store.logs import LogTail, Merger, is_noise, said, strip_ansi
 from ..store.logs import shown as shown_line
 from ..store.records import JobRecord, JobState, JobStore
+from ..trials.sweep_jobs import label, read_sweep
+from ..trials.trial_table import Sweep
+from ..trials.trials import SWEEP_LABEL
 from .model import PanelModel
 
 STAGES = ("convert", "build", "push", "submit")
 DOUBLE_CLICK_S = 1.0
 POLL_S = 0.25
 MAX_LINES = 1000
+SWEEP_POLL_S = 1.0
+"""How often a watch reads the sweep of the job it follows, at most (each job's record)."""
 
 
 @dataclass
@@ -236,6 +244,12 @@ class JobWatch:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._ended = False
+        self.sweep_id = label(self.record, SWEEP_LABEL)
+        """The sweep the job belongs to (a trial of one, or a tuning job that runs one)."""
+        self.sweep: Sweep | None = None
+        """That sweep's trials as the cell's table shows them (read at most once a second)."""
+        self.sweep_summary = ""
+        self._sweep_read = -math.inf
 
     @property
     def ended(self) -> bool:
@@ -272,7 +286,22 @@ class JobWatch:
         for replica in self._tail.replicas():
             self.lines.setdefault(replica, deque(maxlen=self.max_lines))
         self._ended = done
-        return bool(lines) or before[:2] != (self.record.state, self.record.error)
+        changed = bool(lines) or before[:2] != (self.record.state, self.record.error)
+        if self.sweep_id and (changed or done or now - self._sweep_read >= SWEEP_POLL_S):
+            changed = self._read_sweep(now) or changed
+        return changed
+
+    def _read_sweep(self, now: float) -> bool:
+        """Read the job's sweep again (its trial jobs, or a tuning job's trials); True when its
+        table changed. A sweep that cannot be read is said in :attr:`sweep_summary`."""
+        assert self.sweep_id is not None
+        self._sweep_read = now
+        before = self.sweep_summary, self.sweep and self.sweep.table_text()
+        try:
+            self.sweep, _, self.sweep_summary = read_sweep(self.job.store, self.sweep_id)
+        except TfcError as exc:
+            self.sweep, self.sweep_summary = None, _error_text(exc)
+        return before != (self.sweep_summary, self.sweep and self.sweep.table_text())
 
     def start(self) -> None:
         """Start the polling thread (once)."""

@@ -74,6 +74,17 @@ def _plot_html(watch: JobWatch) -> str:
     return f"<img alt='loss and metrics by epoch' src='data:image/svg+xml;base64,{data}'/>"
 
 
+def _trials_html(watch: JobWatch) -> str:
+    """The sweep the job belongs to: the cell's table and plot of its trials (the summary
+    line alone where its trials cannot be read; nothing for a job of no sweep)."""
+    if watch.sweep is None:
+        return f"<div class='tfc-sweep'>{_esc(watch.sweep_summary)}</div>" if watch.sweep_id else ""
+    table = watch.sweep._repr_html_()  # escaped by the table, as in the cell
+    if watch.sweep_summary != watch.sweep.summary_line():  # what was not read, said
+        table = f"<div>{_esc(watch.sweep_summary)}</div>{table}"
+    return table
+
+
 def _close_tree(widget: Any) -> None:
     for child in getattr(widget, "children", ()):
         _close_tree(child)
@@ -112,6 +123,7 @@ class LaunchPanel:
         self.replicas.observe(lambda _: self._render_watch(), names="value")
         self.log = w.HTML().add_class("tfc-log")
         self.plot = w.HTML().add_class("tfc-plot")
+        self.trials = w.HTML().add_class("tfc-trials")  # a sweep's table, as its cell shows it
         self.verbose = w.Checkbox(
             value=False, description="TensorFlow's start-up lines", indent=False
         )
@@ -141,6 +153,7 @@ class LaunchPanel:
                 self.message,
                 w.HBox([self.state, self.cancel_button]),
                 self.plot,
+                self.trials,
                 w.HBox([self.replicas, self.verbose]),
                 self.log,
                 w.HBox([self.jobs, self.attach_button, refresh]),
@@ -403,6 +416,7 @@ class LaunchPanel:
                 self._listed_end = rec.id
                 self.refresh_jobs()  # the list shows how it ended
             self.plot.value = _plot_html(watch)
+            self.trials.value = _trials_html(watch)
             names = ["all", *in_order(list(watch.lines))]  # chief first, whoever wrote first
             if list(self.replicas.options) != names:
                 current = self.replicas.value

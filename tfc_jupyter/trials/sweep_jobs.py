@@ -1,10 +1,12 @@
-"""A sweep read back from its trial jobs, for the JupyterLab sweep tab (``GET /sweeps/ID``).
+"""A sweep read back from its jobs, for the JupyterLab sweep tab (``GET /sweeps/ID``).
 
 A sweep this machine drives (:mod:`tfc_jupyter.trials.trials`) leaves each trial as a job labelled
 ``tfc-sweep`` (the sweep's id) and ``tfc-trial`` (its number), whose spec holds the values
 (its arguments, ``--lr=0.0031``, read as the runtime reads them) and whose results hold the
 metric. The sweep's folder (``HOME/sweeps/ID/sweep.json``) says which metric ranks them and
 which way. Nothing here asks Optuna: reading a sweep never touches its study or its lock.
+A sweep on Vertex AI is one tuning job labelled ``tfc-sweep`` with its own id; its trials are
+the service's, kept by its watcher in the job folder and read from there through the border.
 """
 
 from __future__ import annotations
@@ -15,14 +17,17 @@ from typing import Any
 
 from tfc_runtime.params import decode, take
 
-from ..errors import JobNotFound
+from .. import registry
+from ..errors import BackendError, JobNotFound
 from ..job.spec import Decisions
+from ..returns.border import Refused
 from ..returns.outcome import results_of
 from ..returns.plot import INK
 from ..store.records import JobRecord, JobState, JobStore
 from ..sweep.spec import DEFAULT_METRIC, SweepSpec, default_goal, parse_param
 from .trial_table import Sweep, Trial, sweep_svg
 from .trials import SWEEP_LABEL, SWEEPS, TRIAL_LABEL, curve, sweep_label
+from .tuned import load_trials, spec_of
 
 _STATES = {
     JobState.SUCCEEDED: "succeeded",
@@ -104,30 +109,78 @@ def _trial(record: JobRecord, metric: str) -> Trial:
     return trial
 
 
-def sweep_json(store: JobStore, sweep_id: str) -> dict[str, Any]:
-    """The sweep ``sweep_id`` as the sweep tab shows it: its trials (values, state, metric,
-    time, job), the best one, a summary line and the plot (metric by trial and by value).
+def read_sweep(store: JobStore, sweep_id: str) -> tuple[Sweep, str, str]:
+    """The sweep ``sweep_id`` read back from its jobs: the :class:`Sweep` (its trials as the
+    cell's table shows them), its name and its summary line. A sweep its backend runs as one
+    job (a tuning job, labelled with its own id) is read from the trials its watcher keeps in
+    the job folder (:mod:`tfc_jupyter.trials.tuned`).
 
     Raises:
         JobNotFound: no job of the store belongs to that sweep.
+        BackendError: a tuning job's folder does not say what its sweep tries.
     """
     records = [r for r in store.list(limit=None) if label(r, SWEEP_LABEL) == sweep_id]
     if not records:
         raise JobNotFound(
             f"no sweep {sweep_id!r} among the jobs", "the jobs sidebar lists the sweeps there are"
         )
+    tuning = next((r for r in records if _tunes(r)), None)
+    if tuning is not None:
+        return _tuning_sweep(tuning, sweep_id)
     spec, folder = _spec(store, sweep_id, records)
     sweep = Sweep(folder, spec, None)
     sweep.trials = sorted((_trial(r, spec.metric) for r in records), key=lambda t: t.number)
-    best = sweep.best_trial
+    return sweep, records[0].name.rsplit("-trial-", 1)[0], sweep.summary_line()
+
+
+def sweep_json(store: JobStore, sweep_id: str) -> dict[str, Any]:
+    """The sweep ``sweep_id`` as the sweep tab shows it (:func:`read_sweep`): its trials
+    (values, state, metric, time, job), the best one, a summary line and the plot (metric by
+    trial and by value).
+
+    Raises:
+        JobNotFound, BackendError: as :func:`read_sweep`.
+    """
+    sweep, name, summary = read_sweep(store, sweep_id)
+    return _as_json(sweep_id, name, sweep, summary)
+
+
+def _tunes(record: JobRecord) -> bool:
+    """The record is a job that runs a whole sweep (no trial number; a backend that tunes)."""
+    return label(record, TRIAL_LABEL) is None and registry.traits(record.backend).tunes
+
+
+def _tuning_sweep(record: JobRecord, sweep_id: str) -> tuple[Sweep, str, str]:
+    """A tuning job's sweep: what it tries from its ``job.json``, its trials from the
+    watcher's ``trials.json``, both read through the border (a job folder is untrusted);
+    what could not be read is said in the summary line."""
+    job_dir = Path(record.job_dir)
+    try:
+        spec = spec_of(job_dir)
+    except Refused as exc:
+        raise BackendError(
+            f"the sweep of job {record.id} cannot be read: {exc}",
+            f"tfc-jupyter logs {record.id} shows the job",
+        ) from None
+    sweep = Sweep(job_dir, spec, None)
+    sweep.id, sweep.job_id = sweep_id, record.id
+    sweep.state, sweep.error = record.state.value, record.error or ""
+    sweep.trials, why = load_trials(job_dir, spec, ended=record.state.is_terminal())
+    summary = sweep.summary_line() + (f"; not read: {why}" if why else "")
+    return sweep, record.name, summary
+
+
+def _as_json(sweep_id: str, name: str, sweep: Sweep, summary: str) -> dict[str, Any]:
+    """The sweep tab's JSON of a sweep (``openapi.yaml``'s ``Sweep``)."""
+    spec, best = sweep.spec, sweep.best_trial
     return {
         "id": sweep_id,
-        "name": records[0].name.rsplit("-trial-", 1)[0],
+        "name": name,
         "metric": spec.metric,
         "goal": spec.goal,
         "trials_asked": spec.trials,
         "names": list(spec.names),
-        "summary": sweep.summary_line(),
+        "summary": summary,
         "best": best.number if best else None,
         "trials": [
             {

@@ -56,7 +56,7 @@ __all__ = [
 ]
 
 SWEEPS = "sweeps"
-SWEEP_LABEL, TRIAL_LABEL = "tfc-sweep", "tfc-trial"
+SWEEP_LABEL, TRIAL_LABEL = registry.SWEEP_LABEL, registry.TRIAL_LABEL
 """The labels of a trial's job: its sweep (:func:`sweep_label`) and its number."""
 
 

@@ -94,6 +94,18 @@ describe('groupJobs', () => {
     );
   });
 
+  it("groups a Vertex AI tuning job as a sweep of its own, saying the job's state", () => {
+    const tuning = job('lr-sweep', 'running');
+    tuning.spec = { ...tuning.spec, labels: { 'tfc-sweep': tuning.id } };
+    const groups = groupJobs([tuning, job('alone', 'succeeded')]);
+    expect(groups.map(g => g.sweep)).toEqual([tuning.id, null]);
+    expect(groups[0].running).toBe(true);
+    expect(sweepSummary(groups[0])).toEqual({
+      name: 'lr-sweep',
+      text: 'one tuning job: running'
+    });
+  });
+
   it('splits jobs alone into Running and Finished, in their order', () => {
     const states: JobState[] = ['queued', 'succeeded', 'pending', 'failed'];
     const jobs = states.map((s, i) => job(`j${i}`, s));

@@ -8,7 +8,7 @@ import string
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from jobutil import write_notebook
 
@@ -54,7 +54,9 @@ def test_a_set_option_is_said_as_its_text_is_said(field: OptionField, value: str
     value=st.integers(0, 10_000),
 )
 def test_the_flags_of_a_fix_read_back_as_its_data(field: OptionField, value: int) -> None:
-    """What the magic's user types from a fix's words is what the form applies from its data."""
+    """What the magic's user types from a fix's words is what the form applies from its data
+    (a sweep's counts start at 1: ``--trials 0`` is refused, so no fix sets it)."""
+    assume(value > 0 or field.name not in ("trials", "parallel"))
     fix = Fix.set(field.name, value)
     line = fix.in_flags().removeprefix("pass ")
     assert JobOptions.from_line(line).value(fix.option) == (

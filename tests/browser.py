@@ -12,7 +12,8 @@ Fixtures (registered for every test module by ``tests/conftest.py``):
   ``playwright install``), fresh user-data dir, bounded default timeout.
 
 The server runs tfc_jupyter's server extension (the jobs API) and serves its labextension
-(built into ``tfc_jupyter/labextension`` by ``scripts/bootstrap.sh``).
+(built into ``tfc_jupyter/labextension`` by ``scripts/bootstrap.sh``, or ``jlpm build`` in
+``labextension/``): this checkout's build, ahead of the environment's copy.
 
 Helpers: :func:`open_notebook`, :func:`restart_kernel`, :func:`lab_command`, :func:`start_command`,
 :func:`cell_outputs`, :func:`check_shown_log`, :func:`screenshot`.
@@ -148,6 +149,19 @@ def _ends_with_this_process() -> list[str]:
     return [setpriv, "--pdeathsig", "TERM", "--"] if setpriv else []
 
 
+def _serve_this_checkouts_build(path: Path) -> dict[str, str]:
+    """The labextension built in this checkout (``tfc_jupyter/labextension``) first on the
+    server's labextensions path (``JUPYTER_PATH`` comes before ``sys.prefix`` and the data
+    dir), so a checkout whose environment is shared with another (a git worktree) tests its
+    own build; without one, the environment's copy serves. The variables to set."""
+    built = ROOT / "tfc_jupyter" / "labextension"
+    if not (built / "package.json").is_file():
+        return {}
+    (path / "labextensions").mkdir(parents=True, exist_ok=True)
+    (path / "labextensions" / "tfc-jupyter").symlink_to(built, target_is_directory=True)
+    return {"JUPYTER_PATH": str(path)}
+
+
 def start_lab(base: Path, *, extra_args: tuple[str, ...] = ()) -> LabServer:
     """Start ``jupyter lab`` with everything under ``base``; wait (bounded) until it answers.
 
@@ -182,6 +196,7 @@ def start_lab(base: Path, *, extra_args: tuple[str, ...] = ()) -> LabServer:
         TFC_STARTUP_TIMEOUT="120",
         PYTHONUNBUFFERED="1",
     )
+    env.update(_serve_this_checkouts_build(base / "checkout"))
     token, port = secrets.token_hex(16), _free_port()
     server = LabServer(
         url=f"http://127.0.0.1:{port}/",

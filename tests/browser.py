@@ -12,7 +12,9 @@ Fixtures (registered for every test module by ``tests/conftest.py``):
   ``playwright install``), fresh user-data dir, bounded default timeout.
 
 The server runs tfc_jupyter's server extension (the jobs API) and serves its labextension
-(built into ``tfc_jupyter/labextension`` by ``scripts/bootstrap.sh``).
+(built into ``tfc_jupyter/labextension`` by ``scripts/bootstrap.sh``, or ``jlpm build`` in
+``labextension/``): this checkout's build, ahead of the environment's copy (an extra
+labextensions path).
 
 Helpers: :func:`open_notebook`, :func:`restart_kernel`, :func:`lab_command`, :func:`start_command`,
 :func:`cell_outputs`, :func:`check_shown_log`, :func:`screenshot`.

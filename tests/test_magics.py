@@ -177,7 +177,7 @@ def test_explicit_notebook_flag(ip: Any, fixtures_dir: Path) -> None:
         ("--tpu --workers 2 --dry-run", "drop --workers"),
         ("--machine T4_1 --dry-run", "did you mean T4_1X?"),
         ("--gpus many --dry-run", "gpus"),
-        ("--label Bad=1 --dry-run", "lowercase"),
+        ("--label Bad=1 --backend vertex --dry-run", "lowercase"),
         ("--notebook /nonexistent/x.ipynb --dry-run", "--notebook"),
         ("--requirements nowhere.txt --dry-run", "check the path"),
         ("--frobnicate --dry-run", "unrecognized"),

@@ -336,6 +336,53 @@ async def test_a_form_gets_the_cells_options_and_replaces_them(
     assert status == 400 and data["field"] == "replace"
 
 
+@pytest.mark.parametrize(
+    ("options", "field", "fixed_by"),
+    [
+        ({"backend": "local", "gpus": 1, "gpu_type": "T4"}, "gpus", ("drop", "gpus")),
+        ({"backend": "local", "tpu": "v5e-8"}, "backend", ("drop", "tpu")),
+        (
+            {"backend": "vertex", "project": "my-project-1", "label": ["lr=0.01", "Team=ML"]},
+            "labels",
+            ("set", "label"),
+        ),
+    ],
+)
+async def test_each_form_error_offers_the_fix_that_clears_it(
+    jp_fetch: Fetch,
+    notebook: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    options: dict[str, Any],
+    field: str,
+    fixed_by: tuple[str, str],
+) -> None:
+    """GPUs or a TPU on this machine, and a label Google Cloud refuses: each refusal carries
+    its fixes as data, worded without flags for the form, and the values with the fix applied
+    (a drop: the field's default, as the form sets it) are refused no more (issue 51)."""
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")  # this machine has no GPU, whatever it has
+    _, defaults = await _call(jp_fetch, "GET", "defaults")
+    fields = {f["name"]: f for f in defaults["fields"]}
+    form = {"workers": 0, "label": [], "machine": "", "strategy": "", "dry_run": True}
+
+    async def refusal(values: dict[str, Any]) -> dict[str, Any] | None:
+        body = {"path": "train.ipynb", "options": {**form, **values}, "replace": True}
+        status, data = await _call(jp_fetch, "POST", "jobs", body=body)
+        return data if status == 400 else data["plan"]["refused"]
+
+    refused = await refusal(options)
+    assert refused is not None and refused["field"] == field, refused
+    assert "--" not in refused["ui_message"] + refused["ui_hint"], refused
+    fix = next(f for f in refused["fixes"] if (f["action"], f["option"]) == fixed_by)
+    assert "--" not in fix["ui_text"] and fix["text"].startswith(("drop --", "use --"))
+    if fix["action"] == "drop":  # the field's default, sent as the form sends its kind
+        shown = fields[fix["option"]]
+        value: Any = int(shown["default"] or 0) if shown["kind"] == "count" else shown["default"]
+    else:
+        value = fix["value"].split()
+    after = await refusal({**options, fix["option"]: value})
+    assert after is None or after["field"] != field, after
+
+
 # ---------------------------------------------------------------- error mapping
 @pytest.mark.parametrize(
     ("body", "field", "words"),

@@ -7,12 +7,15 @@ import json
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tfc_jupyter.errors import SpecError
 from tfc_jupyter.job import prices
 from tfc_jupyter.job.catalog import lookup, tpu_machine
 from tfc_jupyter.job.google_target import GoogleTarget
 from tfc_jupyter.job.spec import (
+    MAX_LABEL_TEXT,
     MAX_LABELS,
     BackendName,
     Decisions,
@@ -20,6 +23,7 @@ from tfc_jupyter.job.spec import (
     JobSpec,
     Strategy,
     check_runnable,
+    google_label,
     parse_duration,
     parse_env,
     parse_labels,
@@ -125,28 +129,103 @@ def test_labels_at_most_64() -> None:
     assert "at most 64" in str(err) and err.field == "labels"
 
 
+VERTEX = BackendName.VERTEX
+
+
 @pytest.mark.parametrize(
     "key",
-    ["Team", "1team", "team!", "t" * 64, "", "Équipe"],  # (équipe is allowed: Google's rule)
+    ["Team", "1team", "team!", "t" * 64, "Équipe"],  # (équipe is allowed: Google's rule)
 )
-def test_bad_label_keys(key: str) -> None:
-    err = _refused(labels=((key, "v"),))
-    assert "lowercase letter" in str(err) and "63" in str(err)
+def test_bad_label_keys_on_google_cloud(key: str) -> None:
+    err = _refused(labels=((key, "v"),), backend=VERTEX)
+    assert "lowercase letter" in str(err) and "63" in str(err) and "Google Cloud" in str(err)
 
 
-def test_reserved_label_keys() -> None:
-    assert "goog" in str(_refused(labels=(("goog-x", "v"),)))
+def test_reserved_label_keys_on_google_cloud() -> None:
+    err = _refused(labels=(("goog-x", "v"),), backend=VERTEX)
+    assert "goog" in str(err) and err.fixes[0].value == "l-goog-x=v"
 
 
 @pytest.mark.parametrize("value", ["ML", "a b", "x" * 64, "v.1"])
-def test_bad_label_values(value: str) -> None:
-    err = _refused(labels=(("team", value),))
+def test_bad_label_values_on_google_cloud(value: str) -> None:
+    err = _refused(labels=(("team", value),), backend=VERTEX)
     assert "63" in str(err) and "lowercase" in str(err)
 
 
 def test_good_labels_at_the_limits() -> None:
-    spec = JobSpec(labels=(("k" * 63, "v" * 63), ("empty", ""), ("a-b_c", "0-9_z")))
-    assert dict(spec.labels)["k" * 63] == "v" * 63
+    labels = (("k" * 63, "v" * 63), ("empty", ""), ("a-b_c", "0-9_z"))
+    for backend in (BackendName.LOCAL, VERTEX):
+        spec = JobSpec(labels=labels, backend=backend)
+        assert dict(spec.labels)["k" * 63] == "v" * 63
+
+
+def test_a_local_job_takes_labels_of_any_printable_text() -> None:
+    labels = (("lr", "0.01"), ("Team", "ML"), ("note", "first try, 3 layers"), ("1st", "Ü"))
+    for backend in (BackendName.LOCAL, BackendName.DOCKER):
+        assert dict(JobSpec(labels=labels, backend=backend).labels)["lr"] == "0.01"
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "words"),
+    [
+        ("", "x", "has no key"),
+        ("k" * (MAX_LABEL_TEXT + 1), "x", f"{MAX_LABEL_TEXT + 1} characters"),
+        ("run", "v" * (MAX_LABEL_TEXT + 1), f"{MAX_LABEL_TEXT + 1} characters"),
+        ("run", "a\nb", "holds '\\n'"),
+        ("ru\u202en", "x", "holds '\\u202e'"),
+    ],
+)
+def test_a_local_label_is_refused_only_by_the_products_rules(
+    key: str, value: str, words: str
+) -> None:
+    err = _refused(labels=((key, value),))
+    assert words in str(err) and err.field == "labels"
+
+
+def test_google_cloud_labels_are_offered_converted() -> None:
+    err = _refused(labels=(("lr", "0.01"), ("Team", "ML"), ("ok", "yes")), backend=VERTEX)
+    assert str(err).startswith("label key 'Team' is not allowed on Google Cloud")
+    (fix,) = err.fixes
+    assert (fix.action, fix.option, fix.value) == ("set", "label", "lr=0_01 ok=yes team=ml")
+    assert fix.in_flags() == "use --label lr=0_01 --label ok=yes --label team=ml"
+    assert (
+        "--label" not in err.ui_text() and "set Labels to lr=0_01 ok=yes team=ml" in err.ui_text()
+    )
+    fixed = JobSpec(labels=parse_labels(fix.value.split()), backend=VERTEX)
+    assert dict(fixed.labels) == {"lr": "0_01", "ok": "yes", "team": "ml"}
+
+
+def test_google_cloud_labels_whose_keys_would_become_one_are_left_to_the_user() -> None:
+    err = _refused(labels=(("Team", "a"), ("team", "b")), backend=VERTEX)
+    assert err.fixes == () and "rename the labels" in str(err)
+
+
+_PRINTABLE = st.text(
+    st.characters(blacklist_categories=("Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp")), max_size=80
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.dictionaries(_PRINTABLE.filter(bool), _PRINTABLE, min_size=1, max_size=5))
+def test_any_printable_labels_run_here_and_convert_for_google_cloud(
+    labels: dict[str, str],
+) -> None:
+    pairs = tuple(sorted(labels.items()))
+    assert dict(JobSpec(labels=pairs).labels) == labels
+    try:
+        JobSpec(labels=pairs, backend=VERTEX)
+        return  # Google's rules already held
+    except SpecError as exc:
+        err = exc
+    assert err.field == "labels" and "Google Cloud" in str(err)
+    if not err.fixes:  # two keys became one
+        keys = [google_label(k, key=True) for k in labels]
+        assert len(set(keys)) < len(keys)
+        return
+    (fix,) = err.fixes
+    assert fix.value is not None
+    converted = JobSpec(labels=parse_labels(fix.value.split()), backend=VERTEX)
+    assert len(converted.labels) == len(labels)
 
 
 @pytest.mark.parametrize(

@@ -33,6 +33,9 @@ class Fix:
     """The flags' verb for a ``set`` ("pass", "add", "use"; default "pass")."""
     after: str = ""
     """Words after it, as the flags say them (" (or auto)", ": --tpu picks the host")."""
+    items: bool = False
+    """``value`` is a list option's items, joined by spaces: the flags give the flag once an
+    item ("use --label a=1 --label b=2"), the form's list field takes the text as it is."""
 
     @classmethod
     def drop(cls, option: str, *, after: str = "") -> Fix:
@@ -43,6 +46,11 @@ class Fix:
     def set(cls, option: str, value: Any, *, verb: str = "", after: str = "") -> Fix:
         """Give ``option`` this value."""
         return cls("set", option, str(value), verb=verb, after=after)
+
+    @classmethod
+    def set_items(cls, option: str, items: Sequence[str], *, verb: str = "") -> Fix:
+        """Give a repeatable ``option`` these items (no spaces in them), in place of its own."""
+        return cls("set", option, " ".join(items), verb=verb, items=True)
 
     @classmethod
     def give(cls, option: str, placeholder: str = "", *, verb: str = "", after: str = "") -> Fix:
@@ -59,6 +67,9 @@ class Fix:
         if self.action == "drop":
             return f"drop {self.flag}{self.after}"
         value = self.value if self.value is not None else self.placeholder
+        if self.items and value:
+            flags = " ".join(f"{self.flag} {item}" for item in value.split())
+            return f"{self.verb or 'pass'} {flags}{self.after}"
         words = [self.verb or "pass", self.flag] + ([value] if value else [])
         return " ".join(words) + self.after
 

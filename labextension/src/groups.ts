@@ -41,9 +41,15 @@ export function labelOf(job: IJob, key: string): string | null {
   return null;
 }
 
+/** A sweep trial's number (its label), or null for a job that is no trial. */
+export function trialOf(job: IJob): number | null {
+  const label = labelOf(job, TRIAL_LABEL);
+  const n = label === null || label === '' ? NaN : Number(label);
+  return Number.isInteger(n) ? n : null;
+}
+
 function trialNumber(job: IJob): number {
-  const n = Number(labelOf(job, TRIAL_LABEL));
-  return Number.isFinite(n) ? n : Number.MAX_SAFE_INTEGER;
+  return trialOf(job) ?? Number.MAX_SAFE_INTEGER;
 }
 
 /**

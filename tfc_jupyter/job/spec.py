@@ -88,6 +88,9 @@ def _name_ok(name: str) -> bool:
 # An image reference (registry/path:tag@digest): no spaces or line breaks ever reach a Dockerfile.
 _IMAGE_REF = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/:@+-]{0,254}")
 MAX_LABELS = 64
+MAX_LABEL_TEXT = 256
+"""The longest label key or value this product keeps (Google Cloud's 63 apply where the job
+goes to Google)."""
 MAX_WORKERS = 256
 
 
@@ -434,28 +437,73 @@ def _default_chief() -> Machine:
 
 
 def _check_labels(labels: tuple[tuple[str, str], ...]) -> None:
+    """The product's own label rules, on every backend: at most :data:`MAX_LABELS` labels, a
+    key, and keys and values of printable text (no control or hidden characters) of at most
+    :data:`MAX_LABEL_TEXT` characters. Google Cloud's stricter rules apply only where the job
+    goes to Google (:func:`check_google_labels`)."""
     if len(labels) > MAX_LABELS:
         raise SpecError(f"{len(labels)} labels given", f"use at most {MAX_LABELS}", field="labels")
     for key, value in labels:
-        if not _label_text(key, key=True):
+        if not key:
             raise SpecError(
-                f"label key {key!r} is not allowed",
-                "keys start with a lowercase (or international) letter and hold at most 63 "
-                "lowercase letters, digits, _ and -",
-                field="labels",
+                f"label ={value!r} has no key", "write --label KEY=VALUE", field="labels"
             )
-        if key.startswith("goog") or key.startswith("aiplatform.googleapis.com"):
-            raise SpecError(
-                f"label key {key!r} is reserved by Google Cloud",
-                "choose a key that does not start with 'goog'",
-                field="labels",
-            )
-        if not _label_text(value, key=False):
-            raise SpecError(
-                f"label value {value!r} (key {key!r}) is not allowed",
-                "values hold at most 63 lowercase (or international) letters, digits, _ and -",
-                field="labels",
-            )
+        for what, text in (("key", key), ("value", value)):
+            hidden = [c for c in text if unicodedata.category(c) in _HIDDEN]
+            if len(text) > MAX_LABEL_TEXT or hidden:
+                why = f"{len(text)} characters" if not hidden else f"holds {hidden[0]!r}"
+                raise SpecError(
+                    f"label {what} {text[:40]!r} (key {key[:40]!r}) is not allowed: {why}",
+                    f"write at most {MAX_LABEL_TEXT} printable characters (no control or "
+                    "hidden ones)",
+                    field="labels",
+                )
+
+
+def google_label(text: str, *, key: bool) -> str:
+    """``text`` as Google Cloud takes it in a label: lowercase, each other character ``_``, at
+    most 63 characters; a key starts with a letter and not with ``goog`` (else ``l-`` is put
+    first). ``lr=0.01`` -> ``lr=0_01``."""
+    out = "".join(c if _label_char(c) else "_" for c in text.lower())
+    if key and (not out[:1].isalpha() or out.startswith("goog")):
+        out = "l-" + out
+    return out[:63]
+
+
+def _google_problem(key: str, value: str) -> str:
+    """What Google Cloud's label rules refuse of one label ("" when nothing)."""
+    if not _label_text(key, key=True):
+        return (
+            f"label key {key!r} is not allowed on Google Cloud: keys start with a lowercase (or "
+            "international) letter and hold at most 63 lowercase letters, digits, _ and -"
+        )
+    if key.startswith("goog") or key.startswith("aiplatform.googleapis.com"):
+        return f"label key {key!r} is reserved by Google Cloud: no key starts with 'goog'"
+    if not _label_text(value, key=False):
+        return (
+            f"label value {value!r} (key {key!r}) is not allowed on Google Cloud: values hold "
+            "at most 63 lowercase (or international) letters, digits, _ and -"
+        )
+    return ""
+
+
+def check_google_labels(labels: tuple[tuple[str, str], ...]) -> None:
+    """Google Cloud's label rules ("Labels overview", Resource Manager, 2026-11), for a job
+    that goes to Google: the first label they refuse is said with its rule, and the labels
+    converted by :func:`google_label` offered as the fix (when no two keys become one).
+
+    Raises:
+        SpecError: the label and the rule, with the converted labels as :class:`Fix` data.
+    """
+    for key, value in labels:
+        problem = _google_problem(key, value)
+        if not problem:
+            continue
+        converted = {google_label(k, key=True): google_label(v, key=False) for k, v in labels}
+        if len(converted) < len(labels):  # two keys became one: the user picks
+            raise SpecError(problem, "rename the labels by Google Cloud's rules", field="labels")
+        items = [f"{k}={v}" for k, v in sorted(converted.items())]
+        raise SpecError(problem, Fix.set_items("label", items, verb="use"), field="labels")
 
 
 def _check_args(args: tuple[str, ...]) -> None:
@@ -577,6 +625,7 @@ def check_target(spec: JobSpec) -> None:
     traits = registry.traits(spec.backend)
     spec.google.check_backend(spec.backend.value, traits)
     if traits.needs_project:
+        check_google_labels(spec.labels)
         _check_cloud(spec)
     rules = getattr(registry.load(spec.backend), "check_spec", None)
     if rules is not None:
@@ -660,8 +709,12 @@ def check_runnable(spec: JobSpec) -> None:
     traits = registry.traits(spec.backend)
     if spec.chief.is_tpu and not traits.tpus:
         why = ": this machine has no TPU" if traits.on_this_machine else ""
+        tpu_backends = registry.offering("tpus")
         raise SpecError(
             f"the {spec.backend.value} backend cannot run TPU jobs{why}",
-            f"use {registry.use_instead('tpus')} to run it, or --dry-run to see the plan",
+            (
+                *(Fix.set("backend", n, verb="use", after=" to run it") for n in tpu_backends),
+                Fix.drop("tpu", after=" to train on CPUs"),
+            ),
             field="backend",
         )

@@ -1,7 +1,7 @@
 /**
  * src/groups.ts: the sidebar's rows (a sweep as one row with its trials) and its sections.
  */
-import { groupJobs, labelOf, sections, sweepSummary } from '../groups';
+import { groupJobs, labelOf, sections, sweepSummary, trialOf } from '../groups';
 import { IJob, JobState } from '../types';
 import { makeJob } from './jobfixture';
 
@@ -112,5 +112,18 @@ describe('groupJobs', () => {
     const { running, finished } = sections(groupJobs(jobs));
     expect(running.map(g => g.jobs[0].name)).toEqual(['j0', 'j2']);
     expect(finished.map(g => g.jobs[0].name)).toEqual(['j1', 'j3']);
+  });
+});
+
+describe('trialOf', () => {
+  it("is a trial's number, shown in its row, and null for a job alone", () => {
+    expect(trialOf(job('t', 'running', 'sweep-1', 0))).toBe(0);
+    expect(trialOf(job('t', 'running', 'sweep-1', 12))).toBe(12);
+    expect(trialOf(job('alone', 'running'))).toBeNull();
+    const odd = job('t', 'running', 'sweep-1', 1);
+    for (const trial of ['', 'x', '1.5']) {
+      const labels = { 'tfc-sweep': 'sweep-1', 'tfc-trial': trial };
+      expect(trialOf({ ...odd, spec: { labels } })).toBeNull();
+    }
   });
 });

@@ -7,6 +7,7 @@ import React from 'react';
 import {
   applyFix,
   cellLabel,
+  choiceDetails,
   cellOf,
   fromOptions,
   toOptions,
@@ -506,6 +507,20 @@ describe('a fix the server gives as data', () => {
     expect(applyFix(values, fix('drop', 'include', null), FIELDS)).toBeNull();
   });
 
+  it('sets a list field to the items it gives (labels converted for Google Cloud)', () => {
+    const values = { ...VALUES, backend: 'vertex', label: 'lr=0.01, Team=ML' };
+    const fixed = applyFix(
+      values,
+      fix('set', 'label', 'lr=0_01 team=ml'),
+      FIELDS
+    );
+    expect(fixed).not.toBeNull();
+    expect(toOptions(fixed as ILaunchValues, FIELDS).label).toEqual([
+      'lr=0_01',
+      'team=ml'
+    ]);
+  });
+
   it('is a button under the error, and a click changes the form and checks again', async () => {
     const sent: IJobOptions[] = [];
     const refusal = {
@@ -561,5 +576,22 @@ describe('a fix the server gives as data', () => {
       expect(container.querySelector('button.tfc-FixButton')).toBeNull();
       expect(container.textContent).toContain('Ready to launch');
     });
+  });
+});
+
+describe('a choice too long for its column', () => {
+  it('says its details under the select', () => {
+    const label =
+      'RTX_PRO_6000_8X · g4-standard-384 + 8 x NVIDIA_RTX_PRO_6000, 384 vCPU, 1440 GB · price not listed';
+    expect(choiceDetails(label)).toBe(
+      'g4-standard-384 + 8 x NVIDIA_RTX_PRO_6000, 384 vCPU, 1440 GB · price not listed'
+    );
+    expect(choiceDetails('default (CPU)')).toBe('');
+    const html = form({ initial: { ...VALUES, machine: 'T4_1X' } });
+    const hint = /data-hint="machine">([^<]*)</.exec(html);
+    // its machine type, GPUs and price under the select, whose text starts with the name
+    expect(hint?.[1]).toContain('1 x NVIDIA_TESLA_T4');
+    expect(hint?.[1]).not.toContain('T4_1X');
+    expect(html).not.toContain('data-hint="backend"'); // a label with no details: no hint
   });
 });

@@ -4,7 +4,13 @@ import { clearFinished } from '../api';
 import { askRemove } from '../confirm';
 
 import { matchesFilter } from '../format';
-import { groupJobs, IJobGroup, sections, sweepSummary } from '../groups';
+import {
+  groupJobs,
+  IJobGroup,
+  sections,
+  sweepSummary,
+  trialOf
+} from '../groups';
 import { JobStore, useJobStore } from '../store';
 import { IJob } from '../types';
 import { JobRow } from './JobRow';
@@ -64,6 +70,7 @@ function SweepRow(props: {
               onOpen={props.onOpen}
               picked={props.picks.has(job.id)}
               onPick={props.picks.toggle}
+              trial={trialOf(job)}
             />
           ))}
         </ul>

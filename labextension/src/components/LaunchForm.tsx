@@ -367,6 +367,16 @@ export function LaunchForm(props: ILaunchFormProps): JSX.Element {
   );
 }
 
+/**
+ * What a choice's label says after its name, shown under its select (which fits its column and
+ * shows the start): `T4_1X · n1-standard-8 + 1 x T4 · $0.73/h` -> `n1-standard-8 + 1 x T4 ·
+ * $0.73/h`; empty for a label with no details.
+ */
+export function choiceDetails(label: string): string {
+  const at = label.indexOf(' · ');
+  return at < 0 ? '' : label.slice(at + 3);
+}
+
 /** One field's control, labelled with the option table's words. */
 function FieldControl(props: {
   field: IFormField;
@@ -383,14 +393,28 @@ function FieldControl(props: {
     field.name === 'name' ? `the ${props.kind}'s name` : field.placeholder;
   let input: JSX.Element;
   if (field.control === 'choice') {
+    const picked = (field.choices ?? []).find(c => String(c.value) === value);
+    const details = picked ? choiceDetails(picked.label) : '';
     input = (
-      <select name={field.name} value={value} onChange={set}>
-        {(field.choices ?? []).map(choice => (
-          <option key={String(choice.value)} value={String(choice.value)}>
-            {choice.label}
-          </option>
-        ))}
-      </select>
+      <>
+        <select
+          name={field.name}
+          value={value}
+          onChange={set}
+          title={picked?.label}
+        >
+          {(field.choices ?? []).map(choice => (
+            <option key={String(choice.value)} value={String(choice.value)}>
+              {choice.label}
+            </option>
+          ))}
+        </select>
+        {details ? (
+          <span className="tfc-FieldHint" data-hint={field.name}>
+            {details}
+          </span>
+        ) : null}
+      </>
     );
   } else if (field.control === 'switch') {
     input = (

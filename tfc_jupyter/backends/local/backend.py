@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ...errors import BackendError
+from ...errors import BackendError, Fix
 from ...image.names import local_tensorflow_version
 from ...job import replica
 from ...job.replica import job_env, replica_env, runtime_args
@@ -142,8 +142,10 @@ def check_gpus(spec: JobSpec, available: int | None = None) -> None:
         raise BackendError(
             f"{asked} GPU(s) per machine asked for, and this machine has none (nvidia-smi "
             "lists no GPU, or CUDA_VISIBLE_DEVICES hides them)",
-            "drop --gpus (and --gpu-type) to train on this machine's CPU, or use "
-            "--backend vertex for GPUs",
+            (
+                Fix.drop("gpus", after=" (and --gpu-type) to train on this machine's CPU"),
+                Fix.set("backend", "vertex", verb="use", after=" for GPUs"),
+            ),
             field="gpus",
         )
 

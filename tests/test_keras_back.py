@@ -303,3 +303,70 @@ def test_a_tuner_whose_folder_is_not_where_the_notebook_is_says_the_fix(
     back = namespace["inside"]
     assert back is not inside and type(back) is type(inside)
     assert list(back.oracle.trials) == list(inside.oracle.trials) and back.oracle.max_trials == 1
+
+
+SUBCLASSED = """\
+class Scaled(tf_keras.Model):
+    def __init__(self, **kw):
+        super().__init__(**kw)
+        self.dense = tf_keras.layers.Dense(1)
+    def call(self, x):
+        return 2.0 * self.dense(x)
+    def get_config(self):
+        return {"name": self.name}
+"""
+
+
+def _tf_keras_models() -> dict[str, Any]:
+    """A compiled tf-keras Sequential and a subclassed tf-keras model, trained a step; and
+    the notebook's namespace that made them (its own class)."""
+    import numpy as np
+    import tf_keras
+
+    notebook: dict[str, Any] = {"__name__": "__main__", "tf_keras": tf_keras}
+    exec(compile(SUBCLASSED, "<cell>", "exec"), notebook)
+    x, y = np.ones((8, 4), "float32"), np.ones((8, 1), "float32")
+    plain = tf_keras.Sequential([tf_keras.Input((4,)), tf_keras.layers.Dense(3, "relu"),
+                                 tf_keras.layers.Dense(1)])  # fmt: skip
+    plain.compile(optimizer="sgd", loss="mse", metrics=["mae"])
+    own = notebook["Scaled"]()
+    own.compile(optimizer="sgd", loss="mse")
+    for model in (plain, own):
+        model.fit(x, y, epochs=1, verbose=0)
+    return {"plain": plain, "own": own, "x": x, "Scaled": notebook["Scaled"]}
+
+
+def test_a_tf_keras_model_is_rebuilt_in_keras_3_or_said_why_not(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """This process's tf.keras is Keras 3: a tf-keras Sequential comes back rebuilt there, its
+    predictions the same; a subclassed one comes back as tf-keras, the line saying why."""
+    pytest.importorskip("tf_keras")
+    import keras
+    import numpy as np
+    import tf_keras
+
+    made = _tf_keras_models()
+    x = made.pop("x")
+    kernel = {"Scaled": made.pop("Scaled")}  # the kernel ran the cell's class statement
+    namespace, got = _round_trip(tmp_path / "job", monkeypatch, made, namespace=kernel)
+    assert set(got.names) == {"plain", "own"}, got
+    plain, own = namespace["plain"], namespace["own"]
+    assert isinstance(plain, keras.Model) and not isinstance(plain, tf_keras.Model)
+    assert np.allclose(plain.predict(x, verbose=0), made["plain"].predict(x, verbose=0))
+    assert plain.loss == "mse" and plain.optimizer.__class__.__name__ == "SGD"
+    plain.fit(x, np.ones((8, 1)), epochs=1, verbose=0)  # compiled as it was, trains here
+    assert isinstance(own, tf_keras.Model)
+    line = got.line()
+    assert "plain (tf-keras model, rebuilt in Keras 3 with its weights)" in line, line
+    assert (
+        "own (a tf-keras model, not rebuilt in this kernel's Keras 3 so it does not mix with "
+        "Keras 3 layers: Saving the model to HDF5 format requires the model to be a Functional"
+    ) in line, line
+    # A notebook that imports tf_keras itself keeps its models as tf-keras, unsaid.
+    namespace, got = _round_trip(
+        tmp_path / "job2", monkeypatch, {"plain": made["plain"]}, namespace={"tk": tf_keras}
+    )
+    assert isinstance(namespace["plain"], tf_keras.Model) and got.line() == (
+        "back in the kernel: plain"
+    ), got

@@ -207,7 +207,7 @@ class _Source:
         return self.models.get(name)
 
     def note(self, text: str) -> None:
-        self.notes[self.name] = str(text)[:200]
+        self.notes[self.name] = str(text)[:300]
 
 
 def _manifest(job_dir: Path, limit: int, got: Returned) -> Manifest | None:

@@ -183,8 +183,8 @@ class KerasModel(Codec):
             rebuilt, said = to_keras3(model, path.parent, custom)
         except Exception as exc:
             src.note(
-                f"a tf-keras model: it did not rebuild in this kernel's Keras 3 "
-                f"({_first_line(exc)}), so it does not mix with Keras 3 layers"
+                "a tf-keras model, not rebuilt in this kernel's Keras 3 so it does not mix with "
+                f"Keras 3 layers: {_first_line(exc)[:160]}"
             )
             return model
         src.note(said)

@@ -370,3 +370,19 @@ def test_a_tf_keras_model_is_rebuilt_in_keras_3_or_said_why_not(
     assert isinstance(namespace["plain"], tf_keras.Model) and got.line() == (
         "back in the kernel: plain"
     ), got
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("tfc_env")
+def test_the_tuner_of_a_distributed_search_comes_back_too(tmp_path: Path) -> None:
+    """``--workers 2``: Keras Tuner's distributed search (the chief the oracle); the chief's
+    tuner comes back, its trials those the workers tuned."""
+    pytest.importorskip("keras_tuner")
+    search = SEARCH.replace("%%tfc_run", "%%tfc_run --workers 2")
+    nb = _execute(tmp_path, DATA, search, NEXT)
+    said = _said(nb.cells[2])
+    assert "Back in the kernel: " in said, said[-3000:]
+    got = _checked(nb.cells[3])
+    assert got["tuner"] == "RandomSearch" and got["trials"] == 3, got
+    assert got["units"] == got["job_units"] == got["best_trial_units"] == got["built_units"]
+    assert got["same_model"], got

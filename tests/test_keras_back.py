@@ -303,6 +303,15 @@ def test_a_tuner_whose_folder_is_not_where_the_notebook_is_says_the_fix(
     back = namespace["inside"]
     assert back is not inside and type(back) is type(inside)
     assert list(back.oracle.trials) == list(inside.oracle.trials) and back.oracle.max_trials == 1
+    (work / "kt").rename(tmp_path / "real")  # a link where the folder was is never followed
+    (work / "kt").symlink_to(tmp_path / "real")
+    from tfc_jupyter.returns.border import KernelCell
+    from tfc_jupyter.returns.returned import bring_back
+
+    namespace = {"build_model": notebook["build_model"]}
+    cell = KernelCell.from_source("inside = f()")
+    got = bring_back(tmp_path / "job2", namespace, kernel_cell=cell, folder=work)
+    assert "inside" not in namespace and "is not where the notebook is" in got.stayed["inside"]
 
 
 SUBCLASSED = """\

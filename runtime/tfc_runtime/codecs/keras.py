@@ -72,14 +72,6 @@ def kernel_keras(namespace: dict[str, Any]) -> str:
     return "tf_keras" if legacy else "keras"
 
 
-def _flavour(library: Any, namespace: dict[str, Any]) -> str:
-    """The Keras a value of ``library`` comes back in: the kernel's, for a tf-keras value in a
-    Keras 3 kernel; else its own."""
-    if library == "tf_keras" and kernel_keras(namespace) == "keras":
-        return "keras"
-    return "tf_keras" if library == "tf_keras" else "keras"
-
-
 def to_keras3(model: Any, folder: Path, custom_objects: dict[str, Any]) -> tuple[Any, str]:
     """A tf-keras ``model`` rebuilt in Keras 3 and what to say of it: its config read by
     Keras 3's reader of Keras 2 files (an HDF5 file of the model without its optimizer,
@@ -177,8 +169,8 @@ class KerasModel(Codec):
                 except Exception:
                     pass
             raise Stays(f"Keras model that does not load here: {reason[:200]}") from None
-        if entry.get("library") != "tf_keras" or _flavour("tf_keras", src.namespace) != "keras":
-            return model
+        if entry.get("library") != "tf_keras" or kernel_keras(src.namespace) != "keras":
+            return model  # in the kernel's own Keras already
         try:
             rebuilt, said = to_keras3(model, path.parent, custom)
         except Exception as exc:

@@ -193,9 +193,8 @@ class KerasTuner(Codec):
         if len(parts) < 2:
             raise ValueError("not a tuner's folder")
         project = Path(src.folder).joinpath(*parts)
-        if not (project / "oracle.json").is_file() or any(
-            p.is_symlink() for p in (project, *project.parents)
-        ):
+        steps = [Path(src.folder).joinpath(*parts[: i + 1]) for i in range(len(parts))]
+        if not (project / "oracle.json").is_file() or any(p.is_symlink() for p in steps):
             raise Stays(
                 f"{self.noun} whose folder {'/'.join(parts)} is not where the notebook is. "
                 f"{_REBUILD} (looked in {src.folder})"

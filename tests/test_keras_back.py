@@ -6,7 +6,6 @@ kernel's Keras. Real jobs on the local backend, in a real kernel (nbclient)."""
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
@@ -22,12 +21,12 @@ x = rng.normal(size=(128, 4)).astype("float32")
 y = (x.sum(axis=1) > 0).astype("float32")"""
 
 
-def _execute(tmp_path: Path, *cells: str) -> Any:
+def _execute(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *cells: str) -> Any:
     """The notebook of these cells, run in a real kernel in ``tmp_path``."""
     from nbclient import NotebookClient
 
     path = write_notebook(tmp_path / "cell.ipynb", "%load_ext tfc_jupyter\nimport json", *cells)
-    os.environ["JPY_SESSION_NAME"] = str(path)
+    monkeypatch.setenv("JPY_SESSION_NAME", str(path))  # as JupyterLab sets it
     nb = nbformat.read(path, as_version=4)
     NotebookClient(
         nb, timeout=JOB_DEADLINE_S * 2, allow_errors=True,
@@ -86,9 +85,11 @@ tuner.results_summary(1)"""
 
 @pytest.mark.slow
 @pytest.mark.usefixtures("tfc_env")
-def test_the_keras_tuner_tutorial_s_next_cell_runs_in_the_kernel(tmp_path: Path) -> None:
+def test_the_keras_tuner_tutorial_s_next_cell_runs_in_the_kernel(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     pytest.importorskip("keras_tuner")
-    nb = _execute(tmp_path, DATA, SEARCH, NEXT)
+    nb = _execute(tmp_path, monkeypatch, DATA, SEARCH, NEXT)
     run, after = nb.cells[2], nb.cells[3]
     said = _said(run)
     assert "Back in the kernel: " in said, said[-2000:]
@@ -128,11 +129,13 @@ print("CHECK", json.dumps({
 
 @pytest.mark.slow
 @pytest.mark.usefixtures("tfc_env")
-def test_a_tf_keras_model_comes_back_in_the_kernel_s_keras(tmp_path: Path) -> None:
+def test_a_tf_keras_model_comes_back_in_the_kernel_s_keras(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """``--workers 1`` trains with tf-keras (Keras 2); the kernel's tf.keras is Keras 3: the
     model is rebuilt there from its config with the job's weights, said in the cell's line."""
     pytest.importorskip("tf_keras")
-    nb = _execute(tmp_path, DATA, TRAIN, EXTEND)
+    nb = _execute(tmp_path, monkeypatch, DATA, TRAIN, EXTEND)
     said = _said(nb.cells[2])
     assert "model (tf-keras model, rebuilt in Keras 3 with its weights)" in said, said[-2000:]
     got = _checked(nb.cells[3])
@@ -383,12 +386,14 @@ def test_a_tf_keras_model_is_rebuilt_in_keras_3_or_said_why_not(
 
 @pytest.mark.slow
 @pytest.mark.usefixtures("tfc_env")
-def test_the_tuner_of_a_distributed_search_comes_back_too(tmp_path: Path) -> None:
+def test_the_tuner_of_a_distributed_search_comes_back_too(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """``--workers 2``: Keras Tuner's distributed search (the chief the oracle); the chief's
     tuner comes back, its trials those the workers tuned."""
     pytest.importorskip("keras_tuner")
     search = SEARCH.replace("%%tfc_run", "%%tfc_run --workers 2")
-    nb = _execute(tmp_path, DATA, search, NEXT)
+    nb = _execute(tmp_path, monkeypatch, DATA, search, NEXT)
     said = _said(nb.cells[2])
     assert "Back in the kernel: " in said, said[-3000:]
     got = _checked(nb.cells[3])

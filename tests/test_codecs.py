@@ -68,7 +68,16 @@ def plugin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
 
 def test_the_registry_asks_keras_then_installed_codecs_then_values(plugin: Path) -> None:
     kinds = [c.kind for c in codecs.codecs()]
-    assert kinds == ["model", "history", "figure", "sklearn", "fraction", "value"]
+    assert kinds == [
+        "model",
+        "history",
+        "hyperparameters",
+        "tuner",
+        "figure",
+        "sklearn",
+        "fraction",
+        "value",
+    ]
     fraction = codecs.claiming(Fraction(1, 3))
     assert fraction is not None and fraction.kind == "fraction"
     assert codecs.of_kind("value") is codecs.claiming([1, 2])

@@ -657,7 +657,10 @@ def _partial_back(rec: Any, shell: Any, shown: _Outputs) -> list[str]:
         except TfcError as exc:
             print(f"! what the job left in {shown.remote['cell']} could not be read: {exc}")
     limit = float(settings.get("return_limit_mb"))
-    got = bring_back(rec.job_dir, shell.user_ns, limit_mb=limit, job_id=rec.id, partial=True)
+    here = Path(rec.notebook).parent if rec.notebook else Path.cwd()
+    got = bring_back(
+        rec.job_dir, shell.user_ns, limit_mb=limit, job_id=rec.id, partial=True, folder=here
+    )
     for problem in got.problems:
         print(f"! {problem}")
     _said_back(rec, got.line())
@@ -705,13 +708,14 @@ def _bring_back(job: Any, rec: Any, shell: Any, shown: _Outputs) -> Any:
             fetch(uri, rec, leaf, settings)
         except TfcError as exc:
             print(f"! what the cell left in {uri} could not be read: {exc}")
-    got = bring_back(rec.job_dir, shell.user_ns, limit_mb=limit, job_id=rec.id)
     here = Path(rec.notebook).parent if rec.notebook else Path.cwd()
     started = rec.started_at if rec.started_at is not None else rec.created_at
     most = int(settings.get("return_max_files"))
-    for line in bring_files(
+    placed = bring_files(  # first: a value may read its files (a Keras Tuner tuner's folder)
         rec.job_dir, here, started, limit_mb=limit, max_files=most, notebook=rec.notebook
-    ):
+    )
+    got = bring_back(rec.job_dir, shell.user_ns, limit_mb=limit, job_id=rec.id, folder=here)
+    for line in placed:
         print(line)
     for problem in got.problems:
         print(f"! {problem}")

@@ -49,14 +49,15 @@ class _Files:
     the kernel wrote, read as they are."""
 
     def __init__(self, folder: str, namespace: dict[str, Any], arrays: Any) -> None:
-        self.folder = folder
+        self.files = folder
+        self.folder = Path(os.getcwd())  # where the job's files are: its working folder
         self.namespace = namespace
         self.name = ""
         self.models: dict[str, Any] = {}
         self.decoder = values.Decoder(arrays, loaded=self.loaded)  # models in containers
 
     def _path(self, file: str) -> str:
-        return os.path.join(self.folder, *codecs.plain_rel(file))
+        return os.path.join(self.files, *codecs.plain_rel(file))
 
     def bytes(self, file: str) -> bytes:
         with open(self._path(file), "rb") as f:
@@ -70,6 +71,9 @@ class _Files:
 
     def loaded(self, name: str) -> Any:
         return self.models.get(name)
+
+    def note(self, text: str) -> None:
+        print(f"[tfc_runtime] {self.name}: {text}", file=sys.stderr)
 
 
 def load(*names: str) -> tuple[Any, ...]:

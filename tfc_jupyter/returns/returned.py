@@ -120,6 +120,9 @@ class Returned:
     place``, ``bound again``, ``bound``)."""
     deleted: list[str] = field(default_factory=list)
     """Names the run cell deleted, deleted here too."""
+    notes: dict[str, str] = field(default_factory=dict)
+    """What a codec said of a name it set (name -> ``tf-keras model, rebuilt in Keras 3 with
+    its weights``)."""
 
     def line(self) -> str:
         """One line for the cell: ``back in the kernel: history, model; stayed in the job: ds
@@ -144,8 +147,10 @@ class Returned:
         return "; ".join(parts)
 
     def _named(self, names: list[str]) -> list[str]:
-        """The names, each the cell changed without binding it followed by how."""
-        return [f"{n} ({self.changed[n]})" if n in self.changed else n for n in names]
+        """The names, each followed by what a codec said of it, or how the cell changed it
+        without binding it."""
+        said = {**self.changed, **self.notes}
+        return [f"{n} ({said[n]})" if n in said else n for n in names]
 
 
 def _lmode(path: Path) -> int:
@@ -158,14 +163,17 @@ def _lmode(path: Path) -> int:
 class _Source:
     """What a codec reads a name through (:class:`tfc_runtime.codecs.Reader`): the border's
     bounded, checked readers of the job's ``cell/``, every byte counted against ``budget``;
-    copies go to ``tmp`` (removed once the names are set)."""
+    copies go to ``tmp`` (removed once the names are set). ``folder``: where the cell's files
+    are here (the notebook's folder)."""
 
     def __init__(
         self, job_dir: Path, namespace: dict[str, Any], arrays: Any, budget: border.Budget,
-        tmp: Path,
+        tmp: Path, folder: Path,
     ) -> None:  # fmt: skip
         self.job_dir = job_dir
         self.namespace = namespace
+        self.folder = folder
+        self.notes: dict[str, str] = {}
         self.name = ""
         self.budget = budget
         self.tmp = tmp
@@ -205,6 +213,9 @@ class _Source:
             return self.models[name]
         why = self.unloaded.get(name) or f"{name}, which did not load here"
         raise ValueError(f"it holds a {why}")
+
+    def note(self, text: str) -> None:
+        self.notes[self.name] = str(text)[:300]
 
 
 def _manifest(job_dir: Path, limit: int, got: Returned) -> Manifest | None:
@@ -258,6 +269,7 @@ def bring_back(
     job_id: str = "",
     kernel_cell: border.KernelCell | None = None,
     partial: bool = False,
+    folder: str | Path | None = None,
 ) -> Returned:
     """Set the run cell's names in ``namespace`` from a finished job's folder, through the
     border (:mod:`tfc_jupyter.returns.border`): only names the run cell binds by the kernel's own
@@ -269,7 +281,10 @@ def bring_back(
     ``partial``: the job failed; the names bound before its failing statement are set
     (``Returned.partial`` says where), admitted by the kernel's own copy of what ran before it
     (:meth:`~tfc_jupyter.returns.border.KernelCell.kept_before`). Without it, a failed job's
-    names (a manifest marked partial) are never set."""
+    names (a manifest marked partial) are never set.
+
+    ``folder``: where the run cell's files are in this kernel (the notebook's folder; this
+    process's folder when not given): a Keras Tuner tuner reloads from its folder there."""
     job_dir = Path(job_dir)
     got = Returned()
     if job_id and job_id in _DONE:
@@ -321,7 +336,10 @@ def bring_back(
     arrays = _arrays(job_dir, got)
     try:
         with tempfile.TemporaryDirectory(prefix="tfc-cell-") as tmp:
-            src = _Source(job_dir, namespace, arrays, border.Budget(limit), Path(tmp))
+            src = _Source(
+                job_dir, namespace, arrays, border.Budget(limit), Path(tmp),
+                Path(folder) if folder is not None else Path.cwd(),
+            )  # fmt: skip
             _set_names(src, entries, admitted, internal, code_names, got, limit_mb)
         got.changed = {n: changed[n] for n in got.names if n in changed}
         _delete(manifest.deleted, namespace, could, got)
@@ -410,6 +428,8 @@ def _read(
         return
     src.namespace[name] = value
     got.names.append(name)
+    if name in src.notes:
+        got.notes[name] = src.notes[name]
 
 
 def bring_files(

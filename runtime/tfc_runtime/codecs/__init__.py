@@ -9,16 +9,18 @@ only; a codec imports its library, Keras or pandas, when it writes or reads a va
   to one pickle-free ``.npz``), returning the name's manifest entry;
 * in the kernel, the entry's ``kind`` names the codec, and :meth:`Codec.read` rebuilds the
   value through a :class:`Reader`: the border's bounded, checked readers
-  (``tfc_jupyter/returns/border.py``). A codec never opens a path itself, and loads nothing
-  that runs code.
+  (``tfc_jupyter/returns/border.py``). A codec never opens a path of the job folder itself,
+  and loads nothing that runs code (a Keras Tuner tuner reloads from its folder where the
+  notebook is, as the cell's files come back: JSON and weights).
 
 The registry (:func:`codecs`) holds the built-in codecs (:mod:`.keras`: models and their
-``History``; :mod:`.figure`: matplotlib figures; :mod:`.sklearn_model`: scikit-learn models
-through skops; :mod:`.value`: everything JSON and plain arrays carry, tried last), then those of
-the installed packages' entry points of group :data:`ENTRY_POINTS` (each a :class:`Codec`
-subclass or instance), then those given to :func:`register`. The first that claims a value
-writes it. A codec must be installed where the job runs and in the kernel: the manifest's
-``kind`` only chooses among the kernel's own codecs, never code from the job folder.
+``History``; :mod:`.tuner`: Keras Tuner's tuners and ``HyperParameters``; :mod:`.figure`:
+matplotlib figures; :mod:`.sklearn_model`: scikit-learn models through skops; :mod:`.value`:
+everything JSON and plain arrays carry, tried last), then those of the installed packages'
+entry points of group :data:`ENTRY_POINTS` (each a :class:`Codec` subclass or instance), then
+those given to :func:`register`. The first that claims a value writes it. A codec must be
+installed where the job runs and in the kernel: the manifest's ``kind`` only chooses among the
+kernel's own codecs, never code from the job folder.
 """
 
 from __future__ import annotations
@@ -87,6 +89,9 @@ class Reader(Protocol):
     """The name being read."""
     namespace: dict[str, Any]
     """The kernel's namespace (read only: the kernel sets the name)."""
+    folder: Path
+    """Where the run cell's files are in the kernel: the notebook's folder (a local job wrote
+    there; the files other jobs wrote are copied there before the names are read)."""
 
     def bytes(self, file: str) -> bytes:
         """The bytes of ``file`` (a path the entry names, relative to the cell folder)."""
@@ -103,6 +108,11 @@ class Reader(Protocol):
 
     def loaded(self, name: str) -> Any:
         """The value an early codec read for ``name`` (see :meth:`Codec.refers`), or None."""
+        ...
+
+    def note(self, text: str) -> None:
+        """Say ``text`` after the name in the cell's line (``model (tf-keras model, rebuilt in
+        Keras 3 with its weights)``)."""
         ...
 
 
@@ -145,6 +155,8 @@ _C = TypeVar("_C", bound="Codec | type[Codec]")
 _BUILTIN = (
     "keras:KerasModel",
     "keras:KerasHistory",
+    "tuner:HyperParametersCodec",
+    "tuner:KerasTuner",
     "figure:MatplotlibFigure",
     "sklearn_model:SklearnModel",
 )

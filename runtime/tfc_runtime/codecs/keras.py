@@ -5,10 +5,13 @@
   place); loaded in the kernel from the border's private copy, checked as a zip within
   ``return_limit_mb``, in Keras' safe mode (the notebook's own classes and functions given as
   custom objects); where that fails and the kernel holds a Keras model of that name, the job's
-  weights are loaded into it.
+  weights are loaded into it. A tf-keras (Keras 2) model, as a multi-worker job trains, comes
+  back in the kernel's own Keras (:func:`kernel_keras`): where that is Keras 3, it is rebuilt
+  from its config there, with its weights and compile settings, said after its name; where its
+  architecture does not rebuild, it comes back as tf-keras, and the line says why.
 * :class:`KerasHistory` (``kind: history``): its ``history``, ``epoch`` and ``params`` as JSON
-  trees, and the name of its model; a ``History`` again in the kernel, its ``model`` the one
-  loaded.
+  trees, and the name of its model; a ``History`` again in the kernel (of the kernel's Keras
+  when its model was rebuilt there), its ``model`` the one loaded.
 
 Keras (or tf-keras) is looked up in ``sys.modules``, never imported to claim a value.
 """
@@ -16,7 +19,12 @@ Keras (or tf-keras) is looked up in ``sys.modules``, never imported to claim a v
 from __future__ import annotations
 
 import importlib
+import inspect
+import os
 import sys
+import types
+import warnings
+from pathlib import Path
 from typing import Any
 
 from . import Codec, OverLimit, Reader, Stays, Unreadable, Unsupported, Writer
@@ -44,6 +52,60 @@ def history_of(value: Any) -> str | None:
 
 def _keras(library: Any) -> Any:
     return importlib.import_module("tf_keras" if library == "tf_keras" else "keras")
+
+
+def kernel_keras(namespace: dict[str, Any]) -> str:
+    """``tf_keras`` where this process's Keras is tf-keras (the notebook imports ``tf_keras``,
+    or its ``tf.keras`` is tf-keras: ``TF_USE_LEGACY_KERAS``), else ``keras`` (Keras 3)."""
+    for value in namespace.values():
+        if isinstance(value, types.ModuleType) and value.__name__.split(".")[0] == "tf_keras":
+            return "tf_keras"
+    tf = sys.modules.get("tensorflow")
+    if tf is not None:
+        try:
+            name = str(tf.keras.__name__)
+        except Exception:  # a TensorFlow with no Keras
+            name = ""
+        if name:
+            return "tf_keras" if name.startswith("tf_keras") else "keras"
+    legacy = os.environ.get("TF_USE_LEGACY_KERAS", "").strip().lower() in ("1", "true", "yes")
+    return "tf_keras" if legacy else "keras"
+
+
+def to_keras3(model: Any, folder: Path, custom_objects: dict[str, Any]) -> tuple[Any, str]:
+    """A tf-keras ``model`` rebuilt in Keras 3 and what to say of it: its config read by
+    Keras 3's reader of Keras 2 files (an HDF5 file of the model without its optimizer,
+    written in ``folder``, loaded in safe mode), its weights, and compiled as it was (a fresh
+    optimizer of its config)."""
+    import keras
+
+    path = folder / "keras2.h5"
+    with warnings.catch_warnings():  # "HDF5 ... is considered legacy": ours, not the user's
+        warnings.simplefilter("ignore")
+        model.save(str(path), include_optimizer=False)
+    try:
+        rebuilt = keras.models.load_model(
+            str(path), custom_objects=custom_objects, compile=False, safe_mode=True
+        )
+    finally:
+        path.unlink(missing_ok=True)
+    said = "tf-keras model, rebuilt in Keras 3 with its weights"
+    config = model.get_compile_config() if hasattr(model, "get_compile_config") else None
+    if config:
+        accepted = inspect.signature(rebuilt.compile).parameters
+        # Keras 2 writes its unset settings as None (steps_per_execution: None), which
+        # Keras 3 would take as given: those keep Keras 3's defaults.
+        config = {k: v for k, v in config.items() if v is not None and k in accepted}
+        try:
+            rebuilt.compile_from_config(config)
+        except Exception as exc:
+            said += f"; not compiled: {_first_line(exc)}"
+    return rebuilt, said
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0][:200] if text else type(exc).__name__
 
 
 def _custom_objects(namespace: dict[str, Any]) -> dict[str, Any]:
@@ -95,10 +157,9 @@ class KerasModel(Codec):
             raise Stays(f"Keras model that does not load here: {str(exc)[:200]}") from None
         keras = _keras(entry.get("library"))
         earlier = src.namespace.get(src.name)
+        custom = _custom_objects(src.namespace)
         try:
-            return keras.models.load_model(
-                str(path), custom_objects=_custom_objects(src.namespace), safe_mode=True
-            )
+            model = keras.models.load_model(str(path), custom_objects=custom, safe_mode=True)
         except Exception as exc:
             reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             if earlier is not None and isinstance(earlier, keras.Model):
@@ -108,6 +169,18 @@ class KerasModel(Codec):
                 except Exception:
                     pass
             raise Stays(f"Keras model that does not load here: {reason[:200]}") from None
+        if entry.get("library") != "tf_keras" or kernel_keras(src.namespace) != "keras":
+            return model  # in the kernel's own Keras already
+        try:
+            rebuilt, said = to_keras3(model, path.parent, custom)
+        except Exception as exc:
+            src.note(
+                "a tf-keras model, not rebuilt in this kernel's Keras 3 so it does not mix with "
+                f"Keras 3 layers: {_first_line(exc)[:160]}"
+            )
+            return model
+        src.note(said)
+        return rebuilt
 
 
 class KerasHistory(Codec):
@@ -137,11 +210,14 @@ class KerasHistory(Codec):
         }
 
     def read(self, entry: dict[str, Any], src: Reader) -> Any:
-        history = _keras(entry.get("library")).callbacks.History()
+        model = src.loaded(str(entry.get("model")))
+        library = entry.get("library")
+        if library == "tf_keras" and model is not None and keras_model(model) == "keras":
+            library = "keras"  # its model was rebuilt in the kernel's Keras 3
+        history = _keras(library).callbacks.History()
         history.history = src.decode(entry.get("history")) or {}
         history.epoch = src.decode(entry.get("epoch")) or []
         history.params = src.decode(entry.get("params")) or {}
-        model = src.loaded(str(entry.get("model")))
         if model is not None:
             history.set_model(model)
         return history

@@ -1,0 +1,70 @@
+"""Issue 51, a UI that explains itself, in a real browser (JupyterLab, Debian chromium).
+
+- The ipywidgets panel's log reads in JupyterLab's dark theme: the contrast of its text against
+  its background, measured in the page (computed styles, WCAG relative luminance), is at least
+  4.5 (the log box was a fixed light grey under the dark theme's light text).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from browser import LabServer, lab_command, open_notebook, screenshot
+from jobutil import run_job, write_notebook
+
+from tfc_jupyter.store.records import JobState
+
+# The WCAG 2 contrast ratio of an element's text colour against the first opaque background
+# under it (itself or an ancestor), from the computed styles.
+CONTRAST = """(el) => {
+  const rgb = (c) => (c.match(/[\\d.]+/g) || []).map(Number);
+  const lum = ([r, g, b]) => {
+    const lin = (v) => {
+      v /= 255;
+      return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4;
+    };
+    return 0.2126 * lin(r) + 0.7152 * lin(g) + 0.0722 * lin(b);
+  };
+  let back = null;
+  for (let node = el; node && node.nodeType === 1; node = node.parentElement) {
+    const c = rgb(getComputedStyle(node).backgroundColor);
+    if (c.length >= 3 && (c.length === 3 || c[3] > 0.99)) { back = c; break; }
+  }
+  const text = rgb(getComputedStyle(el).color);
+  const [hi, lo] = [lum(text), lum(back || [255, 255, 255])].sort((a, b) => b - a);
+  return { ratio: (hi + 0.05) / (lo + 0.05), text, back };
+}"""
+
+
+@pytest.mark.slow
+def test_the_panels_log_reads_in_the_dark_theme(lab_server: LabServer, browser_page: Any) -> None:
+    """A real job's log attached in the panel, JupyterLab Dark: contrast ratio >= 4.5."""
+    page = browser_page
+    job_nb = write_notebook(
+        lab_server.root_dir / "logged.ipynb", "%%tfc_run\nprint('a line of the job log')"
+    )
+    job, record = run_job(job_nb, lab_server.home)
+    assert record.state is JobState.SUCCEEDED, record.error
+    write_notebook(lab_server.root_dir / "dark_panel.ipynb", "%load_ext tfc_jupyter", "%tfc_panel")
+    try:
+        open_notebook(page, lab_server, "dark_panel.ipynb")
+        lab_command(page, "apputils:change-theme", {"theme": "JupyterLab Dark"})
+        page.wait_for_function(
+            "() => document.body.dataset.jpThemeLight === 'false'", timeout=20_000
+        )
+        lab_command(page, "notebook:run-all-cells")
+        jobs = page.locator(".tfc-panel .tfc-jobs select")
+        jobs.wait_for(timeout=60_000)
+        jobs.select_option(label=jobs.locator("option", has_text=job.id).inner_text().strip())
+        page.locator(".tfc-panel button.tfc-attach").click()
+        log = page.locator(".tfc-panel .tfc-log pre", has_text="a line of the job log")
+        log.wait_for(timeout=30_000)
+        measured = log.evaluate(CONTRAST)
+        screenshot(page.locator(".tfc-panel"), "panel-dark-log.png")
+        assert measured["ratio"] >= 4.5, measured
+    except Exception:
+        screenshot(page, "panel-dark-failure.png")
+        raise
+    finally:
+        lab_command(page, "apputils:change-theme", {"theme": "JupyterLab Light"})

@@ -3,6 +3,9 @@
 - The ipywidgets panel's log reads in JupyterLab's dark theme: the contrast of its text against
   its background, measured in the page (computed styles, WCAG relative luminance), is at least
   4.5 (the log box was a fixed light grey under the dark theme's light text).
+- Compare, two real jobs of two notebooks: the view's first words name both notebooks, then the
+  code says how the cells differ (a diff of the cells each job ran, from its folder through
+  ``GET /jobs/ID/code``), then the options, labels as ``k=v``, then the curves.
 """
 
 from __future__ import annotations
@@ -10,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from browser import LabServer, lab_command, open_notebook, screenshot
+from browser import LabServer, lab_command, open_lab, open_notebook, screenshot
 from jobutil import run_job, write_notebook
 
 from tfc_jupyter.store.records import JobState
@@ -68,3 +71,46 @@ def test_the_panels_log_reads_in_the_dark_theme(lab_server: LabServer, browser_p
         raise
     finally:
         lab_command(page, "apputils:change-theme", {"theme": "JupyterLab Light"})
+
+
+@pytest.mark.slow
+def test_compare_names_the_notebooks_first(lab_server: LabServer, browser_page: Any) -> None:
+    """Two jobs of two notebooks, compared: the notebooks first, then code, options, curves."""
+    page = browser_page
+    ids = []
+    for name, rate in (("first_nb", "0.1"), ("second_nb", "0.5")):
+        path = write_notebook(
+            lab_server.root_dir / f"{name}.ipynb",
+            f"%%tfc_run --label run={name}\nrate = {rate}\nprint('rate', rate)",
+        )
+        job, record = run_job(path, lab_server.home)
+        assert record.state is JobState.SUCCEEDED, record.error
+        ids.append(job.id)
+    code = lab_server.api("GET", f"tfc-jupyter/jobs/{ids[1]}/code")
+    assert code["notebook"].endswith("second_nb.ipynb"), code
+    assert any("rate = 0.5" in c["source"] for c in code["cells"]), code
+    try:
+        open_lab(page, lab_server)
+        lab_command(page, "tfc-jupyter:show-jobs")
+        for job_id in ids:
+            box = page.locator(f".tfc-Sidebar .tfc-JobRow[data-job-id='{job_id}'] .tfc-JobRow-pick")
+            box.wait_for(timeout=20_000)
+            box.check()
+        page.locator(".tfc-CompareButton", has_text="Compare 2").click()
+        view = page.locator(f".tfc-Compare[data-jobs='{' '.join(ids)}']")
+        view.locator(".tfc-Compare-diff").wait_for(timeout=20_000)
+        first = view.inner_text().strip().split("\n")[0]
+        assert "first_nb.ipynb" in first and "second_nb.ipynb" in first, first
+        assert "Different notebooks" in first, first
+        headings = view.locator("h3.tfc-Compare-heading").all_inner_texts()
+        assert headings == ["Code", "Options that differ", "Curves"], headings
+        diff = view.locator(".tfc-Compare-diff").inner_text()
+        assert "- rate = 0.1" in diff and "+ rate = 0.5" in diff, diff
+        labels = view.locator(".tfc-Compare-options tr[data-option='labels'] td")
+        assert labels.all_inner_texts()[1:] == ["run=first_nb", "run=second_nb"], (
+            labels.all_inner_texts()
+        )
+        screenshot(page, "compare-notebooks.png")
+    except Exception:
+        screenshot(page, "compare-notebooks-failure.png")
+        raise

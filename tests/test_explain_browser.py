@@ -6,6 +6,9 @@
 - Compare, two real jobs of two notebooks: the view's first words name both notebooks, then the
   code says how the cells differ (a diff of the cells each job ran, from its folder through
   ``GET /jobs/ID/code``), then the options, labels as ``k=v``, then the curves.
+- The sweep tab of a real 8-trial local sweep (one trial fails): parallel coordinates, one
+  coloured polyline per trial with a metric, the failed one dashed and marked, and an
+  importance bar per swept variable, Optuna's on the sweep's study.
 """
 
 from __future__ import annotations
@@ -16,7 +19,12 @@ import pytest
 from browser import LabServer, lab_command, open_lab, open_notebook, screenshot
 from jobutil import run_job, write_notebook
 
+from tfc_jupyter.client import Client
+from tfc_jupyter.config import load_settings
+from tfc_jupyter.job.options import JobOptions
+from tfc_jupyter.jobs import store_for
 from tfc_jupyter.store.records import JobState
+from tfc_jupyter.trials.trials import run_sweep
 
 # The WCAG 2 contrast ratio of an element's text colour against the first opaque background
 # under it (itself or an ancestor), from the computed styles.
@@ -113,4 +121,67 @@ def test_compare_names_the_notebooks_first(lab_server: LabServer, browser_page: 
         screenshot(page, "compare-notebooks.png")
     except Exception:
         screenshot(page, "compare-notebooks-failure.png")
+        raise
+
+
+SWEPT = (
+    "%%tfc_run\n"
+    "from tfc_runtime.results import emit\n"
+    "if units == 4 and lr == 0.1:\n"
+    "    raise ValueError('this pair diverges')\n"
+    "for epoch in (1, 2):\n"
+    "    emit({'event': 'epoch', 'fit': 0, 'epoch': epoch,\n"
+    "          'metrics': {'val_score': units * epoch + lr}})\n"
+)
+
+
+@pytest.mark.slow
+def test_the_sweep_tab_compares_trials(lab_server: LabServer, browser_page: Any) -> None:
+    """8 real trials: parallel coordinates (a line per trial with a metric) and importance."""
+    page = browser_page
+    path = write_notebook(
+        lab_server.root_dir / "swept8.ipynb",
+        "lr = 0.1\nunits = 8",
+        SWEPT,
+        tags={0: ["parameters"]},
+    )
+    client = Client(load_settings(include_server=False), store_for(lab_server.home))
+    words = ["--sweep", "units=[4,8,16,32]", "--sweep", "lr=[0.01,0.1]", "--method", "grid"]
+    words += ["--metric", "val_score", "--goal", "max", "--parallel", "4"]
+    plan = client.plan_file(str(path), JobOptions.from_words(words), how="test")
+    sweep = run_sweep(client, plan)
+    states = sorted(t.state for t in sweep.trials)
+    assert states == ["failed"] + ["succeeded"] * 7, sweep.table_text()
+    label = sweep.id.lower()[-63:]
+    served = lab_server.api("GET", f"tfc-jupyter/sweeps/{label}")["importance"]
+    assert served["by"] == "optuna" and set(served["values"]) == {"units", "lr"}, served
+    assert abs(sum(served["values"].values()) - 1) < 1e-6, served
+    scored = sorted(str(t.number) for t in sweep.trials if t.metric is not None)
+    failed = next(t for t in sweep.trials if t.state == "failed")
+    try:
+        open_lab(page, lab_server)
+        lab_command(page, "tfc-jupyter:show-jobs")
+        row = page.locator(f".tfc-SweepRow[data-sweep='{label}']")
+        row.wait_for(timeout=20_000)
+        row.locator(".tfc-SweepRow-open").click()
+        view = page.locator(".tfc-SweepView")
+        view.locator("svg.tfc-Parallel-plot").wait_for(timeout=20_000)
+        lines = view.locator("polyline.tfc-Parallel-line")
+        assert sorted(lines.evaluate_all("ls => ls.map(l => l.dataset.trial)")) == scored
+        colours = lines.evaluate_all("ls => ls.map(l => l.getAttribute('stroke'))")
+        assert len(set(colours)) > 1, colours  # coloured by the metric
+        axes = view.locator(".tfc-Parallel-axis").evaluate_all("gs => gs.map(g => g.dataset.axis)")
+        assert axes == [*sweep.spec.names, "val_score"], axes
+        dashed = view.locator("polyline.tfc-Parallel-unscored")
+        assert dashed.count() == 1 and dashed.get_attribute("data-state") == "failed"
+        assert dashed.get_attribute("data-trial") == str(failed.number)
+        assert f"#{failed.number} failed" in view.locator(".tfc-Parallel").inner_text()
+        bars = view.locator(".tfc-Importance-bar").evaluate_all(
+            "gs => gs.map(g => g.dataset.param)"
+        )
+        assert sorted(bars) == ["lr", "units"], bars
+        assert "Optuna" in view.locator(".tfc-Importance").inner_text()
+        screenshot(page, "sweep-parallel.png")
+    except Exception:
+        screenshot(page, "sweep-parallel-failure.png")
         raise

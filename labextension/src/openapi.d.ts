@@ -1015,6 +1015,22 @@ export interface components {
             }[];
             /** @description metric by trial and by each variable, as an SVG image; null before a trial reports */
             svg: string | null;
+            /** @description how much each swept variable matters to the metric */
+            importance: {
+                /**
+                 * @description optuna: get_param_importances on the sweep's study (its journal in its folder); trials: from the trials' values and metrics
+                 * @enum {string}
+                 */
+                by: "optuna" | "trials";
+                /** @description the method in words */
+                how: string;
+                /** @description variable -> share of the importance (summing to 1); null while too few trials reported the metric */
+                values: {
+                    [key: string]: number;
+                } | null;
+                /** @description the trials the study's pruner stopped */
+                pruned: number[];
+            };
         };
         LogChunk: {
             job_id: string;

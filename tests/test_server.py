@@ -552,6 +552,7 @@ ENDPOINTS = [
     ("POST", ("jobs",)),
     ("GET", ("jobs", "some-job")),
     ("GET", ("jobs", "some-job", "logs")),
+    ("GET", ("jobs", "some-job", "code")),
     ("POST", ("jobs", "some-job", "cancel")),
     ("POST", ("jobs", "some-job", "tensorboard")),
     ("DELETE", ("jobs", "some-job")),

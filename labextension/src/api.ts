@@ -3,6 +3,7 @@
  */
 import { requestAPI } from './request';
 import {
+  ICode,
   ICreateJob,
   ICreated,
   IDefaults,
@@ -53,6 +54,11 @@ export function readLogs(
 /** The chief's per-epoch metrics and their plot (SVG). */
 export function getMetrics(id: string): Promise<IMetrics> {
   return requestAPI<IMetrics>(`jobs/${encodeURIComponent(id)}/metrics`);
+}
+
+/** The code a job ran: its notebook's path and code cells, as launched. */
+export function getCode(id: string): Promise<ICode> {
+  return requestAPI<ICode>(`jobs/${encodeURIComponent(id)}/code`);
 }
 
 /** A sweep's trials, the best one and the plot, read back from its trial jobs. */

@@ -380,6 +380,49 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/jobs/{job_id}/code": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description a job id, or any unique prefix of one */
+                job_id: components["parameters"]["JobId"];
+            };
+            cookie?: never;
+        };
+        /** The code a job ran, as launched (its notebook's path, its code cells from the job folder) */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    /** @description a job id, or any unique prefix of one */
+                    job_id: components["parameters"]["JobId"];
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description the notebook, the code cells (or the script) and why neither is there */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Code"];
+                    };
+                };
+                404: components["responses"]["Error"];
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/jobs/{job_id}/cancel": {
         parameters: {
             query?: never;
@@ -893,6 +936,21 @@ export interface components {
             job_dir: string;
             log_dir: string;
         };
+        Code: {
+            job_id: string;
+            /** @description the notebook's path, as launched (null: a script or not known) */
+            notebook: string | null;
+            /** @description the job's code cells as launched, from the job folder's script.map.json */
+            cells: {
+                /** @description the cell's index in its notebook */
+                cell: number;
+                source: string;
+            }[];
+            /** @description script.py's text when there are no cells (a .py entry point) */
+            script: string | null;
+            /** @description why the code is not there (no job folder on this machine, not readable) */
+            missing: string | null;
+        };
         /** @description a metric's value; NaN and infinity (JSON has no number for them) as strings */
         MetricValue: number | ("NaN" | "Infinity" | "-Infinity");
         Metrics: {
@@ -957,6 +1015,22 @@ export interface components {
             }[];
             /** @description metric by trial and by each variable, as an SVG image; null before a trial reports */
             svg: string | null;
+            /** @description how much each swept variable matters to the metric */
+            importance: {
+                /**
+                 * @description optuna: get_param_importances on the sweep's study (its journal in its folder); trials: from the trials' values and metrics
+                 * @enum {string}
+                 */
+                by: "optuna" | "trials";
+                /** @description the method in words */
+                how: string;
+                /** @description variable -> share of the importance (summing to 1); null while too few trials reported the metric */
+                values: {
+                    [key: string]: number;
+                } | null;
+                /** @description the trials the study's pruner stopped */
+                pruned: number[];
+            };
         };
         LogChunk: {
             job_id: string;

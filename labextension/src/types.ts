@@ -7,6 +7,9 @@ import type { components } from './openapi';
 /** A sweep read back from its trial jobs (`GET /sweeps/{id}`), as the OpenAPI file says. */
 export type ISweep = components['schemas']['Sweep'];
 
+/** The code a job ran (`GET /jobs/{id}/code`): its notebook and code cells, as launched. */
+export type ICode = components['schemas']['Code'];
+
 /** A job state; the values mirror Vertex AI's job states. */
 export type JobState =
   | 'queued'

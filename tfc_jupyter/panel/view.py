@@ -29,6 +29,12 @@ from .model import PanelModel
 VIEW_LINES = 400
 _STATE_COLORS = {"succeeded": "#1a7f37", "failed": "#cf222e", "cancelled": "#6e7781"}
 _NEUTRAL = "#6e7781"  # a cancel asked for: no failure, no error colour
+# The log box in the theme's colours (light or dark), the fixed ones as fallback outside Lab.
+_LOG_BOX = (
+    "flex-direction:column-reverse;border:1px solid var(--jp-border-color2, #d0d7de);"
+    "background:var(--jp-layout-color2, #f6f8fa)"
+)
+_LOG_TEXT = "color:var(--jp-content-font-color1, #1f2328)"
 _STAGE_MARKS = {"pending": "○", "running": "◐", "done": "✓", "skipped": "–", "failed": "✗"}
 _COUNT_MAX = {"workers": MAX_WORKERS}  # a count's largest value (others: 1000)
 _STYLE = {"description_width": "130px"}
@@ -426,9 +432,8 @@ class LaunchPanel:
             lines = watch.text(replica, verbose=self.verbose.value).split("\n")[-VIEW_LINES:]
             body = _esc("\n".join(lines)) or "(no output yet)"
             self.log.value = (
-                "<div style='max-height:320px;overflow:auto;display:flex;"
-                "flex-direction:column-reverse;border:1px solid #d0d7de;background:#f6f8fa'>"
-                f"<pre style='margin:4px;font-size:12px;flex:none'>{body}</pre></div>"
+                f"<div style='max-height:320px;overflow:auto;display:flex;{_LOG_BOX}'>"
+                f"<pre style='margin:4px;font-size:12px;flex:none;{_LOG_TEXT}'>{body}</pre></div>"
             )
 
     def _cancel(self) -> None:

@@ -198,6 +198,15 @@ class MetricsHandler(TfcHandler):
         self.reply(await self.call(self.service.metrics, job_id))
 
 
+class CodeHandler(TfcHandler):
+    """``GET``: the code a job ran (its notebook's path and code cells, as launched)."""
+
+    @web.authenticated
+    async def get(self, job_id: str) -> None:
+        """The job's notebook, its code cells from the job folder (or its script)."""
+        self.reply(await self.call(self.service.code, job_id))
+
+
 class SweepHandler(TfcHandler):
     """``GET``: a sweep's trials, best one and plot, read back from its trial jobs."""
 
@@ -290,6 +299,7 @@ ROUTES: list[tuple[str, type[TfcHandler]]] = [
     (f"jobs/{_JOB}", JobHandler),
     (f"jobs/{_JOB}/logs", LogsHandler),
     (f"jobs/{_JOB}/metrics", MetricsHandler),
+    (f"jobs/{_JOB}/code", CodeHandler),
     (f"jobs/{_JOB}/cancel", CancelHandler),
     (f"jobs/{_JOB}/tensorboard", TensorBoardHandler),
     (f"sweeps/{_SWEEP}", SweepHandler),

@@ -34,6 +34,7 @@ from ..util.files import confined
 
 _REPLICA = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 LOG_CHUNK = 256 * 1024
+CODE_BYTES = 8 << 20  # a job folder's script.map.json or script.py read for its code
 """Most bytes of one replica log returned by one logs request."""
 MAX_LIST = 500
 MAX_CELLS = 10_000  # cells of a notebook sent in a request
@@ -439,6 +440,36 @@ class JobService:
             "model_dir": jobs.model_dir(record, results),
             "svg": svg(shown, done=record.state.is_terminal()),
         }
+
+    def code(self, job_id: str) -> dict[str, Any]:
+        """The code a job ran, as launched: its notebook's path, and its code cells (index and
+        source) from the job folder's ``script.map.json``; ``script``: ``script.py``'s text when
+        the map names no cells (a ``.py`` entry point); ``missing``: why neither is there. The
+        folder is read through the border (no link followed, 8 MB at most)."""
+        from ..returns import border
+
+        record = self._record(self.client(), job_id)
+        out: dict[str, Any] = {"job_id": record.id, "notebook": record.notebook, "cells": []}
+        out.update(script=None, missing=None)
+        if not record.job_dir:
+            out["missing"] = "the job has no folder on this machine"
+            return out
+        try:
+            smap = border.read_json(record.job_dir, "script.map.json", CODE_BYTES)
+            cells = smap.get("cells") if isinstance(smap, dict) else None
+            out["cells"] = [
+                {"cell": c["cell"], "source": c["source"]}
+                for c in (cells if isinstance(cells, list) else [])
+                if isinstance(c, dict)
+                and isinstance(c.get("cell"), int)
+                and isinstance(c.get("source"), str)
+            ]
+            if not out["cells"]:
+                data = border.read_bytes(record.job_dir, "script.py", CODE_BYTES)
+                out["script"] = data.decode("utf-8", errors="replace")
+        except (border.Refused, OSError) as exc:
+            out["missing"] = f"its code is not readable in its folder: {exc}"
+        return out
 
     def sweep(self, sweep_id: str) -> dict[str, Any]:
         """A sweep read back from its trial jobs: each trial's values, state, metric, time and

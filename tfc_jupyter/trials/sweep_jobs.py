@@ -4,7 +4,8 @@ A sweep this machine drives (:mod:`tfc_jupyter.trials.trials`) leaves each trial
 ``tfc-sweep`` (the sweep's id) and ``tfc-trial`` (its number), whose spec holds the values
 (its arguments, ``--lr=0.0031``, read as the runtime reads them) and whose results hold the
 metric. The sweep's folder (``HOME/sweeps/ID/sweep.json``) says which metric ranks them and
-which way. Nothing here asks Optuna: reading a sweep never touches its study or its lock.
+which way. Reading a sweep never touches its study or its lock (the importances read a copy
+of its journal: :mod:`.importance`).
 A sweep on Vertex AI is one tuning job labelled ``tfc-sweep`` with its own id; its trials are
 the service's, kept by its watcher in the job folder and read from there through the border.
 """
@@ -25,6 +26,7 @@ from ..returns.outcome import results_of
 from ..returns.plot import INK
 from ..store.records import JobRecord, JobState, JobStore
 from ..sweep.spec import DEFAULT_METRIC, SweepSpec, default_goal, parse_param
+from .importance import importance
 from .trial_table import Sweep, Trial, sweep_svg
 from .trials import SWEEP_LABEL, SWEEPS, TRIAL_LABEL, curve, sweep_label
 from .tuned import load_trials, spec_of
@@ -135,14 +137,19 @@ def read_sweep(store: JobStore, sweep_id: str) -> tuple[Sweep, str, str]:
 
 def sweep_json(store: JobStore, sweep_id: str) -> dict[str, Any]:
     """The sweep ``sweep_id`` as the sweep tab shows it (:func:`read_sweep`): its trials
-    (values, state, metric, time, job), the best one, a summary line and the plot (metric by
-    trial and by value).
+    (values, state, metric, time, job), the best one, a summary line, the plot (metric by
+    trial and by value) and each parameter's importance (:mod:`.importance`: Optuna's on the
+    sweep's study where its journal is in its folder, else from the trials).
 
     Raises:
         JobNotFound, BackendError: as :func:`read_sweep`.
     """
     sweep, name, summary = read_sweep(store, sweep_id)
-    return _as_json(sweep_id, name, sweep, summary)
+    found = importance(sweep.folder, sweep.trials, sweep.spec.names)
+    for trial in sweep.trials:  # a job its pruner stopped: pruned, not stopped by hand
+        if trial.state == "stopped" and trial.number in found["pruned"]:
+            trial.state = "pruned"
+    return {**_as_json(sweep_id, name, sweep, summary), "importance": found}
 
 
 def _tunes(record: JobRecord) -> bool:

@@ -2,7 +2,12 @@
  * src/compare.ts: several jobs' curves of one metric, and the options they differ in.
  */
 import {
+  codeLines,
+  diffHunks,
+  diffLines,
   differingOptions,
+  notebookLine,
+  shown,
   extent,
   polylines,
   seriesOf,
@@ -106,10 +111,78 @@ describe('differingOptions', () => {
     // from the code is not an option.
     expect(differingOptions([a, b])).toEqual([
       { name: 'backend', values: ['local', 'docker'] },
-      { name: 'entry_args', values: ['["--lr=0.1"]', '["--lr=0.01"]'] },
+      { name: 'entry_args', values: ['--lr=0.1', '--lr=0.01'] },
       { name: 'scheduling', values: ['standard', 'spot'] },
       { name: 'worker_count', values: ['0', '2'] }
     ]);
     expect(differingOptions([a, { ...a, id: 'c' }])).toEqual([]);
+  });
+});
+
+describe('what differs first', () => {
+  it('names each notebook, or the one they share', () => {
+    const a = { ...job('a-1-aaaaaa', {}), notebook: 'x/train.ipynb' };
+    const b = { ...job('b-1-bbbbbb', {}), notebook: 'y/eval.ipynb' };
+    expect(notebookLine([a, b])).toEqual({
+      same: false,
+      text: 'Different notebooks: train.ipynb (a) vs eval.ipynb (b)'
+    });
+    // two folders' notebooks of one name are told apart by their paths
+    const c = { ...b, notebook: 'y/train.ipynb' };
+    expect(notebookLine([a, c]).text).toBe(
+      'Different notebooks: x/train.ipynb (a) vs y/train.ipynb (b)'
+    );
+    expect(notebookLine([a, { ...a, id: 'c' }])).toEqual({
+      same: true,
+      text: 'Same notebook: x/train.ipynb'
+    });
+  });
+
+  it('shows options as flags write them, labels as k=v', () => {
+    expect(shown({ team: 'ml', run: 'b' })).toBe('team=ml, run=b');
+    expect(shown(['--lr=0.1', '--epochs=2'])).toBe('--lr=0.1 --epochs=2');
+    expect(shown(3)).toBe('3');
+    expect(shown({})).toBe('—');
+    expect(shown(null)).toBe('—');
+  });
+
+  it('diffs the cells, changed lines with their context', () => {
+    const code = (rate: string) => ({
+      job_id: 'j',
+      notebook: null,
+      cells: [
+        { cell: 0, source: 'import os\n' },
+        { cell: 2, source: `a = 1\nb = 2\nc = 3\nrate = ${rate}\nfit()` }
+      ],
+      script: null,
+      missing: null
+    });
+    const a = codeLines(code('0.1'));
+    expect(a).toEqual([
+      '# cell 0',
+      'import os',
+      '# cell 2',
+      'a = 1',
+      'b = 2',
+      'c = 3',
+      'rate = 0.1',
+      'fit()'
+    ]);
+    const diff = diffLines(a, codeLines(code('0.5')));
+    expect(diff.filter(d => d.op !== ' ')).toEqual([
+      { op: '-', text: 'rate = 0.1' },
+      { op: '+', text: 'rate = 0.5' }
+    ]);
+    expect(diffHunks(diff, 1)).toEqual([
+      null,
+      { op: ' ', text: 'c = 3' },
+      { op: '-', text: 'rate = 0.1' },
+      { op: '+', text: 'rate = 0.5' },
+      { op: ' ', text: 'fit()' }
+    ]);
+    expect(diffHunks(diffLines(a, a))).toEqual([]);
+    expect(codeLines({ ...code('1'), cells: [], script: 'x = 1\n' })).toEqual([
+      'x = 1'
+    ]);
   });
 });

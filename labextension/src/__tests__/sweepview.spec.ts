@@ -67,7 +67,13 @@ function sweep(running: boolean): ISweep {
         note: ''
       }
     ],
-    svg: '<svg xmlns="http://www.w3.org/2000/svg"></svg>'
+    svg: '<svg xmlns="http://www.w3.org/2000/svg"></svg>',
+    importance: {
+      by: 'trials',
+      how: "the trials' values and metrics",
+      values: { units: 0.3, lr: 0.7 },
+      pruned: []
+    }
   };
 }
 
@@ -117,6 +123,25 @@ describe('SweepView', () => {
       expect(container.textContent).toContain(
         'Trials are ranked by the highest val_accuracy.'
       );
+      // parallel coordinates: a coloured line per trial with a metric, the failed one dashed
+      const scored = container.querySelectorAll('polyline.tfc-Parallel-line');
+      expect(Array.from(scored).map(l => l.getAttribute('data-trial'))).toEqual(
+        ['1', '2']
+      );
+      const dashed = container.querySelector('polyline.tfc-Parallel-unscored');
+      expect(dashed?.getAttribute('data-state')).toBe('failed');
+      expect(dashed?.getAttribute('points')?.split(' ').length).toBe(2); // lr, units
+      const axes = container.querySelectorAll('.tfc-Parallel-axis');
+      expect(Array.from(axes).map(a => a.getAttribute('data-axis'))).toEqual([
+        'lr',
+        'units',
+        'val_accuracy'
+      ]);
+      const bars = container.querySelectorAll('.tfc-Importance-bar');
+      expect(Array.from(bars).map(b => b.getAttribute('data-param'))).toEqual([
+        'lr',
+        'units'
+      ]);
       const img = container.querySelector('img.tfc-SweepView-plot');
       expect(img?.getAttribute('src')).toMatch(/^data:image\/svg\+xml;base64,/);
       rows[1].querySelector('button')?.click();

@@ -1,9 +1,13 @@
 import React, { useEffect, useState } from 'react';
 
-import { getMetrics } from '../api';
+import { getCode, getMetrics } from '../api';
 import {
+  codeLines,
+  diffHunks,
+  diffLines,
   differingOptions,
   extent,
+  notebookLine,
   polylines,
   SERIES_COLORS,
   seriesOf,
@@ -11,7 +15,7 @@ import {
 } from '../compare';
 import { formatMetric } from '../format';
 import { JobStore, useJobStore } from '../store';
-import { IJob, IMetrics } from '../types';
+import { ICode, IJob, IMetrics } from '../types';
 
 const WIDTH = 560;
 const HEIGHT = 220;
@@ -37,8 +41,19 @@ export function CompareView(props: ICompareViewProps): JSX.Element {
   const [runs, setRuns] = useState<(IMetrics | null)[]>([]);
   const [error, setError] = useState<string | null>(null);
   const [picked, setPicked] = useState<string>('');
+  const [codes, setCodes] = useState<(ICode | null)[]>([]);
   const running = jobs.some(j => !j.terminal);
   const key = props.ids.join(' ');
+
+  useEffect(() => {
+    let live = true;
+    void Promise.all(
+      key.split(' ').map(id => getCode(id).catch(() => null))
+    ).then(got => live && setCodes(got));
+    return () => {
+      live = false;
+    };
+  }, [key]);
 
   useEffect(() => {
     let live = true;
@@ -86,7 +101,33 @@ export function CompareView(props: ICompareViewProps): JSX.Element {
 
   return (
     <div className="tfc-Compare" data-jobs={props.ids.join(' ')}>
-      <h2>Compare {props.ids.length} jobs</h2>
+      <NotebooksAndCode jobs={jobs} codes={codes} />
+      <h3 className="tfc-Compare-heading">Options that differ</h3>
+      {options.length ? (
+        <table className="tfc-Compare-options">
+          <thead>
+            <tr>
+              <th>option</th>
+              {jobs.map(j => (
+                <th key={j.id}>{j.name}</th>
+              ))}
+            </tr>
+          </thead>
+          <tbody>
+            {options.map(row => (
+              <tr key={row.name} data-option={row.name}>
+                <td>{row.name}</td>
+                {row.values.map((v, i) => (
+                  <td key={i}>{v}</td>
+                ))}
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      ) : (
+        <p className="tfc-Muted">None: the jobs ran with the same options.</p>
+      )}
+      <h3 className="tfc-Compare-heading">Curves</h3>
       {error ? <p className="tfc-Error">{error}</p> : null}
       {names.length ? (
         <label className="tfc-Compare-metric">
@@ -187,31 +228,82 @@ export function CompareView(props: ICompareViewProps): JSX.Element {
           })}
         </ul>
       ) : null}
-      <h3>Options that differ</h3>
-      {options.length ? (
-        <table className="tfc-Compare-options">
-          <thead>
-            <tr>
-              <th>option</th>
-              {jobs.map(j => (
-                <th key={j.id}>{j.name}</th>
-              ))}
-            </tr>
-          </thead>
-          <tbody>
-            {options.map(row => (
-              <tr key={row.name} data-option={row.name}>
-                <td>{row.name}</td>
-                {row.values.map((v, i) => (
-                  <td key={i}>{v}</td>
-                ))}
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      ) : (
-        <p className="tfc-Muted">None: the jobs ran with the same options.</p>
-      )}
     </div>
   );
 }
+
+/**
+ * What differs that matters most, first: the notebooks the jobs ran (the same one or each
+ * job's), then their code as a diff of the cells against the first job's.
+ */
+function NotebooksAndCode(props: {
+  jobs: IJob[];
+  codes: (ICode | null)[];
+}): JSX.Element {
+  const notebooks = notebookLine(props.jobs);
+  const first = props.codes[0];
+  const others = props.jobs.slice(1).map((job, i) => ({
+    job,
+    code: props.codes[i + 1] ?? null
+  }));
+  return (
+    <>
+      <h2
+        className={`tfc-Compare-notebooks${notebooks.same ? '' : ' tfc-Compare-differs'}`}
+      >
+        {notebooks.text}
+      </h2>
+      <h3 className="tfc-Compare-heading">Code</h3>
+      {!first || props.codes.length < props.jobs.length ? (
+        <p className="tfc-Muted">Reading each job's code…</p>
+      ) : (
+        others.map(({ job, code }) => (
+          <CodeDiff key={job.id} first={first} other={code} job={job} />
+        ))
+      )}
+    </>
+  );
+}
+
+/** The first job's code against another's: changed lines with two lines around them. */
+function CodeDiff(props: {
+  first: ICode;
+  other: ICode | null;
+  job: IJob;
+}): JSX.Element {
+  const missing = props.first.missing ?? props.other?.missing;
+  if (!props.other || missing) {
+    return (
+      <p className="tfc-Muted">
+        {props.job.name}: {missing ?? 'its code could not be read'}
+      </p>
+    );
+  }
+  const hunks = diffHunks(
+    diffLines(codeLines(props.first), codeLines(props.other))
+  );
+  if (!hunks.length) {
+    return (
+      <p className="tfc-Compare-samecode" data-job-id={props.job.id}>
+        {props.job.name}: the same code as the first job.
+      </p>
+    );
+  }
+  return (
+    <pre className="tfc-Compare-diff" data-job-id={props.job.id}>
+      {hunks.map((line, i) =>
+        line === null ? (
+          <div key={i} className="tfc-Compare-gap">
+            …
+          </div>
+        ) : (
+          <div key={i} className={`tfc-Compare-diff-${OPS[line.op]}`}>
+            {`${line.op} ${line.text}`}
+          </div>
+        )
+      )}
+    </pre>
+  );
+}
+
+const OPS = { ' ': 'same', '-': 'removed', '+': 'added' } as const;

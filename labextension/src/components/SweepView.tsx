@@ -5,6 +5,7 @@ import { formatElapsed } from '../format';
 import { usePoll } from '../hooks';
 import { ISweep } from '../types';
 import { svgDataUrl } from './MetricsView';
+import { ImportanceView, ParallelView } from './SweepCharts';
 
 /** How often the tab reads the sweep while a trial runs. */
 export const SWEEP_POLL_MS = 2000;
@@ -39,7 +40,8 @@ export function shownValue(
 }
 
 /**
- * A sweep's tab: its summary, the plot (its metric by trial and against each swept variable)
+ * A sweep's tab: its summary, parallel coordinates of its trials and each variable's
+ * importance, the plot (its metric by trial and against each swept variable)
  * and the table of trials (values, state, metric, time, job), the best one in bold; a trial's
  * job opens from its row. Read again while a trial runs.
  */
@@ -86,6 +88,8 @@ export function SweepView(props: {
         Trials are ranked by the {goal} {sweep.metric}.
       </div>
       {error ? <div className="tfc-Error">{error}</div> : null}
+      {sweep.trials.length ? <ParallelView sweep={sweep} /> : null}
+      <ImportanceView sweep={sweep} />
       {src ? (
         <img
           className="tfc-SweepView-plot"

@@ -42,11 +42,14 @@ import zipfile
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tfc_runtime import codecs
 
 from ..util.files import KIND, human_size, write_private
+
+if TYPE_CHECKING:
+    from .filling import Filling
 
 MAX_NAMES = 1000
 """Names one job may set in the kernel."""
@@ -206,6 +209,30 @@ def copy_out(root: Path | str, rel: str, limit: int, into: Path) -> Path:
     return target
 
 
+def open_copy(root: Path | str, rel: str, limit: int, into: Path) -> Filling:
+    """``root/rel``'s private copy in ``into``, as :func:`copy_out` makes it, opened while a
+    thread makes it (:class:`~tfc_jupyter.returns.filling.Filling`: a read waits for its
+    bytes), so that loading it overlaps copying it. The bytes copied are the file's size when it
+    is opened, within ``limit``; a file that gets shorter meanwhile fails the reads.
+
+    Raises:
+        Refused, OSError: as :func:`read_bytes`.
+    """
+    from .filling import Filling
+
+    fd = _walk_open(Path(root), rel)
+    try:
+        size = os.fstat(fd).st_size
+        if size > limit:
+            raise OverLimit(f"{rel}: over {human_size(limit)}")
+        target = into / Path(rel).name
+        os.close(os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _CLOEXEC, 0o600))
+        return Filling(fd, target, size)
+    except BaseException:
+        os.close(fd)
+        raise
+
+
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _STEP = 256 << 20
 """Bytes one system call is asked to copy at most."""
@@ -291,16 +318,24 @@ def _member(zf: zipfile.ZipFile, info: zipfile.ZipInfo, limit: int, what: str) -
         raise Refused(f"{what}: a damaged zip member ({str(exc)[:60]})") from None
 
 
-def check_zip(path: Path, limit: int, what: str) -> int:
-    """The bytes the zip at ``path`` gives once decompressed, every member counted (a member
-    read more than once, counted each time): :class:`Refused` past ``limit`` (a zip bomb), or
-    for a file that is not a zip. A compressed member is decompressed (nothing kept), its real
-    bytes counted. A stored member (a Keras ``.keras`` file's are) is counted by its size,
-    unread: its bytes are its data as they lie in the file, never more than its size
-    (:mod:`zipfile` stops there), and its two sizes must agree and its data lie in the file."""
+def check_zip(path: Path | io.RawIOBase, limit: int, what: str) -> int:
+    """The bytes the zip at ``path`` (or ``path``, an open file) gives once decompressed, every
+    member counted (a member read more than once, counted each time): :class:`Refused` past
+    ``limit`` (a zip bomb), or for a file that is not a zip. A compressed member is decompressed
+    (nothing kept), its real bytes counted. A stored member (a Keras ``.keras`` file's are) is
+    counted by its size, unread: its bytes are its data as they lie in the file, never more than
+    its size (:mod:`zipfile` stops there), and its two sizes must agree and its data lie in the
+    file."""
+    if not isinstance(path, Path):
+        return _check_zip(path, limit, what)
+    with open(path, "rb") as fh:
+        return _check_zip(fh, limit, what)
+
+
+def _check_zip(fh: Any, limit: int, what: str) -> int:
     total = 0
-    with open(path, "rb") as fh, _zip(fh, what) as zf:
-        end = os.fstat(fh.fileno()).st_size
+    with _zip(fh, what) as zf:
+        end = fh.seek(0, io.SEEK_END)
         for info in zf.infolist():
             if info.compress_type == zipfile.ZIP_STORED:
                 _stored(fh, info, end, what)

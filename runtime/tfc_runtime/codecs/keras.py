@@ -87,27 +87,58 @@ class KerasModel(Codec):
         file = entry.get("file")
         if not isinstance(file, str):
             raise Stays("Keras model with no file")
+        keras = _keras(entry.get("library"))
+        custom = _custom_objects(src.namespace)
+        load = _file_loader(keras) if file.endswith(".keras") else None
+        opened = getattr(src, "opened", None)  # the kernel's border: a copy read as it is made
         try:
+            if load is not None and opened is not None:
+                with opened(file) as fh:
+                    return _loaded(keras, src, lambda: load(fh, custom, True, True), fh.finish)
             path = src.copy(file, archive=file.endswith(".keras"))
         except OverLimit:
             raise
         except (Unreadable, OSError) as exc:
             raise Stays(f"Keras model that does not load here: {str(exc)[:200]}") from None
-        keras = _keras(entry.get("library"))
-        earlier = src.namespace.get(src.name)
-        try:
-            return keras.models.load_model(
-                str(path), custom_objects=_custom_objects(src.namespace), safe_mode=True
-            )
-        except Exception as exc:
-            reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            if earlier is not None and isinstance(earlier, keras.Model):
-                try:
-                    earlier.load_weights(str(path))
-                    return earlier
-                except Exception:
-                    pass
-            raise Stays(f"Keras model that does not load here: {reason[:200]}") from None
+        return _loaded(
+            keras,
+            src,
+            lambda: keras.models.load_model(str(path), custom_objects=custom, safe_mode=True),
+            lambda: path,
+        )
+
+
+def _file_loader(keras: Any) -> Any:
+    """Keras 3's load of a ``.keras`` archive from an open file (``load(file, custom_objects,
+    compile, safe_mode)``: what ``keras.models.load_model`` calls for a ``.keras`` path), or
+    None (tf_keras, or a Keras that loads from paths only)."""
+    if getattr(keras, "__name__", "") != "keras":
+        return None
+    try:
+        saving_lib = importlib.import_module("keras.src.saving.saving_lib")
+    except ImportError:
+        return None
+    if not hasattr(saving_lib, "_load_model_from_fileobj"):
+        return None
+    return getattr(saving_lib, "load_model", None)
+
+
+def _loaded(keras: Any, src: Reader, load: Any, path: Any) -> Any:
+    """``load()``, in safe mode; where that fails and the kernel holds a Keras model of the
+    name, the job's weights loaded into it (from ``path()``, the private copy); else
+    :class:`Stays` saying why."""
+    earlier = src.namespace.get(src.name)
+    try:
+        return load()
+    except Exception as exc:
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        if earlier is not None and isinstance(earlier, keras.Model):
+            try:
+                earlier.load_weights(str(path()))
+                return earlier
+            except Exception:
+                pass
+        raise Stays(f"Keras model that does not load here: {reason[:200]}") from None
 
 
 class KerasHistory(Codec):

@@ -87,25 +87,29 @@ class KerasModel(Codec):
         file = entry.get("file")
         if not isinstance(file, str):
             raise Stays("Keras model with no file")
-        keras = _keras(entry.get("library"))
+        library = entry.get("library")
         custom = _custom_objects(src.namespace)
-        load = _file_loader(keras) if file.endswith(".keras") else None
         opened = getattr(src, "opened", None)  # the kernel's border: a copy read as it is made
         try:
-            if load is not None and opened is not None:
-                with opened(file) as fh:
-                    return _loaded(keras, src, lambda: load(fh, custom, True, True), fh.finish)
+            if opened is not None and file.endswith(".keras"):
+                with opened(file) as fh:  # checked within the limit before Keras is imported
+                    keras = _keras(library)
+                    if (load := _file_loader(keras)) is not None:
+                        return _loaded(keras, src, lambda: load(fh, custom, True, True), fh.finish)
+                    path = fh.finish()
+                    return _loaded(keras, src, lambda: _load_path(keras, path, custom), fh.finish)
             path = src.copy(file, archive=file.endswith(".keras"))
         except OverLimit:
             raise
         except (Unreadable, OSError) as exc:
             raise Stays(f"Keras model that does not load here: {str(exc)[:200]}") from None
-        return _loaded(
-            keras,
-            src,
-            lambda: keras.models.load_model(str(path), custom_objects=custom, safe_mode=True),
-            lambda: path,
-        )
+        keras = _keras(library)
+        return _loaded(keras, src, lambda: _load_path(keras, path, custom), lambda: path)
+
+
+def _load_path(keras: Any, path: Any, custom: dict[str, Any]) -> Any:
+    """``keras.models.load_model`` of the private copy at ``path``, in safe mode."""
+    return keras.models.load_model(str(path), custom_objects=custom, safe_mode=True)
 
 
 def _file_loader(keras: Any) -> Any:

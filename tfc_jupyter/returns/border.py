@@ -49,7 +49,7 @@ from tfc_runtime import codecs
 from ..util.files import KIND, human_size, write_private
 
 if TYPE_CHECKING:
-    from .filling import Filling
+    from .once import ReadOnce
 
 MAX_NAMES = 1000
 """Names one job may set in the kernel."""
@@ -209,25 +209,23 @@ def copy_out(root: Path | str, rel: str, limit: int, into: Path) -> Path:
     return target
 
 
-def open_copy(root: Path | str, rel: str, limit: int, into: Path) -> Filling:
-    """``root/rel``'s private copy in ``into``, as :func:`copy_out` makes it, opened while a
-    thread makes it (:class:`~tfc_jupyter.returns.filling.Filling`: a read waits for its
-    bytes), so that loading it overlaps copying it. The bytes copied are the file's size when it
-    is opened, within ``limit``; a file that gets shorter meanwhile fails the reads.
+def open_copy(root: Path | str, rel: str, limit: int, into: Path) -> ReadOnce:
+    """``root/rel``'s private copy, made as it is read: each byte read from the job's file once,
+    kept in memory and served from there after (:class:`~tfc_jupyter.returns.once.ReadOnce`),
+    so that checking and loading it read it once in all; at most its size when it is opened,
+    within ``limit``. Its path in ``into`` is written when one is asked for (``finish``).
 
     Raises:
         Refused, OSError: as :func:`read_bytes`.
     """
-    from .filling import Filling
+    from .once import ReadOnce
 
     fd = _walk_open(Path(root), rel)
     try:
         size = os.fstat(fd).st_size
         if size > limit:
             raise OverLimit(f"{rel}: over {human_size(limit)}")
-        target = into / Path(rel).name
-        os.close(os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _CLOEXEC, 0o600))
-        return Filling(fd, target, size)
+        return ReadOnce(fd, into / Path(rel).name, size)
     except BaseException:
         os.close(fd)
         raise

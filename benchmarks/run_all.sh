@@ -16,7 +16,7 @@ log="$(mktemp -t tfc-bench-XXXXXX.log)"
 trap 'rm -f "$log"' EXIT
 date -u +"%Y-%m-%d %H:%M UTC on $(nproc) cores, $(uname -m); load average: $(cut -d' ' -f1-3 /proc/loadavg)"
 results=()
-for bench in bench_launch bench_load bench_convert bench_local_job bench_warm bench_logs bench_package bench_images; do
+for bench in bench_launch bench_load bench_convert bench_local_job bench_warm bench_logs bench_names_back bench_package bench_images; do
   echo
   echo "== benchmarks/$bench.py"
   if [ "$bench" = bench_images ] && [ -z "${TFC_TEST_REGISTRY:-}" ]; then
@@ -43,3 +43,5 @@ for line in "${results[@]}"; do
 done
 echo "  issue 27's figures (bench_launch.py):"
 grep -E "^  (run|tf_run|tf_workers|magic|plan): " "$log" || echo "    none: bench_launch.py did not finish"
+echo "  issue 49's names back (bench_names_back.py):"
+grep -E "^ratio " "$log" || echo "    none: bench_names_back.py did not finish"

@@ -494,6 +494,194 @@ def test_a_value_over_the_limit_stays_though_declared_small(tmp_path: Path) -> N
     ]
 
 
+# -- the private copy and the zip check, as cheap as they can be (issue 49) -----------------
+
+
+def _private_dirs(tmp_path: Path) -> list[Path]:
+    """Folders to copy into: beside the job folder, and on another file system where there is
+    one (a tmpfs: the copy cannot be done by ``copy_file_range`` there, and falls back)."""
+    here = tmp_path / "into"
+    here.mkdir()
+    shm = Path("/dev/shm")
+    if shm.is_dir() and os.access(shm, os.W_OK) and os.stat(shm).st_dev != os.stat(here).st_dev:
+        import tempfile
+
+        return [here, Path(tempfile.mkdtemp(dir=shm))]  # removed by the test
+    return [here]
+
+
+@pytest.mark.item("limits count bytes read and decompressed, never what the job declares")
+@settings(max_examples=25, deadline=None)
+@given(size=st.integers(0, 3 << 20), slack=st.integers(-2, 2))
+def test_the_private_copy_is_the_bytes_read_within_the_limit(
+    tmp_path_factory: pytest.TempPathFactory, size: int, slack: int
+) -> None:
+    """``copy_out`` gives an owner-only file of the job file's bytes, on this file system and on
+    another; one byte over the limit is refused; writing the job's file afterwards changes
+    nothing of the copy."""
+    import shutil
+
+    tmp_path = tmp_path_factory.mktemp("copy")
+    job = tmp_path / "job"
+    (job / "cell").mkdir(parents=True)
+    data = os.urandom(size)
+    (job / "cell" / "m.keras").write_bytes(data)
+    limit = max(size + slack, 0)
+    folders = _private_dirs(tmp_path)
+    try:
+        for into in folders:
+            if size > limit:
+                with pytest.raises(border.OverLimit, match=r"cell/m\.keras: over "):
+                    border.copy_out(job, "cell/m.keras", limit, into)
+                continue
+            copy = border.copy_out(job, "cell/m.keras", limit, into)
+            assert copy.read_bytes() == data
+            assert copy.stat().st_mode & 0o777 == 0o600
+        with open(job / "cell" / "m.keras", "r+b") as fh:  # the job writes its file in place
+            fh.write(b"swapped!" * 4)
+        for into in folders:
+            if size <= limit:
+                assert (into / "m.keras").read_bytes() == data
+    finally:
+        for into in folders[1:]:
+            shutil.rmtree(into, ignore_errors=True)
+
+
+@pytest.mark.item("no link is followed, no FIFO or device is opened")
+def test_a_file_whose_size_says_0_is_copied_whole() -> None:
+    """A regular file of a file system that says 0 bytes for a file that has some (procfs):
+    the copy falls back to reading it, and holds its bytes."""
+    import tempfile
+
+    pid = os.getpid()
+    with tempfile.TemporaryDirectory() as into:
+        copy = border.copy_out(f"/proc/{pid}", "cmdline", 1 << 20, Path(into))
+        assert os.stat(f"/proc/{pid}/cmdline").st_size == 0
+        assert copy.read_bytes() == Path(f"/proc/{pid}/cmdline").read_bytes() != b""
+
+
+def _stored_zip(path: Path, members: dict[str, bytes]) -> None:
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_STORED) as zf:
+        for name, data in members.items():
+            zf.writestr(name, data)
+
+
+@pytest.mark.item("limits count bytes read and decompressed, never what the job declares")
+def test_a_stored_member_is_counted_by_its_size_and_a_lying_one_refused(tmp_path: Path) -> None:
+    """A ``.keras`` as Keras writes it (stored members) is counted without being read; a member
+    whose sizes disagree, whose data run past the file, or whose local header is not one, is a
+    damaged member in one line; past the limit, over it."""
+    import struct
+
+    path = tmp_path / "m.keras"
+    members = {"config.json": b"{}" * 10, "model.weights.h5": os.urandom(5000)}
+    _stored_zip(path, members)
+    assert border.check_zip(path, 5020, "m.keras") == 5020
+    with pytest.raises(border.OverLimit, match=r"^m\.keras: over 5 KB once decompressed$"):
+        border.check_zip(path, 5019, "m.keras")
+    good = path.read_bytes()
+    at = good.rindex(zipfile.stringCentralDir)  # model.weights.h5's entry: the last
+    for field, value in ((24, 1 << 30), (20, 6000), (42, len(good) - 10)):  # file_size,
+        bad = bytearray(good)  # both sizes past the end, its local header's offset
+        if field == 20:
+            bad[at + 24 : at + 28] = struct.pack("<L", value)
+        bad[at + field : at + field + 4] = struct.pack("<L", value)
+        path.write_bytes(bytes(bad))
+        with pytest.raises(border.Refused) as info:
+            border.check_zip(path, 1 << 31, "m.keras")
+        assert str(info.value) == "m.keras: a damaged zip member ('model.weights.h5')", field
+
+
+@pytest.mark.item("limits count bytes read and decompressed, never what the job declares")
+@settings(max_examples=60, deadline=None)
+@given(
+    sizes=st.lists(st.integers(0, 3000), min_size=1, max_size=4),
+    flips=st.lists(st.tuples(st.integers(0, 1 << 16), st.integers(0, 255)), max_size=4),
+)
+def test_a_checked_zip_never_gives_more_than_it_was_counted(
+    sizes: list[int], flips: list[tuple[int, int]]
+) -> None:
+    """Any stored zip, any bytes of it changed: ``check_zip`` refuses it, or what ``zipfile``
+    then gives of its members (as Keras reads them) is at most what it counted."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "m.keras"
+        _stored_zip(path, {f"m{i}": os.urandom(n) for i, n in enumerate(sizes)})
+        raw = bytearray(path.read_bytes())
+        for where, byte in flips:
+            raw[where % len(raw)] = byte
+        path.write_bytes(bytes(raw))
+        try:
+            counted_bytes = border.check_zip(path, 1 << 20, "m.keras")
+        except border.Refused:
+            return
+        given_bytes = 0
+        with zipfile.ZipFile(path) as zf:
+            for info in zf.infolist():
+                try:
+                    with zf.open(info) as member:
+                        while chunk := member.read(1 << 16):
+                            given_bytes += len(chunk)
+                            assert given_bytes <= counted_bytes
+                except (zipfile.BadZipFile, OSError, ValueError, EOFError, NotImplementedError):
+                    continue
+        assert given_bytes <= counted_bytes
+
+
+@pytest.mark.item("limits count bytes read and decompressed, never what the job declares")
+@settings(max_examples=15, deadline=None)
+@given(
+    size=st.sampled_from([0, 1, 5000, 3 << 20]),
+    reads=st.lists(st.tuples(st.floats(0, 1), st.integers(-1, 2 << 20)), max_size=8),
+)
+def test_a_copy_made_as_it_is_read_reads_each_byte_once(
+    tmp_path_factory: pytest.TempPathFactory, size: int, reads: list[tuple[float, int]]
+) -> None:
+    """``open_copy``: reads anywhere, in any order, give the job file's bytes as they were when
+    first read: the job writing its file afterwards changes nothing read, and what was not read
+    yet is read then, once; ``finish`` writes that same copy, owner-only."""
+    tmp_path = tmp_path_factory.mktemp("once")
+    (tmp_path / "job" / "cell").mkdir(parents=True)
+    first = os.urandom(size)
+    job_file = tmp_path / "job" / "cell" / "m.keras"
+    job_file.write_bytes(first)
+    seen = bytearray(os.urandom(size))  # what the copy must give: first where read before
+    read = [False] * size
+    with border.open_copy(tmp_path / "job", "cell/m.keras", size, tmp_path) as fh:
+        for where, count in reads:
+            at = fh.seek(int(where * size))
+            end = size if count < 0 else min(size, at + count)
+            now = job_file.read_bytes()
+            for k in range(at, end):
+                if not read[k]:
+                    seen[k], read[k] = now[k], True
+            assert fh.read(count) == bytes(seen[at:end])
+            job_file.write_bytes(os.urandom(size))  # the job changes its file in place
+        now = job_file.read_bytes()
+        whole = bytes(seen[k] if read[k] else now[k] for k in range(size))
+        assert fh.seek(0) == 0 and fh.read() == whole
+        copy = fh.finish()
+        assert copy.read_bytes() == whole and copy.stat().st_mode & 0o777 == 0o600
+    with pytest.raises(border.OverLimit, match=r"^cell/m\.keras: over "):
+        border.open_copy(tmp_path / "job", "cell/m.keras", size - 1, tmp_path / "job")
+
+
+@pytest.mark.item("limits count bytes read and decompressed, never what the job declares")
+def test_a_file_that_got_shorter_before_it_was_read_fails_its_reads(tmp_path: Path) -> None:
+    """The job's file ends before the size it had when it was opened: a read of the missing
+    bytes is an OSError saying so (Keras' load of it then stays, said), never other bytes."""
+    (tmp_path / "m.keras").write_bytes(b"x" * 1000)
+    with border.open_copy(tmp_path, "m.keras", 1000, tmp_path / "copy") as fh:
+        assert fh.read(10) == b"x" * 10
+        os.truncate(tmp_path / "m.keras", 500)
+        assert fh.read(10) == b"x" * 10
+        with pytest.raises(OSError, match="changed while it was read"):
+            fh.read()
+        with pytest.raises(OSError, match="changed while it was read"):
+            fh.finish()
+
+
 # -- malformed files -----------------------------------------------------------------------
 
 

@@ -169,7 +169,8 @@ def test_a_local_run_imports_nothing_heavy(tmp_path: Path) -> None:
     """`tfc-jupyter run` of a local job reads the notebook, plans, launches and follows it to
     the end without nbformat (and its JSON schema machinery), traitlets, importlib.metadata,
     packaging, detect-secrets, docker, aiplatform or TensorFlow: each costs every launch time
-    (issue 27: a launch at the speed of Python)."""
+    (issue 27: a launch at the speed of Python); nor psutil, our Google modules (prices are
+    Vertex AI's) or the runtime's modules a job imports (issue 48)."""
     nb = tmp_path / "notf.ipynb"
     cell = {"cell_type": "code", "metadata": {}, "source": 'print("FIRST")', "outputs": []}
     cell["execution_count"] = None
@@ -179,7 +180,8 @@ import json, sys
 from tfc_jupyter import cli
 status = cli.main(["run", {str(nb)!r}])
 heavy = ("nbformat", "jsonschema", "traitlets", "packaging", "detect_secrets", "docker",
-         "tensorflow", "importlib.metadata", "google.cloud.aiplatform", "google.auth")
+         "tensorflow", "importlib.metadata", "google.cloud.aiplatform", "google.auth",
+         "psutil", "tfc_jupyter.google", "tfc_runtime.estimator", "tfc_runtime.resume")
 print(json.dumps([status, sorted(m for m in sys.modules if m.startswith(heavy))]))
 """
     proc = subprocess.run(

@@ -730,6 +730,30 @@ def test_only_the_process_a_record_started_is_signalled() -> None:
     assert not same_process(proc.pid, None)
 
 
+@pytest.mark.item("only the process a record started is signalled")
+def test_a_process_start_time_is_psutils_without_importing_it(tmp_path: Path) -> None:
+    """``started_at`` reads ``/proc`` (no psutil on the launch path) and says what psutil says:
+    for this process, a child named with spaces and parentheses, a zombie; None once reaped."""
+    import psutil
+
+    from tfc_jupyter.backends.watched import started_at
+
+    odd = tmp_path / "a) b (c"
+    odd.symlink_to(sys.executable)
+    child = subprocess.Popen([str(odd), "-c", "import time; time.sleep(30)"])
+    zombie = subprocess.Popen([sys.executable, "-c", "pass"])
+    try:
+        while psutil.Process(zombie.pid).status() != psutil.STATUS_ZOMBIE:
+            time.sleep(0.01)
+        for pid in (os.getpid(), child.pid, zombie.pid):
+            assert started_at(pid) == psutil.Process(pid).create_time(), pid
+    finally:
+        child.kill()
+        child.wait(timeout=30)
+        zombie.wait(timeout=30)
+    assert started_at(zombie.pid) is None and started_at(child.pid) is None
+
+
 @pytest.mark.item("lists refresh; a dead supervisor's replicas are stopped")
 @pytest.mark.slow
 def test_listing_notices_a_dead_supervisor(tmp_path: Path) -> None:

@@ -182,6 +182,64 @@ def test_a_model_file_crafted_to_run_code_on_load_does_not_run_it(tmp_path: Path
     assert "Lambda" in got.stayed["model"] or "safe" in got.stayed["model"]
 
 
+def _saved_by_the_job(job: Path, namespace: dict[str, Any]) -> None:
+    """Fill ``job`` as a finished job's run cell binding ``namespace`` leaves it (the runtime's
+    own writer, as in a job)."""
+    import time
+    from types import SimpleNamespace
+
+    from tfc_runtime import giveback
+
+    state = SimpleNamespace(run_cell=0, binds=tuple(namespace), reads=(), code=(), chief=True,
+                            out=None, started=time.time(), workdir="")  # fmt: skip
+    os.environ["TFC_JOB_DIR"] = str(job)
+    try:
+        giveback.save_names(state, namespace)  # type: ignore[arg-type]
+    finally:
+        del os.environ["TFC_JOB_DIR"]
+
+
+def test_a_trained_model_comes_back_whole_from_the_copy_read_as_it_is_made(
+    tmp_path: Path,
+) -> None:
+    """A Keras model the job trained comes back through the border's copy read while it is made
+    (Keras 3 loads from the open copy): its weights and its optimizer's state as the job left
+    them; and one safe mode refuses (a Lambda layer) loads its weights into the kernel's model
+    of that name, from the finished copy."""
+    import keras
+    import numpy as np
+
+    keras.utils.set_random_seed(0)
+    x = np.random.default_rng(0).normal(size=(64, 4)).astype("float32")
+    model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(3), keras.layers.Dense(1)])
+    model.compile(optimizer="adam", loss="mse")
+    model.fit(x, x[:, :1], epochs=2, verbose=0)
+    job = tmp_path / "jobs" / "job"
+    job.mkdir(parents=True)
+    _saved_by_the_job(job, {"model": model})
+    namespace: dict[str, Any] = {}
+    got = bring_back(job, namespace, kernel_cell=KernelCell.from_source("model = make()"))
+    assert got.names == ["model"], got.line()
+    back = namespace["model"]
+    assert back is not model
+    for mine, theirs in zip(back.weights, model.weights, strict=True):
+        assert np.array_equal(mine.numpy(), theirs.numpy())
+    assert int(back.optimizer.iterations.numpy()) == int(model.optimizer.iterations.numpy()) == 4
+
+    lam = keras.Sequential([keras.Input((4,)), keras.layers.Lambda(lambda t: t * 2.0),
+                            keras.layers.Dense(1)])  # fmt: skip
+    other = tmp_path / "jobs" / "other"
+    other.mkdir()
+    _saved_by_the_job(other, {"lam": lam})
+    earlier = keras.Sequential([keras.Input((4,)), keras.layers.Lambda(lambda t: t * 2.0),
+                                keras.layers.Dense(1)])  # fmt: skip
+    namespace = {"lam": earlier}
+    got = bring_back(other, namespace, kernel_cell=KernelCell.from_source("lam = make()"))
+    assert got.names == ["lam"], got.line()
+    assert namespace["lam"] is earlier
+    assert np.array_equal(earlier.weights[0].numpy(), lam.weights[0].numpy())
+
+
 def test_an_output_is_read_by_its_number_never_by_a_path_the_job_wrote(tmp_path: Path) -> None:
     (tmp_path / "outputs").mkdir()
     (tmp_path / "outputs" / "1.json").write_text(

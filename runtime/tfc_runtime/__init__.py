@@ -7,18 +7,49 @@ folders live under the current directory. Importing this package does not import
 
 from __future__ import annotations
 
+import importlib
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 # The submodules `cluster` and `strategy` share their names with the functions below. Import
 # them first, so that the functions (defined later) are what `tfc_runtime.cluster` and
 # `tfc_runtime.strategy` name; code reaching the modules uses `from tfc_runtime.strategy import`.
+from tfc_runtime import strategy as _strategy_module  # noqa: F401  (the module first)
 from tfc_runtime.built import current_strategy
 from tfc_runtime.cluster import ClusterInfo, cluster_info
-from tfc_runtime.estimator import run_config, tpu_config, tpu_run_config
-from tfc_runtime.paths import checkpoint_dir, job_dir, model_dir, task_save_path, tensorboard_dir
-from tfc_runtime.resume import epochs
-from tfc_runtime.tpu import tpu_resolver, tpu_strategy
+
+if TYPE_CHECKING:
+    from tfc_runtime.estimator import run_config, tpu_config, tpu_run_config
+    from tfc_runtime.paths import (
+        checkpoint_dir,
+        job_dir,
+        model_dir,
+        task_save_path,
+        tensorboard_dir,
+    )
+    from tfc_runtime.resume import epochs
+    from tfc_runtime.tpu import tpu_resolver, tpu_strategy
+
+_LAZY = {
+    **dict.fromkeys(("run_config", "tpu_config", "tpu_run_config"), "estimator"),
+    **dict.fromkeys(
+        ("checkpoint_dir", "job_dir", "model_dir", "task_save_path", "tensorboard_dir"), "paths"
+    ),
+    "epochs": "resume",
+    **dict.fromkeys(("tpu_resolver", "tpu_strategy"), "tpu"),
+}
+"""Names imported from their module when first asked for: the kernel imports this package for
+``tfc_runtime.protocol`` on every launch, and needs none of them."""
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'tfc_runtime' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"tfc_runtime.{module}"), name)
+    globals()[name] = value
+    return value
+
 
 __version__ = "0.1.0"
 

@@ -186,8 +186,6 @@ def write() -> str | None:
 
 
 def _write(text: str) -> str | None:
-    from tfc_runtime import giveback
-
     job_dir = os.environ.get("TFC_JOB_DIR")
     model_dir = os.environ.get("AIP_MODEL_DIR")
     if not job_dir and not model_dir:
@@ -200,5 +198,7 @@ def _write(text: str) -> str | None:
     os.replace(tmp, path)
     where = path
     if not job_dir and model_dir:  # Vertex AI: beside the cell's names, <base>/executed.ipynb
+        from tfc_runtime import giveback
+
         where = giveback.upload(folder, model_dir.rstrip("/").rsplit("/", 1)[0]) + "/" + FILE
     return where

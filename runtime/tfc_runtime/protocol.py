@@ -16,8 +16,6 @@ chooses where replicas run and the addresses they reach each other at:
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
@@ -73,12 +71,17 @@ def read_report(line: str, key: str | None) -> str | None:
     signature, _, text = rest.partition(" ")
     if len(signature) != _SIGNATURE_HEX or not signature.isascii():
         return None  # (compare_digest takes ASCII text only)
+    import hmac  # (OpenSSL's library loads with it: only where a line is signed)
+
     if not hmac.compare_digest(signature, _signature(text, key)):
         return None
     return text
 
 
 def _signature(text: str, key: str) -> str:
+    import hashlib
+    import hmac
+
     digest = hmac.new(key.encode(), text.encode("utf-8", "surrogatepass"), hashlib.sha256)
     return digest.hexdigest()[:_SIGNATURE_HEX]
 

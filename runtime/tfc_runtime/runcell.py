@@ -36,11 +36,14 @@ import stat
 import sys
 import time
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from tfc_runtime import effects, executed, giveback, hooks, results, streams
+from tfc_runtime import executed, hooks, results, streams
 from tfc_runtime.protocol import OUTPUT_MARK
 from tfc_runtime.sourcemap import SourceMap
+
+if TYPE_CHECKING:  # imported where a run cell needs them: a notebook job without one never does
+    from tfc_runtime import effects
 
 NAME = "__tfc_cell__"
 """The name the script's marks call this module by (a builtin: the script's globals are the
@@ -370,13 +373,13 @@ def send(
             path = os.path.join(folder, f"{n}.json")
             with open(path, "w", encoding="utf-8") as f:
                 json.dump(output, f)
-            giveback.private(path)
+            _private(path)
             event["file"] = path
             if "image/png" in data:
                 png = os.path.join(folder, f"{n}.png")
                 with open(png, "wb") as f:
                     f.write(base64.b64decode(data["image/png"]))
-                giveback.private(png)
+                _private(png)
                 event["image"] = png
         except OSError:
             event["output"] = output
@@ -548,6 +551,12 @@ def install(*, chief: bool) -> None:
 # -- the script's marks, called from the script -----------------------------------------------
 
 
+def _private(path: str) -> None:
+    """Owner-only, as the rest of the job folder (:func:`tfc_runtime.giveback.private`)."""
+    with contextlib.suppress(OSError):
+        os.chmod(path, 0o600)
+
+
 def enter(cell: int) -> None:
     """A cell starts: the one before ends (its figures are closed; shown if it was the run
     cell)."""
@@ -559,6 +568,8 @@ def enter(cell: int) -> None:
         _state.started, _state.workdir = time.time(), os.getcwd()
         if _state.chief:  # what the cell changes beyond its bindings goes back too
             try:
+                from tfc_runtime import effects, giveback
+
                 _state.listed = giveback.listing(_state.workdir)
                 _state.before = effects.snapshot(sys._getframe(1).f_globals)
             except Exception as exc:  # our failure is not the job's
@@ -590,6 +601,8 @@ def finish(namespace: dict[str, Any]) -> None:
         print(f"[tfc_runtime] warning: the cell's figures were not shown ({exc})",
               file=sys.stderr)  # fmt: skip
     _state.cell = None
+    from tfc_runtime import giveback
+
     steps = (
         (lambda: giveback.save_files(_state), "files"),
         (lambda: giveback.save_names(_state, namespace, effects=_effects(namespace)), "names"),
@@ -606,6 +619,8 @@ def _effects(namespace: dict[str, Any]) -> effects.Changes | None:
     """What the run cell changed beyond its bindings (None: not followed)."""
     if _state.before is None:
         return None
+    from tfc_runtime import effects
+
     return effects.changes(_state.before, namespace, set(_state.binds))
 
 
@@ -677,6 +692,8 @@ def partial(
         "place": smap.describe(failing.lineno),
     }
     try:
+        from tfc_runtime import giveback
+
         giveback.save_names(state, namespace, partial={k: v for k, v in mark.items() if v})
     except Exception as exc:  # our failure is not the job's
         print(f"[tfc_runtime] warning: the names made before the failure were not sent back "

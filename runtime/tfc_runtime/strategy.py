@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import socket
 import sys
 import time
 from collections.abc import Mapping, MutableMapping
@@ -161,6 +160,8 @@ def wait_for_leader(info: ClusterInfo, deadline_s: float = LEADER_WAIT_S) -> boo
     host, _, port = (leaders[0] if leaders else "").rpartition(":")
     if not host or not port.isdigit():
         return False
+    import socket
+
     end = time.monotonic() + deadline_s
     while time.monotonic() < end:
         try:

@@ -36,6 +36,34 @@ def test_importing_the_runtime_does_not_import_tensorflow() -> None:
     assert done.stdout == "0.1.0\n"
 
 
+def test_the_kernel_imports_the_protocol_alone_and_every_name_is_there() -> None:
+    """The kernel imports ``tfc_runtime.protocol`` on every launch: the package brings no
+    estimator, paths, resume or TPU module with it (issue 48); each public name is there when
+    asked for (``from tfc_runtime import *`` too), and ``tfc_runtime.cluster`` and
+    ``tfc_runtime.strategy`` stay the functions once their modules are imported."""
+    code = (
+        "import sys, tfc_runtime.protocol\n"
+        "lazy = ['tfc_runtime.' + m for m in ('estimator', 'paths', 'resume', 'hooks', 'tpu')]\n"
+        "assert not [m for m in lazy if m in sys.modules], sys.modules.keys()\n"
+        "ns = {}\n"
+        "exec('from tfc_runtime import *', ns)\n"
+        "import tfc_runtime, tfc_runtime.estimator, tfc_runtime.strategy, tfc_runtime.cluster\n"
+        "missing = [n for n in tfc_runtime.__all__ if n not in ns]\n"
+        "assert not missing, missing\n"
+        "assert ns['epochs'] is sys.modules['tfc_runtime.resume'].epochs\n"
+        "assert callable(tfc_runtime.strategy) and callable(tfc_runtime.cluster)\n"
+        "assert tfc_runtime.cluster().source == 'none'\n"
+        "print(sorted(n for n in tfc_runtime.__all__ if not callable(ns[n])))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("TF_CONFIG", "CLUSTER_SPEC"))}
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False,
+        env=env,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "['__version__']\n"
+
+
 def test_outside_a_job(clean_env: pytest.MonkeyPatch, tmp_path: Path) -> None:
     clean_env.chdir(tmp_path)
     assert not tfc_runtime.remote()

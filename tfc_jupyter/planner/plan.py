@@ -15,7 +15,7 @@ import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tfc_runtime import params
 from tfc_runtime.protocol import ROLES
@@ -23,7 +23,6 @@ from tfc_runtime.protocol import ROLES
 from .. import registry
 from ..config import Settings
 from ..errors import Fix, SpecError, TfcError
-from ..google import billing
 from ..image import context as package
 from ..image import names as images
 from ..job import catalog, prices
@@ -41,6 +40,9 @@ from ..sweep.targets import SweepPlan, plan_sweep
 from ..util import masking, secretscan
 from ..util.files import human_size
 from . import prelaunch
+
+if TYPE_CHECKING:
+    from ..google import billing
 
 _SOURCES = {
     "JPY_SESSION_NAME": "this kernel's notebook, as saved",
@@ -1070,6 +1072,8 @@ def _make_plan(selection: Selection, ns: JobOptions, settings: Settings) -> Plan
 def _current_prices(settings: Settings) -> billing.Current | None:
     """Compute Engine's current prices where the user has credentials (cached a day in the
     tfc home), else None: the list prices stand."""
+    from ..google import billing  # Vertex AI's plans only: no Google module on a local launch
+
     home = settings.get("home")
     return billing.current(Path(home) if home else records.default_home(), prices.REGION)
 

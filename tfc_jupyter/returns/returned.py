@@ -21,6 +21,7 @@ import os
 import stat
 import sys
 import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -199,6 +200,22 @@ class _Source:
             size = max(size, border.check_zip(path, self.budget.left, rel))
         self.budget.take(size, f"the {self.name}")
         return path
+
+    @contextlib.contextmanager
+    def opened(self, file: str) -> Iterator[Any]:
+        """The private copy of the zip ``file``, open while a thread makes it
+        (:func:`~tfc_jupyter.returns.border.open_copy`), checked and counted as :meth:`copy`
+        checks an archive before it is given: loading it overlaps copying it."""
+        into = Path(tempfile.mkdtemp(dir=self.tmp))
+        rel = self._rel(file)
+        fh = border.open_copy(self.job_dir, rel, self.budget.left, into)
+        try:
+            size = max(fh.size, border.check_zip(fh, self.budget.left, rel))
+            self.budget.take(size, f"the {self.name}")
+            fh.seek(0)
+            yield fh
+        finally:
+            fh.close()
 
     def decode(self, tree: Any) -> Any:
         self.budget.take(border.tree_bytes(tree), self.name)

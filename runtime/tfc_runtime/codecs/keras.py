@@ -149,30 +149,30 @@ class KerasModel(Codec):
         file = entry.get("file")
         if not isinstance(file, str):
             raise Stays("Keras model with no file")
+        library = entry.get("library")
+        custom = _custom_objects(src.namespace)
+        opened = getattr(src, "opened", None)  # the kernel's border: a copy read as it is made
         try:
-            path = src.copy(file, archive=file.endswith(".keras"))
+            if opened is not None and file.endswith(".keras"):
+                with opened(file) as fh:  # checked within the limit before Keras is imported
+                    keras = _keras(library)
+                    if (load := _file_loader(keras)) is not None:
+                        return _loaded(keras, src, lambda: load(fh, custom, True, True), fh.finish)
+                    path = fh.finish()  # tf_keras loads from a path
+            else:
+                path = src.copy(file, archive=file.endswith(".keras"))
         except OverLimit:
             raise
         except (Unreadable, OSError) as exc:
             raise Stays(f"Keras model that does not load here: {str(exc)[:200]}") from None
-        keras = _keras(entry.get("library"))
-        earlier = src.namespace.get(src.name)
-        custom = _custom_objects(src.namespace)
-        try:
-            model = keras.models.load_model(str(path), custom_objects=custom, safe_mode=True)
-        except Exception as exc:
-            reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            if earlier is not None and isinstance(earlier, keras.Model):
-                try:
-                    earlier.load_weights(str(path))
-                    return earlier
-                except Exception:
-                    pass
-            raise Stays(f"Keras model that does not load here: {reason[:200]}") from None
-        if entry.get("library") != "tf_keras" or kernel_keras(src.namespace) != "keras":
+        keras = _keras(library)
+        model = _loaded(keras, src, lambda: _load_path(keras, path, custom), lambda: path)
+        if library != "tf_keras" or kernel_keras(src.namespace) != "keras":
             return model  # in the kernel's own Keras already
+        if model is src.namespace.get(src.name):
+            return model  # the kernel's own model, the job's weights loaded into it
         try:
-            rebuilt, said = to_keras3(model, path.parent, custom)
+            rebuilt, said = to_keras3(model, Path(path).parent, custom)
         except Exception as exc:
             src.note(
                 "a tf-keras model, not rebuilt in this kernel's Keras 3 so it does not mix with "
@@ -181,6 +181,44 @@ class KerasModel(Codec):
             return model
         src.note(said)
         return rebuilt
+
+
+def _load_path(keras: Any, path: Any, custom: dict[str, Any]) -> Any:
+    """``keras.models.load_model`` of the private copy at ``path``, in safe mode."""
+    return keras.models.load_model(str(path), custom_objects=custom, safe_mode=True)
+
+
+def _file_loader(keras: Any) -> Any:
+    """Keras 3's load of a ``.keras`` archive from an open file (``load(file, custom_objects,
+    compile, safe_mode)``: what ``keras.models.load_model`` calls for a ``.keras`` path), or
+    None (tf_keras, or a Keras that loads from paths only)."""
+    if getattr(keras, "__name__", "") != "keras":
+        return None
+    try:
+        saving_lib = importlib.import_module("keras.src.saving.saving_lib")
+    except ImportError:
+        return None
+    if not hasattr(saving_lib, "_load_model_from_fileobj"):
+        return None
+    return getattr(saving_lib, "load_model", None)
+
+
+def _loaded(keras: Any, src: Reader, load: Any, path: Any) -> Any:
+    """``load()``, in safe mode; where that fails and the kernel holds a Keras model of the
+    name, the job's weights loaded into it (from ``path()``, the private copy); else
+    :class:`Stays` saying why."""
+    earlier = src.namespace.get(src.name)
+    try:
+        return load()
+    except Exception as exc:
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        if earlier is not None and isinstance(earlier, keras.Model):
+            try:
+                earlier.load_weights(str(path()))
+                return earlier
+            except Exception:
+                pass
+        raise Stays(f"Keras model that does not load here: {reason[:200]}") from None
 
 
 class KerasHistory(Codec):

@@ -298,7 +298,7 @@ def _zip(fh: Any, what: str) -> zipfile.ZipFile:
         raise Refused(f"{what}: a zip listing over {human_size(MAX_ZIP_DIRECTORY)} of members")
     try:
         return zipfile.ZipFile(fh)
-    except (zipfile.BadZipFile, OSError, ValueError, EOFError) as exc:
+    except (zipfile.BadZipFile, OSError, ValueError, EOFError, NotImplementedError) as exc:
         raise Refused(f"{what}: not a zip archive ({str(exc)[:60]})") from None
 
 
@@ -354,6 +354,8 @@ of its extra field, which the member's data follow."""
 def _stored(fh: Any, info: zipfile.ZipInfo, end: int, what: str) -> None:
     """:class:`Refused` unless a stored member's sizes agree and its data, after its local
     header, lie within the file's ``end``."""
+    if not 0 <= info.header_offset < end:  # a damaged central directory points anywhere
+        raise Refused(f"{what}: a damaged zip member ({info.filename[:60]!r})")
     fh.seek(info.header_offset)
     head = fh.read(_LOCAL_HEADER.size)
     if info.file_size != info.compress_size or len(head) != _LOCAL_HEADER.size:

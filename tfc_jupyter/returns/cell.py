@@ -4,8 +4,7 @@ A 150-epoch job prints hundreds of lines; a notebook that keeps them all grows s
 scroll. :class:`BoundedLog` passes the first half of ``cell_lines`` through as printed, then
 keeps the latest half in one output that is replaced as lines come (as Colab and VS Code bound
 theirs), saying how many lines are not shown and how to see them. :class:`LivePlot` draws the
-chief's loss and metrics (:mod:`tfc_jupyter.returns.plot`) in one output, made at the first
-epoch and updated at each.
+chief's loss and metrics (:mod:`tfc_jupyter.returns.plot`) in one output, updated at each epoch.
 :class:`Following` keeps a ``--no-wait`` job's handle up to date in its own output.
 :func:`failure_link` is where a failed job's cell points to the notebook cell that failed.
 
@@ -178,13 +177,12 @@ class BoundedLog:
 
 
 class LivePlot:
-    """The chief's loss and metrics by epoch, in one output made when the first epoch ends
-    (a job that reports none adds no output: an empty one opened every run cell) and redrawn
-    as epochs end."""
+    """The chief's loss and metrics by epoch, in one output made when the cell starts
+    (empty until the first epoch ends) and redrawn as epochs end."""
 
     def __init__(self) -> None:
         self.results = Results()
-        self._handle: Any = None
+        self._handle = _display({"text/plain": ""})
         self._dirty = False
         self._last = 0.0
 
@@ -208,10 +206,7 @@ class LivePlot:
         data = {"text/plain": f"epoch {epoch}: {text}"}
         if image:
             data["image/svg+xml"] = image
-        if self._handle is None:
-            self._handle = _display(data)
-        else:
-            self._handle.update(data, raw=True)
+        self._handle.update(data, raw=True)
         self._dirty = False
         self._last = time.monotonic()
 

@@ -472,14 +472,16 @@ def test_hostile_flags_reach_no_shell(
         else:
             assert code == 2 and err.count("\n") == 1 and "Fix:" in err, err
             counts["refused"] += 1
-    # --label: refused by validation, in one line, before anything runs.
-    before = len(jobs.store_for().list(limit=None))
+    # --label: a local job's labels are the product's own (any printable text, issue 51): kept
+    # as written, run nowhere; what they refuse (control characters ...) is one line.
     for s in strings:
         for flags in (["--label", f"k={s}"], ["--label", f"{s}=v"]):
             code, _, err = _cli_run(["run", str(nb), *flags], capsys)
-            assert code == 2 and err.count("\n") == 1 and "Fix:" in err, err
-            counts["refused"] += 1
-    assert len(jobs.store_for().list(limit=None)) == before
+            if code == 0:
+                counts["ran"] += 1
+            else:
+                assert code == 2 and err.count("\n") == 1 and "Fix:" in err, err
+                counts["refused"] += 1
     print(f"[security] hostile flags: {counts}")
     assert canary.found() == []
 
@@ -508,7 +510,11 @@ def test_hostile_strings_through_the_magic_and_rest(
     assert job.record().state is JobState.SUCCEEDED, cap.stdout
     assert f"ARGV={json.dumps(['--msg', hostile])}" in job.logs()
     with capture_output(), pytest.raises(UsageError) as info:
-        ip.run_cell_magic("tfc_run", f"--dry-run --label {shlex.quote('a=' + hostile)}", "x")
+        ip.run_cell_magic(  # Google's label rules where the job goes to Google
+            "tfc_run",
+            f"--dry-run --backend vertex --project p-1 --label {shlex.quote('a=' + hostile)}",
+            "x",
+        )
     assert "\n" not in str(info.value)
     # The REST service: the same strings as JSON options.
     service = JobService(tmp_path)
@@ -524,7 +530,10 @@ def test_hostile_strings_through_the_magic_and_rest(
     assert f"ARGV={json.dumps([hostile])}" in jobs.Job(record.id, service.store()).logs()
     with pytest.raises(TfcError) as info:
         service.create(
-            {"path": str(nb.relative_to(tmp_path)), "options": {"label": [f"a={hostile}"]}}
+            {
+                "path": str(nb.relative_to(tmp_path)),
+                "options": {"label": [f"a={hostile}"], "backend": "vertex", "project": "p-1"},
+            }
         )
     assert "\n" not in str(info.value) and "Fix:" in str(info.value)
     # A display name may be any text (Vertex AI takes any UTF-8): kept as written, run nowhere.

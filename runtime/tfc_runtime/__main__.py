@@ -195,7 +195,7 @@ def _failed(exc: Exception, script: str, smap: sourcemap.SourceMap, alone: bool)
     executed.error(exc, record.get("cell"), str(record.get("traceback") or ""))
     frames = _script_frames(exc.__traceback__, script)
     main = sys.modules.get("__main__")
-    if frames and main is not None and getattr(main, "__file__", None) != __file__:
+    if frames and smap.cells and main is not None and getattr(main, "__file__", None) != __file__:
         runcell.partial(vars(main), frames[0], smap, alone)
     executed.write()
 

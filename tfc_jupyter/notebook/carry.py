@@ -50,6 +50,7 @@ def carry(selection: Selection, namespace: dict[str, Any]) -> None:
         _, body = split_run_cell(earlier.source)
         statements = _parsed([Cell(earlier.index, body, (), earlier.label)])
         code = [n for n in statements if isinstance(n, CODE)]
+        code_names = set(bound_names(code))
         later = [c for c in selection.cells if c.index > earlier.index]
         reads = set(read_names(_parsed(later)))
         names = [
@@ -57,7 +58,7 @@ def carry(selection: Selection, namespace: dict[str, Any]) -> None:
             for n in bound_names(statements)
             if n in reads
             and n in namespace
-            and n not in bound_names(code)
+            and n not in code_names
             and not n.startswith("_")
             and n not in _KERNELS_OWN
         ]

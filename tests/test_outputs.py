@@ -110,14 +110,6 @@ def test_an_unfinished_line_is_not_glued_to_the_traceback(
     assert lines[-1] == "ZeroDivisionError: division by zero"
 
 
-def _text(output: Any) -> str:
-    return (
-        str(output.get("text", ""))
-        + "".join(str(v) for v in output.get("data", {}).values())
-        + "".join(output.get("traceback", []))
-    )
-
-
 _JUPYTER_FRAME = re.compile(r"^File (\S+\.py):(\d+), in ", re.M)
 _JOB_FRAME = re.compile(r'^\s*File "(\S+\.py)", line (\d+), in ', re.M)
 

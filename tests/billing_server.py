@@ -1,7 +1,7 @@
 """A local server that speaks the Cloud Billing Catalog API's SKU listing, as Google does.
 
-``tfc_jupyter.google.billing`` talks to it over HTTP, unpatched (``TFC_BILLING_ENDPOINT=
-http://127.0.0.1:PORT``; a loopback endpoint gets anonymous credentials):
+``tfc_jupyter.backends.vertex.google.billing`` talks to it over HTTP, unpatched
+(``TFC_BILLING_ENDPOINT=http://127.0.0.1:PORT``; a loopback endpoint gets anonymous credentials):
 
 * ``GET /v1/services/{service}/skus`` with ``currencyCode``, ``pageSize`` (at most 5000; the
   server's own ``page_size`` caps it, so that clients must follow ``nextPageToken``) and

@@ -1,7 +1,7 @@
 """A local server that speaks the Cloud Storage JSON API and Cloud Build v1 subsets we use.
 
-``tfc_jupyter.image.cloudbuild`` talks to it over HTTP, unpatched (``TFC_CLOUDBUILD_ENDPOINT=
-http://127.0.0.1:PORT``; a loopback endpoint gets anonymous credentials):
+``tfc_jupyter.backends.vertex.cloudbuild`` talks to it over HTTP, unpatched
+(``TFC_CLOUDBUILD_ENDPOINT=http://127.0.0.1:PORT``; a loopback endpoint gets anonymous credentials):
 
 * Cloud Storage: ``POST /upload/storage/v1/b/B/o?uploadType=media&name=N``, ``GET
   /storage/v1/b/B``, ``GET /storage/v1/b/B/o/N`` (metadata; ``alt=media`` with ``Range``:

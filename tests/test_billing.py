@@ -1,6 +1,7 @@
-"""Current prices from the Cloud Billing Catalog API (tfc_jupyter.google.billing), over the wire
-against tests/billing_server.py, and how a plan uses them: N1 and its GPUs at Compute Engine's
-current rates (x1.15 on demand, the Spot floor with --spot), cached a day, said as such.
+"""Current prices from the Cloud Billing Catalog API (tfc_jupyter.backends.vertex.google.
+billing), over the wire against tests/billing_server.py, and how a plan uses them: N1 and its
+GPUs at Compute Engine's current rates (x1.15 on demand, the Spot floor with --spot), cached a
+day, said as such.
 
 The SKU prices below are the fake's, not Google's: each test works out what the plan must say
 from what the fake served.
@@ -19,8 +20,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from vertex_server import Fault
 
+from tfc_jupyter.backends.vertex.google import billing
 from tfc_jupyter.config import Settings
-from tfc_jupyter.google import billing
 from tfc_jupyter.job import options, prices
 from tfc_jupyter.notebook.capture import Selection
 from tfc_jupyter.notebook.convert import Cell

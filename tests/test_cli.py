@@ -181,7 +181,8 @@ from tfc_jupyter import cli
 status = cli.main(["run", {str(nb)!r}])
 heavy = ("nbformat", "jsonschema", "traitlets", "packaging", "detect_secrets", "docker",
          "tensorflow", "importlib.metadata", "google.cloud.aiplatform", "google.auth",
-         "psutil", "tfc_jupyter.google", "tfc_runtime.estimator", "tfc_runtime.resume")
+         "psutil", "tfc_jupyter.backends.vertex.google", "tfc_runtime.estimator",
+         "tfc_runtime.resume")
 print(json.dumps([status, sorted(m for m in sys.modules if m.startswith(heavy))]))
 """
     proc = subprocess.run(

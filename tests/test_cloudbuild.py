@@ -32,9 +32,10 @@ from gcp_server import GcpServer, api_disabled, permission_denied, registry_deni
 from jobutil import plan_for, write_notebook
 from vertex_server import Fault, VertexServer
 
-from tfc_jupyter.backends.vertex.backend import VertexBackend, stop_watcher
+from tfc_jupyter.backends.vertex import cloudbuild
+from tfc_jupyter.backends.vertex.backend import VertexBackend, cloud_build, stop_watcher
 from tfc_jupyter.errors import BackendError, SpecError, TfcError
-from tfc_jupyter.image import BuildError, Progress, cloudbuild, ensure_image, reporting
+from tfc_jupyter.image import BuildError, Progress, ensure_image, reporting
 from tfc_jupyter.jobs import launch, store_for
 from tfc_jupyter.planner.plan import Plan
 from tfc_jupyter.store.records import JobState
@@ -99,10 +100,10 @@ def flags(bucket: str = BUCKET, extra: str = "") -> str:
 
 
 def build(plan: Plan) -> tuple[Any, list[Progress]]:
-    """ensure_image(push=True) with the progress events it reported."""
+    """ensure_image(push=True, remote=cloud_build) with the progress events it reported."""
     events: list[Progress] = []
     with reporting(events.append):
-        result = ensure_image(plan, push=True)
+        result = ensure_image(plan, push=True, remote=cloud_build)
     return result, events
 
 
@@ -275,7 +276,7 @@ def test_a_failing_build_names_the_step_in_one_line(gcp: GcpServer, tmp_path: Pa
     gcp.fail_next_build(3, "E: Unable to locate package nope")
     events: list[Progress] = []
     with reporting(events.append), pytest.raises(BuildError) as info:
-        ensure_image(plan, push=True)
+        ensure_image(plan, push=True, remote=cloud_build)
     text = str(info.value)
     (run,) = gcp.builds.values()
     assert "\n" not in text
@@ -298,7 +299,7 @@ def test_a_failing_run_step_says_the_command_failed(gcp: GcpServer, tmp_path: Pa
     plan = plan_for(nb, flags())
     gcp.fail_next_build(2, "E: Unable to locate package nope-package")
     with reporting(lambda event: None), pytest.raises(BuildError) as info:
-        ensure_image(plan, push=True)
+        ensure_image(plan, push=True, remote=cloud_build)
     text = str(info.value)
     assert "failed at step 2 (apt-get install of apt.txt)" in text
     assert "the command returned a non-zero code: 1" in text
@@ -338,14 +339,14 @@ def test_permission_denied_gives_one_line_advice(gcp: GcpServer, tmp_path: Path)
     plan = plan_for(project(tmp_path / "nb"), flags())
     gcp.inject(storage_denied(match="POST /upload/"))
     with reporting(lambda event: None), pytest.raises(BackendError) as info:
-        ensure_image(plan, push=True)
+        ensure_image(plan, push=True, remote=cloud_build)
     text = str(info.value)
     assert "\n" not in text and "permission denied" in text
     assert "the Storage Object User role (roles/storage.objectUser) on the bucket" in text
 
     gcp.inject(permission_denied())  # Cloud Build names no permission: its API's role
     with reporting(lambda event: None), pytest.raises(BackendError) as info:
-        ensure_image(plan, push=True)
+        ensure_image(plan, push=True, remote=cloud_build)
     text = str(info.value)
     assert "\n" not in text
     assert "permission denied in project test-project" in text
@@ -354,7 +355,7 @@ def test_permission_denied_gives_one_line_advice(gcp: GcpServer, tmp_path: Path)
 
     gcp.inject(api_disabled("test-project"))
     with reporting(lambda event: None), pytest.raises(BackendError) as info:
-        ensure_image(plan, push=True)
+        ensure_image(plan, push=True, remote=cloud_build)
     assert "the Cloud Build API is not enabled in project test-project" in str(info.value)
     assert "gcloud services enable cloudbuild.googleapis.com --project test-project" in str(
         info.value
@@ -365,12 +366,12 @@ def test_permission_denied_gives_one_line_advice(gcp: GcpServer, tmp_path: Path)
 def test_a_missing_or_invalid_bucket_says_so(gcp: GcpServer, tmp_path: Path) -> None:
     nb = project(tmp_path / "nb")
     with reporting(lambda event: None), pytest.raises(BackendError) as info:
-        ensure_image(plan_for(nb, flags("no-such-bucket")), push=True)
+        ensure_image(plan_for(nb, flags("no-such-bucket")), push=True, remote=cloud_build)
     text = str(info.value)
     assert "\n" not in text and "The specified bucket does not exist" in text
     assert "gs://no-such-bucket must exist in project test-project" in text
     with reporting(lambda event: None), pytest.raises(SpecError, match="not a Cloud Storage"):
-        ensure_image(plan_for(nb, flags("Bad_Bucket!")), push=True)
+        ensure_image(plan_for(nb, flags("Bad_Bucket!")), push=True, remote=cloud_build)
     assert not gcp.builds
 
 
@@ -382,7 +383,7 @@ def test_a_stuck_build_is_cancelled_at_the_deadline(
     gcp.stall_next_build()
     started = time.monotonic()
     with reporting(lambda event: None), pytest.raises(BackendError) as info:
-        ensure_image(plan_for(project(tmp_path / "nb"), flags()), push=True)
+        ensure_image(plan_for(project(tmp_path / "nb"), flags()), push=True, remote=cloud_build)
     assert time.monotonic() - started < 15
     assert "did not end within 2 s; it was cancelled" in str(info.value)
     assert gcp.received("POST", r":cancel$")
@@ -394,7 +395,9 @@ def test_a_stuck_build_is_cancelled_at_the_deadline(
 def test_no_bucket_or_a_docker_job_says_what_is_missing(no_engine: None, tmp_path: Path) -> None:
     nb = project(tmp_path / "nb")
     with reporting(lambda event: None), pytest.raises(BackendError) as info:
-        ensure_image(plan_for(nb, "--backend vertex --project test-project"), push=True)
+        ensure_image(
+            plan_for(nb, "--backend vertex --project test-project"), push=True, remote=cloud_build
+        )
     assert "pass --build-bucket to build with Cloud Build" in str(info.value)
     with pytest.raises(BackendError) as info:
         VertexBackend(store_for(Path(os.environ["TFC_JUPYTER_HOME"]))).check(
@@ -506,7 +509,8 @@ def test_load_ext_imports_no_cloud_build() -> None:
         "import sys\n"
         "from IPython.core.interactiveshell import InteractiveShell\n"
         "InteractiveShell.instance().run_line_magic('load_ext', 'tfc_jupyter')\n"
-        "print(sorted(m for m in sys.modules if m.startswith(('tfc_jupyter.image.cloudbuild', "
+        "print(sorted(m for m in sys.modules if m.startswith(("
+        "'tfc_jupyter.backends.vertex.cloudbuild', "
         "'tfc_jupyter.image.docker', 'requests', 'google.auth', 'google.api_core'))))\n"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)

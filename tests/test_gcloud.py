@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tfc_jupyter.google import gcloud
+from tfc_jupyter.backends.vertex.google import gcloud
 
 
 @pytest.mark.parametrize(

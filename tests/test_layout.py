@@ -271,7 +271,6 @@ CAPABILITIES = {
     "trials": set("trials trial_table tuned sweep_jobs tuner".split()),
     "sweep": set("spec targets".split()),
     "store": set("records logs".split()),
-    "google": set("gcloud quota roles".split()),
     "util": set("files pidfds ports secretscan tables masking".split()),
 }
 """Each capability folder and the modules it holds (at least)."""
@@ -287,7 +286,7 @@ def test_each_capability_folder_holds_its_modules(folder: str) -> None:
 
 
 FLOORS = [
-    {"util", "google"},
+    {"util"},
     {"store"},
     {"notebook"},
     {"sweep"},
@@ -318,3 +317,53 @@ def test_each_folder_imports_only_floors_below_it() -> None:
         if target in floor and floor[target] >= floor[name]
     )
     assert up == []
+
+
+GOOGLE_CLOUD = ("google.cloud", "google.auth", "google.api_core", "google.oauth2", "vertexai")
+"""Google Cloud's client libraries (``google.colab``, Colab's own module that the notebook
+capture asks for the open notebook, is not one of them)."""
+VERTEX = "tfc_jupyter.backends.vertex"
+
+
+def _google_imports(package: Path) -> dict[str, list[str]]:
+    """Module -> the Google Cloud modules it imports anywhere (lazy ones included), and the
+    Vertex AI folder's modules it imports (the only way to reach Google Cloud code through us)."""
+    graph = _graph(package)
+    vertex_folder = f"{package.name}.backends.vertex"
+    found: dict[str, list[str]] = {}
+    for name, path in _modules(package).items():
+        named = [
+            alias.name if isinstance(node, ast.Import) else node.module or ""
+            for node in ast.walk(ast.parse(path.read_text()))
+            if isinstance(node, ast.Import | ast.ImportFrom) and not getattr(node, "level", 0)
+            for alias in (node.names if isinstance(node, ast.Import) else [node.names[0]])
+        ]
+        google = [m for m in named if m.startswith(GOOGLE_CLOUD)]
+        vertex = [m for m in graph[name] if m.startswith(vertex_folder)]
+        if google or vertex:
+            found[name] = sorted(set(google + vertex))
+    return found
+
+
+def test_no_module_outside_the_vertex_folder_imports_google_cloud_code() -> None:
+    """Issue 47: the Google part lives in ``backends/vertex/``. The floors below it reach it
+    only by name (``registry.py``'s tables and the backend class), so a job that never goes to
+    Google never imports its code, and another cloud is a folder beside it."""
+    found = _google_imports(ROOT / "tfc_jupyter")
+    outside = {m: names for m, names in found.items() if not m.startswith(VERTEX)}
+    assert outside == {}
+    inside = {m for m, names in found.items() if any(n.startswith(GOOGLE_CLOUD) for n in names)}
+    assert {f"{VERTEX}.google.gcloud", f"{VERTEX}.api"} <= inside  # the check sees them
+
+
+def test_the_google_import_finder_finds_them(tmp_path: Path) -> None:
+    package = tmp_path / "pkg"
+    (package / "backends" / "vertex").mkdir(parents=True)
+    for init in (package, package / "backends", package / "backends" / "vertex"):
+        (init / "__init__.py").write_text("")
+    (package / "backends" / "vertex" / "api.py").write_text("x = 1\n")
+    (package / "a.py").write_text("def f():\n    from google.auth import default\n")
+    (package / "b.py").write_text("from .backends.vertex import api\n")
+    (package / "c.py").write_text("from google.colab import _message\nimport json\n")
+    found = _google_imports(package)
+    assert found == {"pkg.a": ["google.auth"], "pkg.b": ["pkg.backends.vertex.api"]}

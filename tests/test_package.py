@@ -21,6 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from jobutil import plan_for, write_notebook
 
+from tfc_jupyter.backends.vertex.backend import cloud_build
 from tfc_jupyter.errors import BackendError, MissingDependency, SpecError
 from tfc_jupyter.image import (
     BuildError,
@@ -305,7 +306,7 @@ def test_no_engine_says_what_is_missing(
     assert f"no Docker engine answers at unix://{tmp_path}/no-engine.sock" in text
     assert "pass --build-bucket to build with Cloud Build" in text
     with reporting(lambda event: None), pytest.raises(BackendError) as info:
-        ensure_image(plan_for(nb, "--build-bucket my-bucket"), push=True)
+        ensure_image(plan_for(nb, "--build-bucket my-bucket"), push=True, remote=cloud_build)
     # With a bucket, Cloud Build builds it (tests/test_cloudbuild.py): here the project is missing.
     assert "with Cloud Build needs a Google Cloud project" in str(info.value)
 

@@ -43,8 +43,13 @@ from test_vertex_backend import image_folder
 from vertex_server import Fault, VertexServer, project_number
 
 from tfc_jupyter.backends.vertex.backend import stop_watcher
+from tfc_jupyter.backends.vertex.google.gcloud import (
+    DailyQuotaError,
+    QuotaError,
+    TransientError,
+    explain,
+)
 from tfc_jupyter.errors import BackendError
-from tfc_jupyter.google.gcloud import DailyQuotaError, QuotaError, TransientError, explain
 from tfc_jupyter.jobs import Job, launch, store_for
 from tfc_jupyter.store.records import JobRecord, JobState
 
@@ -532,7 +537,7 @@ def test_each_permission_refused_names_the_role_that_holds_it(
     refused: Refused, role: str, where: str
 ) -> None:
     """Issue 50: a Cloud Logging 403 names the Logs Viewer role, not Vertex AI User's; each
-    service's permission its own role (tfc_jupyter/google/roles.py)."""
+    service's permission its own role (tfc_jupyter/backends/vertex/google/roles.py)."""
     retry, error = said(answer(refused))
     text = str(error)
     assert not retry and type(error) is BackendError and "\n" not in text
@@ -540,7 +545,7 @@ def test_each_permission_refused_names_the_role_that_holds_it(
 
 
 def test_the_roles_table_names_a_role_and_its_source_for_each_service() -> None:
-    from tfc_jupyter.google.roles import ROLES, role_for
+    from tfc_jupyter.backends.vertex.google.roles import ROLES, role_for
 
     for permission in (
         "aiplatform.customJobs.create",

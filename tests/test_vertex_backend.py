@@ -30,9 +30,9 @@ from tfc_jupyter.backends import watch_lock
 from tfc_jupyter.backends.vertex import request as vertex_request
 from tfc_jupyter.backends.vertex.api import VertexSettings
 from tfc_jupyter.backends.vertex.backend import VertexBackend, stop_watcher
+from tfc_jupyter.backends.vertex.google.gcloud import QuotaError, credentials, is_loopback
 from tfc_jupyter.backends.watched import LOG_NOTE, NOT_FOLLOWED, QUICK_STARTS
 from tfc_jupyter.errors import BackendError, MissingDependency, TfcError
-from tfc_jupyter.google.gcloud import QuotaError, credentials, is_loopback
 from tfc_jupyter.job.catalog import Machine
 from tfc_jupyter.jobs import Job, job_dict, launch, store_for
 from tfc_jupyter.planner.plan import Plan

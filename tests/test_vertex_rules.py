@@ -414,7 +414,7 @@ def test_a_bucket_named_for_google_is_refused_by_every_option_that_takes_one(
     text = str(info.value)
     assert info.value.field == field and "\n" not in text and "Fix:" in text
     assert "google" in text and "no goog/google" in text
-    from tfc_jupyter.image import cloudbuild
+    from tfc_jupyter.backends.vertex import cloudbuild
 
     with pytest.raises(SpecError):
         cloudbuild.bucket_name(name)

@@ -44,6 +44,21 @@ RESIDENT: dict[str, tuple[str, str, str]] = {
 runtime; given the job store's folder), the one that starts it ahead of the first job (given
 the folder), and the one that says this process launches jobs for a while (no argument)."""
 
+IMAGE_REGISTRIES: dict[str, str] = {
+    "-docker.pkg.dev": "tfc_jupyter.backends.vertex.google.artifacts",
+    "gcr.io": "tfc_jupyter.backends.vertex.google.artifacts",
+}
+"""Image registry host (its ending) -> the module that logs in to it and explains its refusals:
+``login(uri)`` gives the engine's ``auth_config`` for a push or pull (None: the engine's own
+``docker login``), ``push_hint(error)`` what to do when a push was refused. The cloud that owns
+a registry owns this (Artifact Registry is Vertex AI's): ``image/`` asks by host."""
+
+STORES: dict[str, str] = {"gs": "tfc_jupyter.backends.vertex.cloudbuild.storage:open_uri"}
+"""URI scheme -> ``module:function`` that opens the object store a job wrote its outputs to:
+called with the URI, the job's record and the settings, it gives ``(store, path)``, where the
+store lists (``names(prefix)``) and downloads (``download(name, dest)``) objects and holds its
+``bucket``. A job folder on this machine needs none: ``returns/`` reads it through the border."""
+
 DEFAULT = "local"
 """The backend a job uses when nothing chooses one: processes on this machine."""
 
@@ -294,3 +309,38 @@ def fixes_instead(trait: str) -> list[Fix]:
 def label_of(trait: str) -> str:
     """The UI words of the backends that offer ``trait`` ("Vertex AI")."""
     return _spoken([traits(n).label for n in offering(trait)])
+
+
+def image_registry(uri: str) -> Any | None:
+    """The module that logs in to the registry of the image ``uri`` and explains its refusals
+    (:data:`IMAGE_REGISTRIES`), imported now; None: a registry nothing here knows."""
+    host = uri.split("/", 1)[0]
+    for ending, module in IMAGE_REGISTRIES.items():
+        if host.endswith(ending):
+            return importlib.import_module(module)
+    return None
+
+
+def registry_login(uri: str) -> dict[str, str] | None:
+    """The engine's ``auth_config`` to push or pull ``uri`` (:func:`image_registry`'s
+    ``login``), or None: the engine's own login stands."""
+    known = image_registry(uri)
+    return None if known is None else known.login(uri)
+
+
+def store_for(uri: str, record: Any, settings: Any = None) -> tuple[Any, str]:
+    """The object store holding ``uri`` (:data:`STORES`, by scheme) for the job ``record``,
+    and the URI's path in it.
+
+    Raises:
+        SpecError: no store here reads that scheme.
+    """
+    scheme = uri.partition("://")[0]
+    where = STORES.get(scheme)
+    if where is None or "://" not in uri:
+        raise SpecError(
+            f"{uri} is not a place this installation reads",
+            f"save under a folder of the job or under {', '.join(s + '://' for s in STORES)}",
+        )
+    opened: tuple[Any, str] = _load(where)(uri, record, settings)
+    return opened

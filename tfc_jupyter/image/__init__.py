@@ -3,7 +3,6 @@
 * :mod:`.context`: the build context, exactly what goes into the image (the plan makes it once).
 * :mod:`.names`: the parent image and the content-addressed name of the job's image.
 * :mod:`.docker`: the Docker engine here builds, finds, pushes and pulls.
-* :mod:`.cloudbuild`: Google Cloud Build builds and pushes when no engine answers.
 * :mod:`.progress`: what both share: progress events, the result, a failed build's one line.
 
 :func:`ensure_image` is what backends call. The image is named by the hash of its context, so
@@ -14,6 +13,7 @@ registry has it: resubmitting an unchanged notebook costs a hash and a lookup.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..config import Settings, current_settings
@@ -52,17 +52,25 @@ class ImageOrder(Protocol):
     def image_uri(self) -> str: ...
 
 
-def ensure_image(plan: ImageOrder, *, push: bool, client: Any = None) -> ImageResult:
+RemoteBuild = Callable[["JobSpec", "Context", str, ImageResult, Settings], ImageResult]
+"""A builder away from this machine (``spec, context, uri, result, settings``), given by the
+backend whose cloud has one (Vertex AI: Google Cloud Build): it builds and pushes ``uri`` when no
+engine answers here."""
+
+
+def ensure_image(
+    plan: ImageOrder, *, push: bool, client: Any = None, remote: RemoteBuild | None = None
+) -> ImageResult:
     """Make the plan's image available: here (``push=False``, the docker backend) or in its
     registry (``push=True``, Vertex AI). Builds only when no image of the same content exists;
-    pushes only when the registry lacks it. With no engine here, ``push=True`` and a build
-    bucket, Cloud Build builds and pushes it.
+    pushes only when the registry lacks it. With no engine here, ``push=True``, a build bucket
+    and a ``remote`` builder, that builder builds and pushes it.
 
     Raises:
         MissingDependency, BackendError: no docker package, no engine (and what is missing).
         BuildError: the build failed (one line; ``.log`` holds the tail).
     """
-    from ..google.gcloud import registry_auth
+    from ..registry import registry_login
     from . import docker, names
 
     started = time.monotonic()
@@ -86,13 +94,10 @@ def ensure_image(plan: ImageOrder, *, push: bool, client: Any = None) -> ImageRe
         try:
             client = docker.docker_client("building the job's image")
         except BackendError:
-            if push and spec.image.build_bucket:  # no engine here: Google Cloud Build builds it
-                from . import cloudbuild
-
-                cb = cloudbuild.CloudBuildSettings.from_settings(settings)
-                return cloudbuild.ensure_image(spec, context, uri, result, settings=cb)
+            if push and spec.image.build_bucket and remote is not None:  # built away from here
+                return remote(spec, context, uri, result, settings)
             raise docker.no_engine(spec.image.build_bucket, uri) from None
-    auth = registry_auth(uri) if push else None
+    auth = registry_login(uri) if push else None
     if push and docker.in_registry(client, uri, auth):
         report(Progress("done", f"{uri} is in the registry already: nothing to build or push"))
         result.seconds = time.monotonic() - started

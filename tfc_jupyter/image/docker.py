@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from ..errors import BackendError, MissingDependency
-from ..google.gcloud import registry_auth
+from ..registry import image_registry, registry_login
 from ..util.files import human_size
 from .context import Context
 from .names import CONTENT_LABEL
@@ -206,18 +206,13 @@ def engine_stream(
         ) from None
 
 
-def _push_hint(chunk: dict[str, Any]) -> str:
-    """What to do when a push was refused: the role that holds the permission Artifact Registry
-    named (``denied: Permission "artifactregistry.repositories.uploadArtifacts" denied on
-    resource ...``), else a login."""
-    from ..google import roles
-
-    role = roles.role_for(roles.permission_of(None, str(chunk["error"])))
-    if role is not None:
-        return (
-            f"ask for {role.words()} on the {role.on}, or set TFC_REGISTRY to one you may push to"
-        )
-    return (
+def _push_hint(uri: str, chunk: dict[str, Any]) -> str:
+    """What to do when a push was refused: the registry's own answer where its cloud knows it
+    (:func:`tfc_jupyter.registry.image_registry`: the role that holds the permission Artifact
+    Registry named), else a login."""
+    known = image_registry(uri)
+    hint = known.push_hint(str(chunk["error"])) if known is not None else None
+    return hint or (
         "check that you may push to that registry (docker login, or "
         "`gcloud auth application-default login` for Artifact Registry)"
     )
@@ -233,7 +228,9 @@ def push(client: Any, uri: str, auth: dict[str, str] | None, deadline_s: float) 
     )
     for chunk in engine_stream("push", push):
         if "error" in chunk:
-            raise BackendError(f"pushing {uri} failed: {short(chunk['error'])}", _push_hint(chunk))
+            raise BackendError(
+                f"pushing {uri} failed: {short(chunk['error'])}", _push_hint(uri, chunk)
+            )
         detail = chunk.get("progressDetail") or {}
         if chunk.get("id") and detail.get("total"):
             sent[chunk["id"]] = (int(detail.get("current", 0)), int(detail["total"]))
@@ -283,7 +280,7 @@ def ensure_pulled(client: Any, uri: str) -> None:
     if not repository or "/" in tag:
         repository, tag = uri, "latest"
     try:
-        client.images.pull(repository, tag=tag, auth_config=registry_auth(uri))
+        client.images.pull(repository, tag=tag, auth_config=registry_login(uri))
     except docker.errors.APIError as exc:
         raise BackendError(
             f"the image {uri} is not here and cannot be pulled: {short(exc)}",

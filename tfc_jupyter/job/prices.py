@@ -39,6 +39,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from typing import Protocol
 
 from .machines import MACHINE_TYPES
 
@@ -484,10 +485,25 @@ class Book:
     families: dict[str, tuple[Rate, Rate]] = field(default_factory=dict)
 
 
+class CurrentRates(Protocol):
+    """Current rates a billed backend read (its class's ``current_prices(settings)``: Vertex
+    AI's from the Cloud Billing Catalog API): key -> (on demand, Spot) US dollars an hour, where
+    from, the UTC date read (``YYYY-MM-DD``) and whether from a day's cache."""
+
+    @property
+    def rates(self) -> Mapping[str, tuple[float | None, float | None]]: ...
+    @property
+    def source(self) -> str: ...
+    @property
+    def read(self) -> str: ...
+    @property
+    def cached(self) -> bool: ...
+
+
 def current_book(
     rates: Mapping[str, tuple[float | None, float | None]], *, source: str, read: str
 ) -> Book:
-    """A :class:`Book` from Compute Engine's current rates (``tfc_jupyter.google.billing``:
+    """A :class:`Book` from Compute Engine's current rates (a backend's ``current_prices``:
     ``n1 vCPU``, ``n1 GB`` and GPU enums -> (on demand, Spot)): on demand derived x1.15, Spot
     a floor, each with ``source`` and ``read``."""
 

@@ -34,7 +34,6 @@ from ..notebook.capture import Selection
 from ..notebook.convert import Script, convert
 from ..notebook.requirements import Requirements, unsatisfied
 from ..registry import DEFAULT, ROUTES, Preview, Route
-from ..store import records
 from ..sweep import methods
 from ..sweep.targets import SweepPlan, plan_sweep
 from ..util import masking, secretscan
@@ -42,7 +41,7 @@ from ..util.files import human_size
 from . import prelaunch
 
 if TYPE_CHECKING:
-    from ..google import billing
+    from ..job.prices import CurrentRates
 
 _SOURCES = {
     "JPY_SESSION_NAME": "this kernel's notebook, as saved",
@@ -87,7 +86,7 @@ class Plan:
     refused: TfcError | None = None  # the backend's verdict: what launching it would say
     checked: bool = False  # the verdict was taken (Client.plan): launching does not ask again
     sweep: SweepPlan | None = None  # --sweep: each trial is this plan with its values
-    current: billing.Current | None = None  # Compute Engine's current prices, where read
+    current: CurrentRates | None = None  # Compute Engine's current prices, where read
 
     @property
     def book(self) -> prices.Book | None:
@@ -503,7 +502,7 @@ _RATES = {
 
 
 def _cost_line(
-    rate: float | None, pools: list[Pool], spec: JobSpec, current: billing.Current | None = None
+    rate: float | None, pools: list[Pool], spec: JobSpec, current: CurrentRates | None = None
 ) -> str:
     """The plan's cost line: machines, accelerators and boot disks at the rates of the job's
     scheduling, or which parts Google's list (as :mod:`.prices` holds it) does not price."""
@@ -1065,17 +1064,17 @@ def _make_plan(selection: Selection, ns: JobOptions, settings: Settings) -> Plan
         settings=settings,
         route=route,
         sweep=sweep,
-        current=_current_prices(settings) if traits.billed else None,
+        current=_current_prices(spec, settings) if traits.billed else None,
     )
 
 
-def _current_prices(settings: Settings) -> billing.Current | None:
-    """Compute Engine's current prices where the user has credentials (cached a day in the
-    tfc home), else None: the list prices stand."""
-    from ..google import billing  # Vertex AI's plans only: no Google module on a local launch
-
-    home = settings.get("home")
-    return billing.current(Path(home) if home else records.default_home(), prices.REGION)
+def _current_prices(spec: JobSpec, settings: Settings) -> CurrentRates | None:
+    """The backend's current prices (its class's ``current_prices``: Vertex AI reads Compute
+    Engine's where the user has credentials, cached a day in the tfc home), else None: the
+    list prices stand. Only a billed backend's plan asks: a local launch imports nothing."""
+    current = getattr(registry.load(spec.backend), "current_prices", None)
+    found: CurrentRates | None = current(settings) if current is not None else None
+    return found
 
 
 _SWEEP_ONLY = (("trials", 0), ("parallel", 1), ("metric", None), ("goal", None),

@@ -439,9 +439,9 @@ def fetch_gs(uri: str, record: JobRecord, settings: Any = None) -> str:
     Raises:
         TfcError: nothing is there, or Cloud Storage refuses (one line with the fix).
     """
-    from .returned import gs_storage
+    from ..registry import store_for
 
-    storage, name = gs_storage(uri, record, settings)
+    storage, name = store_for(uri, record, settings)
     here = Path(record.job_dir or ".") / "downloaded" / storage.bucket
     names = storage.names(name)
     if name in names:  # one file (model.keras)

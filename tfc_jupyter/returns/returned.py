@@ -24,7 +24,7 @@ import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from tfc_runtime import codecs
 from tfc_runtime.codecs.keras import KerasModel
@@ -34,10 +34,8 @@ from tfc_runtime.giveback import CELL, FILES
 from tfc_runtime.runcell import OUTPUTS
 from tfc_runtime.values import Decoder
 
+from ..registry import store_for
 from . import border
-
-if TYPE_CHECKING:
-    from ..image.cloudbuild.storage import Storage
 
 MAX_OBJECTS = 100_000
 """Objects of a ``gs://`` folder a job left that are downloaded at most."""
@@ -472,20 +470,6 @@ def bring_files(
     return placed.lines(limit_mb, max_files, Path(job_dir) / FILES)
 
 
-def gs_storage(uri: str, record: Any, settings: Any = None) -> tuple[Storage, str]:
-    """Our Cloud Storage client for the bucket of a ``gs://`` URI a job wrote to, with the
-    job's Google Cloud project as its record keeps it, and the URI's path in the bucket."""
-    from ..config import current_settings
-    from ..image.cloudbuild.settings import CloudBuildSettings
-    from ..image.cloudbuild.storage import Storage
-    from ..job.google_target import GoogleTarget
-
-    bucket, _, path = uri.removeprefix("gs://").partition("/")
-    project = str(GoogleTarget.raw(record.spec).get("project") or "")
-    cloud = CloudBuildSettings.from_settings(settings or current_settings())
-    return Storage(project, bucket, cloud), path
-
-
 def fetch(uri: str, record: Any, leaf: str, settings: Any = None) -> Path | None:
     """A folder a Vertex AI job's run cell left under its base output folder (``gs://.../cell``
     or ``.../files``), downloaded through our Cloud Storage client into the job folder's
@@ -499,7 +483,7 @@ def fetch(uri: str, record: Any, leaf: str, settings: Any = None) -> Path | None
     here = Path(record.job_dir) / leaf
     if here.exists():
         return here
-    storage, prefix = gs_storage(uri, record, settings)
+    storage, prefix = store_for(uri, record, settings)
     prefix = prefix.rstrip("/") + "/"
     for count, name in enumerate(storage.names(prefix)):
         parts = border.object_name(prefix, name)

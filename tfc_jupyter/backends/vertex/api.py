@@ -17,7 +17,7 @@ from typing import Any
 
 from ...config import current_settings
 from ...errors import MissingDependency
-from ...google.gcloud import authorized_session, base_url, credentials, is_loopback
+from .google.gcloud import authorized_session, base_url, credentials, is_loopback
 
 
 @dataclass(frozen=True)

@@ -29,8 +29,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ...errors import BackendError, TfcError
-from ...google import gcloud
-from ...google.gcloud import RetryCount
 from ...job.spec import JobSpec
 from ...registry import Preview, Route, Traits
 from ...returns import notify
@@ -54,10 +52,13 @@ from . import api as vertex_api
 from . import request as vertex_request
 from . import scheduling
 from .api import VertexSettings
+from .google import gcloud
+from .google.gcloud import RetryCount
 from .options import VertexOptions
 
 if TYPE_CHECKING:
     from ...config import Settings
+    from ...image import ImageResult
     from ...image.context import Context
     from ...job.options import JobOptions
     from ...planner.plan import Plan
@@ -69,6 +70,17 @@ MAX_WATCHER_STARTS = 4
 :data:`~tfc_jupyter.backends.watched.QUICK_STARTS`) after which it is not started again by
 itself: the job is recorded "not followed (status unknown)" (its state kept; a follow starts a
 watcher again)."""
+
+
+def cloud_build(
+    spec: JobSpec, context: Context, uri: str, result: ImageResult, settings: Settings
+) -> ImageResult:
+    """Build and push ``uri`` with Google Cloud Build: the image builder's ``remote`` when no
+    Docker engine answers here (:func:`tfc_jupyter.image.ensure_image`)."""
+    from . import cloudbuild
+
+    cb = cloudbuild.CloudBuildSettings.from_settings(settings)
+    return cloudbuild.ensure_image(spec, context, uri, result, settings=cb)
 
 
 def tensorboard_url(tensorboard: str, job_id: str) -> str:
@@ -111,6 +123,17 @@ class VertexBackend:
         """Refuse, as Vizier would, a sweep's values (a discrete list over 1,000 values or with
         two closer than 1e-10, categories that read alike as text): the plan's check."""
         vertex_request.check_study(sweep)
+
+    @classmethod
+    def current_prices(cls, settings: Settings) -> Any:
+        """Compute Engine's current prices (a :class:`~tfc_jupyter.job.prices.CurrentRates`)
+        where the user has credentials, cached a day in the tfc home; None: the list stands."""
+        from ...job import prices
+        from ...store import records
+        from .google import billing
+
+        home = settings.get("home")
+        return billing.current(Path(home) if home else records.default_home(), prices.REGION)
 
     @classmethod
     def plan_notes(cls, spec: JobSpec, options: JobOptions) -> list[str]:
@@ -171,7 +194,7 @@ class VertexBackend:
             )
         vertex_api.require_clients()
         if spec.decided.route == "package":  # nothing to build: the package goes to the bucket
-            from ...image import cloudbuild
+            from . import cloudbuild
 
             gcloud.credentials(cloudbuild.CloudBuildSettings.load().storage_url())
         elif not spec.image.image:  # built here (an engine answers) or by Cloud Build
@@ -187,7 +210,7 @@ class VertexBackend:
                         "with Cloud Build, or pass --image with an image you built",
                         field="image",
                     ) from None
-                from ...image import cloudbuild
+                from . import cloudbuild
 
                 cloudbuild.check(spec)
         gcloud.credentials(self.settings.api_endpoint(spec.google.region))
@@ -208,7 +231,7 @@ class VertexBackend:
         elif not image:
             from ...image import ensure_image
 
-            result = ensure_image(plan, push=True)
+            result = ensure_image(plan, push=True, remote=cloud_build)
             image, built = result.uri, {"built": result.built, "pushed": result.pushed}
         if plan.sweep is not None:  # a sweep: one tuning job, Vizier choosing each trial's values
             body = vertex_request.tuning_job_body(
@@ -291,9 +314,9 @@ class VertexBackend:
     def _upload(self, plan: Plan) -> bool:
         """Put the job's package in the build bucket, unless it is there (same bytes);
         True when it was uploaded."""
-        from ...image.cloudbuild import CloudBuildSettings, bucket_name
-        from ...image.cloudbuild.storage import Storage
         from . import wheel
+        from .cloudbuild import CloudBuildSettings, bucket_name
+        from .cloudbuild.storage import Storage
 
         spec, package = plan.spec, plan.package
         assert package is not None and spec.google.project and spec.image.build_bucket

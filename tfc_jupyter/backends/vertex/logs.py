@@ -37,7 +37,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from ...google.gcloud import (
+from ...util.files import write_private
+from .api import VertexSettings
+from .google.gcloud import (
     LOGGING,
     DailyQuotaError,
     authorized_session,
@@ -45,9 +47,7 @@ from ...google.gcloud import (
     checked,
     explain,
 )
-from ...google.quota import pacific_midnight
-from ...util.files import write_private
-from .api import VertexSettings
+from .google.quota import pacific_midnight
 
 try:
     import fcntl

@@ -47,7 +47,6 @@ from tfc_runtime.protocol import POOL_ROLES
 from tfc_runtime.protocol import replica_name as protocol_replica_name
 
 from ...errors import BackendError, TfcError
-from ...google.gcloud import call, checked
 from ...registry import TRIALS_FILE
 from ...returns import notify
 from ...store.records import JobRecord, JobState, JobStore
@@ -61,6 +60,7 @@ from ..watched import (
     not_followed,
 )
 from .api import VertexSettings, require_clients, rest_session, rest_url
+from .google.gcloud import call, checked
 from .logs import MAX_IDLE, ProjectLogs, ReaderState, parse_stamp
 
 LOOKBACK = timedelta(seconds=10)  # entries may arrive late: re-read this window, deduplicated

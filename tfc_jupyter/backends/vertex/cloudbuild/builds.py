@@ -11,10 +11,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from ...errors import BackendError
-from ...google.gcloud import Api
-from ..names import CONTENT_LABEL
-from ..progress import ANSI, LOG_TAIL, BuildError, Progress, build_error, report, short
+from ....errors import BackendError
+from ....image.names import CONTENT_LABEL
+from ....image.progress import ANSI, LOG_TAIL, BuildError, Progress, build_error, report, short
+from ..google.gcloud import Api
 from . import client
 from .client import json_body
 from .settings import CloudBuildSettings

@@ -5,7 +5,7 @@ The Google client libraries are imported only inside the functions that use them
 this module costs nothing.
 
 * :class:`Api`: a Google API as error messages name it (Vertex AI here; Cloud Build and Cloud
-  Storage in :mod:`tfc_jupyter.image.cloudbuild`).
+  Storage in :mod:`tfc_jupyter.backends.vertex.cloudbuild`).
 * :func:`credentials`: anonymous for a loopback endpoint (a local test server), else
   application-default credentials.
 * :func:`explain`: any error from the clients -> retry or not, and a one-line
@@ -14,7 +14,7 @@ this module costs nothing.
   per-minute rate limit, 5xx, timeouts, dropped connections), waiting at least what the server
   asked for (``Retry-After``, ``RetryInfo``), bounded in total time.
 
-A 429 is told apart by its structure (:mod:`tfc_jupyter.google.quota`): a per-minute limit is
+A 429 is told apart by its structure (:mod:`.quota`): a per-minute limit is
 retried; a daily quota (:class:`DailyQuotaError`) and a resource quota (:class:`QuotaError`) are
 not.
 """
@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 from urllib.parse import urlsplit
 
-from ..errors import BackendError, MissingDependency
+from ....errors import BackendError
 from . import roles
 from .quota import Kind, Refusal, pacific_midnight, refusal, retry_after
 
@@ -405,37 +405,3 @@ def _quietly(fn: Callable[[], T | None]) -> T | None:
         return fn()
     except Exception:  # the check before a retry is best effort; the retry itself reports
         return None
-
-
-# ------------------------------------------------------------------------------- registries
-AR_HOSTS = ("-docker.pkg.dev", "gcr.io")
-"""Registries that take Google credentials (Artifact Registry, Container Registry)."""
-
-
-def registry_auth(uri: str) -> dict[str, str] | None:
-    """Push credentials: an OAuth token from application-default credentials for Artifact
-    Registry and gcr.io; None elsewhere (the engine's own login, ``~/.docker/config.json``).
-
-    The token goes to the engine with the push request only: never into a context or an image.
-    """
-    host = uri.split("/", 1)[0]
-    if not host.endswith(AR_HOSTS):
-        return None
-    try:
-        import google.auth
-        import google.auth.exceptions
-        from google.auth.transport.requests import Request
-    except ImportError:
-        raise MissingDependency("google-auth", "vertex", f"pushing to {host}") from None
-    try:
-        credentials, _ = google.auth.default(
-            scopes=["https://www.googleapis.com/auth/cloud-platform"]
-        )
-        credentials.refresh(Request())
-    except google.auth.exceptions.GoogleAuthError as exc:
-        raise BackendError(
-            f"cannot get credentials to push to {host}: {' '.join(str(exc).split())[:240]}",
-            "run `gcloud auth application-default login`, or set TFC_REGISTRY to a registry "
-            "you are logged in to",
-        ) from None
-    return {"username": "oauth2accesstoken", "password": str(credentials.token)}

@@ -14,10 +14,10 @@ from pathlib import Path
 from typing import IO, Any, TypeVar
 from urllib.parse import quote
 
-from ...google.gcloud import Api
-from ...util.files import human_size
-from .. import context as package
-from ..progress import Progress, report
+from ....image import context as package
+from ....image.progress import Progress, report
+from ....util.files import human_size
+from ..google.gcloud import Api
 from . import client
 from .client import checked, json_body
 from .settings import CloudBuildSettings
@@ -245,3 +245,16 @@ class _Reading:
             message = f"uploading {sent} / {total} to {self.where}"
             report(Progress("context", message, self.sent, self.size))
         return data
+
+
+def open_uri(uri: str, record: Any, settings: Any = None) -> tuple[Storage, str]:
+    """Our Cloud Storage client for the bucket of a ``gs://`` URI a job wrote to, with the
+    job's Google Cloud project as its record keeps it, and the URI's path in the bucket
+    (:data:`tfc_jupyter.registry.STORES`)."""
+    from ....config import current_settings
+    from ....job.google_target import GoogleTarget
+
+    bucket, _, path = uri.removeprefix("gs://").partition("/")
+    project = str(GoogleTarget.raw(record.spec).get("project") or "")
+    cloud = CloudBuildSettings.from_settings(settings or current_settings())
+    return Storage(project, bucket, cloud), path

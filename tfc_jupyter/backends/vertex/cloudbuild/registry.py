@@ -7,10 +7,10 @@ import re
 from typing import Any
 from urllib.parse import urlsplit
 
-from ...errors import BackendError
-from ...google import gcloud, roles
-from ...google.gcloud import Api
-from ..progress import Progress, report
+from ....errors import BackendError
+from ....image.progress import Progress, report
+from ..google import artifacts, gcloud, roles
+from ..google.gcloud import Api
 from . import client
 from .settings import CloudBuildSettings, base_url
 
@@ -44,7 +44,7 @@ def in_registry(uri: str, settings: CloudBuildSettings, *, project: str = "") ->
         return False
     url = f"{base_url(host)}/v2/{name}/manifests/{tag}"
     try:
-        auth = gcloud.registry_auth(uri)
+        auth = artifacts.login(uri)
     except BackendError:  # Cloud Build pushes with its own account: building is still possible
         auth = None
     token = auth["password"] if auth else None

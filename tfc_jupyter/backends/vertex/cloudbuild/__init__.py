@@ -34,9 +34,9 @@ from __future__ import annotations
 
 import time
 
-from ...job.spec import JobSpec
-from .. import context as package
-from ..progress import ImageResult, Progress, report
+from ....image import context as package
+from ....image.progress import ImageResult, Progress, report
+from ....job.spec import JobSpec
 from .builds import CloudBuilder
 from .registry import in_registry
 from .settings import CloudBuildSettings, bucket_name, check

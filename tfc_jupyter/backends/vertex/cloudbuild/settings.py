@@ -6,12 +6,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ...config import current_settings
-from ...errors import BackendError, MissingDependency, SpecError
-from ...google import gcloud
-from ...google.gcloud import base_url
-from ...job import vertex_rules
-from ...job.spec import JobSpec
+from ....config import current_settings
+from ....errors import BackendError, MissingDependency, SpecError
+from ....job import vertex_rules
+from ....job.spec import JobSpec
+from ..google import gcloud
+from ..google.gcloud import base_url
 
 CLOUDBUILD_URL = "https://cloudbuild.googleapis.com"
 STORAGE_URL = "https://storage.googleapis.com"

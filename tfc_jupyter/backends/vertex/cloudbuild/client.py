@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from ...google import gcloud
-from ...google.gcloud import Api, checked
+from ..google import gcloud
+from ..google.gcloud import Api, checked
 from .settings import CloudBuildSettings, require
 
 T = TypeVar("T")

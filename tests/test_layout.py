@@ -367,3 +367,48 @@ def test_the_google_import_finder_finds_them(tmp_path: Path) -> None:
     (package / "c.py").write_text("from google.colab import _message\nimport json\n")
     found = _google_imports(package)
     assert found == {"pkg.a": ["google.auth"], "pkg.b": ["pkg.backends.vertex.api"]}
+
+
+LONGEST = 100
+"""Most lines a function may span, its body and any class or function defined in it counted
+(issue 47, "the house": long ones split at their natural steps)."""
+
+
+def _long_functions(package: Path, base: Path = ROOT) -> list[str]:
+    """``path:line name length`` (the path from ``base``) of each function, async ones too,
+    longer than :data:`LONGEST` lines, from its ``def`` line to its last."""
+    found = []
+    for path in sorted(package.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                length = (node.end_lineno or node.lineno) - node.lineno + 1
+                if length > LONGEST:
+                    found.append(f"{path.relative_to(base)}:{node.lineno} {node.name} {length}")
+    return found
+
+
+def test_no_function_is_over_100_lines() -> None:
+    found = [
+        where
+        for package in ("tfc_jupyter", "runtime/tfc_runtime")
+        for where in _long_functions(ROOT / package)
+    ]
+    assert found == [], "split these at their natural steps:\n" + "\n".join(found)
+
+
+def test_the_long_function_finder_counts_nested_bodies(tmp_path: Path) -> None:
+    """A class built inside a function counts in the function's length, as does an async def."""
+    package = tmp_path / "pkg"
+    package.mkdir()
+    lines = [f"x{i} = {i}\n" for i in range(LONGEST)]
+    inner = "".join(f"        {line}" for line in lines)
+    awaited = "".join(f"    {line}" for line in lines)
+    (package / "m.py").write_text(
+        "def short():\n    return 1\n\n\n"
+        f"def outer():\n    class Inner:\n{inner}    return Inner\n\n\n"
+        f"async def waits():\n{awaited}"
+    )
+    assert _long_functions(package, tmp_path) == [
+        f"pkg/m.py:5 outer {LONGEST + 3}",
+        f"pkg/m.py:{LONGEST + 10} waits {LONGEST + 1}",
+    ]

@@ -346,8 +346,6 @@ class Job:
         files keep every line. A job no watcher follows any more ("not followed (status unknown)")
         is followed again: its backend starts a watcher for it.
         """
-        stream = out or sys.stdout
-        ansi = draws_colour(stream)
         rec = self.store.get(self.id)
         again = (
             None
@@ -356,90 +354,31 @@ class Job:
         )
         if again is not None:
             rec = again(rec)
-        tail = LogTail(Path(rec.log_dir))
-        feed = ResultFeed(rec.log_dir)
-        in_logs = registry.traits(rec.backend).reports_in_logs  # else a look-alike is a line
-        keys: list[str | None] = []
-
-        def report_key() -> str | None:
-            """The job's report key, read once a report line comes (the launch keeps it)."""
-            if not keys:
-                keys.append(self.store.get(self.id).report_key)
-            return keys[0]
-
-        merger = Merger(replica_count(rec) if not verbose else 1)
+        shower = _Shower(
+            rec,
+            out or sys.stdout,
+            lambda: self.store.get(self.id).report_key,
+            verbose=verbose,
+            on_line=on_line,
+            on_result=on_result,
+        )
         if skip_existing:
-            for _ in tail.lines():  # a chunk at a time: a log of any size is never held whole
-                pass
-            feed.read()
+            shower.skip_existing()
         deadline = None if timeout is None else time.monotonic() + timeout
         started = time.monotonic()
         next_state = 0.0
-        rewind, bar = "", ""  # a progress bar drawn live (its line not ended yet) is rewritten
         gone: set[int] = set()  # watcher processes seen ending
-        pending: list[dict[str, Any]] = []  # reports waiting for the lines printed before them
-        marked = 0  # the last output mark line the chief wrote (a pipe: docker)
-
-        def write(lines: list[tuple[list[str], str]]) -> None:
-            """Write shown lines, each over a live bar still on screen."""
-            nonlocal rewind, bar
-            for names, said in lines:
-                stream.write(f"{rewind}{logs.said(names, said)}\n")
-                rewind, bar = "", ""
-
         while True:
-            first = next(iter(tail.replicas()), "")  # the chief: its bar is drawn as it moves
+            first = next(iter(shower.tail.replicas()), "")  # the chief: its bar drawn as it moves
             if time.monotonic() >= next_state:  # the record less often than the (cheap) logs
                 rec = self.record()
                 done = rec.state.is_terminal()
                 next_state = time.monotonic() + poll_delays(started, time.monotonic())[0]
                 watcher = [pid for pid in watcher_pids(rec) if pid not in gone]
             now = time.monotonic()
-            shown: list[tuple[list[str], str]] = []
-            if on_result is not None:
-                pending += feed.read()
-                _placed(pending, marked, 0)  # their mark lines were read: due now
-            chief_at = tail.offsets.get(first, 0)  # where the chief's new lines start
-            for replica, line in tail.lines(final=done):  # a chunk at a time, never whole
-                if replica == first and (mark := output_mark(line)) is not None:
-                    marked = max(marked, mark)
-                    _placed(pending, marked, chief_at)
-                if pending and replica == first and _due(pending, chief_at):
-                    write(shown)  # what was printed before the report, first
-                    shown = []
-                    stream.flush()
-                    pending = _release(pending, chief_at, False, on_result)
-                if pending and replica == first:  # positions matter only while reports wait
-                    chief_at += len(line.encode("utf-8", "replace")) + 1
-                if (
-                    on_result is not None
-                    and in_logs
-                    and replica == first
-                    and (found := parse_result(line, report_key())) is not None
-                ):
-                    on_result(found)
-                if on_line:
-                    on_line(replica, line)
-                elif (text := logs.shown(line, verbose=verbose)) is not None:
-                    safe = logs.colours_only(text) if ansi else logs.printable(text)
-                    shown += merger.add(replica, safe, now)
-                    if len(shown) >= SHOWN_BATCH:  # a backlog of any size in bounded memory
-                        write(shown)
-                        shown = []
-            write(shown + merger.ready(now, final=done))
-            if pending:
-                stream.flush()
-                pending = _release(pending, tail.offsets.get(first, 0), done, on_result)
-            if ansi and not on_line and not done:  # a line being written: as Jupyter shows it
-                live = logs.shown(tail.partial(first), verbose=verbose) if first else None
-                live = logs.colours_only(live) if live else live
-                if live and live != bar:
-                    stream.write(f"\r[{first}] {live}")
-                    rewind, bar = "\r", live
-            stream.flush()
+            shower.show(first, done, now)
             if done or (deadline is not None and time.monotonic() > deadline):
-                write(merger.ready(now, final=True))
-                stream.flush()
+                shower.end(now)
                 return rec
             if nap(poll_delays(started, time.monotonic())[1], watcher):
                 gone.update(watcher)  # woken once: a watcher left unreaped is not waited on
@@ -519,6 +458,116 @@ class Job:
             f"<b style='color:{color}'>{rec.state.value}</b> "
             f"({rec.elapsed:.1f} s){links}{error}</div>"
         )
+
+
+class _Shower:
+    """What :meth:`Job.follow` has read of a job's logs and reports, and shows: the lines the
+    user's code printed (merged across replicas), a progress bar drawn live, and each report
+    once the chief's lines printed before it are shown."""
+
+    def __init__(
+        self,
+        rec: JobRecord,
+        stream: TextIO,
+        report_key: Callable[[], str | None],
+        *,
+        verbose: bool,
+        on_line: Callable[[str, str], None] | None,
+        on_result: Callable[[dict[str, Any]], None] | None,
+    ) -> None:
+        self.stream = stream
+        self.ansi = draws_colour(stream)
+        self.tail = LogTail(Path(rec.log_dir))
+        self.feed = ResultFeed(rec.log_dir)
+        self.in_logs = registry.traits(rec.backend).reports_in_logs  # else a look-alike is a line
+        self.merger = Merger(replica_count(rec) if not verbose else 1)
+        self.verbose, self.on_line, self.on_result = verbose, on_line, on_result
+        self._report_key = report_key
+        self._keys: list[str | None] = []
+        self.rewind, self.bar = "", ""  # a progress bar drawn live (its line not ended yet)
+        self.pending: list[dict[str, Any]] = []  # reports waiting for lines printed before them
+        self.marked = 0  # the last output mark line the chief wrote (a pipe: docker)
+
+    def report_key(self) -> str | None:
+        """The job's report key, read once a report line comes (the launch keeps it)."""
+        if not self._keys:
+            self._keys.append(self._report_key())
+        return self._keys[0]
+
+    def skip_existing(self) -> None:
+        """Read past what the job wrote so far, showing none of it."""
+        for _ in self.tail.lines():  # a chunk at a time: a log of any size is never held whole
+            pass
+        self.feed.read()
+
+    def write(self, lines: list[tuple[list[str], str]]) -> None:
+        """Write shown lines, each over a live bar still on screen."""
+        for names, said in lines:
+            self.stream.write(f"{self.rewind}{logs.said(names, said)}\n")
+            self.rewind, self.bar = "", ""
+
+    def show(self, first: str, done: bool, now: float) -> None:
+        """Show what the replicas wrote since the last call (``first``: the chief), the reports
+        now due, and the chief's line being written."""
+        if self.on_result is not None:
+            self.pending += self.feed.read()
+            _placed(self.pending, self.marked, 0)  # their mark lines were read: due now
+        shown = self._read_lines(first, done, now)
+        self.write(shown + self.merger.ready(now, final=done))
+        if self.pending:
+            self.stream.flush()
+            at = self.tail.offsets.get(first, 0)
+            self.pending = _release(self.pending, at, done, self.on_result)
+        if self.ansi and not self.on_line and not done:
+            self._draw_bar(first)
+        self.stream.flush()
+
+    def end(self, now: float) -> None:
+        """Write the lines the merger still holds: the follow ends."""
+        self.write(self.merger.ready(now, final=True))
+        self.stream.flush()
+
+    def _read_lines(self, first: str, done: bool, now: float) -> list[tuple[list[str], str]]:
+        """Read the replicas' new lines, a chunk at a time: hand each on (``on_line``, a report
+        line to ``on_result``), release the reports printed after the chief's lines read so
+        far; return the lines to show that are not written yet."""
+        shown: list[tuple[list[str], str]] = []
+        chief_at = self.tail.offsets.get(first, 0)  # where the chief's new lines start
+        for replica, line in self.tail.lines(final=done):  # a chunk at a time, never whole
+            if replica == first and (mark := output_mark(line)) is not None:
+                self.marked = max(self.marked, mark)
+                _placed(self.pending, self.marked, chief_at)
+            if self.pending and replica == first and _due(self.pending, chief_at):
+                self.write(shown)  # what was printed before the report, first
+                shown = []
+                self.stream.flush()
+                self.pending = _release(self.pending, chief_at, False, self.on_result)
+            if self.pending and replica == first:  # positions matter only while reports wait
+                chief_at += len(line.encode("utf-8", "replace")) + 1
+            if (
+                self.on_result is not None
+                and self.in_logs
+                and replica == first
+                and (found := parse_result(line, self.report_key())) is not None
+            ):
+                self.on_result(found)
+            if self.on_line:
+                self.on_line(replica, line)
+            elif (text := logs.shown(line, verbose=self.verbose)) is not None:
+                safe = logs.colours_only(text) if self.ansi else logs.printable(text)
+                shown += self.merger.add(replica, safe, now)
+                if len(shown) >= SHOWN_BATCH:  # a backlog of any size in bounded memory
+                    self.write(shown)
+                    shown = []
+        return shown
+
+    def _draw_bar(self, first: str) -> None:
+        """The chief's line being written (a progress bar), redrawn as Jupyter shows it."""
+        live = logs.shown(self.tail.partial(first), verbose=self.verbose) if first else None
+        live = logs.colours_only(live) if live else live
+        if live and live != self.bar:
+            self.stream.write(f"\r[{first}] {live}")
+            self.rewind, self.bar = "\r", live
 
 
 def _due(pending: list[dict[str, Any]], chief_at: int) -> bool:

@@ -199,14 +199,32 @@ def run(
     for warning in plan.warnings:
         print(f"! {warning}", file=sys.stderr)
     if plan.sweep is not None:  # sweep=[...]: its trials, to the end (tfc_jupyter.trials.trials)
-        from .trials.trial_table import SweepFailed
-        from .trials.trials import run_sweep
+        return _sweep(client, plan)
+    follow = stream_logs or ("wait" in options.given and options.wait)  # the magic's wait=True
+    result = _launch(client, plan, follow=follow, verbose=options.verbose, shell=shell)
+    if entry_point is None and shell is None:
+        sys.exit(0)  # as tfc.run: the script's own process does not go on to train here
+    return result
 
-        sweep = run_sweep(client, plan)
-        print(sweep.summary_line(), file=sys.stderr)
-        if sweep.failure:  # its trials stopped it, or its tuning job failed
-            raise SweepFailed(sweep)
-        return sweep
+
+def _sweep(client: Client, plan: Plan) -> Sweep:
+    """Run ``plan``'s sweep to its end, its summary line on stderr.
+
+    Raises:
+        SweepFailed: its trials stopped it, or its tuning job failed.
+    """
+    from .trials.trial_table import SweepFailed
+    from .trials.trials import run_sweep
+
+    sweep = run_sweep(client, plan)
+    print(sweep.summary_line(), file=sys.stderr)
+    if sweep.failure:  # its trials stopped it, or its tuning job failed
+        raise SweepFailed(sweep)
+    return sweep
+
+
+def _launch(client: Client, plan: Plan, *, follow: bool, verbose: bool, shell: Any) -> RunResult:
+    """Submit ``plan``, say so on stderr, and with ``follow`` print the job's logs to its end."""
     job = client.submit(plan)
     spec = plan.spec
     print(
@@ -216,13 +234,11 @@ def run(
         file=sys.stderr,
     )
     result = RunResult(job, plan.image_uri if registry.traits(spec.backend).runs_image else None)
-    if stream_logs or ("wait" in options.given and options.wait):  # the magic's wait=True
-        job.follow(verbose=options.verbose)
+    if follow:
+        job.follow(verbose=verbose)
         print(job.summary_line(), file=sys.stderr)
         if shell is not None:  # in a kernel: what the job gave back is set (events.JOB_ENDED),
             job.wait()  # a failed job's names made before its failure too (partial_names)
-    if entry_point is None and shell is None:
-        sys.exit(0)  # as tfc.run: the script's own process does not go on to train here
     return result
 
 

@@ -19,7 +19,12 @@ from __future__ import annotations
 
 import datetime
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # _Oracle's and _Tuner's methods reach Keras Tuner's classes through super()
+    _KerasTuner = Any
+else:
+    _KerasTuner = object
 
 _made: dict[str, Any] = {}
 _studies: dict[str, Any] = {}
@@ -80,157 +85,180 @@ def _suggest(asked: Any, hp: Any) -> Any:
 
 
 def _make() -> None:
+    """Make ``CloudOracle`` and ``CloudTuner``: Keras Tuner's ``Oracle`` and ``Tuner`` with
+    :class:`_Oracle`'s and :class:`_Tuner`'s steps.
+
+    Raises:
+        ImportError: optuna is not installed.
+    """
     import keras_tuner as kt
 
     try:
-        import optuna
+        import optuna  # noqa: F401  (the oracle's values)
     except ImportError:
         raise ImportError(
             "CloudTuner needs optuna (its trials' values): pip install optuna, or add optuna "
             "to the job's requirements"
         ) from None
 
-    class CloudOracle(kt.Oracle):
+    class CloudOracle(_Oracle, kt.Oracle):
         """``tfc.CloudOracle``: TensorFlow Cloud's arguments (either ``study_config``, or
         ``objective`` and ``hyperparameters``); each trial's values from Optuna's TPE."""
 
-        def __init__(
-            self,
-            project_id: str | None = None,
-            region: str | None = None,
-            objective: Any = None,
-            hyperparameters: Any = None,
-            study_config: dict[str, Any] | None = None,
-            max_trials: int | None = None,
-            study_id: str | None = None,
-            **kwargs: Any,
-        ) -> None:
-            if study_config:
-                if objective or hyperparameters:
-                    raise ValueError(
-                        'Please configure either study_config or "objective, and hyperparameters".'
-                    )
-                objective, hyperparameters = _objective_and_space(study_config)
-            elif not (objective and hyperparameters):
-                raise ValueError(
-                    "If study_config is not set, objective and hyperparameters must be set."
-                )
-            super().__init__(
-                objective=objective,
-                hyperparameters=hyperparameters,
-                max_trials=max_trials or 10,
-                allow_new_entries=False,
-                tune_new_entries=False,
-                **kwargs,
-            )
-            self.project_id, self.region = project_id, region
-            self.study_id = study_id or "CloudTuner_study_{}".format(
-                datetime.datetime.now().strftime("%Y%m%d_%H%M%S")
-            )
-            optuna.logging.set_verbosity(optuna.logging.WARNING)
-            maximize = self.objective.direction == "max"
-            with _lock:
-                study = _studies.get(self.study_id) if study_id else None
-                if study is None:
-                    study = optuna.create_study(
-                        direction="maximize" if maximize else "minimize",
-                        sampler=optuna.samplers.TPESampler(seed=self.seed),
-                    )
-                    _studies[self.study_id] = study
-            self._study = study
-            self._asked: dict[str, Any] = {}
+        create_trial = kt.synchronized(_Oracle.create_trial)
 
-        @kt.synchronized
-        def create_trial(self, tuner_id: str) -> Any:
-            """Keras Tuner's, except the trial's id: its number in the study, as Vizier's
-            trial ids were. Tuners sharing a ``study_id`` (and, in TensorFlow Cloud's example,
-            a directory) then never write one trial's folder or checkpoint twice: Keras
-            Tuner's own ids count this oracle's trials, so every tuner's first trial was
-            ``0``, and two threads saving ``trial_0``'s weights at once failed in HDF5."""
-            if tuner_id in self.ongoing_trials or self._retry_queue:
-                return super().create_trial(tuner_id)
-            with _lock:
-                full = len(self._study.get_trials(deepcopy=False)) >= self.max_trials
-                asked = None if full else self._study.ask()
-            if asked is None:  # Keras Tuner's own way to stop the tuner
-                return super().create_trial(tuner_id)
-            self.tuner_ids.add(tuner_id)
-            trial_id = f"{asked.number:0{len(str(self.max_trials))}d}"
-            hyperparameters = self.hyperparameters.copy()
-            hyperparameters.values = {
-                hp.name: _suggest(asked, hp) for hp in self.hyperparameters.space
-            }
-            trial = kt.engine.trial.Trial(
-                hyperparameters=hyperparameters, trial_id=trial_id, status="RUNNING"
-            )
-            self._asked[trial_id] = asked
-            self._record_values(trial)
-            self.ongoing_trials[tuner_id] = trial
-            self.trials[trial_id] = trial
-            self.start_order.append(trial_id)
-            self._save_trial(trial)
-            self.save()
-            self._display.on_trial_begin(trial)
-            return trial
-
-        def populate_space(self, trial_id: str) -> dict[str, Any]:
-            """The next trial's values, asked of Optuna; none once the study (shared by the
-            tuners of its ``study_id``) has ``max_trials`` trials."""
-            with _lock:
-                if len(self._study.get_trials(deepcopy=False)) >= self.max_trials:
-                    return {"status": "STOPPED", "values": None}
-                asked = self._study.ask()
-            self._asked[trial_id] = asked
-            values = {hp.name: _suggest(asked, hp) for hp in self.hyperparameters.space}
-            return {"status": "RUNNING", "values": values}
-
-        def end_trial(self, trial: Any) -> None:
-            """Keras Tuner's bookkeeping, then Optuna told the trial's score."""
-            super().end_trial(trial)
-            asked = self._asked.pop(trial.trial_id, None)
-            ended = self.trials[trial.trial_id]
-            if asked is None:
-                return
-            if ended.status == "COMPLETED" and ended.score is not None:
-                self._study.tell(asked, float(ended.score))
-            else:
-                self._study.tell(asked, state=optuna.trial.TrialState.FAIL)
-
-    class CloudTuner(kt.Tuner):
+    class CloudTuner(_Tuner, kt.Tuner):
         """``tfc.CloudTuner``: a Keras Tuner ``Tuner`` over :class:`CloudOracle`, with
         TensorFlow Cloud's arguments (the rest go to ``Tuner``: ``directory``,
         ``project_name``, ``overwrite``, ``distribution_strategy`` ...)."""
 
-        def __init__(
-            self,
-            hypermodel: Any,
-            project_id: str | None = None,
-            region: str | None = None,
-            objective: Any = None,
-            hyperparameters: Any = None,
-            study_config: dict[str, Any] | None = None,
-            max_trials: int | None = None,
-            study_id: str | None = None,
-            **kwargs: Any,
-        ) -> None:
-            oracle = CloudOracle(
-                project_id=project_id,
-                region=region,
-                objective=objective,
-                hyperparameters=hyperparameters,
-                study_config=study_config,
-                max_trials=max_trials,
-                study_id=study_id,
-            )
-            kwargs.setdefault("project_name", oracle.study_id)
-            super().__init__(oracle=oracle, hypermodel=hypermodel, **kwargs)
-
-        def _try_build(self, hp: Any) -> Any:
-            # one build at a time in this process: see _building
-            with _building:
-                return super()._try_build(hp)
-
     _made.update(CloudOracle=CloudOracle, CloudTuner=CloudTuner)
+
+
+class _Oracle(_KerasTuner):
+    """``CloudOracle``'s steps over Keras Tuner's ``Oracle`` (the class after it in
+    ``CloudOracle``'s bases, which ``super()`` here reaches): the study shared by its
+    ``study_id``, each trial's values asked of Optuna and its score told."""
+
+    def __init__(
+        self,
+        project_id: str | None = None,
+        region: str | None = None,
+        objective: Any = None,
+        hyperparameters: Any = None,
+        study_config: dict[str, Any] | None = None,
+        max_trials: int | None = None,
+        study_id: str | None = None,
+        **kwargs: Any,
+    ) -> None:
+        import optuna  # _make imported it
+
+        if study_config:
+            if objective or hyperparameters:
+                raise ValueError(
+                    'Please configure either study_config or "objective, and hyperparameters".'
+                )
+            objective, hyperparameters = _objective_and_space(study_config)
+        elif not (objective and hyperparameters):
+            raise ValueError(
+                "If study_config is not set, objective and hyperparameters must be set."
+            )
+        super().__init__(
+            objective=objective,
+            hyperparameters=hyperparameters,
+            max_trials=max_trials or 10,
+            allow_new_entries=False,
+            tune_new_entries=False,
+            **kwargs,
+        )
+        self.project_id, self.region = project_id, region
+        self.study_id = study_id or "CloudTuner_study_{}".format(
+            datetime.datetime.now().strftime("%Y%m%d_%H%M%S")
+        )
+        optuna.logging.set_verbosity(optuna.logging.WARNING)
+        maximize = self.objective.direction == "max"
+        with _lock:
+            study = _studies.get(self.study_id) if study_id else None
+            if study is None:
+                study = optuna.create_study(
+                    direction="maximize" if maximize else "minimize",
+                    sampler=optuna.samplers.TPESampler(seed=self.seed),
+                )
+                _studies[self.study_id] = study
+        self._study = study
+        self._asked: dict[str, Any] = {}
+
+    def create_trial(self, tuner_id: str) -> Any:
+        """Keras Tuner's, except the trial's id: its number in the study, as Vizier's
+        trial ids were. Tuners sharing a ``study_id`` (and, in TensorFlow Cloud's example,
+        a directory) then never write one trial's folder or checkpoint twice: Keras
+        Tuner's own ids count this oracle's trials, so every tuner's first trial was
+        ``0``, and two threads saving ``trial_0``'s weights at once failed in HDF5."""
+        import keras_tuner as kt
+
+        if tuner_id in self.ongoing_trials or self._retry_queue:
+            return super().create_trial(tuner_id)
+        with _lock:
+            full = len(self._study.get_trials(deepcopy=False)) >= self.max_trials
+            asked = None if full else self._study.ask()
+        if asked is None:  # Keras Tuner's own way to stop the tuner
+            return super().create_trial(tuner_id)
+        self.tuner_ids.add(tuner_id)
+        trial_id = f"{asked.number:0{len(str(self.max_trials))}d}"
+        hyperparameters = self.hyperparameters.copy()
+        hyperparameters.values = {hp.name: _suggest(asked, hp) for hp in self.hyperparameters.space}
+        trial = kt.engine.trial.Trial(
+            hyperparameters=hyperparameters, trial_id=trial_id, status="RUNNING"
+        )
+        self._asked[trial_id] = asked
+        self._record_values(trial)
+        self.ongoing_trials[tuner_id] = trial
+        self.trials[trial_id] = trial
+        self.start_order.append(trial_id)
+        self._save_trial(trial)
+        self.save()
+        self._display.on_trial_begin(trial)
+        return trial
+
+    def populate_space(self, trial_id: str) -> dict[str, Any]:
+        """The next trial's values, asked of Optuna; none once the study (shared by the
+        tuners of its ``study_id``) has ``max_trials`` trials."""
+        with _lock:
+            if len(self._study.get_trials(deepcopy=False)) >= self.max_trials:
+                return {"status": "STOPPED", "values": None}
+            asked = self._study.ask()
+        self._asked[trial_id] = asked
+        values = {hp.name: _suggest(asked, hp) for hp in self.hyperparameters.space}
+        return {"status": "RUNNING", "values": values}
+
+    def end_trial(self, trial: Any) -> None:
+        """Keras Tuner's bookkeeping, then Optuna told the trial's score."""
+        super().end_trial(trial)
+        asked = self._asked.pop(trial.trial_id, None)
+        ended = self.trials[trial.trial_id]
+        if asked is None:
+            return
+        if ended.status == "COMPLETED" and ended.score is not None:
+            self._study.tell(asked, float(ended.score))
+        else:
+            from optuna.trial import TrialState
+
+            self._study.tell(asked, state=TrialState.FAIL)
+
+
+class _Tuner(_KerasTuner):
+    """``CloudTuner``'s steps over Keras Tuner's ``Tuner`` (the class after it in
+    ``CloudTuner``'s bases): its ``CloudOracle`` made of TensorFlow Cloud's arguments, one
+    model built at a time in this process."""
+
+    def __init__(
+        self,
+        hypermodel: Any,
+        project_id: str | None = None,
+        region: str | None = None,
+        objective: Any = None,
+        hyperparameters: Any = None,
+        study_config: dict[str, Any] | None = None,
+        max_trials: int | None = None,
+        study_id: str | None = None,
+        **kwargs: Any,
+    ) -> None:
+        oracle = _made["CloudOracle"](
+            project_id=project_id,
+            region=region,
+            objective=objective,
+            hyperparameters=hyperparameters,
+            study_config=study_config,
+            max_trials=max_trials,
+            study_id=study_id,
+        )
+        kwargs.setdefault("project_name", oracle.study_id)
+        super().__init__(oracle=oracle, hypermodel=hypermodel, **kwargs)
+
+    def _try_build(self, hp: Any) -> Any:
+        # one build at a time in this process: see _building
+        with _building:
+            return super()._try_build(hp)
 
 
 def __getattr__(name: str) -> Any:

@@ -31,11 +31,16 @@ import sys
 import tempfile
 from collections.abc import Callable, Iterator
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tfc_runtime import hooks, results
 from tfc_runtime.cluster import cluster_info
 from tfc_runtime.paths import checkpoint_dir
+
+if TYPE_CHECKING:  # _Backup's methods reach Keras' BackupAndRestore through super()
+    _KerasBackup = Any
+else:
+    _KerasBackup = object
 
 LEAF = "tfc-resume"
 _fits = 0  # fit calls made so far (every task counts alike: the same script runs)
@@ -172,149 +177,162 @@ def _logs(logs: Any) -> dict[str, float]:
 
 def _backup_class(keras: ModuleType) -> type:
     """A ``BackupAndRestore`` of this Keras that keeps its backups, says when it resumed, and
-    keeps the epochs done before a restart for the ``History``."""
+    keeps the epochs done before a restart for the ``History`` (its steps: :class:`_Backup`)."""
     base = keras.callbacks.BackupAndRestore
-    accepted = inspect.signature(base.__init__).parameters
+    keras3 = "double_checkpoint" in inspect.signature(base.__init__).parameters
 
-    class TfcBackupAndRestore(base):  # type: ignore[misc, valid-type]
+    class TfcBackupAndRestore(_Backup, base):  # type: ignore[misc, valid-type]
         """Keras' ``BackupAndRestore``, kept until the job ends (see :mod:`tfc_runtime.resume`)."""
 
-        tfc_needs_built = "double_checkpoint" in accepted  # Keras 3 restores built models only
-
-        def __init__(self, number: int, folder: str, history: str, chief: bool) -> None:
-            kwargs: dict[str, Any] = {"delete_checkpoint": False}
-            if "double_checkpoint" in accepted:  # Keras 3 writes its .h5 in place: keep two
-                kwargs["double_checkpoint"] = True
-            super().__init__(folder, **kwargs)
-            self.tfc_number = number
-            self.tfc_history = history
-            self.tfc_chief = chief
-            done = _read_json(history)
-            self.tfc_done: list[dict[str, float]] = done if isinstance(done, list) else []
-            self.tfc_first: int | None = None
-            self.tfc_warned = False
-            self.tfc_stopped = False  # no more backup writes: the disk had no room, or one failed
-            self._tfc_two = bool(kwargs.get("double_checkpoint"))
-
-        def _tfc_warn(self, what: str, why: object) -> None:
-            """One line, once: Keras' own messages run over several lines."""
-            if self.tfc_warned:
-                return
-            self.tfc_warned = True
-            lines = str(why).strip().splitlines() or [type(why).__name__]
-            said = lines[0].rstrip(":")[:200]
-            if what == "read":  # another model's backup (the code changed), or a broken one
-                _say(f"warning: fit {self.tfc_number}'s backup is not restored (it does not "
-                     f"load: {said}): it trains from the start")  # fmt: skip
-            else:
-                _say(f"warning: fit {self.tfc_number} could not {what} its backup ({said}); "
-                     "it trains on, but a restart would start it over")  # fmt: skip
-
-        def _tfc_guarded(self, what: str, step: Any, *args: Any, **kwargs: Any) -> bool:
-            """Run a backup step; a failure (an unwritable folder) is said once, never fatal.
-            After a failed write the fit writes no more backups."""
-            try:
-                step(*args, **kwargs)
-                return True
-            except Exception as exc:
-                self._tfc_warn(what, exc)
-                self.tfc_stopped = self.tfc_stopped or what == "write"
-                return False
-
-        def _tfc_write(self, step: Any, *args: Any, **kwargs: Any) -> None:
-            """A backup write, when there is room for it: HDF5 crashes the process (SIGSEGV)
-            when the disk fills in the middle of a weights file, so a disk without room for
-            the weights and the optimizer's state is not written to (one warning)."""
-            if self.tfc_stopped:
-                return
-            short = _short_of_room(self.backup_dir, self.model, copies=2 if self._tfc_two else 1)
-            if short:
-                self.tfc_stopped = True
-                self._tfc_warn("write", short)
-                return
-            self._tfc_guarded("write", step, *args, **kwargs)
-
-        def _tfc_out_of_range(self) -> str | None:
-            """Why the backup's training metadata cannot be this fit's (Keras 3 keeps the
-            last epoch in ``training_metadata.json``): an epoch past the fit's end, below 0 or
-            not a number would skip training and report success."""
-            path = getattr(self, "_training_metadata_path", None)
-            if not path:
-                return None  # tf-keras keeps its epoch in the checkpoint
-            meta = _read_json(path)
-            if meta is None:
-                return None  # none (or unreadable: Keras' own read says so)
-            epoch = meta.get("epoch") if isinstance(meta, dict) else None
-            total = (getattr(self, "params", None) or {}).get("epochs")
-            if isinstance(epoch, int) and not isinstance(epoch, bool):
-                last = total if isinstance(total, int) else epoch  # a fit of unknown length
-                if 0 <= epoch <= last:
-                    return None
-            of = f" of {total}" if isinstance(total, int) else ""
-            return f"it says epoch {str(epoch)[:20]}{of}"
-
-        def on_train_begin(self, logs: Any = None) -> None:
-            why = self._tfc_out_of_range()
-            if why is not None:  # never restored: the fit starts over, and says why
-                _say(f"warning: fit {self.tfc_number}'s backup is not restored ({why}): it "
-                     "trains from the start")  # fmt: skip
-                _remove_tree(self.backup_dir)
-                self.tfc_done = []
-            if not self._tfc_guarded("read", super().on_train_begin, logs):
-                self.tfc_done = []  # starts over: what it did before is not in the history
-                if getattr(self.model, "_initial_epoch", None) is not None:
-                    self.model._initial_epoch = None
-
-        def _save_model(self) -> None:  # Keras 3: one writer (the chief) in a job of several
-            if self.tfc_chief:
-                self._tfc_write(super()._save_model)
-
-        def _backup(self, *args: Any, **kwargs: Any) -> None:  # tf-keras
-            self._tfc_write(super()._backup, *args, **kwargs)
-
-        def on_epoch_begin(self, epoch: int, logs: Any = None) -> None:
-            super().on_epoch_begin(epoch, logs)
-            if self.tfc_first is None:
-                self.tfc_first = epoch
-                if epoch > 0 and self.tfc_done:
-                    total = (getattr(self, "params", None) or {}).get("epochs")
-                    of = f" of {total}" if total else ""
-                    _say(f"fit {self.tfc_number} resumed after epoch {epoch}{of} (the job was "
-                         "restarted; its weights and optimizer are restored)")  # fmt: skip
-
-        def on_epoch_end(self, epoch: int, logs: Any = None) -> None:
-            if self.tfc_chief:  # before the backup: the history never lags behind it
-                self.tfc_done = [*self.tfc_done[:epoch], _logs(logs)]
-                with contextlib.suppress(Exception):
-                    _write_json(self.tfc_history, self.tfc_done)
-            super().on_epoch_end(epoch, logs)
-            _private(self.backup_dir)  # this fit's folder, not every fit's, each epoch
-            _private(self.tfc_history)
-
-        def on_train_end(self, logs: Any = None) -> None:
-            super().on_train_end(logs)
-            if getattr(self.model, "_initial_epoch", None) is not None:
-                self.model._initial_epoch = None  # Keras 3 would start the next fit there
-            if self.tfc_first is None and self.tfc_done:
-                n = len(self.tfc_done)
-                _say(f"fit {self.tfc_number} had ended before the job was restarted: its "
-                     f"weights are restored, its {n} epochs not run again")  # fmt: skip
-
-        def tfc_history_of(self, history: Any) -> Any:
-            """``history`` with the epochs run before the restart in front."""
-            ran = self.tfc_first if self.tfc_first is not None else len(self.tfc_done)
-            earlier = self.tfc_done[:ran]
-            if not earlier or not isinstance(history, keras.callbacks.History):
-                return history
-            if len(earlier) != ran:  # a history that lags the backup: leave it as it is
-                return history
-            now = dict(getattr(history, "history", None) or {})
-            keys = list(dict.fromkeys([*(k for e in earlier for k in e), *now]))
-            history.history = {k: [e.get(k) for e in earlier] + list(now.get(k, [])) for k in keys}
-            history.epoch = list(range(ran)) + list(getattr(history, "epoch", []))
-            return history
+        tfc_needs_built = keras3  # Keras 3 restores built models only
+        tfc_double_checkpoint = keras3  # and writes its .h5 in place: it keeps two
+        tfc_keras = keras
 
     return TfcBackupAndRestore
+
+
+class _Backup(_KerasBackup):
+    """What :func:`_backup_class` adds to a Keras ``BackupAndRestore`` (the class after it in
+    the built class's bases, which ``super()`` here reaches): backups kept until the job ends
+    and written only where there is room, a backup of another fit refused, the resume said in
+    the log, and the epochs run before a restart kept for the ``History``."""
+
+    tfc_needs_built = False  # Keras 3 restores built models only
+    tfc_double_checkpoint = False  # Keras 3's ``double_checkpoint``: two copies of its .h5
+    tfc_keras: ModuleType  # the Keras whose BackupAndRestore this is
+
+    def __init__(self, number: int, folder: str, history: str, chief: bool) -> None:
+        kwargs: dict[str, Any] = {"delete_checkpoint": False}
+        if self.tfc_double_checkpoint:  # Keras 3 writes its .h5 in place: keep two
+            kwargs["double_checkpoint"] = True
+        super().__init__(folder, **kwargs)
+        self.tfc_number = number
+        self.tfc_history = history
+        self.tfc_chief = chief
+        done = _read_json(history)
+        self.tfc_done: list[dict[str, float]] = done if isinstance(done, list) else []
+        self.tfc_first: int | None = None
+        self.tfc_warned = False
+        self.tfc_stopped = False  # no more backup writes: the disk had no room, or one failed
+        self._tfc_two = bool(kwargs.get("double_checkpoint"))
+
+    def _tfc_warn(self, what: str, why: object) -> None:
+        """One line, once: Keras' own messages run over several lines."""
+        if self.tfc_warned:
+            return
+        self.tfc_warned = True
+        lines = str(why).strip().splitlines() or [type(why).__name__]
+        said = lines[0].rstrip(":")[:200]
+        if what == "read":  # another model's backup (the code changed), or a broken one
+            _say(f"warning: fit {self.tfc_number}'s backup is not restored (it does not "
+                 f"load: {said}): it trains from the start")  # fmt: skip
+        else:
+            _say(f"warning: fit {self.tfc_number} could not {what} its backup ({said}); "
+                 "it trains on, but a restart would start it over")  # fmt: skip
+
+    def _tfc_guarded(self, what: str, step: Any, *args: Any, **kwargs: Any) -> bool:
+        """Run a backup step; a failure (an unwritable folder) is said once, never fatal.
+        After a failed write the fit writes no more backups."""
+        try:
+            step(*args, **kwargs)
+            return True
+        except Exception as exc:
+            self._tfc_warn(what, exc)
+            self.tfc_stopped = self.tfc_stopped or what == "write"
+            return False
+
+    def _tfc_write(self, step: Any, *args: Any, **kwargs: Any) -> None:
+        """A backup write, when there is room for it: HDF5 crashes the process (SIGSEGV)
+        when the disk fills in the middle of a weights file, so a disk without room for
+        the weights and the optimizer's state is not written to (one warning)."""
+        if self.tfc_stopped:
+            return
+        short = _short_of_room(self.backup_dir, self.model, copies=2 if self._tfc_two else 1)
+        if short:
+            self.tfc_stopped = True
+            self._tfc_warn("write", short)
+            return
+        self._tfc_guarded("write", step, *args, **kwargs)
+
+    def _tfc_out_of_range(self) -> str | None:
+        """Why the backup's training metadata cannot be this fit's (Keras 3 keeps the
+        last epoch in ``training_metadata.json``): an epoch past the fit's end, below 0 or
+        not a number would skip training and report success."""
+        path = getattr(self, "_training_metadata_path", None)
+        if not path:
+            return None  # tf-keras keeps its epoch in the checkpoint
+        meta = _read_json(path)
+        if meta is None:
+            return None  # none (or unreadable: Keras' own read says so)
+        epoch = meta.get("epoch") if isinstance(meta, dict) else None
+        total = (getattr(self, "params", None) or {}).get("epochs")
+        if isinstance(epoch, int) and not isinstance(epoch, bool):
+            last = total if isinstance(total, int) else epoch  # a fit of unknown length
+            if 0 <= epoch <= last:
+                return None
+        of = f" of {total}" if isinstance(total, int) else ""
+        return f"it says epoch {str(epoch)[:20]}{of}"
+
+    def on_train_begin(self, logs: Any = None) -> None:
+        why = self._tfc_out_of_range()
+        if why is not None:  # never restored: the fit starts over, and says why
+            _say(f"warning: fit {self.tfc_number}'s backup is not restored ({why}): it "
+                 "trains from the start")  # fmt: skip
+            _remove_tree(self.backup_dir)
+            self.tfc_done = []
+        if not self._tfc_guarded("read", super().on_train_begin, logs):
+            self.tfc_done = []  # starts over: what it did before is not in the history
+            if getattr(self.model, "_initial_epoch", None) is not None:
+                self.model._initial_epoch = None
+
+    def _save_model(self) -> None:  # Keras 3: one writer (the chief) in a job of several
+        if self.tfc_chief:
+            self._tfc_write(super()._save_model)
+
+    def _backup(self, *args: Any, **kwargs: Any) -> None:  # tf-keras
+        self._tfc_write(super()._backup, *args, **kwargs)
+
+    def on_epoch_begin(self, epoch: int, logs: Any = None) -> None:
+        super().on_epoch_begin(epoch, logs)
+        if self.tfc_first is None:
+            self.tfc_first = epoch
+            if epoch > 0 and self.tfc_done:
+                total = (getattr(self, "params", None) or {}).get("epochs")
+                of = f" of {total}" if total else ""
+                _say(f"fit {self.tfc_number} resumed after epoch {epoch}{of} (the job was "
+                     "restarted; its weights and optimizer are restored)")  # fmt: skip
+
+    def on_epoch_end(self, epoch: int, logs: Any = None) -> None:
+        if self.tfc_chief:  # before the backup: the history never lags behind it
+            self.tfc_done = [*self.tfc_done[:epoch], _logs(logs)]
+            with contextlib.suppress(Exception):
+                _write_json(self.tfc_history, self.tfc_done)
+        super().on_epoch_end(epoch, logs)
+        _private(self.backup_dir)  # this fit's folder, not every fit's, each epoch
+        _private(self.tfc_history)
+
+    def on_train_end(self, logs: Any = None) -> None:
+        super().on_train_end(logs)
+        if getattr(self.model, "_initial_epoch", None) is not None:
+            self.model._initial_epoch = None  # Keras 3 would start the next fit there
+        if self.tfc_first is None and self.tfc_done:
+            n = len(self.tfc_done)
+            _say(f"fit {self.tfc_number} had ended before the job was restarted: its "
+                 f"weights are restored, its {n} epochs not run again")  # fmt: skip
+
+    def tfc_history_of(self, history: Any) -> Any:
+        """``history`` with the epochs run before the restart in front."""
+        ran = self.tfc_first if self.tfc_first is not None else len(self.tfc_done)
+        earlier = self.tfc_done[:ran]
+        if not earlier or not isinstance(history, self.tfc_keras.callbacks.History):
+            return history
+        if len(earlier) != ran:  # a history that lags the backup: leave it as it is
+            return history
+        now = dict(getattr(history, "history", None) or {})
+        keys = list(dict.fromkeys([*(k for e in earlier for k in e), *now]))
+        history.history = {k: [e.get(k) for e in earlier] + list(now.get(k, [])) for k in keys}
+        history.epoch = list(range(ran)) + list(getattr(history, "epoch", []))
+        return history
 
 
 def _state_bytes(model: Any) -> int:

@@ -117,36 +117,9 @@ def choose(spec: JobSpec, facts: CodeFacts, locate: Locate = _noop) -> Choice:
     if spec.strategy is Strategy.NONE:
         return Choice(Strategy.NONE, "none, as asked (--strategy none)")
     if spec.strategy is not Strategy.AUTO:
-        _refuse_explicit(spec, facts, locate)
-        choice = Choice(spec.strategy, f"{spec.strategy.value}, as asked (--strategy)")
-        if facts.custom_loop and not facts.strategy_aware:
-            choice.warnings.append(
-                f"custom training loop at {locate(facts.custom_loop)} without strategy.run: "
-                f"under --strategy {spec.strategy.value} its optimizer steps run outside a "
-                "replica context and usually fail. Fix: drop --strategy, or call strategy.run"
-            )
-        if facts.complex_values and spec.strategy in (
-            Strategy.MULTI_WORKER_MIRRORED,
-            Strategy.MIRRORED,
-        ):
-            choice.warnings.append(_complex_text(spec.strategy.value, facts, locate))
-        choice.legacy_keras = spec.strategy is Strategy.MULTI_WORKER_MIRRORED and bool(
-            facts.keras_fit
-        )
-        return choice
+        return _explicit(spec, facts, locate)
     if facts.keras_tuner and spec.worker_count > 0 and not spec.ps_count:
-        own = (
-            f"; the notebook's own {facts.own_what} stays its own"
-            if facts.makes_own_strategy
-            else ""
-        )
-        return Choice(
-            Strategy.NONE,
-            f"Keras Tuner ({locate(facts.keras_tuner)}) with {spec.worker_count} "
-            f"worker{'s' * (spec.worker_count != 1)}: its own distributed search, no strategy "
-            f"added (the chief runs the oracle, each worker tunes trials of its own){own}",
-            keras_tuner=True,
-        )
+        return _keras_tuner(spec, facts, locate)
     if facts.makes_own_strategy:
         return _own(spec, facts, locate(facts.own_line))
     if spec.ps_count > 0:
@@ -161,6 +134,54 @@ def choose(spec: JobSpec, facts: CodeFacts, locate: Locate = _noop) -> Choice:
             Strategy.NONE,
             "one device: no strategy, TensorFlow places the work as it does in Jupyter",
         )
+    kept = _kept_whole(spec, facts, locate, wanted)
+    if kept is not None:
+        return kept
+    return _distributed(spec, facts, wanted)
+
+
+def _explicit(spec: JobSpec, facts: CodeFacts, locate: Locate) -> Choice:
+    """The strategy ``--strategy`` asked for, with the warnings the code earns under it.
+
+    Raises:
+        SpecError: the strategy cannot work with the code.
+    """
+    _refuse_explicit(spec, facts, locate)
+    choice = Choice(spec.strategy, f"{spec.strategy.value}, as asked (--strategy)")
+    if facts.custom_loop and not facts.strategy_aware:
+        choice.warnings.append(
+            f"custom training loop at {locate(facts.custom_loop)} without strategy.run: "
+            f"under --strategy {spec.strategy.value} its optimizer steps run outside a "
+            "replica context and usually fail. Fix: drop --strategy, or call strategy.run"
+        )
+    if facts.complex_values and spec.strategy in (
+        Strategy.MULTI_WORKER_MIRRORED,
+        Strategy.MIRRORED,
+    ):
+        choice.warnings.append(_complex_text(spec.strategy.value, facts, locate))
+    choice.legacy_keras = spec.strategy is Strategy.MULTI_WORKER_MIRRORED and bool(facts.keras_fit)
+    return choice
+
+
+def _keras_tuner(spec: JobSpec, facts: CodeFacts, locate: Locate) -> Choice:
+    """Keras Tuner on several workers: its own distributed search, no strategy added."""
+    own = f"; the notebook's own {facts.own_what} stays its own" if facts.makes_own_strategy else ""
+    return Choice(
+        Strategy.NONE,
+        f"Keras Tuner ({locate(facts.keras_tuner)}) with {spec.worker_count} "
+        f"worker{'s' * (spec.worker_count != 1)}: its own distributed search, no strategy "
+        f"added (the chief runs the oracle, each worker tunes trials of its own){own}",
+        keras_tuner=True,
+    )
+
+
+def _kept_whole(spec: JobSpec, facts: CodeFacts, locate: Locate, wanted: Strategy) -> Choice | None:
+    """No strategy where adding ``wanted`` would change what the code does, else None.
+
+    Code that sets up its devices, a custom loop without ``strategy.run``, and complex values
+    under an all-reducing strategy run as in Jupyter, with a warning that the job does not
+    distribute.
+    """
     shape = _shape(spec)
     if facts.device_setup:
         return Choice(
@@ -191,6 +212,12 @@ def choose(spec: JobSpec, facts: CodeFacts, locate: Locate = _noop) -> Choice:
             "cannot all-reduce complex variables",
             [f"{shape} but no strategy: the job does not distribute"],
         )
+    return None
+
+
+def _distributed(spec: JobSpec, facts: CodeFacts, wanted: Strategy) -> Choice:
+    """``wanted``, the strategy tfc.run's rules give the machine shape, and what it serves."""
+    shape = _shape(spec)
     why = {
         Strategy.TPU: "a TPU: TPUStrategy",
         Strategy.MULTI_WORKER_MIRRORED: f"{shape}: MultiWorkerMirroredStrategy",

@@ -557,46 +557,9 @@ def select_cells(
     ids = _cell_ids(nb) if executed is not None else {}
     live = executed is not None and not executed.ran.keys().isdisjoint(ids.values())
     if body is not None:
-        ran = _norm(f"{MAGIC} {magic_line or ''}".strip() + "\n" + body)
-        exact = [c for c in runs if _norm(c.source) == ran]
-        if exact:
-            chosen = exact[0]
-            if len(exact) > 1:
-                sel.warnings.append(
-                    f"{name} has {len(exact)} identical %%tfc_run cells; used the "
-                    f"first (cell {chosen.index})"
-                )
-        elif runs:
-            scores = [difflib.SequenceMatcher(None, _norm(c.source), ran).ratio() for c in runs]
-            chosen = runs[scores.index(max(scores))]
-            saved_at = _saved_at(path)
-            sel.warnings.append(
-                f"{name}{f' (saved {saved_at})' if saved_at else ''} does not hold the %%tfc_run "
-                "cell as you ran it (unsaved edits?): used the cell as you ran it, in place of "
-                f"cell {chosen.index}, and the cells above it "
-                + (
-                    "as this kernel last ran them"
-                    if live
-                    else "as saved. Save the notebook (Ctrl+S) to include edits above it."
-                )
-            )
-            chosen = Cell(chosen.index, f"{MAGIC} {magic_line or ''}\n{body}", chosen.tags)
-        else:
-            raise CaptureError(
-                f"{name} holds no %%tfc_run cell as saved, so the cells above it are unknown",
-                "save the notebook (Ctrl+S) and run the cell again, or pass --notebook PATH",
-                field="notebook",
-            )
+        chosen = _cell_as_ran(runs, f"{MAGIC} {magic_line or ''}", body, sel, live=live)
     elif cell_number is not None:
-        found = [c for c in cells if c.index == cell_number]
-        if not found or not is_run_cell(found[0].source):
-            where = ", ".join(str(c.index) for c in runs) or "none"
-            raise CaptureError(
-                f"cell {cell_number} of {name} is not a %%tfc_run cell",
-                f"pass --cell with one of: {where}",
-                field="cell",
-            )
-        chosen = found[0]
+        chosen = _numbered_cell(cells, runs, cell_number, name)
     elif runs:
         chosen = runs[0]
         if len(runs) > 1:
@@ -604,7 +567,6 @@ def select_cells(
                 f"{name} has {len(runs)} %%tfc_run cells; used the first (cell "
                 f"{chosen.index}); pass --cell N for another"
             )
-
     if executed is not None and chosen is not None:
         if live:
             cells = _as_run(cells, ids, chosen.index, executed, sel)
@@ -618,6 +580,70 @@ def select_cells(
                 "(Ctrl+S) before %%tfc_run."
             )
     _collect_above(cells, chosen.index if chosen is not None else None, sel)
+    _add_run_cell(sel, chosen, name)
+    return sel
+
+
+def _cell_as_ran(runs: list[Cell], first: str, body: str, sel: Selection, *, live: bool) -> Cell:
+    """The ``%%tfc_run`` cell the user ran (``first`` its magic line, then ``body``): the saved
+    cell that holds it, or, where none does (unsaved edits), the cell as ran in place of the
+    saved one most like it, with a warning.
+
+    Raises:
+        CaptureError: the notebook holds no ``%%tfc_run`` cell as saved.
+    """
+    name = sel.notebook.name if sel.notebook else "the notebook"
+    ran = _norm(first.strip() + "\n" + body)
+    exact = [c for c in runs if _norm(c.source) == ran]
+    if exact:
+        if len(exact) > 1:
+            sel.warnings.append(
+                f"{name} has {len(exact)} identical %%tfc_run cells; used the "
+                f"first (cell {exact[0].index})"
+            )
+        return exact[0]
+    if not runs:
+        raise CaptureError(
+            f"{name} holds no %%tfc_run cell as saved, so the cells above it are unknown",
+            "save the notebook (Ctrl+S) and run the cell again, or pass --notebook PATH",
+            field="notebook",
+        )
+    scores = [difflib.SequenceMatcher(None, _norm(c.source), ran).ratio() for c in runs]
+    alike = runs[scores.index(max(scores))]
+    saved_at = _saved_at(sel.notebook)
+    sel.warnings.append(
+        f"{name}{f' (saved {saved_at})' if saved_at else ''} does not hold the %%tfc_run "
+        "cell as you ran it (unsaved edits?): used the cell as you ran it, in place of "
+        f"cell {alike.index}, and the cells above it "
+        + (
+            "as this kernel last ran them"
+            if live
+            else "as saved. Save the notebook (Ctrl+S) to include edits above it."
+        )
+    )
+    return Cell(alike.index, f"{first}\n{body}", alike.tags)
+
+
+def _numbered_cell(cells: list[Cell], runs: list[Cell], cell_number: int, name: str) -> Cell:
+    """The ``%%tfc_run`` cell at position ``cell_number`` (the CLI's ``--cell``).
+
+    Raises:
+        CaptureError: the cell there is not a ``%%tfc_run`` cell, naming those that are.
+    """
+    found = [c for c in cells if c.index == cell_number]
+    if not found or not is_run_cell(found[0].source):
+        where = ", ".join(str(c.index) for c in runs) or "none"
+        raise CaptureError(
+            f"cell {cell_number} of {name} is not a %%tfc_run cell",
+            f"pass --cell with one of: {where}",
+            field="cell",
+        )
+    return found[0]
+
+
+def _add_run_cell(sel: Selection, chosen: Cell | None, name: str) -> None:
+    """End ``sel`` with the ``%%tfc_run`` cell ``chosen``; without one, warn that the job is
+    every code cell of the notebook."""
     if chosen is not None:
         sel.cells.append(chosen)
         sel.run_cell = chosen.index
@@ -629,7 +655,6 @@ def select_cells(
             + (f", less {len(sel.skipped)} tagged tfc-skip" if sel.skipped else "")
             + ")"
         )
-    return sel
 
 
 def read_script(path: Path, how: str = "entry point") -> Selection:

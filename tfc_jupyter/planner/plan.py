@@ -26,7 +26,7 @@ from ..errors import Fix, SpecError, TfcError
 from ..image import context as package
 from ..image import names as images
 from ..job import catalog, prices
-from ..job.choose import choose
+from ..job.choose import Choice, choose
 from ..job.options import JobOptions
 from ..job.spec import JobSpec, Pool, Strategy
 from ..notebook import codeinfo, needs, syntax
@@ -941,60 +941,20 @@ def make_plan(selection: Selection, ns: JobOptions, settings: Settings) -> Plan:
 
 
 def _make_plan(selection: Selection, ns: JobOptions, settings: Settings) -> Plan:
-    _no_module_named_like_the_runtime(selection.base_dir)
-    extra = _requirements_files(list(ns.requirements or []), selection.base_dir)
-    script = convert(
-        selection.cells,
-        base_dir=selection.base_dir,
-        notebook=selection.name,
-        extra_requirements=extra,
-    )
-    script.notes[:0] = selection.notes  # how the cells were taken (as saved, as run)
-    name_warnings = prelaunch.check(script, selection)  # a name nothing binds stops it here
+    """:func:`make_plan`'s steps: the script, the spec and its sweep, the strategy, what the
+    job ships (its image context, its route), and the warnings the plan shows."""
+    script, name_warnings = _script(selection, ns)
     facts = codeinfo.analyse(script.text)
     spec = ns.to_spec(
         settings, name=job_name(selection), estimator=uses_estimator(script) or facts.estimator
     )
     masking.check(spec.notify)  # each URL one apprise sends to, before anything starts
-    sweep = None
-    _refuse_sweep_flags_alone(ns)
-    if ns.sweep:  # each trial runs this plan with its values on the lines found here
-        sweep = plan_sweep(
-            script,
-            selection.cells,
-            ns.sweep,
-            trials=ns.trials or None,
-            parallel=ns.parallel,
-            metric=ns.metric,
-            goal=ns.goal,
-            method=ns.method,
-            prune=ns.prune,
-        )
-        spec = spec.decide(swept=params.encode(sweep.targets), sweep_metric=sweep.spec.metric)
+    spec, sweep = _swept(spec, script, selection, ns)
     locate = _locator(script, selection.name if selection.script else None)
-    choice = choose(spec, facts, locate)
-    spec = spec.decide(
-        strategy=choice.strategy.value,
-        strategy_reason=choice.reason,
-        legacy_keras=choice.legacy_keras and not spec.decided.estimator,
-        serve=choice.serve,
-        keras_tuner=choice.keras_tuner,
-    )
-    if not spec.decided.estimator:  # an Estimator job runs TF 2.15, whose tf.keras is Keras 2
-        _keras_for_multiworker(spec, script, script.notes)
+    spec, choice = _strategy(spec, script, facts, locate)
     traits = registry.traits(spec.backend)
-    if sweep is not None and not (traits.on_this_machine or traits.tunes or ns.dry_run):
-        raise SpecError(
-            f"launching a sweep on {traits.label} is not supported (--dry-run shows its request)",
-            "run the sweep on this machine (--backend local, or docker), or on Vertex AI "
-            "(--backend vertex), which runs it as a tuning job",
-            field="sweep",
-        )
     if sweep is not None:
-        _refuse_method_not_run(sweep.spec.method, traits)
-        rules = getattr(registry.load(spec.backend), "check_sweep", None)
-        if rules is not None:  # the backend's own rules (Vertex AI: Vizier's on the values)
-            rules(sweep.spec)
+        _check_sweep_backend(sweep, spec, traits, dry_run=ns.dry_run)
     builds = traits.runs_image and not spec.image.image  # the job runs an image we build
     found: list[str] = []
     need_warnings: list[str] = []
@@ -1003,18 +963,7 @@ def _make_plan(selection: Selection, ns: JobOptions, settings: Settings) -> Plan
     secret_notes = _secrets_outside_files(script, locate, ships=traits.runs_image)
     spec = spec.evolve(requirements=tuple(map(redact_url, script.requirements.lines)))
     parent = images.parent_image(spec)
-    context = None
-    if not spec.image.image:
-        context = package.make_context(
-            spec,
-            script=script.text,
-            source_map=source_map_text(script, selection),
-            requirements=script.requirements.lines,
-            base_dir=selection.base_dir,
-            check_limit=traits.runs_image,  # a job that runs no image builds none
-            auto_include=found,
-            limit=package.limit_bytes(settings),
-        )
+    context = _context(spec, script, selection, settings, found) if not spec.image.image else None
     image_uri = images.planned_image_uri(spec, context.tag if context else None)
     route = _route(spec, ns.route, script, selection, settings, context)
     if route is not None:
@@ -1029,29 +978,8 @@ def _make_plan(selection: Selection, ns: JobOptions, settings: Settings) -> Plan
         warnings.append(route.note)
     if builds and context is not None:
         warnings += _found_files_notes(context, script.notes)
-    if not traits.runs_image:  # the job runs in this environment
-        unchecked = unsatisfied(list(spec.requirements))[1]
-        if unchecked:
-            warnings.append(
-                f"cannot check {', '.join(unchecked)} (a URL that names no project): make sure "
-                "this kernel has it, or write it as NAME @ URL"
-            )
-    warnings += _image_notes(spec, parent, script.notes)
-    if context is not None and context.left_out and traits.runs_image:
-        warnings.append(f"left out of the image: {package.left_out_text(context.left_out)}")
-    if traits.needs_project and not spec.google.project:
-        warnings.append("no Google Cloud project set: pass --project or set GOOGLE_CLOUD_PROJECT")
-    if traits.billed:
-        warnings += _machine_notes(spec)
-    notes = getattr(registry.load(spec.backend), "plan_notes", None) if traits.scheduling else None
-    if notes is not None:  # a backend's own options given together (Vertex AI's)
-        warnings += notes(spec, ns)
-    loses_backups = traits.restarts and not (traits.keeps_backups or spec.base_output_dir)
-    if spec.google.scheduling == "spot" and spec.resume and loses_backups:
-        warnings.append(
-            "--spot without --base-output-dir: a preempted replica restarts on a new VM and "
-            "trains from the start; pass --base-output-dir gs://BUCKET/DIR to resume"
-        )
+    warnings += _environment_notes(spec, script, parent, context)
+    warnings += _backend_notes(spec, ns)
     return Plan(
         spec=spec,
         selection=selection,
@@ -1066,6 +994,159 @@ def _make_plan(selection: Selection, ns: JobOptions, settings: Settings) -> Plan
         sweep=sweep,
         current=_current_prices(spec, settings) if traits.billed else None,
     )
+
+
+def _script(selection: Selection, ns: JobOptions) -> tuple[Script, list[str]]:
+    """The selected cells converted to the job's script, with the requirements files asked
+    for, and the warnings about the names it uses.
+
+    Raises:
+        TfcError: a module named like the runtime, a requirements file, the conversion, or a
+            name nothing binds.
+    """
+    _no_module_named_like_the_runtime(selection.base_dir)
+    extra = _requirements_files(list(ns.requirements or []), selection.base_dir)
+    script = convert(
+        selection.cells,
+        base_dir=selection.base_dir,
+        notebook=selection.name,
+        extra_requirements=extra,
+    )
+    script.notes[:0] = selection.notes  # how the cells were taken (as saved, as run)
+    name_warnings = prelaunch.check(script, selection)  # a name nothing binds stops it here
+    return script, name_warnings
+
+
+def _swept(
+    spec: JobSpec, script: Script, selection: Selection, ns: JobOptions
+) -> tuple[JobSpec, SweepPlan | None]:
+    """``spec`` with the sweep ``--sweep`` asks for, found on the script's lines (None: no
+    sweep); each trial runs the plan with its values there.
+
+    Raises:
+        SpecError: sweep flags without ``--sweep``, or a sweep that cannot be planned.
+    """
+    _refuse_sweep_flags_alone(ns)
+    if not ns.sweep:
+        return spec, None
+    sweep = plan_sweep(
+        script,
+        selection.cells,
+        ns.sweep,
+        trials=ns.trials or None,
+        parallel=ns.parallel,
+        metric=ns.metric,
+        goal=ns.goal,
+        method=ns.method,
+        prune=ns.prune,
+    )
+    spec = spec.decide(swept=params.encode(sweep.targets), sweep_metric=sweep.spec.metric)
+    return spec, sweep
+
+
+def _strategy(
+    spec: JobSpec, script: Script, facts: codeinfo.CodeFacts, locate: Callable[[int], str]
+) -> tuple[JobSpec, Choice]:
+    """``spec`` with the strategy chosen for the code (:func:`~tfc_jupyter.job.choose.choose`)
+    and the Keras a multi-worker job needs.
+
+    Raises:
+        SpecError: an explicit strategy that cannot work with the code.
+    """
+    choice = choose(spec, facts, locate)
+    spec = spec.decide(
+        strategy=choice.strategy.value,
+        strategy_reason=choice.reason,
+        legacy_keras=choice.legacy_keras and not spec.decided.estimator,
+        serve=choice.serve,
+        keras_tuner=choice.keras_tuner,
+    )
+    if not spec.decided.estimator:  # an Estimator job runs TF 2.15, whose tf.keras is Keras 2
+        _keras_for_multiworker(spec, script, script.notes)
+    return spec, choice
+
+
+def _check_sweep_backend(
+    sweep: SweepPlan, spec: JobSpec, traits: registry.Traits, *, dry_run: bool
+) -> None:
+    """Refuse a sweep the backend cannot launch, or whose method or values it does not run.
+
+    Raises:
+        SpecError: naming where the sweep runs, or the backend's own rule.
+    """
+    if not (traits.on_this_machine or traits.tunes or dry_run):
+        raise SpecError(
+            f"launching a sweep on {traits.label} is not supported (--dry-run shows its request)",
+            "run the sweep on this machine (--backend local, or docker), or on Vertex AI "
+            "(--backend vertex), which runs it as a tuning job",
+            field="sweep",
+        )
+    _refuse_method_not_run(sweep.spec.method, traits)
+    rules = getattr(registry.load(spec.backend), "check_sweep", None)
+    if rules is not None:  # the backend's own rules (Vertex AI: Vizier's on the values)
+        rules(sweep.spec)
+
+
+def _context(
+    spec: JobSpec, script: Script, selection: Selection, settings: Settings, found: list[str]
+) -> package.Context:
+    """What the job ships: its script, source map, requirements and the files beside it
+    (``found``: those the code reads), checked against the size limit where it runs an image.
+
+    Raises:
+        TfcError: the files cannot be read, or are over the limit.
+    """
+    return package.make_context(
+        spec,
+        script=script.text,
+        source_map=source_map_text(script, selection),
+        requirements=script.requirements.lines,
+        base_dir=selection.base_dir,
+        check_limit=registry.traits(spec.backend).runs_image,  # one that runs no image, builds none
+        auto_include=found,
+        limit=package.limit_bytes(settings),
+    )
+
+
+def _environment_notes(
+    spec: JobSpec, script: Script, parent: str, context: package.Context | None
+) -> list[str]:
+    """Warnings about where the job runs: requirements this kernel cannot be checked for, the
+    parent image, and the files left out of the image."""
+    traits = registry.traits(spec.backend)
+    warnings: list[str] = []
+    if not traits.runs_image:  # the job runs in this environment
+        unchecked = unsatisfied(list(spec.requirements))[1]
+        if unchecked:
+            warnings.append(
+                f"cannot check {', '.join(unchecked)} (a URL that names no project): make sure "
+                "this kernel has it, or write it as NAME @ URL"
+            )
+    warnings += _image_notes(spec, parent, script.notes)
+    if context is not None and context.left_out and traits.runs_image:
+        warnings.append(f"left out of the image: {package.left_out_text(context.left_out)}")
+    return warnings
+
+
+def _backend_notes(spec: JobSpec, ns: JobOptions) -> list[str]:
+    """Warnings from the backend's side: a project it needs, the machines it bills, its own
+    options given together, and a spot job that would restart from the start."""
+    traits = registry.traits(spec.backend)
+    warnings: list[str] = []
+    if traits.needs_project and not spec.google.project:
+        warnings.append("no Google Cloud project set: pass --project or set GOOGLE_CLOUD_PROJECT")
+    if traits.billed:
+        warnings += _machine_notes(spec)
+    notes = getattr(registry.load(spec.backend), "plan_notes", None) if traits.scheduling else None
+    if notes is not None:  # a backend's own options given together (Vertex AI's)
+        warnings += notes(spec, ns)
+    loses_backups = traits.restarts and not (traits.keeps_backups or spec.base_output_dir)
+    if spec.google.scheduling == "spot" and spec.resume and loses_backups:
+        warnings.append(
+            "--spot without --base-output-dir: a preempted replica restarts on a new VM and "
+            "trains from the start; pass --base-output-dir gs://BUCKET/DIR to resume"
+        )
+    return warnings
 
 
 def _current_prices(spec: JobSpec, settings: Settings) -> CurrentRates | None:

@@ -8,6 +8,8 @@ AI that Google Cloud refuses) offers that change as a button, in the form's word
 makes the error go; a local job's label ``lr=0.01`` is no error. The sidebar at its default
 width: every row shows its whole short id (the one ``%tfc_attach`` takes) and its state, names
 give way with an ellipsis, a sweep's trials are numbered, and the last metrics are a tooltip.
+A local sweep launched from the form's Sweep section runs and is followed in the sidebar
+(issue 47).
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from browser import (
     start_command,
     start_lab,
 )
-from jobutil import stored_job, write_notebook
+from jobutil import JOB_DEADLINE_S, stored_job, write_notebook
 
 from tfc_jupyter.jobs import store_for
 from tfc_jupyter.store.records import JobRecord, JobState
@@ -293,3 +295,60 @@ def test_the_built_extension_is_this_checkouts(lab_server: LabServer) -> None:
     with urllib.request.urlopen(lab_server.lab_url(), timeout=10) as response:
         page = response.read().decode()
     assert load in page  # the page loads this build's entry point
+
+
+SWEEP_RUN = """%%tfc_run
+from tfc_runtime.results import emit
+emit({"event": "epoch", "fit": 0, "epoch": 1, "metrics": {"loss": lr * 10}})
+print("trained with", lr)"""
+
+
+def _set(form: Any, name: str, value: str) -> None:
+    """Set a form field the way a user does: pick a choice, or type into a box."""
+    field = form.locator(f"[name={name}]")
+    if field.evaluate("f => f.tagName") == "SELECT":
+        field.select_option(value)
+    else:
+        field.fill(value)
+
+
+def test_a_local_sweep_launched_from_the_form_runs_and_is_followed_in_the_sidebar(
+    lab_server: LabServer, browser_page: Any
+) -> None:
+    """Issue 47: the form's Sweep section launches a local sweep (its driver a process of its
+    own, each trial a job) and the sidebar follows it as one row whose trials all succeed. The
+    run cell is TensorFlow-free: it reports a loss from ``lr`` through the runtime's channel."""
+    page = browser_page
+    write_notebook(lab_server.root_dir / "form-sweep.ipynb", "lr = 0.5", SWEEP_RUN)
+    try:
+        page.goto(f"{lab_server.url}lab?reset&token={lab_server.token}")
+        page.locator(".jp-LabShell").wait_for()
+        open_notebook(page, lab_server, "form-sweep.ipynb")
+        start_command(page, "tfc-jupyter:launch")
+        form = page.locator(".jp-Dialog .tfc-LaunchForm")
+        form.wait_for()
+        _checked(form, "ok")
+        for name, value in (
+            ("sweep", "lr=[0.1,0.01]"), ("trials", "2"), ("parallel", "1"),
+            ("metric", "loss"), ("goal", "min"), ("method", "grid"),
+        ):  # fmt: skip
+            _set(form, name, value)
+        _checked(form, "ok")
+        assert "--sweep" in form.locator(".tfc-PlanPreview .tfc-PlanLine").inner_text()
+        page.locator(".jp-Dialog .jp-mod-accept").click()
+        page.locator(
+            ".jp-Notification-Toast, .Toastify__toast", has_text="Started sweep"
+        ).first.wait_for(timeout=60_000)
+        lab_command(page, "tfc-jupyter:show-jobs")
+        row = page.locator(".tfc-Sidebar .tfc-SweepRow", has_text="form-sweep").first
+        row.wait_for(timeout=60_000)
+        done = row.locator(".tfc-SweepRow-count", has_text="2 trials: 2 succeeded")
+        done.wait_for(timeout=JOB_DEADLINE_S * 1000)
+        row.locator(".tfc-SweepRow-summary").click()  # its two trials, under it
+        trials = row.locator(".tfc-JobRow")
+        trials.nth(1).wait_for(timeout=20_000)
+        assert trials.count() == 2
+        screenshot(page, "form-sweep.png")
+    except Exception:
+        screenshot(page, "form-sweep-failure.png")
+        raise

@@ -43,12 +43,16 @@ _BAR = re.compile(r"\s*\d+%\|[^|]*\| \d/5 \[[^\]]*\]")
 _PREFIX = "[chief] "
 
 
-def _run(tmp_path: Path, name: str, code: str, monkeypatch: pytest.MonkeyPatch) -> Any:
-    """The cell's outputs: ``code`` in a kernel (``name`` jupyter), or a %%tfc_run job."""
+def _run(
+    tmp_path: Path, name: str, code: str, monkeypatch: pytest.MonkeyPatch, above: str = ""
+) -> Any:
+    """The cell's outputs: ``code`` in a kernel (``name`` jupyter), or a %%tfc_run job; the
+    cell ``above`` (if any) runs before it, in the kernel (and in the job, before its cell)."""
     from nbclient import NotebookClient
 
     body = code if name.endswith("jupyter") else f"%%tfc_run\n{code}"
-    path = write_notebook(tmp_path / f"{name}.ipynb", "%load_ext tfc_jupyter", body)
+    cells = ["%load_ext tfc_jupyter", *([above] if above else []), body]
+    path = write_notebook(tmp_path / f"{name}.ipynb", *cells)
     monkeypatch.setenv("JPY_SESSION_NAME", str(path))
     nb = nbformat.read(path, as_version=4)
     client = NotebookClient(
@@ -58,7 +62,7 @@ def _run(tmp_path: Path, name: str, code: str, monkeypatch: pytest.MonkeyPatch) 
         resources={"metadata": {"path": str(tmp_path)}},
     )
     client.execute()
-    return nb.cells[1].outputs
+    return nb.cells[-1].outputs
 
 
 def _lines(outputs: Any, name: str | None = None) -> list[str]:
@@ -126,3 +130,37 @@ def test_a_failed_jobs_traceback_has_no_runtime_frame(
     frames = _JOB_FRAME.findall(shown)
     assert frames[0][0].endswith("script.py") and "[cell 2, line 6]" in shown
     assert frames[1:] == expected, shown  # the code's line, then Keras' frames, as in Jupyter
+
+
+ABOVE = """\
+import os
+import sys
+print("loading the data")
+print("a warning of the set-up", file=sys.stderr)
+if os.environ.get("TFC_JOB_ID") and os.environ.get("FAIL_ABOVE"):
+    raise RuntimeError("the data is not there in the job")"""
+
+
+def test_the_run_cell_shows_what_it_printed_not_what_the_cells_above_printed(
+    tmp_path: Path, tfc_env: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The job runs the cells above the run cell first; Jupyter showed their lines where they
+    ran, and the run cell shows its own, on both streams."""
+    code = "import sys\nprint('the run cell')\nprint('its warning', file=sys.stderr)"
+    jupyter = _run(tmp_path, "above_jupyter", code, monkeypatch, above=ABOVE)
+    job = _run(tmp_path, "above_job", code, monkeypatch, above=ABOVE)
+    assert sorted(_lines(jupyter)) == ["its warning", "the run cell"]
+    assert sorted(_job_lines(job)) == sorted(_lines(jupyter)), _lines(job)
+
+
+def test_a_job_failing_in_the_cells_above_shows_what_they_printed(
+    tmp_path: Path, tfc_env: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A cell above that ran in the kernel fails in the job: the run cell never starts, and
+    what the cells above printed is the failure's context, shown with its traceback."""
+    monkeypatch.setenv("FAIL_ABOVE", "1")
+    job = _run(tmp_path, "above_fails", "print('the run cell')", monkeypatch, above=ABOVE)
+    lines = _job_lines(job)
+    assert lines[:2] == ["loading the data", "a warning of the set-up"], lines
+    assert "the run cell" not in lines
+    assert lines[-1] == "RuntimeError: the data is not there in the job", lines

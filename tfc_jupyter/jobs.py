@@ -17,11 +17,12 @@ import os
 import shutil
 import sys
 import time
+from collections import deque
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, TextIO
 
-from tfc_runtime.protocol import output_mark
+from tfc_runtime.protocol import RUN_CELL_MARK, output_mark
 
 from . import backends, registry
 from .backends import Backend
@@ -335,6 +336,7 @@ class Job:
         on_line: Callable[[str, str], None] | None = None,
         on_result: Callable[[dict[str, Any]], None] | None = None,
         verbose: bool = False,
+        from_run_cell: bool = False,
     ) -> JobRecord:
         """Print replica lines as they are written until the job ends (or ``timeout``).
 
@@ -344,7 +346,10 @@ class Job:
         every ``(replica, line)`` as written; ``on_result`` receives each result the runtime
         reports (a Keras epoch, a saved model; see :mod:`tfc_jupyter.returns.results`). The log
         files keep every line. A job no watcher follows any more ("not followed (status unknown)")
-        is followed again: its backend starts a watcher for it.
+        is followed again: its backend starts a watcher for it. ``from_run_cell`` (the
+        ``%%tfc_run`` cell in the kernel) shows each replica's lines from its run cell's start
+        on, as Jupyter shows a cell (the cells above showed theirs where they ran); all of them
+        when the run cell never started (a failure in the cells above).
         """
         rec = self.store.get(self.id)
         again = (
@@ -361,6 +366,7 @@ class Job:
             verbose=verbose,
             on_line=on_line,
             on_result=on_result,
+            from_run_cell=from_run_cell,
         )
         if skip_existing:
             shower.skip_existing()
@@ -460,6 +466,12 @@ class Job:
         )
 
 
+HELD_LINES = 200
+"""Lines of a replica's cells above the run cell kept to show if its run cell never starts
+(the latest ones: the context of a failure there)."""
+_STARTED: deque[str] = deque(maxlen=0)  # a replica whose run cell started: nothing held
+
+
 class _Shower:
     """What :meth:`Job.follow` has read of a job's logs and reports, and shows: the lines the
     user's code printed (merged across replicas), a progress bar drawn live, and each report
@@ -474,6 +486,7 @@ class _Shower:
         verbose: bool,
         on_line: Callable[[str, str], None] | None,
         on_result: Callable[[dict[str, Any]], None] | None,
+        from_run_cell: bool = False,
     ) -> None:
         self.stream = stream
         self.ansi = draws_colour(stream)
@@ -487,6 +500,9 @@ class _Shower:
         self.rewind, self.bar = "", ""  # a progress bar drawn live (its line not ended yet)
         self.pending: list[dict[str, Any]] = []  # reports waiting for lines printed before them
         self.marked = 0  # the last output mark line the chief wrote (a pipe: docker)
+        # The run cell in the kernel: each replica's lines before its run cell starts (the cells
+        # above, which showed theirs where they ran) are held, and shown only if it never starts.
+        self.held: dict[str, deque[str]] | None = {} if from_run_cell else None
 
     def report_key(self) -> str | None:
         """The job's report key, read once a report line comes (the launch keeps it)."""
@@ -496,8 +512,9 @@ class _Shower:
 
     def skip_existing(self) -> None:
         """Read past what the job wrote so far, showing none of it."""
-        for _ in self.tail.lines():  # a chunk at a time: a log of any size is never held whole
-            pass
+        for replica, line in self.tail.lines():  # a chunk at a time, never held whole
+            if self.held is not None and line.rstrip() == RUN_CELL_MARK:
+                self.held[replica] = _STARTED  # its run cell started before this follow
         self.feed.read()
 
     def write(self, lines: list[tuple[list[str], str]]) -> None:
@@ -523,9 +540,27 @@ class _Shower:
         self.stream.flush()
 
     def end(self, now: float) -> None:
-        """Write the lines the merger still holds: the follow ends."""
+        """Write the lines the merger still holds: the follow ends. The lines held of a
+        replica whose run cell never started come first: they are the context of its end."""
+        for replica, lines in (self.held or {}).items():
+            for line in lines:
+                if (text := logs.shown(line, verbose=self.verbose)) is not None:
+                    safe = logs.colours_only(text) if self.ansi else logs.printable(text)
+                    self.write(self.merger.add(replica, safe, now))
+        self.held = None
         self.write(self.merger.ready(now, final=True))
         self.stream.flush()
+
+    def _holds(self, replica: str, line: str) -> bool:
+        """Whether ``line`` is held (printed by the cells above the run cell, or the mark that
+        ends them): see :data:`~tfc_runtime.protocol.RUN_CELL_MARK`."""
+        if self.held is None or self.held.get(replica) is _STARTED:
+            return False
+        if line.rstrip() == RUN_CELL_MARK:
+            self.held[replica] = _STARTED
+            return True
+        self.held.setdefault(replica, deque(maxlen=HELD_LINES)).append(line)
+        return True
 
     def _read_lines(self, first: str, done: bool, now: float) -> list[tuple[list[str], str]]:
         """Read the replicas' new lines, a chunk at a time: hand each on (``on_line``, a report
@@ -553,6 +588,8 @@ class _Shower:
                 self.on_result(found)
             if self.on_line:
                 self.on_line(replica, line)
+            elif self._holds(replica, line):
+                continue
             elif (text := logs.shown(line, verbose=self.verbose)) is not None:
                 safe = logs.colours_only(text) if self.ansi else logs.printable(text)
                 shown += self.merger.add(replica, safe, now)
@@ -563,6 +600,8 @@ class _Shower:
 
     def _draw_bar(self, first: str) -> None:
         """The chief's line being written (a progress bar), redrawn as Jupyter shows it."""
+        if self.held is not None and self.held.get(first) is not _STARTED:
+            return  # the cells above the run cell: their bar showed where they ran
         live = logs.shown(self.tail.partial(first), verbose=self.verbose) if first else None
         live = logs.colours_only(live) if live else live
         if live and live != self.bar:

@@ -594,7 +594,9 @@ def _follow_in_cell(
             plot.add(event)
 
     try:
-        rec = job.follow(verbose=verbose, out=out, on_result=on_result)
+        rec = job.follow(
+            verbose=verbose, out=out, on_result=on_result, from_run_cell=cell_run and not verbose
+        )
     except KeyboardInterrupt:  # Interrupt, or JupyterLab's restart (it interrupts first)
         print(
             f"Stopped following {job.id}; the job goes on. %tfc_attach {job.id} follows it "

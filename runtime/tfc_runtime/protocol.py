@@ -38,6 +38,11 @@ OUTPUT_MARK = "[tfc_runtime] output "
 """The start of the line the chief writes after a rich output's report where its output is a
 pipe (docker): the follower shows the output where this line is, after what was printed before
 it (a log file gives its offset instead)."""
+RUN_CELL_MARK = "[tfc_runtime] the run cell starts"
+"""The line each replica writes on its stdout when the ``%%tfc_run`` cell's own code starts (the
+cells above it ran first): the run cell in the kernel shows what the code printed from here on,
+as Jupyter shows a cell's output (the cells above showed theirs where they ran). A job that
+fails before it shows everything (what the cells above printed is the failure's context)."""
 REPORT_KEY_ENV = "TFC_REPORT_KEY"
 """The job's report key (hex), made at launch where reports travel with the logs: the runtime
 takes it out of its environment before the code runs (``tfc_runtime.reportkey``)."""

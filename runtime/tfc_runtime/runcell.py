@@ -39,7 +39,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from tfc_runtime import executed, hooks, results, streams
-from tfc_runtime.protocol import OUTPUT_MARK
+from tfc_runtime.protocol import OUTPUT_MARK, RUN_CELL_MARK
 from tfc_runtime.sourcemap import SourceMap
 
 if TYPE_CHECKING:  # imported where a run cell needs them: a notebook job without one never does
@@ -337,11 +337,20 @@ def _event(**fields: Any) -> dict[str, Any]:
 def _mark(n: int) -> None:
     """The output mark line (:data:`tfc_runtime.protocol.OUTPUT_MARK`) on the job's own stdout
     (never a ``%%capture``'s): the follower shows output ``n`` where it is in the log."""
+    _line(f"{OUTPUT_MARK}{n}")
+
+
+def _line(text: str) -> None:
+    """One line of ours on the job's own stdout (never a ``%%capture``'s), after what the code
+    wrote to either stream so far (an unfinished line ended first, as for an output)."""
     stream = sys.__stdout__
     if stream is None:
         return
-    with contextlib.suppress(OSError, ValueError):  # a closed stream: the output comes last
-        stream.write(f"{OUTPUT_MARK}{n}\n")
+    with contextlib.suppress(OSError, ValueError):  # a closed stream: nothing to place
+        sys.stdout.flush()
+        sys.stderr.flush()
+        streams.end_line()
+        stream.write(f"{text}\n")
         stream.flush()
 
 
@@ -566,6 +575,7 @@ def enter(cell: int) -> None:
     executed.enter(cell)
     if cell == _state.run_cell:
         _state.started, _state.workdir = time.time(), os.getcwd()
+        _line(RUN_CELL_MARK)  # the kernel's run cell shows what is printed from here on
         if _state.chief:  # what the cell changes beyond its bindings goes back too
             try:
                 from tfc_runtime import effects, giveback

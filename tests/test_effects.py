@@ -68,13 +68,26 @@ def _checked(cell: Any) -> dict[str, Any]:
 def test_what_the_run_cell_changed_is_in_the_kernel_as_in_jupyter(
     tmp_path: Path, tfc_env: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    _changed_as_in_jupyter(tmp_path, monkeypatch, "")
+
+
+@pytest.mark.slow
+def test_what_the_run_cell_changed_in_a_container_is_in_the_kernel_as_in_jupyter(
+    tmp_path: Path, tfc_env: Path, monkeypatch: pytest.MonkeyPatch, tf_parent_image: str
+) -> None:
+    _changed_as_in_jupyter(
+        tmp_path, monkeypatch, f" --backend docker --parent-image {tf_parent_image}"
+    )
+
+
+def _changed_as_in_jupyter(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, flags: str) -> None:
     jupyter = _run(
         write_notebook(tmp_path / "jupyter.ipynb", SETUP, CELL, CHECK), tmp_path
     )  # the truth: the cell run in the kernel
     truth = _checked(jupyter.cells[2])
     assert truth["df"]["b"] == [10, 20, 30] and truth["x"] is False and truth["z"] == 3
     path = write_notebook(
-        tmp_path / "job.ipynb", "%load_ext tfc_jupyter", SETUP, f"%%tfc_run\n{CELL}", CHECK
+        tmp_path / "job.ipynb", "%load_ext tfc_jupyter", SETUP, f"%%tfc_run{flags}\n{CELL}", CHECK
     )
     monkeypatch.setenv("JPY_SESSION_NAME", str(path))
     nb = _run(path, tmp_path)

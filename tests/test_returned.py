@@ -431,27 +431,53 @@ print("Y", ip.user_ns.get("y"))
     assert "Y 1" in done.stdout
 
 
-@pytest.mark.slow
-def test_outputs_keep_their_order_with_the_printed_lines(
-    tmp_path: Path, tfc_env: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    body = (
-        "%%tfc_run\nprint('before')\ndisplay({'shown': 1})\nimport time\n"
-        "for i in range(3):\n    print('after', i)\n    time.sleep(0.05)"
-    )
+PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4nGP4z8DwHwAFAAH/iZk9HQAAAABJRU5ErkJggg=="  # a 1x1 PNG
+ORDER = f"""%%tfc_run{{flags}}
+print('before')
+display({{{{'shown': 1}}}})
+import base64
+from IPython.display import Image
+display(Image(data=base64.b64decode("{PNG}")))
+import time
+for i in range(3):
+    print('after', i)
+    time.sleep(0.05)"""
+
+
+def _in_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, flags: str) -> None:
+    """Prints, a dict's and an image's display come in the cell in the order they were made,
+    the image as an image (``image/png``), as Jupyter shows them."""
+    body = ORDER.format(flags=flags)
     path = write_notebook(tmp_path / "order.ipynb", "%load_ext tfc_jupyter", body)
     nb = _executed(path, monkeypatch)
     seen = []
     for o in nb.cells[1].outputs:
-        text = o.get("text", "") or o.get("data", {}).get("text/plain", "")
+        data = o.get("data", {})
+        text = o.get("text", "") or data.get("text/plain", "")
+        if "image/png" in data:
+            seen.append("image")
         for word in ("[chief] before", "{'shown': 1}", "[chief] after 0"):
             if word in text:
                 seen.append(word)
     import pprint
 
-    assert seen == ["[chief] before", "{'shown': 1}", "[chief] after 0"], pprint.pformat(
-        nb.cells[1].outputs
-    )
+    expected = ["[chief] before", "{'shown': 1}", "image", "[chief] after 0"]
+    assert seen == expected, pprint.pformat(nb.cells[1].outputs)
+
+
+@pytest.mark.slow
+def test_outputs_keep_their_order_with_the_printed_lines(
+    tmp_path: Path, tfc_env: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _in_order(tmp_path, monkeypatch, "")
+
+
+@pytest.mark.slow
+def test_outputs_keep_their_order_with_the_printed_lines_on_docker(
+    tmp_path: Path, tfc_env: Path, monkeypatch: pytest.MonkeyPatch, tf_parent_image: str
+) -> None:
+    """A container's log is a pipe: each output's place is a mark line in it (issue 49)."""
+    _in_order(tmp_path, monkeypatch, f" --backend docker --parent-image {tf_parent_image}")
 
 
 @pytest.mark.slow

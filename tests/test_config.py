@@ -199,3 +199,29 @@ def test_the_limits_reach_what_uses_them(tmp_path: Path) -> None:
     assert package.limit_bytes(s) == 2_000_000
     with pytest.raises(Exception, match=r"not available in this version.*--backend local"):
         get("slurm", store, s)
+
+
+def test_vertex_ai_declares_its_own_settings_and_reading_them_imports_no_more_of_it() -> None:
+    """Issue 47: a backend declares its settings as it declares its options; the portable
+    settings come first, then the backend's, and reading them loads only its table."""
+    import subprocess
+    import sys
+
+    from tfc_jupyter.backends.vertex.settings import SETTINGS as VERTEX
+
+    assert list(KEYS[-len(VERTEX) :]) == list(VERTEX)
+    assert {"vertex_poll", "cloudbuild_queue", "storage_endpoint"} <= set(VERTEX)
+    settings = load_settings(environ={"TFC_VERTEX_POLL": "3"}, include_server=False)
+    assert (
+        settings.get("vertex_poll") == 3.0
+        and settings.sources["vertex_poll"] == "env TFC_VERTEX_POLL"
+    )
+    code = (
+        "import sys\nimport tfc_jupyter.config\n"
+        "print(sorted(m for m in sys.modules if m.startswith('tfc_jupyter.backends')))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == [
+        "['tfc_jupyter.backends',", "'tfc_jupyter.backends.vertex',",
+        "'tfc_jupyter.backends.vertex.settings']",
+    ]  # fmt: skip

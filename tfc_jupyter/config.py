@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .errors import SpecError
-from .registry import BUILTIN, DEFAULT
+from .registry import BUILTIN, DEFAULT, backend_settings
 from .util.tables import table
 
 if TYPE_CHECKING:
@@ -60,26 +60,6 @@ SETTINGS: dict[str, Setting] = {
         "path, mailto://..., slack://...), separated by spaces.",
     ),
     "home": _text(None, "Folder for job records and job folders (default: Jupyter data dir)."),
-    "vertex_endpoint": _text(
-        None,
-        "Vertex AI API endpoint (default: REGION-aiplatform.googleapis.com); a loopback "
-        "URL such as http://127.0.0.1:8080 reaches a local test server with no credentials.",
-    ),
-    "logging_endpoint": _text(
-        None,
-        "Cloud Logging API endpoint for job logs (default: logging.googleapis.com, or the "
-        "Vertex endpoint when that is a loopback URL).",
-    ),
-    "cloudbuild_endpoint": _text(
-        None,
-        "Cloud Build API endpoint, used with build_bucket when no Docker engine answers "
-        "(default: cloudbuild.googleapis.com); a loopback URL needs no credentials.",
-    ),
-    "storage_endpoint": _text(
-        None,
-        "Cloud Storage API endpoint for Cloud Build sources and logs (default: "
-        "storage.googleapis.com, or the Cloud Build endpoint when that is a loopback URL).",
-    ),
     # Limits and patience: seconds unless said otherwise.
     "startup_timeout": _number(
         300,
@@ -92,46 +72,10 @@ SETTINGS: dict[str, Setting] = {
     "max_context_mb": _number(
         500, "Largest build context, in MB: the files packed into a job's image."
     ),
-    "vertex_timeout": _number(60, "Seconds one Vertex AI or Cloud Logging request may take."),
-    "vertex_retry_total": _number(
-        120, "Seconds all tries of one Vertex AI call may take (transient errors retry)."
-    ),
-    "vertex_backoff": _number(
-        1, "First wait between tries of a Vertex AI call (doubles, up to 30 s)."
-    ),
-    "vertex_poll": _number(
-        10,
-        "Seconds between the Vertex AI watcher's looks at the job and its logs (grows to "
-        "6x while nothing changes).",
-    ),
-    "vertex_drain": _number(
-        10, "After a Vertex AI job ends: read its logs until none came for this long."
-    ),
-    "vertex_log_reads": _number(
-        20,
-        "Cloud Logging reads a minute, at most, for all the Vertex AI jobs of one project "
-        "followed from this machine (Cloud Logging allows 60 a minute per project).",
-    ),
-    "cloudbuild_location": _text("", "Cloud Build region for builds (default: global builds)."),
-    "cloudbuild_timeout": _number(60, "Seconds one Cloud Build or Cloud Storage request may take."),
-    "cloudbuild_retry_total": _number(120, "Seconds all tries of one Cloud Build call may take."),
-    "cloudbuild_backoff": _number(
-        1, "First wait between tries of a Cloud Build call (doubles, up to 30 s)."
-    ),
-    "cloudbuild_poll": _number(2, "Seconds between looks at a build and its log."),
-    "prebuilt_images": _text(
-        "",
-        "Vertex AI prebuilt training images newer than tfc_jupyter's list, for the package "
-        "route: VERSION[-gpu]=URI, comma separated (2.21=us-docker.pkg.dev/vertex-ai/training/"
-        "tf-cpu.2-21.py311:latest).",
-    ),
     "cell_lines": _number(
         200,
         "Most log lines a %%tfc_run cell shows: the first half as printed, then the latest "
         "half in a window that scrolls (every line stays in the job's logs).",
-    ),
-    "cloudbuild_queue": _number(
-        900, "Seconds a Cloud Build build may wait for a worker, on top of build_timeout."
     ),
     "return_limit_mb": _number(
         1024,
@@ -200,6 +144,25 @@ def __getattr__(name: str) -> Any:
     return _MADE[name]
 
 
+def _declared() -> dict[str, Setting]:
+    """The settings the built-in backends declare (:data:`~tfc_jupyter.registry.
+    BACKEND_SETTINGS`: Vertex AI's endpoints and patience), by key, in their order."""
+    out: dict[str, Setting] = {}
+    for backend, declared in backend_settings().items():
+        for key, (kind, default, help) in declared.items():
+            if key in SETTINGS or key in out:
+                raise ValueError(f"the {backend} backend declares setting {key!r}, already known")
+            out[key] = (
+                _number(float(default or 0), help)
+                if kind == "number"
+                else _text(None if default is None else str(default), help)
+            )
+    return out
+
+
+_BACKENDS = _declared()
+SETTINGS.update(_BACKENDS)
+
 KEYS = (
     "project",
     "region",
@@ -211,33 +174,18 @@ KEYS = (
     "base_output_dir",
     "notify",
     "home",
-    "vertex_endpoint",
-    "logging_endpoint",
-    "cloudbuild_endpoint",
-    "storage_endpoint",
     "startup_timeout",
     "build_timeout",
     "max_context_mb",
-    "vertex_timeout",
-    "vertex_retry_total",
-    "vertex_backoff",
-    "vertex_poll",
-    "vertex_drain",
-    "vertex_log_reads",
-    "cloudbuild_location",
-    "cloudbuild_timeout",
-    "cloudbuild_retry_total",
-    "cloudbuild_backoff",
-    "cloudbuild_poll",
-    "cloudbuild_queue",
-    "prebuilt_images",
     "cell_lines",
     "return_limit_mb",
     "return_max_files",
     "partial_names",
     "warm_idle",
+    *_BACKENDS,
 )
-"""Every setting, in the order ``%tfc_config`` shows them (each a ``TfcConfig`` trait)."""
+"""Every setting, in the order ``%tfc_config`` shows them (each a ``TfcConfig`` trait): the
+portable ones, then those the backends declare."""
 # Environment variables, most specific first (every other key: TFC_<KEY>).
 ENV = {
     "project": ("TFC_PROJECT", "GOOGLE_CLOUD_PROJECT", "CLOUDSDK_CORE_PROJECT", "GCLOUD_PROJECT"),
@@ -249,9 +197,6 @@ ENV = {
     "service_account": ("TFC_SERVICE_ACCOUNT",),
     "base_output_dir": ("TFC_BASE_OUTPUT_DIR",),
     "home": ("TFC_JUPYTER_HOME",),
-    "vertex_endpoint": ("TFC_VERTEX_ENDPOINT",),
-    "logging_endpoint": ("TFC_LOGGING_ENDPOINT",),
-    "cloudbuild_endpoint": ("TFC_CLOUDBUILD_ENDPOINT",),
 }
 for _key in KEYS:
     ENV.setdefault(_key, (f"TFC_{_key.upper()}",))

@@ -44,6 +44,11 @@ RESIDENT: dict[str, tuple[str, str, str]] = {
 runtime; given the job store's folder), the one that starts it ahead of the first job (given
 the folder), and the one that says this process launches jobs for a while (no argument)."""
 
+BACKEND_SETTINGS: dict[str, str] = {"vertex": "tfc_jupyter.backends.vertex.settings:SETTINGS"}
+"""Backend name -> ``module:table`` of the settings it declares, as it declares its options:
+key -> (``number`` or ``text``, its default, its help). :mod:`tfc_jupyter.config` adds them to
+every setting's table; the module is plain data (reading the settings imports nothing else)."""
+
 IMAGE_REGISTRIES: dict[str, str] = {
     "-docker.pkg.dev": "tfc_jupyter.backends.vertex.google.artifacts",
     "gcr.io": "tfc_jupyter.backends.vertex.google.artifacts",
@@ -344,3 +349,8 @@ def store_for(uri: str, record: Any, settings: Any = None) -> tuple[Any, str]:
         )
     opened: tuple[Any, str] = _load(where)(uri, record, settings)
     return opened
+
+
+def backend_settings() -> dict[str, dict[str, tuple[str, Any, str]]]:
+    """The settings each built-in backend declares (:data:`BACKEND_SETTINGS`), by backend."""
+    return {name: _load(where) for name, where in BACKEND_SETTINGS.items()}

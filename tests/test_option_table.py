@@ -129,11 +129,13 @@ def _copy_with(root: Path, edits: dict[str, tuple[str, str]]) -> Path:
     return root
 
 
-def _check(tmp_path: Path, root: Path, script: str) -> dict[str, Any]:
+def _check(
+    tmp_path: Path, root: Path, script: str, cell: str = "%%tfc_run\nprint('hello', 6 * 7)"
+) -> dict[str, Any]:
     """What ``script`` saw of the copy under ``root``, run in a fresh process with a notebook
-    of one ``%%tfc_run`` cell and a job home of its own."""
+    of one ``%%tfc_run`` cell (``cell``) and a job home of its own."""
     (tmp_path / "work").mkdir()
-    nb = write_notebook(tmp_path / "work" / "nb.ipynb", "%%tfc_run\nprint('hello', 6 * 7)")
+    nb = write_notebook(tmp_path / "work" / "nb.ipynb", cell)
     home = tmp_path / "home"
     env = {
         **os.environ,
@@ -170,6 +172,124 @@ def test_an_option_added_to_the_table_alone_is_on_every_surface(tmp_path: Path) 
     code, out, err = seen["run"]
     assert code == 0 and "hello 42" in out, err
     assert seen["job folder"] == ["succeeded", 9]
+
+
+OPTIONAL_ADDED = """
+    seed: int | None = _opt(
+        None,
+        "The job's random seed (default: none, each run draws its own).",
+        metavar="N",
+        label="Seed",
+        placeholder="none: each run draws its own",
+        group="Job",
+    )
+"""
+"""An optional count: unset (None) is not 0, so an empty box must stay unset."""
+
+OPTIONAL_CHECK = textwrap.dedent(
+    """
+    import json, sys
+    from pathlib import Path
+
+    import tfc_jupyter
+    assert tfc_jupyter.__file__.startswith(sys.argv[1]), tfc_jupyter.__file__  # the copy
+    import jsonschema
+    import yaml
+
+    from tfc_jupyter.config import load_settings
+    from tfc_jupyter.errors import TfcError
+    from tfc_jupyter.job.options import JobOptions
+    from tfc_jupyter.notebook import capture
+    from tfc_jupyter.panel import build_model
+    from tfc_jupyter.panel.view import LaunchPanel
+    from tfc_jupyter.planner.fields import fields_json
+    from tfc_jupyter.server.handlers import openapi_document
+    from tfc_jupyter.server.service import JobService
+    from tfc_jupyter.store.records import JobStore
+
+    nb = Path(sys.argv[2])  # its one cell: %%tfc_run --seed 5
+    seen = {}
+    unset, zero = JobOptions.from_line("--workers 1"), JobOptions.from_line("--seed 0")
+    seen["line"] = [unset.seed, unset.to_line(), zero.seed, zero.to_line()]
+    seen["json"] = [JobOptions.from_json({"seed": v}).seed for v in ("", " ", "3", 4)]
+    seen["given"] = "seed" in JobOptions.from_json({"seed": ""}).given
+
+    def dry(options, replace=True):
+        try:  # the handler answers a TfcError with its status and to_dict()
+            status, body = JobService(nb.parent).create(
+                {"path": nb.name, "options": {**options, "dry_run": True}, "replace": replace}
+            )
+        except TfcError as exc:
+            status, body = exc.http_status, exc.to_dict()
+        return [status, body["plan"]["options"].get("seed", "unset") if status == 200 else
+                [body["field"], body["ui_message"], [f["action"] for f in body["fixes"]]]]
+
+    seen["api"] = {
+        "empty": dry({"seed": ""}), "empty, no replace": dry({"seed": ""}, replace=False),
+        "three": dry({"seed": "3"}), "absent": dry({}), "letters": dry({"seed": "x"}),
+    }
+    document = yaml.safe_load(openapi_document())
+    schema = document["components"]["schemas"]["CreateJob"]["properties"]["options"]
+    seen["schema"] = {}
+    for value in ("", " 3 ", 3, "x", -1):
+        try:
+            jsonschema.validate({"seed": value}, schema)
+            seen["schema"][repr(value)] = True
+        except jsonschema.ValidationError:
+            seen["schema"][repr(value)] = False
+    by_name = {f["name"]: f for f in fields_json()}
+    seen["form"] = {n: [by_name[n]["control"], by_name[n]["optional"], by_name[n]["default"]]
+                    for n in ("seed", "workers", "gpus")}
+    settings = load_settings(include_server=False)
+    select = lambda: capture.select_cells(capture.read_notebook(nb), path=nb, how="test")
+    panels = {}
+    for start in ("", "--seed 5"):
+        model = build_model(settings, select=select, notebook=nb, remember=False,
+                            base=JobOptions.from_line(start))
+        panel = LaunchPanel(model, JobStore(Path(sys.argv[3]) / "panel.db"))
+        shown = [panel.controls["seed"].value, model.line()]
+        panel.controls["workers"].value = 1  # another field changed: the seed untouched
+        shown.append(model.line())
+        for typed in (" 4 ", "", "x"):
+            panel.controls["seed"].value = typed
+            error = panel.errors["seed"].value
+            shown.append([model.line() if not error else error, panel.launch_button.disabled])
+        panels[start] = shown
+    seen["panel"] = panels
+    print(json.dumps(seen))
+    """
+)
+
+
+def test_an_optional_count_left_empty_stays_unset_on_every_surface(tmp_path: Path) -> None:
+    """Issue 47: an optional count (``int | None = None``, with a label) declared in the
+    option table alone is unset when its box is empty: the magic's line without it, the jobs
+    API's ``""`` (over the cell's own value, with ``replace`` or not), the panel's untouched or
+    emptied field; the form's field says it is optional. 0 stays 0 where it is typed."""
+    anchor = '        label="Workers",\n        neutral="0",\n        group="Machines",\n    )\n'
+    root = _copy_with(tmp_path / "pkg", {"job/options.py": (anchor, OPTIONAL_ADDED)})
+    seen = _check(tmp_path, root, OPTIONAL_CHECK, cell="%%tfc_run --seed 5\nprint('hi')")
+    assert seen["line"] == [None, "%%tfc_run --workers 1", 0, "%%tfc_run --seed 0"]
+    assert seen["json"] == [None, None, 3, 4] and seen["given"]
+    api = seen["api"]
+    assert api["empty"] == api["empty, no replace"] == [200, "unset"]
+    assert api["three"] == [200, 3] and api["absent"] == [200, 5]  # the cell's own
+    status, (field, message, fixes) = api["letters"]
+    assert (status, field) == (400, "seed") and "Seed" in message and "drop" in fixes, message
+    assert seen["schema"] == {"''": True, "' 3 '": True, "3": True, "'x'": False, "-1": False}
+    assert seen["form"] == {
+        "seed": ["count", True, ""],
+        "workers": ["count", False, "0"],
+        "gpus": ["choice", False, ""],  # a choice always has a value: "none" is 0
+    }
+    untouched, cell_s = seen["panel"][""], seen["panel"]["--seed 5"]
+    assert untouched[:3] == ["", "%%tfc_run", "%%tfc_run --workers 1"]
+    assert cell_s[:3] == ["5", "%%tfc_run --seed 5", "%%tfc_run --workers 1 --seed 5"]
+    for shown in (untouched, cell_s):
+        four, empty, letters = shown[3:]
+        assert four == ["%%tfc_run --workers 1 --seed 4", False]
+        assert empty == ["%%tfc_run --workers 1", False]
+        assert "Seed" in letters[0] and "whole number" in letters[0] and letters[1], letters
 
 
 VERTEX_ADDED = """

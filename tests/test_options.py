@@ -5,6 +5,9 @@ from __future__ import annotations
 import argparse
 
 import pytest
+from hypothesis import given
+from hypothesis import settings as examples
+from hypothesis import strategies as st
 
 from tfc_jupyter.config import Settings
 from tfc_jupyter.errors import SpecError
@@ -290,3 +293,44 @@ def test_each_label_is_declared_once_in_the_option_table() -> None:
     by_name = {f.name: f.flag.label for f in options.FIELDS if f.flag.label}
     assert {f.name: f.label for f in form_fields()} == by_name  # the panel's and form's
     assert len(set(declared.values())) == len(declared)  # no two controls share a label
+
+
+_SEED = options.OptionField("seed", "count", None, options.Flag(help="A seed.", label="Seed"))
+"""An optional count as the table makes one from ``seed: int | None = option(None, ...)``."""
+
+
+@examples(max_examples=300, deadline=None)
+@given(text=st.text(max_size=12))
+def test_an_optional_count_reads_any_text_as_unset_a_count_or_a_refusal(text: str) -> None:
+    """Issue 47: an optional count's text (an empty box, what is typed in it) is unset when
+    blank, a count when it is digits, and otherwise refused in one line naming it, with its
+    fixes as data; never another exception."""
+    try:
+        value = _SEED.coerce(text)
+    except SpecError as exc:
+        assert exc.field == "seed" and "\n" not in str(exc) and text.strip()
+        assert [f.action for f in exc.fixes] == ["set", "drop"] and "--seed" in str(exc)
+        return
+    if not text.strip():
+        assert value is None
+    else:
+        assert isinstance(value, int) and value >= 0 and value == int(text)
+
+
+@examples(max_examples=100, deadline=None)
+@given(n=st.integers(0, 10**9), pad=st.sampled_from(["", " ", "\t", "  \n"]))
+def test_an_optional_count_takes_numbers_and_their_digits(n: int, pad: str) -> None:
+    assert _SEED.coerce(n) == _SEED.coerce(f"{pad}{n}{pad}") == _SEED.coerce(float(n)) == n
+
+
+def test_only_counts_with_no_value_by_default_are_optional() -> None:
+    """The table's own counts keep their reading: a 0 default (workers, trials ...) is not
+    optional, nor is ``--gpus`` (a list to pick from, "none" is 0), and their ``""`` is
+    still refused; Vertex AI's ``--boot-disk-size`` (no default) is, and ``""`` unsets it."""
+    fields = {f.name: f for f in options.all_fields()}
+    assert [n for n, f in fields.items() if f.optional] == ["boot_disk_size"]
+    for name in ("workers", "trials", "parallel", "ps", "gpus"):
+        with pytest.raises(SpecError, match="expected a whole number"):
+            options.JobOptions.from_json({name: ""})
+    unset = options.JobOptions.from_json({"boot_disk_size": ""})
+    assert unset.target == (("boot_disk_size", None),) and unset.to_line() == "%%tfc_run"

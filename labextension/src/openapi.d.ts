@@ -646,6 +646,8 @@ export interface paths {
                                 only_with: string[];
                                 /** @description fields that must not be set for this one to be sent (a TPU host has no GPUs) */
                                 only_without: string[];
+                                /** @description an optional count, unset when its box is empty (sent as "", not 0) */
+                                optional: boolean;
                             }[];
                             root_dir: string;
                             jobs_home: string;
@@ -745,8 +747,9 @@ export interface components {
              * @description The `%%tfc_run` flags by name, with `-` written `_`: `workers`, `gpus`, `gpu_type`,
              *     `machine`, `worker_machine`, `tpu`, `strategy`, `backend`, `name`, `label` (list),
              *     `args`, `project`, `region`, `timeout`, `spot`, `dry_run` ... (GET /defaults lists
-             *     them all). Numbers may be sent as numbers or strings; `null` means "not given", and
-             *     `""` for a text option means its default. By default the options go over the cell's
+             *     them all). Numbers may be sent as numbers or strings; `null` means "not given",
+             *     `""` for a text option means its default, and `""` for an optional count (a field
+             *     with `optional`) means unset. By default the options go over the cell's
              *     own `%%tfc_run` flags (lists add to its lists).
              * @example {
              *       "backend": "local",

@@ -159,6 +159,8 @@ export interface IFormField {
   only_with: string[];
   /** Fields that must not be set for this one to be sent (a TPU host has no GPUs). */
   only_without: string[];
+  /** An optional count: its empty box is unset, sent as "" (not 0), shown empty. */
+  optional: boolean;
 }
 
 /** GET /defaults. */

@@ -485,7 +485,8 @@ class JobOptions:
         """Options from a JSON object (``{"workers": 1, "machine": "CPU"}``), each value checked
         on its own so an error names it (``field``). Numbers are taken for text options,
         ``true`` for a flag that may go without a value (``{"tpu": true}``), ``null`` for
-        "not given", ``""`` for a text option's default (given: it replaces a cell's value).
+        "not given", ``""`` for a text option's default and for an optional count's unset (given:
+        it replaces a cell's value).
 
         Raises:
             SpecError: not an object, an unknown option or a value of the wrong type.
@@ -613,6 +614,13 @@ class OptionField:
         return self.flag.name or "--" + self.name.replace("_", "-")
 
     @property
+    def optional(self) -> bool:
+        """An optional count (declared ``int | None = None``, with no ``choices``): unset is
+        None, not 0, and an empty value (``""``: an empty box of the form or the panel) is
+        unset. A count picked from a list (``--gpus``: "none" is 0) always has a value."""
+        return self.kind == "count" and self.default is None and not self.flag.choices
+
+    @property
     def help(self) -> str:
         """The flag's help, ``{choices}`` in it the words of the values it takes now
         (:data:`LIVE_HELP`: ``--method``'s lists every registered sweep method)."""
@@ -663,7 +671,8 @@ class OptionField:
             items = {"type": "array", "items": {"oneOf": text}}
             return {**about, "oneOf": [items, {"type": "string"}]}
         if self.kind == "count":
-            digits = {"type": "string", "pattern": r"^\s*\d+\s*$"}
+            pattern = r"^\s*\d*\s*$" if self.optional else r"^\s*\d+\s*$"  # "": unset
+            digits = {"type": "string", "pattern": pattern}
             return {
                 **about,
                 "oneOf": [{"type": "integer", "minimum": 0}, digits],
@@ -700,13 +709,26 @@ class OptionField:
                 f"option {key!r} must be a string or a number", f'send {key}: "..."', field=key
             )
         if self.kind == "count":
-            if isinstance(value, float) and value.is_integer():
-                value = int(value)  # 2.0: JSON's number 2 as some clients write it
-            try:
-                return (_whole if self.flag.signed else _count)(str(value).strip())
-            except argparse.ArgumentTypeError as exc:
-                raise SpecError(f"option {key!r}: {exc}", f"send {key}: 1", field=key) from None
+            return self._count(value)
         return str(value)
+
+    def _count(self, value: str | int | float) -> int | None:
+        """A count from JSON or Python (a number, or its digits as text); an optional count's
+        empty text is None (unset), and its bad value is refused with fixes as data (the form
+        applies them; the panel says them with its labels)."""
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)  # 2.0: JSON's number 2 as some clients write it
+        text = str(value).strip()
+        if self.optional and not text:
+            return None
+        try:
+            return (_whole if self.flag.signed else _count)(text)
+        except argparse.ArgumentTypeError as exc:
+            if self.optional:
+                fixes = (Fix.give(self.name, "N"), Fix.drop(self.name))
+                raise SpecError(f"{self.option}: {exc}", fixes, field=self.name) from None
+            key = self.name
+            raise SpecError(f"option {key!r}: {exc}", f"send {key}: 1", field=key) from None
 
 
 def _fields(declared: type = JobOptions, backend: str | None = None) -> list[OptionField]:

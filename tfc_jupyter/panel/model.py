@@ -25,7 +25,7 @@ from ..client import Client
 from ..config import Settings
 from ..errors import TfcError
 from ..job import catalog
-from ..job.options import JobOptions, all_fields
+from ..job.options import JobOptions, OptionField, all_fields
 from ..job.spec import JobSpec, Strategy, check_runnable
 from ..jobs import sweep_refusal
 from ..notebook import capture
@@ -114,15 +114,28 @@ class _Table:
 
     fields: dict[str, FormField]
     defaults: dict[str, Any]
+    options: dict[str, OptionField]
 
 
 def _table() -> _Table:
-    return _Table({f.name: f for f in form_fields()}, {f.name: f.default for f in all_fields()})
+    options = {f.name: f for f in all_fields()}
+    return _Table(
+        {f.name: f for f in form_fields()}, {n: f.default for n, f in options.items()}, options
+    )
+
+
+def _empty(field: FormField) -> Any:
+    """A field's value with nothing chosen: 0, off, "", or None (an optional count: unset)."""
+    if field.optional:
+        return None
+    return 0 if field.kind == "count" else False if field.kind == "switch" else ""
 
 
 class Choices:
     """What the user picked, one value a field of :func:`form_fields` (by option name): text
-    (empty: the configured default, as an absent flag), a count, or a switch."""
+    (empty: the configured default, as an absent flag), a count, or a switch. An optional
+    count's is None (unset: no flag), a count, or the text typed in its box when that is no
+    count (its check then says why)."""
 
     def __init__(self, **values: Any) -> None:
         self._set(_table(), values)
@@ -139,10 +152,7 @@ class Choices:
         unknown = set(values) - set(self._fields)
         if unknown:
             raise TypeError(f"no such choice: {', '.join(sorted(unknown))}")
-        self._values: dict[str, Any] = {
-            name: 0 if f.kind == "count" else False if f.kind == "switch" else ""
-            for name, f in self._fields.items()
-        }
+        self._values: dict[str, Any] = {name: _empty(f) for name, f in self._fields.items()}
         self._values.update(values)
 
     def __getattr__(self, name: str) -> Any:
@@ -172,7 +182,9 @@ class Choices:
             if data is None or name not in data:
                 continue
             value = data[name]
-            if f.kind == "count":
+            if f.optional and value is None:
+                out[name] = None
+            elif f.kind == "count":
                 if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
                     out[name] = value
             elif f.kind == "switch":
@@ -189,6 +201,9 @@ class Choices:
         ``%%tfc_run`` line holds only what differs from the defaults; a choice its field sends
         only with or without others is left out as the form leaves it (:func:`sent`: a TPU
         host has no chief machine or GPUs).
+
+        Raises:
+            SpecError: an optional count's box holds text that is no count (``field``: it).
         """
         defaults = self._table.defaults
         changes: dict[str, Any] = {}
@@ -197,6 +212,8 @@ class Choices:
             value = picked[name]
             if f.kind == "list":
                 changes[name] = _items(value, f.separator)
+            elif f.optional:  # the box's text read as the jobs API reads it ("": unset)
+                changes[name] = None if value is None else self._table.options[name].coerce(value)
             elif f.kind in ("count", "switch"):
                 changes[name] = value
             else:
@@ -215,7 +232,7 @@ class Choices:
                 joiner = ", " if f.separator in (",", " ") else f"{f.separator} "
                 values[f.name] = joiner.join(str(v) for v in value or ())
             elif f.kind == "count":
-                values[f.name] = value or 0
+                values[f.name] = value if f.optional else value or 0
             elif f.kind == "switch":
                 values[f.name] = bool(value)
             else:
@@ -361,7 +378,11 @@ class PanelModel:
         if self.display is None:
             return
         try:
-            self.display.update(self.line(), self.current_cell())
+            line = self.line()
+        except TfcError:
+            return  # a box's text no flag takes (letters in a count): the last line stays
+        try:
+            self.display.update(line, self.current_cell())
         except Exception as exc:  # a display publisher failing: the panel goes on
             log.warning("cannot show the panel's choices in the notebook: %s", exc)
 

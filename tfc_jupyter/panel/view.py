@@ -46,6 +46,8 @@ def _control(field: FormField) -> Any:
     common: dict[str, Any] = {"description": field.label, "style": _STYLE, "layout": _WIDE}
     if field.control == "choice":
         control: Any = w.Dropdown(**common)
+    elif field.optional:  # may be empty (unset): a text box, read as the jobs API reads it
+        control = w.Text(continuous_update=False, **common)
     elif field.control == "count":
         top = _COUNT_MAX.get(field.name, 1000)
         control = w.BoundedIntText(min=0, max=top, **common)
@@ -60,6 +62,24 @@ def _control(field: FormField) -> Any:
         control.placeholder = field.placeholder
     control.tooltip = field.help.replace("%%", "%")
     return control
+
+
+def _typed(field: FormField, value: Any) -> Any:
+    """A control's value as the model takes it: a count's number (an optional count's text
+    stripped, "" unset; text that is no count is kept, so the check says why)."""
+    if field.optional:
+        text = str(value).strip()
+        return None if not text else int(text) if text.isascii() and text.isdigit() else text
+    if field.kind == "count":
+        return int(value or 0)
+    return value.strip() if isinstance(value, str) else value
+
+
+def _shown(field: FormField, value: Any) -> Any:
+    """A choice as its control shows it (an optional count's box: "" when unset)."""
+    if field.optional:
+        return "" if value is None else str(value)
+    return value
 
 
 def _esc(text: Any) -> str:
@@ -217,12 +237,7 @@ class LaunchPanel:
         def handler(change: dict[str, Any]) -> None:
             if self._syncing:
                 return
-            value = change["new"]
-            if self.fields[name].kind == "count":
-                value = int(value or 0)
-            elif isinstance(value, str):
-                value = value.strip()
-            self.model.update(**{name: value})
+            self.model.update(**{name: _typed(self.fields[name], change["new"])})
             self.render()
 
         return handler
@@ -255,7 +270,7 @@ class LaunchPanel:
                         opts = [(o.label, o.value) for o in self.model.options(name)]
                         if list(control.options) != opts:
                             control.options = opts
-                    value = getattr(self.model.choices, name)
+                    value = _shown(self.fields[name], getattr(self.model.choices, name))
                     if control.value != value:
                         control.value = value
             finally:

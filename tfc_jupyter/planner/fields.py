@@ -82,6 +82,9 @@ class FormField:
     only_without: tuple[str, ...] = ()
     """Fields that must not be set for this one to be sent (a TPU host: no chief machine or
     GPUs); the panel and the form clear it then (:func:`sent`)."""
+    optional: bool = False
+    """An optional count's box (:attr:`OptionField.optional`): empty is unset, sent as ``""``
+    (not 0), and an untouched one adds no flag."""
 
     def to_json(self, values: list[tuple[Any, str]] | None = None) -> dict[str, Any]:
         """JSON-ready, with its values (``[{"value", "label"}]``) when it offers some."""
@@ -101,6 +104,7 @@ class FormField:
             else None,
             "only_with": list(self.only_with),
             "only_without": list(self.only_without),
+            "optional": self.optional,
         }
 
 
@@ -127,6 +131,7 @@ def _field(option: OptionField) -> FormField:
         flag.choices,
         flag.only_with,
         flag.only_without,
+        option.optional,
     )
 
 
@@ -222,8 +227,8 @@ def fields_json(default_machine: str = "CPU") -> list[dict[str, Any]]:
 def sent(values: Mapping[str, Any], fields: Iterable[FormField]) -> dict[str, Any]:
     """``values`` (one a field) as the panel and the form send them: a field whose
     ``only_with`` fields are not all set, or one of whose ``only_without`` fields is, is
-    emptied (0, "", no items, off). The form's ``toOptions`` applies the same rule, read from
-    the fields the server sends."""
+    emptied (0, "", no items, off; an optional count: None). The form's ``toOptions`` applies
+    the same rule, read from the fields the server sends."""
     out = dict(values)
     for f in fields:
         if f.name not in out:
@@ -231,7 +236,7 @@ def sent(values: Mapping[str, Any], fields: Iterable[FormField]) -> dict[str, An
         if any(not values.get(n) for n in f.only_with) or any(
             values.get(n) for n in f.only_without
         ):
-            out[f.name] = _EMPTY.get(f.kind, "")
+            out[f.name] = None if f.optional else _EMPTY.get(f.kind, "")
     return out
 
 

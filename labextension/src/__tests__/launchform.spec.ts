@@ -9,6 +9,7 @@ import {
   cellLabel,
   choiceDetails,
   cellOf,
+  emptyValue,
   fromOptions,
   toOptions,
   ILaunchFormProps,
@@ -476,6 +477,92 @@ describe('the fields, from the option table', () => {
     expect(values.label).toBe('a=1, b=2');
     expect(values.trials).toBe('4');
     expect(values.backend).toBe('vertex');
+  });
+});
+
+describe('an optional count (no value by default)', () => {
+  // as the server sends an option declared `seed: int | None = option(None, ..., label=...)`
+  const workers = FIELDS.find(f => f.name === 'workers') as IFormField;
+  const SEED: IFormField = {
+    ...workers,
+    name: 'seed',
+    label: 'Seed',
+    group: 'Job',
+    help: "The job's random seed (default: none, each run draws its own).",
+    neutral: null,
+    default: '',
+    placeholder: 'none: each run draws its own',
+    optional: true
+  };
+  const fields = [...FIELDS, SEED];
+  const sent = (values: ILaunchValues): unknown =>
+    (toOptions({ ...VALUES, ...values }, fields) as { [name: string]: unknown })
+      .seed;
+
+  it('is the only kind of count that says so', () => {
+    expect(FIELDS.filter(f => f.optional)).toEqual([]);
+    expect(FIELDS.find(f => f.name === 'trials')?.optional).toBe(false);
+  });
+
+  it('starts empty, where a count starts at 0', () => {
+    expect(emptyValue(SEED)).toBe('');
+    expect(emptyValue(workers)).toBe('0');
+    const initial: ILaunchValues = {};
+    for (const field of fields) {
+      initial[field.name] = emptyValue(field);
+    }
+    const html = form({
+      defaults: { ...DEFAULTS, fields },
+      initial: { ...initial, ...VALUES }
+    });
+    expect(html).toMatch(
+      /<input name="seed" type="number" min="0" placeholder="[^"]*" value=""\/>/
+    );
+    expect(html).toMatch(
+      /<input name="workers" type="number" min="0" value="0"/
+    );
+  });
+
+  it('is sent as "" when empty (unset, over the cell\'s value), else as its number', () => {
+    expect(sent({ seed: '' })).toBe('');
+    expect(sent({ seed: '  ' })).toBe('');
+    expect(sent({})).toBe('');
+    expect(sent({ seed: ' 3 ' })).toBe(3);
+    expect(sent({ seed: '0' })).toBe(0); // 0 typed is 0, not unset
+    expect(sent({ seed: '2x' })).toBe('2x'); // the server's check says why, in one line
+    // a count's empty box is still 0
+    expect(toOptions({ ...VALUES, workers: '' }, fields).workers).toBe(0);
+  });
+
+  it('is emptied to "" by its field\'s rule, not to 0', () => {
+    const tied = fields.map(f =>
+      f.name === 'seed' ? { ...f, only_with: ['region'] } : f
+    );
+    const options = (values: ILaunchValues): unknown =>
+      (toOptions({ ...VALUES, ...values }, tied) as { [name: string]: unknown })
+        .seed;
+    expect(options({ seed: '4', region: '' })).toBe('');
+    expect(options({ seed: '4', region: 'us-central1' })).toBe(4);
+  });
+
+  it("shows the cell's value when its line sets it, else stays empty", () => {
+    const fallback = { ...VALUES, seed: emptyValue(SEED) };
+    expect(fromOptions({ seed: 5 }, 'local', fallback, fields).seed).toBe('5');
+    expect(fromOptions({ seed: 0 }, 'local', fallback, fields).seed).toBe('0');
+    expect(fromOptions({ workers: 1 }, 'local', fallback, fields).seed).toBe(
+      ''
+    );
+  });
+
+  it('is emptied by a fix that drops it', () => {
+    const fix: IFix = {
+      action: 'drop',
+      option: 'seed',
+      value: null,
+      text: 'drop --seed',
+      ui_text: 'clear Seed'
+    };
+    expect(applyFix({ ...VALUES, seed: 'x' }, fix, fields)?.seed).toBe('');
   });
 });
 

@@ -43,15 +43,17 @@ export function listItems(text: string, separator: string): string[] {
   return parts.map(part => part.trim()).filter(Boolean);
 }
 
-/** An option with nothing in it, as the form sends it. */
+/** An option with nothing in it, as the form sends it (an optional count: "", unset). */
 function emptyOption(field: IFormField): unknown {
-  return field.kind === 'count'
-    ? 0
-    : field.kind === 'list'
-      ? []
-      : field.kind === 'switch'
-        ? false
-        : '';
+  return field.optional
+    ? ''
+    : field.kind === 'count'
+      ? 0
+      : field.kind === 'list'
+        ? []
+        : field.kind === 'switch'
+          ? false
+          : '';
 }
 
 /**
@@ -68,7 +70,9 @@ export function toOptions(
   const out: { [name: string]: unknown } = {};
   for (const field of fields) {
     const text = values[field.name] ?? '';
-    if (field.kind === 'count') {
+    if (field.optional) {
+      out[field.name] = optionalCount(text);
+    } else if (field.kind === 'count') {
       out[field.name] = Math.max(0, parseInt(text, 10) || 0);
     } else if (field.kind === 'list') {
       out[field.name] = listItems(text, field.separator);
@@ -88,6 +92,15 @@ export function toOptions(
     }
   }
   return out as IJobOptions;
+}
+
+/**
+ * An optional count's box as the form sends it: "" (empty: unset), its number, or the text as
+ * typed when it is no count (the server's check then says why, in one line).
+ */
+function optionalCount(text: string): number | string {
+  const trimmed = text.trim();
+  return /^\d+$/.test(trimmed) ? parseInt(trimmed, 10) : trimmed;
 }
 
 /** The form's values for a plan's options (the cell's `%%tfc_run` flags), else `fallback`. */
@@ -115,9 +128,14 @@ export function fromOptions(
   return out;
 }
 
-/** The value a field starts from with nothing set: the option's default (0, off, empty). */
+/**
+ * The value a field starts from with nothing set: the option's default (0, off, empty; an
+ * optional count: empty, unset).
+ */
 export function emptyValue(field: IFormField): string {
-  return field.default || (field.kind === 'count' ? '0' : '');
+  return (
+    field.default || (field.kind === 'count' && !field.optional ? '0' : '')
+  );
 }
 
 /**

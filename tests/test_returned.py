@@ -431,7 +431,10 @@ print("Y", ip.user_ns.get("y"))
     assert "Y 1" in done.stdout
 
 
-PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4nGP4z8DwHwAFAAH/iZk9HQAAAABJRU5ErkJggg=="  # a 1x1 PNG
+PNG = (  # a 1x1 PNG
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4nGP4z8DwHwAFAAH/"
+    "iZk9HQAAAABJRU5ErkJggg=="
+)
 ORDER = f"""%%tfc_run{{flags}}
 print('before')
 display({{{{'shown': 1}}}})

@@ -36,6 +36,7 @@ import secrets
 import shutil
 import time
 import urllib.parse
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -1521,3 +1522,21 @@ def _ended_scenario(lab_server: LabServer, page: Any) -> None:
     got = cell_outputs(page, name, 1)  # the cut log and plot are gone: the job's output alone
     assert got["count"] == 1 and got["streams"] == "", got
     screenshot(page, "lab-ended-reloaded.png")
+
+    # The kernel restarts (a new process, the same id): the names are gone from it, and the
+    # cell says so and how to bring them back, when the page is opened again.
+    kernel_id, _, pid = (record.returned_kernel or "").partition("/")
+    assert kernel_id and pid.isdigit(), record.returned_kernel
+    restart = urllib.request.Request(
+        f"{lab_server.url}api/kernels/{kernel_id}/restart?token={lab_server.token}",
+        data=b"", method="POST",
+    )  # fmt: skip
+    with urllib.request.urlopen(restart, timeout=60) as answer:
+        assert answer.status == 200
+    page.goto("about:blank")
+    open_notebook(page, lab_server, name)
+    output = _job_output(page, 1, job.id, "succeeded")
+    gone = output.locator(".tfc-JobOutput-hint", has_text="The kernel restarted since")
+    gone.wait_for(timeout=30_000)
+    assert f"%tfc_attach {job.id}" in gone.inner_text()
+    assert output.locator(".tfc-JobOutput-returned").count() == 0

@@ -29,7 +29,7 @@ from tfc_jupyter import jobs
 from tfc_jupyter.config import KEYS
 from tfc_jupyter.server import handlers
 from tfc_jupyter.server.service import JobService
-from tfc_jupyter.store.records import JobState
+from tfc_jupyter.store.records import JobRecord, JobState
 
 pytest_plugins = ("pytest_jupyter.jupyter_server",)
 
@@ -882,3 +882,36 @@ async def test_a_keras_jobs_metrics_and_plot_come_from_the_api(
     assert row["last_metrics"] == metrics["last"]
     status, data = await _call(jp_fetch, "GET", "jobs", "no-such-job", "metrics")
     assert status == 404, data
+
+
+async def test_a_job_s_names_are_said_gone_once_the_kernel_that_set_them_restarted(
+    jp_fetch: Fetch, jp_serverapp: Any, tfc_home: Path
+) -> None:
+    """Issue 49: a page opened after the job ended shows what came back into the kernel; once
+    that kernel restarted (a new process, the same id) or shut down, the job says its names
+    are gone from it (``returned_gone``), so the page offers ``%tfc_attach`` instead."""
+    response = await jp_fetch("api", "kernels", method="POST", body=json.dumps({"name": "python3"}))
+    kernel_id = json.loads(response.body)["id"]
+    manager = jp_serverapp.kernel_manager
+    pid = manager.get_kernel(kernel_id).provisioner.pid
+    store = jobs.store_for(tfc_home)
+    record = JobRecord(
+        id="back-20261129-120000-abcdef", name="back", backend="local", state=JobState.SUCCEEDED,
+        returned="Back in the kernel: model.", returned_kernel=f"{kernel_id}/{pid}",
+    )  # fmt: skip
+    store.create(record)
+    try:
+        status, job = await _call(jp_fetch, "GET", "jobs", record.id)
+        assert status == 200 and job["returned_gone"] is False, job
+        assert job["returned"] == "Back in the kernel: model."
+        await jp_fetch("api", "kernels", kernel_id, "restart", method="POST", body=b"")
+        assert manager.get_kernel(kernel_id).provisioner.pid != pid
+        status, job = await _call(jp_fetch, "GET", "jobs", record.id)
+        assert job["returned_gone"] is True, job
+        status, listed = await _call(jp_fetch, "GET", "jobs")
+        assert [j["returned_gone"] for j in listed["jobs"] if j["id"] == record.id] == [True]
+    finally:
+        await jp_fetch("api", "kernels", kernel_id, method="DELETE")
+    store.update(record.id, returned_kernel=f"{kernel_id}/{pid}")
+    status, job = await _call(jp_fetch, "GET", "jobs", record.id)
+    assert job["returned_gone"] is True, job  # shut down: gone too

@@ -727,6 +727,7 @@ def job_dict(record: JobRecord) -> dict[str, Any]:
         last_metrics=results.last if results else None,
         metric_flags=results.flags if results else [],
         restarts=restart_count(record),
+        returned_gone=False,  # the jobs API knows its kernels: JobService.job_json
     )
     if REPORT_KEY in data["handle"]:  # what signs the job's reports stays on this machine
         data["handle"] = {k: v for k, v in data["handle"].items() if k != REPORT_KEY}

@@ -680,8 +680,26 @@ def _said_back(rec: Any, line: str) -> None:
 
     with contextlib.suppress(Exception):  # a record we cannot write: the line was printed
         store_for(home_of(rec.job_dir)).update(
-            rec.id, returned=said or "Nothing came back into the kernel: the cell set no names."
+            rec.id,
+            returned=said or "Nothing came back into the kernel: the cell set no names.",
+            returned_kernel=_kernel_id(),
         )
+
+
+def _kernel_id() -> str | None:
+    """This kernel as Jupyter knows it, ``ID/PID``: its id (its connection file is
+    ``kernel-ID.json``) and its process (a restart keeps the id, not the process); None outside
+    a Jupyter kernel (a terminal's IPython)."""
+    kernel = sys.modules.get("ipykernel.connect")
+    if kernel is None:
+        return None
+    try:
+        name = Path(kernel.get_connection_file()).name
+    except Exception:  # not in a kernel, or one without a connection file
+        return None
+    if not (name.startswith("kernel-") and name.endswith(".json")):
+        return None
+    return f"{name.removeprefix('kernel-').removesuffix('.json')}/{os.getpid()}"
 
 
 def _stale_line(rec: Any, shell: Any, back: list[str] | None = None) -> str:

@@ -106,6 +106,14 @@ export function attachHint(id: string): string {
   );
 }
 
+/** Said where the kernel that set a job's names restarted or shut down since: they are gone. */
+export function restartedHint(id: string): string {
+  return (
+    "The kernel restarted since this job's names came back into it: run %tfc_attach " +
+    `${id} in a cell to bring them back.`
+  );
+}
+
 /** Why the latest lines come from the job's log. */
 export const DETACHED_NOTE =
   "This page no longer receives the cell's output; the job's latest lines, from its log:";
@@ -347,9 +355,13 @@ export function renderView(node: HTMLElement, view: IJobView): void {
       node.appendChild(plot);
     }
     const back = view.job?.terminal ? view.job.returned : null;
+    const gone = !!back && !!view.job?.returned_gone;
     const hint = document.createElement('div');
-    hint.className = back ? 'tfc-JobOutput-returned' : 'tfc-JobOutput-hint';
-    hint.textContent = back ?? attachHint(view.id);
+    hint.className =
+      back && !gone ? 'tfc-JobOutput-returned' : 'tfc-JobOutput-hint';
+    hint.textContent = gone
+      ? restartedHint(view.id)
+      : (back ?? attachHint(view.id));
     node.appendChild(hint);
   }
   if (view.problem) {

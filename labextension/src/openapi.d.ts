@@ -936,6 +936,10 @@ export interface components {
             tensorboard_url: string | null;
             /** @description what the kernel that followed the job set when it ended ('Back in the kernel: model, history.'), else null (no kernel brought it back: %tfc_attach JOB does) */
             returned: string | null;
+            /** @description the kernel that set them, ID/PID (its id and process), else null */
+            returned_kernel: string | null;
+            /** @description true where the kernel that set them restarted or shut down since: they are gone from it (%tfc_attach JOB brings them back) */
+            returned_gone: boolean;
             job_dir: string;
             log_dir: string;
         };

@@ -57,6 +57,10 @@ export interface IJob {
    * null (no kernel brought it back: `%tfc_attach JOB` does).
    */
   returned: string | null;
+  /** The kernel that set them, `ID/PID` (its id and process). */
+  returned_kernel: string | null;
+  /** The kernel that set them restarted or shut down since: they are gone from it. */
+  returned_gone: boolean;
   job_dir: string;
   spec: {
     resolved_strategy?: string;

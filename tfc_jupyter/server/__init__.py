@@ -19,7 +19,7 @@ def _load_jupyter_server_extension(serverapp: Any) -> None:
     from .service import JobService
 
     keep_resident()  # the server launches jobs for a while: the next ones start warm
-    service = JobService(serverapp.root_dir)
+    service = JobService(serverapp.root_dir, kernel_pid=_kernel_pids(serverapp))
     setup_handlers(serverapp.web_app, service)
     _tell_unsent(service)
     serverapp.log.info(
@@ -28,6 +28,21 @@ def _load_jupyter_server_extension(serverapp: Any) -> None:
         NAMESPACE,
         service.store().path,
     )
+
+
+def _kernel_pids(serverapp: Any) -> Any:
+    """``kernel id -> its process id`` for the kernels this server runs: 0 for an id it runs no
+    more (shut down), None where its process cannot be told (a remote kernel)."""
+
+    def pid(kernel_id: str) -> int | None:
+        manager = serverapp.kernel_manager
+        if kernel_id not in manager:
+            return 0
+        provisioner = getattr(manager.get_kernel(kernel_id), "provisioner", None)
+        found = getattr(provisioner, "pid", None)
+        return found if isinstance(found, int) else None
+
+    return pid
 
 
 UNSENT_EVERY_S = 30.0

@@ -127,10 +127,33 @@ class JobService:
     """
 
     def __init__(
-        self, root_dir: str | Path, settings: Callable[[], Settings] = load_settings
+        self,
+        root_dir: str | Path,
+        settings: Callable[[], Settings] = load_settings,
+        kernel_pid: Callable[[str], int | None] | None = None,
     ) -> None:
         self.root_dir = Path(root_dir).expanduser().resolve()
         self._settings = settings
+        self._kernel_pid = kernel_pid
+
+    def job_json(self, record: JobRecord) -> dict[str, Any]:
+        """A job as the API returns it (:func:`~tfc_jupyter.jobs.job_dict`), and whether the
+        kernel that set its names is gone since (restarted, or shut down): ``returned_gone``."""
+        data = job_dict(record)
+        data["returned_gone"] = self._gone(record.returned_kernel)
+        return data
+
+    def _gone(self, kernel: str | None) -> bool:
+        """Whether the kernel ``ID/PID`` runs no more as that process (its id unknown to this
+        server: shut down; another process: restarted). False where it cannot be told."""
+        kid, _, pid = (kernel or "").partition("/")
+        if self._kernel_pid is None or not kid or not pid.isdigit():
+            return False
+        try:
+            now = self._kernel_pid(kid)
+        except Exception:  # the kernel manager's own trouble: cannot tell
+            return False
+        return now is not None and now != int(pid)
 
     # ---------------------------------------------------------------- helpers
     def client(self) -> Client:
@@ -352,11 +375,11 @@ class JobService:
                 ) from None
         client = self.client()
         records = client.store.list(limit=limit, backend=backend or None, states=states)
-        return {"jobs": [job_dict(self._record(client, r.id)) for r in records]}
+        return {"jobs": [self.job_json(self._record(client, r.id)) for r in records]}
 
     def get(self, job_id: str) -> dict[str, Any]:
         """One job (an id or a unique prefix)."""
-        return job_dict(self._record(self.client(), job_id))
+        return self.job_json(self._record(self.client(), job_id))
 
     def logs(
         self,

@@ -152,6 +152,8 @@ class JobRecord:
     owner_pid: int | None = None
     returned: str | None = None  # what the kernel set when the job ended ("Back in the kernel:
     # model, history."), said by the kernel; a page opened later shows it
+    returned_kernel: str | None = None  # the kernel that set them, ``ID/PID`` (a page opened
+    # after it restarted or shut down says the names are gone from it, and how to bring them back)
 
     def __post_init__(self) -> None:
         self.state = JobState(self.state)
@@ -201,6 +203,7 @@ CANCEL_ASKED = frozenset({JobState.CANCELLING, JobState.CANCELLED})
 _TEXT = ("id", "name", "backend", "job_dir", "log_dir")
 _MAYBE_TEXT = (
     "notebook", "cell_id", "error", "error_location", "console_url", "tensorboard_url", "returned",
+    "returned_kernel",
 )  # fmt: skip
 _TIMES = ("created_at", "updated_at")
 _MAYBE_TIMES = ("started_at", "ended_at")

@@ -27,6 +27,8 @@ export function makeJob(overrides: Partial<IJob> = {}): IJob {
     console_url: null,
     tensorboard_url: null,
     returned: null,
+    returned_kernel: null,
+    returned_gone: false,
     job_dir: '/tmp/x',
     spec: {},
     last_metrics: null,

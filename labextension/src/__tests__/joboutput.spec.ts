@@ -20,6 +20,7 @@ import {
   nextDelay,
   POLL_MS,
   renderView,
+  restartedHint,
   restorable,
   stateText
 } from '../joboutput';
@@ -406,6 +407,28 @@ describe('renderView', () => {
     expect(img?.getAttribute('src')).toMatch(
       /^data:image\/svg\+xml;charset=utf-8,%3Csvg/
     );
+  });
+
+  it('says the names are gone when the kernel that set them restarted since', () => {
+    const node = document.createElement('div');
+    const back = 'Back in the kernel: model, history.';
+    const view = (gone: boolean) => ({
+      id: ID,
+      job: { ...ended(), returned: back, returned_gone: gone },
+      lines: ['Epoch 3/3'],
+      problem: null,
+      done: true
+    });
+    renderView(node, view(false)); // the kernel that set them runs: they are there
+    expect(node.querySelector('.tfc-JobOutput-returned')?.textContent).toBe(
+      back
+    );
+    renderView(node, view(true)); // restarted since: gone, and how to bring them back
+    expect(node.querySelector('.tfc-JobOutput-returned')).toBeNull();
+    expect(node.querySelector('.tfc-JobOutput-hint')?.textContent).toBe(
+      restartedHint(ID)
+    );
+    expect(restartedHint(ID)).toContain(`%tfc_attach ${ID}`);
   });
 
   it("says a failed job's error, and a problem reaching it", () => {

@@ -44,13 +44,18 @@ _PREFIX = "[chief] "
 
 
 def _run(
-    tmp_path: Path, name: str, code: str, monkeypatch: pytest.MonkeyPatch, above: str = ""
+    tmp_path: Path,
+    name: str,
+    code: str,
+    monkeypatch: pytest.MonkeyPatch,
+    above: str = "",
+    flags: str = "",
 ) -> Any:
     """The cell's outputs: ``code`` in a kernel (``name`` jupyter), or a %%tfc_run job; the
     cell ``above`` (if any) runs before it, in the kernel (and in the job, before its cell)."""
     from nbclient import NotebookClient
 
-    body = code if name.endswith("jupyter") else f"%%tfc_run\n{code}"
+    body = code if name.endswith("jupyter") else f"%%tfc_run{flags}\n{code}"
     cells = ["%load_ext tfc_jupyter", *([above] if above else []), body]
     path = write_notebook(tmp_path / f"{name}.ipynb", *cells)
     monkeypatch.setenv("JPY_SESSION_NAME", str(path))
@@ -146,9 +151,20 @@ def test_the_run_cell_shows_what_it_printed_not_what_the_cells_above_printed(
 ) -> None:
     """The job runs the cells above the run cell first; Jupyter showed their lines where they
     ran, and the run cell shows its own, on both streams."""
+    _own_lines(tmp_path, monkeypatch, "")
+
+
+def test_a_container_s_run_cell_shows_what_it_printed_not_what_the_cells_above_printed(
+    tmp_path: Path, tfc_env: Path, monkeypatch: pytest.MonkeyPatch, tf_parent_image: str
+) -> None:
+    """The same through a container's log, a pipe (issue 49)."""
+    _own_lines(tmp_path, monkeypatch, f" --backend docker --parent-image {tf_parent_image}")
+
+
+def _own_lines(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, flags: str) -> None:
     code = "import sys\nprint('the run cell')\nprint('its warning', file=sys.stderr)"
     jupyter = _run(tmp_path, "above_jupyter", code, monkeypatch, above=ABOVE)
-    job = _run(tmp_path, "above_job", code, monkeypatch, above=ABOVE)
+    job = _run(tmp_path, "above_job", code, monkeypatch, above=ABOVE, flags=flags)
     assert sorted(_lines(jupyter)) == ["its warning", "the run cell"]
     assert sorted(_job_lines(job)) == sorted(_lines(jupyter)), _lines(job)
 

@@ -36,7 +36,7 @@ from tfc_runtime import (
     tfc_shim,
 )
 from tfc_runtime.cluster import ClusterInfo, cluster_info, ensure_tf_config, keras_tuner_env
-from tfc_runtime.protocol import USAGE, RuntimeArgs
+from tfc_runtime.protocol import ONE_STREAM_ENV, USAGE, RuntimeArgs
 from tfc_runtime.script import call_with_room, run_script
 from tfc_runtime.strategy import (
     build_strategy,
@@ -213,6 +213,17 @@ def _mark_ready(info: ClusterInfo) -> None:
         os.close(os.open(marker, os.O_WRONLY | os.O_CREAT, 0o600))
 
 
+def _one_stream() -> None:
+    """stderr into the stdout pipe, where the backend asks (:data:`~tfc_runtime.protocol.
+    ONE_STREAM_ENV`: docker's engine reads the two apart, so their lines could swap places)."""
+    if os.environ.pop(ONE_STREAM_ENV, "") != "1":
+        return
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.dup2(sys.stdout.fileno(), sys.stderr.fileno())
+
+
 def _line_buffered() -> None:
     """Stream logs: line-buffered stdout/stderr here, unbuffered Python in child processes."""
     for stream in (sys.stdout, sys.stderr):
@@ -264,6 +275,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the job; the exit status (a script's SystemExit passes through unchanged)."""
     reportkey.take()  # first: a process started with the report key starts again without it
     args = parse_args(sys.argv[1:] if argv is None else argv)
+    _one_stream()
     _line_buffered()
     streams.install()  # stdout and stderr apart line by line, as Jupyter keeps them
     os.environ["TFC_REMOTE"] = "1"

@@ -43,6 +43,11 @@ RUN_CELL_MARK = "[tfc_runtime] the run cell starts"
 cells above it ran first): the run cell in the kernel shows what the code printed from here on,
 as Jupyter shows a cell's output (the cells above showed theirs where they ran). A job that
 fails before it shows everything (what the cells above printed is the failure's context)."""
+ONE_STREAM_ENV = "TFC_ONE_LOG_STREAM"
+"""Set (``1``) by a backend whose replica's stdout and stderr are two pipes read apart (docker's
+engine): the runtime makes its stderr the stdout pipe before anything is written, so the log
+keeps the order the lines were written in, as a log file here does (the run cell's mark line
+after the cells above's warnings). Taken out of the environment: the code never sees it."""
 REPORT_KEY_ENV = "TFC_REPORT_KEY"
 """The job's report key (hex), made at launch where reports travel with the logs: the runtime
 takes it out of its environment before the code runs (``tfc_runtime.reportkey``)."""

@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tfc_runtime.protocol import ONE_STREAM_ENV
+
 from ...store.records import JobState
 from ...util.files import open_private
 from ..launch_file import RUNTIME, DockerLaunch
@@ -81,7 +83,7 @@ class Watcher(JobWatcher[Replica]):
             command=list(self.launch.runtime_args),
             entrypoint=list(RUNTIME),
             name=f"tfc-{self.job_id}-{replica.name}",
-            environment={**self.launch.env, **replica.env},
+            environment={**self.launch.env, **replica.env, ONE_STREAM_ENV: "1"},
             labels={JOB_LABEL: self.job_id, REPLICA_LABEL: replica.name},
             network_mode="host",
             volumes=mounts,

@@ -594,9 +594,8 @@ def _follow_in_cell(
             plot.add(event)
 
     try:
-        rec = job.follow(
-            verbose=verbose, out=out, on_result=on_result, from_run_cell=cell_run and not verbose
-        )
+        own = cell_run and not verbose and _has_run_cell(job)
+        rec = job.follow(verbose=verbose, out=out, on_result=on_result, from_run_cell=own)
     except KeyboardInterrupt:  # Interrupt, or JupyterLab's restart (it interrupts first)
         print(
             f"Stopped following {job.id}; the job goes on. %tfc_attach {job.id} follows it "
@@ -684,6 +683,18 @@ def _said_back(rec: Any, line: str) -> None:
             returned=said or "Nothing came back into the kernel: the cell set no names.",
             returned_kernel=_kernel_id(),
         )
+
+
+def _has_run_cell(job: Any) -> bool:
+    """Whether the job was launched from a ``%%tfc_run`` cell (the kernel's kept copy of what it
+    launched has one): its cell then shows its lines from the run cell's start."""
+    from .returns.border import KernelCell, home_of
+
+    try:
+        record = job.record()
+        return KernelCell.kept(home_of(record.job_dir), record.id) is not None
+    except Exception:  # no record or kept copy to read: every line is shown
+        return False
 
 
 def _kernel_id() -> str | None:

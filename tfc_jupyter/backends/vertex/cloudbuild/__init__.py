@@ -1,7 +1,9 @@
 """Building the job's image with Google Cloud Build, when no Docker engine answers here.
 
-:func:`tfc_jupyter.image.ensure_image` comes here for a Vertex AI job with a build bucket
-(``--build-bucket`` / ``c.TfcConfig.build_bucket``) on a machine with no Docker engine:
+:func:`tfc_jupyter.image.ensure_image` comes here, through the Vertex AI backend's ``remote``
+builder (:func:`tfc_jupyter.backends.vertex.backend.cloud_build`), for a Vertex AI job with a
+build bucket (``--build-bucket`` / ``c.TfcConfig.build_bucket``) on a machine with no Docker
+engine:
 
 1. the registry is asked whether it has the image already (``HEAD /v2/<name>/manifests/<tag>``
    with an OAuth token from application-default credentials for Artifact Registry and gcr.io, or

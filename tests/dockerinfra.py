@@ -204,15 +204,22 @@ def docker_client() -> Iterator[Any]:
         where = os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
         pytest.skip(f"no Docker engine answers at {where}: {HOW}")
     client.api.timeout = 600  # builds and pushes stream for a while
-    before = {image.id for image in client.images.list()}
+    before = {image["Id"] for image in _images(client)}
     yield client
     # The job images this session built (not the base images, not other sessions' names).
-    for image in client.images.list():
-        mine = any(t.startswith(SESSION_IMAGES) or "/tfc-tests/" in t for t in image.tags)
-        if image.id not in before and mine:
+    for image in _images(client):
+        tags = image.get("RepoTags") or []
+        mine = any(t.startswith(SESSION_IMAGES) or "/tfc-tests/" in t for t in tags)
+        if image["Id"] not in before and mine:
             with contextlib.suppress(Exception):  # in use by another session's container
-                client.images.remove(image.id, force=True)
+                client.images.remove(image["Id"], force=True)
     client.close()
+
+
+def _images(client: Any) -> list[dict[str, Any]]:
+    """The engine's images as one listing (the SDK's ``images.list()`` inspects each after the
+    listing: an image another test process removes in between made it fail with a 404)."""
+    return list(client.api.images())
 
 
 @pytest.fixture(scope="session")

@@ -544,12 +544,19 @@ class _Shower:
         replica whose run cell never started come first: they are the context of its end."""
         for replica, lines in (self.held or {}).items():
             for line in lines:
-                if (text := logs.shown(line, verbose=self.verbose)) is not None:
-                    safe = logs.colours_only(text) if self.ansi else logs.printable(text)
-                    self.write(self.merger.add(replica, safe, now))
+                self.write(self._merged(replica, line, now))
         self.held = None
         self.write(self.merger.ready(now, final=True))
         self.stream.flush()
+
+    def _merged(self, replica: str, line: str, now: float) -> list[tuple[list[str], str]]:
+        """A raw log line as shown (none: a hidden one), through the merger of alike lines:
+        the lines now ready to write."""
+        text = logs.shown(line, verbose=self.verbose)
+        if text is None:
+            return []
+        safe = logs.colours_only(text) if self.ansi else logs.printable(text)
+        return self.merger.add(replica, safe, now)
 
     def _holds(self, replica: str, line: str) -> bool:
         """Whether ``line`` is held (printed by the cells above the run cell, or the mark that
@@ -590,9 +597,8 @@ class _Shower:
                 self.on_line(replica, line)
             elif self._holds(replica, line):
                 continue
-            elif (text := logs.shown(line, verbose=self.verbose)) is not None:
-                safe = logs.colours_only(text) if self.ansi else logs.printable(text)
-                shown += self.merger.add(replica, safe, now)
+            else:
+                shown += self._merged(replica, line, now)
                 if len(shown) >= SHOWN_BATCH:  # a backlog of any size in bounded memory
                     self.write(shown)
                     shown = []

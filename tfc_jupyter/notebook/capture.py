@@ -401,6 +401,12 @@ def _norm(text: str) -> str:
     return "\n".join(line.rstrip() for line in text.strip().split("\n"))
 
 
+def _closest(cells: list[Any], ran: str) -> Any:
+    """The cell whose source (normalized) is most like ``ran``, the first of equals."""
+    scores = [difflib.SequenceMatcher(None, _norm(c.source), ran).ratio() for c in cells]
+    return cells[scores.index(max(scores))]
+
+
 def _check_language(nb: Any, name: str) -> None:
     """Refuse a notebook whose kernel runs another language: a job runs Python."""
     meta = nb.get("metadata") or {}
@@ -608,8 +614,7 @@ def _cell_as_ran(runs: list[Cell], first: str, body: str, sel: Selection, *, liv
             "save the notebook (Ctrl+S) and run the cell again, or pass --notebook PATH",
             field="notebook",
         )
-    scores = [difflib.SequenceMatcher(None, _norm(c.source), ran).ratio() for c in runs]
-    alike = runs[scores.index(max(scores))]
+    alike = _closest(runs, ran)
     saved_at = _saved_at(sel.notebook)
     sel.warnings.append(
         f"{name}{f' (saved {saved_at})' if saved_at else ''} does not hold the %%tfc_run "
@@ -736,8 +741,7 @@ def select_above(nb: Any, *, path: Path | None, how: str, source: str) -> Select
                 "save the notebook (Ctrl+S) and run the cell again, or pass entry_point=",
                 field="notebook",
             )
-        scores = [difflib.SequenceMatcher(None, _norm(c.source), ran).ratio() for c in callers]
-        chosen = callers[scores.index(max(scores))]
+        chosen = _closest(callers, ran)
         sel.warnings.append(
             f"{name} does not hold the cell calling run() as you ran it (unsaved edits?): used "
             f"the cells above cell {chosen.index} as saved. Save the notebook (Ctrl+S) first."

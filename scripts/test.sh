@@ -33,7 +33,7 @@ parallel=()
 if [ "$processes" != 0 ]; then
   parallel=(-n "$processes" --dist loadgroup)
 fi
-echo "[test] pytest (${processes} processes)"
+echo "[test] pytest (${processes} processes; $(df -Ph . | awk 'NR == 2 {print $4}') free on disk)"
 python -m pytest -p no:cacheprovider "${parallel[@]}" "$@"
 # Estimator needs TensorFlow <= 2.15: tests/tf215 run in their own environment, .venv-tf215.
 # A marker filter given to this script (-m "not slow") applies there too; other arguments don't.

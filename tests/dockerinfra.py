@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import hashlib
 import io
 import os
 import subprocess
@@ -32,6 +33,7 @@ import tempfile
 import time
 import urllib.request
 from collections.abc import Iterator
+from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -220,6 +222,100 @@ def _images(client: Any) -> list[dict[str, Any]]:
     """The engine's images as one listing (the SDK's ``images.list()`` inspects each after the
     listing: an image another test process removes in between made it fail with a 404)."""
     return list(client.api.images())
+
+
+@dataclass
+class OwnLayers:
+    """The regular files of an image's own layers (above its parent's)."""
+
+    names: set[str]  # every regular file's path in those layers
+    marked: set[str]  # the paths whose content holds one of the marks asked about
+
+
+def own_layer_files(client: Any, uri: str, parent: str, marks: tuple[bytes, ...]) -> OwnLayers:
+    """The files ``uri``'s own layers hold, read as the engine streams ``docker save``.
+
+    Nothing is written here (a saved TensorFlow image is 1.7 GB: two of them filled a CI disk).
+    A layer is the image's own when the sha256 of its tar is one of the image's diff IDs and not
+    one of the parent's; the whole stream is read once, each file's content scanned for ``marks``.
+    """
+    inherited = set(client.images.get(parent).attrs["RootFS"]["Layers"])
+    own = set(client.images.get(uri).attrs["RootFS"]["Layers"]) - inherited
+    found = OwnLayers(set(), set())
+    seen: set[str] = set()
+    saved = io.BufferedReader(_Chunks(client.api.get_image(uri)), 1 << 20)
+    with tarfile.open(fileobj=saved, mode="r|") as image:
+        for member in image:
+            if not member.isfile() or member.name.endswith((".json", "VERSION", "repositories")):
+                continue
+            hashing = _Hashing(image.extractfile(member))  # type: ignore[arg-type]
+            try:
+                layer = _scan_layer(io.BufferedReader(hashing, 1 << 20), marks)
+            except tarfile.ReadError:  # an OCI config or index blob, not a layer
+                continue
+            while hashing.read(1 << 20):  # the tar's end blocks, for the digest
+                pass
+            digest = "sha256:" + hashing.digest.hexdigest()
+            if digest in own:
+                seen.add(digest)
+                found.names |= layer.names
+                found.marked |= layer.marked
+    assert seen == own, f"the saved image lacks its own layers {sorted(own - seen)}"
+    return found
+
+
+def _scan_layer(layer: io.BufferedReader, marks: tuple[bytes, ...]) -> OwnLayers:
+    found = OwnLayers(set(), set())
+    keep = max(len(mark) for mark in marks) - 1
+    with tarfile.open(fileobj=layer, mode="r|") as tar:
+        for member in tar:
+            if not member.isfile():
+                continue
+            found.names.add(member.name)
+            content, tail = tar.extractfile(member), b""
+            while chunk := content.read(1 << 20):  # type: ignore[union-attr]
+                window = tail + chunk
+                if any(mark in window for mark in marks):
+                    found.marked.add(member.name)
+                    break
+                tail = window[len(window) - keep :]
+    return found
+
+
+class _Chunks(io.RawIOBase):
+    """A readable stream over an iterator of byte chunks (the engine's streamed answer)."""
+
+    def __init__(self, chunks: Iterator[bytes]) -> None:
+        self._chunks, self._left = iter(chunks), b""
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        while not self._left:
+            self._left = next(self._chunks, b"")
+            if not self._left:
+                return 0
+        count = min(len(buffer), len(self._left))
+        buffer[:count] = self._left[:count]
+        self._left = self._left[count:]
+        return count
+
+
+class _Hashing(io.RawIOBase):
+    """A readable stream that hashes what is read through it."""
+
+    def __init__(self, raw: Any) -> None:
+        self._raw, self.digest = raw, hashlib.sha256()
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        data = self._raw.read(len(buffer))
+        self.digest.update(data)
+        buffer[: len(data)] = data
+        return len(data)
 
 
 @pytest.fixture(scope="session")

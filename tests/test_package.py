@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from dockerinfra import own_layer_files
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from jobutil import plan_for, write_notebook
@@ -386,24 +387,6 @@ def _quiet_ensure(plan: Plan, client: Any, *, push: bool = False) -> ImageResult
     return result
 
 
-def _added_files(client: Any, uri: str, parent: str, scratch: Path) -> dict[str, bytes]:
-    """Every file the image's own layers (above the parent's) hold: path -> content."""
-    parent_layers = len(client.images.get(parent).attrs["RootFS"]["Layers"])
-    saved_path = scratch / "image.tar"
-    with open(saved_path, "wb") as fh:
-        for chunk in client.images.get(uri).save(named=True):
-            fh.write(chunk)
-    files: dict[str, bytes] = {}
-    with tarfile.open(saved_path) as saved:
-        manifest = json.load(saved.extractfile("manifest.json"))  # type: ignore[arg-type]
-        for layer in manifest[0]["Layers"][parent_layers:]:
-            with tarfile.open(fileobj=saved.extractfile(layer)) as tar:
-                for member in tar.getmembers():
-                    if member.isfile():
-                        files[member.name] = tar.extractfile(member).read()  # type: ignore[union-attr]
-    return files
-
-
 @pytest.mark.slow
 def test_planted_secrets_never_reach_the_image(
     tmp_path: Path, tfc_env: Path, docker_client: Any, tf_parent_image: str
@@ -418,15 +401,14 @@ def test_planted_secrets_never_reach_the_image(
     plan = plan_for(nb)  # the whole folder (secrets asked for by name stop the plan: see above)
     result = _quiet_ensure(plan, docker_client)
     assert result.built and result.uri == plan.image_uri
-    files = _added_files(docker_client, result.uri, tf_parent_image, tmp_path)
-    assert "app/data/train.csv" in files and "app/script.py" in files
-    leaked = [name for name, data in files.items() if b"PLANTED-" in data]
-    assert leaked == []
-    names = "\n".join(files)
+    files = own_layer_files(docker_client, result.uri, tf_parent_image, (b"PLANTED-",))
+    assert "app/data/train.csv" in files.names and "app/script.py" in files.names
+    assert files.marked == set()
+    names = "\n".join(files.names)
     for rel in SECRETS:
-        assert f"app/{rel}" not in files
+        assert f"app/{rel}" not in files.names
     assert "tfc-ca.crt" not in names and "tfc-requirements" not in names  # the pip stage's
-    assert "opt/tfc/tfc_runtime/__main__.py" in files
+    assert "opt/tfc/tfc_runtime/__main__.py" in files.names
 
 
 @pytest.mark.slow

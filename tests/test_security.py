@@ -34,6 +34,7 @@ from typing import Any
 
 import counted
 import pytest
+from dockerinfra import own_layer_files
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from jobutil import JOB_DEADLINE_S, plan_for, run_job, stored_job, write_notebook
@@ -340,29 +341,10 @@ def test_no_secret_in_the_image_layers(
     plan = plan_for(nb, f"--parent-image {tf_parent_image} " + " ".join(declared))
     with reporting(lambda event: None):
         result = ensure_image(plan, push=False, client=docker_client)
-    files = _image_files(docker_client, result.uri, tf_parent_image, tmp_path)
-    leaked = sorted(name for name, data in files.items() if MARK in data)
-    print(f"[security] image: {len(files)} files in its own layers, leaked {leaked}")
-    assert leaked == []
-    assert "app/flat/data.csv" in files and "app/symlinked/shared/ok.txt" in files
-
-
-def _image_files(client: Any, uri: str, parent: str, scratch: Path) -> dict[str, bytes]:
-    """Every regular file in the image's own layers (above the parent's): path -> bytes."""
-    parent_layers = len(client.images.get(parent).attrs["RootFS"]["Layers"])
-    saved = scratch / "image.tar"
-    with open(saved, "wb") as fh:
-        for chunk in client.images.get(uri).save(named=True):
-            fh.write(chunk)
-    files: dict[str, bytes] = {}
-    with tarfile.open(saved) as image:
-        manifest = json.load(image.extractfile("manifest.json"))  # type: ignore[arg-type]
-        for layer in manifest[0]["Layers"][parent_layers:]:
-            with tarfile.open(fileobj=image.extractfile(layer)) as tar:
-                for member in tar.getmembers():
-                    if member.isfile():
-                        files[member.name] = tar.extractfile(member).read()  # type: ignore[union-attr]
-    return files
+    files = own_layer_files(docker_client, result.uri, tf_parent_image, (MARK,))
+    print(f"[security] image: {len(files.names)} files in its own layers, leaked {files.marked}")
+    assert files.marked == set()
+    assert "app/flat/data.csv" in files.names and "app/symlinked/shared/ok.txt" in files.names
 
 
 # ====================================================================== no shell

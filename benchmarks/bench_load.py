@@ -95,7 +95,7 @@ def ensure_tfc_venv(install: bool) -> tuple[Path | None, str]:
         base = getattr(sys, "_base_executable", sys.executable)
         steps = [
             [uv, "venv", "-q", str(TFC_VENV), "--python", base],
-            [uv, "pip", "install", "-q", "tensorflow-cloud", "ipython"],
+            [uv, "pip", "install", "-q", "--compile-bytecode", "tensorflow-cloud", "ipython"],
         ]
         print(f"creating {TFC_VENV.relative_to(ROOT)} (tensorflow-cloud, ipython) with uv ...")
         for step in steps:

@@ -32,11 +32,12 @@ with open("pyproject.toml", "rb") as f:
     print("\n".join(tomllib.load(f)["project"]["dependencies"]))
 PY
 )
-  VIRTUAL_ENV="$root/$venv" uv pip install -q \
+  VIRTUAL_ENV="$root/$venv" uv pip install -q --compile-bytecode \
     "tensorflow-cpu==2.15.1" "tensorflow-estimator~=2.15.0" "${deps[@]}" \
     pytest pytest-timeout ipython nbformat psutil packaging
   site="$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
   printf '%s\n%s\n' "$root" "$root/runtime" > "$site/_tfc_jupyter_editable.pth"
+  "$venv/bin/python" -m compileall -q -j 0 "$site" >/dev/null 2>&1 || true  # as bootstrap.sh
   echo "$want" > "$stamp"
 fi
 echo "[bootstrap-tf215] ready: TensorFlow $("$venv/bin/python" - <<'PY'

@@ -274,7 +274,7 @@ def test_a_variable_read_at_start_keeps_a_replica_cold() -> None:
     assert base.mismatch({"PATH": "/usr/bin", **job}, args, job) == ["PATH"]  # %env PATH=...
 
 
-def test_a_changed_environment_or_package_folder_is_another_key(tmp_path: Path) -> None:
+def test_a_changed_environment_or_installed_package_is_another_key(tmp_path: Path) -> None:
     env = {"PATH": "/bin"}
     key = warm.environment_key(env)
     assert warm.environment_key(dict(env)) == key
@@ -282,9 +282,30 @@ def test_a_changed_environment_or_package_folder_is_another_key(tmp_path: Path) 
     sys.path.append(str(tmp_path))
     try:
         key = warm.environment_key(env)
-        (tmp_path / "new_package").mkdir()
-        os.utime(tmp_path, (time.time() + 5, time.time() + 5))
+        (tmp_path / "new_package").mkdir()  # a package installed: its code and its metadata
+        (tmp_path / "new_package-1.0.dist-info").mkdir()
         assert warm.environment_key(env) != key
+        key = warm.environment_key(env)  # upgraded (the same version reinstalled, too)
+        (tmp_path / "new_package-1.0.dist-info").rename(tmp_path / "new_package-1.1.dist-info")
+        assert warm.environment_key(env) != key
+        key = warm.environment_key(env)
+        os.utime(tmp_path / "new_package-1.1.dist-info", (time.time() + 5, time.time() + 5))
+        assert warm.environment_key(env) != key
+    finally:
+        sys.path.remove(str(tmp_path))
+
+
+def test_files_written_in_a_folder_on_the_path_keep_the_key(tmp_path: Path) -> None:
+    """The notebook's folder, a checkout or /tmp on ``sys.path`` change all the time (a job's
+    files, a test's cache): the warm runtime, which imported nothing from them, stays."""
+    env = {"PATH": "/bin"}
+    sys.path.insert(0, str(tmp_path))
+    try:
+        key = warm.environment_key(env)
+        (tmp_path / "results.csv").write_text("a,b\n")
+        (tmp_path / "mymodule.py").write_text("X = 1\n")  # the job imports it fresh
+        os.utime(tmp_path, (time.time() + 5, time.time() + 5))
+        assert warm.environment_key(env) == key
     finally:
         sys.path.remove(str(tmp_path))
 

@@ -52,8 +52,7 @@ def uses_tensorflow(imports: Iterable[str]) -> bool:
 
 
 def _stamp(paths: Iterable[str | Path]) -> tuple[tuple[str, int], ...]:
-    """``(path, mtime_ns)`` of each folder that exists: a file added or removed in it (a package
-    installed, upgraded or removed) changes its folder's time."""
+    """``(path, mtime_ns)`` of each file that exists."""
     out = []
     for path in paths:
         with contextlib.suppress(OSError):
@@ -94,10 +93,25 @@ def _without_secrets(env: Mapping[str, str]) -> tuple[dict[str, str], frozenset[
     return {k: v for k, v in env.items() if k not in held}, held
 
 
+def _installed() -> tuple[tuple[str, int], ...]:
+    """Each installed distribution's metadata folder (``*.dist-info``, ``*.egg-info``) in the
+    folders on ``sys.path``, with its time: a package installed, upgraded, reinstalled or removed
+    changes it. Other changes in those folders (the notebook's folder, a checkout, ``/tmp``)
+    leave it as it is: the zygote imported nothing from them."""
+    out: list[tuple[str, int]] = []
+    for folder in dict.fromkeys(p for p in sys.path if p):
+        with contextlib.suppress(OSError), os.scandir(folder) as entries:
+            for entry in entries:
+                if entry.name.endswith((".dist-info", ".egg-info")):
+                    with contextlib.suppress(OSError):
+                        out.append((entry.path, entry.stat().st_mtime_ns))
+    return tuple(sorted(out))
+
+
 def environment_key(env: Mapping[str, str]) -> tuple[Any, ...]:
     """What a zygote's imports depend on: the interpreter, the environment they ran in, the
-    package folders on ``sys.path`` and the runtime's code."""
-    return (sys.executable, tuple(sorted(env.items())), _stamp(sys.path), _sources())
+    packages installed on ``sys.path`` and the runtime's code."""
+    return (sys.executable, tuple(sorted(env.items())), _installed(), _sources())
 
 
 @dataclass

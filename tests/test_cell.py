@@ -79,7 +79,7 @@ def test_a_cell_plots_bounds_and_gives_back_metrics_and_model(
     client.execute()
     train, check, later = nb.cells[2], nb.cells[3], nb.cells[4]
 
-    # The live plot: one output, made when the cell starts, holding the final curves.
+    # The live plot: one output, made once an epoch has ended, holding the final curves.
     plots = [o for o in train.outputs if "image/svg+xml" in o.get("data", {})]
     assert len(plots) == 1
     assert plots[0].data["text/plain"].startswith("epoch 4: loss ")

@@ -2,8 +2,8 @@
 in a real kernel (nbclient) as it is, and as a local job through ``%%tfc_run`` in a real kernel.
 A progress bar on stderr and the code's ``\\r`` prints on stdout each keep their own lines, an
 unfinished line is not glued to the traceback after it, a failed job's traceback has no frame of
-the runtime's between the code's line and Keras'. (The run cell still opens with the live
-plot's empty output: made at the first epoch instead, it split a Keras bar's redraws; open.)"""
+the runtime's between the code's line and Keras', and no output is empty: the live plot is made
+once an epoch has ended, between two lines (never inside a Keras bar's redraws)."""
 
 from __future__ import annotations
 
@@ -38,6 +38,17 @@ import tensorflow as tf
 model = tf.keras.Sequential([tf.keras.Input((4,)), tf.keras.layers.Dense(1)])
 model.compile("sgd", "mse")
 model.fit(np.zeros((8, 3)), np.zeros(8), epochs=1, verbose=0)"""
+KERAS_BARS = """\
+import time
+import numpy as np
+import tensorflow as tf
+class Slow(tf.keras.callbacks.Callback):
+    def on_epoch_end(self, epoch, logs=None):
+        time.sleep(0.4)  # the epoch's report reaches the cell while the next bar is drawn
+model = tf.keras.Sequential([tf.keras.Input((4,)), tf.keras.layers.Dense(1)])
+model.compile("sgd", "mse")
+model.fit(np.zeros((64, 4)), np.zeros(64), epochs=3, batch_size=8, callbacks=[Slow()])
+print("done")"""
 _STEP = re.compile(r"step \d")
 _BAR = re.compile(r"\s*\d+%\|[^|]*\| \d/5 \[[^\]]*\]")
 _PREFIX = "[chief] "
@@ -104,6 +115,30 @@ def test_a_bar_on_stderr_and_prints_on_stdout_keep_their_own_lines(
         assert not odd, lines
         assert "step 4" in lines and "done" in lines
         assert any(ln.startswith("100%|") for ln in lines)
+
+
+def test_the_live_plot_comes_between_two_lines_and_no_output_is_empty(
+    tmp_path: Path, tfc_env: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    outputs = _run(tmp_path, "plot_job", KERAS_BARS, monkeypatch)
+    empty = [
+        o
+        for o in outputs
+        if o.output_type == "display_data" and not any(str(v).strip() for v in o.data.values())
+    ]
+    assert empty == [], outputs
+    plots = [i for i, o in enumerate(outputs) if "image/svg+xml" in o.get("data", {})]
+    assert len(plots) == 1, outputs
+    assert outputs[plots[0]].data["text/plain"].startswith("epoch 3: loss ")
+    before = [o for o in outputs[: plots[0]] if o.output_type == "stream"]
+    assert "Epoch 1/3" in "".join(o.text for o in before), outputs  # once an epoch ended,
+    assert before[-1].text.endswith("\n"), outputs  # between two lines
+    lines = _job_lines(outputs)
+    epochs = [ln for ln in lines if ln.startswith("Epoch ")]
+    assert epochs == ["Epoch 1/3", "Epoch 2/3", "Epoch 3/3"], lines
+    bars = [ln for ln in lines if re.match(r"\d+/8 ", ln)]
+    assert len(bars) == 3 and all(b.startswith("8/8 ") for b in bars), lines  # none split
+    assert lines[-1] == "done"
 
 
 def test_an_unfinished_line_is_not_glued_to_the_traceback(

@@ -153,6 +153,11 @@ class BoundedLog:
             self._show()
 
     @property
+    def mid_line(self) -> bool:
+        """Whether a line has begun and not ended (an output made now would split it)."""
+        return bool(self._partial)
+
+    @property
     def hidden(self) -> int:
         """Lines neither passed through nor in the window."""
         return max(0, self.count - self.head - len(self.tail))
@@ -177,12 +182,14 @@ class BoundedLog:
 
 
 class LivePlot:
-    """The chief's loss and metrics by epoch, in one output made when the cell starts
-    (empty until the first epoch ends) and redrawn as epochs end."""
+    """The chief's loss and metrics by epoch, in one output made once the first epoch ends,
+    between two lines of ``log`` (never inside a progress bar's redraws), and redrawn as epochs
+    end. A job without epochs leaves no output."""
 
-    def __init__(self) -> None:
+    def __init__(self, log: BoundedLog | None = None) -> None:
         self.results = Results()
-        self._handle = _display({"text/plain": ""})
+        self._log = log
+        self._handle: Any = None
         self._dirty = False
         self._last = 0.0
 
@@ -206,7 +213,12 @@ class LivePlot:
         data = {"text/plain": f"epoch {epoch}: {text}"}
         if image:
             data["image/svg+xml"] = image
-        self._handle.update(data, raw=True)
+        if self._handle is not None:
+            self._handle.update(data, raw=True)
+        elif done or self._log is None or not self._log.mid_line:
+            self._handle = _display(data)
+        else:  # a line is being written (a bar's \r redraws): made after it, at a later epoch
+            return
         self._dirty = False
         self._last = time.monotonic()
 

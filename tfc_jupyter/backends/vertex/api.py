@@ -36,6 +36,7 @@ class VertexSettings:
     poll_s: float = 10.0  # the watcher's state and log poll (grows to 6x while nothing changes)
     watch_retry_s: float = 1800.0  # how long the watcher keeps trying through transient errors
     drain_s: float = 10.0  # after the job ends: read logs until none came for this long
+    gone_after_s: float = 300.0  # NOT_FOUND for this long before a followed job is lost
     log_reads: float = 20.0  # Cloud Logging reads a minute for one project's jobs, at most
 
     @classmethod
@@ -54,6 +55,7 @@ class VertexSettings:
             backoff_s=settings.seconds("vertex_backoff"),
             poll_s=settings.seconds("vertex_poll"),
             drain_s=settings.seconds("vertex_drain"),
+            gone_after_s=settings.seconds("vertex_gone_after"),
             log_reads=settings.seconds("vertex_log_reads"),
         )
 

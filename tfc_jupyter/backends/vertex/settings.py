@@ -53,6 +53,12 @@ SETTINGS: dict[str, tuple[str, float | str | None, str]] = {
         "Seconds between the Vertex AI watcher's looks at the job and its logs (grows to "
         "6x while nothing changes).",
     ),
+    "vertex_gone_after": (
+        "number",
+        300,
+        "Seconds Vertex AI must keep saying a followed job does not exist before the job is "
+        "recorded failed (a NOT_FOUND for a while is no end: the job's status is unknown).",
+    ),
     "vertex_drain": (
         "number",
         10,

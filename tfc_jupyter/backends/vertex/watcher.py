@@ -137,6 +137,7 @@ class Watcher:
         self.log_refused_since = 0.0
         self.last_read = 0.0  # when the last read that answered for this job started
         self.refused_since: float | None = None  # state reads refused since (time.time())
+        self.gone_since: float | None = None  # Vertex AI has said NOT_FOUND since (time.time())
 
     # -- cursor -----------------------------------------------------------------------------
     def _load_cursor(self) -> tuple[datetime, dict[str, str]]:
@@ -374,8 +375,20 @@ class Watcher:
             self._append("vertex", [f"[tfc_jupyter] {said}"])
         print(f"[watcher] {said}", flush=True)
 
+    def gone(self, error: JobGone) -> bool:
+        """Vertex AI said the job does not exist: True once it has said so for
+        ``gone_after_s`` (the job is lost); until then its status is unknown, and said so (a
+        job just made, or a regional hiccup, can read NOT_FOUND for a while)."""
+        if self.gone_since is None:
+            self.gone_since = time.time()
+        if time.time() - self.gone_since >= self.settings.gone_after_s:
+            return True
+        self.refused(error)
+        return False
+
     def answered(self) -> None:
         """A read of the job's state was answered: the status is known again."""
+        self.gone_since = None
         if self.refused_since is None:
             return
         self.refused_since = None
@@ -407,10 +420,14 @@ class Watcher:
             try:
                 job: dict[str, Any] | None = self.get_job()
             except JobGone as exc:
-                self.store.transition(
-                    self.job_id, JobState.FAILED, error=f"lost track of the Vertex AI job: {exc}"
-                )
-                return 1
+                if self.gone(exc):
+                    self.store.transition(
+                        self.job_id,
+                        JobState.FAILED,
+                        error=f"lost track of the Vertex AI job: {exc}",
+                    )
+                    return 1
+                job = None
             except BackendError as exc:
                 self.refused(exc)
                 job = None

@@ -8,10 +8,12 @@ Google's client libraries are imported only when a login is asked for.
 from __future__ import annotations
 
 from ....errors import BackendError, MissingDependency
+from ....registry import IMAGE_REGISTRIES
 from . import roles
 
-AR_HOSTS = ("-docker.pkg.dev", "gcr.io")
-"""Registries that take Google credentials (Artifact Registry, Container Registry)."""
+AR_HOSTS = tuple(end for end, module in IMAGE_REGISTRIES.items() if module == __name__)
+"""Registries that take Google credentials (Artifact Registry, Container Registry): the hosts
+:data:`tfc_jupyter.registry.IMAGE_REGISTRIES` gives to this module, one list for both."""
 
 
 def login(uri: str) -> dict[str, str] | None:

@@ -18,6 +18,7 @@ from typing import Any
 from ...config import current_settings
 from ...errors import MissingDependency
 from .google.gcloud import authorized_session, base_url, credentials, is_loopback
+from .settings import fields
 
 
 @dataclass(frozen=True)
@@ -48,15 +49,19 @@ class VertexSettings:
     def from_settings(cls, settings: Any) -> VertexSettings:
         """From a :class:`~tfc_jupyter.config.Settings` resolved once by the caller."""
         return cls(
-            endpoint=settings.get("vertex_endpoint") or "",
-            logging_endpoint=settings.get("logging_endpoint") or "",
-            timeout_s=settings.seconds("vertex_timeout"),
-            retry_total_s=settings.seconds("vertex_retry_total"),
-            backoff_s=settings.seconds("vertex_backoff"),
-            poll_s=settings.seconds("vertex_poll"),
-            drain_s=settings.seconds("vertex_drain"),
-            gone_after_s=settings.seconds("vertex_gone_after"),
-            log_reads=settings.seconds("vertex_log_reads"),
+            **fields(
+                settings,
+                {"endpoint": "vertex_endpoint", "logging_endpoint": "logging_endpoint"},
+                {
+                    "timeout_s": "vertex_timeout",
+                    "retry_total_s": "vertex_retry_total",
+                    "backoff_s": "vertex_backoff",
+                    "poll_s": "vertex_poll",
+                    "drain_s": "vertex_drain",
+                    "gone_after_s": "vertex_gone_after",
+                    "log_reads": "vertex_log_reads",
+                },
+            )
         )
 
     def to_dict(self) -> dict[str, Any]:

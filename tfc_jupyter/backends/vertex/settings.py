@@ -7,6 +7,9 @@ else of the backend."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 SETTINGS: dict[str, tuple[str, float | str | None, str]] = {
     "vertex_endpoint": (
         "text",
@@ -110,3 +113,12 @@ SETTINGS: dict[str, tuple[str, float | str | None, str]] = {
 }
 """Key -> (``number`` or ``text``, its default, its help), in the order ``%tfc_config`` shows
 them after the portable settings."""
+
+
+def fields(settings: Any, texts: Mapping[str, str], seconds: Mapping[str, str]) -> dict[str, Any]:
+    """A settings dataclass's fields from resolved settings (a :class:`tfc_jupyter.config.
+    Settings`): ``texts`` maps a field to its key (stripped; unset: ``""``), ``seconds`` a field
+    to its key read as a number of seconds."""
+    out: dict[str, Any] = {name: (settings.get(key) or "").strip() for name, key in texts.items()}
+    out.update({name: settings.seconds(key) for name, key in seconds.items()})
+    return out

@@ -12,6 +12,7 @@ from ....job import vertex_rules
 from ....job.spec import JobSpec
 from ..google import gcloud
 from ..google.gcloud import base_url
+from ..settings import fields
 
 CLOUDBUILD_URL = "https://cloudbuild.googleapis.com"
 STORAGE_URL = "https://storage.googleapis.com"
@@ -46,15 +47,22 @@ class CloudBuildSettings:
     def from_settings(cls, settings: Any) -> CloudBuildSettings:
         """From a :class:`~tfc_jupyter.config.Settings` resolved once by the caller."""
         return cls(
-            endpoint=settings.get("cloudbuild_endpoint") or "",
-            storage_endpoint=settings.get("storage_endpoint") or "",
-            location=(settings.get("cloudbuild_location") or "").strip(),
-            timeout_s=settings.seconds("cloudbuild_timeout"),
-            retry_total_s=settings.seconds("cloudbuild_retry_total"),
-            backoff_s=settings.seconds("cloudbuild_backoff"),
-            poll_s=settings.seconds("cloudbuild_poll"),
-            build_timeout_s=settings.seconds("build_timeout"),
-            queue_s=settings.seconds("cloudbuild_queue"),
+            **fields(
+                settings,
+                {
+                    "endpoint": "cloudbuild_endpoint",
+                    "storage_endpoint": "storage_endpoint",
+                    "location": "cloudbuild_location",
+                },
+                {
+                    "timeout_s": "cloudbuild_timeout",
+                    "retry_total_s": "cloudbuild_retry_total",
+                    "backoff_s": "cloudbuild_backoff",
+                    "poll_s": "cloudbuild_poll",
+                    "build_timeout_s": "build_timeout",
+                    "queue_s": "cloudbuild_queue",
+                },
+            )
         )
 
     def api_url(self) -> str:

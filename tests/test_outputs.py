@@ -141,6 +141,30 @@ def test_the_live_plot_comes_between_two_lines_and_no_output_is_empty(
     assert lines[-1] == "done"
 
 
+FIT_ABOVE = """\
+import numpy as np
+import tensorflow as tf
+x, y = np.zeros((32, 4)), np.zeros(32)
+model = tf.keras.Sequential([tf.keras.Input((4,)), tf.keras.layers.Dense(1)])
+model.compile("sgd", "mse", metrics=["mae"])
+model.fit(x, y, epochs=2, verbose=0)"""
+FIT_HERE = """\
+model = tf.keras.Sequential([tf.keras.Input((4,)), tf.keras.layers.Dense(1)])
+model.compile("sgd", "mse")
+model.fit(x, y, epochs=3, verbose=0)
+print("done")"""
+
+
+def test_the_live_plot_draws_the_run_cells_fits_not_those_of_the_cells_above(
+    tmp_path: Path, tfc_env: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    outputs = _run(tmp_path, "fit_job", FIT_HERE, monkeypatch, above=FIT_ABOVE)
+    plots = [o for o in outputs if "image/svg+xml" in o.get("data", {})]
+    assert len(plots) == 1, outputs
+    assert plots[0].data["text/plain"] == f"epoch 3: loss {0.0:.4g}", plots[0].data["text/plain"]
+    assert "mae" not in plots[0].data["image/svg+xml"]  # the cell above's fit, not drawn
+
+
 def test_an_unfinished_line_is_not_glued_to_the_traceback(
     tmp_path: Path, tfc_env: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

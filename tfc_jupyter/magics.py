@@ -581,7 +581,7 @@ def _follow_in_cell(
     if notebook:
         limit = int(lines if lines is not None else load_settings(shell.config).get("cell_lines"))
         out = cell.BoundedLog(sys.stdout, limit, job.id)
-        plot = cell.LivePlot(out)
+        plot = cell.LivePlot(out, run_cell_only=cell_run and not verbose)
     shown = _Outputs(job, notebook, out)
 
     def on_result(event: dict[str, Any]) -> None:

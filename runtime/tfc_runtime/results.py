@@ -100,6 +100,11 @@ def _where(path: Any) -> str:
     return text if "://" in text else os.path.abspath(text)
 
 
+in_run_cell: Callable[[], bool] | None = None
+"""Set by :mod:`tfc_runtime.runcell` when the script has a run cell: whether it runs now (each
+``fit`` event says so: the cell's live plot draws only the run cell's fits)."""
+
+
 def _recorder_class(keras: ModuleType) -> type:
     """The recording callback, a subclass of this Keras' own ``Callback``."""
 
@@ -113,7 +118,10 @@ def _recorder_class(keras: ModuleType) -> type:
         def on_train_begin(self, logs: Any = None) -> None:
             params = getattr(self, "params", None) or {}
             epochs = params.get("epochs")
-            emit({"event": "fit", "fit": self.fit, "epochs": epochs, "time": time.time()})
+            event = {"event": "fit", "fit": self.fit, "epochs": epochs, "time": time.time()}
+            if in_run_cell is not None:  # the script has a run cell: is this fit its?
+                event["run_cell"] = in_run_cell()
+            emit(event)
 
         def on_epoch_end(self, epoch: int, logs: Any = None) -> None:
             values = {str(k): _number(v) for k, v in (logs or {}).items()}

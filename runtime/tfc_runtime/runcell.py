@@ -148,6 +148,7 @@ def transform(tree: ast.Module, smap: SourceMap, text: str) -> ast.Module:
         )
     )
     _state.run_cell = run_cell
+    results.in_run_cell = in_run_cell  # a fit says whether the run cell made it
     _state.binds = tuple(bound_names(mine))
     _state.reads = tuple(read_names(mine))
     _state.code = tuple(bound_names(n for n in mine if isinstance(n, CODE)))

@@ -186,15 +186,25 @@ class LivePlot:
     between two lines of ``log`` (never inside a progress bar's redraws), and redrawn as epochs
     end. A job without epochs leaves no output."""
 
-    def __init__(self, log: BoundedLog | None = None) -> None:
+    def __init__(self, log: BoundedLog | None = None, *, run_cell_only: bool = False) -> None:
+        """``run_cell_only``: draw only the fits the run cell made (its job says of each fit
+        whether the run cell made it), not those of the cells above it, which the job runs
+        first."""
         self.results = Results()
         self._log = log
+        self._run_cell_only = run_cell_only
+        self._above: set[Any] = set()  # the fits the cells above made
         self._handle: Any = None
         self._dirty = False
         self._last = 0.0
 
     def add(self, event: dict[str, Any]) -> None:
         """One reported result (from :meth:`Job.follow`'s ``on_result``)."""
+        if self._run_cell_only:
+            if event.get("event") == "fit" and event.get("run_cell") is False:
+                self._above.add(event.get("fit"))
+            if event.get("fit") in self._above:
+                return
         if self.results.add(event):
             self._dirty = True
             if time.monotonic() - self._last >= UPDATE_S:

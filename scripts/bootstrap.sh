@@ -19,18 +19,18 @@ stamp=.venv/.tfc-bootstrap-stamp
 want="$(cat pyproject.toml scripts/bootstrap.sh | sha256sum | cut -c1-16)"
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   echo "[bootstrap] installing tfc_jupyter[dev] into .venv"
-  # --compile-bytecode: uv writes no .pyc by default, and where PYTHONDONTWRITEBYTECODE is set
-  # nothing else does; every process (each job, each trial) then compiled its imports again.
-  VIRTUAL_ENV="$root/.venv" uv pip install -q --compile-bytecode -e ".[dev]"
+  VIRTUAL_ENV="$root/.venv" uv pip install -q -e ".[dev]"
   # tf-keras runs Keras `fit` under MultiWorkerMirroredStrategy (Keras 3 cannot on TF >= 2.16).
   # --no-deps: its metadata asks for the full `tensorflow` wheel, we already have tensorflow-cpu.
-  VIRTUAL_ENV="$root/.venv" uv pip install -q --compile-bytecode --no-deps "tf-keras~=$(.venv/bin/python - <<'PY'
+  VIRTUAL_ENV="$root/.venv" uv pip install -q --no-deps "tf-keras~=$(.venv/bin/python - <<'PY'
 from importlib.metadata import version
 print(".".join(version("tensorflow-cpu").split(".")[:2]) + ".0")
 PY
 )"
-  # ... and a .venv made before this flag: what lacks its .pyc (some packages' test data does
-  # not compile: compileall's exit status says nothing here).
+  # The bytecode of what is installed: uv writes no .pyc, and where PYTHONDONTWRITEBYTECODE is
+  # set nothing else does; every process (each job, each trial) then compiled its imports again.
+  # What has its .pyc already is skipped. Some packages' test data does not compile:
+  # compileall's exit status says nothing here.
   .venv/bin/python -m compileall -q -j 0 "$(.venv/bin/python -c \
     'import sysconfig; print(sysconfig.get_paths()["purelib"])')" >/dev/null 2>&1 || true
   echo "$want" > "$stamp"

@@ -32,7 +32,7 @@ with open("pyproject.toml", "rb") as f:
     print("\n".join(tomllib.load(f)["project"]["dependencies"]))
 PY
 )
-  VIRTUAL_ENV="$root/$venv" uv pip install -q --compile-bytecode \
+  VIRTUAL_ENV="$root/$venv" uv pip install -q \
     "tensorflow-cpu==2.15.1" "tensorflow-estimator~=2.15.0" "${deps[@]}" \
     pytest pytest-timeout ipython nbformat psutil packaging
   site="$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"

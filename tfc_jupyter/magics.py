@@ -577,11 +577,12 @@ def _follow_in_cell(
 
     out: Any = sys.stdout
     plot: Any = None
+    own = cell_run and not verbose and _has_run_cell(job)  # only the run cell's lines and fits
     notebook = shell is not None and cell.in_notebook(shell)
     if notebook:
         limit = int(lines if lines is not None else load_settings(shell.config).get("cell_lines"))
         out = cell.BoundedLog(sys.stdout, limit, job.id)
-        plot = cell.LivePlot(out, run_cell_only=cell_run and not verbose)
+        plot = cell.LivePlot(out, run_cell_only=own)
     shown = _Outputs(job, notebook, out)
 
     def on_result(event: dict[str, Any]) -> None:
@@ -594,7 +595,6 @@ def _follow_in_cell(
             plot.add(event)
 
     try:
-        own = cell_run and not verbose and _has_run_cell(job)
         rec = job.follow(verbose=verbose, out=out, on_result=on_result, from_run_cell=own)
     except KeyboardInterrupt:  # Interrupt, or JupyterLab's restart (it interrupts first)
         print(

@@ -12,7 +12,9 @@ TensorFlow (the kernel's own time). The same job with the warm runtime turned of
 TensorFlow), against the same four trials' code run in a loop in a process that has imported
 TensorFlow (the kernel itself); neither figure includes TensorFlow's import. Trials per hour, and
 their ratio. Target: the sweep >= 90% of the loop. The same sweep launched with no warm runtime
-ready (it starts one, and the first trial waits for its import) is shown too.
+ready (it starts one, and the first trial waits for its import) is shown too, and so is the floor
+of any sweep that gives each trial a process of its own: the four trials in four bare forks of a
+process that imported TensorFlow, each forked while the one before it runs (``FORKS``).
 
 Each figure is the best of ``--runs`` (the median beside it). Jobs run under a temporary
 ``TFC_JUPYTER_HOME``; every job has a deadline.
@@ -76,6 +78,38 @@ LOOP = textwrap.dedent("""\
     print("WALL", time.perf_counter() - start)
 """)
 
+# The floor of any sweep that gives each trial a process of its own: the same four trials, each in
+# a fork of a process that imported TensorFlow (as the warm runtime is), its value handed through a
+# pipe to a fork made while the trial before it ran; no files, records or reports at all.
+FORKS = textwrap.dedent("""\
+    import gc, os, sys, time
+    import tensorflow as tf
+    cells = sys.stdin.read()
+    gc.freeze()  # as the warm runtime does: forks share these pages, collections leave them
+
+    def fork():
+        read, write = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            os.close(write)
+            lr = os.read(read, 64).decode()
+            exec(compile(cells.replace("LR_VALUE", lr), "cells", "exec"), {})
+            os._exit(0)
+        os.close(read)
+        return pid, write
+
+    start = time.perf_counter()
+    waiting = fork()
+    for lr in [1e-3, 3e-3, 1e-2, 3e-2]:
+        pid, write = waiting
+        os.write(write, repr(lr).encode())
+        os.close(write)
+        waiting = fork() if lr != 3e-2 else None
+        if os.waitpid(pid, 0)[1]:
+            raise SystemExit("a trial failed")
+    print("WALL", time.perf_counter() - start)
+""")
+
 
 def trial_cells() -> str:
     """The small notebook with its learning rate as a swept name."""
@@ -110,10 +144,11 @@ def in_process(cells: str, runs: int) -> list[float]:
     return [float(t) for t in line.split()[1:]]
 
 
-def loop_wall(cells: str) -> float:
-    """Four trials' code in a loop in one process that has imported TensorFlow (a kernel)."""
+def loop_wall(cells: str, script: str = LOOP) -> float:
+    """Four trials' code in a loop in one process that has imported TensorFlow (a kernel); with
+    ``FORKS``, each trial in a fork of such a process."""
     out = subprocess.run(
-        [sys.executable, "-c", LOOP],
+        [sys.executable, "-c", script],
         input=cells,
         capture_output=True,
         text=True,
@@ -186,6 +221,7 @@ def main(argv: list[str] | None = None) -> int:
         os.environ["TFC_WARM_IDLE"] = "600"
         looped = trial_cells().replace("Adam(lr)", "Adam(LR_VALUE)")
         loops = [loop_wall(looped) for _ in range(args.runs)]
+        forks = [loop_wall(looped, FORKS) for _ in range(args.runs)]
         sweeps = [sweep_wall(client, sweep_nb(i)) for i in range(args.runs)]
         from tfc_jupyter.backends.local import warm
 
@@ -202,6 +238,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"| 4 trials in a loop, one process | {best(loops)}, {loop_rate:.0f} trials/h | |")
     print(f"| 4-trial local sweep, --parallel 1 | {best(sweeps)}, {sweep_rate:.0f} trials/h | |")
     print(f"| the same sweep, no warm runtime ready at its start | {best(first_sweeps)} | |")
+    floor = min(loops) / min(forks)
+    print(f"| floor of a process per trial: 4 bare forks | {best(forks)}, {floor:.0%} of loop | |")
     share = sweep_rate / loop_rate
     print(f"| sweep / loop, trials per hour | {share:.0%} | >= 90% |")
     ok = min(warm_jobs) <= target and share >= 0.9

@@ -41,6 +41,63 @@ def write_notebook(path: Path, *cells: str, tags: dict[int, list[str]] | None = 
     return path
 
 
+def in_kernel(
+    path: Path,
+    *,
+    timeout: float = JOB_DEADLINE_S,
+    allow_errors: bool = True,
+    cwd: Path | None = None,
+) -> Any:
+    """The notebook at ``path`` run top to bottom by nbclient in a real python3 kernel, in
+    ``cwd`` (the notebook's folder by default), that finds its notebook as under JupyterLab
+    (``JPY_SESSION_NAME``, this process's value restored after); the executed notebook, with
+    each cell's error in its outputs where ``allow_errors`` (else nbclient raises at the first)."""
+    from nbclient import NotebookClient
+
+    nb = nbformat.read(path, as_version=4)
+    before = os.environ.get("JPY_SESSION_NAME")
+    os.environ["JPY_SESSION_NAME"] = str(path)
+    try:
+        NotebookClient(
+            nb, timeout=timeout, allow_errors=allow_errors, kernel_name="python3",
+            resources={"metadata": {"path": str(cwd or path.parent)}},
+        ).execute()  # fmt: skip
+    finally:
+        if before is None:
+            os.environ.pop("JPY_SESSION_NAME", None)
+        else:
+            os.environ["JPY_SESSION_NAME"] = before
+    return nb
+
+
+def streamed(cell: Any) -> str:
+    """What a cell printed (stdout and stderr), in its outputs' order."""
+    return "".join(o.get("text", "") for o in cell.outputs if o.output_type == "stream")
+
+
+def cli(*args: str, cwd: Path, timeout: float = JOB_DEADLINE_S) -> subprocess.CompletedProcess[str]:
+    """``tfc-jupyter ARGS`` in ``cwd`` (this interpreter, this process's environment), bounded."""
+    return subprocess.run(
+        [sys.executable, "-m", "tfc_jupyter.cli", *args],
+        capture_output=True, text=True, timeout=timeout, check=False, cwd=cwd,
+    )  # fmt: skip
+
+
+def executed_by_cli(path: Path, *flags: str, timeout: float = JOB_DEADLINE_S) -> Any:
+    """``tfc-jupyter run PATH FLAGS`` in the notebook's folder (a notebook without a run cell
+    runs whole, as the job); the job's executed notebook, valid nbformat, from the folder the
+    command names. Fails the test, with what the command printed, when it failed."""
+    done = cli("run", str(path), *flags, cwd=path.parent, timeout=timeout)
+    assert done.returncode == 0, done.stdout + done.stderr
+    said = next(
+        (line for line in done.stderr.splitlines() if line.startswith("Executed notebook: ")), ""
+    )
+    assert said, done.stderr
+    executed = nbformat.read(said.split(": ", 1)[1].split(" (next to", 1)[0], as_version=4)
+    nbformat.validate(executed)
+    return executed
+
+
 def plan_for(path: Path, extra_flags: str = "") -> Plan:
     """Plan the first %%tfc_run cell of a notebook file, as the CLI does."""
     nb = capture.read_notebook(path)

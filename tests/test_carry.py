@@ -8,9 +8,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-import nbformat
 import pytest
-from jobutil import JOB_DEADLINE_S, write_notebook
+from jobutil import in_kernel, write_notebook
 
 from tfc_jupyter.job import options
 from tfc_jupyter.notebook import carry
@@ -49,18 +48,11 @@ print("CHECK", json.dumps({"same_start": start == w1, "steps": [steps1, steps_at
 def test_a_second_run_cell_continues_the_first_in_a_real_kernel(
     tmp_path: Path, tfc_env: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from nbclient import NotebookClient
-
     path = write_notebook(
         tmp_path / "two.ipynb", "%load_ext tfc_jupyter\nimport json", DATA, FIRST, BETWEEN,
         SECOND, CHECK,
     )  # fmt: skip
-    monkeypatch.setenv("JPY_SESSION_NAME", str(path))
-    nb = nbformat.read(path, as_version=4)
-    NotebookClient(
-        nb, timeout=JOB_DEADLINE_S, allow_errors=True,
-        resources={"metadata": {"path": str(tmp_path)}},
-    ).execute()  # fmt: skip
+    nb = in_kernel(path)
     for cell in nb.cells:
         errors = [o for o in cell.outputs if o.output_type == "error"]
         assert not errors, "\n".join(o["evalue"] + "\n".join(o["traceback"]) for o in errors)

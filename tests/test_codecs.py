@@ -71,6 +71,7 @@ def test_the_registry_asks_keras_then_installed_codecs_then_values(plugin: Path)
     assert kinds == [
         "model",
         "history",
+        "callback",
         "hyperparameters",
         "tuner",
         "figure",

@@ -12,11 +12,10 @@ import os
 from pathlib import Path
 from typing import Any
 
-import nbformat
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from jobutil import JOB_DEADLINE_S, write_notebook
+from jobutil import in_kernel, streamed, write_notebook
 
 from tfc_jupyter.returns import border
 from tfc_jupyter.returns.returned import bring_back
@@ -47,19 +46,8 @@ print("CHECK", json.dumps({
     "g": globals().get("g"), "kept": kept, "z": globals().get("z")}))"""
 
 
-def _run(path: Path, tmp_path: Path) -> Any:
-    from nbclient import NotebookClient
-
-    nb = nbformat.read(path, as_version=4)
-    NotebookClient(
-        nb, timeout=JOB_DEADLINE_S, allow_errors=True,
-        resources={"metadata": {"path": str(tmp_path)}},
-    ).execute()  # fmt: skip
-    return nb
-
-
 def _checked(cell: Any) -> dict[str, Any]:
-    text = "".join(o.get("text", "") for o in cell.outputs if o.output_type == "stream")
+    text = streamed(cell)
     assert "CHECK " in text, cell.outputs
     return dict(json.loads(text.split("CHECK ", 1)[1].splitlines()[0]))
 
@@ -81,17 +69,16 @@ def test_what_the_run_cell_changed_in_a_container_is_in_the_kernel_as_in_jupyter
 
 
 def _changed_as_in_jupyter(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, flags: str) -> None:
-    jupyter = _run(
-        write_notebook(tmp_path / "jupyter.ipynb", SETUP, CELL, CHECK), tmp_path
+    jupyter = in_kernel(
+        write_notebook(tmp_path / "jupyter.ipynb", SETUP, CELL, CHECK)
     )  # the truth: the cell run in the kernel
     truth = _checked(jupyter.cells[2])
     assert truth["df"]["b"] == [10, 20, 30] and truth["x"] is False and truth["z"] == 3
     path = write_notebook(
         tmp_path / "job.ipynb", "%load_ext tfc_jupyter", SETUP, f"%%tfc_run{flags}\n{CELL}", CHECK
     )
-    monkeypatch.setenv("JPY_SESSION_NAME", str(path))
-    nb = _run(path, tmp_path)
-    said = "".join(o.get("text", "") for o in nb.cells[2].outputs if o.output_type == "stream")
+    nb = in_kernel(path)
+    said = streamed(nb.cells[2])
     assert not [o for o in nb.cells[2].outputs if o.output_type == "error"], nb.cells[2].outputs
     back = said.split("Back in the kernel: ", 1)[1].split("\n", 1)[0]
     for part in ("df (changed in place)", "lst (changed in place)", "d (changed in place)"):

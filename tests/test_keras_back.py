@@ -9,9 +9,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-import nbformat
 import pytest
-from jobutil import JOB_DEADLINE_S, write_notebook
+from jobutil import JOB_DEADLINE_S, in_kernel, write_notebook
 
 DATA = """\
 import numpy as np
@@ -23,16 +22,8 @@ y = (x.sum(axis=1) > 0).astype("float32")"""
 
 def _execute(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *cells: str) -> Any:
     """The notebook of these cells, run in a real kernel in ``tmp_path``."""
-    from nbclient import NotebookClient
-
     path = write_notebook(tmp_path / "cell.ipynb", "%load_ext tfc_jupyter\nimport json", *cells)
-    monkeypatch.setenv("JPY_SESSION_NAME", str(path))  # as JupyterLab sets it
-    nb = nbformat.read(path, as_version=4)
-    NotebookClient(
-        nb, timeout=JOB_DEADLINE_S * 2, allow_errors=True,
-        resources={"metadata": {"path": str(tmp_path)}},
-    ).execute()  # fmt: skip
-    return nb
+    return in_kernel(path, timeout=JOB_DEADLINE_S * 2)
 
 
 def _said(cell: Any) -> str:

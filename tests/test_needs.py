@@ -152,3 +152,26 @@ def test_packages_loaded_on_demand_are_added_with_why(tmp_path: Path) -> None:
     assert needs.on_demand("df = pd.read_parquet('x.parquet')\n")[0][0] == "pyarrow"
     assert needs.on_demand("model.save('m.h5')\n")[0][0] == "h5py"
     assert needs.on_demand("print('nothing on demand')\n") == []
+
+
+def test_a_notebook_importing_scikit_learn_gets_skops_where_the_kernel_has_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A docker or Vertex AI job writes the scikit-learn models its run cell binds through skops
+    for the kernel: the image gets skops at this kernel's version, said why; a kernel without
+    skops asks for none (it could not read the model; the cell says to install it)."""
+    text = "import numpy as np\nfrom sklearn.linear_model import LinearRegression\n"
+    also = needs.on_demand(text)
+    assert also == [("skops", "scikit-learn models the run cell binds come back through it: "
+                     "script line 2")]  # fmt: skip
+    want = needs.missing_imports({"numpy", "sklearn"}, [], tmp_path, also=also)
+    assert f"skops=={metadata.version('skops')}" in want.requirements
+    assert f"scikit-learn=={metadata.version('scikit-learn')}" in want.requirements
+    assert needs.on_demand("x = 'sklearn is named in a string only'\n") == []
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "skops" else real(name, *a)
+    )
+    assert needs.on_demand(text) == []

@@ -17,7 +17,7 @@ import nbformat
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from jobutil import JOB_DEADLINE_S, write_notebook
+from jobutil import JOB_DEADLINE_S, in_kernel, write_notebook
 
 from tfc_jupyter.errors import ConfigError, JobNotFound
 from tfc_jupyter.returns import border, executed
@@ -154,17 +154,10 @@ print("CHECK", json.dumps({"history": type(history).__name__, "epoch": history.e
 def test_a_failed_run_cell_brings_its_names_back_in_a_real_kernel(
     tmp_path: Path, tfc_env: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from nbclient import NotebookClient
-
     path = write_notebook(
         tmp_path / "cell.ipynb", "%load_ext tfc_jupyter\nimport json", DATA, MODEL, RUN, CHECK
     )
-    monkeypatch.setenv("JPY_SESSION_NAME", str(path))
-    nb = nbformat.read(path, as_version=4)
-    NotebookClient(
-        nb, timeout=JOB_DEADLINE_S, allow_errors=True,
-        resources={"metadata": {"path": str(tmp_path)}},
-    ).execute()  # fmt: skip
+    nb = in_kernel(path)
     run, check = nb.cells[3], nb.cells[4]
     said = "".join(o.get("text", "") for o in run.outputs if o.output_type == "stream")
     assert "Back in the kernel (partial, up to cell 4 line 5): model, history, final." in said

@@ -110,14 +110,16 @@ async def test_a_local_sweep_posted_runs_its_trials_and_is_followed(
     assert _own_session(started["driver"]["pid"])  # detached: it outlives the server
     assert started["driver"]["log"].endswith(DRIVER_LOG)
 
+    status, shown = await _call(jp_fetch, "GET", *started["path"].split("/"))
+    assert status == 200, shown  # at once: before its driver launched its first trial
+    assert shown["trials_asked"] == 2 and shown["names"] == ["lr"], shown
     deadline = time.monotonic() + JOB_DEADLINE_S
-    shown: Any = None
     while time.monotonic() < deadline:
         status, shown = await _call(jp_fetch, "GET", *started["path"].split("/"))
-        trials = shown.get("trials", []) if status == 200 else []
+        assert status == 200, shown
+        trials = shown["trials"]
         if len(trials) == 2 and all(t["state"] == "succeeded" for t in trials):
             break
-        assert status in (200, 404), shown  # 404 until the driver launched its first trial
         await asyncio.sleep(0.2)
     else:
         log = Path(started["driver"]["log"]).read_text()
@@ -206,3 +208,38 @@ def test_the_driver_outlives_the_service(tmp_path: Path, tfc_env: Path) -> None:
 
     shown = wait_for("two succeeded trials", ended, timeout=JOB_DEADLINE_S)
     assert all(t["metric"] is not None for t in shown["trials"])
+
+
+def test_a_sweep_whose_driver_has_made_no_trial_yet_is_shown_starting_or_its_error(
+    tmp_path: Path, tfc_home: Path
+) -> None:
+    """Between the 202 and its first trial's job (the driver plans the cells again and imports
+    Optuna), ``GET sweeps/ID`` shows the sweep with no trials and says it starts; a driver that
+    ended with an error before any trial (the cells changed meanwhile) says that error."""
+    import contextlib
+    import io
+
+    from tfc_jupyter.client import Client
+    from tfc_jupyter.trials.driver import DRIVER_FILE, _say
+    from tfc_jupyter.trials.sweep_jobs import sweep_json
+    from tfc_jupyter.trials.trials import SWEEP_FILE, sweep_file, sweep_folder, sweep_label
+
+    client = Client()
+    plan = client.plan_file(str(_notebook(tmp_path / "sweep.ipynb")), how="test")
+    folder = sweep_folder(client, plan)
+    folder.mkdir(parents=True)
+    (folder / SWEEP_FILE).write_text(sweep_file(plan))  # as start_driver writes them
+    (folder / DRIVER_FILE).write_text("{}")
+    sweep_id = sweep_label(folder.name)
+    shown = sweep_json(client.store, sweep_id)
+    assert shown["trials"] == [] and shown["trials_asked"] == 2 and shown["names"] == ["lr"]
+    assert shown["summary"].endswith("0 of 2 trials; starting: its first trial is planned")
+    said = io.StringIO()
+    with contextlib.redirect_stdout(said):
+        _say("error: the cells planned again make another sweep. Fix: launch the sweep again")
+    (folder / DRIVER_LOG).write_text(said.getvalue())
+    shown = sweep_json(client.store, sweep_id)
+    assert shown["trials"] == [] and shown["summary"].endswith(
+        "; its driver ended: the cells planned again make another sweep. "
+        "Fix: launch the sweep again"
+    ), shown["summary"]

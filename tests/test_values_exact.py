@@ -315,6 +315,17 @@ def test_generated_series_and_indexes_come_back_exactly(drawn: tuple[Any, pd.Ind
     same(rows, got["i"])
 
 
+@given(st.integers(0, 6).flatmap(column))
+@SETTINGS
+def test_generated_pandas_arrays_on_their_own_come_back_exactly(data: Any) -> None:
+    """``pd.Categorical(...)`` or ``pd.array(...)`` bound to a name: the same kind of array, of
+    the same dtype and values (a categorical's categories in their order, ``ordered``)."""
+    array = pd.array(data, dtype=data.dtype) if isinstance(data, np.ndarray) else data
+    got = back(array)
+    assert type(got) is type(array) and got.dtype == array.dtype, (type(got), got.dtype)
+    same(pd.Series(array, dtype=array.dtype), pd.Series(got, dtype=got.dtype))
+
+
 SCALARS = st.one_of(
     st.none(), st.booleans(), st.integers(), st.floats(), st.text(), st.binary(),
     st.complex_numbers(), st.dates(), st.timedeltas(),

@@ -1,12 +1,13 @@
 """pandas objects as JSON trees and plain arrays, exactly as they were (:mod:`tfc_runtime.values`).
 
-Each column (and index) is written by its dtype, so it comes back with that dtype: a
-categorical as its codes, categories (in their order) and ``ordered``; a time-zone-aware
-column as its UTC times and its zone; a nullable column (``Int64``, ``Float64``, ``boolean``)
-as its data and its mask; a string column (``string``, ``str``) as its strings and how it says
-missing; a period or interval column as its ordinals or bounds; a column of Python objects as
-each object's own tree. A ``MultiIndex`` (rows or columns) is its levels and codes; a
-``DatetimeIndex`` or ``TimedeltaIndex`` keeps its ``freq``. pandas' ``Timestamp``,
+Each column (and index) is written by its dtype, so it comes back with that dtype: a categorical
+as its codes, categories (in their order) and ``ordered``; a time-zone-aware column as its UTC
+times and its zone; a nullable column (``Int64``, ``Float64``, ``boolean``) as its data and its
+mask; a string column (``string``, ``str``) as its strings and how it says missing; a period or
+interval column as its ordinals or bounds; a column of Python objects as each object's own tree.
+A pandas array on its own (``pd.Categorical``, ``pd.array(...)``) is written as such a column,
+and comes back as the same kind of array. A ``MultiIndex`` (rows or columns) is its levels and
+codes; a ``DatetimeIndex`` or ``TimedeltaIndex`` keeps its ``freq``. pandas' ``Timestamp``,
 ``Timedelta``, ``NaT`` and ``NA`` travel too. Reading builds each object from plain arrays and
 strings: nothing runs the job's code.
 """
@@ -120,6 +121,8 @@ def encode(enc: Encoder, value: Any, depth: int) -> Any:
             "index": _index(enc, value.index, depth),
         }
         return {"$frame": _attrs(enc, value, tree, depth)}
+    if isinstance(value, pd.api.extensions.ExtensionArray):  # pd.Categorical, pd.array(...)
+        return {"$pdarray": column(enc, value, depth)}
     return _scalar(enc, value)
 
 
@@ -246,6 +249,7 @@ def _index(enc: Encoder, index: Any, depth: int) -> dict[str, Any]:
 
 def decode(dec: Decoder, tag: str, body: Any, depth: int) -> Any:
     """The pandas object of a tagged tree :func:`encode` made (ValueError for any other)."""
+    import numpy as np
     import pandas as pd
 
     if tag == "$index":
@@ -260,6 +264,13 @@ def decode(dec: Decoder, tag: str, body: Any, depth: int) -> Any:
         return _set_attrs(dec, series, body, depth)
     if tag == "$frame":
         return _set_attrs(dec, _frame(dec, body, depth), body, depth)
+    if tag == "$pdarray":
+        array = column_of(dec, body, depth)
+        if isinstance(array, list):
+            raise ValueError("not a pandas array the job writes")
+        # a plain column's NumPy array: the pandas array of it (NumpyExtensionArray,
+        # DatetimeArray, TimedeltaArray), as pd.array of that dtype makes it
+        return pd.array(array, dtype=array.dtype) if isinstance(array, np.ndarray) else array
     if tag == "$categories":
         categories, ordered = body
         return pd.CategoricalDtype(index_of(dec, categories, depth), ordered=bool(ordered))

@@ -331,8 +331,8 @@ class Decoder:
 
 
 _PANDAS = frozenset({
-    "$index", "$series", "$frame", "$nat", "$na", "$timestamp", "$timedelta64", "$period",
-    "$categories", "$dtype",
+    "$index", "$series", "$frame", "$pdarray", "$nat", "$na", "$timestamp", "$timedelta64",
+    "$period", "$categories", "$dtype",
 })  # fmt: skip
 
 

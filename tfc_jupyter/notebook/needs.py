@@ -105,12 +105,26 @@ ON_DEMAND: tuple[tuple[re.Pattern[str], str, str], ...] = (
 the code, the module, and why."""
 
 
+BRINGS_BACK: tuple[tuple[re.Pattern[str], str, str], ...] = (
+    (re.compile(r"^[ \t]*(?:from|import)[ \t]+sklearn\b", re.MULTILINE), "skops",
+     "scikit-learn models the run cell binds come back through it"),
+)  # fmt: skip
+"""Packages the job writes values with for the kernel: a pattern in the code, the module, and
+why; asked for only where this kernel has the module (without it, the kernel could not read the
+value either: it stays in the job, and the cell says so with the fix)."""
+
+
 def on_demand(text: str) -> list[tuple[str, str]]:
-    """``(module, why)`` for each package the code's calls load on demand (:data:`ON_DEMAND`)."""
+    """``(module, why)`` for each package the code's calls load on demand (:data:`ON_DEMAND`),
+    and each this kernel has that values come back through (:data:`BRINGS_BACK`)."""
+    import importlib.util
+
     found = []
-    for pattern, module, why in ON_DEMAND:
+    for pattern, module, why in ON_DEMAND + BRINGS_BACK:
         match = pattern.search(text)
-        if match:
+        if match and (
+            (pattern, module, why) in ON_DEMAND or importlib.util.find_spec(module) is not None
+        ):
             line = text.count("\n", 0, match.start()) + 1
             found.append((module, f"{why}: script line {line}"))
     return found

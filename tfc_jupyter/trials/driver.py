@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import BackendError, JobConflict, SpecError, TfcError
 from ..util.files import confined, open_private, write_private
-from .trials import LOCK, sweep_folder, sweep_label
+from .trials import LOCK, SWEEP_FILE, sweep_file, sweep_folder, sweep_label
 
 if TYPE_CHECKING:
     from ..client import Client
@@ -142,6 +142,8 @@ def start_driver(
             "started": time.time(),
         }
         write_private(folder / DRIVER_FILE, json.dumps(driven, indent=1), atomic=True)
+        # what it tries, as run_sweep writes it: GET sweeps/ID answers before its first trial
+        write_private(folder / SWEEP_FILE, sweep_file(plan), atomic=True)
         log = open_private(folder / DRIVER_LOG)
         try:
             proc = subprocess.Popen(

@@ -26,9 +26,10 @@ from ..returns.outcome import results_of
 from ..returns.plot import INK
 from ..store.records import JobRecord, JobState, JobStore
 from ..sweep.spec import DEFAULT_METRIC, SweepSpec, default_goal, parse_param
+from .driver import DRIVER_FILE, DRIVER_LOG
 from .importance import importance
 from .trial_table import Sweep, Trial, sweep_svg
-from .trials import SWEEP_LABEL, SWEEPS, TRIAL_LABEL, curve, sweep_label
+from .trials import SWEEP_FILE, SWEEP_LABEL, SWEEPS, TRIAL_LABEL, curve, sweep_label
 from .tuned import load_trials, spec_of
 
 _STATES = {
@@ -51,27 +52,38 @@ def label(record: JobRecord, key: str) -> str | None:
     return value if isinstance(value, str) else None
 
 
+def _folders(store: JobStore, sweep_id: str) -> list[Path]:
+    """The sweep folders of this store whose id is ``sweep_id``."""
+    folder = Path(store.path).parent / SWEEPS
+    found = sorted(folder.glob("*")) if folder.is_dir() else []
+    return [candidate for candidate in found if sweep_label(candidate.name) == sweep_id]
+
+
+def _saved_spec(folder: Path) -> SweepSpec | None:
+    """What the sweep in ``folder`` tries, from its :data:`SWEEP_FILE`; None where unreadable."""
+    try:
+        saved = json.loads((folder / SWEEP_FILE).read_text())["sweep"]
+        params = tuple(parse_param(f"{p['name']}={p['space']}") for p in saved["params"])
+        return SweepSpec(
+            params=params,
+            trials=int(saved["trials"]),
+            parallel=int(saved["parallel"]),
+            metric=str(saved["metric"]),
+            goal=saved["goal"],
+            method=saved["method"],
+            prune=bool(saved["prune"]),
+        )
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
 def _spec(store: JobStore, sweep_id: str, records: list[JobRecord]) -> tuple[SweepSpec, Path]:
     """What the sweep tries, from its folder; else what its trials say (their values' names)."""
     folder = Path(store.path).parent / SWEEPS
-    for candidate in sorted(folder.glob("*")) if folder.is_dir() else ():
-        if sweep_label(candidate.name) != sweep_id:
-            continue
-        try:
-            saved = json.loads((candidate / "sweep.json").read_text())["sweep"]
-            params = tuple(parse_param(f"{p['name']}={p['space']}") for p in saved["params"])
-            spec = SweepSpec(
-                params=params,
-                trials=int(saved["trials"]),
-                parallel=int(saved["parallel"]),
-                metric=str(saved["metric"]),
-                goal=saved["goal"],
-                method=saved["method"],
-                prune=bool(saved["prune"]),
-            )
+    for candidate in _folders(store, sweep_id)[:1]:
+        spec = _saved_spec(candidate)
+        if spec is not None:
             return spec, candidate
-        except (OSError, ValueError, KeyError, TypeError):
-            break
     names = sorted({t.name for r in records for t in decode(_swept(r.spec))})
     metric = str(Decisions.raw(records[0].spec).get("sweep_metric") or DEFAULT_METRIC)
     spec = SweepSpec(
@@ -122,6 +134,8 @@ def read_sweep(store: JobStore, sweep_id: str) -> tuple[Sweep, str, str]:
         BackendError: a tuning job's folder does not say what its sweep tries.
     """
     records = [r for r in store.list(limit=None) if label(r, SWEEP_LABEL) == sweep_id]
+    if not records and (driven := _driven(store, sweep_id)) is not None:
+        return driven
     if not records:
         raise JobNotFound(
             f"no sweep {sweep_id!r} among the jobs", "the jobs sidebar lists the sweeps there are"
@@ -133,6 +147,33 @@ def read_sweep(store: JobStore, sweep_id: str) -> tuple[Sweep, str, str]:
     sweep = Sweep(folder, spec, None)
     sweep.trials = sorted((_trial(r, spec.metric) for r in records), key=lambda t: t.number)
     return sweep, records[0].name.rsplit("-trial-", 1)[0], sweep.summary_line()
+
+
+def _driven(store: JobStore, sweep_id: str) -> tuple[Sweep, str, str] | None:
+    """A sweep the jobs API started whose driver has made no trial yet (it plans the cells
+    again and imports Optuna, about a second): no trials, and what its driver is doing, or the
+    error it ended with; None where no such sweep was started."""
+    for folder in _folders(store, sweep_id):
+        spec = _saved_spec(folder)
+        if spec is None or not (folder / DRIVER_FILE).is_file():
+            continue
+        sweep = Sweep(folder, spec, None)
+        error = _driver_error(folder / DRIVER_LOG)
+        said = f"its driver ended: {error}" if error else "starting: its first trial is planned"
+        return sweep, folder.name.rsplit("-", 1)[0], f"{sweep.summary_line()}; {said}"
+    return None
+
+
+def _driver_error(log: Path) -> str:
+    """The last ``error:`` line of a sweep driver's log (its last 8 KB), or ``""``."""
+    try:
+        with log.open("rb") as fh:
+            fh.seek(max(0, log.stat().st_size - 8192))
+            tail = fh.read(8192).decode("utf-8", "replace")
+    except OSError:
+        return ""
+    errors = [line.split(" error: ", 1)[1] for line in tail.splitlines() if " error: " in line]
+    return errors[-1][:300] if errors else ""
 
 
 def sweep_json(store: JobStore, sweep_id: str) -> dict[str, Any]:

@@ -66,6 +66,8 @@ def sweep_label(sweep_id: str) -> str:
 
 
 JOURNAL = "study.journal"
+SWEEP_FILE = "sweep.json"
+"""In a sweep's folder: its magic line and what it tries (:func:`sweep_file`)."""
 LOCK = "sweep.lock"
 POLL_S = 0.5
 
@@ -86,6 +88,13 @@ def sweep_key(plan: Plan) -> str:
         default=str,
     )
     return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+def sweep_file(plan: Plan) -> str:
+    """The text of a sweep's :data:`SWEEP_FILE`: its line and what it tries."""
+    if plan.sweep is None:
+        raise SpecError("the plan has no sweep", "pass --sweep NAME=SPACE")
+    return json.dumps({"line": plan.options.to_line(), "sweep": plan.sweep.to_dict()}, indent=1)
 
 
 def sweep_folder(client: Client, plan: Plan) -> Path:
@@ -235,9 +244,7 @@ def run_sweep(
     registry.keep_resident()  # trial after trial: the warm runtime starts them
     sweep = Sweep(folder, spec, client)
     with _driving(folder):
-        (folder / "sweep.json").write_text(
-            json.dumps({"line": plan.options.to_line(), "sweep": plan.sweep.to_dict()}, indent=1)
-        )
+        (folder / SWEEP_FILE).write_text(sweep_file(plan))
         study = _study(optuna, folder, spec)
         dists = {p.name: _distribution(optuna, p) for p in spec.params}
         _Driver(client, plan, sweep, study, dists, optuna, on_change, poll_s).run()

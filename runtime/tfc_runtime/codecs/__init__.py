@@ -14,13 +14,13 @@ only; a codec imports its library, Keras or pandas, when it writes or reads a va
   notebook is, as the cell's files come back: JSON and weights).
 
 The registry (:func:`codecs`) holds the built-in codecs (:mod:`.keras`: models and their
-``History``; :mod:`.tuner`: Keras Tuner's tuners and ``HyperParameters``; :mod:`.figure`:
-matplotlib figures; :mod:`.sklearn_model`: scikit-learn models through skops; :mod:`.value`:
-everything JSON and plain arrays carry, tried last), then those of the installed packages'
-entry points of group :data:`ENTRY_POINTS` (each a :class:`Codec` subclass or instance), then
-those given to :func:`register`. The first that claims a value writes it. A codec must be
-installed where the job runs and in the kernel: the manifest's ``kind`` only chooses among the
-kernel's own codecs, never code from the job folder.
+``History``; :mod:`.callback`: Keras callbacks; :mod:`.tuner`: Keras Tuner's tuners and
+``HyperParameters``; :mod:`.figure`: matplotlib figures; :mod:`.sklearn_model`: scikit-learn
+models through skops; :mod:`.value`: everything JSON and plain arrays carry, tried last), then
+those of the installed packages' entry points of group :data:`ENTRY_POINTS` (each a
+:class:`Codec` subclass or instance), then those given to :func:`register`. The first that
+claims a value writes it. A codec must be installed where the job runs and in the kernel: the
+manifest's ``kind`` only chooses among the kernel's own codecs, never code from the job folder.
 """
 
 from __future__ import annotations
@@ -155,6 +155,7 @@ _C = TypeVar("_C", bound="Codec | type[Codec]")
 _BUILTIN = (
     "keras:KerasModel",
     "keras:KerasHistory",
+    "callback:KerasCallback",
     "tuner:HyperParametersCodec",
     "tuner:KerasTuner",
     "figure:MatplotlibFigure",

@@ -124,3 +124,43 @@ def test_a_trial_attached_in_the_panel_shows_its_whole_sweep(tmp_path: Path, tfc
         ["1", "0.01", "succeeded"],
     ]
     assert sweep.summary_line().split(":", 1)[1] in panel.trials.value.replace("&#x27;", "'")
+
+
+def test_a_local_sweep_launched_from_the_panel_runs_and_is_followed_trial_by_trial(
+    tmp_path: Path, tfc_env: Path
+) -> None:
+    """Launch on a local sweep starts its driver (a process of its own, as the jobs API
+    does): the panel follows the first trial, then the next, and shows the sweep's table until
+    both trials succeeded; the watch ends with the sweep."""
+    import os
+
+    nb = write_notebook(tmp_path / "sweep.ipynb", "lr = 0.5", f"%%tfc_run {SWEEP}\n{BODY}")
+    home = Path(os.environ["TFC_JUPYTER_HOME"])  # the driver's store is the environment's
+    panel = _panel(nb, home)
+    try:
+        assert panel.model.check.ok, panel.model.check.error
+        panel.launch_button.click()
+        assert panel.launcher.wait(JOB_DEADLINE_S) == "launched", panel.message.value
+        assert panel.launcher.drives_sweep
+        assert panel.launcher.stage("build").status == "skipped"
+        _wait(lambda: panel.watch is not None, 10, "the panel to watch the first trial")
+        watch = panel.watch
+        assert watch is not None and watch.follows_sweep and watch.sweep_id
+        followed = {watch.job.id}
+
+        def ended() -> bool:
+            followed.add(watch.job.id)
+            rows = _rows(panel.trials.value)
+            return len(rows) == 2 and all("succeeded" in r for r in rows)
+
+        _wait(ended, JOB_DEADLINE_S, "both trials succeeded in the panel's table")
+        assert watch.join(JOB_DEADLINE_S), "the watch did not end with the sweep"
+    finally:
+        panel.close()
+    assert len(followed) == 2, followed  # the second trial was followed too
+    assert "trained with 0.01" in watch.text() and "trial 1: job" in watch.text(), watch.text()
+    rows = _rows(panel.trials.value)
+    assert [r.split("|")[:3] for r in rows] == [
+        ["0", "0.1", "succeeded"],
+        ["1", "0.01", "succeeded"],
+    ]

@@ -25,7 +25,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import jobs, registry
 from ..client import Client
@@ -39,10 +39,15 @@ from ..trials.trial_table import Sweep
 from ..trials.trials import SWEEP_LABEL
 from .model import PanelModel
 
+if TYPE_CHECKING:
+    from ..planner.plan import Plan
+
 STAGES = ("convert", "build", "push", "submit")
 DOUBLE_CLICK_S = 1.0
 POLL_S = 0.25
 MAX_LINES = 1000
+FIRST_TRIAL_S = 120.0
+"""How long a launch from the panel waits for a sweep's driver to launch its first trial."""
 SWEEP_POLL_S = 1.0
 """How often a watch reads the sweep of the job it follows, at most (each job's record)."""
 
@@ -91,6 +96,8 @@ class Launcher:
         self.job: jobs.Job | None = None
         self.launched: list[str] = []
         self.log_tail = ""  # a failed image build's last lines
+        self.drives_sweep = False
+        """The last launch started a sweep's driver: :attr:`job` is its first trial."""
         self._lock = threading.Lock()
         self._ended_at = float("-inf")
         self._thread: threading.Thread | None = None
@@ -169,8 +176,12 @@ class Launcher:
             cells = ", ".join(map(str, plan.script.cells)) or "none"
             self._set("convert", "done", f"cells {cells} of {plan.selection.name}", started)
             spec = plan.spec
+            driven = plan.sweep is not None and not registry.traits(spec.backend).tunes
             runs_image = registry.traits(spec.backend).runs_image
-            if not runs_image or spec.image.image:
+            if driven:  # trials this machine drives: each trial's job is launched as one is
+                for name in ("build", "push"):
+                    self._set(name, "skipped", "each trial's job makes what it needs")
+            elif not runs_image or spec.image.image:
                 why = (
                     f"{spec.backend.value} jobs run in this kernel's environment"
                     if not runs_image
@@ -180,8 +191,12 @@ class Launcher:
                 self._set("push", "skipped", why)
             started = time.monotonic()
             self._set("submit", "running", f"to the {spec.backend.value} backend")
-            with reporting(self._on_build):
-                job = Client(self.model.settings, self.store).submit(plan)
+            self.drives_sweep = driven
+            if driven:
+                job = self._drive(plan)
+            else:
+                with reporting(self._on_build):
+                    job = Client(self.model.settings, self.store).submit(plan)
             for stage in self.stages[1:3]:  # build, push: whatever the backend did not report
                 if stage.status == "running":
                     self._set(stage.name, "done")
@@ -204,6 +219,36 @@ class Launcher:
             with self._lock:
                 self._ended_at = time.monotonic()
             self._changed()
+
+
+    def _drive(self, plan: Plan) -> jobs.Job:
+        """Start the driver of the plan's sweep (a process of its own that outlives the kernel,
+        as the jobs API starts it) and return its first trial's job once the driver launched it
+        (bounded by :data:`FIRST_TRIAL_S`).
+
+        Raises:
+            TfcError: the driver could not start, or ended before its first trial.
+        """
+        from ..trials.driver import driver_ended, driver_error, start_driver
+
+        run = start_driver(Client(self.model.settings, self.store), plan, plan.selection)
+        self._set("submit", "running", f"sweep {run.sweep_id}: its first trial is planned")
+        deadline = time.monotonic() + FIRST_TRIAL_S
+        while time.monotonic() < deadline:
+            trials = [r for r in self.store.list(limit=50) if label(r, SWEEP_LABEL) == run.sweep_id]
+            if trials:
+                return jobs.Job(min(trials, key=lambda r: r.created_at).id, self.store)
+            if driver_ended(run.log):
+                error, _, fix = (driver_error(run.log) or "it ended").partition(" Fix: ")
+                raise TfcError(
+                    f"the sweep's driver stopped before its first trial: {error.rstrip('.')}",
+                    fix or f"its log is {run.log}",
+                )
+            time.sleep(0.1)
+        raise TfcError(
+            f"the sweep's driver launched no trial in {FIRST_TRIAL_S:.0f} s",
+            f"its log says what it does: {run.log}",
+        )
 
 
 class JobWatch:
@@ -250,6 +295,11 @@ class JobWatch:
         """That sweep's trials as the cell's table shows them (read at most once a second)."""
         self.sweep_summary = ""
         self._sweep_read = -math.inf
+        self.first = job
+        """The job this watch started with (it follows the next trials of a sweep it drives)."""
+        self.follows_sweep = False
+        """Set for a sweep launched here: when its trial ends, the watch follows the next one,
+        until the sweep's driver has ended."""
 
     @property
     def ended(self) -> bool:
@@ -289,7 +339,40 @@ class JobWatch:
         changed = bool(lines) or before[:2] != (self.record.state, self.record.error)
         if self.sweep_id and (changed or done or now - self._sweep_read >= SWEEP_POLL_S):
             changed = self._read_sweep(now) or changed
+        if done and self.follows_sweep:
+            changed = self._next_trial() or changed
         return changed
+
+    def _next_trial(self) -> bool:
+        """The followed trial has ended: follow the sweep's next running trial (True), or keep
+        polling while its driver runs, or end with the sweep."""
+        sweep = self.sweep
+        running = [
+            t for t in (sweep.trials if sweep else []) if t.state == "running" and t.job_id
+        ]
+        if running and running[0].job_id != self.job.id:
+            trial = running[0]
+            assert trial.job_id is not None
+            self.job = jobs.Job(trial.job_id, self.job.store)
+            self.record = self.job.record()
+            self._tail = LogTail(Path(self.record.log_dir))
+            self._feed = ResultFeed(self.record.log_dir)
+            self.results = Results()
+            self._merger = Merger(jobs.replica_count(self.record))
+            self.merged.append(f"── trial {trial.number}: job {trial.job_id} ──")
+            self.shown.append(self.merged[-1])
+            self._ended = False
+            return True
+        from ..trials.driver import DRIVER_LOG, driver_ended
+
+        over = (
+            sweep is None
+            or bool(sweep.stopped)
+            or (not running and len(sweep.trials) >= sweep.spec.trials)
+            or driver_ended(sweep.folder / DRIVER_LOG)
+        )
+        self._ended = over  # between two trials: the driver is launching the next one
+        return False
 
     def _read_sweep(self, now: float) -> bool:
         """Read the job's sweep again (its trial jobs, or a tuning job's trials); True when its

@@ -456,7 +456,7 @@ class PanelModel:
             if field is None and self.choices.requirements and self._fine_without_requirements():
                 field = "requirements"  # a requirements file given here, not the notebook
             return Check(error=exc.ui_text(), field=field, spec=spec)
-        refused = plan.refused or sweep_refusal(plan)
+        refused = plan.refused or sweep_refusal(plan, driven=True)
         if refused is not None:  # what Launch would meet: said now, as the run says it
             field = option_of(refused.field)
             return Check(error=refused.ui_text(), field=field, spec=spec, plan=plan)

@@ -384,8 +384,8 @@ class LaunchPanel:
                 )
             elif launcher.state == "launched" and launcher.job is not None:
                 self.message.value = f"Launched <code>{_esc(launcher.job.id)}</code>."
-                if self.watch is None or self.watch.job.id != launcher.job.id:
-                    self.attach(launcher.job)
+                if self.watch is None or self.watch.first.id != launcher.job.id:
+                    self.attach(launcher.job).follows_sweep = launcher.drives_sweep
                     self.refresh_jobs()
 
     # ----------------------------------------------------------------- watch

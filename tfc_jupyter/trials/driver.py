@@ -33,7 +33,9 @@ if TYPE_CHECKING:
     from ..notebook.capture import Selection
     from ..planner.plan import Plan
 
-__all__ = ["DRIVER_FILE", "DRIVER_LOG", "Started", "main", "start_driver"]
+__all__ = [
+    "DRIVER_FILE", "DRIVER_LOG", "Started", "driver_ended", "driver_error", "main", "start_driver",
+]  # fmt: skip
 
 DRIVER_FILE = "driver.json"
 DRIVER_LOG = "driver.log"
@@ -167,6 +169,27 @@ def start_driver(
         os.close(fd)
     spec = plan.sweep.spec
     return Started(sweep_label(folder.name), folder, proc.pid, spec.trials, spec.parallel)
+
+
+def _last_lines(log: Path) -> list[str]:
+    """The lines of a driver's log in its last 8 KB ([] where it cannot be read)."""
+    try:
+        with log.open("rb") as fh:
+            fh.seek(max(0, log.stat().st_size - 8192))
+            return fh.read(8192).decode("utf-8", "replace").splitlines()
+    except OSError:
+        return []
+
+
+def driver_error(log: Path) -> str:
+    """The last ``error:`` line of a sweep driver's log, or ``""``."""
+    errors = [line.split(" error: ", 1)[1] for line in _last_lines(log) if " error: " in line]
+    return errors[-1][:300] if errors else ""
+
+
+def driver_ended(log: Path) -> bool:
+    """Whether the driver whose log this is has said its last line (done, or an error)."""
+    return any(" done: " in line or " error: " in line for line in _last_lines(log))
 
 
 def _say(text: str) -> None:

@@ -26,7 +26,7 @@ from ..returns.outcome import results_of
 from ..returns.plot import INK
 from ..store.records import JobRecord, JobState, JobStore
 from ..sweep.spec import DEFAULT_METRIC, SweepSpec, default_goal, parse_param
-from .driver import DRIVER_FILE, DRIVER_LOG
+from .driver import DRIVER_FILE, DRIVER_LOG, driver_error
 from .importance import importance
 from .trial_table import Sweep, Trial, sweep_svg
 from .trials import SWEEP_FILE, SWEEP_LABEL, SWEEPS, TRIAL_LABEL, curve, sweep_label
@@ -158,22 +158,10 @@ def _driven(store: JobStore, sweep_id: str) -> tuple[Sweep, str, str] | None:
         if spec is None or not (folder / DRIVER_FILE).is_file():
             continue
         sweep = Sweep(folder, spec, None)
-        error = _driver_error(folder / DRIVER_LOG)
+        error = driver_error(folder / DRIVER_LOG)
         said = f"its driver ended: {error}" if error else "starting: its first trial is planned"
         return sweep, folder.name.rsplit("-", 1)[0], f"{sweep.summary_line()}; {said}"
     return None
-
-
-def _driver_error(log: Path) -> str:
-    """The last ``error:`` line of a sweep driver's log (its last 8 KB), or ``""``."""
-    try:
-        with log.open("rb") as fh:
-            fh.seek(max(0, log.stat().st_size - 8192))
-            tail = fh.read(8192).decode("utf-8", "replace")
-    except OSError:
-        return ""
-    errors = [line.split(" error: ", 1)[1] for line in tail.splitlines() if " error: " in line]
-    return errors[-1][:300] if errors else ""
 
 
 def sweep_json(store: JobStore, sweep_id: str) -> dict[str, Any]:

@@ -163,6 +163,16 @@ def test_the_live_plot_draws_the_run_cells_fits_not_those_of_the_cells_above(
     assert len(plots) == 1, outputs
     assert plots[0].data["text/plain"] == f"epoch 3: loss {0.0:.4g}", plots[0].data["text/plain"]
     assert "mae" not in plots[0].data["image/svg+xml"]  # the cell above's fit, not drawn
+    # A page opened after the job ended draws the run cell's plot from the jobs API: the same.
+    from tfc_jupyter.returns.cell import JOB_MIME
+    from tfc_jupyter.server.service import JobService
+
+    job_id = next(o.data[JOB_MIME]["id"] for o in outputs if JOB_MIME in o.get("data", {}))
+    service = JobService(tmp_path)
+    own = service.metrics(job_id, run_cell=True)
+    assert [e["epoch"] for e in own["epochs"]] == [1, 2, 3] and "mae" not in own["svg"], own
+    every = service.metrics(job_id)
+    assert len(every["epochs"]) == 5 and "mae" in every["svg"]  # the sidebar's: every fit
 
 
 def test_an_unfinished_line_is_not_glued_to_the_traceback(

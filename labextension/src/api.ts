@@ -51,9 +51,10 @@ export function readLogs(
   return requestAPI<ILogChunk>(`jobs/${encodeURIComponent(id)}/logs?${query}`);
 }
 
-/** The chief's per-epoch metrics and their plot (SVG). */
-export function getMetrics(id: string): Promise<IMetrics> {
-  return requestAPI<IMetrics>(`jobs/${encodeURIComponent(id)}/metrics`);
+/** The chief's per-epoch metrics and their plot (SVG); `runCell`: only the fits its run cell made. */
+export function getMetrics(id: string, runCell = false): Promise<IMetrics> {
+  const only = runCell ? '?run_cell=1' : '';
+  return requestAPI<IMetrics>(`jobs/${encodeURIComponent(id)}/metrics${only}`);
 }
 
 /** The code a job ran: its notebook's path and code cells, as launched. */

@@ -396,7 +396,8 @@ class JobOutputRenderer extends Widget implements IRenderMime.IRenderer {
         job: getJob,
         lines: job => latestLog(job),
         streaming: () => this.streaming(),
-        plot: job => getMetrics(job.id).then(m => m.svg)
+        // the run cell's own fits, as its live plot drew them (not the cells above's)
+        plot: job => getMetrics(job.id, true).then(m => m.svg)
       },
       view => renderView(this.node, view)
     );

@@ -350,7 +350,10 @@ export interface paths {
         /** What the job reported so far (the chief's Keras epochs, saved models) and its curves */
         get: {
             parameters: {
-                query?: never;
+                query?: {
+                    /** @description 1: only the fits the job's run cell made, not those of the cells above it */
+                    run_cell?: "0" | "1";
+                };
                 header?: never;
                 path: {
                     /** @description a job id, or any unique prefix of one */

@@ -150,6 +150,8 @@ class Results:
             return True
         if kind == "fit":  # again after a restart: the same call, once
             made = {"fit": _int(event.get("fit")), "epochs": event.get("epochs")}
+            if isinstance(event.get("run_cell"), bool):
+                made["run_cell"] = event["run_cell"]
             self.fits = [f for f in self.fits if f["fit"] != made["fit"]] + [made]
         elif kind == "saved" and isinstance(event.get("path"), str):
             self.saved.append(event["path"])
@@ -161,6 +163,18 @@ class Results:
         ):
             self.tensorboard.append(event["log_dir"])
         return False
+
+    def of_run_cell(self) -> Results:
+        """These results without the fits the cells above a run cell made (their ``fit``
+        report says ``run_cell: false``): what the run cell's plot shows, as Jupyter shows the
+        run cell's own fits only. A job of no run cell, or of an older runtime, keeps them all."""
+        above = {f["fit"] for f in self.fits if f.get("run_cell") is False}
+        if not above:
+            return self
+        kept = self.copy()
+        kept.epochs = [e for e in kept.epochs if e["fit"] not in above]
+        kept.fits = [f for f in kept.fits if f["fit"] not in above]
+        return kept
 
     def add_line(self, line: str) -> bool:
         """Take a log line (anything but a report is ignored); True for a new epoch."""

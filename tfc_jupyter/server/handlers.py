@@ -194,8 +194,9 @@ class MetricsHandler(TfcHandler):
 
     @web.authenticated
     async def get(self, job_id: str) -> None:
-        """The job's metrics by epoch, the last ones, its model folder and plot."""
-        self.reply(await self.call(self.service.metrics, job_id))
+        """The job's metrics by epoch, the last ones, its model folder and plot (``run_cell=1``:
+        only the fits its run cell made)."""
+        self.reply(await self.call(self.service.metrics, job_id, run_cell=self.flag("run_cell")))
 
 
 class CodeHandler(TfcHandler):

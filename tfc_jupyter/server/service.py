@@ -444,15 +444,19 @@ class JobService:
             "terminal": record.state.is_terminal(),
         }
 
-    def metrics(self, job_id: str) -> dict[str, Any]:
+    def metrics(self, job_id: str, *, run_cell: bool = False) -> dict[str, Any]:
         """What the job reported: each Keras epoch's loss and metrics, the last ones, where it
-        saved its model, and the curves as an SVG image (``svg``: None before an epoch ends)."""
+        saved its model, and the curves as an SVG image (``svg``: None before an epoch ends).
+        ``run_cell``: only the fits the job's run cell made, not those of the cells above it
+        (what the run cell's output draws, as its live plot did)."""
         from ..jobs import results_of
         from ..returns.plot import svg
 
         client = self.client()
         record = self._record(client, job_id)
         results = results_of(record)
+        if run_cell:
+            results = results.of_run_cell()
         shown = results.downsampled()  # a job of 100k rounds answers in a few hundred KB
         return {
             "job_id": record.id,

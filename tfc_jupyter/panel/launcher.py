@@ -220,7 +220,6 @@ class Launcher:
                 self._ended_at = time.monotonic()
             self._changed()
 
-
     def _drive(self, plan: Plan) -> jobs.Job:
         """Start the driver of the plan's sweep (a process of its own that outlives the kernel,
         as the jobs API starts it) and return its first trial's job once the driver launched it
@@ -347,9 +346,7 @@ class JobWatch:
         """The followed trial has ended: follow the sweep's next running trial (True), or keep
         polling while its driver runs, or end with the sweep."""
         sweep = self.sweep
-        running = [
-            t for t in (sweep.trials if sweep else []) if t.state == "running" and t.job_id
-        ]
+        running = [t for t in (sweep.trials if sweep else []) if t.state == "running" and t.job_id]
         if running and running[0].job_id != self.job.id:
             trial = running[0]
             assert trial.job_id is not None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -73,6 +74,25 @@ def in_kernel(
 def streamed(cell: Any) -> str:
     """What a cell printed (stdout and stderr), in its outputs' order."""
     return "".join(o.get("text", "") for o in cell.outputs if o.output_type == "stream")
+
+
+_ENDED = re.compile(r"^\S+: (succeeded|failed|cancelled) after \d")
+
+
+def job_lines(lines: Sequence[str]) -> list[str]:
+    """The lines a ``%%tfc_run`` cell shows that its job printed (a one-replica job's, as the
+    cell's own prints, without ``[chief]``): those after the magic's "Launched ..." line and
+    before its line saying how the job ended, tfc_jupyter's own notes left out."""
+    shown: list[str] = []
+    started = False
+    for line in lines:
+        if not started:
+            started = line.startswith("Launched ")
+        elif _ENDED.match(line):
+            break
+        elif not line.startswith("[tfc_jupyter] "):
+            shown.append(line)
+    return shown
 
 
 def cli(*args: str, cwd: Path, timeout: float = JOB_DEADLINE_S) -> subprocess.CompletedProcess[str]:

@@ -13,7 +13,7 @@ from typing import Any
 
 import nbformat
 import pytest
-from jobutil import JOB_DEADLINE_S, write_notebook
+from jobutil import JOB_DEADLINE_S, job_lines, write_notebook
 
 from tfc_jupyter.store.logs import render, strip_ansi
 
@@ -51,7 +51,6 @@ model.fit(np.zeros((64, 4)), np.zeros(64), epochs=3, batch_size=8, callbacks=[Sl
 print("done")"""
 _STEP = re.compile(r"step \d")
 _BAR = re.compile(r"\s*\d+%\|[^|]*\| \d/5 \[[^\]]*\]")
-_PREFIX = "[chief] "
 
 
 def _run(
@@ -98,8 +97,8 @@ def _lines(outputs: Any, name: str | None = None) -> list[str]:
 
 
 def _job_lines(outputs: Any) -> list[str]:
-    """What the job printed, as its cell shows it (its replica's name taken off)."""
-    return [ln[len(_PREFIX) :] for ln in _lines(outputs) if ln.startswith(_PREFIX)]
+    """What the job printed, as its cell shows it (the magic's own lines left out)."""
+    return job_lines(_lines(outputs))
 
 
 def test_a_bar_on_stderr_and_prints_on_stdout_keep_their_own_lines(

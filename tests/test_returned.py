@@ -426,7 +426,7 @@ print("Y", ip.user_ns.get("y"))
         timeout=JOB_DEADLINE_S,
         check=False,
     )
-    assert "[chief] found it" in done.stdout, (done.stdout, done.stderr)
+    assert "\nfound it\n" in done.stdout, (done.stdout, done.stderr)  # as the cell's print
     assert "without the cells' tags" in done.stdout
     assert "Y 1" in done.stdout
 
@@ -459,12 +459,12 @@ def _in_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, flags: str) -> No
         text = o.get("text", "") or data.get("text/plain", "")
         if "image/png" in data:
             seen.append("image")
-        for word in ("[chief] before", "{'shown': 1}", "[chief] after 0"):
-            if word in text:
-                seen.append(word)
+        for line in text.splitlines():  # whole lines: "succeeded after 0.4 s" is not one
+            if line in ("before", "{'shown': 1}", "after 0"):
+                seen.append(line)
     import pprint
 
-    expected = ["[chief] before", "{'shown': 1}", "image", "[chief] after 0"]
+    expected = ["before", "{'shown': 1}", "image", "after 0"]
     assert seen == expected, pprint.pformat(nb.cells[1].outputs)
 
 
@@ -506,7 +506,7 @@ h.update("second")"""
     plain = [o.get("data", {}).get("text/plain") for o in outputs]
     assert "'second'" in plain and "'first'" not in plain
     streamed = "".join(o.get("text", "") for o in outputs if o.output_type == "stream")
-    assert all(f"[chief] epoch {i}" in streamed for i in range(3))
+    assert all(f"\nepoch {i}\n" in f"\n{streamed}" for i in range(3)), streamed
 
 
 _json = st.recursive(

@@ -349,7 +349,8 @@ class Job:
         is followed again: its backend starts a watcher for it. ``from_run_cell`` (the
         ``%%tfc_run`` cell in the kernel) shows each replica's lines from its run cell's start
         on, as Jupyter shows a cell (the cells above showed theirs where they ran); all of them
-        when the run cell never started (a failure in the cells above).
+        when the run cell never started (a failure in the cells above); a one-replica job's
+        lines without its name (``[chief]``), as the cell's own prints.
         """
         rec = self.store.get(self.id)
         again = (
@@ -503,6 +504,9 @@ class _Shower:
         # The run cell in the kernel: each replica's lines before its run cell starts (the cells
         # above, which showed theirs where they ran) are held, and shown only if it never starts.
         self.held: dict[str, deque[str]] | None = {} if from_run_cell else None
+        # A one-replica job's run cell shows its lines as Jupyter shows a cell's, without the
+        # replica's name (a multi-replica job's lines say which replica printed them).
+        self.bare = from_run_cell and replica_count(rec) == 1
 
     def report_key(self) -> str | None:
         """The job's report key, read once a report line comes (the launch keeps it)."""
@@ -520,7 +524,7 @@ class _Shower:
     def write(self, lines: list[tuple[list[str], str]]) -> None:
         """Write shown lines, each over a live bar still on screen."""
         for names, said in lines:
-            self.stream.write(f"{self.rewind}{logs.said(names, said)}\n")
+            self.stream.write(f"{self.rewind}{said if self.bare else logs.said(names, said)}\n")
             self.rewind, self.bar = "", ""
 
     def show(self, first: str, done: bool, now: float) -> None:
@@ -611,7 +615,7 @@ class _Shower:
         live = logs.shown(self.tail.partial(first), verbose=self.verbose) if first else None
         live = logs.colours_only(live) if live else live
         if live and live != self.bar:
-            self.stream.write(f"\r[{first}] {live}")
+            self.stream.write(f"\r{'' if self.bare else f'[{first}] '}{live}")
             self.rewind, self.bar = "\r", live
 
 

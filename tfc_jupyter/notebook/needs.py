@@ -119,12 +119,11 @@ def on_demand(text: str) -> list[tuple[str, str]]:
     and each this kernel has that values come back through (:data:`BRINGS_BACK`)."""
     import importlib.util
 
+    here = [rule for rule in BRINGS_BACK if importlib.util.find_spec(rule[1]) is not None]
     found = []
-    for pattern, module, why in ON_DEMAND + BRINGS_BACK:
+    for pattern, module, why in (*ON_DEMAND, *here):
         match = pattern.search(text)
-        if match and (
-            (pattern, module, why) in ON_DEMAND or importlib.util.find_spec(module) is not None
-        ):
+        if match:
             line = text.count("\n", 0, match.start()) + 1
             found.append((module, f"{why}: script line {line}"))
     return found

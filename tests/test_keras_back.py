@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from jobutil import JOB_DEADLINE_S, in_kernel, write_notebook
+from jobutil import JOB_DEADLINE_S, executed_by_cli, in_kernel, write_notebook
 
 DATA = """\
 import numpy as np
@@ -91,6 +91,54 @@ def test_the_keras_tuner_tutorial_s_next_cell_runs_in_the_kernel(
     assert got["units"] == got["job_units"] == got["best_trial_units"] == got["built_units"]
     assert got["trials"] == 3 and got["same_model"], got
     assert "Results summary" in _said(after)
+
+
+def _tutorial_as_a_job(tmp_path: Path, *flags: str) -> None:
+    """The tutorial's notebook as it is (no magic) through ``tfc-jupyter run``: its next cell
+    prints, in the job's executed notebook, what it prints in Jupyter."""
+    pytest.importorskip("keras_tuner")
+    search = SEARCH.removeprefix("%%tfc_run\n")
+    path = write_notebook(tmp_path / "tutorial.ipynb", "import json", DATA, search, NEXT)
+    after = executed_by_cli(path, *flags, timeout=JOB_DEADLINE_S * 2).cells[3]
+    got = _checked(after)
+    assert got["tuner"] == "RandomSearch" and got["hps"] == "HyperParameters", got
+    assert got["units"] == got["job_units"] == got["best_trial_units"] == got["built_units"]
+    assert got["trials"] == 3 and got["same_model"], got
+    assert "Results summary" in _said(after)
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("tfc_env")
+def test_the_keras_tuner_tutorial_runs_as_a_job_through_the_cli(tmp_path: Path) -> None:
+    _tutorial_as_a_job(tmp_path)
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("tfc_env")
+def test_the_keras_tuner_tutorial_runs_in_a_container_through_the_cli(
+    tmp_path: Path, tf_parent_image: str
+) -> None:
+    _tutorial_as_a_job(tmp_path, "--backend", "docker", "--parent-image", tf_parent_image)
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("tfc_env")
+def test_the_keras_tuner_tutorial_s_next_cell_runs_in_the_kernel_of_a_container_job(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tf_parent_image: str
+) -> None:
+    """The run cell as a docker job: its tuner's folder comes back next to the notebook, and the
+    tutorial's next cell runs in the kernel as it does locally."""
+    pytest.importorskip("keras_tuner")
+    search = SEARCH.replace(
+        "%%tfc_run", f"%%tfc_run --backend docker --parent-image {tf_parent_image}"
+    )
+    nb = _execute(tmp_path, monkeypatch, DATA, search, NEXT)
+    said = _said(nb.cells[2])
+    back = said.split("Back in the kernel: ", 1)[1].split(".\n")[0]
+    assert {"tuner", "best_hps", "best_model", "build_model"} <= set(back.split(", ")), back
+    got = _checked(nb.cells[3])
+    assert got["tuner"] == "RandomSearch" and got["units"] == got["job_units"], got
+    assert got["trials"] == 3 and got["same_model"], got
 
 
 TRAIN = """\

@@ -175,3 +175,15 @@ def test_a_notebook_importing_scikit_learn_gets_skops_where_the_kernel_has_it(
         importlib.util, "find_spec", lambda name, *a: None if name == "skops" else real(name, *a)
     )
     assert needs.on_demand(text) == []
+
+
+def test_a_notebook_importing_keras_tuner_gets_tensorboard(tmp_path: Path) -> None:
+    """Keras Tuner's trials import ``tensorboard.plugins.hparams`` with TensorFlow's backend,
+    though no import of the notebook names it (TensorFlow 2.21 no longer requires it): a docker
+    or Vertex AI image gets it, at this kernel's version, said why."""
+    text = "import numpy as np\nimport keras_tuner as kt\n"
+    also = needs.on_demand(text)
+    assert ("tensorboard", "Keras Tuner's trials import it with TensorFlow's backend: "
+            "script line 2") in also  # fmt: skip
+    want = needs.missing_imports({"numpy", "keras_tuner"}, [], tmp_path, also=also)
+    assert f"tensorboard=={metadata.version('tensorboard')}" in want.requirements

@@ -95,6 +95,8 @@ def parent_covers() -> frozenset[str]:
 ON_DEMAND: tuple[tuple[re.Pattern[str], str, str], ...] = (
     (re.compile(r"\bcallbacks\.TensorBoard\b|\bTensorBoard\s*\("), "tensorboard",
      "Keras' TensorBoard callback needs it"),
+    (re.compile(r"^[ \t]*(?:from|import)[ \t]+(?:keras_tuner|kerastuner)\b", re.MULTILINE),
+     "tensorboard", "Keras Tuner's trials import it with TensorFlow's backend"),
     (re.compile(r"""\.h5['"]|save_format\s*=\s*['"]h5|\.hdf5['"]"""), "h5py",
      "Keras reads and writes .h5 files with it"),
     (re.compile(r"\b(read_parquet|to_parquet)\s*\("), "pyarrow", "pandas reads parquet with it"),

@@ -423,6 +423,27 @@ def test_a_tf_keras_model_is_rebuilt_in_keras_3_or_said_why_not(
     ), got
 
 
+def test_a_tf_keras_model_compiled_with_an_optimizer_object_comes_back_compiled(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """tf-keras writes settings Keras 3's optimizers refuse (``jit_compile``,
+    ``is_legacy_optimizer``): the rebuilt model is compiled all the same, with the optimizer's
+    own settings (it came back "not compiled" from the quickstart's ``--workers 1`` job)."""
+    pytest.importorskip("tf_keras")
+    import keras
+    import numpy as np
+    import tf_keras
+
+    model = tf_keras.Sequential([tf_keras.Input((4,)), tf_keras.layers.Dense(1)])
+    model.compile(tf_keras.optimizers.Adam(learning_rate=0.01, beta_1=0.8), "mse")
+    namespace, got = _round_trip(tmp_path / "job", monkeypatch, {"model": model})
+    back = namespace["model"]
+    assert "model (tf-keras model, rebuilt in Keras 3 with its weights)" in got.line(), got
+    assert isinstance(back.optimizer, keras.optimizers.Adam), back.optimizer
+    assert abs(float(back.optimizer.learning_rate) - 0.01) < 1e-6 and back.optimizer.beta_1 == 0.8
+    back.fit(np.zeros((8, 4)), np.zeros((8, 1)), epochs=1, verbose=0)  # compiled: it trains
+
+
 @pytest.mark.slow
 @pytest.mark.usefixtures("tfc_env")
 def test_the_tuner_of_a_distributed_search_comes_back_too(

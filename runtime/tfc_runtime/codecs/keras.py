@@ -96,11 +96,29 @@ def to_keras3(model: Any, folder: Path, custom_objects: dict[str, Any]) -> tuple
         # Keras 2 writes its unset settings as None (steps_per_execution: None), which
         # Keras 3 would take as given: those keep Keras 3's defaults.
         config = {k: v for k, v in config.items() if v is not None and k in accepted}
+        if "optimizer" in config:
+            config["optimizer"] = _keras3_optimizer(keras, config["optimizer"])
         try:
             rebuilt.compile_from_config(config)
         except Exception as exc:
             said += f"; not compiled: {_first_line(exc)}"
     return rebuilt, said
+
+
+def _keras3_optimizer(keras: Any, optimizer: Any) -> Any:
+    """A tf-keras optimizer's serialized config with only the settings Keras 3's optimizer of
+    that class takes: tf-keras writes some Keras 3 refuses (``jit_compile``,
+    ``is_legacy_optimizer``), which would leave the rebuilt model uncompiled."""
+    config = optimizer.get("config") if isinstance(optimizer, dict) else None
+    cls = getattr(keras.optimizers, str(optimizer.get("class_name")), None) if config else None
+    if not isinstance(config, dict) or not isinstance(cls, type):
+        return optimizer
+    accepted: set[str] = set()
+    for klass in cls.__mro__:  # Adam's own, then the base optimizer's (it takes **kwargs)
+        init = vars(klass).get("__init__")
+        if init is not None:
+            accepted |= set(inspect.signature(init).parameters) - {"self", "kwargs"}
+    return {**optimizer, "config": {k: v for k, v in config.items() if k in accepted}}
 
 
 def _first_line(exc: BaseException) -> str:

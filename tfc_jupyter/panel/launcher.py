@@ -35,8 +35,8 @@ from ..store.logs import LogTail, Merger, is_noise, said, strip_ansi
 from ..store.logs import shown as shown_line
 from ..store.records import JobRecord, JobState, JobStore
 from ..trials.sweep_jobs import label, read_sweep
-from ..trials.trial_table import Sweep
-from ..trials.trials import SWEEP_LABEL
+from ..trials.trial_table import Sweep, Trial
+from ..trials.trials import SWEEP_LABEL, TRIAL_LABEL
 from .model import PanelModel
 
 if TYPE_CHECKING:
@@ -250,6 +250,10 @@ class Launcher:
         )
 
 
+def _number(trial: Trial) -> int:
+    return trial.number
+
+
 class JobWatch:
     """Follows one job from a daemon thread: record, elapsed time, per-replica log lines.
 
@@ -343,12 +347,17 @@ class JobWatch:
         return changed
 
     def _next_trial(self) -> bool:
-        """The followed trial has ended: follow the sweep's next running trial (True), or keep
-        polling while its driver runs, or end with the sweep."""
+        """The followed trial has ended: follow the sweep's next trial, by number (True; one
+        that ended meanwhile is read whole, then the next), or keep polling while its driver
+        launches one, or end with the sweep."""
         sweep = self.sweep
-        running = [t for t in (sweep.trials if sweep else []) if t.state == "running" and t.job_id]
-        if running and running[0].job_id != self.job.id:
-            trial = running[0]
+        trials = sweep.trials if sweep else []
+        number = label(self.record, TRIAL_LABEL)
+        current = int(number) if number and number.isdigit() else -1
+        later = sorted((t for t in trials if t.job_id and t.number > current), key=_number)
+        running = [t for t in trials if t.state == "running"]
+        if later:
+            trial = later[0]
             assert trial.job_id is not None
             self.job = jobs.Job(trial.job_id, self.job.store)
             self.record = self.job.record()

@@ -118,6 +118,42 @@ def executed_by_cli(path: Path, *flags: str, timeout: float = JOB_DEADLINE_S) ->
     return executed
 
 
+def names_round_trip(
+    names: dict[str, Any], *, kernel: dict[str, Any] | None = None, out: Any = None, job: str = ""
+) -> tuple[dict[str, Any], Any]:
+    """``names`` as a run cell binds them (``out``: its ``Out[]``), written by the job's own
+    writer into a job folder (``job``, or a new one) and read back by the kernel's reader into a
+    namespace that starts as ``kernel``: the namespace, and what ``bring_back`` said (its
+    ``Returned``). Fails when the job's writer left a name in the job."""
+    import tempfile
+    from types import SimpleNamespace
+
+    from tfc_runtime import giveback
+
+    from tfc_jupyter.returns.border import KernelCell
+    from tfc_jupyter.returns.returned import bring_back
+
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = job or tmp
+        before = os.environ.get("TFC_JOB_DIR")
+        os.environ["TFC_JOB_DIR"] = folder  # as a job has it
+        try:
+            state = SimpleNamespace(
+                run_cell=1, binds=tuple(names), reads=(), code=(), chief=True, out=out,
+                started=0.0, workdir="",
+            )  # fmt: skip
+            manifest = giveback.save_names(state, dict(names))
+            assert manifest is not None and not manifest.stayed, manifest.stayed
+            namespace = dict(kernel or {})
+            cell = KernelCell.from_source(f"{', '.join(names)} = f()")
+            return namespace, bring_back(folder, namespace, kernel_cell=cell)
+        finally:
+            if before is None:
+                os.environ.pop("TFC_JOB_DIR", None)
+            else:
+                os.environ["TFC_JOB_DIR"] = before
+
+
 def plan_for(path: Path, extra_flags: str = "") -> Plan:
     """Plan the first %%tfc_run cell of a notebook file, as the CLI does."""
     nb = capture.read_notebook(path)

@@ -9,37 +9,16 @@ from __future__ import annotations
 import json
 import tempfile
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
 import pytest
-from tfc_runtime import giveback
+from jobutil import names_round_trip
 
 from tfc_jupyter.returns.border import KernelCell
 from tfc_jupyter.returns.returned import bring_back
 
 keras = pytest.importorskip("keras")
-
-
-def _through_files(
-    names: dict[str, Any], kernel: dict[str, Any] | None = None, job: str = ""
-) -> tuple[dict[str, Any], Any]:
-    """``names`` as a run cell binds them, written by the job into a job folder (``job``, or a
-    new one) and read back by the kernel whose namespace starts as ``kernel``."""
-    with tempfile.TemporaryDirectory() as tmp, pytest.MonkeyPatch.context() as mp:
-        folder = job or tmp
-        mp.setenv("TFC_JOB_DIR", folder)
-        state = SimpleNamespace(
-            run_cell=1, binds=tuple(names), reads=(), code=(), chief=True, out=None,
-            started=0.0, workdir="",
-        )  # fmt: skip
-        manifest = giveback.save_names(state, dict(names))
-        assert manifest is not None and not manifest.stayed, manifest.stayed
-        namespace = dict(kernel or {})
-        cell = KernelCell.from_source(f"{', '.join(names)} = f()")
-        got = bring_back(folder, namespace, kernel_cell=cell)
-        return namespace, got
 
 
 def _data() -> tuple[np.ndarray, np.ndarray]:
@@ -63,7 +42,7 @@ def test_early_stopping_after_a_fit_comes_back_with_its_state_and_best_weights()
     )  # no epoch improves by 10: it stops after the second
     model.fit(x, y, epochs=5, verbose=0, callbacks=[stopper])
     assert stopper.stopped_epoch == 1
-    namespace, got = _through_files({"model": model, "stopper": stopper})
+    namespace, got = names_round_trip({"model": model, "stopper": stopper})
     assert not got.stayed and not got.problems, got
     back = namespace["stopper"]
     assert type(back) is keras.callbacks.EarlyStopping and back is not stopper
@@ -104,7 +83,7 @@ def test_a_list_of_keras_and_the_notebooks_own_callbacks_comes_back(tmp_path: Pa
         keras.callbacks.CSVLogger(str(log)),  # made with an argument: its state alone
     ]
     model.fit(x, y, epochs=3, verbose=0, callbacks=callbacks)
-    namespace, got = _through_files({"callbacks": callbacks}, kernel={"Counter": Counter})
+    namespace, got = names_round_trip({"callbacks": callbacks}, kernel={"Counter": Counter})
     assert not got.stayed and not got.problems, got
     back = namespace["callbacks"]
     assert [type(c) for c in back] == [type(c) for c in callbacks]
@@ -114,7 +93,7 @@ def test_a_list_of_keras_and_the_notebooks_own_callbacks_comes_back(tmp_path: Pa
 
 
 def test_the_notebooks_callback_whose_class_the_kernel_lacks_stays_and_says_so() -> None:
-    namespace, got = _through_files({"counter": Counter()}, kernel={})
+    namespace, got = names_round_trip({"counter": Counter()}, kernel={})
     assert "counter" not in namespace
     said = dict(got.stayed)["counter"]
     assert "Keras callback of class 'Counter', which is not here" in said, got.stayed
@@ -124,7 +103,7 @@ def test_a_forged_callback_entry_names_no_class_outside_keras_callbacks() -> Non
     """The manifest is the job's: a class that is not one of Keras' callbacks (a model, a
     name with dots, ``os.system``) is refused, and nothing of it is made."""
     with tempfile.TemporaryDirectory() as job:
-        _through_files({"stopper": keras.callbacks.EarlyStopping()}, job=job)
+        names_round_trip({"stopper": keras.callbacks.EarlyStopping()}, job=job)
         path = next(Path(job).rglob("values.json"))
         manifest = json.loads(path.read_text())
         for forged in ("Sequential", "os.system", "History", "Model"):

@@ -131,10 +131,17 @@ def _as_a_run_cell_in_a_kernel(tmp_path: Path, truth: dict[str, Any], flags: str
         tmp_path / "cell.ipynb", "%load_ext tfc_jupyter", SETUP, f"%%tfc_run{flags}\n{CELL}", CHECK
     )
     nb = in_kernel(path)
+    assert not [o for o in nb.cells[2].outputs if o.output_type == "error"], nb.cells[2].outputs
     said = streamed(nb.cells[2])
     assert "ran" in said, nb.cells[2].outputs
     back = said.split("Back in the kernel: ", 1)[1].split("\n", 1)[0]
-    for part in ("df (changed in place)", "lst (changed in place)", "g (bound)", "frame"):
+    for part in (
+        "df (changed in place)",
+        "lst (changed in place)",
+        "d (changed in place)",
+        "g (bound)",
+        "frame",
+    ):
         assert part in back, said
     assert "deleted by the cell: x" in back, said
     assert "z (bound in the job by code the kernel cannot check)" in back, said

@@ -23,6 +23,7 @@ import pandas as pd
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from jobutil import names_round_trip
 from tfc_runtime import giveback
 
 from tfc_jupyter.returns.border import KernelCell
@@ -34,19 +35,9 @@ from tfc_jupyter.returns.returned import bring_back
 def through_files(names: dict[str, Any], out: Any = None) -> tuple[dict[str, Any], Any]:
     """``names`` as a run cell binds them, written by the job into a job folder and read back
     by the kernel: the kernel's namespace, and ``Out[]``."""
-    with tempfile.TemporaryDirectory() as job, pytest.MonkeyPatch.context() as mp:
-        mp.setenv("TFC_JOB_DIR", job)
-        state = SimpleNamespace(
-            run_cell=1, binds=tuple(names), reads=(), code=(), chief=True, out=out,
-            started=0.0, workdir="",
-        )  # fmt: skip
-        manifest = giveback.save_names(state, dict(names))
-        assert manifest is not None and not manifest.stayed, manifest.stayed
-        namespace: dict[str, Any] = {}
-        cell = KernelCell.from_source(f"{', '.join(names)} = f()")
-        got = bring_back(job, namespace, kernel_cell=cell)
-        assert not got.stayed and not got.problems and sorted(got.names) == sorted(names), got
-        return namespace, got.out
+    namespace, got = names_round_trip(names, out=out)
+    assert not got.stayed and not got.problems and sorted(got.names) == sorted(names), got
+    return namespace, got.out
 
 
 def back(value: Any) -> Any:
